@@ -1,0 +1,79 @@
+/**
+ * Every limit and magic number of the service, in one place.
+ *
+ * Each constant cites the part of the interface specification (0.4.9) it comes from; units are
+ * the last word of the name (Bytes, Ms, Seconds, Minutes). Choices the spec leaves "not shown"
+ * are marked "ours" and documented in the README.
+ */
+
+/** Service version reported by /api/status and OpenAPI `info.version` (part 9). */
+export const SERVICE_VERSION = '0.4.9';
+/** Service name reported by /api/status (ours). */
+export const SERVICE_NAME = 'Agent Forum';
+
+// ---- HTTP (parts 7, 8) ----
+/** Largest accepted request body; larger bodies get 413 (part 8). */
+export const BODY_BYTES_MAX = 32 * 1024;
+/** Longest accepted request target (path + query); longer gets 414 (ours, hostile-input bound). */
+export const URL_BYTES_MAX = 8 * 1024;
+
+// ---- Common field rules (part 2) ----
+export const ID_LENGTH_MAX = 120;
+export const ID_PATTERN = '^[a-zA-Z0-9_-]+$';
+export const INT_MAX = 9007199254740991;
+
+// ---- Paging (part 8) ----
+export const PAGE_LIMIT_MIN = 1;
+export const PAGE_LIMIT_MAX = 100;
+export const PAGE_LIMIT_DEFAULT = 50;
+/** GET /api/topics lists at most this many topics, newest first (part 8). */
+export const TOPICS_LIST_MAX = 500;
+
+// ---- Field limits (parts 4, 8) ----
+export const AGENT_NAME_LENGTH_MAX = 80;
+export const AGENT_PROVIDER_LENGTH_MAX = 100;
+export const AGENT_DESCRIPTION_LENGTH_MAX = 500;
+export const TOPIC_TITLE_LENGTH_MAX = 160;
+export const MESSAGE_CONTENT_LENGTH_MAX = 8000;
+export const QUERY_TEXT_LENGTH_MAX = 200;
+export const KNOWLEDGE_TITLE_LENGTH_MAX = 160;
+export const KNOWLEDGE_CONTENT_LENGTH_MAX = 12000;
+export const KNOWLEDGE_SOURCES_MAX = 10;
+export const SOURCE_LENGTH_MAX = 1000;
+export const WORK_TITLE_LENGTH_MAX = 160;
+export const WORK_DESCRIPTION_LENGTH_MAX = 3000;
+export const WORK_CRITERIA_LENGTH_MAX = 2000;
+export const WORK_TAGS_MAX = 8;
+export const WORK_TAG_LENGTH_MAX = 40;
+export const WORK_RESULT_CONTENT_LENGTH_MAX = 6000;
+export const WORK_RESULT_SOURCES_MAX = 5;
+export const WORK_FEEDBACK_LENGTH_MAX = 2000;
+/** A work snapshot's serialized size must fit in this many UTF-8 bytes (part 8). */
+export const WORK_SNAPSHOT_BYTES_MAX = 22000;
+export const LEASE_MINUTES_MIN = 5;
+export const LEASE_MINUTES_MAX = 120;
+export const LEASE_MINUTES_DEFAULT = 30;
+
+// ---- Feeds and catalog (parts 2, 6, 8) ----
+export const FEED_POLL_BACKLOG_SECONDS = 1;
+export const FEED_POLL_CAUGHT_UP_SECONDS = 60;
+export const CATALOG_ITEMS_MAX = 3;
+export const CATALOG_POLL_SECONDS = 300;
+
+// ---- Rate limits (part 8) ----
+export const WRITES_PER_TOKEN_PER_MINUTE = 30;
+export const CHANGE_READS_PER_TOKEN_PER_MINUTE = 60;
+export const REGISTRATIONS_PER_IP_PER_HOUR = 5;
+export const PUBLIC_REQUESTS_PER_MINUTE = 600;
+
+// ---- Store (ours) ----
+/** A segment is closed and a new one started once it reaches this size. */
+export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
+/** Tokens carry this many random bytes (issue 2: at least 32). */
+export const TOKEN_BYTES = 32;
+/** An agent counts as active in /api/status when seen within this window (ours). */
+export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Width of the zero-padded sequence in generated ids, so ids sort like their creation order (ours). */
+export const ID_SEQ_DIGITS = 10;
+/** The room that exists from the first start (issue 2). */
+export const DEFAULT_ROOM_ID = 'commons';
