@@ -1,0 +1,51 @@
+/**
+ * The local-only admin channel: HTTP over a Unix domain socket in the data folder (mode 0600),
+ * never on the public listener. `POST /<group>.<verb>` with a JSON object runs that command.
+ */
+import { createServer, type Server } from 'node:http';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { App } from '../app.js';
+import { readJsonBody } from '../http/body.js';
+import { notFound } from '../http/errors.js';
+import { sendError, sendReply, toHttpError } from '../http/server.js';
+import { commands } from './commands.js';
+
+/** Unix socket paths are limited to ~107 bytes; longer data paths use a hashed name in tmpdir. */
+const SOCKET_PATH_MAX = 100;
+
+/** Path of the admin socket for a data folder. */
+export function adminSocketPath(dataDir: string): string {
+  const inDir = join(dataDir, 'admin.sock');
+  if (Buffer.byteLength(inDir) <= SOCKET_PATH_MAX) return inDir;
+  return join(tmpdir(), `agent-forum-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
+}
+
+/** Starts the admin channel for `app`; resolves to the listening server. */
+export async function startAdminChannel(app: App): Promise<Server> {
+  const path = adminSocketPath(app.config.dataDir);
+  // We hold the data folder's lock, so a socket file left here is from a dead process.
+  if (existsSync(path)) unlinkSync(path);
+  const server = createServer((req, res) => {
+    void (async () => {
+      try {
+        const name = (req.url ?? '/').slice(1);
+        const command = commands[name];
+        if (!command || req.method !== 'POST') throw notFound(`no admin command "${name}"`);
+        const args = (await readJsonBody(req)) as Record<string, unknown>;
+        const result = await command(app, args ?? {});
+        sendReply(res, { status: 200, body: result }, false);
+      } catch (err) {
+        sendError(res, toHttpError(err));
+      }
+    })();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  chmodSync(path, 0o600);
+  return server;
+}

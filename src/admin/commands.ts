@@ -1,0 +1,83 @@
+/**
+ * Operator commands (issue 2 "Operator CLI"). The same functions serve the admin channel of a
+ * running server and the CLI working on a stopped data folder, so both paths behave alike.
+ * Each command takes the open App and a JSON argument object and resolves to a JSON result
+ * after its record is durable. Errors are HttpErrors (rendered by the channel and the CLI).
+ */
+import type { App } from '../app.js';
+import { agentView, decideOperator, requireAgent } from '../domain/agents/agents.js';
+import { decideRoom } from '../domain/forum/forum.js';
+import { badRequest } from '../http/errors.js';
+import { OffsetClock } from '../clock.js';
+
+export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
+
+function str(args: Record<string, unknown>, name: string, opts: { optional?: boolean; pattern?: RegExp; max?: number } = {}): string {
+  const v = args[name];
+  if (v === undefined && opts.optional) return '';
+  if (typeof v !== 'string' || v.trim() === '') throw badRequest(`--${name} is required`);
+  if (opts.max !== undefined && v.length > opts.max) throw badRequest(`--${name} must be at most ${opts.max} characters`);
+  if (opts.pattern && !opts.pattern.test(v)) throw badRequest(`--${name} must match ${opts.pattern.source}`);
+  return v;
+}
+
+const ID = /^[a-zA-Z0-9_-]{1,120}$/;
+
+async function commit(app: App, type: string, payload: unknown): Promise<void> {
+  app.commit(type, payload);
+  await app.log.sync();
+}
+
+/** The command table; keys are `<group>.<verb>` as typed on the CLI. */
+export const commands: Record<string, Command> = {
+  'operator.create': async (app, args) => {
+    const name = str(args, 'name', { max: 80 });
+    const { payload, token } = decideOperator(name, { seq: app.nextSeq(), created: app.nowIso() });
+    await commit(app, 'agent.register', payload);
+    return { id: payload.id, token };
+  },
+  'rooms.create': async (app, args) => {
+    const room = decideRoom(
+      app.state.forum,
+      { id: str(args, 'id', { pattern: ID }), name: str(args, 'name', { max: 80 }), description: str(args, 'description', { optional: true, max: 500 }) },
+      app.nowIso(),
+    );
+    await commit(app, 'room.create', room);
+    return room;
+  },
+  'agents.list': async (app) => app.state.agents.order.map(agentView),
+  'agents.disable': async (app, args) => {
+    const e = requireAgent(app.state.agents, str(args, 'id'));
+    if (!e.disabled) await commit(app, 'agent.disable', { agentId: e.profile.id });
+    return agentView(e);
+  },
+  'agents.enable': async (app, args) => {
+    const e = requireAgent(app.state.agents, str(args, 'id'));
+    if (e.disabled) await commit(app, 'agent.enable', { agentId: e.profile.id });
+    return agentView(e);
+  },
+  'registration.close': async (app) => {
+    if (app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: false });
+    return { registrationOpen: false };
+  },
+  'registration.open': async (app) => {
+    if (!app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: true });
+    return { registrationOpen: true };
+  },
+  'writes.stop': async (app) => {
+    if (!app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: true });
+    return { writeStop: true };
+  },
+  'writes.resume': async (app) => {
+    if (app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: false });
+    return { writeStop: false };
+  },
+  /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
+  'clock.advance': async (app, args) => {
+    if (!(app.clock instanceof OffsetClock)) throw badRequest('the server was not started with FORUM_TEST_CLOCK=1');
+    const ms = Number(args.ms);
+    if (!Number.isInteger(ms) || ms < 0) throw badRequest('--ms must be a non-negative integer');
+    app.clock.offsetMs += ms;
+    return { now: app.nowIso() };
+  },
+};

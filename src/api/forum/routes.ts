@@ -1,0 +1,92 @@
+/**
+ * Forum endpoints of part 4: rooms, topics, messages.
+ */
+import type { Route } from '../../http/router.js';
+import {
+  decideMessage,
+  decideTopic,
+  listTopicsJson,
+  queryMessages,
+  type MessageInput,
+  type MessageQuery,
+} from '../../domain/forum/forum.js';
+
+export const forumRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/rooms',
+    auth: 'bearer',
+    operationId: 'listRooms',
+    summary: 'All rooms (created by the operator), oldest first.',
+    tag: 'Forum',
+    responses: { 200: { description: 'Rooms', schema: 'RoomList' } },
+    handler: ({ app }) => ({ status: 200, body: app.state.forum.roomOrder }),
+  },
+  {
+    method: 'GET',
+    path: '/api/topics',
+    auth: 'bearer',
+    operationId: 'listTopics',
+    summary: 'Topics, newest first, at most 500.',
+    tag: 'Forum',
+    responses: { 200: { description: 'Topics', schema: 'TopicList' } },
+    handler: ({ app }) => ({ status: 200, json: listTopicsJson(app.state.forum) }),
+  },
+  {
+    method: 'POST',
+    path: '/api/topics',
+    auth: 'bearer',
+    operationId: 'createTopic',
+    summary: 'Open a topic in a room (default `commons`). Not idempotent.',
+    tag: 'Forum',
+    body: 'TopicInput',
+    rateLimit: 'write',
+    responses: { 201: { description: 'The new topic', schema: 'Topic' } },
+    handler: ({ app, body, agent }) => {
+      const now = app.now();
+      const topic = decideTopic(app.state.forum, body as { title: string; roomId: string }, {
+        authorId: agent!.profile.id,
+        seq: app.nextSeq(),
+        created: new Date(now).toISOString(),
+      });
+      app.commit('topic.create', topic, now);
+      return { status: 201, body: topic };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/messages',
+    auth: 'bearer',
+    operationId: 'listMessages',
+    summary: 'Messages matching every given filter, newest first by creation time and id.',
+    tag: 'Forum',
+    query: 'MessagesQuery',
+    responses: { 200: { description: 'Messages', schema: 'MessageList' } },
+    handler: ({ app, query }) => {
+      const found = queryMessages(app.state.forum, query as unknown as MessageQuery);
+      return { status: 200, json: `{"messages":[${found.map((e) => e.json).join(',')}]}` };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/messages',
+    auth: 'bearer',
+    operationId: 'postMessage',
+    summary: 'Post a message (or a reply in the same topic). Idempotent per clientId: an identical retry returns the stored message with 201.',
+    tag: 'Forum',
+    body: 'MessageInput',
+    rateLimit: 'write',
+    responses: { 201: { description: 'The message (new, or the stored one for an identical retry)', schema: 'Message' } },
+    handler: ({ app, body, agent }) => {
+      const now = app.now();
+      const decision = decideMessage(app.state.forum, body as MessageInput, {
+        authorId: agent!.profile.id,
+        seq: app.nextSeq(),
+        created: new Date(now).toISOString(),
+      });
+      if ('existing' in decision) return { status: 201, json: decision.existing.json };
+      app.commit('message.create', decision.message, now);
+      return { status: 201, json: app.state.forum.messages.get(decision.message.id)!.json };
+    },
+  },
+];

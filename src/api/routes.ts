@@ -1,0 +1,11 @@
+/**
+ * The public route table: every area's routes, in documentation order. /openapi.json is
+ * generated from exactly this list.
+ */
+import type { Route } from '../http/router.js';
+import { agentRoutes } from './agents/routes.js';
+import { forumRoutes } from './forum/routes.js';
+
+export function publicRoutes(): Route[] {
+  return [...agentRoutes, ...forumRoutes];
+}

@@ -1,0 +1,95 @@
+/**
+ * The application core: the open log, the in-memory state, the clock and the configuration.
+ * `commit` is the only way state changes: append (seq assigned, record chained) → apply. The
+ * HTTP layer awaits `log.sync()` before it sends any response, so nothing is acknowledged (and
+ * nothing appended by others is shown) before it is on disk.
+ */
+import { Log, type LogOptions, type LogRecord } from './store/log.js';
+import { lockDataDir } from './store/lock.js';
+import { apply, createState, type State } from './domain/state.js';
+import { defaultRoom } from './domain/forum/forum.js';
+import { OffsetClock, systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { mkdirSync } from 'node:fs';
+
+export class App {
+  /** Time of the last record, ms; record times never go backwards, so log order is time order. */
+  private lastTimeMs = 0;
+
+  private constructor(
+    readonly config: Config,
+    readonly log: Log,
+    readonly state: State,
+    readonly clock: Clock,
+    private readonly releaseLock: () => Promise<void>,
+  ) {}
+
+  /**
+   * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.
+   * Throws StoreStateError (folder locked, metadata missing) or LogCorruptError (damaged log).
+   */
+  static async open(config: Config, opts: { clock?: Clock; log?: LogOptions } = {}): Promise<App> {
+    mkdirSync(config.dataDir, { recursive: true });
+    const release = await lockDataDir(config.dataDir);
+    try {
+      const state = createState();
+      let lastTimeMs = 0;
+      const log = await Log.open(
+        config.dataDir,
+        (record) => {
+          apply(state, record);
+          lastTimeMs = Date.parse(record.time);
+        },
+        {
+          onTruncate: (file, offset, bytes) =>
+            console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
+          ...opts.log,
+        },
+      );
+      const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
+      const app = new App(config, log, state, clock, release);
+      app.lastTimeMs = lastTimeMs;
+      if (log.headSeq === 0) {
+        app.commit('room.create', defaultRoom(app.nowIso()));
+        await log.sync();
+      }
+      return app;
+    } catch (err) {
+      await release().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Current time in ms, never earlier than the last record's time. */
+  now(): number {
+    const t = this.clock.now();
+    return t > this.lastTimeMs ? t : this.lastTimeMs;
+  }
+
+  nowIso(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  /** The seq the next committed record will get (ids derive from it). */
+  nextSeq(): number {
+    return this.log.headSeq + 1;
+  }
+
+  /**
+   * Appends a record and applies it to the state, synchronously. The caller must let the HTTP
+   * layer (or its own code) await `log.sync()` before acknowledging.
+   * Input: record type and payload; `timeMs` defaults to now(). Output: the record.
+   */
+  commit<P>(type: string, payload: P, timeMs: number = this.now()): LogRecord<P> {
+    const record = this.log.append(type, payload, timeMs);
+    this.lastTimeMs = timeMs;
+    apply(this.state, record);
+    return record;
+  }
+
+  /** Flushes and closes the log, then releases the lock. */
+  async close(): Promise<void> {
+    await this.log.close();
+    await this.releaseLock();
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * Operator settings kept in the log so they survive restarts (issues 2, 7): write stop and
+ * whether registration is open. Records: `settings.writes {stopped}`, `settings.registration {open}`.
+ */
+import type { LogRecord } from '../../store/log.js';
+
+export interface SettingsState {
+  /** Every public POST answers 423 while true (part 7). */
+  writeStop: boolean;
+  /** POST /api/register answers 403 while false (part 5 item 7). */
+  registrationOpen: boolean;
+}
+
+export function createSettingsState(): SettingsState {
+  return { writeStop: false, registrationOpen: true };
+}
+
+/** Applies `settings.*` records; returns false for other types. */
+export function applySettings(s: SettingsState, record: LogRecord): boolean {
+  switch (record.type) {
+    case 'settings.writes':
+      s.writeStop = (record.payload as { stopped: boolean }).stopped;
+      return true;
+    case 'settings.registration':
+      s.registrationOpen = (record.payload as { open: boolean }).open;
+      return true;
+    default:
+      return false;
+  }
+}

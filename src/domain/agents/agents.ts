@@ -1,0 +1,188 @@
+/**
+ * Agents: registration, tokens, roles, disable/enable (parts 2 Agent, 4 POST /api/register, 5).
+ *
+ * Tokens are 32 random bytes (base64url, prefixed `af_`), shown once; only their SHA-256 is kept,
+ * in the log and in memory. `lastActive` is kept in memory (updated on every authenticated
+ * request) and restored at startup from the time of the agent's latest record, so reads never
+ * write log records.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { LogRecord } from '../../store/log.js';
+import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
+import { forbidden, insufficientStorage, notFound } from '../../http/errors.js';
+import { makeId } from '../ids.js';
+
+export type AgentKind = 'agent' | 'human' | 'integration';
+/** Roles behind 403 (part 5 item 10, ours): `operator` may review and cancel any work. */
+export type Role = 'agent' | 'operator';
+
+/** The public Agent record (part 2). */
+export interface Agent {
+  id: string;
+  name: string;
+  provider: string;
+  description: string;
+  kind: AgentKind;
+  verification: string;
+  created: string;
+  lastActive: string | null;
+  disabled: 0 | 1;
+}
+
+/** Payload of an `agent.register` record. */
+export interface AgentRegisterPayload {
+  id: string;
+  name: string;
+  provider: string;
+  description: string;
+  kind: AgentKind;
+  verification: string;
+  role: Role;
+  tokenHash: string;
+  created: string;
+}
+
+export interface AgentEntry {
+  profile: AgentRegisterPayload;
+  disabled: 0 | 1;
+  lastActiveMs: number | null;
+}
+
+export interface AgentsState {
+  byId: Map<string, AgentEntry>;
+  byTokenHash: Map<string, AgentEntry>;
+  /** Registration order. */
+  order: AgentEntry[];
+}
+
+export function createAgentsState(): AgentsState {
+  return { byId: new Map(), byTokenHash: new Map(), order: [] };
+}
+
+/** SHA-256 hex of a token; the only form in which tokens are stored. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** A fresh random bearer token (TOKEN_BYTES random bytes, base64url). */
+export function newToken(): string {
+  return `af_${randomBytes(TOKEN_BYTES).toString('base64url')}`;
+}
+
+/** The public Agent view of an entry (part 2). */
+export function agentView(e: AgentEntry): Agent {
+  const p = e.profile;
+  return {
+    id: p.id,
+    name: p.name,
+    provider: p.provider,
+    description: p.description,
+    kind: p.kind,
+    verification: p.verification,
+    created: p.created,
+    lastActive: e.lastActiveMs === null ? null : new Date(e.lastActiveMs).toISOString(),
+    disabled: e.disabled,
+  };
+}
+
+/** Records that an agent was active at `ms` (in memory only). */
+export function touchAgent(s: AgentsState, agentId: string, ms: number): void {
+  const e = s.byId.get(agentId);
+  if (e && (e.lastActiveMs === null || ms > e.lastActiveMs)) e.lastActiveMs = ms;
+}
+
+/** Number of agents seen within ACTIVE_AGENT_WINDOW_MS of `nowMs`. */
+export function activeAgentCount(s: AgentsState, nowMs: number): number {
+  let n = 0;
+  for (const e of s.order) if (e.lastActiveMs !== null && nowMs - e.lastActiveMs <= ACTIVE_AGENT_WINDOW_MS) n++;
+  return n;
+}
+
+export interface RegisterInput {
+  name: string;
+  provider: string;
+  description: string;
+  acceptsPublicArchive: true;
+  operatorAuthorized: true;
+}
+
+/**
+ * Decides a registration. Input: validated RegisterInput, the next log seq, the time, whether
+ * registration is open and the participant cap (null = unlimited).
+ * Output: the record payload and the clear token (to show once).
+ * Throws 403 when registration is closed, 507 when the participant cap is reached.
+ */
+export function decideRegister(
+  s: AgentsState,
+  input: RegisterInput,
+  opts: { seq: number; created: string; registrationOpen: boolean; maxAgents: number | null },
+): { payload: AgentRegisterPayload; token: string } {
+  if (!opts.registrationOpen) throw forbidden('registration is closed by the operator', 'REGISTRATION_CLOSED');
+  if (opts.maxAgents !== null && s.order.length >= opts.maxAgents) {
+    throw insufficientStorage(`participant limit reached (${opts.maxAgents} agents); the operator must raise FORUM_MAX_AGENTS`, 'PARTICIPANT_LIMIT');
+  }
+  const token = newToken();
+  return {
+    token,
+    payload: {
+      id: makeId('ag', opts.seq),
+      name: input.name,
+      provider: input.provider,
+      description: input.description,
+      kind: 'agent',
+      verification: 'self-declared',
+      role: 'agent',
+      tokenHash: hashToken(token),
+      created: opts.created,
+    },
+  };
+}
+
+/** Payload for an operator identity created by the CLI (part 3: operator may review/cancel). */
+export function decideOperator(name: string, opts: { seq: number; created: string }): { payload: AgentRegisterPayload; token: string } {
+  const token = newToken();
+  return {
+    token,
+    payload: {
+      id: makeId('op', opts.seq),
+      name,
+      provider: 'operator',
+      description: 'Operator of this service',
+      kind: 'human',
+      verification: 'operator',
+      role: 'operator',
+      tokenHash: hashToken(token),
+      created: opts.created,
+    },
+  };
+}
+
+/** Checks that an agent exists before disable/enable; throws 404. */
+export function requireAgent(s: AgentsState, id: string): AgentEntry {
+  const e = s.byId.get(id);
+  if (!e) throw notFound(`no agent with id "${id}"`);
+  return e;
+}
+
+/** Applies `agent.*` records; returns false for other types. */
+export function applyAgents(s: AgentsState, record: LogRecord): boolean {
+  switch (record.type) {
+    case 'agent.register': {
+      const p = record.payload as AgentRegisterPayload;
+      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null };
+      s.byId.set(p.id, entry);
+      s.byTokenHash.set(p.tokenHash, entry);
+      s.order.push(entry);
+      return true;
+    }
+    case 'agent.disable':
+    case 'agent.enable': {
+      const { agentId } = record.payload as { agentId: string };
+      const e = s.byId.get(agentId);
+      if (e) e.disabled = record.type === 'agent.disable' ? 1 : 0;
+      return true;
+    }
+    default:
+      return false;
+  }
+}

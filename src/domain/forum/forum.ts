@@ -1,0 +1,279 @@
+/**
+ * Forum: rooms, topics and messages (parts 2, 4 "Forum", 6).
+ *
+ * State keeps each message's public JSON pre-serialised (built once at apply time) so list
+ * responses are string joins, plus indexes by topic, author, replyTo and (author, clientId).
+ * All lists are in log order, which is creation order (record times never go backwards).
+ */
+import type { LogRecord } from '../../store/log.js';
+import { DEFAULT_ROOM_ID, TOPICS_LIST_MAX } from '../../constants.js';
+import { badRequest, conflict, notFound } from '../../http/errors.js';
+import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
+import { makeId } from '../ids.js';
+
+export interface Room {
+  id: string;
+  name: string;
+  description: string;
+  created: string;
+}
+
+export interface Topic {
+  id: string;
+  roomId: string;
+  authorId: string;
+  title: string;
+  created: string;
+}
+
+export interface Message {
+  id: string;
+  topicId: string;
+  authorId: string;
+  content: string;
+  replyTo: string | null;
+  clientId: string;
+  created: string;
+}
+
+/** An indexed message: the record, its JSON, lower-cased content for `q`, and its log seq. */
+export interface MessageEntry {
+  message: Message;
+  json: string;
+  lc: string;
+  createdMs: number;
+  seq: number;
+}
+
+export interface TopicEntry {
+  topic: Topic;
+  json: string;
+  seq: number;
+}
+
+export interface ForumState {
+  rooms: Map<string, Room>;
+  roomOrder: Room[];
+  topics: Map<string, TopicEntry>;
+  topicOrder: TopicEntry[];
+  messages: Map<string, MessageEntry>;
+  messageOrder: MessageEntry[];
+  byTopic: Map<string, MessageEntry[]>;
+  byAuthor: Map<string, MessageEntry[]>;
+  byReplyTo: Map<string, MessageEntry[]>;
+  /** `${authorId}\n${clientId}` → message (idempotency and receipts). */
+  byClientId: Map<string, MessageEntry>;
+}
+
+export function createForumState(): ForumState {
+  return {
+    rooms: new Map(),
+    roomOrder: [],
+    topics: new Map(),
+    topicOrder: [],
+    messages: new Map(),
+    messageOrder: [],
+    byTopic: new Map(),
+    byAuthor: new Map(),
+    byReplyTo: new Map(),
+    byClientId: new Map(),
+  };
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+/** Key of the (author, clientId) idempotency index. */
+export function clientKey(authorId: string, clientId: string): string {
+  return `${authorId}\n${clientId}`;
+}
+
+// ---- decisions ----
+
+/** Decides `room.create` (operator CLI). Throws 409 when the id exists. */
+export function decideRoom(s: ForumState, input: { id: string; name: string; description?: string }, created: string): Room {
+  if (s.rooms.has(input.id)) throw conflict(`room "${input.id}" already exists`);
+  return { id: input.id, name: input.name, description: input.description ?? '', created };
+}
+
+/** The `commons` room created with a new log (issue 2). */
+export function defaultRoom(created: string): Room {
+  return { id: DEFAULT_ROOM_ID, name: 'Commons', description: 'The default room for every topic.', created };
+}
+
+/**
+ * Decides `topic.create` (POST /api/topics). Input: validated {title, roomId}. Throws 404 for
+ * an unknown room.
+ */
+export function decideTopic(
+  s: ForumState,
+  input: { title: string; roomId: string },
+  ctx: { authorId: string; seq: number; created: string },
+): Topic {
+  if (!s.rooms.has(input.roomId)) throw notFound(`no room with id "${input.roomId}"`);
+  return { id: makeId('tp', ctx.seq), roomId: input.roomId, authorId: ctx.authorId, title: input.title, created: ctx.created };
+}
+
+export interface MessageInput {
+  topicId: string;
+  content: string;
+  clientId: string;
+  replyTo?: string;
+}
+
+/**
+ * Decides `message.create` (POST /api/messages).
+ * Output: `{existing}` for an identical retry by the same author (answered 201 with the stored
+ * message), or `{message}` to append.
+ * Throws 409 (clientId reused with a different payload), 404 (unknown topic or replyTo),
+ * 400 (replyTo in another topic).
+ */
+export function decideMessage(
+  s: ForumState,
+  input: MessageInput,
+  ctx: { authorId: string; seq: number; created: string },
+): { existing: MessageEntry } | { message: Message } {
+  const replyTo = input.replyTo ?? null;
+  const prior = s.byClientId.get(clientKey(ctx.authorId, input.clientId));
+  if (prior) {
+    const m = prior.message;
+    if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo) return { existing: prior };
+    throw conflict(
+      `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`,
+      'IDEMPOTENCY_CONFLICT',
+    );
+  }
+  if (!s.topics.has(input.topicId)) throw notFound(`no topic with id "${input.topicId}"`);
+  if (replyTo !== null) {
+    const parent = s.messages.get(replyTo);
+    if (!parent) throw notFound(`no message with id "${replyTo}" (replyTo)`);
+    if (parent.message.topicId !== input.topicId) {
+      throw badRequest(`replyTo "${replyTo}" is in topic "${parent.message.topicId}", not "${input.topicId}"; replies must stay in the same topic`);
+    }
+  }
+  return {
+    message: {
+      id: makeId('msg', ctx.seq),
+      topicId: input.topicId,
+      authorId: ctx.authorId,
+      content: input.content,
+      replyTo,
+      clientId: input.clientId,
+      created: ctx.created,
+    },
+  };
+}
+
+// ---- apply ----
+
+/** Applies `room.create`, `topic.create` and `message.create`; returns false for other types. */
+export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord): boolean {
+  switch (record.type) {
+    case 'room.create': {
+      const room = record.payload as Room;
+      s.rooms.set(room.id, room);
+      s.roomOrder.push(room);
+      addDiscussionEvent(feeds, record.seq, 'room', record.time, JSON.stringify(room));
+      return true;
+    }
+    case 'topic.create': {
+      indexTopic(s, feeds, record.payload as Topic, record);
+      return true;
+    }
+    case 'message.create': {
+      const message = record.payload as Message;
+      const json = JSON.stringify(message);
+      const entry: MessageEntry = { message, json, lc: message.content.toLowerCase(), createdMs: Date.parse(message.created), seq: record.seq };
+      s.messages.set(message.id, entry);
+      s.messageOrder.push(entry);
+      pushTo(s.byTopic, message.topicId, entry);
+      pushTo(s.byAuthor, message.authorId, entry);
+      if (message.replyTo !== null) pushTo(s.byReplyTo, message.replyTo, entry);
+      s.byClientId.set(clientKey(message.authorId, message.clientId), entry);
+      addDiscussionEvent(feeds, record.seq, 'message', record.time, json);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/**
+ * Indexes a topic created by `topic.create` or inside another record (a work item's discussion
+ * topic), and emits its discussion event.
+ */
+export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
+  const json = JSON.stringify(topic);
+  const entry: TopicEntry = { topic, json, seq: record.seq };
+  s.topics.set(topic.id, entry);
+  s.topicOrder.push(entry);
+  addDiscussionEvent(feeds, record.seq, 'topic', record.time, json);
+}
+
+// ---- queries ----
+
+/** JSON array of topics, newest first, at most TOPICS_LIST_MAX (part 4). */
+export function listTopicsJson(s: ForumState): string {
+  const out: string[] = [];
+  for (let i = s.topicOrder.length - 1; i >= 0 && out.length < TOPICS_LIST_MAX; i--) out.push(s.topicOrder[i]!.json);
+  return `[${out.join(',')}]`;
+}
+
+export interface MessageQuery {
+  messageId?: string;
+  replyTo?: string;
+  q?: string;
+  agentId?: string;
+  topicId?: string;
+  before?: string;
+  limit: number;
+}
+
+/**
+ * Messages matching every given filter, newest first by creation time and id, at most `limit`
+ * (part 4 GET /api/messages). Starts from the smallest index that a filter names; `before` is
+ * found by binary search on creation time. Unknown ids give an empty result.
+ */
+export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[] {
+  let candidates: MessageEntry[];
+  if (query.messageId !== undefined) {
+    const m = s.messages.get(query.messageId);
+    candidates = m ? [m] : [];
+  } else {
+    candidates = s.messageOrder;
+    const pick = (list: MessageEntry[] | undefined) => {
+      const l = list ?? [];
+      if (l.length < candidates.length) candidates = l;
+    };
+    if (query.replyTo !== undefined) pick(s.byReplyTo.get(query.replyTo));
+    if (query.topicId !== undefined) pick(s.byTopic.get(query.topicId));
+    if (query.agentId !== undefined) pick(s.byAuthor.get(query.agentId));
+  }
+  let end = candidates.length;
+  if (query.before !== undefined) {
+    const beforeMs = Date.parse(query.before);
+    let lo = 0;
+    let hi = candidates.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (candidates[mid]!.createdMs < beforeMs) lo = mid + 1;
+      else hi = mid;
+    }
+    end = lo;
+  }
+  const lq = query.q?.toLowerCase();
+  const out: MessageEntry[] = [];
+  for (let i = end - 1; i >= 0 && out.length < query.limit; i--) {
+    const e = candidates[i]!;
+    const m = e.message;
+    if (query.replyTo !== undefined && m.replyTo !== query.replyTo) continue;
+    if (query.topicId !== undefined && m.topicId !== query.topicId) continue;
+    if (query.agentId !== undefined && m.authorId !== query.agentId) continue;
+    if (lq !== undefined && lq !== '' && !e.lc.includes(lq)) continue;
+    out.push(e);
+  }
+  return out;
+}

@@ -1,0 +1,40 @@
+/**
+ * The in-memory index: one sub-state per area, and `apply`, the single fold over log records
+ * used both at startup replay and after every live append (so replay and live state cannot
+ * differ by construction).
+ */
+import type { LogRecord } from '../store/log.js';
+import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './agents/agents.js';
+import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
+import { createFeedsState, type FeedsState } from './feeds/feeds.js';
+import { applyForum, createForumState, type ForumState } from './forum/forum.js';
+
+export interface State {
+  agents: AgentsState;
+  settings: SettingsState;
+  forum: ForumState;
+  feeds: FeedsState;
+}
+
+export function createState(): State {
+  return {
+    agents: createAgentsState(),
+    settings: createSettingsState(),
+    forum: createForumState(),
+    feeds: createFeedsState(),
+  };
+}
+
+/**
+ * Applies one record to the state. Throws for an unknown record type: a log written by a newer
+ * version must not be half-understood (programmer/operator error, stops startup).
+ */
+export function apply(state: State, record: LogRecord): void {
+  const handled =
+    applyAgents(state.agents, record) ||
+    applySettings(state.settings, record) ||
+    applyForum(state.forum, state.feeds, record);
+  if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
+  if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));
+}

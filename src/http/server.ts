@@ -1,0 +1,183 @@
+/**
+ * The request pipeline over node:http (issue 2 "HTTP layer"):
+ *
+ *   target length (414) → route (404/405) → guards.beforeAuth (global limit, 503) → bearer auth (401)
+ *   → guards.afterAuth (per-token limits) → write stop for POST (423) → query/body validation
+ *   (400/413/415) → handler → await log durability → send.
+ *
+ * Every error is rendered here and only here as `{"error": "..."}`; an unexpected exception is
+ * logged and answered 500 without its stack.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { App } from '../app.js';
+import { URL_BYTES_MAX } from '../constants.js';
+import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
+import { readJsonBody } from './body.js';
+import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
+import { Router, type Reply, type RequestContext, type Route } from './router.js';
+import { bodyValidator, queryValidator } from './validate.js';
+
+/**
+ * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an HttpError.
+ * `beforeAuth` runs for every routed request; `afterAuth` once the caller is known.
+ */
+export interface Guards {
+  beforeAuth?(route: Route, req: IncomingMessage, clientIp: string, res: ServerResponse): void;
+  afterAuth?(route: Route, ctx: RequestContext, res: ServerResponse): void;
+}
+
+/** Security headers sent on every response (issue 8). */
+const BASE_HEADERS = { 'X-Content-Type-Options': 'nosniff' } as const;
+
+/** Sends an error as `{"error": message}` with its status and headers. */
+export function sendError(res: ServerResponse, err: HttpError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: err.message });
+  res.writeHead(err.status, {
+    ...BASE_HEADERS,
+    ...err.headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+  });
+  res.end(body);
+}
+
+/** Turns any thrown value into an HttpError; unexpected ones become a logged 500. */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  console.error('internal error:', err);
+  return new HttpError(500, 'INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
+}
+
+/** Sends a handler's reply. */
+export function sendReply(res: ServerResponse, reply: Reply, head: boolean): void {
+  let payload: string | Buffer;
+  let contentType = reply.contentType ?? 'application/json; charset=utf-8';
+  if (reply.raw !== undefined) payload = reply.raw;
+  else if (reply.json !== undefined) payload = reply.json;
+  else if (reply.body !== undefined) payload = JSON.stringify(reply.body);
+  else {
+    payload = '';
+    contentType = reply.contentType ?? 'text/plain; charset=utf-8';
+  }
+  res.writeHead(reply.status, {
+    ...BASE_HEADERS,
+    'Cache-Control': 'no-store',
+    ...reply.headers,
+    'Content-Type': contentType,
+    'Content-Length': typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length,
+  });
+  res.end(head ? undefined : payload);
+}
+
+/** Reads the bearer token and returns its agent; throws 401 (part 5 item 6). */
+export function authenticate(app: App, req: IncomingMessage): AgentEntry {
+  const header = req.headers.authorization;
+  if (!header) throw unauthorized('missing Authorization header; send Authorization: Bearer <token>');
+  const m = /^Bearer +(\S+)\s*$/i.exec(header);
+  if (!m) throw unauthorized('Authorization header must be "Bearer <token>"');
+  const entry = app.state.agents.byTokenHash.get(hashToken(m[1]!));
+  if (!entry) throw unauthorized('invalid or revoked token');
+  if (entry.disabled) throw unauthorized('this agent is disabled by the operator');
+  return entry;
+}
+
+/** The client address of a request, as the socket sees it. */
+export function socketIp(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+interface Compiled {
+  query?: (p: URLSearchParams) => Record<string, unknown>;
+  body?: (d: unknown) => unknown;
+}
+
+/**
+ * Builds the request listener for a route table.
+ * Input: the app, the routes, optional guards and a client-IP resolver.
+ */
+export function createRequestListener(
+  app: App,
+  routes: readonly Route[],
+  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string } = {},
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const router = new Router(routes);
+  // Validators are compiled once per route at startup (Fastify's approach), never per request.
+  const compiled = new Map<Route, Compiled>();
+  for (const r of routes) {
+    compiled.set(r, {
+      query: r.query ? queryValidator(r.query) : undefined,
+      body: r.body ? bodyValidator(r.body) : undefined,
+    });
+  }
+  const guards = opts.guards ?? {};
+  const clientIpOf = opts.clientIp ?? socketIp;
+
+  return (req, res) => {
+    void (async () => {
+      try {
+        const target = req.url ?? '/';
+        if (Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
+        const url = new URL(target, 'http://localhost');
+        const method = req.method ?? 'GET';
+        const route = router.match(method, url.pathname);
+        const clientIp = clientIpOf(req);
+        guards.beforeAuth?.(route, req, clientIp, res);
+        const ctx: RequestContext = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
+        if (route.auth === 'bearer') {
+          ctx.agent = authenticate(app, req);
+          touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+        }
+        guards.afterAuth?.(route, ctx, res);
+        if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
+        const c = compiled.get(route)!;
+        if (c.query) ctx.query = c.query(url.searchParams);
+        if (route.method === 'POST') {
+          const raw = await readJsonBody(req, route.contentTypes);
+          ctx.body = c.body ? c.body(raw) : raw;
+        }
+        const reply = await route.handler(ctx);
+        // Durability: nothing is acknowledged, and nothing appended by others is shown, before
+        // it is on disk. Resolves at once when no write is pending.
+        await app.log.sync();
+        sendReply(res, reply, method === 'HEAD');
+      } catch (err) {
+        const httpErr = toHttpError(err);
+        sendError(res, httpErr);
+        // A refused body may still be arriving; do not let it keep the connection busy.
+        if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
+      }
+    })();
+  };
+}
+
+/** Server timeouts against slow or idle clients (issue 8), in ms. */
+export const SERVER_TIMEOUTS = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+} as const;
+
+/** Creates the public HTTP server for the listener (not yet listening). */
+export function createHttpServer(listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(
+    {
+      headersTimeout: SERVER_TIMEOUTS.headersTimeoutMs,
+      requestTimeout: SERVER_TIMEOUTS.requestTimeoutMs,
+      keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeoutMs,
+      maxHeaderSize: 16 * 1024,
+    },
+    listener,
+  );
+  server.on('clientError', (err, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = (err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const body = JSON.stringify({ error: status === 431 ? 'request headers too large' : 'malformed HTTP request' });
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
+  return server;
+}

@@ -1,0 +1,30 @@
+/**
+ * Errors raised by the store. They are operator-facing (startup, CLI), never HTTP responses.
+ */
+
+/** The archive is damaged somewhere other than a torn final line; startup must stop. */
+export class LogCorruptError extends Error {
+  readonly code = 'LOG_CORRUPT';
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly reason: string,
+  ) {
+    super(
+      `log damaged in ${file} at byte offset ${offset}: ${reason}. ` +
+        'Nothing was changed. Restore data/ from a backup (node dist/cli.js restore DIR), ' +
+        'or keep the records before this point with node dist/cli.js repair --truncate ' +
+        '(the damaged tail is moved to data/quarantine/, never deleted).',
+    );
+    this.name = 'LogCorruptError';
+  }
+}
+
+/** The data folder is not in a state the store can open (missing metadata, wrong format). */
+export class StoreStateError extends Error {
+  readonly code = 'STORE_STATE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreStateError';
+  }
+}

@@ -1,0 +1,406 @@
+/**
+ * The append-only log: JSONL segment files under `<dataDir>/log/`, one record per line.
+ *
+ * Record line (the on-disk format, `agent-forum-log-v1`):
+ *
+ *     {"payload":{...},"seq":7,"time":"2026-01-01T00:00:00.000Z","type":"message.create","hash":"<64 hex>"}
+ *
+ * Everything before `,"hash"` is the record's canonical JSON (sorted keys, no whitespace;
+ * fast-json-stable-stringify). `hash` is SHA-256 over the previous record's hash (hex; 64 zeros
+ * for the first record) followed by that canonical JSON, so every record carries both a checksum
+ * and a link in a hash chain that `verify` walks end to end. The hash fields are private: they
+ * never appear in feeds or exports (part 6 rule 6).
+ *
+ * Segments are named by the zero-padded `seq` of their first record (`0000000000000001.jsonl`)
+ * and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
+ *
+ * Writes use group commit: `append` assigns the next `seq` synchronously and queues the line;
+ * one flush writes every queued line and calls fdatasync once; appends that arrive while a flush
+ * runs go into the next one. `sync()` resolves when everything appended so far is durable, and
+ * callers acknowledge a write only after it resolves.
+ *
+ * Recovery on open: a torn final line (no terminating newline, left by a crash mid-write) in the
+ * last segment is truncated and reported; any other damage (bad framing, bad hash, a gap in seq,
+ * a missing segment) throws LogCorruptError naming the file and byte offset.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import stableStringify from 'fast-json-stable-stringify';
+import { SEGMENT_BYTES_MAX } from '../constants.js';
+import { LogCorruptError, StoreStateError } from './errors.js';
+import { fsyncDir, fsyncDirSync } from './fsutil.js';
+import { readMeta, writeNewMeta, type LogMeta } from './meta.js';
+
+export const LOG_DIR = 'log';
+const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
+const GENESIS_HASH = '0'.repeat(64);
+/** `,"hash":"` + 64 hex + `"}` — the fixed-length suffix of every record line. */
+const HASH_SUFFIX_LENGTH = 9 + 64 + 2;
+const HASH_PREFIX = ',"hash":"';
+
+/** One record of the log, as replayed and as appended. */
+export interface LogRecord<P = unknown> {
+  /** Log position, from 1, without gaps. Feed cursors, exchange positions and receipts use it. */
+  seq: number;
+  /** ISO 8601 UTC time the record was appended. */
+  time: string;
+  /** Record type, `<area>.<verb>` (e.g. `message.create`). */
+  type: string;
+  payload: P;
+}
+
+/** Where a segment starts and how long its durable part is; used by backup. */
+export interface SegmentInfo {
+  name: string;
+  firstSeq: number;
+  sizeBytes: number;
+}
+
+export interface LogOptions {
+  /** Segment roll-over size in bytes (default SEGMENT_BYTES_MAX). */
+  segmentBytesMax?: number;
+  /** Called once per fdatasync of a batch; instrumentation for tests and benchmarks. */
+  onFsync?: (records: number) => void;
+  /** Called when a write or fsync fails; the log refuses further appends after that. */
+  onFatal?: (err: Error) => void;
+  /** Called for each torn tail truncated at open (file, offset, bytes dropped). */
+  onTruncate?: (file: string, offset: number, bytes: number) => void;
+  /** Do not modify anything: report a torn tail as damage instead of truncating it. */
+  readOnly?: boolean;
+  /** Also check that every record is in canonical form (verify). */
+  strict?: boolean;
+}
+
+/** Segment file name for a first seq. */
+export function segmentName(firstSeq: number): string {
+  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
+}
+
+/** Lists the segments of a log directory in seq order. */
+export function listSegments(logDir: string): SegmentInfo[] {
+  if (!existsSync(logDir)) return [];
+  const out: SegmentInfo[] = [];
+  for (const name of readdirSync(logDir)) {
+    const m = SEGMENT_NAME.exec(name);
+    if (!m) continue;
+    out.push({ name, firstSeq: Number(m[1]), sizeBytes: statSync(join(logDir, name)).size });
+  }
+  return out.sort((a, b) => a.firstSeq - b.firstSeq);
+}
+
+/** Computes the chained hash of a record body (canonical JSON) after `prevHash`. */
+export function chainHash(prevHash: string, body: string): string {
+  return createHash('sha256').update(prevHash).update(body).digest('hex');
+}
+
+/** Result of reading a log directory from disk. */
+export interface ReplayResult {
+  lastSeq: number;
+  lastHash: string;
+  records: number;
+  /** Torn tail found in the last segment (bytes and offset), if any. */
+  torn: { file: string; offset: number; bytes: number } | null;
+}
+
+/**
+ * Reads every segment in order, checking framing, hash chain and seq continuity, and calls
+ * `onRecord` for each record with its canonical JSON body.
+ * Throws LogCorruptError for damage other than a torn final line of the last segment.
+ */
+export function replaySegments(
+  logDir: string,
+  onRecord: (record: LogRecord, body: string) => void,
+  opts: { strict?: boolean } = {},
+): ReplayResult {
+  const segments = listSegments(logDir);
+  let expectedSeq = 1;
+  let prevHash = GENESIS_HASH;
+  let torn: ReplayResult['torn'] = null;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
+    const file = join(logDir, seg.name);
+    const isLast = i === segments.length - 1;
+    if (seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
+      throw new LogCorruptError(
+        file,
+        0,
+        seg.firstSeq > expectedSeq
+          ? `records ${expectedSeq}..${seg.firstSeq - 1} are missing (a segment file was removed?)`
+          : `segment starts at seq ${seg.firstSeq} but seq ${expectedSeq} was expected (overlapping segment)`,
+      );
+    }
+    const buf = readFileSync(file);
+    let pos = 0;
+    while (pos < buf.length) {
+      const nl = buf.indexOf(10, pos);
+      if (nl === -1) {
+        if (isLast) {
+          torn = { file, offset: pos, bytes: buf.length - pos };
+          break;
+        }
+        throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
+      }
+      const line = buf.toString('utf8', pos, nl);
+      const record = parseLine(line, prevHash, expectedSeq, file, pos, opts.strict === true);
+      onRecord(record.record, record.body);
+      prevHash = record.hash;
+      expectedSeq++;
+      pos = nl + 1;
+    }
+  }
+  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn };
+}
+
+function parseLine(
+  line: string,
+  prevHash: string,
+  expectedSeq: number,
+  file: string,
+  offset: number,
+  strict: boolean,
+): { record: LogRecord; body: string; hash: string } {
+  const cut = line.length - HASH_SUFFIX_LENGTH;
+  if (cut < 2 || line.slice(cut, cut + HASH_PREFIX.length) !== HASH_PREFIX || !line.endsWith('"}')) {
+    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not framed as {...,"hash":"<64 hex>"}`);
+  }
+  const hash = line.slice(cut + HASH_PREFIX.length, line.length - 2);
+  const body = line.slice(0, cut) + '}';
+  if (chainHash(prevHash, body) !== hash) {
+    throw new LogCorruptError(file, offset, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
+  }
+  let record: LogRecord;
+  try {
+    record = JSON.parse(body) as LogRecord;
+  } catch {
+    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not valid JSON`);
+  }
+  if (record.seq !== expectedSeq) {
+    throw new LogCorruptError(file, offset, `record has seq ${String(record.seq)} but ${expectedSeq} was expected`);
+  }
+  if (typeof record.type !== 'string' || typeof record.time !== 'string') {
+    throw new LogCorruptError(file, offset, `record ${expectedSeq} lacks type or time`);
+  }
+  if (strict && stableStringify(record) !== body) {
+    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not in canonical JSON form`);
+  }
+  return { record, body, hash };
+}
+
+interface Waiter {
+  seq: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * An open, writable log. Create with `Log.open`; one instance per data folder (hold the lock).
+ */
+export class Log {
+  private headSeqValue: number;
+  private durableSeqValue: number;
+  private lastHash: string;
+  private pending: string[] = [];
+  private pendingFirstSeq = 0;
+  private flushing = false;
+  private waiters: Waiter[] = [];
+  private failed: Error | null = null;
+  private handle: fsp.FileHandle | null = null;
+  private segmentFirstSeq: number;
+  private segmentBytes: number;
+  private readonly logDir: string;
+  private readonly segmentBytesMax: number;
+  /** Counters for tests and benchmarks. */
+  readonly stats = { fsyncs: 0, batches: 0, records: 0 };
+
+  private constructor(
+    readonly dataDir: string,
+    readonly meta: LogMeta,
+    replay: ReplayResult,
+    private readonly opts: LogOptions,
+  ) {
+    this.logDir = join(dataDir, LOG_DIR);
+    this.segmentBytesMax = opts.segmentBytesMax ?? SEGMENT_BYTES_MAX;
+    this.headSeqValue = replay.lastSeq;
+    this.durableSeqValue = replay.lastSeq;
+    this.lastHash = replay.lastHash;
+    const segs = listSegments(this.logDir);
+    const last = segs[segs.length - 1];
+    this.segmentFirstSeq = last ? last.firstSeq : 1;
+    this.segmentBytes = last ? last.sizeBytes : 0;
+  }
+
+  /**
+   * Opens (creating when absent) the log in `dataDir` and replays it through `onRecord`.
+   * Input: the data folder; `onRecord(record, canonicalBody)` is called for each record in seq
+   * order before the promise resolves. Output: the open Log.
+   * Throws LogCorruptError (damage other than a torn tail) or StoreStateError (metadata missing
+   * while segments exist, or unreadable metadata).
+   */
+  static async open(
+    dataDir: string,
+    onRecord: (record: LogRecord, body: string) => void,
+    opts: LogOptions = {},
+  ): Promise<Log> {
+    const logDir = join(dataDir, LOG_DIR);
+    let meta = readMeta(dataDir);
+    const hasSegments = listSegments(logDir).some((s) => s.sizeBytes > 0);
+    if (!meta) {
+      if (hasSegments) {
+        throw new StoreStateError(
+          `${join(dataDir, 'meta.json')} is missing but the log has records. Restore meta.json from a ` +
+            'backup of this folder, or give the log a new lineage with node dist/cli.js repair --new-lineage ' +
+            '(every client cursor will then get 409 and reread).',
+        );
+      }
+      if (opts.readOnly) throw new StoreStateError(`${dataDir} holds no Agent Forum log`);
+      mkdirSync(logDir, { recursive: true });
+      fsyncDirSync(dataDir);
+      meta = writeNewMeta(dataDir, new Date().toISOString());
+    }
+    mkdirSync(logDir, { recursive: true });
+    const replay = replaySegments(logDir, onRecord, { strict: opts.strict === true });
+    if (replay.torn) {
+      if (opts.readOnly) {
+        throw new LogCorruptError(replay.torn.file, replay.torn.offset, `incomplete final line (${replay.torn.bytes} bytes)`);
+      }
+      const h = await fsp.open(replay.torn.file, 'r+');
+      try {
+        await h.truncate(replay.torn.offset);
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+      opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
+    }
+    return new Log(dataDir, meta, replay, opts);
+  }
+
+  /** The log's creation UUID (part 2 Cursor `originId`). */
+  get originId(): string {
+    return this.meta.originId;
+  }
+
+  /** Highest seq appended (possibly not yet durable). */
+  get headSeq(): number {
+    return this.headSeqValue;
+  }
+
+  /** Highest seq known to be on disk (fdatasync'd). Reads and feeds never go past it. */
+  get durableSeq(): number {
+    return this.durableSeqValue;
+  }
+
+  /**
+   * Appends one record. Synchronous: assigns `seq`, serialises and chains the record, and queues
+   * it for the next group commit. The caller must `await sync()` before acknowledging.
+   * Input: type (`area.verb`), a JSON-serialisable payload, time in ms. Output: the record.
+   * Throws when a previous write failed (the process is expected to exit then).
+   */
+  append<P>(type: string, payload: P, timeMs: number): LogRecord<P> {
+    if (this.failed) throw this.failed;
+    const seq = this.headSeqValue + 1;
+    const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
+    const body = stableStringify(record);
+    const hash = chainHash(this.lastHash, body);
+    if (this.pending.length === 0) this.pendingFirstSeq = seq;
+    this.pending.push(body.slice(0, -1) + HASH_PREFIX + hash + '"}\n');
+    this.lastHash = hash;
+    this.headSeqValue = seq;
+    if (!this.flushing) {
+      this.flushing = true;
+      // Let every append of the current tick join this batch before writing.
+      queueMicrotask(() => void this.flushLoop());
+    }
+    return record;
+  }
+
+  /** Resolves once every record appended so far is durable; rejects if a flush failed. */
+  sync(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    const seq = this.headSeqValue;
+    if (seq <= this.durableSeqValue) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+  }
+
+  /** Segments and their durable sizes; a consistent backup copies exactly these prefixes. */
+  durableSegments(): SegmentInfo[] {
+    return listSegments(this.logDir).map((s) =>
+      s.firstSeq === this.segmentFirstSeq ? { ...s, sizeBytes: this.segmentBytes } : s,
+    );
+  }
+
+  private async flushLoop(): Promise<void> {
+    try {
+      while (this.pending.length > 0) {
+        const lines = this.pending;
+        const firstSeq = this.pendingFirstSeq;
+        this.pending = [];
+        const data = Buffer.from(lines.join(''), 'utf8');
+        await this.ensureSegment(firstSeq, data.length);
+        const handle = this.handle!;
+        let written = 0;
+        while (written < data.length) {
+          const { bytesWritten } = await handle.write(data, written, data.length - written, null);
+          written += bytesWritten;
+        }
+        await handle.datasync();
+        this.segmentBytes += data.length;
+        this.durableSeqValue = firstSeq + lines.length - 1;
+        this.stats.fsyncs++;
+        this.stats.batches++;
+        this.stats.records += lines.length;
+        this.opts.onFsync?.(lines.length);
+        this.releaseWaiters();
+      }
+    } catch (err) {
+      // After a failed write or fsync the file's contents are unknown (fsyncgate): refuse every
+      // further write and let the process restart and recover from what is really on disk.
+      this.failed = new Error(`log write failed: ${(err as Error).message}`);
+      for (const w of this.waiters) w.reject(this.failed);
+      this.waiters = [];
+      this.opts.onFatal?.(this.failed);
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private releaseWaiters(): void {
+    if (this.waiters.length === 0) return;
+    const durable = this.durableSeqValue;
+    const still: Waiter[] = [];
+    for (const w of this.waiters) (w.seq <= durable ? w.resolve() : still.push(w));
+    this.waiters = still;
+  }
+
+  /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
+  private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
+    const full = this.segmentBytes > 0 && this.segmentBytes + batchBytes > this.segmentBytesMax;
+    if (this.handle && !full) return;
+    if (this.handle) {
+      await this.handle.close();
+      this.handle = null;
+    }
+    // An empty current segment (new log, or a crash right after a roll-over) is simply renamed
+    // by starting the next one at this batch's first seq; records never span segments.
+    if (full || this.segmentBytes === 0) {
+      this.segmentFirstSeq = firstSeq;
+      this.segmentBytes = 0;
+    }
+    const path = join(this.logDir, segmentName(this.segmentFirstSeq));
+    const created = !existsSync(path);
+    this.handle = await fsp.open(path, 'a', 0o600);
+    if (created) await fsyncDir(this.logDir);
+  }
+
+  /** Waits for pending writes, then closes the segment. */
+  async close(): Promise<void> {
+    if (!this.failed) await this.sync().catch(() => undefined);
+    while (this.flushing) await new Promise((r) => setImmediate(r));
+    if (this.handle) {
+      await this.handle.close();
+      this.handle = null;
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Test helpers: start the built server (`dist/server.js`) as a real child process on a temp data
+ * folder and a free port, speak HTTP to it with undici, run the CLI, and clean up through the
+ * test context (hypercore's `create(t)` pattern), so no test leaks a server or a folder.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { request } from 'undici';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SERVER_JS = join(ROOT, 'dist', 'server.js');
+export const CLI_JS = join(ROOT, 'dist', 'cli.js');
+const execFileP = promisify(execFile);
+
+/** A fresh temp folder removed after the test. */
+export function tempDir(t, prefix = 'forum-test-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Starts `node dist/server.js` on `dataDir` (a new temp dir by default) and port 0.
+ * Resolves to a handle: { url, dataDir, proc, stop(), kill9(), restart(), http helpers }.
+ * The server is stopped after the test.
+ */
+export async function startServer(t, opts = {}) {
+  const dataDir = opts.dataDir ?? tempDir(t);
+  const handle = { dataDir, proc: null, url: null, stderr: '' };
+  const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...opts.env };
+
+  handle.start = async () => {
+    const proc = spawn(process.execPath, [SERVER_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    handle.proc = proc;
+    handle.stderr = '';
+    proc.stderr.on('data', (d) => (handle.stderr += d));
+    handle.url = await new Promise((resolve, reject) => {
+      let out = '';
+      const onData = (d) => {
+        out += d;
+        const line = out.split('\n').find((l) => l.includes('"listening"'));
+        if (line) {
+          proc.stdout.off('data', onData);
+          proc.stdout.resume();
+          resolve(JSON.parse(line).url);
+        }
+      };
+      proc.stdout.on('data', onData);
+      proc.once('exit', (code) => reject(new Error(`server exited with ${code} before listening: ${handle.stderr}`)));
+    });
+    return handle;
+  };
+  /** Graceful stop (SIGTERM); resolves to the exit code. */
+  handle.stop = async (signal = 'SIGTERM') => {
+    const proc = handle.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return proc?.exitCode ?? null;
+    const exited = new Promise((resolve) => proc.once('exit', (code, sig) => resolve(code ?? sig)));
+    proc.kill(signal);
+    return exited;
+  };
+  /** Crash: SIGKILL, no chance to flush. */
+  handle.kill9 = () => handle.stop('SIGKILL');
+  handle.restart = async () => {
+    await handle.stop();
+    return handle.start();
+  };
+  handle.request = (method, path, { body, token, headers = {}, raw } = {}) =>
+    api(handle.url, method, path, { body, token, headers, raw });
+  handle.get = (path, token, headers) => handle.request('GET', path, { token, headers });
+  handle.post = (path, body, token, headers) => handle.request('POST', path, { body, token, headers });
+  handle.cli = (...args) => cli(['--data-dir', dataDir, ...args]);
+  handle.register = (name = 'agent') => register(handle, name);
+
+  t.after(() => handle.stop('SIGKILL'));
+  await handle.start();
+  return handle;
+}
+
+/**
+ * One HTTP request. `body` is JSON-encoded unless `raw` is given. Resolves to
+ * { status, headers, body (parsed JSON or text) }.
+ */
+export async function api(base, method, path, { body, token, headers = {}, raw } = {}) {
+  const h = { ...headers };
+  if (token) h.authorization = `Bearer ${token}`;
+  let payload = raw;
+  if (body !== undefined && raw === undefined) {
+    payload = JSON.stringify(body);
+    h['content-type'] ??= 'application/json';
+  }
+  const res = await request(base + path, { method, headers: h, body: payload });
+  const text = await res.body.text();
+  let parsed = text;
+  if ((res.headers['content-type'] ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
+  return { status: res.statusCode, headers: res.headers, body: parsed };
+}
+
+/** Registers an agent; resolves to { id, token, ... }. */
+export async function register(server, name = 'agent') {
+  const res = await server.post('/api/register', { name, provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
+  if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** Runs the CLI; resolves to { code, stdout, stderr, json }. Never throws on exit codes. */
+export async function cli(args, env = {}) {
+  try {
+    const { stdout, stderr } = await execFileP(process.execPath, [CLI_JS, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr, json: stdout.trim() ? JSON.parse(stdout) : undefined };
+  } catch (err) {
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: undefined };
+  }
+}
