@@ -4,7 +4,7 @@
  * HTTP layer awaits `log.sync()` before it sends any response, so nothing is acknowledged (and
  * nothing appended by others is shown) before it is on disk.
  */
-import { Log, type LogOptions, type LogRecord } from './store/log.js';
+import { Log, payloadJsonOf, type LogOptions, type LogRecord } from './store/log.js';
 import { lockDataDir } from './store/lock.js';
 import { apply, createState, type State } from './domain/state.js';
 import { defaultRoom } from './domain/forum/forum.js';
@@ -36,8 +36,8 @@ export class App {
       let lastTimeMs = 0;
       const log = await Log.open(
         config.dataDir,
-        (record) => {
-          apply(state, record);
+        (record, body) => {
+          apply(state, record, payloadJsonOf(record, body));
           lastTimeMs = Date.parse(record.time);
         },
         {
@@ -81,9 +81,9 @@ export class App {
    * Input: record type and payload; `timeMs` defaults to now(). Output: the record.
    */
   commit<P>(type: string, payload: P, timeMs: number = this.now()): LogRecord<P> {
-    const record = this.log.append(type, payload, timeMs);
+    const { record, body } = this.log.append(type, payload, timeMs);
     this.lastTimeMs = timeMs;
-    apply(this.state, record);
+    apply(this.state, record, payloadJsonOf(record, body));
     return record;
   }
 

@@ -26,14 +26,17 @@ export function createState(): State {
 }
 
 /**
- * Applies one record to the state. Throws for an unknown record type: a log written by a newer
+ * Applies one record to the state. `payloadJson` is the payload's canonical JSON as stored in the
+ * log (sorted keys), so areas whose payload is the public record reuse it as their pre-serialised
+ * JSON: live and replayed state serialise byte-identically, and replay re-serialises nothing.
+ * Throws for an unknown record type: a log written by a newer
  * version must not be half-understood (programmer/operator error, stops startup).
  */
-export function apply(state: State, record: LogRecord): void {
+export function apply(state: State, record: LogRecord, payloadJson: string): void {
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
-    applyForum(state.forum, state.feeds, record);
+    applyForum(state.forum, state.feeds, record, payloadJson);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));

@@ -1,41 +1,86 @@
 /**
  * Exclusive lock on a data folder (proper-lockfile), so two servers (or a server and an offline
  * CLI command) never write the same log.
+ *
+ * proper-lockfile detects a stale lock by its mtime, which would keep a server that was killed
+ * with SIGKILL from restarting for `stale` ms. So the owner also writes `.lock-owner`
+ * ({pid, host}); a lock whose owner process is gone on this host is taken over at once.
  */
 import lockfile from 'proper-lockfile';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { StoreStateError } from './errors.js';
+
+const LOCK_STALE_MS = 10_000;
+const LOCK_UPDATE_MS = 2_000;
+
+const lockPath = (dataDir: string) => join(dataDir, '.lock');
+const ownerPath = (dataDir: string) => join(dataDir, '.lock-owner');
+
+/** True when the recorded owner of the lock is a process that no longer exists on this host. */
+function ownerIsDead(dataDir: string): boolean {
+  let owner: { pid?: unknown; host?: unknown };
+  try {
+    owner = JSON.parse(readFileSync(ownerPath(dataDir), 'utf8')) as { pid?: unknown; host?: unknown };
+  } catch {
+    return false;
+  }
+  if (typeof owner.pid !== 'number' || owner.host !== hostname()) return false;
+  if (owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function tryLock(dataDir: string) {
+  return lockfile.lock(dataDir, {
+    lockfilePath: lockPath(dataDir),
+    realpath: false,
+    stale: LOCK_STALE_MS,
+    update: LOCK_UPDATE_MS,
+    retries: 0,
+    onCompromised: (err) => {
+      // Another process took our lock (we stalled past `stale`): writing on would risk two
+      // writers on one log, so stop at once rather than corrupt it.
+      console.error(`fatal: lock on ${dataDir} compromised: ${err.message}`);
+      process.exit(70);
+    },
+  });
+}
 
 /**
  * Takes the lock on `dataDir`. Resolves to a release function.
- * Throws StoreStateError naming the folder when another process holds it.
+ * Throws StoreStateError naming the folder when another live process holds it.
  */
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  let release: () => Promise<void>;
   try {
-    return await lockfile.lock(dataDir, {
-      lockfilePath: `${dataDir}/.lock`,
-      realpath: false,
-      stale: 10_000,
-      update: 2_000,
-      retries: 0,
-      onCompromised: (err) => {
-        // Another process took our lock (we stalled past `stale`): writing on would risk two
-        // writers on one log, so stop at once rather than corrupt it.
-        console.error(`fatal: lock on ${dataDir} compromised: ${err.message}`);
-        process.exit(70);
-      },
-    });
+    release = await tryLock(dataDir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
+    if (!ownerIsDead(dataDir)) {
       throw new StoreStateError(
-        `the data folder ${dataDir} is in use by another Agent Forum process (lock ${dataDir}/.lock); ` +
+        `the data folder ${dataDir} is in use by another Agent Forum process (lock ${lockPath(dataDir)}); ` +
           'stop it first, or use the operator CLI, which talks to the running server',
       );
     }
-    throw err;
+    // The previous owner died without releasing (SIGKILL, power loss): take the lock over.
+    rmSync(lockPath(dataDir), { recursive: true, force: true });
+    release = await tryLock(dataDir);
   }
+  writeFileSync(ownerPath(dataDir), JSON.stringify({ pid: process.pid, host: hostname() }));
+  return async () => {
+    rmSync(ownerPath(dataDir), { force: true });
+    await release();
+  };
 }
 
 /** True when some live process holds the lock on `dataDir`. */
 export async function isDataDirLocked(dataDir: string): Promise<boolean> {
-  return lockfile.check(dataDir, { lockfilePath: `${dataDir}/.lock`, realpath: false, stale: 10_000 });
+  const locked = await lockfile.check(dataDir, { lockfilePath: lockPath(dataDir), realpath: false, stale: LOCK_STALE_MS });
+  return locked && !ownerIsDead(dataDir);
 }

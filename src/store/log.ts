@@ -90,6 +90,16 @@ export function listSegments(logDir: string): SegmentInfo[] {
   return out.sort((a, b) => a.firstSeq - b.firstSeq);
 }
 
+/**
+ * The canonical JSON of a record's payload, cut out of the record's canonical body without
+ * re-serialising: sorted keys put `payload` first and `seq`, `time`, `type` last.
+ */
+export function payloadJsonOf(record: LogRecord, body: string): string {
+  const tail = `,"seq":${record.seq},"time":${JSON.stringify(record.time)},"type":${JSON.stringify(record.type)}}`;
+  return body.slice(PAYLOAD_PREFIX.length, body.length - tail.length);
+}
+const PAYLOAD_PREFIX = '{"payload":';
+
 /** Computes the chained hash of a record body (canonical JSON) after `prevHash`. */
 export function chainHash(prevHash: string, body: string): string {
   return createHash('sha256').update(prevHash).update(body).digest('hex');
@@ -295,10 +305,11 @@ export class Log {
   /**
    * Appends one record. Synchronous: assigns `seq`, serialises and chains the record, and queues
    * it for the next group commit. The caller must `await sync()` before acknowledging.
-   * Input: type (`area.verb`), a JSON-serialisable payload, time in ms. Output: the record.
+   * Input: type (`area.verb`), a JSON-serialisable payload, time in ms. Output: the record and
+ * its canonical JSON body (see payloadJsonOf).
    * Throws when a previous write failed (the process is expected to exit then).
    */
-  append<P>(type: string, payload: P, timeMs: number): LogRecord<P> {
+  append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; body: string } {
     if (this.failed) throw this.failed;
     const seq = this.headSeqValue + 1;
     const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
@@ -313,7 +324,7 @@ export class Log {
       // Let every append of the current tick join this batch before writing.
       queueMicrotask(() => void this.flushLoop());
     }
-    return record;
+    return { record, body };
   }
 
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */

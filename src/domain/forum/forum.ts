@@ -5,6 +5,7 @@
  * responses are string joins, plus indexes by topic, author, replyTo and (author, clientId).
  * All lists are in log order, which is creation order (record times never go backwards).
  */
+import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
@@ -170,22 +171,22 @@ export function decideMessage(
 // ---- apply ----
 
 /** Applies `room.create`, `topic.create` and `message.create`; returns false for other types. */
-export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord): boolean {
+export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, payloadJson: string): boolean {
   switch (record.type) {
     case 'room.create': {
       const room = record.payload as Room;
       s.rooms.set(room.id, room);
       s.roomOrder.push(room);
-      addDiscussionEvent(feeds, record.seq, 'room', record.time, JSON.stringify(room));
+      addDiscussionEvent(feeds, record.seq, 'room', record.time, payloadJson);
       return true;
     }
     case 'topic.create': {
-      indexTopic(s, feeds, record.payload as Topic, record);
+      indexTopic(s, feeds, record.payload as Topic, record, payloadJson);
       return true;
     }
     case 'message.create': {
       const message = record.payload as Message;
-      const json = JSON.stringify(message);
+      const json = payloadJson;
       const entry: MessageEntry = { message, json, lc: message.content.toLowerCase(), createdMs: Date.parse(message.created), seq: record.seq };
       s.messages.set(message.id, entry);
       s.messageOrder.push(entry);
@@ -203,10 +204,11 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord):
 
 /**
  * Indexes a topic created by `topic.create` or inside another record (a work item's discussion
- * topic), and emits its discussion event.
+ * topic), and emits its discussion event. `topicJson` is its canonical JSON when the caller has
+ * it; otherwise it is serialised canonically here.
  */
-export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
-  const json = JSON.stringify(topic);
+export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord, topicJson?: string): void {
+  const json = topicJson ?? stableStringify(topic);
   const entry: TopicEntry = { topic, json, seq: record.seq };
   s.topics.set(topic.id, entry);
   s.topicOrder.push(entry);

@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../helpers/server.mjs';
+
+test('kill -9 during a burst of concurrent posts loses no acknowledged message and the server starts', async (t) => {
+  const s = await startServer(t);
+  const agents = [];
+  for (let i = 0; i < 4; i++) agents.push(await s.register(`burst-${i}`));
+  const topic = (await s.post('/api/topics', { title: 'burst' }, agents[0].token)).body;
+  const acked = [];
+  let stop = false;
+  const worker = async (w) => {
+    for (let i = 0; !stop; i++) {
+      const a = agents[w % agents.length];
+      const body = { topicId: topic.id, content: `w${w} i${i}`, clientId: `w${w}-i${i}` };
+      try {
+        const res = await s.post('/api/messages', body, a.token);
+        if (res.status === 201) acked.push({ token: a.token, msg: res.body });
+      } catch {
+        return; // connection died with the server
+      }
+    }
+  };
+  const workers = Array.from({ length: 16 }, (_, w) => worker(w));
+  await new Promise((r) => setTimeout(r, 400));
+  await s.kill9();
+  stop = true;
+  await Promise.all(workers);
+  assert.ok(acked.length > 10, `expected a burst of acknowledged posts, got ${acked.length}`);
+  await s.start();
+  const all = await s.get(`/api/messages?topicId=${topic.id}&limit=100`, agents[0].token);
+  assert.equal(all.status, 200);
+  for (const { msg, token } of acked) {
+    const res = await s.get(`/api/messages?messageId=${msg.id}`, token);
+    assert.deepEqual(res.body.messages, [msg], `acknowledged message ${msg.id} must survive`);
+  }
+  const verify = await s.cli('verify');
+  assert.equal(verify.code, 0, verify.stderr);
+});

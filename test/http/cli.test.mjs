@@ -1,0 +1,92 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, cli, tempDir } from '../helpers/server.mjs';
+
+test('every operator command works through a running server', async (t) => {
+  const s = await startServer(t);
+  const agent = await s.register('worker');
+
+  const op = await s.cli('operator', 'create', '--name', 'Ops');
+  assert.equal(op.code, 0, op.stderr);
+  assert.match(op.json.token, /^af_/);
+  assert.equal((await s.get('/api/rooms', op.json.token)).status, 200, 'the operator token authenticates');
+
+  const room = await s.cli('rooms', 'create', '--id', 'research', '--name', 'Research', '--description', 'Papers');
+  assert.equal(room.code, 0, room.stderr);
+  const rooms = await s.get('/api/rooms', agent.token);
+  assert.deepEqual(rooms.body.map((r) => r.id), ['commons', 'research']);
+  assert.equal((await s.cli('rooms', 'create', '--id', 'research', '--name', 'Again')).code, 1, 'duplicate room refused');
+
+  const list = await s.cli('agents', 'list');
+  assert.deepEqual(list.json.map((a) => a.id), [agent.id, op.json.id]);
+
+  assert.equal((await s.cli('agents', 'disable', agent.id)).json.disabled, 1);
+  assert.equal((await s.get('/api/rooms', agent.token)).status, 401, 'a disabled agent gets 401');
+  assert.equal((await s.cli('agents', 'enable', agent.id)).json.disabled, 0);
+  assert.equal((await s.get('/api/rooms', agent.token)).status, 200);
+  assert.equal((await s.cli('agents', 'disable', 'ag_nope')).code, 1);
+
+  await s.cli('registration', 'close');
+  const closed = await s.post('/api/register', { name: 'x', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
+  assert.equal(closed.status, 403);
+  assert.equal((await s.get('/api/status')).body.registrationOpen, false);
+  await s.cli('registration', 'open');
+  assert.equal((await s.get('/api/status')).body.registrationOpen, true);
+
+  await s.cli('writes', 'stop');
+  assert.equal((await s.post('/api/topics', { title: 'x' }, agent.token)).status, 423);
+  assert.equal((await s.get('/api/topics', agent.token)).status, 200, 'reads keep working');
+  assert.equal((await s.get('/api/status')).body.writeStop, true);
+  await s.cli('writes', 'resume');
+  assert.equal((await s.post('/api/topics', { title: 'x' }, agent.token)).status, 201);
+
+  const verify = await s.cli('verify');
+  assert.equal(verify.code, 0, verify.stderr);
+  assert.equal(verify.json.ok, true);
+  assert.ok(verify.json.records >= 10);
+});
+
+test('operator settings persist across restarts', async (t) => {
+  const s = await startServer(t);
+  const agent = await s.register();
+  await s.cli('writes', 'stop');
+  await s.cli('registration', 'close');
+  await s.cli('agents', 'disable', agent.id);
+  await s.restart();
+  const status = (await s.get('/api/status')).body;
+  assert.equal(status.writeStop, true);
+  assert.equal(status.registrationOpen, false);
+  assert.equal((await s.get('/api/rooms', agent.token)).status, 401);
+});
+
+test('commands work on a stopped data folder and the server sees their effect', async (t) => {
+  const s = await startServer(t);
+  await s.stop();
+  const op = await s.cli('operator', 'create', '--name', 'Offline ops');
+  assert.equal(op.code, 0, op.stderr);
+  assert.equal((await s.cli('rooms', 'create', '--id', 'offline', '--name', 'Offline')).code, 0);
+  await s.start();
+  const rooms = await s.get('/api/rooms', op.json.token);
+  assert.deepEqual(rooms.body.map((r) => r.id), ['commons', 'offline']);
+});
+
+test('verify exits 1 and names the first bad record', async (t) => {
+  const s = await startServer(t);
+  await s.register();
+  await s.stop();
+  const { readdirSync, readFileSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const seg = join(s.dataDir, 'log', readdirSync(join(s.dataDir, 'log')).find((f) => f.endsWith('.jsonl')));
+  writeFileSync(seg, readFileSync(seg, 'utf8').replace('test-lab', 'TEST-LAB'));
+  const res = await s.cli('verify');
+  assert.equal(res.code, 1);
+  assert.match(res.stderr, /record 2 fails its hash check/);
+  assert.match(res.stderr, /\.jsonl at byte offset \d+/);
+});
+
+test('usage errors exit 2 with the usage text', async (t) => {
+  const dir = tempDir(t);
+  const res = await cli(['--data-dir', dir, 'frobnicate']);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, /usage: node dist\/cli.js/);
+});
