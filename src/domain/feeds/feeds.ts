@@ -21,13 +21,25 @@ export interface FeedEvent {
   json: string;
 }
 
+/** One row of a topic's export (part 4 GET /api/exchange): a topic, message or knowledge record. */
+export interface ExportRow {
+  seq: number;
+  kind: 'topic' | 'message' | 'knowledge';
+  /** The record's canonical JSON (sorted keys, no whitespace), exactly as exported. */
+  canonicalJson: string;
+  /** SHA-256 hex of canonicalJson's UTF-8 bytes, computed on first export and kept. */
+  sha256?: string;
+}
+
 export interface FeedsState {
   discussion: FeedEvent[];
   work: FeedEvent[];
+  /** Per-topic export index: topicId → rows in log order (the topic first). */
+  byTopic: Map<string, ExportRow[]>;
 }
 
 export function createFeedsState(): FeedsState {
-  return { discussion: [], work: [] };
+  return { discussion: [], work: [], byTopic: new Map() };
 }
 
 const RECORD_KEY: Record<DiscussionKind, string> = {
@@ -37,16 +49,27 @@ const RECORD_KEY: Record<DiscussionKind, string> = {
   knowledge: 'knowledge',
 };
 
-/** Adds a discussion event for log record `seq`; `recordJson` is the record's public JSON. */
+/**
+ * Adds a discussion event for log record `seq`. `recordJson` is the record's canonical JSON;
+ * `topicId` is the topic the record belongs to (a topic's own id; a message's or knowledge
+ * item's topicId; null for rooms and unattached knowledge), which feeds the topic export index.
+ */
 export function addDiscussionEvent(
   feeds: FeedsState,
   seq: number,
   kind: DiscussionKind,
   time: string,
   recordJson: string,
+  topicId: string | null,
 ): void {
   const json = `{"seq":${seq},"kind":"${kind}","time":${JSON.stringify(time)},"${RECORD_KEY[kind]}":${recordJson}}`;
   feeds.discussion.push({ seq, logSeq: seq, json });
+  if (topicId !== null && kind !== 'room') {
+    const row: ExportRow = { seq, kind, canonicalJson: recordJson };
+    const rows = feeds.byTopic.get(topicId);
+    if (rows) rows.push(row);
+    else if (kind === 'topic') feeds.byTopic.set(topicId, [row]);
+  }
 }
 
 /** Adds a `work_item` event (a complete WorkItem snapshot) for log record `logSeq`. */

@@ -177,7 +177,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       const room = record.payload as Room;
       s.rooms.set(room.id, room);
       s.roomOrder.push(room);
-      addDiscussionEvent(feeds, record.seq, 'room', record.time, payloadJson);
+      addDiscussionEvent(feeds, record.seq, 'room', record.time, payloadJson, null);
       return true;
     }
     case 'topic.create': {
@@ -194,7 +194,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       pushTo(s.byAuthor, message.authorId, entry);
       if (message.replyTo !== null) pushTo(s.byReplyTo, message.replyTo, entry);
       s.byClientId.set(clientKey(message.authorId, message.clientId), entry);
-      addDiscussionEvent(feeds, record.seq, 'message', record.time, json);
+      addDiscussionEvent(feeds, record.seq, 'message', record.time, json, message.topicId);
       return true;
     }
     default:
@@ -212,7 +212,7 @@ export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, recor
   const entry: TopicEntry = { topic, json, seq: record.seq };
   s.topics.set(topic.id, entry);
   s.topicOrder.push(entry);
-  addDiscussionEvent(feeds, record.seq, 'topic', record.time, json);
+  addDiscussionEvent(feeds, record.seq, 'topic', record.time, json, topic.id);
 }
 
 // ---- queries ----

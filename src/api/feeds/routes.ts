@@ -1,0 +1,90 @@
+/**
+ * Change feeds, topic export and receipts (part 4 "Change feeds and reconciliation", part 6).
+ * All four count toward the change-read limit (part 8; the work feed too — our choice, since it
+ * is the same kind of polling).
+ */
+import type { Route } from '../../http/router.js';
+import {
+  DISCUSSION_FORMAT,
+  WORK_FORMAT,
+  checkCursor,
+  exchangePageJson,
+  feedPageJson,
+  workFeedOriginId,
+  type CursorQuery,
+  type ExchangeQuery,
+} from '../../domain/feeds/pages.js';
+import { receiptJson, type ReceiptKind } from '../../domain/receipts/receipts.js';
+
+const CURSOR_ERRORS = [409];
+
+export const feedRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/changes',
+    auth: 'bearer',
+    operationId: 'getChanges',
+    summary: 'Discussion change feed (forum-changes-v1): room, topic, message and knowledge events in ascending seq.',
+    tag: 'Feeds',
+    query: 'ChangesQuery',
+    rateLimit: 'changeRead',
+    errors: CURSOR_ERRORS,
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
+    handler: ({ app, query }) => {
+      const q = query as unknown as CursorQuery;
+      const head = app.log.headSeq;
+      checkCursor(q, app.log.originId, head, 'discussion feed');
+      return { status: 200, json: feedPageJson(app.state.feeds.discussion, q, app.log.originId, head, DISCUSSION_FORMAT) };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/work/changes',
+    auth: 'bearer',
+    operationId: 'getWorkChanges',
+    summary: 'Work change feed (forum-work-changes-v1): one work_item event per work revision, with its own sequence and cursor.',
+    tag: 'Feeds',
+    query: 'ChangesQuery',
+    rateLimit: 'changeRead',
+    errors: CURSOR_ERRORS,
+    responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
+    handler: ({ app, query }) => {
+      const q = query as unknown as CursorQuery;
+      const events = app.state.feeds.work;
+      const originId = workFeedOriginId(app.log.originId);
+      checkCursor(q, originId, events.length, 'work feed');
+      return { status: 200, json: feedPageJson(events, q, originId, events.length, WORK_FORMAT) };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/exchange',
+    auth: 'bearer',
+    operationId: 'getExchange',
+    summary: 'Verifiable export of one topic: the topic, its messages and attached knowledge, each with canonical JSON and its SHA-256.',
+    tag: 'Feeds',
+    query: 'ExchangeQuery',
+    rateLimit: 'changeRead',
+    errors: [404, 409],
+    responses: { 200: { description: 'One page; keep the whole cursor (topicId, originId, through) across pages.', schema: 'ExchangePage' } },
+    handler: ({ app, query }) => ({
+      status: 200,
+      json: exchangePageJson(app.state.feeds, query as unknown as ExchangeQuery, app.log.originId, app.log.headSeq),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/api/receipts',
+    auth: 'bearer',
+    operationId: 'getReceipt',
+    summary: 'Reconcile an uncertain message or work write by your own clientId: recorded (with the original response) or unknown.',
+    tag: 'Feeds',
+    query: 'ReceiptQuery',
+    rateLimit: 'changeRead',
+    responses: { 200: { description: 'The receipt', schema: 'Receipt' } },
+    handler: ({ app, query, agent }) => ({
+      status: 200,
+      json: receiptJson(app.state, agent!.profile.id, query.kind as ReceiptKind, query.clientId as string),
+    }),
+  },
+];

@@ -1,0 +1,140 @@
+/**
+ * Cursor paging over the feeds and the topic export (parts 2 Cursor, 4 "Change feeds and
+ * reconciliation", 6). Pure functions over FeedsState; the API layer validates parameters.
+ */
+import { createHash } from 'node:crypto';
+import { FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
+import { badRequest, conflict, notFound } from '../../http/errors.js';
+import type { ExportRow, FeedEvent, FeedsState } from './feeds.js';
+
+export const DISCUSSION_FORMAT = 'forum-changes-v1';
+export const WORK_FORMAT = 'forum-work-changes-v1';
+export const EXCHANGE_FORMAT = 'forum-exchange-v1';
+
+/** RFC 4122 namespace used to derive the work feed's originId (ours; a fixed random UUID). */
+const WORK_FEED_NAMESPACE = '3f0f6a52-8c1e-4d55-9a7e-2a8f1c5b9e40';
+
+/**
+ * Name-based UUID (version 5, SHA-1, RFC 4122 §4.3) of `name` in `namespace`.
+ * Output: a lower-case UUID string.
+ */
+export function uuidV5(name: string, namespace: string): string {
+  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
+  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const h = hash.subarray(0, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * The work feed's originId: derived from the log's originId, so it is stable across restarts,
+ * changes with a new lineage, and never equals the discussion feed's — mixing cursors is a 409.
+ */
+export function workFeedOriginId(logOriginId: string): string {
+  return uuidV5(`${WORK_FORMAT}:${logOriginId}`, WORK_FEED_NAMESPACE);
+}
+
+export interface CursorQuery {
+  after: number;
+  limit: number;
+  originId?: string;
+}
+
+/**
+ * Checks a cursor against a feed: originId required when after > 0 (400), must equal the feed's
+ * (409), and after must not be beyond the feed's head (409: restored older data — reread).
+ */
+export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string): void {
+  if (q.after > 0 && q.originId === undefined) {
+    throw badRequest(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
+  }
+  if (q.originId !== undefined && q.originId !== originId) {
+    throw conflict(
+      `cursor originId ${q.originId} does not belong to the ${feed} of this archive (originId ${originId}): ` +
+        'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate',
+      'CURSOR_ORIGIN',
+    );
+  }
+  if (q.after > head) {
+    throw conflict(
+      `cursor after=${q.after} is ahead of this archive, which ends at ${head}: the data was restored from an older backup; ` +
+        'reread from after=0 and reconcile, never continue silently',
+      'CURSOR_AHEAD',
+    );
+  }
+}
+
+/** First index in `events` (ascending by seq) whose seq is greater than `after`. */
+function firstAfter<T extends { seq: number }>(events: readonly T[], after: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (events[mid]!.seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * One page of a feed as pre-serialised JSON. `head` is the last position of the feed's row space
+ * (the log head for the discussion feed, whose hidden rows count toward `limit`; the number of
+ * work events for the work feed). Rows (after, min(after+limit, head)] are scanned.
+ */
+export function feedPageJson(events: readonly FeedEvent[], q: CursorQuery, originId: string, head: number, format: string): string {
+  const end = Math.min(q.after + q.limit, head);
+  const out: string[] = [];
+  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(events[i]!.json);
+  const hasMore = end < head;
+  const poll = hasMore ? FEED_POLL_BACKLOG_SECONDS : FEED_POLL_CAUGHT_UP_SECONDS;
+  return (
+    `{"format":"${format}","cursor":{"originId":"${originId}","after":${end}},"hasMore":${hasMore},` +
+    `"pollAfterSeconds":${poll},"events":[${out.join(',')}]}`
+  );
+}
+
+export interface ExchangeQuery {
+  topicId: string;
+  after: number;
+  through?: number;
+  originId?: string;
+  limit: number;
+}
+
+function sha256Of(row: ExportRow): string {
+  return (row.sha256 ??= createHash('sha256').update(row.canonicalJson, 'utf8').digest('hex'));
+}
+
+/**
+ * One page of a topic export (part 4 GET /api/exchange) as JSON. `head` is the log head, used to
+ * pin `through` on the first page; later posts never enter a pinned export.
+ * Throws 404 (unknown topic), 400 (after > 0 or through without originId), 409 (wrong origin,
+ * or after/through beyond the archive).
+ */
+export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: string, head: number): string {
+  const rows = feeds.byTopic.get(q.topicId);
+  if (!rows) throw notFound(`no topic with id "${q.topicId}"`);
+  if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
+    throw badRequest('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
+  }
+  checkCursor(q, originId, head, 'archive');
+  const through = q.through ?? head;
+  if (through > head) {
+    throw conflict(`through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`, 'CURSOR_AHEAD');
+  }
+  const out: string[] = [];
+  let i = firstAfter(rows, q.after);
+  let last = q.after;
+  for (; i < rows.length && rows[i]!.seq <= through && out.length < q.limit; i++) {
+    const row = rows[i]!;
+    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.canonicalJson)},"sha256":"${sha256Of(row)}"}`);
+    last = row.seq;
+  }
+  const hasMore = i < rows.length && rows[i]!.seq <= through;
+  const after = hasMore ? last : Math.max(last, through);
+  return (
+    `{"format":"${EXCHANGE_FORMAT}","cursor":{"topicId":${JSON.stringify(q.topicId)},"originId":"${originId}",` +
+    `"after":${after},"through":${through},"hasMore":${hasMore}},"hasMore":${hasMore},"records":[${out.join(',')}]}`
+  );
+}

@@ -1,0 +1,31 @@
+/**
+ * Receipts (part 4 GET /api/receipts): lets a caller reconcile a write whose outcome it did not
+ * see. Reads only the caller's own clientId namespace; changes nothing; works during write stop.
+ *
+ * Receipt shape (ours, part 2 "Receipt"):
+ *   recorded: {outcome, kind, clientId, seq, request: <normalized request>, response: {status, body}}
+ *   unknown:  {outcome, kind, clientId}
+ */
+import type { State } from '../state.js';
+import { clientKey } from '../forum/forum.js';
+
+export type ReceiptKind = 'message' | 'work';
+
+/**
+ * The receipt for (caller, kind, clientId) as JSON. `response.body` is the response as committed
+ * then (for work, the snapshot of that revision, possibly older than the current state).
+ */
+export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string): string {
+  const head = `{"outcome":"%s","kind":"${kind}","clientId":${JSON.stringify(clientId)}`;
+  const key = clientKey(callerId, clientId);
+  if (kind === 'message') {
+    const e = state.forum.byClientId.get(key);
+    if (e) {
+      const m = e.message;
+      const request: Record<string, string> = { topicId: m.topicId, content: m.content, clientId: m.clientId };
+      if (m.replyTo !== null) request.replyTo = m.replyTo;
+      return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.json}}}`;
+    }
+  }
+  return `${head.replace('%s', 'unknown')}}`;
+}

@@ -1,0 +1,210 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { cpSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, tempDir } from '../helpers/server.mjs';
+
+async function seed(s, n = 5) {
+  const a = await s.register('feeder');
+  const topic = (await s.post('/api/topics', { title: 'feed topic' }, a.token)).body;
+  const messages = [];
+  for (let i = 0; i < n; i++) messages.push((await s.post('/api/messages', { topicId: topic.id, content: `m${i}`, clientId: `c${i}` }, a.token)).body);
+  return { a, topic, messages };
+}
+
+/** Follows a feed from after=0 in pages of `limit`, returning every event and the last cursor. */
+async function catchUp(s, path, token, limit, start = { after: 0 }) {
+  let cursor = start;
+  const events = [];
+  let pages = 0;
+  for (;;) {
+    const qs = `after=${cursor.after}&limit=${limit}${cursor.originId ? `&originId=${cursor.originId}` : ''}`;
+    const res = await s.get(`${path}?${qs}`, token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    events.push(...res.body.events);
+    cursor = res.body.cursor;
+    pages++;
+    if (!res.body.hasMore) {
+      assert.equal(res.body.pollAfterSeconds, 60);
+      return { events, cursor, pages };
+    }
+    assert.equal(res.body.pollAfterSeconds, 1);
+  }
+}
+
+test('the discussion feed delivers every visible record once, in order, through small pages', async (t) => {
+  const s = await startServer(t);
+  const { a, topic, messages } = await seed(s, 7);
+  await s.register('hidden'); // agent records are hidden rows
+  const { events, cursor, pages } = await catchUp(s, '/api/changes', a.token, 2);
+  assert.ok(pages > 4);
+  const seqs = events.map((e) => e.seq);
+  assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), 'ascending');
+  assert.equal(new Set(seqs).size, seqs.length, 'no duplicates');
+  assert.deepEqual(events.map((e) => e.kind), ['room', 'topic', ...messages.map(() => 'message')]);
+  assert.deepEqual(events[0].room.id, 'commons');
+  assert.deepEqual(events[1].topic, topic);
+  assert.deepEqual(events.slice(2).map((e) => e.message), messages);
+  for (const e of events) assert.match(e.time, /Z$/);
+  const status = await s.get('/api/status');
+  assert.equal(cursor.originId, status.body.originId);
+  const text = JSON.stringify(events);
+  assert.doesNotMatch(text, /tokenHash|"hash"|"token"/, 'no secrets or hash-chain fields');
+  assert.doesNotMatch(text, /feeder|hidden/, 'no agent records');
+});
+
+test('a page scanning only hidden rows is empty with hasMore true', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('x');
+  for (let i = 0; i < 3; i++) await s.register(`hidden-${i}`);
+  const first = await s.get('/api/changes?after=0&limit=1', a.token);
+  assert.equal(first.body.events.length, 1, 'the commons room');
+  const res = await s.get(`/api/changes?after=1&limit=2&originId=${first.body.cursor.originId}`, a.token);
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body.events, []);
+  assert.equal(res.body.hasMore, true);
+  assert.equal(res.body.cursor.after, 3);
+  assert.equal(res.body.format, 'forum-changes-v1');
+});
+
+test('bad feed cursors get 400 or 409 as the spec says', async (t) => {
+  const s = await startServer(t);
+  const { a } = await seed(s, 1);
+  const origin = (await s.get('/api/status')).body.originId;
+  for (const after of ['01', '+1', '1e3', '-1', '1.0', 'x', '']) {
+    const res = await s.get(`/api/changes?after=${encodeURIComponent(after)}&originId=${origin}`, a.token);
+    assert.equal(res.status, 400, `after=${after}`);
+    assert.match(res.body.error, /after/);
+  }
+  const missing = await s.get('/api/changes?after=1', a.token);
+  assert.equal(missing.status, 400);
+  assert.match(missing.body.error, /originId/);
+  assert.equal((await s.get(`/api/changes?after=1&originId=not-a-uuid`, a.token)).status, 400);
+  const wrong = await s.get('/api/changes?after=1&originId=00000000-0000-4000-8000-000000000000', a.token);
+  assert.equal(wrong.status, 409);
+  const ahead = await s.get(`/api/changes?after=999999&originId=${origin}`, a.token);
+  assert.equal(ahead.status, 409);
+  assert.match(ahead.body.error, /ahead.*reread/);
+  for (const limit of ['0', '101']) assert.equal((await s.get(`/api/changes?limit=${limit}`, a.token)).status, 400);
+});
+
+test('the work feed refuses a discussion cursor and has its own origin and sequence', async (t) => {
+  const s = await startServer(t);
+  const { a } = await seed(s, 1);
+  const d = await s.get('/api/changes?after=0', a.token);
+  const w = await s.get('/api/work/changes?after=0', a.token);
+  assert.equal(w.status, 200);
+  assert.equal(w.body.format, 'forum-work-changes-v1');
+  assert.notEqual(w.body.cursor.originId, d.body.cursor.originId);
+  const mixed = await s.get(`/api/work/changes?after=0&originId=${d.body.cursor.originId}`, a.token);
+  assert.equal(mixed.status, 409);
+  const mixedBack = await s.get(`/api/changes?after=0&originId=${w.body.cursor.originId}`, a.token);
+  assert.equal(mixedBack.status, 409);
+  await s.restart();
+  const again = await s.get('/api/work/changes?after=0', a.token);
+  assert.equal(again.body.cursor.originId, w.body.cursor.originId, 'the work origin is stable across restarts');
+});
+
+test('cursors continue across a graceful restart and a kill -9 without gaps or duplicates', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 3);
+  const first = await catchUp(s, '/api/changes', a.token, 2);
+  await s.restart();
+  await s.post('/api/messages', { topicId: topic.id, content: 'after restart', clientId: 'r1' }, a.token);
+  const second = await catchUp(s, '/api/changes', a.token, 2, first.cursor);
+  assert.deepEqual(second.events.map((e) => e.message.content), ['after restart']);
+  await s.kill9();
+  await s.start();
+  await s.post('/api/messages', { topicId: topic.id, content: 'after crash', clientId: 'r2' }, a.token);
+  const third = await catchUp(s, '/api/changes', a.token, 2, second.cursor);
+  assert.deepEqual(third.events.map((e) => e.message.content), ['after crash']);
+  const all = await catchUp(s, '/api/changes', a.token, 100);
+  assert.deepEqual(all.events.map((e) => e.seq), [...first.events, ...second.events, ...third.events].map((e) => e.seq));
+});
+
+test('a restored older copy of data turns a newer cursor into 409', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 2);
+  const backup = tempDir(t);
+  const copyArchive = (from, to) => {
+    cpSync(join(from, 'log'), join(to, 'log'), { recursive: true });
+    cpSync(join(from, 'meta.json'), join(to, 'meta.json'));
+  };
+  copyArchive(s.dataDir, backup);
+  for (let i = 0; i < 3; i++) await s.post('/api/messages', { topicId: topic.id, content: `late ${i}`, clientId: `late${i}` }, a.token);
+  const { cursor } = await catchUp(s, '/api/changes', a.token, 100);
+  await s.stop();
+  rmSync(join(s.dataDir, 'log'), { recursive: true });
+  copyArchive(backup, s.dataDir);
+  await s.start();
+  const res = await s.get(`/api/changes?after=${cursor.after}&originId=${cursor.originId}`, a.token);
+  assert.equal(res.status, 409);
+  assert.match(res.body.error, /reread/);
+});
+
+test('a topic export verifies with SHA-256 over canonicalJson and pins through', async (t) => {
+  const s = await startServer(t);
+  const { a, topic, messages } = await seed(s, 5);
+  const other = (await s.post('/api/topics', { title: 'other' }, a.token)).body;
+  await s.post('/api/messages', { topicId: other.id, content: 'elsewhere', clientId: 'o1' }, a.token);
+  const first = await s.get(`/api/exchange?topicId=${topic.id}&limit=2`, a.token);
+  assert.equal(first.status, 200);
+  assert.equal(first.body.format, 'forum-exchange-v1');
+  const { cursor } = first.body;
+  assert.equal(cursor.topicId, topic.id);
+  assert.equal(cursor.hasMore, true);
+  const pinned = cursor.through;
+  // Posts made after the first page never enter the pinned export.
+  await s.post('/api/messages', { topicId: topic.id, content: 'too late', clientId: 'late' }, a.token);
+  const records = [...first.body.records];
+  let c = cursor;
+  while (c.hasMore) {
+    const res = await s.get(`/api/exchange?topicId=${c.topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}&limit=2`, a.token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.cursor.through, pinned);
+    records.push(...res.body.records);
+    c = res.body.cursor;
+  }
+  assert.deepEqual(records.map((r) => r.kind), ['topic', 'message', 'message', 'message', 'message', 'message']);
+  for (const r of records) {
+    assert.equal(createHash('sha256').update(Buffer.from(r.canonicalJson, 'utf8')).digest('hex'), r.sha256);
+    const parsed = JSON.parse(r.canonicalJson);
+    const keys = Object.keys(parsed);
+    assert.deepEqual(keys, [...keys].sort(), 'sorted keys');
+    assert.equal(r.canonicalJson, JSON.stringify(parsed), 'no insignificant whitespace');
+  }
+  assert.deepEqual(JSON.parse(records[0].canonicalJson), topic);
+  assert.deepEqual(records.slice(1).map((r) => JSON.parse(r.canonicalJson)), messages);
+});
+
+test('exchange parameter rules: unknown topic 404, missing originId 400, wrong origin 409', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 1);
+  const origin = (await s.get('/api/status')).body.originId;
+  assert.equal((await s.get('/api/exchange?topicId=tp_nope', a.token)).status, 404);
+  assert.equal((await s.get('/api/exchange', a.token)).status, 400);
+  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&after=1`, a.token)).status, 400);
+  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1`, a.token)).status, 400);
+  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token)).status, 409);
+  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=999999&originId=${origin}`, a.token)).status, 409);
+  assert.equal((await s.get(`/api/exchange?topicId=bad!id`, a.token)).status, 400);
+});
+
+test('message receipts: recorded with the normalized request and original response, unknown otherwise and for other agents', async (t) => {
+  const s = await startServer(t);
+  const { a, topic, messages } = await seed(s, 1);
+  const b = await s.register('other');
+  const rec = await s.get('/api/receipts?kind=message&clientId=c0', a.token);
+  assert.equal(rec.status, 200);
+  assert.equal(rec.body.outcome, 'recorded');
+  assert.deepEqual(rec.body.request, { topicId: topic.id, content: 'm0', clientId: 'c0' });
+  assert.deepEqual(rec.body.response, { status: 201, body: messages[0] });
+  assert.equal(typeof rec.body.seq, 'number');
+  assert.deepEqual((await s.get('/api/receipts?kind=message&clientId=c0', b.token)).body, { outcome: 'unknown', kind: 'message', clientId: 'c0' });
+  assert.equal((await s.get('/api/receipts?kind=message&clientId=never', a.token)).body.outcome, 'unknown');
+  await s.cli('writes', 'stop');
+  assert.equal((await s.get('/api/receipts?kind=message&clientId=c0', a.token)).body.outcome, 'recorded', 'works during write stop');
+  assert.equal((await s.get('/api/receipts?kind=nope&clientId=c0', a.token)).status, 400);
+  assert.equal((await s.get('/api/receipts?kind=message', a.token)).status, 400);
+});
