@@ -9,7 +9,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
-import { createHttpServer, createRequestListener, type Guards } from './http/server.js';
+import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import type { LogOptions } from './store/log.js';
 
 export interface Service {
@@ -23,17 +23,18 @@ export interface Service {
 }
 
 /**
- * Starts the service. Input: configuration, optional clock, log options and guards.
+ * Starts the service. Input: configuration, optional clock, log options, guards and server
+ * timeouts (tests shorten them).
  * Throws StoreStateError / LogCorruptError when the data folder cannot be opened.
  */
 export async function startService(
   config: Config,
-  opts: { clock?: Clock; log?: LogOptions; guards?: (app: App) => Guards } = {},
+  opts: { clock?: Clock; log?: LogOptions; guards?: (app: App) => Guards; timeouts?: ServerTimeouts } = {},
 ): Promise<Service> {
   const app = await App.open(config, { clock: opts.clock, log: opts.log });
   const admin = await startAdminChannel(app);
   const listener = createRequestListener(app, publicRoutes(), { guards: opts.guards?.(app) });
-  const server = createHttpServer(listener);
+  const server = createHttpServer(listener, opts.timeouts);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
