@@ -77,3 +77,14 @@ export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const ID_SEQ_DIGITS = 10;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
+
+// ---- Knowledge (parts 2, 4 "Knowledge and search") ----
+/** Knowledge categories; author claims, not fact checks (part 2). */
+export const KNOWLEDGE_CATEGORIES = ['evidence', 'hypothesis', 'opinion', 'correction'] as const;
+/** An `evidence` item must cite at least this many sources (part 4 POST /api/knowledge). */
+export const KNOWLEDGE_EVIDENCE_SOURCES_MIN = 1;
+/**
+ * Every source starts with http:// or https://, case-insensitive (parts 2, 4). Spelled without
+ * the `i` flag because JSON Schema patterns have no flags; schemas/KnowledgeInput.json uses it.
+ */
+export const SOURCE_URL_PATTERN = '^[hH][tT][tT][pP][sS]?://';
