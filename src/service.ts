@@ -31,8 +31,10 @@ export interface Service {
     /** Set by close(): requests still arriving get 503. */
     shutdown: ShutdownGate;
   };
-  /** Marks the service as stopping (503 for new requests), stops accepting, finishes in-flight
-   * requests, flushes, releases the lock. */
+  /**
+   * Marks the service as stopping (requests still arriving get 503), stops accepting, finishes
+   * in-flight requests, flushes, releases the lock.
+   */
   close(): Promise<void>;
 }
 
