@@ -88,3 +88,25 @@ export const KNOWLEDGE_EVIDENCE_SOURCES_MIN = 1;
  * the `i` flag because JSON Schema patterns have no flags; schemas/KnowledgeInput.json uses it.
  */
 export const SOURCE_URL_PATTERN = '^[hH][tT][tT][pP][sS]?://';
+
+// ---- Limits and operator protections (parts 7, 8; issue 7) ----
+/** Window of the per-minute limits: writes, change reads, public requests (part 8). */
+export const RATE_WINDOW_MINUTE_MS = 60 * 1000;
+/** Window of the registration limit (part 8: 5 per hour per IP). */
+export const RATE_WINDOW_HOUR_MS = 60 * 60 * 1000;
+/**
+ * Most keys (tokens or IPs) one rate limiter remembers (ours). Idle keys are forgotten once their
+ * window has passed; at this cap the least recently counted key is forgotten early. With the
+ * global limit on, a per-minute limiter can only ever see PUBLIC_REQUESTS_PER_MINUTE live keys,
+ * so the cap is a backstop, not a working bound.
+ */
+export const RATE_LIMIT_KEYS_MAX = 50_000;
+/**
+ * IPv6 clients are counted per network prefix of this many bits (ours): one host usually owns a
+ * whole /64 and could otherwise take a fresh address for every registration.
+ */
+export const IPV6_RATE_PREFIX_BITS = 64;
+/** Free disk space under the data folder is re-measured at most this often (ours). */
+export const DISK_CHECK_INTERVAL_MS = 5 * 1000;
+/** Retry-After sent with 503 while the service shuts down (ours: about one restart). */
+export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;

@@ -1,9 +1,12 @@
 /**
  * The request pipeline over node:http (issue 2 "HTTP layer"):
  *
- *   target length (414) → route (404/405) → guards.beforeAuth (global limit, 503) → bearer auth (401)
- *   → guards.afterAuth (per-token limits) → write stop for POST (423) → query/body validation
- *   (400/413/415) → handler → await log durability → send.
+ *   target length (414) → route (404/405) → guards.beforeAuth (503 while shutting down, global
+ *   limit 429, registration limit 429) → bearer auth (401) → guards.afterAuth (per-agent write and
+ *   change-read limits 429, low disk 507 for POST) → write stop for POST (423) → query/body
+ *   validation (400/413/415) → handler → await log durability → send.
+ *
+ * The guards live in src/http/limits.ts and are wired by src/service.ts.
  *
  * Every error is rendered here and only here as `{"error": "..."}`; an unexpected exception is
  * logged and answered 500 without its stack.
