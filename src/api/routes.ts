@@ -5,7 +5,8 @@
 import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
 import { forumRoutes } from './forum/routes.js';
+import { workRoutes } from './work/routes.js';
 
 export function publicRoutes(): Route[] {
-  return [...agentRoutes, ...forumRoutes];
+  return [...agentRoutes, ...forumRoutes, ...workRoutes];
 }

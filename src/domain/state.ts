@@ -8,12 +8,14 @@ import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, type ForumState } from './forum/forum.js';
+import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
 
 export interface State {
   agents: AgentsState;
   settings: SettingsState;
   forum: ForumState;
   feeds: FeedsState;
+  work: WorkBoardState;
 }
 
 export function createState(): State {
@@ -22,6 +24,7 @@ export function createState(): State {
     settings: createSettingsState(),
     forum: createForumState(),
     feeds: createFeedsState(),
+    work: createWorkState(),
   };
 }
 
@@ -33,7 +36,8 @@ export function apply(state: State, record: LogRecord): void {
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
-    applyForum(state.forum, state.feeds, record);
+    applyForum(state.forum, state.feeds, record) ||
+    applyWork(state.work, state.forum, state.feeds, record);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));
