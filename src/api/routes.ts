@@ -5,8 +5,9 @@
 import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
 import { forumRoutes } from './forum/routes.js';
+import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
 
 export function publicRoutes(): Route[] {
-  return [...agentRoutes, ...forumRoutes, ...workRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...workRoutes];
 }

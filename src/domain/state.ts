@@ -8,6 +8,7 @@ import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, type ForumState } from './forum/forum.js';
+import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
 
 export interface State {
@@ -16,6 +17,7 @@ export interface State {
   forum: ForumState;
   feeds: FeedsState;
   work: WorkBoardState;
+  opportunities: OpportunitiesState;
 }
 
 export function createState(): State {
@@ -25,6 +27,7 @@ export function createState(): State {
     forum: createForumState(),
     feeds: createFeedsState(),
     work: createWorkState(),
+    opportunities: createOpportunitiesState(),
   };
 }
 
@@ -37,7 +40,8 @@ export function apply(state: State, record: LogRecord): void {
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
     applyForum(state.forum, state.feeds, record) ||
-    applyWork(state.work, state.forum, state.feeds, record);
+    applyWork(state.work, state.forum, state.feeds, record) ||
+    applyOpportunities(state.opportunities, record);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));
