@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../helpers/server.mjs';
+import { bodyValidator } from '../../dist/http/validate.js';
+
+/** Asserts that `data` matches schema `name` from schemas/. */
+const assertSchema = (name, data) => assert.doesNotThrow(() => bodyValidator(name)(structuredClone(data)), name);
 
 const MINUTE_MS = 60_000;
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -166,8 +170,10 @@ test('the full lifecycle claim, renew, submit, revise, claim, submit, accept mak
   assert.equal(w.updatedBy, creator.id);
   for (const ts of [w.created, w.updated, w.result.created, w.review.created]) assert.match(ts, ISO_Z);
 
-  const listed = (await s.get(`/api/work?id=${w.id}`, worker.token)).body.items;
-  assert.deepEqual(listed, [w]);
+  assertSchema('WorkItem', w);
+  const list = (await s.get(`/api/work?id=${w.id}`, worker.token)).body;
+  assertSchema('WorkList', list);
+  assert.deepEqual(list.items, [w]);
 });
 
 test('release returns claimed work to the open pool and the assignee may release after the lease expired', async (t) => {
@@ -434,6 +440,7 @@ test('history pages ascending through a revise cycle and a cancel and keeps earl
   }
   assert.deepEqual(pages.map((p) => p.revisions.map((r) => r.revision)), [[1, 2, 3], [4, 5, 6], [7]]);
   assert.deepEqual(pages.map((p) => p.nextAfterRevision), [3, 6, 7]);
+  for (const p of pages) assertSchema('WorkHistory', p);
   const all = pages.flatMap((p) => p.revisions);
   assert.deepEqual(all.map((r) => r.state), ['open', 'claimed', 'submitted', 'open', 'claimed', 'submitted', 'cancelled']);
   assert.equal(all[2].result.content, 'first try', 'the revised result is preserved in history');
