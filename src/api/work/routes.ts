@@ -4,7 +4,7 @@
  * decide → commit is synchronous, so concurrent writes on one item are serialised: of several
  * claims with the same expectedRevision exactly one applies and the others get 409.
  */
-import type { Route } from '../../http/router.js';
+import type { RequestContext, Route } from '../../http/router.js';
 import {
   decideWorkAction,
   decideWorkCreate,
@@ -16,7 +16,6 @@ import {
   type WorkHistoryQuery,
   type WorkListQuery,
 } from '../../domain/work/work.js';
-import type { RequestContext } from '../../http/router.js';
 
 function workContext({ app, agent }: RequestContext, nowMs: number): WorkContext {
   return { authorId: agent!.profile.id, isOperator: agent!.profile.role === 'operator', seq: app.nextSeq(), nowMs };

@@ -40,15 +40,9 @@
  *   history); `review` is the latest review, kept through a revise cycle until the next submit.
  */
 import type { LogRecord } from '../../store/log.js';
-import {
-  LEASE_HORIZON_MINUTES_MAX,
-  MS_PER_MINUTE,
-  WORK_SNAPSHOT_BYTES_MAX,
-  DEFAULT_ROOM_ID,
-} from '../../constants.js';
+import { DEFAULT_ROOM_ID, LEASE_HORIZON_MINUTES_MAX, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
-import type { FeedsState } from '../feeds/feeds.js';
-import { addWorkEvent } from '../feeds/feeds.js';
+import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientKey, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
 import { makeId } from '../ids.js';
 
