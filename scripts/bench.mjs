@@ -10,6 +10,7 @@
 //
 // Usage: node scripts/bench.mjs [flags]
 //   --servers LIST         ours,fastify,bare (default: all three)
+//   --ours FILE            entry script for "ours", default dist/server.js
 //   --scenarios LIST       status,read,changes,exchange,work,write (default: all;
 //                          each server runs only the ones it implements)
 //   --connections LIST     default 1,16,64
@@ -23,6 +24,8 @@
 //   --replay / --no-replay ours: archive replay time and peak RSS (default on,
 //                          off with --smoke); needs scripts/gen-archive.mjs
 //   --replay-records N     records in the generated archive, default 1000000
+//   --gen-archive FILE     archive generator (takes --dir D --records N),
+//                          default scripts/gen-archive.mjs
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
 //   --search               ours: q search latency (opt-in)
 //   --search-messages N    messages seeded for --search, default 100000
@@ -58,6 +61,7 @@ function parseOptions(argv) {
     args: argv,
     options: {
       servers: { type: 'string', default: 'ours,fastify,bare' },
+      ours: { type: 'string', default: path.join(root, 'dist', 'server.js') },
       scenarios: { type: 'string' },
       connections: { type: 'string', default: '1,16,64' },
       rounds: { type: 'string', default: '3' },
@@ -69,6 +73,7 @@ function parseOptions(argv) {
       replay: { type: 'boolean' },
       'no-replay': { type: 'boolean' },
       'replay-records': { type: 'string', default: '1000000' },
+      'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'gen-archive.mjs') },
       'replay-timeout': { type: 'string', default: '600' },
       search: { type: 'boolean', default: false },
       'search-messages': { type: 'string', default: '100000' },
@@ -96,12 +101,14 @@ function parseOptions(argv) {
     seedMessages: int('seed-messages', 0),
     replay: values['no-replay'] ? false : values.replay ?? !values.smoke,
     replayRecords: int('replay-records'),
+    genArchive: path.resolve(values['gen-archive']),
     replayTimeoutMs: int('replay-timeout') * 1000,
     search: values.search,
     searchMessages: int('search-messages'),
     out: path.resolve(values.out),
     smoke: values.smoke,
   };
+  SERVERS.ours.args = [path.resolve(values.ours)];
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false });
   }
@@ -118,7 +125,7 @@ const SERVERS = {
   ours: {
     args: [path.join(root, 'dist', 'server.js')],
     env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
-    missing: 'dist/server.js not found: run `npm run build` first',
+    missing: 'entry script not found: run `npm run build` first (or pass --ours FILE)',
   },
   fastify: {
     args: [path.join(benchDir, 'fastify-sqlite.mjs')],
@@ -185,8 +192,10 @@ process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
+let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, async () => {
+    interrupted = true;
     console.error(`\nbench: ${signal}, stopping servers`);
     await cleanup();
     process.exit(130);
@@ -382,8 +391,8 @@ async function runCell(gen, server, scenarioName, connections, seconds) {
 // ---- extra measurements (ours only) ----------------------------------------
 
 async function measureReplay(opts) {
-  const generator = path.join(root, 'scripts', 'gen-archive.mjs');
-  if (!existsSync(generator)) return { skipped: 'scripts/gen-archive.mjs not found' };
+  const generator = opts.genArchive;
+  if (!existsSync(generator)) return { skipped: `${path.relative(root, generator)} not found` };
   const dir = tempDir('replay');
   log(`replay: generating ${fmtInt(opts.replayRecords)} records…`);
   await runNode([generator, '--dir', dir, '--records', String(opts.replayRecords)]);
@@ -457,7 +466,7 @@ function renderReport({ opts, gen, cells, replay, search }) {
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
   out.push(`${new Date().toISOString()} · commit ${sha} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'cpu'}`);
-  out.push(`load generator: ${gen.name}, threads ${opts.threads} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages`, '');
+  out.push(`load generator: ${gen.name} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages`, '');
 
   out.push('## Throughput and latency (medians across rounds)', '');
   out.push('| scenario | conns | server | req/s | req/s min–max | p50 ms | p99 ms | non-2xx | socket errors |');
@@ -583,6 +592,8 @@ main()
     process.exit(code);
   })
   .catch(async (error) => {
+    // After a signal, failures of the children being stopped are expected noise.
+    if (interrupted) return;
     console.error(`bench: ${error.message}`);
     await cleanup();
     process.exit(1);

@@ -55,7 +55,7 @@ export function pickLoadGenerator({ prefer, threads, log, track }) {
 
 function wrkGenerator({ version, threads, track }) {
   return {
-    name: `wrk ${version}`,
+    name: `wrk ${version} (up to ${threads} thread(s))`,
     async run(job) {
       const t = Math.max(1, Math.min(threads, job.connections));
       const env = {
@@ -115,12 +115,12 @@ function autocannonGenerator() {
   };
 }
 
-// Same request streams as wrk.lua. autocannon keeps a context per connection,
-// so work mode simply pins one item to each connection.
+// Same request streams as wrk.lua. autocannon resets its per-connection
+// context on every request when there is a single request template, so work
+// state is kept per item, exactly as wrk.lua does it.
 function autocannonRequest(job) {
   const run = runId();
   let counter = 0;
-  let nextItem = 0;
   const headersFor = (i) => ({ 'content-type': 'application/json', authorization: `Bearer ${job.tokens[i]}` });
   if (job.mode === 'write') {
     return {
@@ -133,25 +133,39 @@ function autocannonRequest(job) {
       },
     };
   }
+  const items = job.items.map((item) => ({ ...item, busy: false, retired: false, since: 0 }));
+  const byId = new Map(items.map((item) => [item.id, item]));
+  let cursor = 0;
   return {
     method: 'POST',
     path: '/api/work/action',
-    setupRequest(req, context) {
-      context.item ??= { ...job.items[nextItem++ % job.items.length] };
-      const { item } = context;
+    setupRequest(req) {
+      let item;
+      for (let n = 0; n < items.length && !item; n++) {
+        cursor = (cursor + 1) % items.length;
+        if (!items[cursor].busy && !items[cursor].retired) item = items[cursor];
+      }
+      item ??= items[(cursor + 1) % items.length]; // only after errors retired items
+      item.busy = true;
+      item.since = ++counter;
       const body = JSON.stringify({
         action: item.state === 'open' ? 'claim' : 'release',
         workItemId: item.id,
         expectedRevision: item.revision,
-        clientId: `${run}-${++counter}`,
+        clientId: `${run}-${counter}`,
       });
       return { ...req, headers: headersFor(item.tokenIndex), body };
     },
-    onResponse(status, body, context) {
-      if (status >= 300) return;
-      const snapshot = JSON.parse(body);
-      context.item.revision = snapshot.revision;
-      context.item.state = snapshot.state;
+    onResponse(status, body) {
+      const snapshot = status < 300 ? JSON.parse(body) : null;
+      const item = snapshot && byId.get(snapshot.id);
+      if (item) {
+        Object.assign(item, { revision: snapshot.revision, state: snapshot.state, busy: false });
+        return;
+      }
+      // An error body does not say which item failed: retire the longest-busy one.
+      const oldest = items.filter((i) => i.busy).sort((a, b) => a.since - b.since)[0];
+      if (oldest) Object.assign(oldest, { busy: false, retired: true });
     },
   };
 }
