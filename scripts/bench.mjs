@@ -286,6 +286,13 @@ function runNode(args, { cwd = root } = {}) {
   });
 }
 
+// Two cores are one for the server and one for the load generator: anything
+// else running skews the numbers, so say so in the output.
+function busyWarning() {
+  const load = os.loadavg()[0]; // taken before the run: during it, it includes our own load
+  return load > 0.7 ? `warning: 1-min load average ${load.toFixed(2)} before the run — other processes are competing for the ${os.cpus().length} cores; numbers will be noisy` : null;
+}
+
 // ---- lifecycle ------------------------------------------------------------
 
 function ensureBenchDeps() {
@@ -461,11 +468,12 @@ function summarize(rounds) {
   };
 }
 
-function renderReport({ opts, gen, cells, replay, search }) {
+function renderReport({ opts, gen, warning, cells, replay, search }) {
   const out = [];
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
   out.push(`${new Date().toISOString()} · commit ${sha} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'cpu'}`);
+  if (warning) out.push(`**${warning}**`, '');
   out.push(`load generator: ${gen.name} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages`, '');
 
   out.push('## Throughput and latency (medians across rounds)', '');
@@ -525,6 +533,8 @@ async function main() {
   const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
   const gen = pickLoadGenerator({ prefer: opts.loadgen, threads: opts.threads, log, track });
   log(`load generator: ${gen.name}`);
+  const warning = busyWarning();
+  if (warning) log(warning);
 
   // Work items: two per connection, so no connection ever waits for a free item.
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
@@ -574,7 +584,7 @@ async function main() {
   if (replay?.skipped) log(`replay skipped: ${replay.skipped}`);
   const search = opts.search && wantsOurs ? await measureSearch(opts) : null;
 
-  const report = renderReport({ opts, gen, cells, replay, search });
+  const report = renderReport({ opts, gen, warning, cells, replay, search });
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);
