@@ -86,11 +86,12 @@ if mode == "work" then
   end
 
   function response(status, headers, body)
-    local id = status < 300 and body:match('"id":"([^"]+)"')
+    -- The first "id" key is the WorkItem's own (nested result/review objects have none).
+    local id = status < 300 and body:match('"id"%s*:%s*"([^"]+)"')
     local item = id and byId[id]
     if item then
-      item.rev = tonumber(body:match('"revision":(%d+)'))
-      item.state = body:match('"state":"(%a+)"')
+      item.rev = tonumber(body:match('"revision"%s*:%s*(%d+)'))
+      item.state = body:match('"state"%s*:%s*"(%a+)"')
       item.busy = false
       return
     end
