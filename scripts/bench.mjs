@@ -30,8 +30,9 @@
 //   --search               ours: q search latency (opt-in)
 //   --search-messages N    messages seeded for --search, default 100000
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
-//   --smoke                quick check: 1 round, 16 connections, 2 s cells,
-//                          200 seed messages, no replay or search
+//   --smoke                quick check, overriding the flags above: 1 round,
+//                          16 connections, 1 s warm-up + 2 s cells, 200 seed
+//                          messages, no replay or search
 //   --help
 //
 // Exit status: 0 when every server started and every cell stayed at or below 1%
@@ -106,9 +107,9 @@ function parseOptions(argv) {
     search: values.search,
     searchMessages: int('search-messages'),
     out: path.resolve(values.out),
+    oursEntry: path.resolve(values.ours),
     smoke: values.smoke,
   };
-  SERVERS.ours.args = [path.resolve(values.ours)];
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false });
   }
@@ -123,16 +124,16 @@ function parseOptions(argv) {
 
 const SERVERS = {
   ours: {
-    args: [path.join(root, 'dist', 'server.js')],
+    entry: (opts) => opts.oursEntry,
     env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
     missing: 'entry script not found: run `npm run build` first (or pass --ours FILE)',
   },
   fastify: {
-    args: [path.join(benchDir, 'fastify-sqlite.mjs')],
+    entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
     env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
   },
   bare: {
-    args: [path.join(benchDir, 'bare.mjs')],
+    entry: () => path.join(benchDir, 'bare.mjs'),
     env: () => ({}),
   },
 };
@@ -302,14 +303,15 @@ function ensureBenchDeps() {
   if (r.status !== 0) throw new Error('npm ci in scripts/bench failed');
 }
 
-async function startServer(kind, { dataDir, timeoutMs = 60_000 } = {}) {
+async function startServer(kind, opts, { dataDir, timeoutMs = 60_000 } = {}) {
   const def = SERVERS[kind];
-  if (!existsSync(def.args[0])) throw new Error(`server "${kind}": ${def.missing ?? `${def.args[0]} not found`}`);
+  const entry = def.entry(opts);
+  if (!existsSync(entry)) throw new Error(`server "${kind}": ${def.missing ?? `${entry} not found`}`);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dir = dataDir ?? tempDir(kind);
   const t0 = performance.now();
-  const child = track(spawn(process.execPath, def.args, {
+  const child = track(spawn(process.execPath, [entry], {
     cwd: root,
     env: { ...process.env, PORT: String(port), ...def.env(dir) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -412,7 +414,7 @@ async function measureReplay(opts) {
   const baselineSeconds = (performance.now() - t0) / 1000;
 
   log('replay: starting ours on the archive…');
-  const server = await startServer('ours', { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+  const server = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
   const peakRss = peakRssBytes(server.pid);
   await stopChild(server.child);
   return { archiveBytes, baseline, baselineSeconds, oursSeconds: server.readyMs / 1000, peakRss };
@@ -431,7 +433,7 @@ function searchCorpus() {
 }
 
 async function measureSearch(opts) {
-  const server = await startServer('ours');
+  const server = await startServer('ours', opts);
   const { contentFor, queries } = searchCorpus();
   log(`search: seeding ${fmtInt(opts.searchMessages)} messages over HTTP…`);
   server.seed = await seedForum(server, { messages: opts.searchMessages, contentFor });
@@ -540,7 +542,7 @@ async function main() {
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
   const servers = [];
   for (const kind of opts.servers) {
-    const server = await startServer(kind);
+    const server = await startServer(kind, opts);
     log(`${kind}: ready on ${server.base} after ${server.readyMs.toFixed(0)} ms`);
     if (kind !== 'bare') {
       const t0 = performance.now();
