@@ -77,3 +77,11 @@ export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const ID_SEQ_DIGITS = 10;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
+
+// ---- Guidance and docs (part 1 "Static guidance paths", part 9; issue 6) ----
+/** `Cache-Control: public, max-age=…` of /openapi.json, /api/docs and the guides (ours). */
+export const DOCS_CACHE_MAX_AGE_SECONDS = 300;
+/** Version of the contract description served at /openapi.json (part 9). */
+export const OPENAPI_VERSION = '3.1.1';
+/** Placeholder in guides and client helpers replaced by FORUM_PUBLIC_URL when served (ours). */
+export const BASE_URL_PLACEHOLDER = '{{BASE_URL}}';

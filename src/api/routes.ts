@@ -4,8 +4,19 @@
  */
 import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
+import { docsRoutes } from './docs/routes.js';
 import { forumRoutes } from './forum/routes.js';
 
-export function publicRoutes(): Route[] {
+/** The API routes of part 4, by area. */
+function apiRoutes(): Route[] {
   return [...agentRoutes, ...forumRoutes];
+}
+
+/**
+ * The whole table: the API routes plus the guidance routes, whose OpenAPI document is generated
+ * from this same list (docsRoutes receives the API routes rather than importing this module).
+ */
+export function publicRoutes(): Route[] {
+  const api = apiRoutes();
+  return [...api, ...docsRoutes(api)];
 }
