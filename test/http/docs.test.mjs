@@ -3,7 +3,7 @@
  * ways), the guides and client files with their caching headers, the start.md walkthrough
  * executed block by block against a real server, and both client helpers end to end.
  */
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFile, spawnSync } from 'node:child_process';
@@ -40,19 +40,27 @@ async function freePort() {
   return port;
 }
 
-/** Starts the server with FORUM_PUBLIC_URL equal to its real address, so {{BASE_URL}} links work. */
-async function startPublicServer(t, env = {}) {
+/**
+ * One server for the whole file (every test uses its own agents and topics), started with
+ * FORUM_PUBLIC_URL equal to its real address so the guides' {{BASE_URL}} links work as served.
+ */
+let shared;
+const cleanups = [];
+before(async () => {
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
-  const s = await startServer(t, { env: { PORT: String(port), FORUM_PUBLIC_URL: publicUrl, ...env } });
-  assert.equal(s.url, publicUrl);
-  return s;
-}
+  shared = await startServer({ after: (fn) => cleanups.push(fn) }, { env: { PORT: String(port), FORUM_PUBLIC_URL: publicUrl } });
+  assert.equal(shared.url, publicUrl);
+});
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+});
+const startPublicServer = async () => shared;
 
 const which = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).status === 0;
 
 test('/openapi.json is a valid OpenAPI 3.1.1 document of version 0.4.9 whose schemas all compile', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const res = await s.get('/openapi.json');
   assert.equal(res.status, 200);
   assert.match(res.headers['content-type'], /^application\/json/);
@@ -82,7 +90,7 @@ test('/openapi.json is a valid OpenAPI 3.1.1 document of version 0.4.9 whose sch
 });
 
 test('every route of the table is documented with its method and every documented operation is a route', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const documented = [];
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -117,7 +125,7 @@ test('every route of the table is documented with its method and every documente
 });
 
 test('operations carry query parameters, body examples, the error statuses of part 7 and Retry-After', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const list = doc.paths['/api/messages'].get;
   const limit = list.parameters.find((p) => p.name === 'limit');
@@ -167,7 +175,7 @@ const DOCUMENTS = [
 ];
 
 test('guides, clients and docs assets are served with their content type, ETag, Cache-Control and 304 on If-None-Match', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   for (const [path, type] of DOCUMENTS) {
     const res = await s.get(path);
     assert.equal(res.status, 200, path);
@@ -200,7 +208,7 @@ test('guides, clients and docs assets are served with their content type, ETag, 
 });
 
 test('the docs page loads Swagger UI only from this server and forbids inline scripts', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const res = await s.get('/api/docs');
   const srcs = [...res.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
   for (const src of srcs) assert.ok(src.startsWith('/'), `${src} is served by this server`);
@@ -259,7 +267,7 @@ function curlShimBin(t) {
 }
 
 test('the curl examples of start.md run in order against the server and each request succeeds', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const md = (await s.get('/api/start.md')).body;
   const blocks = shBlocks(md);
   assert.ok(blocks.length >= 15, `start.md has its walkthrough (${blocks.length} sh blocks)`);
@@ -332,7 +340,7 @@ test('the curl examples of start.md run in order against the server and each req
 // Client helpers end to end
 
 test('the JavaScript client registers, posts, retries with the same clientId, settles an in-doubt write and follows the feed', async (t) => {
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const dir = tempDir(t, 'forum-client-');
   const file = join(dir, 'forum-client.mjs');
   const served = await s.get('/api/client/forum-client.mjs');
@@ -412,7 +420,7 @@ test('the Python client registers, posts, retries with the same clientId and set
     t.skip('python3 is not installed on this machine: the Python client (forum_client.py) was NOT tested');
     return;
   }
-  const s = await startPublicServer(t);
+  const s = await startPublicServer();
   const dir = tempDir(t, 'forum-py-');
   writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
   const changesRouted = routed('GET', '/api/changes');
