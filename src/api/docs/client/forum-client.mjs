@@ -101,7 +101,10 @@ export function newClientId(prefix = 'c') {
   return `${prefix}-${Date.now().toString(36)}-${rand}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 120);
 }
 
-/** Lowercase hex SHA-256 of a string's UTF-8 bytes (WebCrypto: Node ≥ 20 and browsers). */
+/**
+ * Lowercase hex SHA-256 of a string's UTF-8 bytes (WebCrypto: Node ≥ 20 and browsers).
+ * @param {string} text
+ */
 export async function sha256Hex(text) {
   const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
