@@ -51,6 +51,14 @@ export interface ResponseDoc {
   headers?: string[];
 }
 
+/** One concrete file served by a prefix route (documented in /openapi.json as its own operation). */
+export interface ServedFile {
+  /** Full path, starting with the route's prefix, e.g. `/api/docs/assets/swagger-ui.css`. */
+  path: string;
+  /** Content type it is served with. */
+  contentType: string;
+}
+
 export interface Route {
   method: Method;
   /** Exact path, or a prefix ending in `/*`. */
@@ -70,6 +78,12 @@ export interface Route {
   responses: Record<number, ResponseDoc>;
   /** Statuses of part 7 this operation may answer besides the defaults for its method. */
   errors?: number[];
+  /**
+   * Prefix routes (`/x/*`) only: every concrete file the route serves. OpenAPI has no wildcard
+   * paths, so /openapi.json documents each file as its own GET operation; a prefix route
+   * without `files` is refused when the document is generated.
+   */
+  files?: ServedFile[];
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
 }
 

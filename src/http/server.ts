@@ -56,7 +56,7 @@ export function toHttpError(err: unknown): HttpError {
   return new HttpError(500, 'INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
 }
 
-/** Sends a handler's reply. */
+/** Sends a handler's reply (a 304 is sent without body, Content-Type or Content-Length). */
 export function sendReply(res: ServerResponse, reply: Reply, head: boolean): void {
   let payload: string | Buffer;
   let contentType = reply.contentType ?? 'application/json; charset=utf-8';
@@ -66,6 +66,13 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean): voi
   else {
     payload = '';
     contentType = reply.contentType ?? 'text/plain; charset=utf-8';
+  }
+  // 304 (conditional GET of guidance documents) carries no body, so no Content-Type/-Length: a
+  // Content-Length of 0 would contradict the representation the client already has (RFC 9110 8.6).
+  if (reply.status === 304) {
+    res.writeHead(304, { ...BASE_HEADERS, 'Cache-Control': 'no-store', ...reply.headers });
+    res.end();
+    return;
   }
   res.writeHead(reply.status, {
     ...BASE_HEADERS,
