@@ -4,7 +4,7 @@
  * HTTP layer awaits `log.sync()` before it sends any response, so nothing is acknowledged (and
  * nothing appended by others is shown) before it is on disk.
  */
-import { Log, payloadJsonOf, type LogOptions, type LogRecord } from './store/log.js';
+import { Log, type LogOptions, type LogRecord } from './store/log.js';
 import { lockDataDir } from './store/lock.js';
 import { assertNoRestoreInProgress } from './store/archive.js';
 import { apply, createState, type State } from './domain/state.js';
@@ -38,8 +38,8 @@ export class App {
       let lastTimeMs = 0;
       const log = await Log.open(
         config.dataDir,
-        (record, body) => {
-          apply(state, record, payloadJsonOf(record, body));
+        (record, payloadJson) => {
+          apply(state, record, payloadJson);
           lastTimeMs = Date.parse(record.time);
         },
         {
@@ -83,9 +83,9 @@ export class App {
    * Input: record type and payload; `timeMs` defaults to now(). Output: the record.
    */
   commit<P>(type: string, payload: P, timeMs: number = this.now()): LogRecord<P> {
-    const { record, body } = this.log.append(type, payload, timeMs);
+    const { record, payloadJson } = this.log.append(type, payload, timeMs);
     this.lastTimeMs = timeMs;
-    apply(this.state, record, payloadJsonOf(record, body));
+    apply(this.state, record, payloadJson);
     return record;
   }
 

@@ -41,3 +41,18 @@ export class OffsetClock implements Clock {
 export function isoTime(ms: number): string {
   return new Date(ms).toISOString();
 }
+
+let memoIso = '';
+let memoMs = 0;
+
+/**
+ * Date.parse with a one-entry memo: applying a record parses the same timestamp several times
+ * (record time, creation time, feed time, agent activity), and replay applies millions.
+ */
+export function parseTimeMs(iso: string): number {
+  if (iso !== memoIso) {
+    memoMs = Date.parse(iso);
+    memoIso = iso;
+  }
+  return memoMs;
+}

@@ -3,6 +3,7 @@
  * used both at startup replay and after every live append (so replay and live state cannot
  * differ by construction).
  */
+import { parseTimeMs } from '../clock.js';
 import type { LogRecord } from '../store/log.js';
 import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
@@ -51,5 +52,5 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     applyOpportunities(state.opportunities, record);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
-  if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));
+  if (typeof authorId === 'string') touchAgent(state.agents, authorId, parseTimeMs(record.time));
 }

@@ -23,7 +23,7 @@
  * last segment is truncated and reported; any other damage (bad framing, bad hash, a gap in seq,
  * a missing segment) throws LogCorruptError naming the file and byte offset.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
@@ -91,18 +91,34 @@ export function listSegments(logDir: string): SegmentInfo[] {
 }
 
 /**
- * The canonical JSON of a record's payload, cut out of the record's canonical body without
- * re-serialising: sorted keys put `payload` first and `seq`, `time`, `type` last.
+ * The canonical JSON of a record's payload, cut out of the record's canonical JSON (`canonical`,
+ * with or without the trailing hash field) without re-serialising: sorted keys put `payload`
+ * first and `seq`, `time`, `type` last. `bodyEnd` is where the record's own fields end.
  */
-export function payloadJsonOf(record: LogRecord, body: string): string {
-  const tail = `,"seq":${record.seq},"time":${JSON.stringify(record.time)},"type":${JSON.stringify(record.type)}}`;
-  return body.slice(PAYLOAD_PREFIX.length, body.length - tail.length);
+function payloadSlice(record: LogRecord, canonical: string, bodyEnd: number): string {
+  const tail = `,"seq":${record.seq},"time":${JSON.stringify(record.time)},"type":${JSON.stringify(record.type)}`;
+  return canonical.slice(PAYLOAD_PREFIX.length, bodyEnd - tail.length);
 }
 const PAYLOAD_PREFIX = '{"payload":';
 
 /** Computes the chained hash of a record body (canonical JSON) after `prevHash`. */
 export function chainHash(prevHash: string, body: string): string {
-  return createHash('sha256').update(prevHash).update(body).digest('hex');
+  return hash('sha256', prevHash + body);
+}
+
+/**
+ * Reusable scratch buffer for hashing `prevHash + body` during replay without building strings:
+ * the record's bytes are copied next to the previous hash and hashed in one call.
+ */
+let scratch = Buffer.allocUnsafe(64 * 1024);
+
+function chainHashBytes(prevHash: string, buf: Buffer, start: number, end: number): string {
+  const n = 64 + (end - start) + 1;
+  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, scratch.length * 2));
+  scratch.write(prevHash, 0, 64, 'latin1');
+  buf.copy(scratch, 64, start, end);
+  scratch[n - 1] = 0x7d; // '}' closes the body where the hash field was cut off
+  return hash('sha256', scratch.subarray(0, n));
 }
 
 /** Result of reading a log directory from disk. */
@@ -116,12 +132,12 @@ export interface ReplayResult {
 
 /**
  * Reads every segment in order, checking framing, hash chain and seq continuity, and calls
- * `onRecord` for each record with its canonical JSON body.
+ * `onRecord` for each record with its payload's canonical JSON (as stored).
  * Throws LogCorruptError for damage other than a torn final line of the last segment.
  */
 export function replaySegments(
   logDir: string,
-  onRecord: (record: LogRecord, body: string) => void,
+  onRecord: (record: LogRecord, payloadJson: string) => void,
   opts: { strict?: boolean } = {},
 ): ReplayResult {
   const segments = listSegments(logDir);
@@ -152,10 +168,9 @@ export function replaySegments(
         }
         throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
       }
-      const line = buf.toString('utf8', pos, nl);
-      const record = parseLine(line, prevHash, expectedSeq, file, pos, opts.strict === true);
-      onRecord(record.record, record.body);
-      prevHash = record.hash;
+      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, opts.strict === true);
+      onRecord(parsed.record, parsed.payloadJson);
+      prevHash = parsed.hash;
       expectedSeq++;
       pos = nl + 1;
     }
@@ -163,39 +178,55 @@ export function replaySegments(
   return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn };
 }
 
+/**
+ * Checks and parses the line `buf[pos, nl)`. The line is itself valid JSON (the record plus its
+ * `hash` field), so it is parsed as is; the hash is computed over the line's bytes up to the hash
+ * field, closed with `}` — the record's canonical JSON — without building that string.
+ */
 function parseLine(
-  line: string,
+  buf: Buffer,
+  pos: number,
+  nl: number,
   prevHash: string,
   expectedSeq: number,
   file: string,
-  offset: number,
   strict: boolean,
-): { record: LogRecord; body: string; hash: string } {
-  const cut = line.length - HASH_SUFFIX_LENGTH;
-  if (cut < 2 || line.slice(cut, cut + HASH_PREFIX.length) !== HASH_PREFIX || !line.endsWith('"}')) {
-    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not framed as {...,"hash":"<64 hex>"}`);
+): { record: LogRecord; payloadJson: string; hash: string } {
+  const cutByte = nl - HASH_SUFFIX_LENGTH;
+  if (
+    cutByte - pos < 2 ||
+    buf.toString('latin1', cutByte, cutByte + HASH_PREFIX.length) !== HASH_PREFIX ||
+    buf[nl - 2] !== 0x22 ||
+    buf[nl - 1] !== 0x7d
+  ) {
+    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {...,"hash":"<64 hex>"}`);
   }
-  const hash = line.slice(cut + HASH_PREFIX.length, line.length - 2);
-  const body = line.slice(0, cut) + '}';
-  if (chainHash(prevHash, body) !== hash) {
-    throw new LogCorruptError(file, offset, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
+  const hash = buf.toString('latin1', cutByte + HASH_PREFIX.length, nl - 2);
+  if (chainHashBytes(prevHash, buf, pos, cutByte) !== hash) {
+    throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
   }
-  let record: LogRecord;
+  const line = buf.toString('utf8', pos, nl);
+  let record: LogRecord & { hash?: string };
   try {
-    record = JSON.parse(body) as LogRecord;
+    record = JSON.parse(line) as LogRecord & { hash?: string };
   } catch {
-    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not valid JSON`);
+    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not valid JSON`);
   }
   if (record.seq !== expectedSeq) {
-    throw new LogCorruptError(file, offset, `record has seq ${String(record.seq)} but ${expectedSeq} was expected`);
+    throw new LogCorruptError(file, pos, `record has seq ${String(record.seq)} but ${expectedSeq} was expected`);
   }
   if (typeof record.type !== 'string' || typeof record.time !== 'string') {
-    throw new LogCorruptError(file, offset, `record ${expectedSeq} lacks type or time`);
+    throw new LogCorruptError(file, pos, `record ${expectedSeq} lacks type or time`);
   }
-  if (strict && stableStringify(record) !== body) {
-    throw new LogCorruptError(file, offset, `record ${expectedSeq} is not in canonical JSON form`);
+  // The hash suffix is ASCII, so its length in characters equals its length in bytes.
+  const bodyEnd = line.length - HASH_SUFFIX_LENGTH;
+  if (strict) {
+    const { hash: _h, ...bare } = record;
+    if (stableStringify(bare) !== line.slice(0, bodyEnd) + '}') {
+      throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
+    }
   }
-  return { record, body, hash };
+  return { record, payloadJson: payloadSlice(record, line, bodyEnd), hash };
 }
 
 interface Waiter {
@@ -243,14 +274,14 @@ export class Log {
 
   /**
    * Opens (creating when absent) the log in `dataDir` and replays it through `onRecord`.
-   * Input: the data folder; `onRecord(record, canonicalBody)` is called for each record in seq
+   * Input: the data folder; `onRecord(record, payloadJson)` is called for each record in seq
    * order before the promise resolves. Output: the open Log.
    * Throws LogCorruptError (damage other than a torn tail) or StoreStateError (metadata missing
    * while segments exist, or unreadable metadata).
    */
   static async open(
     dataDir: string,
-    onRecord: (record: LogRecord, body: string) => void,
+    onRecord: (record: LogRecord, payloadJson: string) => void,
     opts: LogOptions = {},
   ): Promise<Log> {
     const logDir = join(dataDir, LOG_DIR);
@@ -306,10 +337,10 @@ export class Log {
    * Appends one record. Synchronous: assigns `seq`, serialises and chains the record, and queues
    * it for the next group commit. The caller must `await sync()` before acknowledging.
    * Input: type (`area.verb`), a JSON-serialisable payload, time in ms. Output: the record and
- * its canonical JSON body (see payloadJsonOf).
+   * its payload's canonical JSON as written (a slice of the line, not a re-serialisation).
    * Throws when a previous write failed (the process is expected to exit then).
    */
-  append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; body: string } {
+  append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
     if (this.failed) throw this.failed;
     const seq = this.headSeqValue + 1;
     const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
@@ -324,7 +355,7 @@ export class Log {
       // Let every append of the current tick join this batch before writing.
       queueMicrotask(() => void this.flushLoop());
     }
-    return { record, body };
+    return { record, payloadJson: payloadSlice(record, body, body.length - 1) };
   }
 
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */

@@ -1,3 +1,4 @@
+import { eventJson } from '../../dist/domain/feeds/feeds.js';
 import stableStringify from 'fast-json-stable-stringify';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,9 +25,9 @@ test('every knowledge revision emits a discussion event and is filed under its o
   const r1 = publish(app, { ...base, topicId: 'tp_x' }, 'ag_1');
   const r2 = publish(app, { ...base, previousId: r1.payload.id, expectedRevision: 1 }, 'ag_1');
   const r3 = publish(app, { ...base, topicId: 'tp_x', previousId: r1.payload.id, expectedRevision: 2 }, 'ag_1');
-  const events = app.state.feeds.discussion.filter((e) => JSON.parse(e.json).kind === 'knowledge');
+  const events = app.state.feeds.discussion.filter((e) => JSON.parse(eventJson(e)).kind === 'knowledge');
   assert.deepEqual(events.map((e) => e.seq), [r1.seq, r2.seq, r3.seq]);
-  assert.deepEqual(JSON.parse(events[1].json).knowledge, r2.payload);
+  assert.deepEqual(JSON.parse(eventJson(events[1])).knowledge, r2.payload);
   const filed = app.state.knowledge.byTopic.get('tp_x');
   assert.deepEqual(filed.map((e) => [e.seq, e.knowledge.revision]), [[r1.seq, 1], [r3.seq, 3]], 'revision 2 has no topic');
   assert.deepEqual(JSON.parse(filed[1].json), r3.payload);

@@ -192,14 +192,18 @@ test('strict replay refuses a record that is not in canonical form', async (t) =
   assert.throws(() => replaySegments(join(dir, 'log'), () => {}, { strict: true }), /canonical/);
 });
 
-test('payloadJsonOf cuts the canonical payload out of the record body exactly', async (t) => {
+test('the payload JSON handed to apply is cut exactly from the canonical record, live and on replay', async (t) => {
   const dir = tempDir(t);
   const { log } = await openLog(dir);
-  const { payloadJsonOf } = await import('../../dist/store/log.js');
-  const payload = { z: 1, a: { y: 'x"y', b: [1, { seq: 3 }] }, s: ',"seq":1' };
-  const { record, body } = log.append('test.record', payload, Date.now());
-  assert.equal(payloadJsonOf(record, body), '{"a":{"b":[1,{"seq":3}],"y":"x\\"y"},"s":",\\"seq\\":1","z":1}');
-  assert.deepEqual(JSON.parse(payloadJsonOf(record, body)), payload);
+  const payload = { z: 1, a: { y: 'x"y ✓', b: [1, { seq: 3 }] }, s: ',"seq":1,"hash":"' };
+  const expected = '{"a":{"b":[1,{"seq":3}],"y":"x\\"y ✓"},"s":",\\"seq\\":1,\\"hash\\":\\"","z":1}';
+  const { payloadJson } = log.append('test.record', payload, Date.now());
+  assert.equal(payloadJson, expected);
+  assert.deepEqual(JSON.parse(payloadJson), payload);
   await log.sync();
   await log.close();
+  const replayed = [];
+  const again = await Log.open(dir, (r, json) => replayed.push(json));
+  assert.deepEqual(replayed, [expected]);
+  await again.close();
 });

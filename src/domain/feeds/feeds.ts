@@ -10,6 +10,8 @@
  * Event shape (ours, part 6 rule 9): `{"seq", "kind", "time", "<kind>": <record>}` where the
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
  */
+import { parseTimeMs } from '../../clock.js';
+
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
 export interface FeedEvent {
@@ -17,8 +19,27 @@ export interface FeedEvent {
   seq: number;
   /** Log seq of the record (equals `seq` on the discussion feed). */
   logSeq: number;
-  /** Pre-serialised event JSON, built once at apply time. */
-  json: string;
+  kind: DiscussionKind | 'work_item';
+  /** Record time, ms since the epoch. */
+  timeMs: number;
+  /**
+   * The record's JSON, shared with the area's index (not a copy): the event text is assembled
+   * around it per page (`eventJson`), so the feed adds no second copy of every record.
+   */
+  recordJson: string;
+}
+
+const EVENT_RECORD_KEY: Record<FeedEvent['kind'], string> = {
+  room: 'room',
+  topic: 'topic',
+  message: 'message',
+  knowledge: 'knowledge',
+  work_item: 'workItem',
+};
+
+/** The JSON of one event: `{"seq","kind","time","<record key>": <record>}`. */
+export function eventJson(e: FeedEvent): string {
+  return `{"seq":${e.seq},"kind":"${e.kind}","time":"${new Date(e.timeMs).toISOString()}","${EVENT_RECORD_KEY[e.kind]}":${e.recordJson}}`;
 }
 
 /** One row of a topic's export (part 4 GET /api/exchange): a topic, message or knowledge record. */
@@ -42,13 +63,6 @@ export function createFeedsState(): FeedsState {
   return { discussion: [], work: [], byTopic: new Map() };
 }
 
-const RECORD_KEY: Record<DiscussionKind, string> = {
-  room: 'room',
-  topic: 'topic',
-  message: 'message',
-  knowledge: 'knowledge',
-};
-
 /**
  * Adds a discussion event for log record `seq`. `recordJson` is the record's canonical JSON;
  * `topicId` is the topic the record belongs to (a topic's own id; a message's or knowledge
@@ -62,8 +76,7 @@ export function addDiscussionEvent(
   recordJson: string,
   topicId: string | null,
 ): void {
-  const json = `{"seq":${seq},"kind":"${kind}","time":${JSON.stringify(time)},"${RECORD_KEY[kind]}":${recordJson}}`;
-  feeds.discussion.push({ seq, logSeq: seq, json });
+  feeds.discussion.push({ seq, logSeq: seq, kind, timeMs: parseTimeMs(time), recordJson });
   if (topicId !== null && kind !== 'room') {
     const row: ExportRow = { seq, kind, canonicalJson: recordJson };
     const rows = feeds.byTopic.get(topicId);
@@ -74,7 +87,5 @@ export function addDiscussionEvent(
 
 /** Adds a `work_item` event (a complete WorkItem snapshot) for log record `logSeq`. */
 export function addWorkEvent(feeds: FeedsState, logSeq: number, time: string, snapshotJson: string): void {
-  const seq = feeds.work.length + 1;
-  const json = `{"seq":${seq},"kind":"work_item","time":${JSON.stringify(time)},"workItem":${snapshotJson}}`;
-  feeds.work.push({ seq, logSeq, json });
+  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', timeMs: parseTimeMs(time), recordJson: snapshotJson });
 }

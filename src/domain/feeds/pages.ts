@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import type { ExportRow, FeedEvent, FeedsState } from './feeds.js';
+import { eventJson, type ExportRow, type FeedEvent, type FeedsState } from './feeds.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
 export const WORK_FORMAT = 'forum-work-changes-v1';
@@ -85,7 +85,7 @@ function firstAfter<T extends { seq: number }>(events: readonly T[], after: numb
 export function feedPageJson(events: readonly FeedEvent[], q: CursorQuery, originId: string, head: number, format: string): string {
   const end = Math.min(q.after + q.limit, head);
   const out: string[] = [];
-  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(events[i]!.json);
+  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(eventJson(events[i]!));
   const hasMore = end < head;
   const poll = hasMore ? FEED_POLL_BACKLOG_SECONDS : FEED_POLL_CAUGHT_UP_SECONDS;
   return (

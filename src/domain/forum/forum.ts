@@ -11,6 +11,7 @@ import { DEFAULT_ROOM_ID, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import { makeId } from '../ids.js';
+import { parseTimeMs } from '../../clock.js';
 
 export interface Room {
   id: string;
@@ -37,13 +38,25 @@ export interface Message {
   created: string;
 }
 
-/** An indexed message: the record, its JSON, lower-cased content for `q`, and its log seq. */
+/**
+ * An indexed message: the fields filters need, its canonical JSON (the only full copy kept; see
+ * `messageOf`), lower-cased content for `q`, creation time and log seq.
+ */
 export interface MessageEntry {
-  message: Message;
+  id: string;
+  topicId: string;
+  authorId: string;
+  replyTo: string | null;
+  clientId: string;
   json: string;
   lc: string;
   createdMs: number;
   seq: number;
+}
+
+/** The full Message of an entry, parsed from its JSON (rare paths: retries, receipts). */
+export function messageOf(e: MessageEntry): Message {
+  return JSON.parse(e.json) as Message;
 }
 
 export interface TopicEntry {
@@ -63,7 +76,8 @@ export interface ForumState {
   byAuthor: Map<string, MessageEntry[]>;
   byReplyTo: Map<string, MessageEntry[]>;
   /** `${authorId}\n${clientId}` → message (idempotency and receipts). */
-  byClientId: Map<string, MessageEntry>;
+  /** authorId → clientId → message (idempotency and receipts); nested so no key string is built per message. */
+  byClientId: Map<string, Map<string, MessageEntry>>;
 }
 
 export function createForumState(): ForumState {
@@ -87,7 +101,12 @@ function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   else map.set(key, [value]);
 }
 
-/** Key of the (author, clientId) idempotency index. */
+/** The message `authorId` posted with `clientId`, if any. */
+export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageEntry | undefined {
+  return s.byClientId.get(authorId)?.get(clientId);
+}
+
+/** Key of an (author, clientId) idempotency index (work receipts). */
 export function clientKey(authorId: string, clientId: string): string {
   return `${authorId}\n${clientId}`;
 }
@@ -138,9 +157,9 @@ export function decideMessage(
   ctx: { authorId: string; seq: number; created: string },
 ): { existing: MessageEntry } | { message: Message } {
   const replyTo = input.replyTo ?? null;
-  const prior = s.byClientId.get(clientKey(ctx.authorId, input.clientId));
+  const prior = messageByClientId(s, ctx.authorId, input.clientId);
   if (prior) {
-    const m = prior.message;
+    const m = messageOf(prior);
     if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo) return { existing: prior };
     throw conflict(
       `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`,
@@ -151,8 +170,8 @@ export function decideMessage(
   if (replyTo !== null) {
     const parent = s.messages.get(replyTo);
     if (!parent) throw notFound(`no message with id "${replyTo}" (replyTo)`);
-    if (parent.message.topicId !== input.topicId) {
-      throw badRequest(`replyTo "${replyTo}" is in topic "${parent.message.topicId}", not "${input.topicId}"; replies must stay in the same topic`);
+    if (parent.topicId !== input.topicId) {
+      throw badRequest(`replyTo "${replyTo}" is in topic "${parent.topicId}", not "${input.topicId}"; replies must stay in the same topic`);
     }
   }
   return {
@@ -187,13 +206,26 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
     case 'message.create': {
       const message = record.payload as Message;
       const json = payloadJson;
-      const entry: MessageEntry = { message, json, lc: message.content.toLowerCase(), createdMs: Date.parse(message.created), seq: record.seq };
+      // The parsed payload is not kept: json is the one full copy of the message.
+      const entry: MessageEntry = {
+        id: message.id,
+        topicId: message.topicId,
+        authorId: message.authorId,
+        replyTo: message.replyTo,
+        clientId: message.clientId,
+        json,
+        lc: message.content.toLowerCase(),
+        createdMs: parseTimeMs(message.created),
+        seq: record.seq,
+      };
       s.messages.set(message.id, entry);
       s.messageOrder.push(entry);
       pushTo(s.byTopic, message.topicId, entry);
       pushTo(s.byAuthor, message.authorId, entry);
       if (message.replyTo !== null) pushTo(s.byReplyTo, message.replyTo, entry);
-      s.byClientId.set(clientKey(message.authorId, message.clientId), entry);
+      let mine = s.byClientId.get(entry.authorId);
+      if (!mine) s.byClientId.set(entry.authorId, (mine = new Map()));
+      mine.set(entry.clientId, entry);
       addDiscussionEvent(feeds, record.seq, 'message', record.time, json, message.topicId);
       return true;
     }
@@ -270,10 +302,9 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
   const out: MessageEntry[] = [];
   for (let i = end - 1; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
-    const m = e.message;
-    if (query.replyTo !== undefined && m.replyTo !== query.replyTo) continue;
-    if (query.topicId !== undefined && m.topicId !== query.topicId) continue;
-    if (query.agentId !== undefined && m.authorId !== query.agentId) continue;
+    if (query.replyTo !== undefined && e.replyTo !== query.replyTo) continue;
+    if (query.topicId !== undefined && e.topicId !== query.topicId) continue;
+    if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
     if (lq !== undefined && lq !== '' && !e.lc.includes(lq)) continue;
     out.push(e);
   }

@@ -7,7 +7,7 @@
  *   unknown:  {outcome, kind, clientId}
  */
 import type { State } from '../state.js';
-import { clientKey } from '../forum/forum.js';
+import { clientKey, messageByClientId, messageOf } from '../forum/forum.js';
 
 export type ReceiptKind = 'message' | 'work';
 
@@ -17,17 +17,16 @@ export type ReceiptKind = 'message' | 'work';
  */
 export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string): string {
   const head = `{"outcome":"%s","kind":"${kind}","clientId":${JSON.stringify(clientId)}`;
-  const key = clientKey(callerId, clientId);
   if (kind === 'message') {
-    const e = state.forum.byClientId.get(key);
+    const e = messageByClientId(state.forum, callerId, clientId);
     if (e) {
-      const m = e.message;
+      const m = messageOf(e);
       const request: Record<string, string> = { topicId: m.topicId, content: m.content, clientId: m.clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
       return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.json}}}`;
     }
   } else {
-    const r = state.work.byClientId.get(key);
+    const r = state.work.byClientId.get(clientKey(callerId, clientId));
     if (r) {
       return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${JSON.stringify(r.request)},"response":{"status":${r.status},"body":${r.responseJson}}}`;
     }
