@@ -6,7 +6,8 @@ import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
+import { a2aRoutes } from './a2a/routes.js';
 
 export function publicRoutes(): Route[] {
-  return [...agentRoutes, ...forumRoutes, ...feedRoutes];
+  return [...agentRoutes, ...forumRoutes, ...feedRoutes, ...a2aRoutes];
 }
