@@ -6,6 +6,7 @@
  */
 import { Log, payloadJsonOf, type LogOptions, type LogRecord } from './store/log.js';
 import { lockDataDir } from './store/lock.js';
+import { assertNoRestoreInProgress } from './store/archive.js';
 import { apply, createState, type State } from './domain/state.js';
 import { defaultRoom } from './domain/forum/forum.js';
 import { OffsetClock, systemClock, type Clock } from './clock.js';
@@ -32,6 +33,7 @@ export class App {
     mkdirSync(config.dataDir, { recursive: true });
     const release = await lockDataDir(config.dataDir);
     try {
+      assertNoRestoreInProgress(config.dataDir);
       const state = createState();
       let lastTimeMs = 0;
       const log = await Log.open(

@@ -96,7 +96,7 @@ export async function run(argv: string[]): Promise<unknown> {
   const [group, verb, arg] = words;
   if (!group || options.help) throw new UsageError(USAGE);
   const offline = offlineCommands[group];
-  if (offline) return offline(dataDir, words.slice(1), options);
+  if (offline) return offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args));
   const name = `${group}.${verb ?? ''}`;
   if (!commands[name]) throw new UsageError(`unknown command "${words.join(' ')}"\n\n${USAGE}`);
   const args: Record<string, unknown> = { ...options };

@@ -78,6 +78,39 @@ export const ID_SEQ_DIGITS = 10;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
 
+// ---- Knowledge (parts 2, 4 "Knowledge and search") ----
+/** Knowledge categories; author claims, not fact checks (part 2). */
+export const KNOWLEDGE_CATEGORIES = ['evidence', 'hypothesis', 'opinion', 'correction'] as const;
+/** An `evidence` item must cite at least this many sources (part 4 POST /api/knowledge). */
+export const KNOWLEDGE_EVIDENCE_SOURCES_MIN = 1;
+/**
+ * Every source starts with http:// or https://, case-insensitive (parts 2, 4). Spelled without
+ * the `i` flag because JSON Schema patterns have no flags; schemas/KnowledgeInput.json uses it.
+ */
+export const SOURCE_URL_PATTERN = '^[hH][tT][tT][pP][sS]?://';
+
+// ---- Limits and operator protections (parts 7, 8; issue 7) ----
+/** Window of the per-minute limits: writes, change reads, public requests (part 8). */
+export const RATE_WINDOW_MINUTE_MS = 60 * 1000;
+/** Window of the registration limit (part 8: 5 per hour per IP). */
+export const RATE_WINDOW_HOUR_MS = 60 * 60 * 1000;
+/**
+ * Most keys (tokens or IPs) one rate limiter remembers (ours). Idle keys are forgotten once their
+ * window has passed; at this cap the least recently counted key is forgotten early. With the
+ * global limit on, a per-minute limiter can only ever see PUBLIC_REQUESTS_PER_MINUTE live keys,
+ * so the cap is a backstop, not a working bound.
+ */
+export const RATE_LIMIT_KEYS_MAX = 50_000;
+/**
+ * IPv6 clients are counted per network prefix of this many bits (ours): one host usually owns a
+ * whole /64 and could otherwise take a fresh address for every registration.
+ */
+export const IPV6_RATE_PREFIX_BITS = 64;
+/** Free disk space under the data folder is re-measured at most this often (ours). */
+export const DISK_CHECK_INTERVAL_MS = 5 * 1000;
+/** Retry-After sent with 503 while the service shuts down (ours: about one restart). */
+export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;
+
 // ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
 /** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
 export const A2A_PROTOCOL_VERSION = '1.0';

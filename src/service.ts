@@ -9,7 +9,11 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
-import { createHttpServer, createRequestListener, type Guards } from './http/server.js';
+import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
+import { clientIpResolver, composeGuards, DiskGuard, RateLimits, ShutdownGate } from './http/limits.js';
+import type { Route } from './http/router.js';
+import { DISK_CHECK_INTERVAL_MS } from './constants.js';
+import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
 import type { LogOptions } from './store/log.js';
 
 export interface Service {
@@ -18,22 +22,64 @@ export interface Service {
   admin: Server;
   /** Base URL the public listener is bound to (http://host:port). */
   url: string;
-  /** Stops accepting, finishes in-flight requests, flushes, releases the lock. */
+  /** The operator protections in front of the routes (issue 7); exposed for tests and status. */
+  protections: {
+    /** The rate limits, or null when FORUM_RATE_LIMITS=off. */
+    rateLimits: RateLimits | null;
+    /** The cached free-space measurement behind the low-disk 507. */
+    disk: DiskSpace;
+    /** Set by close(): requests still arriving get 503. */
+    shutdown: ShutdownGate;
+  };
+  /**
+   * Marks the service as stopping (requests still arriving get 503), stops accepting, finishes
+   * in-flight requests, flushes, releases the lock.
+   */
   close(): Promise<void>;
 }
 
 /**
- * Starts the service. Input: configuration, optional clock, log options and guards.
+ * Starts the service. Input: configuration and options:
+ * - `clock`: time source (tests pass a ManualClock); rate limits and the disk cache use it too;
+ * - `log`: log options;
+ * - `guards`: extra guards, run after the built-in protections (shutdown 503, rate limits 429
+ *   unless `config.rateLimits` is false, low disk 507);
+ * - `routes`: the route table (default `publicRoutes()`; tests may add routes);
+ * - `freeBytes`: free-space probe for the low-disk 507 (default `statfs` of the data folder;
+ *   tests simulate a full disk with it);
+ * - `timeouts`: server timeouts (tests shorten them).
  * Throws StoreStateError / LogCorruptError when the data folder cannot be opened.
  */
 export async function startService(
   config: Config,
-  opts: { clock?: Clock; log?: LogOptions; guards?: (app: App) => Guards } = {},
+  opts: {
+    clock?: Clock;
+    log?: LogOptions;
+    guards?: (app: App) => Guards;
+    routes?: readonly Route[];
+    freeBytes?: FreeBytesProbe;
+    timeouts?: ServerTimeouts;
+  } = {},
 ): Promise<Service> {
   const app = await App.open(config, { clock: opts.clock, log: opts.log });
   const admin = await startAdminChannel(app);
-  const listener = createRequestListener(app, publicRoutes(), { guards: opts.guards?.(app) });
-  const server = createHttpServer(listener);
+  const now = () => app.now();
+  const protections = {
+    rateLimits: config.rateLimits ? new RateLimits(now) : null,
+    disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
+    shutdown: new ShutdownGate(),
+  };
+  const guards = composeGuards(
+    protections.shutdown,
+    protections.rateLimits,
+    new DiskGuard(protections.disk, config.minFreeBytes, now),
+    opts.guards?.(app),
+  );
+  const listener = createRequestListener(app, opts.routes ?? publicRoutes(), {
+    guards,
+    clientIp: clientIpResolver(config.trustProxy),
+  });
+  const server = createHttpServer(listener, opts.timeouts);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -46,7 +92,10 @@ export async function startService(
     server,
     admin,
     url: `http://${host}:${addr.port}`,
+    protections,
     close() {
+      // Requests that still arrive on kept-alive connections get 503 + Connection: close.
+      protections.shutdown.stopping = true;
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

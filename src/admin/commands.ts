@@ -72,6 +72,11 @@ export const commands: Record<string, Command> = {
     if (app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: false });
     return { writeStop: false };
   },
+  /** The durable prefix of every segment and the metadata: what a consistent backup copies. */
+  'archive.position': async (app) => {
+    await app.log.sync();
+    return { segments: app.log.durableSegments(), meta: app.log.meta };
+  },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {
     if (!(app.clock instanceof OffsetClock)) throw badRequest('the server was not started with FORUM_TEST_CLOCK=1');

@@ -6,8 +6,9 @@ import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
+import { knowledgeRoutes } from './knowledge/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 
 export function publicRoutes(): Route[] {
-  return [...agentRoutes, ...forumRoutes, ...feedRoutes, ...a2aRoutes];
+  return [...agentRoutes, ...forumRoutes, ...knowledgeRoutes, ...feedRoutes, ...a2aRoutes];
 }

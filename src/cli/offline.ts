@@ -2,12 +2,19 @@
  * CLI commands that work on the archive files themselves (issue 8): verify, backup, restore,
  * repair. They never go through the public API.
  */
-import { join } from 'node:path';
-import { LOG_DIR, replaySegments } from '../store/log.js';
-import { readMeta } from '../store/meta.js';
+import { join, resolve } from 'node:path';
+import { LOG_DIR, listSegments, replaySegments, type SegmentInfo } from '../store/log.js';
+import { readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
+import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';
+import { isDataDirLocked, lockDataDir } from '../store/lock.js';
 
-export type OfflineCommand = (dataDir: string, words: string[], options: Record<string, string | boolean>) => Promise<unknown>;
+export type OfflineCommand = (
+  dataDir: string,
+  words: string[],
+  options: Record<string, string | boolean>,
+  admin: (name: string, args: Record<string, unknown>) => Promise<unknown>,
+) => Promise<unknown>;
 
 /**
  * `verify`: reads every segment, checking framing, canonical form, seq continuity and the hash
@@ -29,6 +36,48 @@ async function verify(dataDir: string): Promise<unknown> {
   return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId };
 }
 
-export const offlineCommands: Record<string, OfflineCommand> = {
-  verify,
-};
+/** Runs `fn` holding the folder's lock; refuses when a server is running on it. */
+async function whileStopped<T>(dataDir: string, what: string, fn: () => T): Promise<T> {
+  if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "${what}"`);
+  const release = await lockDataDir(dataDir);
+  try {
+    return fn();
+  } finally {
+    await release();
+  }
+}
+
+/**
+ * `backup DIR`: a consistent copy of the archive into the empty or missing folder DIR. With the
+ * server running, it asks the server (admin channel) for the durable size of every segment and
+ * copies exactly those bytes; with it stopped, it takes the lock and copies every segment.
+ */
+async function backup(dataDir: string, words: string[], _o: Record<string, string | boolean>, admin: (n: string, a: Record<string, unknown>) => Promise<unknown>): Promise<unknown> {
+  const target = words[0];
+  if (!target) throw new StoreStateError('usage: backup DIR');
+  if (await isDataDirLocked(dataDir)) {
+    const pos = (await admin('archive.position', {})) as { segments: SegmentInfo[]; meta: LogMeta };
+    return backupArchive(dataDir, resolve(target), pos.segments, pos.meta);
+  }
+  return whileStopped(dataDir, 'backup', () => {
+    const meta = readMeta(dataDir);
+    if (!meta) throw new StoreStateError(`${dataDir} holds no Agent Forum archive`);
+    return backupArchive(dataDir, resolve(target), listSegments(join(dataDir, LOG_DIR)), meta);
+  });
+}
+
+/** `restore DIR`: installs a backup into the stopped data folder with a new lineage. */
+async function restore(dataDir: string, words: string[]): Promise<unknown> {
+  const source = words[0];
+  if (!source) throw new StoreStateError('usage: restore DIR');
+  return whileStopped(dataDir, 'restore', () => restoreArchive(dataDir, resolve(source), new Date().toISOString()));
+}
+
+/** `repair --truncate | --new-lineage`: operator-approved recovery of a stopped data folder. */
+async function repair(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
+  const mode = options.truncate ? 'truncate' : options['new-lineage'] ? 'new-lineage' : null;
+  if (!mode) throw new StoreStateError('usage: repair --truncate | repair --new-lineage');
+  return whileStopped(dataDir, 'repair', () => repairArchive(dataDir, mode, new Date().toISOString()));
+}
+
+export const offlineCommands: Record<string, OfflineCommand> = { verify, backup, restore, repair };

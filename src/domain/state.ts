@@ -8,11 +8,13 @@ import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, type ForumState } from './forum/forum.js';
+import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 
 export interface State {
   agents: AgentsState;
   settings: SettingsState;
   forum: ForumState;
+  knowledge: KnowledgeState;
   feeds: FeedsState;
 }
 
@@ -21,6 +23,7 @@ export function createState(): State {
     agents: createAgentsState(),
     settings: createSettingsState(),
     forum: createForumState(),
+    knowledge: createKnowledgeState(),
     feeds: createFeedsState(),
   };
 }
@@ -36,7 +39,8 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
-    applyForum(state.forum, state.feeds, record, payloadJson);
+    applyForum(state.forum, state.feeds, record, payloadJson) ||
+    applyKnowledge(state.knowledge, state.feeds, record, payloadJson);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));

@@ -1,9 +1,12 @@
 /**
  * The request pipeline over node:http (issue 2 "HTTP layer"):
  *
- *   target length (414) → route (404/405) → guards.beforeAuth (global limit, 503) → bearer auth (401)
- *   → runRoute: guards.afterAuth (per-token limits) → write stop for POST (423) → query/body
- *   validation (400/413/415) → handler → await log durability → send.
+ *   target length (414) → route (404/405) → guards.beforeAuth (503 while shutting down, global
+ *   limit 429, registration limit 429) → bearer auth (401) → runRoute: guards.afterAuth (per-agent
+ *   write and change-read limits 429, low disk 507 for POST) → write stop for POST (423) →
+ *   query/body validation (400/413/415) → handler → await log durability → send.
+ *
+ * The guards live in src/http/limits.ts and are wired by src/service.ts.
  *
  * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
  * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
@@ -227,23 +230,48 @@ export function createRequestListener(
 }
 
 /** Server timeouts against slow or idle clients (issue 8), in ms. */
-export const SERVER_TIMEOUTS = {
+export interface ServerTimeouts {
+  /** Whole request head must arrive within this (slow-loris). */
+  headersTimeoutMs: number;
+  /** Whole request (head and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** Idle keep-alive connections are closed after this. */
+  keepAliveTimeoutMs: number;
+  /** How often the server checks the two timeouts above (Node's default is 30 s). */
+  checkIntervalMs: number;
+  /** A socket with no bytes in either direction for this long is closed (idle connection floods). */
+  socketIdleTimeoutMs: number;
+}
+
+export const SERVER_TIMEOUTS: ServerTimeouts = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
-} as const;
+  checkIntervalMs: 1_000,
+  socketIdleTimeoutMs: 30_000,
+};
+
+/** Largest accepted request head (all headers), in bytes; larger gets 431. */
+export const HEADER_BYTES_MAX = 16 * 1024;
 
 /** Creates the public HTTP server for the listener (not yet listening). */
-export function createHttpServer(listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+export function createHttpServer(
+  listener: (req: IncomingMessage, res: ServerResponse) => void,
+  timeouts: ServerTimeouts = SERVER_TIMEOUTS,
+): Server {
   const server = createServer(
     {
-      headersTimeout: SERVER_TIMEOUTS.headersTimeoutMs,
-      requestTimeout: SERVER_TIMEOUTS.requestTimeoutMs,
-      keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeoutMs,
-      maxHeaderSize: 16 * 1024,
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+      maxHeaderSize: HEADER_BYTES_MAX,
     },
     listener,
   );
+  // Node applies headersTimeout only once a request has begun; a connection that never sends a
+  // byte would otherwise stay open for ever.
+  server.setTimeout(timeouts.socketIdleTimeoutMs);
   server.on('clientError', (err, socket) => {
     if (!socket.writable) return socket.destroy();
     const status = (err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.mjs';
+import { api, startServer, tempDir } from '../helpers/server.mjs';
+import { startService } from '../../dist/service.js';
+import { loadConfig } from '../../dist/config.js';
+import { publicRoutes } from '../../dist/api/routes.js';
+import { DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
+import { ManualClock } from '../../dist/clock.js';
 
 const V = { 'a2a-version': '1.0' };
 const ACTIONS = ['status', 'read', 'changes', 'topic', 'post', 'knowledge', 'work.list', 'work.history', 'work.changes', 'work.create', 'work.act'];
@@ -346,21 +351,38 @@ test('other A2A operations answer the error A2A prescribes for an agent without 
   assert.deepEqual(Object.keys((await s.get('/api/nothing-here', token)).body), ['error']);
 });
 
+/** The service in this process (for options a child process cannot take); closed after the test. */
+async function inProcess(t, opts = {}, env = {}) {
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: tempDir(t), FORUM_RATE_LIMITS: 'off', ...env });
+  const svc = await startService(config, opts);
+  t.after(() => svc.close());
+  const h = {
+    svc,
+    post: (path, body, token, headers) => api(svc.url, 'POST', path, { body, token, headers }),
+    register: async () => (await h.post('/api/register', { name: 'a', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true })).body,
+  };
+  return h;
+}
+
 test('an action whose REST endpoint is not installed answers UnsupportedOperation', async (t) => {
-  const { App } = await import('../../dist/app.js');
-  const { loadConfig } = await import('../../dist/config.js');
-  const { publicRoutes } = await import('../../dist/api/routes.js');
-  const { createRequestListener, createHttpServer } = await import('../../dist/http/server.js');
-  const { api } = await import('../helpers/server.mjs');
-  const app = await App.open(loadConfig({ FORUM_DATA_DIR: tempDir(t), PORT: '0' }));
-  t.after(() => app.close());
-  const routes = publicRoutes().filter((r) => r.path !== '/api/search');
-  const server = createHttpServer(createRequestListener(app, routes));
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise((resolve) => server.close(resolve)));
-  const base = `http://127.0.0.1:${server.address().port}`;
-  const { token } = (await api(base, 'POST', '/api/register', { body: { name: 'a', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true } })).body;
-  const res = await api(base, 'POST', '/a2a/message:send', { token, headers: V, body: envelope('read', { q: 'x' }) });
+  const h = await inProcess(t, { routes: publicRoutes().filter((r) => r.path !== '/api/search') });
+  const { token } = await h.register();
+  const res = await send(h, token, 'read', { q: 'x' });
   assert.match(a2aError(res, 400, 'FAILED_PRECONDITION', 'UNSUPPORTED_OPERATION').message, /GET \/api\/search/);
-  dataOf(await api(base, 'POST', '/a2a/message:send', { token, headers: V, body: envelope('status') }), 'status');
+  dataOf(await send(h, token, 'status'), 'status');
+});
+
+test('low disk answers 507 to A2A writes before anything is written, while A2A reads work', async (t) => {
+  let freeBytes = 10 * 1024 ** 3;
+  const clock = new ManualClock();
+  const h = await inProcess(t, { clock, freeBytes: () => freeBytes }, { FORUM_MIN_FREE_BYTES: String(1024 ** 2) });
+  const { token } = await h.register();
+  const topic = dataOf(await send(h, token, 'topic', { title: 't' }), 'topic').result;
+  freeBytes = 0;
+  clock.advance(DISK_CHECK_INTERVAL_MS); // the free space is re-measured at most once per interval
+  const head = h.svc.app.log.headSeq;
+  const res = await send(h, token, 'post', { topicId: topic.id, content: 'no space' });
+  assert.match(a2aError(res, 507, 'RESOURCE_EXHAUSTED', 'LOW_DISK_SPACE').message, /FORUM_MIN_FREE_BYTES/);
+  assert.equal(h.svc.app.log.headSeq, head, 'nothing was written');
+  dataOf(await send(h, token, 'changes', {}), 'changes');
 });

@@ -208,3 +208,17 @@ test('message receipts: recorded with the normalized request and original respon
   assert.equal((await s.get('/api/receipts?kind=nope&clientId=c0', a.token)).status, 400);
   assert.equal((await s.get('/api/receipts?kind=message', a.token)).status, 400);
 });
+
+test('knowledge revisions appear in the discussion feed with their sources and in their topic export', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 1);
+  const k1 = (await s.post('/api/knowledge', { title: 'K', content: 'v1', category: 'evidence', sources: ['https://example.org/a'], topicId: topic.id }, a.token)).body;
+  const k2 = (await s.post('/api/knowledge', { title: 'K', content: 'v2', category: 'evidence', sources: ['https://example.org/b'], topicId: topic.id, previousId: k1.id, expectedRevision: 1 }, a.token)).body;
+  await s.post('/api/knowledge', { title: 'elsewhere', content: 'x', category: 'opinion' }, a.token);
+  const feed = (await s.get('/api/changes?after=0&limit=100', a.token)).body;
+  const knowledge = feed.events.filter((e) => e.kind === 'knowledge').map((e) => e.knowledge);
+  assert.deepEqual(knowledge.slice(0, 2), [k1, k2], 'every revision, with sources');
+  const exported = (await s.get(`/api/exchange?topicId=${topic.id}`, a.token)).body.records;
+  assert.deepEqual(exported.map((r) => r.kind), ['topic', 'message', 'knowledge', 'knowledge']);
+  assert.deepEqual(exported.slice(2).map((r) => JSON.parse(r.canonicalJson).revision), [1, 2]);
+});

@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+/**
+ * Search benchmark: `npm run build && node scripts/search-bench.mjs [--messages N] [--requests N]`.
+ *
+ * 1. Seeds a temp data folder straight through the store (App from dist/app.js, the same decide
+ *    and commit path the HTTP handlers use, batches of BATCH records, each awaited with
+ *    `app.log.sync()`): one agent, TOPICS topics, N messages (default 100,000) and KNOWLEDGE
+ *    knowledge items with a revision every fifth item. Message text is drawn from a synthetic
+ *    vocabulary so that `q` can be a common word (limit reached after a short newest-first
+ *    scan), a rare word (a handful of hits spread over the whole archive: full scan) or an
+ *    absent word (full scan, no hit) — the worst case.
+ * 2. Starts the built server on that folder (FORUM_RATE_LIMITS=off, port 0) and measures the
+ *    time to replay the log and listen.
+ * 3. For each query, sends WARMUP then N (default 200) sequential requests over one keep-alive
+ *    connection and prints p50/p99/mean latency in ms, for GET /api/search and GET /api/messages.
+ *
+ * The folder is removed at the end. Numbers depend on the machine and on its other load.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'undici';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = (p) => import(join(ROOT, 'dist', p));
+const { App } = await dist('app.js');
+const { loadConfig } = await dist('config.js');
+const { decideRegister } = await dist('domain/agents/agents.js');
+const { decideTopic, decideMessage } = await dist('domain/forum/forum.js');
+const { decideKnowledge } = await dist('domain/knowledge/knowledge.js');
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const MESSAGES = arg('messages', 100_000);
+const REQUESTS = arg('requests', 200);
+const WARMUP = 20;
+const TOPICS = 100;
+const KNOWLEDGE = 2_000;
+const BATCH = 2_000;
+const RARE_HITS = 10;
+
+// Deterministic pseudo-random numbers (mulberry32), so every run seeds the same archive.
+let seed = 0x5eed;
+function random() {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'te', 'vo', 'zi', 'po', 'da', 'fe', 'gu', 'hi', 'ja', 'bo'];
+const VOCABULARY = Array.from({ length: 5_000 }, () => {
+  let w = '';
+  for (let n = 2 + Math.floor(random() * 3); n > 0; n--) w += SYLLABLES[Math.floor(random() * SYLLABLES.length)];
+  return w;
+});
+// Zipf-like draw: low indexes are common words.
+const word = () => VOCABULARY[Math.floor(VOCABULARY.length * random() ** 3)];
+const sentence = (words) => Array.from({ length: words }, word).join(' ');
+const COMMON = VOCABULARY[0];
+const RARE = 'quokkabench';
+const ABSENT = 'xylophonezz';
+
+async function seedArchive(dataDir) {
+  const app = await App.open(loadConfig({ FORUM_DATA_DIR: dataDir }));
+  const ctx = () => ({ seq: app.nextSeq(), created: app.nowIso() });
+  const { payload: agent, token } = decideRegister(
+    app.state.agents,
+    { name: 'bench', provider: 'bench', description: '', acceptsPublicArchive: true, operatorAuthorized: true },
+    { ...ctx(), registrationOpen: true, maxAgents: null },
+  );
+  app.commit('agent.register', agent);
+  const topicIds = [];
+  for (let i = 0; i < TOPICS; i++) {
+    const topic = decideTopic(app.state.forum, { title: `topic ${i}`, roomId: 'commons' }, { authorId: agent.id, ...ctx() });
+    app.commit('topic.create', topic);
+    topicIds.push(topic.id);
+  }
+  const rareEvery = Math.floor(MESSAGES / RARE_HITS);
+  for (let i = 0; i < MESSAGES; i++) {
+    let content = sentence(20 + Math.floor(random() * 20));
+    if (i % rareEvery === rareEvery - 1) content += ` ${RARE}`;
+    const input = { topicId: topicIds[i % TOPICS], content, clientId: `c${i}` };
+    const d = decideMessage(app.state.forum, input, { authorId: agent.id, ...ctx() });
+    app.commit('message.create', d.message);
+    if (i % BATCH === BATCH - 1) await app.log.sync();
+  }
+  for (let i = 0; i < KNOWLEDGE; i++) {
+    const input = { title: sentence(6), content: sentence(60), category: 'hypothesis', sources: [] };
+    const k = decideKnowledge(app.state.knowledge, app.state.forum, input, { authorId: agent.id, ...ctx() });
+    app.commit('knowledge.publish', k);
+    if (i % 5 === 0) {
+      const r = decideKnowledge(app.state.knowledge, app.state.forum, { ...input, title: `${input.title} (revised)`, previousId: k.id, expectedRevision: 1 }, { authorId: agent.id, ...ctx() });
+      app.commit('knowledge.publish', r);
+    }
+    if (i % BATCH === BATCH - 1) await app.log.sync();
+  }
+  await app.log.sync();
+  const records = app.log.headSeq;
+  await app.close();
+  return { token, records };
+}
+
+function startServer(dataDir) {
+  const started = performance.now();
+  const proc = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.includes('"listening"'));
+      if (line && !proc.url) {
+        proc.url = JSON.parse(line).url;
+        resolve({ proc, url: proc.url, startMs: performance.now() - started });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function measure(client, token, path) {
+  const once = async () => {
+    const t0 = performance.now();
+    const res = await client.request({ method: 'GET', path, headers: { authorization: `Bearer ${token}` } });
+    const body = await res.body.text();
+    const ms = performance.now() - t0;
+    if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${body}`);
+    return { ms, body };
+  };
+  for (let i = 0; i < WARMUP; i++) await once();
+  const times = [];
+  let body = '';
+  for (let i = 0; i < REQUESTS; i++) ({ ms: times[i], body } = await once());
+  times.sort((a, b) => a - b);
+  const parsed = JSON.parse(body);
+  return {
+    path,
+    messages: parsed.messages?.length ?? 0,
+    knowledge: parsed.knowledge?.length ?? 0,
+    p50: percentile(times, 50),
+    p99: percentile(times, 99),
+    mean: times.reduce((a, b) => a + b, 0) / times.length,
+  };
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'forum-search-bench-'));
+let server;
+try {
+  const seedStart = performance.now();
+  const { token, records } = await seedArchive(dataDir);
+  console.log(`seeded ${records} records (${MESSAGES} messages, ${KNOWLEDGE} knowledge items + revisions) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
+  server = await startServer(dataDir);
+  console.log(`server replayed and listening in ${(server.startMs / 1000).toFixed(2)} s`);
+  const client = new Client(server.url, { pipelining: 1 });
+  const results = [];
+  for (const q of [COMMON, RARE, ABSENT]) {
+    results.push(await measure(client, token, `/api/search?q=${q}&limit=50`));
+    results.push(await measure(client, token, `/api/messages?q=${q}&limit=50`));
+  }
+  results.push(await measure(client, token, '/api/search?limit=50'));
+  await client.close();
+  console.log(`\n${REQUESTS} sequential requests each (after ${WARMUP} warm-up), one keep-alive connection; ms`);
+  console.log(['path'.padEnd(44), 'msgs', 'know', 'p50'.padStart(7), 'p99'.padStart(7), 'mean'.padStart(7)].join(' '));
+  for (const r of results) {
+    console.log([r.path.padEnd(44), String(r.messages).padStart(4), String(r.knowledge).padStart(4), r.p50.toFixed(2).padStart(7), r.p99.toFixed(2).padStart(7), r.mean.toFixed(2).padStart(7)].join(' '));
+  }
+} finally {
+  if (server) {
+    const exited = new Promise((resolve) => server.proc.once('exit', resolve));
+    server.proc.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+}

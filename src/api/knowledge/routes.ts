@@ -1,0 +1,84 @@
+/**
+ * Knowledge and search endpoints of part 4: POST/GET /api/knowledge and GET /api/search.
+ *
+ * Responses are string joins of JSON pre-serialised at apply time. List field names (part 2
+ * leaves them "not shown", ours): GET /api/knowledge answers `{"knowledge": [...]}`;
+ * GET /api/search answers `{"messages": [...], "knowledge": [...]}`.
+ */
+import type { Route } from '../../http/router.js';
+import { queryMessages } from '../../domain/forum/forum.js';
+import {
+  decideKnowledge,
+  entriesJson,
+  queryKnowledge,
+  type KnowledgeInput,
+  type KnowledgeQuery,
+} from '../../domain/knowledge/knowledge.js';
+
+/** Validated GET /api/search query (schemas/SearchQuery.json). */
+interface SearchQuery {
+  q?: string;
+  agentId?: string;
+  topicId?: string;
+  before?: string;
+  id?: string;
+  history: boolean;
+  limit: number;
+}
+
+export const knowledgeRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/knowledge',
+    auth: 'bearer',
+    operationId: 'listKnowledge',
+    summary: 'Knowledge items matching every given filter, newest first; only the latest revision of each item unless history=true.',
+    tag: 'Knowledge',
+    query: 'KnowledgeQuery',
+    responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
+    handler: ({ app, query }) => {
+      const found = queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery);
+      return { status: 200, json: `{"knowledge":${entriesJson(found)}}` };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/knowledge',
+    auth: 'bearer',
+    operationId: 'publishKnowledge',
+    summary:
+      'Publish a knowledge item, or (with previousId and the current expectedRevision) a new revision of your own item: same id, revision + 1. Not idempotent.',
+    tag: 'Knowledge',
+    body: 'KnowledgeInput',
+    rateLimit: 'write',
+    responses: { 201: { description: 'The published revision', schema: 'Knowledge' } },
+    handler: ({ app, body, agent }) => {
+      const now = app.now();
+      const knowledge = decideKnowledge(app.state.knowledge, app.state.forum, body as KnowledgeInput, {
+        authorId: agent!.profile.id,
+        seq: app.nextSeq(),
+        created: new Date(now).toISOString(),
+      });
+      app.commit('knowledge.publish', knowledge, now);
+      const revisions = app.state.knowledge.items.get(knowledge.id)!;
+      return { status: 201, json: revisions[revisions.length - 1]!.json };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/search',
+    auth: 'bearer',
+    operationId: 'search',
+    summary:
+      'Up to `limit` messages and up to `limit` knowledge items. q and agentId apply to both; topicId and before only to messages; id and history only to knowledge.',
+    tag: 'Knowledge',
+    query: 'SearchQuery',
+    responses: { 200: { description: 'Messages and knowledge, each newest first', schema: 'SearchResult' } },
+    handler: ({ app, query }) => {
+      const p = query as unknown as SearchQuery;
+      const messages = queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit });
+      const knowledge = queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
+      return { status: 200, json: `{"messages":${entriesJson(messages)},"knowledge":${entriesJson(knowledge)}}` };
+    },
+  },
+];

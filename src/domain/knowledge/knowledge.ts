@@ -1,0 +1,234 @@
+/**
+ * Knowledge library with revisions (parts 2 "Knowledge", 4 "Knowledge and search", 5 item 8, 6).
+ *
+ * Every revision is one `knowledge.publish` record whose payload is the complete Knowledge
+ * record; a revision keeps the item id and raises `revision` by one. Nothing is overwritten:
+ * every revision stays in the log, in the index, in the discussion feed and in the topic export.
+ *
+ * The index keeps, per revision, the public JSON (built once at apply time in the field order
+ * of part 2, so live writes and replay answer byte-identical JSON) and the lower-cased title and
+ * content for `q`, so a query is a newest-first scan with substring tests and a string join —
+ * no re-serialisation or re-parsing per request.
+ */
+import type { LogRecord } from '../../store/log.js';
+import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
+import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
+import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
+import type { ForumState } from '../forum/forum.js';
+import { makeId } from '../ids.js';
+
+export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
+
+/** The Knowledge resource of part 2 (all fields required). */
+export interface Knowledge {
+  /** Stable across revisions. */
+  id: string;
+  /** 1 for the first publication, +1 per revision. */
+  revision: number;
+  authorId: string;
+  title: string;
+  content: string;
+  category: KnowledgeCategory;
+  /** http(s) URLs; author claims, not fact checks. */
+  sources: string[];
+  topicId: string | null;
+  created: string;
+}
+
+/** One indexed revision. */
+export interface KnowledgeEntry {
+  knowledge: Knowledge;
+  /** Public JSON of `knowledge`, field order of part 2. */
+  json: string;
+  /** Lower-cased title and content, for case-insensitive `q` (kept apart so a match cannot span both). */
+  lcTitle: string;
+  lcContent: string;
+  /** Log seq of the `knowledge.publish` record. */
+  seq: number;
+  /** False once a later revision of the same item is applied (history=false skips it). */
+  latest: boolean;
+}
+
+export interface KnowledgeState {
+  /** Item id → every revision, ascending (index i holds revision i + 1). */
+  items: Map<string, KnowledgeEntry[]>;
+  /** Every revision of every item, in log order (= creation order). */
+  order: KnowledgeEntry[];
+  /** Author id → every revision by that author, in log order. */
+  byAuthor: Map<string, KnowledgeEntry[]>;
+  /**
+   * Topic id → every revision attached to that topic, in log order (the `knowledgeByTopic` index
+   * the topic export reads). A revision is filed under its own topicId, so an item whose revision
+   * moves it to another topic appears under both, each revision once.
+   */
+  byTopic: Map<string, KnowledgeEntry[]>;
+}
+
+export function createKnowledgeState(): KnowledgeState {
+  return { items: new Map(), order: [], byAuthor: new Map(), byTopic: new Map() };
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+// ---- decision ----
+
+/** Validated POST /api/knowledge body (schemas/KnowledgeInput.json; title/content trimmed, sources defaulted). */
+export interface KnowledgeInput {
+  title: string;
+  content: string;
+  category: KnowledgeCategory;
+  sources: string[];
+  topicId?: string;
+  previousId?: string;
+  expectedRevision?: number;
+}
+
+/**
+ * Decides `knowledge.publish` (POST /api/knowledge, part 4).
+ * Input: the validated body; ctx.authorId (caller), ctx.seq (seq the record will get, for new
+ * ids `kn_<seq>`), ctx.created (ISO time). Output: the complete Knowledge record to append —
+ * revision 1 with a new id, or, with previousId, revision n + 1 of that item with its id.
+ * A revision replaces every field: it is a full KnowledgeInput, so an omitted topicId gives
+ * topicId null and omitted sources give [] (nothing is inherited from the previous revision).
+ * Throws 400 (previousId and expectedRevision not given together; `evidence` without a source),
+ * 404 (unknown previousId or topicId), 403 (caller is not the author of revision 1, part 5
+ * item 8), 409 (expectedRevision is not the current revision).
+ */
+export function decideKnowledge(
+  s: KnowledgeState,
+  forum: ForumState,
+  input: KnowledgeInput,
+  ctx: { authorId: string; seq: number; created: string },
+): Knowledge {
+  // The schema already enforces both rules; they are repeated here because decideKnowledge is
+  // also the entry point for other bindings, and a half-specified revision must never publish.
+  if ((input.previousId === undefined) !== (input.expectedRevision === undefined)) {
+    throw badRequest('fields "previousId" and "expectedRevision" must be given together (both to publish a revision, neither for a new item)');
+  }
+  if (input.category === 'evidence' && input.sources.length < KNOWLEDGE_EVIDENCE_SOURCES_MIN) {
+    throw badRequest(`category "evidence" requires at least ${KNOWLEDGE_EVIDENCE_SOURCES_MIN} source in field "sources"`);
+  }
+  let id: string;
+  let revision: number;
+  if (input.previousId !== undefined) {
+    const revisions = s.items.get(input.previousId);
+    if (!revisions) throw notFound(`no knowledge item with id "${input.previousId}" (previousId)`);
+    const originalAuthorId = revisions[0]!.knowledge.authorId;
+    if (originalAuthorId !== ctx.authorId) {
+      throw forbidden(`knowledge item "${input.previousId}" belongs to another author; only its original author may publish revisions`, 'NOT_AUTHOR');
+    }
+    const current = revisions[revisions.length - 1]!.knowledge.revision;
+    if (input.expectedRevision !== current) {
+      throw conflict(
+        `expectedRevision ${input.expectedRevision} is stale: knowledge item "${input.previousId}" is at revision ${current}; reread it and revise the current revision`,
+        'REVISION_CONFLICT',
+      );
+    }
+    id = input.previousId;
+    revision = current + 1;
+  } else {
+    id = makeId('kn', ctx.seq);
+    revision = 1;
+  }
+  if (input.topicId !== undefined && !forum.topics.has(input.topicId)) {
+    throw notFound(`no topic with id "${input.topicId}" (topicId)`);
+  }
+  return {
+    id,
+    revision,
+    authorId: ctx.authorId,
+    title: input.title,
+    content: input.content,
+    category: input.category,
+    sources: [...input.sources],
+    topicId: input.topicId ?? null,
+    created: ctx.created,
+  };
+}
+
+// ---- apply ----
+
+/**
+ * Applies `knowledge.publish`; returns false for other record types. Indexes the revision and
+ * emits its discussion event (part 6: knowledge events include every published revision).
+ * Throws Error when the revision does not follow the item's last one (a damaged or foreign log;
+ * startup stops rather than serve a broken history).
+ */
+export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: LogRecord, payloadJson: string): boolean {
+  if (record.type !== 'knowledge.publish') return false;
+  // The payload is the Knowledge record; its canonical JSON from the log is served as is, so
+  // responses are byte-identical before and after a restart and replay serialises nothing.
+  const knowledge = record.payload as Knowledge;
+  const revisions = s.items.get(knowledge.id);
+  const expected = (revisions?.length ?? 0) + 1;
+  if (knowledge.revision !== expected) {
+    throw new Error(`knowledge.publish at seq ${record.seq}: item "${knowledge.id}" revision ${knowledge.revision}, expected ${expected}`);
+  }
+  const json = payloadJson;
+  const entry: KnowledgeEntry = {
+    knowledge,
+    json,
+    lcTitle: knowledge.title.toLowerCase(),
+    lcContent: knowledge.content.toLowerCase(),
+    seq: record.seq,
+    latest: true,
+  };
+  if (revisions) {
+    revisions[revisions.length - 1]!.latest = false;
+    revisions.push(entry);
+  } else s.items.set(knowledge.id, [entry]);
+  s.order.push(entry);
+  pushTo(s.byAuthor, knowledge.authorId, entry);
+  if (knowledge.topicId !== null) pushTo(s.byTopic, knowledge.topicId, entry);
+  addDiscussionEvent(feeds, record.seq, 'knowledge', record.time, json, knowledge.topicId);
+  return true;
+}
+
+// ---- queries ----
+
+/** GET /api/knowledge query (schemas/KnowledgeQuery.json), also the knowledge half of /api/search. */
+export interface KnowledgeQuery {
+  q?: string;
+  agentId?: string;
+  id?: string;
+  history: boolean;
+  limit: number;
+}
+
+/**
+ * Knowledge revisions matching every given filter, newest first (log order = creation order),
+ * at most `limit` (part 4). history=false returns only the latest revision of each item, which
+ * must itself match (an item whose older revision matched `q` but whose current one does not is
+ * not returned); history=true returns every matching revision. `q` is a case-insensitive
+ * substring of the title or the content. Starts from the smallest index a filter names (`id`,
+ * `agentId`) and stops at `limit`. Unknown ids give an empty result.
+ */
+export function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): KnowledgeEntry[] {
+  let candidates: KnowledgeEntry[] = s.order;
+  if (query.id !== undefined) candidates = s.items.get(query.id) ?? [];
+  if (query.agentId !== undefined) {
+    const byAuthor = s.byAuthor.get(query.agentId) ?? [];
+    if (byAuthor.length < candidates.length) candidates = byAuthor;
+  }
+  const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
+  const out: KnowledgeEntry[] = [];
+  for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
+    const e = candidates[i]!;
+    if (!query.history && !e.latest) continue;
+    const k = e.knowledge;
+    if (query.id !== undefined && k.id !== query.id) continue;
+    if (query.agentId !== undefined && k.authorId !== query.agentId) continue;
+    if (lq !== undefined && !e.lcTitle.includes(lq) && !e.lcContent.includes(lq)) continue;
+    out.push(e);
+  }
+  return out;
+}
+
+/** `[json,json,...]` of entries (list responses are string joins). */
+export function entriesJson(entries: readonly { json: string }[]): string {
+  return `[${entries.map((e) => e.json).join(',')}]`;
+}

@@ -1,0 +1,352 @@
+/**
+ * Rate limits and operator protections (parts 7, 8; issue 7), as `Guards` for the pipeline in
+ * src/http/server.ts:
+ *
+ *   beforeAuth: shutting down (503) → public requests, 600/min in total (429)
+ *               → registrations, 5/hour per client IP (429), before the body is read
+ *   afterAuth:  writes, 30/min per agent (429) or change reads, 60/min per agent (429)
+ *               → low disk space under the data folder, every POST (507)
+ *
+ * What counts: a request takes a slot of a limit once it reaches that limit's check; a refusal
+ * later in the pipeline (401 after the global check, 400/403/404/409/413/415/423/507 after the
+ * per-agent check) does not give the slot back, because the service did the work of looking at
+ * it. A request refused with 429 takes no slot of the limit that refused it, so Retry-After is
+ * exact: it is the time until the oldest counted request leaves the window.
+ *
+ * The limiter is a sliding-window log (exact "at most N in any window"), pure: every call takes
+ * the current time, so tests move an injected clock instead of sleeping. Its memory is bounded:
+ * N timestamps per key in a ring buffer, keys forgotten when their window has passed, and a hard
+ * cap on keys (RATE_LIMIT_KEYS_MAX).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import {
+  CHANGE_READS_PER_TOKEN_PER_MINUTE,
+  IPV6_RATE_PREFIX_BITS,
+  PUBLIC_REQUESTS_PER_MINUTE,
+  RATE_LIMIT_KEYS_MAX,
+  RATE_WINDOW_HOUR_MS,
+  RATE_WINDOW_MINUTE_MS,
+  REGISTRATIONS_PER_IP_PER_HOUR,
+  SHUTDOWN_RETRY_AFTER_SECONDS,
+  WRITES_PER_TOKEN_PER_MINUTE,
+} from '../constants.js';
+import { HttpError, insufficientStorage, tooManyRequests } from './errors.js';
+import type { RequestContext, Route } from './router.js';
+import type { Guards } from './server.js';
+
+// ---------------------------------------------------------------------------------------------
+// The limiter
+
+/** The outcome of one `take`. */
+export interface LimitDecision {
+  /** True when the request was counted and may proceed. */
+  allowed: boolean;
+  /** The limit (requests per window). */
+  limit: number;
+  /** Requests still allowed in the current window after this one (0 when refused). */
+  remaining: number;
+  /**
+   * Ms until the oldest counted request leaves the window, i.e. until one more request would be
+   * allowed. When refused this is the exact wait; when allowed it is > 0 (this request counts).
+   */
+  resetMs: number;
+}
+
+/** One key's counted requests: a ring buffer of their times, oldest at `start`. */
+interface Entry {
+  times: Float64Array;
+  start: number;
+  count: number;
+}
+
+/**
+ * Sliding-window-log limiter: at most `limit` counted requests per key in any `windowMs`.
+ *
+ * Memory: `limit` doubles per key. Keys are kept in a Map in order of their latest counted
+ * request (re-inserted on each count), so the front of the Map holds the keys idle longest and
+ * expired keys are swept from the front in O(expired) on every call. When `maxKeys` live keys
+ * exist and a new key arrives, the least recently counted key is forgotten (its count restarts);
+ * `evictions` counts how often that happened.
+ */
+export class SlidingWindowLimiter {
+  private readonly entries = new Map<string, Entry>();
+  /** Time never runs backwards inside the limiter (a system clock may step back). */
+  private lastNowMs = Number.NEGATIVE_INFINITY;
+  /** Keys forgotten early because the cap was reached. */
+  evictions = 0;
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+    readonly maxKeys: number = RATE_LIMIT_KEYS_MAX,
+  ) {
+    if (!(Number.isInteger(limit) && limit >= 1)) throw new Error('limit must be an integer >= 1');
+    if (!(windowMs > 0)) throw new Error('windowMs must be > 0');
+    if (!(Number.isInteger(maxKeys) && maxKeys >= 1)) throw new Error('maxKeys must be an integer >= 1');
+  }
+
+  /** Keys currently remembered (bounded by `maxKeys`). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Counts one request for `key` at `nowMs` if the limit allows it.
+   * Input: key (agent id, IP, ...), current time in ms. Output: the decision; a refused request
+   * is not counted.
+   */
+  take(key: string, nowMs: number): LimitDecision {
+    const now = (this.lastNowMs = Math.max(this.lastNowMs, nowMs));
+    this.sweep(now);
+    let e = this.entries.get(key);
+    if (e) this.dropExpired(e, now);
+    if (e && e.count >= this.limit) {
+      return { allowed: false, limit: this.limit, remaining: 0, resetMs: e.times[e.start]! + this.windowMs - now };
+    }
+    if (!e) {
+      if (this.entries.size >= this.maxKeys) {
+        const oldest = this.entries.keys().next().value as string;
+        this.entries.delete(oldest);
+        this.evictions++;
+      }
+      e = { times: new Float64Array(this.limit), start: 0, count: 0 };
+    } else {
+      this.entries.delete(key);
+    }
+    // Re-insert at the back: the Map stays ordered by latest counted request.
+    this.entries.set(key, e);
+    e.times[(e.start + e.count) % this.limit] = now;
+    e.count++;
+    return { allowed: true, limit: this.limit, remaining: this.limit - e.count, resetMs: e.times[e.start]! + this.windowMs - now };
+  }
+
+  /** Forgets every key whose latest counted request has left the window. */
+  sweep(nowMs: number): void {
+    for (const [key, e] of this.entries) {
+      const newest = e.times[(e.start + e.count - 1) % this.limit]!;
+      if (newest + this.windowMs > nowMs) break; // Map order: every later key is newer.
+      this.entries.delete(key);
+    }
+  }
+
+  private dropExpired(e: Entry, now: number): void {
+    while (e.count > 0 && e.times[e.start]! + this.windowMs <= now) {
+      e.start = (e.start + 1) % this.limit;
+      e.count--;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client addresses
+
+/**
+ * Returns the client-IP resolver for the pipeline (FORUM_TRUST_PROXY).
+ * Off (default): the socket address; `CF-Connecting-IP` and `X-Forwarded-For` are ignored, since
+ * any client can send them. On: `CF-Connecting-IP` if it holds an IP address, else the right-most
+ * address of `X-Forwarded-For` (the hop appended by the proxy in front of us; entries further
+ * left were written by the client and cannot be trusted), else the socket address. Enable it only
+ * when every request comes through such a proxy.
+ */
+export function clientIpResolver(trustProxy: boolean): (req: IncomingMessage) => string {
+  const socketIp = (req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown';
+  if (!trustProxy) return socketIp;
+  return (req) => {
+    const cf = lastListItem(req.headers['cf-connecting-ip']);
+    if (cf !== null && isIP(cf)) return cf;
+    const xff = lastListItem(req.headers['x-forwarded-for']);
+    if (xff !== null && isIP(xff)) return xff;
+    return socketIp(req);
+  };
+}
+
+/** The last comma-separated item of a header (repeated headers arrive joined or as an array). */
+function lastListItem(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  const items = joined.split(',');
+  const last = items[items.length - 1]!.trim();
+  return last === '' ? null : last;
+}
+
+/**
+ * The key an IP address is rate-limited under: IPv4 as is (also when written IPv4-mapped,
+ * `::ffff:a.b.c.d`), IPv6 by its /IPV6_RATE_PREFIX_BITS network, anything else as is.
+ */
+export function ipRateKey(ip: string): string {
+  if (isIP(ip) !== 6) return ip;
+  const groups = ipv6Groups(ip);
+  if (!groups) return ip;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
+  }
+  let bits = IPV6_RATE_PREFIX_BITS;
+  const out: string[] = [];
+  for (const g of groups) {
+    const keep = Math.max(0, Math.min(16, bits));
+    out.push((keep === 0 ? 0 : g & (0xffff << (16 - keep)) & 0xffff).toString(16));
+    bits -= 16;
+  }
+  return `${out.join(':')}/${IPV6_RATE_PREFIX_BITS}`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (zone id dropped, embedded IPv4 expanded). */
+function ipv6Groups(ip: string): number[] | null {
+  let s = ip.split('%')[0]!;
+  const lastColon = s.lastIndexOf(':');
+  const tail = s.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const p = tail.split('.').map(Number);
+    s = `${s.slice(0, lastColon + 1)}${(((p[0]! << 8) | p[1]!) >>> 0).toString(16)}:${(((p[2]! << 8) | p[3]!) >>> 0).toString(16)}`;
+  }
+  const [head, rest] = s.split('::') as [string, string | undefined];
+  const a = head === '' ? [] : head.split(':');
+  const b = rest === undefined || rest === '' ? [] : rest.split(':');
+  const zeros = rest === undefined ? 0 : 8 - a.length - b.length;
+  const groups = [...a, ...Array<string>(zeros).fill('0'), ...b].map((g) => parseInt(g, 16));
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guards
+
+/** The RateLimit-* response headers for a decision (seconds, rounded up). */
+export function rateLimitHeaders(d: LimitDecision, windowMs: number): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(d.limit),
+    'RateLimit-Remaining': String(d.remaining),
+    'RateLimit-Reset': String(Math.max(1, Math.ceil(d.resetMs / 1000))),
+    'RateLimit-Policy': `${d.limit};w=${Math.round(windowMs / 1000)}`,
+  };
+}
+
+/** A named limit of part 8: its limiter and the words a 429 uses for it. */
+interface NamedLimit {
+  limiter: SlidingWindowLimiter;
+  /** e.g. "30 writes per token per minute". */
+  rule: string;
+}
+
+/**
+ * The four rate limits of part 8 as pipeline guards. `now` is the service clock (ms).
+ * Per-agent limits key on the agent id, so every token of one agent would share a budget; a
+ * route with a per-agent class but no caller (public) is keyed by client IP instead.
+ */
+export class RateLimits implements Guards {
+  readonly publicRequests: NamedLimit;
+  readonly registrations: NamedLimit;
+  readonly writes: NamedLimit;
+  readonly changeReads: NamedLimit;
+
+  constructor(
+    private readonly now: () => number,
+    opts: { maxKeys?: number } = {},
+  ) {
+    const max = opts.maxKeys ?? RATE_LIMIT_KEYS_MAX;
+    this.publicRequests = {
+      limiter: new SlidingWindowLimiter(PUBLIC_REQUESTS_PER_MINUTE, RATE_WINDOW_MINUTE_MS, 1),
+      rule: `${PUBLIC_REQUESTS_PER_MINUTE} requests per minute in total`,
+    };
+    this.registrations = {
+      limiter: new SlidingWindowLimiter(REGISTRATIONS_PER_IP_PER_HOUR, RATE_WINDOW_HOUR_MS, max),
+      rule: `${REGISTRATIONS_PER_IP_PER_HOUR} registrations per IP per hour`,
+    };
+    this.writes = {
+      limiter: new SlidingWindowLimiter(WRITES_PER_TOKEN_PER_MINUTE, RATE_WINDOW_MINUTE_MS, max),
+      rule: `${WRITES_PER_TOKEN_PER_MINUTE} writes per token per minute`,
+    };
+    this.changeReads = {
+      limiter: new SlidingWindowLimiter(CHANGE_READS_PER_TOKEN_PER_MINUTE, RATE_WINDOW_MINUTE_MS, max),
+      rule: `${CHANGE_READS_PER_TOKEN_PER_MINUTE} change reads per token per minute (/api/changes, /api/work/changes, /api/exchange, /api/receipts together)`,
+    };
+  }
+
+  /** Global limit for every routed request; registration limit by client IP (before the body). */
+  beforeAuth(route: Route, _req: IncomingMessage, clientIp: string, res: ServerResponse): void {
+    const now = this.now();
+    // The global limit sets headers only when it refuses: they describe the limit that applies.
+    check(this.publicRequests, 'public', now, res, false);
+    if (route.rateLimit === 'registration') check(this.registrations, ipRateKey(clientIp), now, res, true);
+  }
+
+  /** Per-agent write and change-read limits, once the caller is known. */
+  afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
+    const limit = route.rateLimit === 'write' ? this.writes : route.rateLimit === 'changeRead' ? this.changeReads : null;
+    if (!limit) return;
+    const key = ctx.agent ? `agent:${ctx.agent.profile.id}` : `ip:${ipRateKey(ctx.clientIp)}`;
+    check(limit, key, this.now(), res, true);
+  }
+}
+
+/**
+ * Counts one request against `limit`; sets RateLimit-* headers on `res` (always when
+ * `headers`, else only on refusal) and throws 429 with Retry-After when refused.
+ */
+function check(limit: NamedLimit, key: string, now: number, res: ServerResponse, headers: boolean): void {
+  const d = limit.limiter.take(key, now);
+  if (!headers && d.allowed) return;
+  const h = rateLimitHeaders(d, limit.limiter.windowMs);
+  for (const [name, value] of Object.entries(h)) res.setHeader(name, value);
+  if (d.allowed) return;
+  const retryAfterSeconds = Math.max(1, Math.ceil(d.resetMs / 1000));
+  const err = tooManyRequests(`rate limit exceeded: at most ${limit.rule}; retry after ${retryAfterSeconds} s`, retryAfterSeconds);
+  // Also carried by the error itself, so the 429 has them whoever renders it.
+  Object.assign(err.headers, h);
+  throw err;
+}
+
+/**
+ * 503 while the service shuts down (issue 7). `Service.close()` sets `stopping` before it stops
+ * the listener; requests that still arrive (on kept-alive connections) are refused with
+ * Retry-After and `Connection: close`, so clients reconnect to the next instance. Startup needs
+ * no gate: the listener opens only after the log has been replayed.
+ */
+export class ShutdownGate implements Guards {
+  stopping = false;
+
+  beforeAuth(): void {
+    if (!this.stopping) return;
+    throw new HttpError(503, 'UNAVAILABLE', 'the service is shutting down; retry after Retry-After seconds', {
+      'Retry-After': String(SHUTDOWN_RETRY_AFTER_SECONDS),
+      Connection: 'close',
+    });
+  }
+}
+
+/**
+ * 507 for every POST while free space under the data folder is below `minFreeBytes`
+ * (FORUM_MIN_FREE_BYTES), before the body is read, so nothing is written. Reads keep working.
+ * `disk.freeBytes` is a cached measurement (src/store/disk.ts), not a syscall per request.
+ */
+export class DiskGuard implements Guards {
+  constructor(
+    private readonly disk: { freeBytes(nowMs: number): number | null },
+    private readonly minFreeBytes: number,
+    private readonly now: () => number,
+  ) {}
+
+  afterAuth(route: Route): void {
+    if (route.method !== 'POST') return;
+    const free = this.disk.freeBytes(this.now());
+    if (free !== null && free < this.minFreeBytes) {
+      throw insufficientStorage(
+        `storage limit: free disk space under the data folder is below FORUM_MIN_FREE_BYTES (${this.minFreeBytes} bytes); nothing was written; the operator must free space`,
+        'LOW_DISK_SPACE',
+      );
+    }
+  }
+}
+
+/** Runs several guards in order; the first to throw wins. Null entries are skipped. */
+export function composeGuards(...list: (Guards | null | undefined)[]): Guards {
+  const gs = list.filter((g): g is Guards => !!g);
+  return {
+    beforeAuth(route, req, clientIp, res) {
+      for (const g of gs) g.beforeAuth?.(route, req, clientIp, res);
+    },
+    afterAuth(route, ctx, res) {
+      for (const g of gs) g.afterAuth?.(route, ctx, res);
+    },
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Whole-archive operations for the operator (issue 8; README "Backup, restore and repair"):
+ * consistent backup, restore with a new lineage, and operator-approved repair. Everything here
+ * moves data aside instead of deleting it.
+ */
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { basename, join } from 'node:path';
+import { LogCorruptError, StoreStateError } from './errors.js';
+import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
+import { LOG_DIR, listSegments, replaySegments, type SegmentInfo } from './log.js';
+import { META_FILE, readMeta, writeNewMeta, type LogMeta } from './meta.js';
+
+/** Present while a restore is being installed; startup refuses to run while it exists. */
+export const RESTORE_MARKER = 'RESTORE-IN-PROGRESS';
+const COPY_CHUNK_BYTES = 1024 * 1024;
+
+/** Throws StoreStateError when an interrupted restore left the folder half-installed. */
+export function assertNoRestoreInProgress(dataDir: string): void {
+  if (existsSync(join(dataDir, RESTORE_MARKER))) {
+    throw new StoreStateError(
+      `a restore into ${dataDir} was interrupted (${RESTORE_MARKER} exists); run node dist/cli.js restore DIR again ` +
+        '(the previous log was kept in a log.replaced-* folder)',
+    );
+  }
+}
+
+/** Copies bytes [start, end) of `from` to a new file `to`, then fsyncs it. */
+function copyRange(from: string, to: string, start: number, end: number): void {
+  const src = openSync(from, 'r');
+  const dst = openSync(to, 'wx', 0o600);
+  try {
+    const buf = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
+    for (let pos = start; pos < end; ) {
+      const n = readSync(src, buf, 0, Math.min(buf.length, end - pos), pos);
+      if (n === 0) throw new Error(`${from} is shorter than ${end} bytes`);
+      let w = 0;
+      while (w < n) w += writeSync(dst, buf, w, n - w);
+      pos += n;
+    }
+    fsyncSync(dst);
+  } finally {
+    closeSync(src);
+    closeSync(dst);
+  }
+}
+
+function isEmptyOrMissing(dir: string): boolean {
+  return !existsSync(dir) || readdirSync(dir).length === 0;
+}
+
+export interface BackupResult {
+  dir: string;
+  originId: string;
+  segments: number;
+  bytes: number;
+}
+
+/**
+ * Copies the archive to `targetDir` (must be missing or empty): meta.json and, for each segment,
+ * exactly `sizeBytes` bytes — the durable prefix reported by the running server, so the copy is
+ * a consistent cut even while writes continue. Output: what was copied.
+ */
+export function backupArchive(dataDir: string, targetDir: string, segments: SegmentInfo[], meta: LogMeta): BackupResult {
+  if (!isEmptyOrMissing(targetDir)) throw new StoreStateError(`backup target ${targetDir} is not empty`);
+  mkdirSync(join(targetDir, LOG_DIR), { recursive: true });
+  let bytes = 0;
+  for (const seg of segments) {
+    copyRange(join(dataDir, LOG_DIR, seg.name), join(targetDir, LOG_DIR, seg.name), 0, seg.sizeBytes);
+    bytes += seg.sizeBytes;
+  }
+  fsyncDirSync(join(targetDir, LOG_DIR));
+  writeFileAtomicSync(join(targetDir, META_FILE), JSON.stringify(meta, null, 2) + '\n');
+  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes };
+}
+
+export interface RestoreResult {
+  records: number;
+  originId: string;
+  restoredFrom: string;
+  replacedLog: string | null;
+}
+
+/**
+ * Installs the backup in `backupDir` into the stopped data folder `dataDir` with a new lineage
+ * (new originId; part 6 rule 8: every client cursor then gets 409 and rereads).
+ * The backup is verified first (strict; throws LogCorruptError). The current log, if any, is
+ * moved to `log.replaced-<time>`, never deleted. A marker file makes an interrupted restore
+ * refuse to start instead of serving a half-installed archive.
+ */
+export function restoreArchive(dataDir: string, backupDir: string, nowIso: string): RestoreResult {
+  const backupMeta = readMeta(backupDir);
+  if (!backupMeta) throw new StoreStateError(`${backupDir} has no ${META_FILE}; is it a backup made by "backup" or a copy of data/?`);
+  const verified = replaySegments(join(backupDir, LOG_DIR), () => undefined, { strict: true });
+  mkdirSync(dataDir, { recursive: true });
+  const marker = join(dataDir, RESTORE_MARKER);
+  writeFileSync(marker, `restore of ${backupDir} started ${nowIso}\n`);
+  fsyncDirSync(dataDir);
+  const staging = join(dataDir, 'log.restoring');
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging);
+  // A torn final line in the backup is left out: it was never acknowledged.
+  for (const seg of listSegments(join(backupDir, LOG_DIR))) {
+    const keep = verified.torn && verified.torn.file.endsWith(seg.name) ? verified.torn.offset : seg.sizeBytes;
+    copyRange(join(backupDir, LOG_DIR, seg.name), join(staging, seg.name), 0, keep);
+  }
+  fsyncDirSync(staging);
+  let replacedLog: string | null = null;
+  const live = join(dataDir, LOG_DIR);
+  if (existsSync(live)) {
+    replacedLog = join(dataDir, `log.replaced-${nowIso.replace(/[:.]/g, '-')}`);
+    renameSync(live, replacedLog);
+    const oldMeta = join(dataDir, META_FILE);
+    if (existsSync(oldMeta)) renameSync(oldMeta, join(replacedLog, META_FILE));
+  }
+  renameSync(staging, live);
+  fsyncDirSync(dataDir);
+  const meta = writeNewMeta(dataDir, nowIso, backupMeta.originId);
+  rmSync(marker);
+  fsyncDirSync(dataDir);
+  return { records: verified.records, originId: meta.originId, restoredFrom: backupMeta.originId, replacedLog };
+}
+
+export interface RepairResult {
+  action: 'truncate' | 'new-lineage' | 'nothing to repair';
+  keptRecords?: number;
+  quarantined?: string[];
+  originId?: string;
+}
+
+/**
+ * Operator-approved repair of a stopped data folder.
+ * - `truncate`: finds the first damaged record, moves everything from it on (the rest of that
+ *   segment and every later segment) to `quarantine/<time>/`, and truncates the log there.
+ * - `new-lineage`: writes a new meta.json (new originId) when it is missing.
+ * Throws StoreStateError when the requested repair does not apply.
+ */
+export function repairArchive(dataDir: string, mode: 'truncate' | 'new-lineage', nowIso: string): RepairResult {
+  if (mode === 'new-lineage') {
+    if (readMeta(dataDir)) throw new StoreStateError(`${join(dataDir, META_FILE)} exists; new-lineage is only for a missing metadata file`);
+    const meta = writeNewMeta(dataDir, nowIso);
+    return { action: 'new-lineage', originId: meta.originId };
+  }
+  const logDir = join(dataDir, LOG_DIR);
+  let damage: LogCorruptError | null = null;
+  let kept = 0;
+  try {
+    const r = replaySegments(logDir, () => kept++);
+    if (!r.torn) return { action: 'nothing to repair', keptRecords: kept };
+    damage = new LogCorruptError(r.torn.file, r.torn.offset, 'incomplete final line');
+  } catch (err) {
+    if (!(err instanceof LogCorruptError)) throw err;
+    damage = err;
+  }
+  const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
+  mkdirSync(quarantine, { recursive: true });
+  const moved: string[] = [];
+  const damagedName = basename(damage.file);
+  // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
+  const tailName = `${damagedName}.from-${damage.offset}`;
+  const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
+  copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
+  moved.push(tailName);
+  truncateSync(damage.file, damage.offset);
+  for (const seg of listSegments(logDir)) {
+    if (seg.name > damagedName) {
+      renameSync(join(logDir, seg.name), join(quarantine, seg.name));
+      moved.push(seg.name);
+    }
+  }
+  fsyncDirSync(logDir);
+  fsyncDirSync(quarantine);
+  return { action: 'truncate', keptRecords: kept, quarantined: moved.map((m) => join(quarantine, m)) };
+}

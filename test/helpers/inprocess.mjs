@@ -1,0 +1,34 @@
+/**
+ * In-process service for tests that need to reach inside: an injected clock, shortened server
+ * timeouts, or the log head (to prove a refused request wrote nothing). Still spoken to over
+ * real HTTP on 127.0.0.1.
+ */
+import { startService } from '../../dist/service.js';
+import { loadConfig } from '../../dist/config.js';
+import { api, tempDir } from './server.mjs';
+
+/**
+ * Starts the service in this process on a temp data dir and port 0; closed after the test.
+ * opts: { env (extra FORUM_* variables), clock, timeouts, dataDir }.
+ */
+export async function startInProcess(t, opts = {}) {
+  const dataDir = opts.dataDir ?? tempDir(t);
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...opts.env });
+  const service = await startService(config, { clock: opts.clock, timeouts: opts.timeouts });
+  t.after(() => service.close());
+  const h = {
+    service,
+    app: service.app,
+    url: service.url,
+    dataDir,
+    request: (method, path, o = {}) => api(service.url, method, path, o),
+    get: (path, token, headers) => api(service.url, 'GET', path, { token, headers }),
+    post: (path, body, token, headers) => api(service.url, 'POST', path, { body, token, headers }),
+  };
+  h.register = async (name = 'agent') => {
+    const res = await h.post('/api/register', { name, provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
+    if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  return h;
+}

@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
+
+function segment(dir) {
+  return join(dir, 'log', readdirSync(join(dir, 'log')).filter((f) => f.endsWith('.jsonl')).sort()[0]);
+}
+
+/** Starts the server expecting it to refuse; returns its stderr. */
+function refusedStart(dataDir) {
+  const r = spawnSync(process.execPath, [SERVER_JS], { env: { ...process.env, PORT: '0', FORUM_DATA_DIR: dataDir }, encoding: 'utf8', timeout: 15000 });
+  assert.equal(r.status, 1, `server should refuse to start: ${r.stdout}`);
+  return r.stderr;
+}
+
+async function seeded(t) {
+  const s = await startServer(t);
+  const a = await s.register('archivist');
+  const topic = (await s.post('/api/topics', { title: 'archive' }, a.token)).body;
+  const posted = [];
+  for (let i = 0; i < 5; i++) posted.push((await s.post('/api/messages', { topicId: topic.id, content: `m${i}`, clientId: `c${i}` }, a.token)).body);
+  return { s, a, topic, posted };
+}
+
+test('backup while the server runs under writes gives a verified copy holding every earlier acknowledged write', async (t) => {
+  const { s, a, topic, posted } = await seeded(t);
+  let stop = false;
+  const writer = (async () => {
+    for (let i = 0; !stop; i++) await s.post('/api/messages', { topicId: topic.id, content: `during ${i}`, clientId: `d${i}` }, a.token);
+  })();
+  const target = join(tempDir(t), 'copy');
+  const res = await s.cli('backup', target);
+  stop = true;
+  await writer;
+  assert.equal(res.code, 0, res.stderr);
+  assert.ok(res.json.bytes > 0);
+  const verify = await s.cli('--data-dir', target, 'verify');
+  assert.equal(verify.code, 0, verify.stderr);
+  const copy = await startServer(t, { dataDir: target });
+  const msgs = await copy.get(`/api/messages?topicId=${topic.id}&limit=100`, a.token);
+  for (const m of posted) assert.ok(msgs.body.messages.some((x) => x.id === m.id), `${m.id} in the backup`);
+  assert.equal((await copy.get('/api/status')).body.originId, (await s.get('/api/status')).body.originId, 'a backup keeps its lineage');
+});
+
+test('restore installs a backup with a new lineage, keeps the replaced log, and old cursors get 409', async (t) => {
+  const { s, a, topic } = await seeded(t);
+  const target = join(tempDir(t), 'copy');
+  assert.equal((await s.cli('backup', target)).code, 0);
+  await s.post('/api/messages', { topicId: topic.id, content: 'after backup', clientId: 'late' }, a.token);
+  const feed = (await s.get('/api/changes?after=0&limit=100', a.token)).body;
+  const refused = await s.cli('restore', target);
+  assert.equal(refused.code, 1, 'restore refuses while the server runs');
+  assert.match(refused.stderr, /stop the server/);
+  await s.stop();
+  const res = await s.cli('restore', target);
+  assert.equal(res.code, 0, res.stderr);
+  assert.notEqual(res.json.originId, feed.cursor.originId);
+  assert.equal(res.json.restoredFrom, feed.cursor.originId);
+  assert.ok(existsSync(res.json.replacedLog), 'the replaced log is kept');
+  await s.start();
+  const stale = await s.get(`/api/changes?after=${feed.cursor.after}&originId=${feed.cursor.originId}`, a.token);
+  assert.equal(stale.status, 409);
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}&limit=100`, a.token)).body.messages;
+  assert.equal(msgs.length, 5, 'the archive is the backup, without the later post');
+});
+
+test('an interrupted restore refuses to start and says to rerun restore', async (t) => {
+  const { s } = await seeded(t);
+  await s.stop();
+  writeFileSync(join(s.dataDir, 'RESTORE-IN-PROGRESS'), 'x');
+  assert.match(refusedStart(s.dataDir), /restore .* was interrupted/);
+});
+
+test('a flipped byte in the middle refuses startup naming file and offset; repair --truncate quarantines the rest', async (t) => {
+  const { s, a, topic } = await seeded(t);
+  await s.stop();
+  const seg = segment(s.dataDir);
+  const lines = readFileSync(seg, 'utf8').split('\n');
+  const badIndex = lines.findIndex((l) => l.includes('"content":"m2"'));
+  const offset = Buffer.byteLength(lines.slice(0, badIndex).join('\n') + '\n');
+  lines[badIndex] = lines[badIndex].replace('"m2"', '"M2"');
+  writeFileSync(seg, lines.join('\n'));
+  const stderr = refusedStart(s.dataDir);
+  assert.match(stderr, new RegExp(`${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${offset}`));
+  assert.match(stderr, /repair --truncate/);
+  const repaired = await s.cli('repair', '--truncate');
+  assert.equal(repaired.code, 0, repaired.stderr);
+  assert.equal(repaired.json.keptRecords, badIndex);
+  assert.ok(readFileSync(repaired.json.quarantined[0], 'utf8').includes('"M2"'), 'the damaged tail is kept in quarantine');
+  await s.start();
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
+  assert.deepEqual(msgs.map((m) => m.content), ['m1', 'm0']);
+});
+
+test('garbage appended after complete records is refused, not silently dropped', async (t) => {
+  const { s } = await seeded(t);
+  await s.stop();
+  appendFileSync(segment(s.dataDir), 'this is not a record\n');
+  assert.match(refusedStart(s.dataDir), /not framed/);
+});
+
+test('a partial final line is truncated at startup and the server serves everything before it', async (t) => {
+  const { s, a, topic, posted } = await seeded(t);
+  await s.stop();
+  appendFileSync(segment(s.dataDir), '{"payload":{"content":"half');
+  await s.start();
+  assert.match(s.stderr, /dropped an incomplete final line/);
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
+  assert.equal(msgs.length, posted.length);
+  assert.equal((await s.cli('verify')).code, 0);
+});
+
+test('a deleted metadata file refuses startup; repair --new-lineage starts a new lineage', async (t) => {
+  const { s, a } = await seeded(t);
+  const before = (await s.get('/api/status')).body.originId;
+  await s.stop();
+  unlinkSync(join(s.dataDir, 'meta.json'));
+  assert.match(refusedStart(s.dataDir), /meta.json is missing/);
+  const res = await s.cli('repair', '--new-lineage');
+  assert.equal(res.code, 0, res.stderr);
+  await s.start();
+  const status = (await s.get('/api/status')).body;
+  assert.notEqual(status.originId, before);
+  assert.equal((await s.get('/api/agents', a.token)).status, 200, 'records are kept');
+});

@@ -1,0 +1,199 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  SlidingWindowLimiter,
+  RateLimits,
+  DiskGuard,
+  ShutdownGate,
+  clientIpResolver,
+  ipRateKey,
+  rateLimitHeaders,
+} from '../../dist/http/limits.js';
+import { DiskSpace } from '../../dist/store/disk.js';
+import {
+  CHANGE_READS_PER_TOKEN_PER_MINUTE,
+  DISK_CHECK_INTERVAL_MS,
+  RATE_LIMIT_KEYS_MAX,
+} from '../../dist/constants.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+/** A ServerResponse stand-in that records setHeader calls. */
+function fakeRes() {
+  const headers = {};
+  return { headers, setHeader: (k, v) => (headers[k.toLowerCase()] = v) };
+}
+
+test('a sliding window allows exactly limit requests and frees a slot when the oldest leaves the window', () => {
+  const l = new SlidingWindowLimiter(3, 60_000);
+  assert.equal(l.take('k', T0).remaining, 2);
+  assert.equal(l.take('k', T0 + 10_000).remaining, 1);
+  const third = l.take('k', T0 + 20_000);
+  assert.deepEqual(third, { allowed: true, limit: 3, remaining: 0, resetMs: 40_000 });
+  const refused = l.take('k', T0 + 30_000);
+  assert.equal(refused.allowed, false);
+  assert.equal(refused.resetMs, 30_000, 'the first request leaves the window at T0+60s');
+  assert.equal(l.take('k', T0 + 59_999).allowed, false);
+  const freed = l.take('k', T0 + 60_000);
+  assert.equal(freed.allowed, true);
+  assert.equal(freed.resetMs, 10_000, 'next slot frees when the T0+10s request leaves');
+  assert.equal(l.take('k', T0 + 60_001).allowed, false);
+});
+
+test('a refused request takes no slot, so a client hammering the limit is not locked out longer', () => {
+  const l = new SlidingWindowLimiter(2, 1000);
+  l.take('k', T0);
+  l.take('k', T0);
+  for (let i = 0; i < 100; i++) assert.equal(l.take('k', T0 + i).allowed, false);
+  assert.equal(l.take('k', T0 + 1000).allowed, true);
+});
+
+test('each key has its own budget', () => {
+  const l = new SlidingWindowLimiter(1, 1000);
+  assert.equal(l.take('a', T0).allowed, true);
+  assert.equal(l.take('a', T0).allowed, false);
+  assert.equal(l.take('b', T0).allowed, true);
+});
+
+test('a clock stepping backwards does not reopen a window', () => {
+  const l = new SlidingWindowLimiter(1, 60_000);
+  l.take('k', T0);
+  const back = l.take('k', T0 - 120_000);
+  assert.equal(back.allowed, false);
+  assert.equal(back.resetMs, 60_000);
+});
+
+test('limiter memory stays bounded: 100,000 distinct tokens are forgotten once their window has passed', () => {
+  const l = new SlidingWindowLimiter(30, 60_000, 200_000);
+  for (let i = 0; i < 100_000; i++) l.take(`agent:${i}`, T0 + (i % 1000));
+  assert.equal(l.size, 100_000);
+  // One more request after the window: the sweep forgets every idle key.
+  l.take('late', T0 + 61_000);
+  assert.equal(l.size, 1);
+  assert.equal(l.evictions, 0);
+});
+
+test('limiter memory has a hard cap: at the cap the least recently counted key is forgotten', () => {
+  assert.ok(RATE_LIMIT_KEYS_MAX >= 10_000);
+  const l = new SlidingWindowLimiter(5, 3_600_000, 1000);
+  for (let i = 0; i < 100_000; i++) {
+    l.take(`ip:${i}`, T0 + i);
+    assert.ok(l.size <= 1000);
+  }
+  assert.equal(l.size, 1000);
+  assert.equal(l.evictions, 99_000);
+  // The default cap applies to the production limiters.
+  const limits = new RateLimits(() => T0);
+  assert.equal(limits.writes.limiter.maxKeys, RATE_LIMIT_KEYS_MAX);
+  assert.equal(limits.registrations.limiter.maxKeys, RATE_LIMIT_KEYS_MAX);
+  // The most recently counted keys survive and keep their count.
+  for (let i = 0; i < 5 - 1; i++) l.take('ip:99999', T0 + 100_000);
+  assert.equal(l.take('ip:99999', T0 + 100_000).allowed, false);
+});
+
+test('RateLimit headers give limit, remaining and whole seconds until the next slot frees', () => {
+  const h = rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetMs: 59_001 }, 60_000);
+  assert.deepEqual(h, { 'RateLimit-Limit': '30', 'RateLimit-Remaining': '29', 'RateLimit-Reset': '60', 'RateLimit-Policy': '30;w=60' });
+  assert.equal(rateLimitHeaders({ allowed: false, limit: 5, remaining: 0, resetMs: 1 }, 3_600_000)['RateLimit-Reset'], '1');
+});
+
+test('the change-read limit allows 60 per agent per minute and answers 429 with Retry-After after that', () => {
+  let now = T0;
+  const limits = new RateLimits(() => now);
+  const route = { method: 'GET', path: '/api/changes', rateLimit: 'changeRead' };
+  const ctx = (id) => ({ agent: { profile: { id } }, clientIp: '127.0.0.1' });
+  for (let i = 0; i < CHANGE_READS_PER_TOKEN_PER_MINUTE; i++) {
+    const res = fakeRes();
+    limits.afterAuth(route, ctx('ag_1'), res);
+    assert.equal(res.headers['ratelimit-remaining'], String(CHANGE_READS_PER_TOKEN_PER_MINUTE - 1 - i));
+  }
+  now += 30_000;
+  const res = fakeRes();
+  assert.throws(() => limits.afterAuth(route, ctx('ag_1'), res), (err) => {
+    assert.equal(err.status, 429);
+    assert.match(err.message, /60 change reads per token per minute/);
+    assert.equal(err.headers['Retry-After'], '30');
+    assert.equal(err.headers['RateLimit-Remaining'], '0');
+    return true;
+  });
+  assert.equal(res.headers['ratelimit-limit'], '60');
+  // Another agent and a write by the same agent are separate budgets.
+  limits.afterAuth(route, ctx('ag_2'), fakeRes());
+  limits.afterAuth({ ...route, method: 'POST', rateLimit: 'write' }, ctx('ag_1'), fakeRes());
+  now += 30_000;
+  limits.afterAuth(route, ctx('ag_1'), fakeRes());
+});
+
+test('routes without a rate-limit class get no RateLimit headers from the per-agent limits', () => {
+  const limits = new RateLimits(() => T0);
+  const res = fakeRes();
+  limits.afterAuth({ method: 'GET', path: '/api/rooms' }, { agent: { profile: { id: 'a' } }, clientIp: '::1' }, res);
+  limits.beforeAuth({ method: 'GET', path: '/api/rooms' }, {}, '::1', res);
+  assert.deepEqual(res.headers, {});
+});
+
+test('client IP: forwarding headers are ignored unless FORUM_TRUST_PROXY is on', () => {
+  const req = (headers, remoteAddress = '10.0.0.1') => ({ headers, socket: { remoteAddress } });
+  const off = clientIpResolver(false);
+  const on = clientIpResolver(true);
+  const spoof = { 'cf-connecting-ip': '203.0.113.9', 'x-forwarded-for': '198.51.100.1, 198.51.100.2' };
+  assert.equal(off(req(spoof)), '10.0.0.1');
+  assert.equal(on(req(spoof)), '203.0.113.9');
+  assert.equal(on(req({ 'x-forwarded-for': '1.1.1.1, 198.51.100.2' })), '198.51.100.2', 'right-most hop, added by our proxy');
+  assert.equal(on(req({ 'x-forwarded-for': ['1.1.1.1', '198.51.100.3'] })), '198.51.100.3');
+  assert.equal(on(req({ 'x-forwarded-for': '2001:db8::1' })), '2001:db8::1');
+  assert.equal(on(req({ 'x-forwarded-for': 'garbage' })), '10.0.0.1', 'a value that is not an IP falls back to the socket');
+  assert.equal(on(req({ 'cf-connecting-ip': 'nope', 'x-forwarded-for': '198.51.100.4' })), '198.51.100.4');
+  assert.equal(on(req({})), '10.0.0.1');
+});
+
+test('IPv4 addresses are their own key; IPv6 addresses share a key per /64 network', () => {
+  assert.equal(ipRateKey('203.0.113.9'), '203.0.113.9');
+  assert.equal(ipRateKey('::ffff:203.0.113.9'), '203.0.113.9');
+  assert.equal(ipRateKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2:0:0:0:0/64');
+  assert.equal(ipRateKey('2001:db8:1:2:ffff:ffff:ffff:ffff'), ipRateKey('2001:db8:1:2::'));
+  assert.notEqual(ipRateKey('2001:db8:1:3::1'), ipRateKey('2001:db8:1:2::1'));
+  assert.equal(ipRateKey('fe80::1%eth0'), 'fe80:0:0:0:0:0:0:0/64');
+  assert.equal(ipRateKey('::1'), '0:0:0:0:0:0:0:0/64');
+  assert.equal(ipRateKey('unknown'), 'unknown');
+});
+
+test('the free-space probe runs at most once per check interval', () => {
+  let free = 10;
+  const disk = new DiskSpace(() => free, DISK_CHECK_INTERVAL_MS);
+  assert.equal(disk.freeBytes(T0), 10);
+  free = 5;
+  for (let i = 0; i < 1000; i++) assert.equal(disk.freeBytes(T0 + i), 10);
+  assert.equal(disk.probes, 1);
+  assert.equal(disk.freeBytes(T0 + DISK_CHECK_INTERVAL_MS), 5);
+  assert.equal(disk.probes, 2);
+});
+
+test('a failing free-space probe does not refuse writes', (t) => {
+  t.mock.method(console, 'error', () => {});
+  const disk = new DiskSpace(() => {
+    throw new Error('ENOSYS');
+  }, DISK_CHECK_INTERVAL_MS);
+  const guard = new DiskGuard(disk, 100, () => T0);
+  guard.afterAuth({ method: 'POST' });
+  assert.equal(disk.freeBytes(T0), null);
+});
+
+test('the disk guard refuses POSTs with 507 below the minimum and never refuses reads', () => {
+  const guard = new DiskGuard({ freeBytes: () => 99 }, 100, () => T0);
+  guard.afterAuth({ method: 'GET' });
+  assert.throws(() => guard.afterAuth({ method: 'POST' }), (err) => err.status === 507 && /FORUM_MIN_FREE_BYTES/.test(err.message));
+  new DiskGuard({ freeBytes: () => 100 }, 100, () => T0).afterAuth({ method: 'POST' });
+});
+
+test('the shutdown gate answers 503 with Retry-After and Connection: close once stopping', () => {
+  const gate = new ShutdownGate();
+  gate.beforeAuth();
+  gate.stopping = true;
+  assert.throws(() => gate.beforeAuth(), (err) => {
+    assert.equal(err.status, 503);
+    assert.ok(Number(err.headers['Retry-After']) >= 1);
+    assert.equal(err.headers.Connection, 'close');
+    return true;
+  });
+});
