@@ -126,7 +126,8 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
       let dead = false;
       const writer = async (w) => {
         const token = agents[w % agents.length].token;
-        const other = agents[(w + 1) % agents.length].token;
+        const claimer = agents[(w + 1) % agents.length];
+        const other = claimer.token;
         while (!dead) {
           const n = serial++;
           const pick = random();
@@ -142,7 +143,8 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
             } catch {
               return;
             }
-            const item = list.body?.items?.find((x) => x.state === 'open');
+            // A creator cannot claim its own work (403), so pick someone else's open item.
+            const item = list.body?.items?.find((x) => x.state === 'open' && x.authorId !== claimer.id);
             if (!item) continue;
             op = { kind: 'work-action', path: '/api/work/action', token: other, request: { action: 'claim', workItemId: item.id, expectedRevision: item.revision, clientId: `wa-${it}-${w}-${n}`, leaseMinutes: 5 } };
           }

@@ -111,6 +111,18 @@ export const DISK_CHECK_INTERVAL_MS = 5 * 1000;
 /** Retry-After sent with 503 while the service shuts down (ours: about one restart). */
 export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;
 
+// ---- Work board and catalog (parts 2, 3, 4 "Work", 8) ----
+/** A renewal never moves a lease further than this ahead of now, so renewals cannot stack into a permanent claim (ours). */
+export const LEASE_HORIZON_MINUTES_MAX = LEASE_MINUTES_MAX;
+/** Ms per lease minute. */
+export const MS_PER_MINUTE = 60_000;
+/** Format identifier of GET /api/opportunities (part 9). */
+export const CATALOG_FORMAT = 'forum-opportunities-v1';
+/** Format identifier of GET /api/opportunities/brief (ours). */
+export const CATALOG_BRIEF_FORMAT = 'forum-opportunity-brief-v1';
+/** Cache-Control of the public catalog: matches the poll delay (part 8). */
+export const CATALOG_CACHE_CONTROL = `public, max-age=${CATALOG_POLL_SECONDS}`;
+
 // ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
 /** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
 export const A2A_PROTOCOL_VERSION = '1.0';

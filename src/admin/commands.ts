@@ -7,7 +7,11 @@
 import type { App } from '../app.js';
 import { agentView, decideOperator, requireAgent } from '../domain/agents/agents.js';
 import { decideRoom } from '../domain/forum/forum.js';
+import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
 import { badRequest } from '../http/errors.js';
+import { bodyValidator } from '../http/validate.js';
+import { readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
 
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
@@ -27,6 +31,35 @@ async function commit(app: App, type: string, payload: unknown): Promise<void> {
   app.commit(type, payload);
   await app.log.sync();
 }
+
+/**
+ * Reads and validates an `opportunities set` file: a JSON array matching schema
+ * OpportunityBriefs. Input: an absolute path (the CLI resolves --file against its own working
+ * directory, since the server's may differ). Throws 400 naming the file and the rule.
+ */
+function readBriefsFile(file: unknown): OpportunityBrief[] {
+  if (typeof file !== 'string' || file === '') throw badRequest('--file is required: a JSON array of at most 3 briefs');
+  if (!isAbsolute(file)) throw badRequest(`--file must be an absolute path, got ${JSON.stringify(file)}`);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw badRequest(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  try {
+    return validateBriefs(data) as OpportunityBrief[];
+  } catch (err) {
+    throw badRequest(`${file}: ${(err as Error).message} (schema OpportunityBriefs)`);
+  }
+}
+
+const validateBriefs = bodyValidator('OpportunityBriefs');
 
 /** The command table; keys are `<group>.<verb>` as typed on the CLI. */
 export const commands: Record<string, Command> = {
@@ -76,6 +109,20 @@ export const commands: Record<string, Command> = {
   'archive.position': async (app) => {
     await app.log.sync();
     return { segments: app.log.durableSegments(), meta: app.log.meta };
+  },
+  /**
+   * Replaces the opportunities catalog with the briefs in `--file` (schema OpportunityBriefs,
+   * at most 3). A brief for an unknown work item is kept but omitted from the catalog.
+   */
+  'opportunities.set': async (app, args) => {
+    const payload = decideOpportunities(readBriefsFile(args.file));
+    await commit(app, 'opportunities.set', payload);
+    return payload;
+  },
+  /** Empties the opportunities catalog. */
+  'opportunities.clear': async (app) => {
+    if (app.state.opportunities.briefs.length > 0) await commit(app, 'opportunities.set', { briefs: [] });
+    return { briefs: [] };
   },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {

@@ -7,8 +7,10 @@ import { agentRoutes } from './agents/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
+import { opportunityRoutes } from './opportunities/routes.js';
+import { workRoutes } from './work/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 
 export function publicRoutes(): Route[] {
-  return [...agentRoutes, ...forumRoutes, ...knowledgeRoutes, ...feedRoutes, ...a2aRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...a2aRoutes];
 }

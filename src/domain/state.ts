@@ -9,6 +9,8 @@ import { applySettings, createSettingsState, type SettingsState } from './admin/
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
+import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
+import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
 
 export interface State {
   agents: AgentsState;
@@ -16,6 +18,8 @@ export interface State {
   forum: ForumState;
   knowledge: KnowledgeState;
   feeds: FeedsState;
+  work: WorkBoardState;
+  opportunities: OpportunitiesState;
 }
 
 export function createState(): State {
@@ -25,6 +29,8 @@ export function createState(): State {
     forum: createForumState(),
     knowledge: createKnowledgeState(),
     feeds: createFeedsState(),
+    work: createWorkState(),
+    opportunities: createOpportunitiesState(),
   };
 }
 
@@ -40,7 +46,9 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
     applyForum(state.forum, state.feeds, record, payloadJson) ||
-    applyKnowledge(state.knowledge, state.feeds, record, payloadJson);
+    applyKnowledge(state.knowledge, state.feeds, record, payloadJson) ||
+    applyWork(state.work, state.forum, state.feeds, record) ||
+    applyOpportunities(state.opportunities, record);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
   const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, Date.parse(record.time));

@@ -222,3 +222,38 @@ test('knowledge revisions appear in the discussion feed with their sources and i
   assert.deepEqual(exported.map((r) => r.kind), ['topic', 'message', 'knowledge', 'knowledge']);
   assert.deepEqual(exported.slice(2).map((r) => JSON.parse(r.canonicalJson).revision), [1, 2]);
 });
+
+test('the work feed delivers one complete snapshot per revision through small pages', async (t) => {
+  const s = await startServer(t);
+  const creator = await s.register('creator');
+  const worker = await s.register('worker');
+  const item = (await s.post('/api/work', { clientId: 'w1', title: 'Task', description: 'd', acceptanceCriteria: 'c' }, creator.token)).body;
+  const claimed = (await s.post('/api/work/action', { action: 'claim', workItemId: item.id, expectedRevision: 1, clientId: 'a1' }, worker.token)).body;
+  const released = (await s.post('/api/work/action', { action: 'release', workItemId: item.id, expectedRevision: 2, clientId: 'a2' }, worker.token)).body;
+  const second = (await s.post('/api/work', { clientId: 'w2', title: 'Task 2', description: 'd', acceptanceCriteria: 'c' }, creator.token)).body;
+  const { events } = await catchUp(s, '/api/work/changes', creator.token, 1);
+  assert.deepEqual(events.map((e) => e.seq), [1, 2, 3, 4]);
+  assert.ok(events.every((e) => e.kind === 'work_item'));
+  assert.deepEqual(events.map((e) => e.workItem), [item, claimed, released, second]);
+  const d = await catchUp(s, '/api/changes', creator.token, 100);
+  assert.ok(!d.events.some((e) => e.kind === 'work_item'), 'no work events in the discussion feed');
+  assert.deepEqual(d.events.filter((e) => e.kind === 'topic').map((e) => e.topic.id), [item.topicId, second.topicId], 'work discussion topics are discussion events');
+});
+
+test('work receipts return the normalized request and the snapshot as committed then', async (t) => {
+  const s = await startServer(t);
+  const creator = await s.register('creator');
+  const worker = await s.register('worker');
+  const created = await s.post('/api/work', { clientId: 'w1', title: ' Task ', description: 'd', acceptanceCriteria: 'c' }, creator.token);
+  const claim = await s.post('/api/work/action', { action: 'claim', workItemId: created.body.id, expectedRevision: 1, clientId: 'a1' }, worker.token);
+  await s.post('/api/work/action', { action: 'release', workItemId: created.body.id, expectedRevision: 2, clientId: 'a2' }, worker.token);
+  const rc = (await s.get('/api/receipts?kind=work&clientId=w1', creator.token)).body;
+  assert.equal(rc.outcome, 'recorded');
+  assert.deepEqual(rc.response, { status: 201, body: created.body });
+  assert.equal(rc.request.title, 'Task');
+  const ra = (await s.get('/api/receipts?kind=work&clientId=a1', worker.token)).body;
+  assert.deepEqual(ra.response, { status: 200, body: claim.body }, 'the claim snapshot, older than the current state');
+  assert.equal(ra.request.action, 'claim');
+  assert.equal((await s.get('/api/receipts?kind=work&clientId=a1', creator.token)).body.outcome, 'unknown', "another agent's clientId");
+  assert.equal((await s.get('/api/receipts?kind=message&clientId=w1', creator.token)).body.outcome, 'unknown', 'kinds are separate namespaces');
+});

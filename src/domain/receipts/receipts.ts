@@ -26,6 +26,11 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       if (m.replyTo !== null) request.replyTo = m.replyTo;
       return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.json}}}`;
     }
+  } else {
+    const r = state.work.byClientId.get(key);
+    if (r) {
+      return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${JSON.stringify(r.request)},"response":{"status":${r.status},"body":${r.responseJson}}}`;
+    }
   }
   return `${head.replace('%s', 'unknown')}}`;
 }

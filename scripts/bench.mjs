@@ -1,0 +1,612 @@
+#!/usr/bin/env node
+// Agent Forum benchmark harness (`npm run bench`).
+//
+// Compares "ours" (node dist/server.js) with a conventional Fastify + SQLite
+// implementation of the same API subset and with a bare node:http ceiling.
+// Each server runs as a child process on a free 127.0.0.1 port with fresh data,
+// is seeded over HTTP (8 agents, 1 topic, N messages), and is measured with wrk
+// (autocannon as fallback). Servers alternate cell by cell over several rounds;
+// the table shows medians and the min–max spread across rounds.
+//
+// Usage: node scripts/bench.mjs [flags]
+//   --servers LIST         ours,fastify,bare (default: all three)
+//   --ours FILE            entry script for "ours", default dist/server.js
+//   --scenarios LIST       status,read,changes,exchange,work,write (default: all;
+//                          each server runs only the ones it implements)
+//   --connections LIST     default 1,16,64
+//   --rounds N             default 3
+//   --duration S           measured seconds per cell, default 5
+//   --warmup S             discarded warm-up seconds before each cell, default 2
+//   --threads N            wrk threads, default 1 (2 cores: one for the server)
+//   --loadgen NAME         wrk | autocannon (default: wrk, installed via apt-get
+//                          when root, else autocannon)
+//   --seed-messages N      messages seeded per server, default 2000
+//   --replay / --no-replay ours: archive replay time and peak RSS (default on,
+//                          off with --smoke); needs scripts/gen-archive.mjs
+//   --replay-records N     records in the generated archive, default 1000000
+//   --gen-archive FILE     archive generator (takes --dir D --records N),
+//                          default scripts/gen-archive.mjs
+//   --replay-timeout S     max seconds for ours to start on the archive, default 600
+//   --search               ours: q search latency (opt-in)
+//   --search-messages N    messages seeded for --search, default 100000
+//   --out FILE             markdown result file, default scripts/bench/last-result.md
+//   --smoke                quick check, overriding the flags above: 1 round,
+//                          16 connections, 1 s warm-up + 2 s cells, 200 seed
+//                          messages, no replay or search
+//   --help
+//
+// Exit status: 0 when every server started and every cell stayed at or below 1%
+// non-2xx responses; 1 otherwise. Missed performance targets do not fail the run.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const benchDir = path.join(root, 'scripts', 'bench');
+const AGENTS = 8;
+const MAX_NON2XX_RATIO = 0.01;
+
+// ---- options -------------------------------------------------------------
+
+const HELP = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+  .split('\n').slice(1).filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n')
+  .split('\nExit status')[0];
+
+function parseOptions(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      servers: { type: 'string', default: 'ours,fastify,bare' },
+      ours: { type: 'string', default: path.join(root, 'dist', 'server.js') },
+      scenarios: { type: 'string' },
+      connections: { type: 'string', default: '1,16,64' },
+      rounds: { type: 'string', default: '3' },
+      duration: { type: 'string', default: '5' },
+      warmup: { type: 'string', default: '2' },
+      threads: { type: 'string', default: '1' },
+      loadgen: { type: 'string' },
+      'seed-messages': { type: 'string', default: '2000' },
+      replay: { type: 'boolean' },
+      'no-replay': { type: 'boolean' },
+      'replay-records': { type: 'string', default: '1000000' },
+      'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'gen-archive.mjs') },
+      'replay-timeout': { type: 'string', default: '600' },
+      search: { type: 'boolean', default: false },
+      'search-messages': { type: 'string', default: '100000' },
+      out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
+      smoke: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const list = (s) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  const int = (name, min = 1) => {
+    const n = Number(values[name]);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const opts = {
+    help: values.help,
+    servers: list(values.servers),
+    scenarios: values.scenarios ? list(values.scenarios) : Object.keys(SCENARIOS),
+    connections: list(values.connections).map(Number),
+    rounds: int('rounds'),
+    duration: int('duration'),
+    warmup: int('warmup', 0),
+    threads: int('threads'),
+    loadgen: values.loadgen,
+    seedMessages: int('seed-messages', 0),
+    replay: values['no-replay'] ? false : values.replay ?? !values.smoke,
+    replayRecords: int('replay-records'),
+    genArchive: path.resolve(values['gen-archive']),
+    replayTimeoutMs: int('replay-timeout') * 1000,
+    search: values.search,
+    searchMessages: int('search-messages'),
+    out: path.resolve(values.out),
+    oursEntry: path.resolve(values.ours),
+    smoke: values.smoke,
+  };
+  if (opts.smoke) {
+    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false });
+  }
+  for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
+  for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
+  if (opts.connections.some((c) => !Number.isInteger(c) || c < 1)) throw new Error('--connections must list positive integers');
+  if (opts.loadgen && !['wrk', 'autocannon'].includes(opts.loadgen)) throw new Error('--loadgen must be wrk or autocannon');
+  return opts;
+}
+
+// ---- servers and scenarios ------------------------------------------------
+
+const SERVERS = {
+  ours: {
+    entry: (opts) => opts.oursEntry,
+    env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
+    missing: 'entry script not found: run `npm run build` first (or pass --ours FILE)',
+  },
+  fastify: {
+    entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
+    env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
+  },
+  bare: {
+    entry: () => path.join(benchDir, 'bare.mjs'),
+    env: () => ({}),
+  },
+};
+
+// Order matters: write runs last in each round so that reads see the seeded data set.
+const SCENARIOS = {
+  status: { servers: ['ours', 'fastify', 'bare'], mode: 'static', auth: false, path: () => '/api/status' },
+  read: { servers: ['ours', 'fastify'], mode: 'static', path: (s) => `/api/messages?topicId=${s.seed.topicId}&limit=50` },
+  changes: { servers: ['ours', 'fastify'], mode: 'static', path: () => '/api/changes?after=0&limit=100' },
+  exchange: { servers: ['ours'], mode: 'static', path: (s) => `/api/exchange?topicId=${s.seed.topicId}&limit=100` },
+  work: { servers: ['ours'], mode: 'work', path: () => '/api/work/action' },
+  write: { servers: ['ours', 'fastify'], mode: 'write', path: () => '/api/messages' },
+};
+
+// Per "scenario|connections": which comparison the target needs and whether a ratio row meets it.
+const TARGETS = {
+  'write|64': { vs: 'fastify', text: 'ours/fastify ≥ 5 and ours p99 ≤ 15 ms', met: (r) => r.vsFastify >= 5 && r.ours.p99Ms <= 15 },
+  'read|64': { vs: 'fastify', text: 'ours/fastify ≥ 4', met: (r) => r.vsFastify >= 4 },
+  'changes|64': { vs: 'fastify', text: 'ours/fastify ≥ 4', met: (r) => r.vsFastify >= 4 },
+  'status|64': { vs: 'bare', text: 'ours/bare ≥ 0.8', met: (r) => r.vsBare >= 0.8 },
+};
+
+// ---- process bookkeeping: everything started is stopped, whatever happens ---
+
+const children = new Set();
+const tempDirs = new Set();
+
+function track(child) {
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+function tempDir(label) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `forum-bench-${label}-`));
+  tempDirs.add(dir);
+  return dir;
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function cleanup() {
+  await Promise.all([...children].map(stopChild));
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+// Last resort when the process exits without reaching cleanup().
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, async () => {
+    interrupted = true;
+    console.error(`\nbench: ${signal}, stopping servers`);
+    await cleanup();
+    process.exit(130);
+  });
+}
+
+// ---- helpers --------------------------------------------------------------
+
+const log = (...args) => console.log(...args);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function api(base, method, urlPath, { token, body } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(base + urlPath, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${urlPath} → ${res.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+// Runs fn(0..count-1) with at most `concurrency` calls in flight.
+async function pool(count, concurrency, fn) {
+  const out = new Array(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+  return out;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const fmtInt = (n) => Math.round(n).toLocaleString('en-US');
+const fmtMs = (n) => (n < 10 ? n.toFixed(2) : n.toFixed(1));
+const fmtRatio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : 'n/a');
+const fmtMiB = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+function dirBytes(dir) {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += dirBytes(full);
+    else if (entry.isFile()) total += statSync(full).size;
+  }
+  return total;
+}
+
+function peakRssBytes(pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+function runNode(args, { cwd = root } = {}) {
+  const child = track(spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'] }));
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`node ${args.join(' ')} exited with ${code}`))));
+  });
+}
+
+// Two cores are one for the server and one for the load generator: anything
+// else running skews the numbers, so say so in the output.
+function busyWarning() {
+  const load = os.loadavg()[0]; // taken before the run: during it, it includes our own load
+  return load > 0.7 ? `warning: 1-min load average ${load.toFixed(2)} before the run — other processes are competing for the ${os.cpus().length} cores; numbers will be noisy` : null;
+}
+
+// ---- lifecycle ------------------------------------------------------------
+
+function ensureBenchDeps() {
+  if (existsSync(path.join(benchDir, 'node_modules'))) return;
+  log('installing scripts/bench dependencies (npm ci; better-sqlite3 builds from source, ~1-2 min)…');
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: benchDir, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm ci in scripts/bench failed');
+}
+
+async function startServer(kind, opts, { dataDir, timeoutMs = 60_000 } = {}) {
+  const def = SERVERS[kind];
+  const entry = def.entry(opts);
+  if (!existsSync(entry)) throw new Error(`server "${kind}": ${def.missing ?? `${entry} not found`}`);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const dir = dataDir ?? tempDir(kind);
+  const t0 = performance.now();
+  const child = track(spawn(process.execPath, [entry], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), ...def.env(dir) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  // Keep only the tail of the server's output, for error messages.
+  let tail = '';
+  const keep = (d) => { tail = (tail + d).slice(-2000); };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+
+  const deadline = t0 + timeoutMs;
+  while (performance.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`server "${kind}" exited during start-up (${child.exitCode ?? child.signalCode}):\n${tail.trim()}`);
+    }
+    try {
+      const res = await fetch(`${base}/api/status`);
+      await res.arrayBuffer();
+      if (res.status === 200) return { kind, base, child, pid: child.pid, readyMs: performance.now() - t0 };
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(20);
+  }
+  await stopChild(child);
+  throw new Error(`server "${kind}" did not answer 200 on /api/status within ${timeoutMs / 1000} s:\n${tail.trim()}`);
+}
+
+async function registerAgents(base) {
+  const agents = [];
+  for (let i = 0; i < AGENTS; i++) {
+    agents.push(await api(base, 'POST', '/api/register', {
+      body: { name: `bench-agent-${i}`, provider: 'bench', acceptsPublicArchive: true, operatorAuthorized: true },
+    }));
+  }
+  return agents.map((a) => a.token);
+}
+
+// Seeds agents, one topic and `messages` messages spread over the agents; for
+// the work scenario also work items created by agent 0 and claimed by agents 1..7
+// (a creator cannot claim its own work).
+async function seedForum(server, { messages, contentFor = (i) => `seed message ${i}`, workItems = 0 }) {
+  const tokens = await registerAgents(server.base);
+  const topic = await api(server.base, 'POST', '/api/topics', { token: tokens[0], body: { title: 'bench topic' } });
+  await pool(messages, 64, (i) => api(server.base, 'POST', '/api/messages', {
+    token: tokens[i % AGENTS],
+    body: { topicId: topic.id, content: contentFor(i), clientId: `seed-${i}` },
+  }));
+  const created = await pool(workItems, 8, (i) => api(server.base, 'POST', '/api/work', {
+    token: tokens[0],
+    body: { clientId: `seed-work-${i}`, title: `bench item ${i}`, description: 'benchmark claim/release cycles',
+      acceptanceCriteria: 'none', topicId: topic.id },
+  }));
+  const items = created.map((w, i) => ({ id: w.id, revision: w.revision, state: w.state, tokenIndex: 1 + (i % (AGENTS - 1)) }));
+  return { tokens, topicId: topic.id, items };
+}
+
+// A cut-off load run leaves items in unknown states: reread them before each run.
+async function refreshWorkItems(server) {
+  const current = new Map();
+  for (let after = 0, hasMore = true; hasMore;) {
+    const page = await api(server.base, 'GET', `/api/work?after=${after}&limit=100`, { token: server.seed.tokens[0] });
+    for (const w of page.items) current.set(w.id, w);
+    ({ nextAfter: after, hasMore } = page);
+  }
+  for (const item of server.seed.items) {
+    const w = current.get(item.id);
+    if (w) Object.assign(item, { revision: w.revision, state: w.state });
+  }
+  return server.seed.items;
+}
+
+async function runCell(gen, server, scenarioName, connections, seconds) {
+  const sc = SCENARIOS[scenarioName];
+  return gen.run({
+    url: server.base + sc.path(server),
+    connections,
+    seconds,
+    mode: sc.mode,
+    tokens: sc.auth === false ? [] : server.seed.tokens,
+    topicId: server.seed?.topicId,
+    items: sc.mode === 'work' ? await refreshWorkItems(server) : undefined,
+  });
+}
+
+// ---- extra measurements (ours only) ----------------------------------------
+
+async function measureReplay(opts) {
+  const generator = opts.genArchive;
+  if (!existsSync(generator)) return { skipped: `${path.relative(root, generator)} not found` };
+  const dir = tempDir('replay');
+  log(`replay: generating ${fmtInt(opts.replayRecords)} records…`);
+  await runNode([generator, '--dir', dir, '--records', String(opts.replayRecords)]);
+  const archiveBytes = dirBytes(dir);
+
+  // The baseline runs first: the server may write into its data directory.
+  log('replay: JSON.parse baseline…');
+  let t0 = performance.now();
+  const baseline = JSON.parse(await runNode([path.join(benchDir, 'replay-baseline.mjs'), dir]));
+  const baselineSeconds = (performance.now() - t0) / 1000;
+
+  log('replay: starting ours on the archive…');
+  const server = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+  const peakRss = peakRssBytes(server.pid);
+  await stopChild(server.child);
+  return { archiveBytes, baseline, baselineSeconds, oursSeconds: server.readyMs / 1000, peakRss };
+}
+
+// Deterministic pseudo-words with a skewed frequency, so a query word can hit
+// many messages (early exit), few (near-full scan) or none (full scan).
+function searchCorpus() {
+  const syllables = ['ka', 'lo', 'mi', 're', 'tu', 'sa', 'ne', 'po', 'vi', 'du'];
+  const vocab = Array.from({ length: 500 }, (_, i) =>
+    syllables[i % 10] + syllables[Math.floor(i / 10) % 10] + syllables[Math.floor(i / 100) % 10] + 'x');
+  let state = 42;
+  const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const contentFor = () => Array.from({ length: 12 }, () => vocab[Math.floor(vocab.length * random() ** 3)]).join(' ');
+  return { contentFor, queries: { frequent: vocab[0], rare: vocab[vocab.length - 1], absent: 'qqzzjx' } };
+}
+
+async function measureSearch(opts) {
+  const server = await startServer('ours', opts);
+  const { contentFor, queries } = searchCorpus();
+  log(`search: seeding ${fmtInt(opts.searchMessages)} messages over HTTP…`);
+  server.seed = await seedForum(server, { messages: opts.searchMessages, contentFor });
+  const rows = [];
+  for (const [kind, word] of Object.entries(queries)) {
+    const url = `/api/search?q=${encodeURIComponent(word)}&limit=50`;
+    const times = [];
+    for (let i = 0; i < 220; i++) {
+      const t0 = performance.now();
+      await api(server.base, 'GET', url, { token: server.seed.tokens[i % AGENTS] });
+      if (i >= 20) times.push(performance.now() - t0); // first 20 are warm-up
+    }
+    rows.push({ kind, word, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) });
+  }
+  await stopChild(server.child);
+  return { messages: opts.searchMessages, rows };
+}
+
+// ---- report ---------------------------------------------------------------
+
+function summarize(rounds) {
+  const rps = rounds.map((r) => r.rps);
+  const requests = rounds.reduce((a, r) => a + r.requests, 0);
+  const bad = rounds.reduce((a, r) => a + r.non2xx, 0);
+  return {
+    rps: median(rps),
+    minRps: Math.min(...rps),
+    maxRps: Math.max(...rps),
+    p50Ms: median(rounds.map((r) => r.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    requests,
+    non2xxRatio: requests ? bad / requests : 1,
+    socketErrors: rounds.reduce((a, r) => a + r.socketErrors, 0),
+  };
+}
+
+function renderReport({ opts, gen, warning, cells, replay, search }) {
+  const out = [];
+  const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
+  out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
+  out.push(`${new Date().toISOString()} · commit ${sha} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'cpu'}`);
+  if (warning) out.push(`**${warning}**`, '');
+  out.push(`load generator: ${gen.name} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages`, '');
+
+  out.push('## Throughput and latency (medians across rounds)', '');
+  out.push('| scenario | conns | server | req/s | req/s min–max | p50 ms | p99 ms | non-2xx | socket errors |');
+  out.push('|---|---:|---|---:|---:|---:|---:|---:|---:|');
+  for (const c of cells.values()) {
+    const s = c.summary;
+    out.push(`| ${c.scenario} | ${c.connections} | ${c.kind} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${s.socketErrors} |`);
+  }
+
+  const ratioRows = [];
+  for (const c of cells.values()) {
+    if (c.kind !== 'ours') continue;
+    const other = (server) => cells.get(`${c.scenario}|${c.connections}|${server}`)?.summary;
+    const row = { ours: c.summary, vsFastify: c.summary.rps / other('fastify')?.rps, vsBare: c.summary.rps / other('bare')?.rps };
+    const target = TARGETS[`${c.scenario}|${c.connections}`];
+    let verdict = '';
+    if (target) verdict = `${target.text}: ${!other(target.vs) ? 'n/a' : target.met(row) ? 'met' : 'MISSED'}`;
+    ratioRows.push(`| ${c.scenario} | ${c.connections} | ${fmtRatio(row.vsFastify)} | ${fmtRatio(row.vsBare)} | ${verdict} |`);
+  }
+  if (ratioRows.length) {
+    out.push('', '## Ratios (req/s of ours ÷ req/s of the other)', '');
+    out.push('| scenario | conns | ours/fastify | ours/bare | target |', '|---|---:|---:|---:|---|', ...ratioRows);
+  }
+
+  if (replay) {
+    out.push('', '## Replay (ours)', '');
+    if (replay.skipped) out.push(`skipped: ${replay.skipped}`);
+    else {
+      const ratio = replay.oursSeconds / replay.baselineSeconds;
+      const rssRatio = replay.peakRss / replay.archiveBytes;
+      out.push(`archive: ${fmtInt(replay.baseline.records)} records in ${replay.baseline.files} .jsonl file(s), ${fmtMiB(replay.archiveBytes)} on disk`, '');
+      out.push('| measure | value | target |', '|---|---:|---|');
+      out.push(`| bare JSON.parse of every line | ${replay.baselineSeconds.toFixed(2)} s (peak RSS ${fmtMiB(replay.baseline.peakRssBytes)}) | |`);
+      out.push(`| ours: spawn → 200 on /api/status | ${replay.oursSeconds.toFixed(2)} s | |`);
+      out.push(`| ratio ours/baseline | ${fmtRatio(ratio)} | ≤ 3×: ${ratio <= 3 ? 'met' : 'MISSED'} |`);
+      out.push(`| ours peak RSS (VmHWM) | ${replay.peakRss === null ? 'n/a' : fmtMiB(replay.peakRss)} | ≤ 2× archive: ${replay.peakRss !== null && rssRatio <= 2 ? 'met' : 'MISSED'} (${fmtRatio(rssRatio)}) |`);
+    }
+  }
+  if (search) {
+    out.push('', `## q search over ${fmtInt(search.messages)} messages (ours, sequential, 200 requests each)`, '');
+    out.push('| query | word | p50 ms | p99 ms | target p50 ≤ 20 ms |', '|---|---|---:|---:|---|');
+    for (const r of search.rows) out.push(`| ${r.kind} | ${r.word} | ${fmtMs(r.p50Ms)} | ${fmtMs(r.p99Ms)} | ${r.p50Ms <= 20 ? 'met' : 'MISSED'} |`);
+  }
+  return out.join('\n') + '\n';
+}
+
+// ---- main -----------------------------------------------------------------
+
+async function main() {
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts.help) {
+    log(HELP);
+    return 0;
+  }
+  ensureBenchDeps();
+  const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
+  const gen = pickLoadGenerator({ prefer: opts.loadgen, threads: opts.threads, log, track });
+  log(`load generator: ${gen.name}`);
+  const warning = busyWarning();
+  if (warning) log(warning);
+
+  // Work items: two per connection, so no connection ever waits for a free item.
+  const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
+  const servers = [];
+  for (const kind of opts.servers) {
+    const server = await startServer(kind, opts);
+    log(`${kind}: ready on ${server.base} after ${server.readyMs.toFixed(0)} ms`);
+    if (kind !== 'bare') {
+      const t0 = performance.now();
+      server.seed = await seedForum(server, { messages: opts.seedMessages, workItems: kind === 'ours' ? workItems : 0 });
+      log(`${kind}: seeded ${AGENTS} agents, 1 topic, ${opts.seedMessages} messages${kind === 'ours' && workItems ? `, ${workItems} work items` : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+    servers.push(server);
+  }
+
+  // Key order fixes the table order: scenario, then connections, then server.
+  const cells = new Map();
+  for (const scenario of opts.scenarios) {
+    for (const connections of opts.connections) {
+      for (const server of servers) {
+        if (!SCENARIOS[scenario].servers.includes(server.kind)) continue;
+        cells.set(`${scenario}|${connections}|${server.kind}`, { scenario, connections, kind: server.kind, server, rounds: [] });
+      }
+    }
+  }
+
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const scenario of opts.scenarios) {
+      for (const connections of opts.connections) {
+        // Rotate the server order each round so no server always runs first.
+        const group = [...cells.values()].filter((c) => c.scenario === scenario && c.connections === connections);
+        const rotated = group.map((_, i) => group[(i + round) % group.length]);
+        for (const cell of rotated) {
+          if (opts.warmup > 0) await runCell(gen, cell.server, scenario, connections, opts.warmup);
+          const r = await runCell(gen, cell.server, scenario, connections, opts.duration);
+          cell.rounds.push(r);
+          log(`[round ${round + 1}/${opts.rounds}] ${cell.kind.padEnd(7)} ${scenario.padEnd(8)} c=${String(connections).padEnd(3)} ${fmtInt(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50Ms)} ms  p99 ${fmtMs(r.p99Ms)} ms${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}`);
+        }
+      }
+    }
+  }
+  for (const cell of cells.values()) cell.summary = summarize(cell.rounds);
+  await Promise.all(servers.map((s) => stopChild(s.child)));
+
+  const wantsOurs = opts.servers.includes('ours');
+  const replay = opts.replay && wantsOurs ? await measureReplay(opts) : null;
+  if (replay?.skipped) log(`replay skipped: ${replay.skipped}`);
+  const search = opts.search && wantsOurs ? await measureSearch(opts) : null;
+
+  const report = renderReport({ opts, gen, warning, cells, replay, search });
+  log(`\n${report}`);
+  writeFileSync(opts.out, report);
+  log(`written to ${opts.out}`);
+
+  const failures = [...cells.values()].filter((c) => c.summary.non2xxRatio > MAX_NON2XX_RATIO);
+  for (const c of failures) {
+    console.error(`FAIL: ${c.kind} ${c.scenario} c=${c.connections}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses (limit ${MAX_NON2XX_RATIO * 100}%)`);
+  }
+  return failures.length ? 1 : 0;
+}
+
+main()
+  .then(async (code) => {
+    await cleanup();
+    process.exit(code);
+  })
+  .catch(async (error) => {
+    // After a signal, failures of the children being stopped are expected noise.
+    if (interrupted) return;
+    console.error(`bench: ${error.message}`);
+    await cleanup();
+    process.exit(1);
+  });

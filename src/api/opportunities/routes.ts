@@ -1,0 +1,46 @@
+/**
+ * The public opportunities catalog (part 4 GET /api/opportunities) and the per-brief document
+ * its `briefUrl` links to. Both are public, take no token and change nothing; the answer may be
+ * cached for the catalog poll delay (part 8).
+ */
+import type { Route } from '../../http/router.js';
+import { CATALOG_CACHE_CONTROL } from '../../constants.js';
+import { buildBrief, buildCatalog, type CatalogContext } from '../../domain/opportunities/opportunities.js';
+import type { App } from '../../app.js';
+
+function catalogContext(app: App): CatalogContext {
+  return { work: app.state.work, settings: app.state.settings, nowMs: app.now(), publicUrl: app.config.publicUrl };
+}
+
+export const opportunityRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/opportunities',
+    auth: 'public',
+    operationId: 'getOpportunities',
+    summary: 'At most three operator-curated starter briefs with live availability. No parameters; wait at least pollAfterSeconds (300) before refreshing.',
+    tag: 'Public',
+    responses: { 200: { description: 'The catalog', schema: 'Opportunities', headers: ['Cache-Control'] } },
+    handler: ({ app }) => ({
+      status: 200,
+      body: buildCatalog(app.state.opportunities, catalogContext(app)),
+      headers: { 'Cache-Control': CATALOG_CACHE_CONTROL },
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/api/opportunities/brief',
+    auth: 'public',
+    operationId: 'getOpportunityBrief',
+    summary: 'One catalog brief with its live state (the briefUrl of a catalog entry). 404 when the work item is not in the catalog.',
+    tag: 'Public',
+    query: 'OpportunityBriefQuery',
+    errors: [404],
+    responses: { 200: { description: 'The brief', schema: 'OpportunityBrief', headers: ['Cache-Control'] } },
+    handler: ({ app, query }) => ({
+      status: 200,
+      body: buildBrief(app.state.opportunities, query.workItemId as string, catalogContext(app)),
+      headers: { 'Cache-Control': CATALOG_CACHE_CONTROL },
+    }),
+  },
+];

@@ -1,0 +1,92 @@
+/**
+ * Work board endpoints of part 4 "Work": list, create, act, history. The rules live in
+ * src/domain/work/work.ts; handlers only pass the caller and the clock and commit the record.
+ * decide → commit is synchronous, so concurrent writes on one item are serialised: of several
+ * claims with the same expectedRevision exactly one applies and the others get 409.
+ */
+import type { RequestContext, Route } from '../../http/router.js';
+import {
+  decideWorkAction,
+  decideWorkCreate,
+  listWorkJson,
+  workHistoryJson,
+  type WorkActionInput,
+  type WorkContext,
+  type WorkCreateInput,
+  type WorkHistoryQuery,
+  type WorkListQuery,
+} from '../../domain/work/work.js';
+
+function workContext({ app, agent }: RequestContext, nowMs: number): WorkContext {
+  return { authorId: agent!.profile.id, isOperator: agent!.profile.role === 'operator', seq: app.nextSeq(), nowMs };
+}
+
+export const workRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/work',
+    auth: 'bearer',
+    operationId: 'listWork',
+    summary: 'Work items in ascending creation sequence, filtered and paged with after/limit (continue with after = nextAfter while hasMore).',
+    tag: 'Work',
+    query: 'WorkListQuery',
+    responses: { 200: { description: 'One page of work items', schema: 'WorkList' } },
+    handler: ({ app, query }) => ({
+      status: 200,
+      json: listWorkJson(app.state.work, query as unknown as WorkListQuery, {
+        nowMs: app.now(),
+        writeStop: app.state.settings.writeStop,
+      }),
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/api/work',
+    auth: 'bearer',
+    operationId: 'createWork',
+    summary: 'Create a work item; without topicId its discussion topic is created in the same record. An exact retry returns the original snapshot (201).',
+    tag: 'Work',
+    body: 'WorkCreateInput',
+    rateLimit: 'write',
+    responses: { 201: { description: 'The work item (revision 1), also for an exact retry', schema: 'WorkItem' } },
+    handler: (ctx) => {
+      const { app } = ctx;
+      const now = app.now();
+      const decision = decideWorkCreate(app.state.work, app.state.forum, ctx.body as WorkCreateInput, workContext(ctx, now));
+      if ('existing' in decision) return { status: decision.existing.status, json: decision.existing.responseJson };
+      app.commit('work.create', decision.payload, now);
+      return { status: 201, json: app.state.work.items.get(decision.payload.item.id)!.json };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/work/action',
+    auth: 'bearer',
+    operationId: 'actOnWork',
+    summary: 'Claim, renew, release, submit, review or cancel work (part 3). An identical retry returns the snapshot committed then (200), even after later updates.',
+    tag: 'Work',
+    body: 'WorkActionInput',
+    rateLimit: 'write',
+    responses: { 200: { description: 'The resulting revision (or the original one for an identical retry)', schema: 'WorkItem' } },
+    handler: (ctx) => {
+      const { app } = ctx;
+      const now = app.now();
+      const decision = decideWorkAction(app.state.work, ctx.body as WorkActionInput, workContext(ctx, now));
+      if ('existing' in decision) return { status: decision.existing.status, json: decision.existing.responseJson };
+      app.commit('work.action', decision.payload, now);
+      return { status: 200, json: app.state.work.items.get(decision.payload.item.id)!.json };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/work/history',
+    auth: 'bearer',
+    operationId: 'getWorkHistory',
+    summary: 'Every revision of one work item, ascending (continue with afterRevision = nextAfterRevision while hasMore).',
+    tag: 'Work',
+    query: 'WorkHistoryQuery',
+    errors: [404],
+    responses: { 200: { description: 'One page of revisions', schema: 'WorkHistory' } },
+    handler: ({ app, query }) => ({ status: 200, json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery) }),
+  },
+];

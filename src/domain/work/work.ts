@@ -1,0 +1,585 @@
+/**
+ * Work board: work items, their state machine and revision history (parts 2 WorkItem, 3, 4
+ * "Work", 8 "Work snapshot").
+ *
+ * Records:
+ * - `work.create {item, topic, request, authorId, clientId}` — revision 1 of a new item; `topic`
+ *   is the discussion topic created in the same record (null when the request named a topicId),
+ *   so the item and its topic appear together or not at all.
+ * - `work.action {item, request, authorId, clientId}` — the complete next revision of an item.
+ *
+ * Every record carries the complete snapshot it produces, so apply never re-runs a rule: replay
+ * cannot drift from what was answered. Apply keeps each revision's JSON, built once with a fixed
+ * key order (the log stores payloads with sorted keys, so the order must not come from the
+ * payload object), and the receipts index `byClientId` that answers retries and
+ * GET /api/receipts with the snapshot as committed.
+ *
+ * Decisions where the spec says "not shown" (README "Work board"):
+ * - Disabled agents: their token gets 401 on every request (part 5 item 6), so they cannot act.
+ *   An active claim of a disabled agent is not released by any record; it simply expires with
+ *   its lease, after which anyone but the creator may claim the work (part 3, expired claims are
+ *   recoverable). This keeps "disable" a pure access decision that writes no work revisions, and
+ *   re-enabling the agent within its lease lets it finish.
+ * - Cancel is accepted from every unfinished state: open, claimed (lease expired or not) and
+ *   submitted. Closed work (completed, cancelled) answers 409 "closed work is immutable".
+ * - 403 is a wrong role: not the creator or operator (review, cancel), not the assignee (renew,
+ *   release, submit), the creator claiming their own work, the result's author reviewing it.
+ *   409 is a wrong state or a conflict: stale expectedRevision, closed work, a claim of an item
+ *   whose lease has not expired, renew after the lease expired, an action the current state has
+ *   no transition for, a reused clientId with a changed body.
+ * - Check order: receipt (identical retry) → unknown item 404 → expectedRevision 409 → closed 409
+ *   → role 403 → state 409 → snapshot size 400. For renew, release and submit the "assignee"
+ *   role exists only while the item is claimed, so their state check (409) comes first.
+ * - Lease expiry: a lease has expired when now >= leaseUntil. Release and submit need only that
+ *   the caller is still the assignee (nobody re-claimed the work after expiry); renew needs an
+ *   unexpired lease (part 3 wording). A renewal extends the current lease end by leaseMinutes but
+ *   never beyond now + LEASE_HORIZON_MINUTES_MAX.
+ * - Field effects: leaseUntil is non-null only while claimed; assigneeId names the claimant
+ *   (claimed) or the result's author (submitted, completed) and is null when open or cancelled;
+ *   `result` is the current result (null again after a revise: the prior result stays in the
+ *   history); `review` is the latest review, kept through a revise cycle until the next submit.
+ */
+import type { LogRecord } from '../../store/log.js';
+import { DEFAULT_ROOM_ID, LEASE_HORIZON_MINUTES_MAX, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
+import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
+import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
+import { clientKey, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
+import { makeId } from '../ids.js';
+
+export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
+export type WorkAction = 'claim' | 'renew' | 'release' | 'submit' | 'review' | 'cancel';
+
+/** `result` of a WorkItem (part 2). */
+export interface WorkResult {
+  authorId: string;
+  content: string;
+  sources: string[];
+  created: string;
+}
+
+/** `review` of a WorkItem (part 2). */
+export interface WorkReview {
+  authorId: string;
+  decision: 'accept' | 'revise';
+  feedback: string;
+  created: string;
+}
+
+/** One revision of a work item (part 2); the response of every work write. */
+export interface WorkItem {
+  id: string;
+  sequence: number;
+  authorId: string;
+  title: string;
+  description: string;
+  acceptanceCriteria: string;
+  tags: string[];
+  topicId: string;
+  state: WorkState;
+  assigneeId: string | null;
+  leaseUntil: string | null;
+  revision: number;
+  created: string;
+  updated: string;
+  updatedBy: string;
+  result: WorkResult | null;
+  review: WorkReview | null;
+}
+
+/** Validated POST /api/work body (defaults applied, text trimmed). */
+export interface WorkCreateInput {
+  clientId: string;
+  title: string;
+  description: string;
+  acceptanceCriteria: string;
+  tags: string[];
+  topicId?: string;
+}
+
+/** Validated POST /api/work/action body: one of six variants (defaults applied, text trimmed). */
+export type WorkActionInput =
+  | { workItemId: string; expectedRevision: number; clientId: string; action: 'claim' | 'renew'; leaseMinutes: number }
+  | { workItemId: string; expectedRevision: number; clientId: string; action: 'release' | 'cancel' }
+  | { workItemId: string; expectedRevision: number; clientId: string; action: 'submit'; content: string; sources: string[] }
+  | { workItemId: string; expectedRevision: number; clientId: string; action: 'review'; decision: 'accept' | 'revise'; feedback: string };
+
+/** The normalized request kept with a receipt: a create or an action body. */
+export type WorkRequest = WorkCreateInput | WorkActionInput;
+
+export interface WorkCreatePayload {
+  item: WorkItem;
+  topic: Topic | null;
+  request: WorkCreateInput;
+  authorId: string;
+  clientId: string;
+}
+
+export interface WorkActionPayload {
+  item: WorkItem;
+  request: WorkActionInput;
+  authorId: string;
+  clientId: string;
+}
+
+/**
+ * A receipt: what one (author, clientId) committed. `response` is the snapshot as committed
+ * then (it may be older than the item's current revision); `status` is what the original
+ * request was answered with (201 create, 200 action).
+ */
+export interface WorkReceipt {
+  request: WorkRequest;
+  response: WorkItem;
+  responseJson: string;
+  seq: number;
+  status: 201 | 200;
+}
+
+/** An indexed work item: current revision, its JSON, every revision's JSON, search text. */
+export interface WorkEntry {
+  item: WorkItem;
+  json: string;
+  /** JSON of revision r at index r - 1. */
+  revisions: string[];
+  /** Lower-cased title, description and acceptanceCriteria, for `q`. */
+  lc: string;
+  /** leaseUntil in ms, or null. */
+  leaseUntilMs: number | null;
+}
+
+export interface WorkBoardState {
+  items: Map<string, WorkEntry>;
+  /** Creation order: the entry with sequence n is at index n - 1. */
+  order: WorkEntry[];
+  /** `${authorId}\n${clientId}` → receipt, across creates and actions (part 4). */
+  byClientId: Map<string, WorkReceipt>;
+}
+
+export function createWorkState(): WorkBoardState {
+  return { items: new Map(), order: [], byClientId: new Map() };
+}
+
+// ---- canonical shapes ----
+
+/**
+ * A WorkItem with the documented key order, rebuilt from any object carrying its fields (a live
+ * payload or one replayed from the log with sorted keys).
+ */
+export function toWorkItem(x: WorkItem): WorkItem {
+  return {
+    id: x.id,
+    sequence: x.sequence,
+    authorId: x.authorId,
+    title: x.title,
+    description: x.description,
+    acceptanceCriteria: x.acceptanceCriteria,
+    tags: [...x.tags],
+    topicId: x.topicId,
+    state: x.state,
+    assigneeId: x.assigneeId,
+    leaseUntil: x.leaseUntil,
+    revision: x.revision,
+    created: x.created,
+    updated: x.updated,
+    updatedBy: x.updatedBy,
+    result:
+      x.result === null
+        ? null
+        : { authorId: x.result.authorId, content: x.result.content, sources: [...x.result.sources], created: x.result.created },
+    review:
+      x.review === null
+        ? null
+        : { authorId: x.review.authorId, decision: x.review.decision, feedback: x.review.feedback, created: x.review.created },
+  };
+}
+
+/** The normalized create request: documented key order, topicId only when given. */
+export function normalizeCreateRequest(x: WorkCreateInput): WorkCreateInput {
+  const out: WorkCreateInput = {
+    clientId: x.clientId,
+    title: x.title,
+    description: x.description,
+    acceptanceCriteria: x.acceptanceCriteria,
+    tags: [...x.tags],
+  };
+  if (x.topicId !== undefined) out.topicId = x.topicId;
+  return out;
+}
+
+/** The normalized action request: common fields, then the variant's fields, in documented order. */
+export function normalizeActionRequest(x: WorkActionInput): WorkActionInput {
+  const base = { workItemId: x.workItemId, expectedRevision: x.expectedRevision, clientId: x.clientId };
+  switch (x.action) {
+    case 'claim':
+    case 'renew':
+      return { ...base, action: x.action, leaseMinutes: x.leaseMinutes };
+    case 'release':
+    case 'cancel':
+      return { ...base, action: x.action };
+    case 'submit':
+      return { ...base, action: 'submit', content: x.content, sources: [...x.sources] };
+    case 'review':
+      return { ...base, action: 'review', decision: x.decision, feedback: x.feedback };
+  }
+}
+
+/** JSON of a snapshot, checked against the 22000-byte limit (part 8); throws 400 above it. */
+function checkedSnapshotJson(item: WorkItem): string {
+  const json = JSON.stringify(item);
+  const sizeBytes = Buffer.byteLength(json, 'utf8');
+  if (sizeBytes > WORK_SNAPSHOT_BYTES_MAX) {
+    throw badRequest(
+      `the resulting work item snapshot would be ${sizeBytes} bytes of serialized JSON; the limit is ${WORK_SNAPSHOT_BYTES_MAX} UTF-8 bytes (part 8); shorten the text`,
+      'WORK_SNAPSHOT_TOO_LARGE',
+    );
+  }
+  return json;
+}
+
+/** True when the item is claimed and its lease has passed at `nowMs`. */
+export function leaseExpired(entry: WorkEntry, nowMs: number): boolean {
+  return entry.item.state === 'claimed' && entry.leaseUntilMs !== null && nowMs >= entry.leaseUntilMs;
+}
+
+/**
+ * Whether work can be taken now (part 2 "available", part 4 `available`): open, or claimed with
+ * an expired lease — and never while writes are stopped.
+ */
+export function isAvailable(entry: WorkEntry, nowMs: number, writeStop: boolean): boolean {
+  if (writeStop) return false;
+  return entry.item.state === 'open' || leaseExpired(entry, nowMs);
+}
+
+function isClosed(state: WorkState): boolean {
+  return state === 'completed' || state === 'cancelled';
+}
+
+/** Looks up a prior request with the same (author, clientId). Throws 409 when its body differs. */
+function priorReceipt(s: WorkBoardState, authorId: string, clientId: string, requestJson: string): WorkReceipt | null {
+  const prior = s.byClientId.get(clientKey(authorId, clientId));
+  if (!prior) return null;
+  if (JSON.stringify(prior.request) === requestJson) return prior;
+  throw conflict(
+    `clientId "${clientId}" was already used by you for a different work request (${prior.response.id} revision ${prior.response.revision}); use a fresh clientId for each new request`,
+    'IDEMPOTENCY_CONFLICT',
+  );
+}
+
+// ---- decisions ----
+
+/** Who is asking and when. `seq` is the log seq the record will get (ids derive from it). */
+export interface WorkContext {
+  authorId: string;
+  /** True for an agent whose role is `operator` (created by `operator create`). */
+  isOperator: boolean;
+  seq: number;
+  nowMs: number;
+}
+
+/**
+ * Decides POST /api/work (part 4).
+ * Input: validated WorkCreateInput (trimmed, tags defaulted).
+ * Output: `{existing}` for an exact retry (answer 201 with the stored snapshot), or `{payload}`
+ * for a `work.create` record.
+ * Throws 409 (clientId used for a different work request), 404 (unknown topicId), 400 (snapshot
+ * over 22000 bytes).
+ */
+export function decideWorkCreate(
+  s: WorkBoardState,
+  forum: ForumState,
+  input: WorkCreateInput,
+  ctx: WorkContext,
+): { existing: WorkReceipt } | { payload: WorkCreatePayload } {
+  const request = normalizeCreateRequest(input);
+  const existing = priorReceipt(s, ctx.authorId, input.clientId, JSON.stringify(request));
+  if (existing) return { existing };
+  if (input.topicId !== undefined && !forum.topics.has(input.topicId)) {
+    throw notFound(`no topic with id "${input.topicId}" (topicId); omit topicId to create a discussion topic`);
+  }
+  const created = new Date(ctx.nowMs).toISOString();
+  const topic: Topic | null =
+    input.topicId === undefined
+      ? { id: makeId('tp', ctx.seq), roomId: DEFAULT_ROOM_ID, authorId: ctx.authorId, title: input.title, created }
+      : null;
+  const item: WorkItem = {
+    id: makeId('wk', ctx.seq),
+    sequence: s.order.length + 1,
+    authorId: ctx.authorId,
+    title: input.title,
+    description: input.description,
+    acceptanceCriteria: input.acceptanceCriteria,
+    tags: [...input.tags],
+    topicId: topic ? topic.id : input.topicId!,
+    state: 'open',
+    assigneeId: null,
+    leaseUntil: null,
+    revision: 1,
+    created,
+    updated: created,
+    updatedBy: ctx.authorId,
+    result: null,
+    review: null,
+  };
+  checkedSnapshotJson(item);
+  return { payload: { item, topic, request, authorId: ctx.authorId, clientId: input.clientId } };
+}
+
+/**
+ * Decides POST /api/work/action (parts 3, 4): applies the transition table and its rules to the
+ * current revision and returns the next one.
+ * Input: a validated action variant; ctx with the caller, whether they are the operator, now.
+ * Output: `{existing}` for an identical retry (answer 200 with the snapshot committed then, even
+ * after later revisions), or `{payload}` for a `work.action` record.
+ * Throws 409 (clientId reuse with a changed body, stale expectedRevision, closed work, no
+ * transition from the current state, unexpired claim, expired lease on renew), 404 (unknown
+ * work item), 403 (wrong role, see the module comment), 400 (snapshot over 22000 bytes).
+ */
+export function decideWorkAction(
+  s: WorkBoardState,
+  input: WorkActionInput,
+  ctx: WorkContext,
+): { existing: WorkReceipt } | { payload: WorkActionPayload } {
+  const request = normalizeActionRequest(input);
+  const existing = priorReceipt(s, ctx.authorId, input.clientId, JSON.stringify(request));
+  if (existing) return { existing };
+
+  const entry = s.items.get(input.workItemId);
+  if (!entry) throw notFound(`no work item with id "${input.workItemId}" (workItemId)`);
+  const cur = entry.item;
+  if (input.expectedRevision !== cur.revision) {
+    throw conflict(
+      `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`,
+      'REVISION_CONFLICT',
+    );
+  }
+  if (isClosed(cur.state)) throw conflict(`closed work is immutable: ${cur.id} is ${cur.state}`, 'WORK_CLOSED');
+
+  const now = ctx.nowMs;
+  const nowIso = new Date(now).toISOString();
+  const caller = ctx.authorId;
+  const isCreator = caller === cur.authorId;
+  const next: WorkItem = { ...toWorkItem(cur), revision: cur.revision + 1, updated: nowIso, updatedBy: caller };
+  const wrongState = (what: string) =>
+    conflict(`cannot ${input.action} ${cur.id}: ${what}`, 'WORK_STATE');
+  const requireClaimedAssignee = () => {
+    if (cur.state !== 'claimed') throw wrongState(`it is ${cur.state}, not claimed`);
+    if (caller !== cur.assigneeId) throw forbidden(`only the assignee (${cur.assigneeId}) can ${input.action} ${cur.id}`, 'WORK_ROLE');
+  };
+  const requireCreatorOrOperator = () => {
+    if (!isCreator && !ctx.isOperator) {
+      throw forbidden(`only the creator (${cur.authorId}) or the operator can ${input.action} ${cur.id}`, 'WORK_ROLE');
+    }
+  };
+
+  switch (input.action) {
+    case 'claim': {
+      if (isCreator) throw forbidden('a creator cannot claim their own work', 'WORK_ROLE');
+      if (cur.state === 'claimed') {
+        if (!leaseExpired(entry, now)) throw wrongState(`it is claimed by ${cur.assigneeId} until ${cur.leaseUntil}`);
+      } else if (cur.state !== 'open') {
+        throw wrongState(`it is ${cur.state}; only open work or an expired claim can be claimed`);
+      }
+      next.state = 'claimed';
+      next.assigneeId = caller;
+      next.leaseUntil = new Date(now + input.leaseMinutes * MS_PER_MINUTE).toISOString();
+      break;
+    }
+    case 'renew': {
+      requireClaimedAssignee();
+      if (leaseExpired(entry, now)) throw wrongState(`the lease expired at ${cur.leaseUntil}; claim the work again`);
+      const extendedMs = entry.leaseUntilMs! + input.leaseMinutes * MS_PER_MINUTE;
+      const horizonMs = now + LEASE_HORIZON_MINUTES_MAX * MS_PER_MINUTE;
+      next.leaseUntil = new Date(Math.min(extendedMs, horizonMs)).toISOString();
+      break;
+    }
+    case 'release': {
+      requireClaimedAssignee();
+      next.state = 'open';
+      next.assigneeId = null;
+      next.leaseUntil = null;
+      break;
+    }
+    case 'submit': {
+      requireClaimedAssignee();
+      next.state = 'submitted';
+      next.leaseUntil = null;
+      next.result = { authorId: caller, content: input.content, sources: [...input.sources], created: nowIso };
+      next.review = null;
+      break;
+    }
+    case 'review': {
+      requireCreatorOrOperator();
+      if (cur.state !== 'submitted') throw wrongState(`it is ${cur.state}; only submitted work can be reviewed`);
+      if (cur.result !== null && caller === cur.result.authorId) {
+        throw forbidden('an agent cannot review its own result', 'WORK_ROLE');
+      }
+      next.review = { authorId: caller, decision: input.decision, feedback: input.feedback, created: nowIso };
+      if (input.decision === 'accept') {
+        next.state = 'completed';
+      } else {
+        next.state = 'open';
+        next.assigneeId = null;
+        next.result = null;
+      }
+      next.leaseUntil = null;
+      break;
+    }
+    case 'cancel': {
+      requireCreatorOrOperator();
+      // Every unfinished state (open, claimed, submitted) may be cancelled; closed work was refused above.
+      next.state = 'cancelled';
+      next.assigneeId = null;
+      next.leaseUntil = null;
+      break;
+    }
+  }
+  checkedSnapshotJson(next);
+  return { payload: { item: next, request, authorId: caller, clientId: input.clientId } };
+}
+
+// ---- apply ----
+
+function setReceipt(s: WorkBoardState, authorId: string, clientId: string, receipt: WorkReceipt): void {
+  s.byClientId.set(clientKey(authorId, clientId), receipt);
+}
+
+/**
+ * Applies `work.create` and `work.action`; returns false for other types. Emits one work-feed
+ * event per revision and, for a create with a new topic, the topic's discussion event.
+ * Throws Error (a broken invariant, stops replay) when an action names an unknown item or skips
+ * a revision.
+ */
+export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsState, record: LogRecord): boolean {
+  switch (record.type) {
+    case 'work.create': {
+      const p = record.payload as WorkCreatePayload;
+      if (p.topic) indexTopic(forum, feeds, p.topic, record);
+      const item = toWorkItem(p.item);
+      if (item.sequence !== s.order.length + 1 || s.items.has(item.id)) {
+        throw new Error(`work.create at seq ${record.seq}: item ${item.id} sequence ${item.sequence} does not follow ${s.order.length}`);
+      }
+      const json = JSON.stringify(item);
+      const entry: WorkEntry = {
+        item,
+        json,
+        revisions: [json],
+        lc: `${item.title}\n${item.description}\n${item.acceptanceCriteria}`.toLowerCase(),
+        leaseUntilMs: null,
+      };
+      s.items.set(item.id, entry);
+      s.order.push(entry);
+      setReceipt(s, p.authorId, p.clientId, {
+        request: normalizeCreateRequest(p.request),
+        response: item,
+        responseJson: json,
+        seq: record.seq,
+        status: 201,
+      });
+      addWorkEvent(feeds, record.seq, record.time, json);
+      return true;
+    }
+    case 'work.action': {
+      const p = record.payload as WorkActionPayload;
+      const item = toWorkItem(p.item);
+      const entry = s.items.get(item.id);
+      if (!entry || item.revision !== entry.item.revision + 1) {
+        throw new Error(`work.action at seq ${record.seq}: ${item.id} revision ${item.revision} does not follow the current revision`);
+      }
+      const json = JSON.stringify(item);
+      entry.item = item;
+      entry.json = json;
+      entry.revisions.push(json);
+      entry.leaseUntilMs = item.leaseUntil === null ? null : Date.parse(item.leaseUntil);
+      setReceipt(s, p.authorId, p.clientId, {
+        request: normalizeActionRequest(p.request),
+        response: item,
+        responseJson: json,
+        seq: record.seq,
+        status: 200,
+      });
+      addWorkEvent(feeds, record.seq, record.time, json);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// ---- queries ----
+
+/** Validated GET /api/work query (part 4). */
+export interface WorkListQuery {
+  after: number;
+  limit: number;
+  id?: string;
+  state?: WorkState;
+  tag?: string;
+  q?: string;
+  authorId?: string;
+  assigneeId?: string;
+  available?: boolean;
+}
+
+/**
+ * One WorkList page as JSON (part 2): items with sequence > `after` matching every filter, in
+ * ascending creation sequence, at most `limit`. nextAfter is the last returned sequence (or
+ * `after` when none); hasMore is true when another matching item follows it.
+ * Input: the query, now (ms, for lease expiry) and the write-stop flag (for `available`).
+ */
+export function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean }): string {
+  const lq = query.q !== undefined && query.q !== '' ? query.q.toLowerCase() : undefined;
+  const matches = (e: WorkEntry): boolean => {
+    const it = e.item;
+    if (query.state !== undefined && it.state !== query.state) return false;
+    if (query.authorId !== undefined && it.authorId !== query.authorId) return false;
+    if (query.assigneeId !== undefined && it.assigneeId !== query.assigneeId) return false;
+    if (query.tag !== undefined && !it.tags.includes(query.tag)) return false;
+    if (lq !== undefined && !e.lc.includes(lq)) return false;
+    if (query.available !== undefined && isAvailable(e, ctx.nowMs, ctx.writeStop) !== query.available) return false;
+    return true;
+  };
+  let candidates: readonly WorkEntry[];
+  let start: number;
+  if (query.id !== undefined) {
+    const e = s.items.get(query.id);
+    candidates = e && e.item.sequence > query.after ? [e] : [];
+    start = 0;
+  } else {
+    candidates = s.order;
+    start = Math.min(query.after, s.order.length);
+  }
+  const out: string[] = [];
+  let nextAfter = query.after;
+  let hasMore = false;
+  for (let i = start; i < candidates.length; i++) {
+    const e = candidates[i]!;
+    if (!matches(e)) continue;
+    if (out.length === query.limit) {
+      hasMore = true;
+      break;
+    }
+    out.push(e.json);
+    nextAfter = e.item.sequence;
+  }
+  return `{"untrusted":true,"items":[${out.join(',')}],"nextAfter":${nextAfter},"hasMore":${hasMore}}`;
+}
+
+/** Validated GET /api/work/history query (part 4). */
+export interface WorkHistoryQuery {
+  workItemId: string;
+  afterRevision: number;
+  limit: number;
+}
+
+/**
+ * One WorkHistory page as JSON (part 2): revisions > afterRevision in ascending order, at most
+ * `limit`. Throws 404 for an unknown work item.
+ */
+export function workHistoryJson(s: WorkBoardState, query: WorkHistoryQuery): string {
+  const e = s.items.get(query.workItemId);
+  if (!e) throw notFound(`no work item with id "${query.workItemId}" (workItemId)`);
+  const start = Math.min(query.afterRevision, e.revisions.length);
+  const end = Math.min(start + query.limit, e.revisions.length);
+  const page = e.revisions.slice(start, end);
+  const nextAfterRevision = page.length > 0 ? end : query.afterRevision;
+  return `{"untrusted":true,"revisions":[${page.join(',')}],"nextAfterRevision":${nextAfterRevision},"hasMore":${end < e.revisions.length}}`;
+}

@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startService } from '../../dist/service.js';
+import { loadConfig } from '../../dist/config.js';
+import { ManualClock } from '../../dist/clock.js';
+import { App } from '../../dist/app.js';
+import { api, tempDir } from '../helpers/server.mjs';
+
+async function service(t, dataDir, clock) {
+  const config = { ...loadConfig({ FORUM_DATA_DIR: dataDir, PORT: '0', FORUM_RATE_LIMITS: 'off' }), dataDir };
+  const svc = await startService(config, { clock });
+  t.after(() => svc.close());
+  return svc;
+}
+
+test('every work revision emits one work feed event with its snapshot, and the receipts index keeps each request as committed', async (t) => {
+  const dataDir = tempDir(t);
+  const clock = new ManualClock();
+  const svc = await service(t, dataDir, clock);
+  const call = (method, path, body, token) => api(svc.url, method, path, { body, token });
+  const reg = async (name) => (await call('POST', '/api/register', { name, provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true })).body;
+  const creator = await reg('creator');
+  const worker = await reg('worker');
+
+  const created = await call('POST', '/api/work', { clientId: 'c1', title: 'T', description: 'D', acceptanceCriteria: 'A' }, creator.token);
+  clock.advance(1000);
+  const claimed = await call('POST', '/api/work/action', { workItemId: created.body.id, expectedRevision: 1, clientId: 'c2', action: 'claim' }, worker.token);
+  clock.advance(1000);
+  const submitted = await call('POST', '/api/work/action', { workItemId: created.body.id, expectedRevision: 2, clientId: 'c3', action: 'submit', content: ' r ' }, worker.token);
+  assert.deepEqual([created.status, claimed.status, submitted.status], [201, 200, 200]);
+  assert.equal(claimed.body.updated, '2026-01-01T00:00:01.000Z', 'times come from the injected clock');
+  assert.equal(claimed.body.leaseUntil, '2026-01-01T00:30:01.000Z');
+
+  const { state } = svc.app;
+  const events = state.feeds.work.map((e) => JSON.parse(e.json));
+  assert.deepEqual(events.map((e) => [e.seq, e.kind]), [[1, 'work_item'], [2, 'work_item'], [3, 'work_item']]);
+  assert.deepEqual(events.map((e) => e.workItem), [created.body, claimed.body, submitted.body]);
+  const topicEvents = state.feeds.discussion.map((e) => JSON.parse(e.json)).filter((e) => e.kind === 'topic');
+  assert.deepEqual(topicEvents.map((e) => e.topic.id), [created.body.topicId], 'the discussion topic is on the discussion feed');
+  assert.equal(state.feeds.discussion.some((e) => e.json.includes('"work_item"')), false, 'no work events on the discussion feed');
+
+  const receipt = state.work.byClientId.get(`${worker.id}\nc3`);
+  assert.equal(receipt.status, 200);
+  assert.deepEqual(receipt.request, { workItemId: created.body.id, expectedRevision: 2, clientId: 'c3', action: 'submit', content: 'r', sources: [] });
+  assert.deepEqual(receipt.response, submitted.body);
+  assert.equal(receipt.responseJson, JSON.stringify(submitted.body));
+  assert.equal(receipt.seq, state.feeds.work[2].logSeq);
+  const createReceipt = state.work.byClientId.get(`${creator.id}\nc1`);
+  assert.equal(createReceipt.status, 201);
+  assert.deepEqual(createReceipt.request, { clientId: 'c1', title: 'T', description: 'D', acceptanceCriteria: 'A', tags: [] });
+
+  // Replay rebuilds byte-identical JSON although the log stores payload keys sorted.
+  const liveFeed = state.feeds.work.map((e) => e.json);
+  const liveReceipts = [...state.work.byClientId.entries()].map(([k, r]) => [k, JSON.stringify(r.request), r.responseJson, r.seq, r.status]);
+  await svc.close();
+  const app = await App.open({ ...loadConfig({ FORUM_DATA_DIR: dataDir }), dataDir }, { clock });
+  t.after(() => app.close());
+  assert.deepEqual(app.state.feeds.work.map((e) => e.json), liveFeed);
+  assert.deepEqual([...app.state.work.byClientId.entries()].map(([k, r]) => [k, JSON.stringify(r.request), r.responseJson, r.seq, r.status]), liveReceipts);
+  assert.equal(app.state.work.items.get(created.body.id).json, JSON.stringify(submitted.body));
+});
