@@ -10,8 +10,14 @@ export interface Config {
   host: string;
   /** Data folder (FORUM_DATA_DIR, default `data`), absolute. */
   dataDir: string;
-  /** Absolute base URL used in links (FORUM_PUBLIC_URL, default http://HOST:PORT), no trailing slash. */
+  /**
+   * Absolute base URL used in links (FORUM_PUBLIC_URL, default http://HOST:PORT), no trailing
+   * slash. Without FORUM_PUBLIC_URL it is replaced by the bound address once the server listens,
+   * so PORT=0 still gives working links.
+   */
   publicUrl: string;
+  /** True when FORUM_PUBLIC_URL was given. */
+  publicUrlSet: boolean;
   /** Rate limits on (FORUM_RATE_LIMITS, `on` default, `off` disables every rate limit). */
   rateLimits: boolean;
   /** Take client IPs from X-Forwarded-For / CF-Connecting-IP (FORUM_TRUST_PROXY, default off). */
@@ -61,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     dataDir: resolve(env.FORUM_DATA_DIR || 'data'),
     publicUrl,
+    publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
     trustProxy: flagEnv(env, 'FORUM_TRUST_PROXY', false),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),

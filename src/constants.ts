@@ -123,6 +123,14 @@ export const CATALOG_BRIEF_FORMAT = 'forum-opportunity-brief-v1';
 /** Cache-Control of the public catalog: matches the poll delay (part 8). */
 export const CATALOG_CACHE_CONTROL = `public, max-age=${CATALOG_POLL_SECONDS}`;
 
+// ---- Guidance and docs (part 1 "Static guidance paths", part 9; issue 6) ----
+/** `Cache-Control: public, max-age=…` of /openapi.json, /api/docs and the guides (ours). */
+export const DOCS_CACHE_MAX_AGE_SECONDS = 300;
+/** Version of the contract description served at /openapi.json (part 9). */
+export const OPENAPI_VERSION = '3.1.1';
+/** Placeholder in guides and client helpers replaced by FORUM_PUBLIC_URL when served (ours). */
+export const BASE_URL_PLACEHOLDER = '{{BASE_URL}}';
+
 // ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
 /** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
 export const A2A_PROTOCOL_VERSION = '1.0';

@@ -86,6 +86,9 @@ export async function startService(
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  // No request has been handled yet (this runs in the same turn as 'listening'), so links built
+  // from publicUrl never show the configured port 0.
+  if (!config.publicUrlSet) app.config.publicUrl = `http://${host}:${addr.port}`;
   let closing: Promise<void> | null = null;
   return {
     app,

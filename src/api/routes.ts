@@ -4,6 +4,7 @@
  */
 import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
+import { docsRoutes } from './docs/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
@@ -11,6 +12,16 @@ import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 
-export function publicRoutes(): Route[] {
+/** The API routes of part 4, by area, and the A2A binding over them. */
+function apiRoutes(): Route[] {
   return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...a2aRoutes];
+}
+
+/**
+ * The whole table: the API routes plus the guidance routes, whose OpenAPI document is generated
+ * from this same list (docsRoutes receives the API routes rather than importing this module).
+ */
+export function publicRoutes(): Route[] {
+  const api = apiRoutes();
+  return [...api, ...docsRoutes(api)];
 }

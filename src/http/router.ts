@@ -85,6 +85,29 @@ export interface ResponseDoc {
   headers?: string[];
 }
 
+/**
+ * One concrete operation answered by a catch-all route (`method: '*'`), documented in
+ * /openapi.json as its own operation: OpenAPI has neither wildcard paths nor wildcard methods.
+ */
+export interface CatchAllOperation {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Full path; may use OpenAPI templates, e.g. `/a2a/tasks/{id}:cancel`. */
+  path: string;
+  /** Appended to the route's operationId (e.g. `GetTask`). */
+  operationIdSuffix: string;
+  summary: string;
+  /** The error statuses it answers besides 401 (bearer), 429, 500 and 503. */
+  errors: number[];
+}
+
+/** One concrete file served by a prefix route (documented in /openapi.json as its own operation). */
+export interface ServedFile {
+  /** Full path, starting with the route's prefix, e.g. `/api/docs/assets/swagger-ui.css`. */
+  path: string;
+  /** Content type it is served with. */
+  contentType: string;
+}
+
 export interface Route {
   /**
    * The method; `'*'` (prefix routes only) accepts every method, and also receives requests to
@@ -109,6 +132,14 @@ export interface Route {
   responses: Record<number, ResponseDoc>;
   /** Statuses of part 7 this operation may answer besides the defaults for its method. */
   errors?: number[];
+  /**
+   * Prefix routes (`/x/*`) only: every concrete file the route serves. OpenAPI has no wildcard
+   * paths, so /openapi.json documents each file as its own GET operation; a prefix route
+   * without `files` is refused when the document is generated.
+   */
+  files?: ServedFile[];
+  /** Catch-all routes (`method: '*'`) only: the operations it answers, for OpenAPI. */
+  operations?: CatchAllOperation[];
   /** Error rendering other than `{"error": "..."}` (default). */
   errorFormat?: ErrorFormat;
   /**

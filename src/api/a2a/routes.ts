@@ -14,34 +14,67 @@ import { A2A_ERROR_FORMAT, pushNotificationNotSupported, taskNotFound, unsupport
 const NO_TASKS = 'this agent answers every message synchronously and creates no A2A tasks (work items are application records: use the work.* actions of POST /a2a/message:send)';
 const NO_STREAMING = 'streaming is not supported (capabilities.streaming is false); use POST /a2a/message:send and poll the change feeds';
 
-/** The A2A operations other than SendMessage, by path below /a2a, and the error each answers. */
-const OTHER_OPERATIONS: ReadonlyArray<{ pattern: RegExp; methods: string[]; answer: (m: RegExpExecArray) => HttpError }> = [
-  { pattern: /^\/message:stream$/, methods: ['POST'], answer: () => unsupportedOperation(`SendStreamingMessage: ${NO_STREAMING}`) },
-  { pattern: /^\/tasks$/, methods: ['GET'], answer: () => unsupportedOperation(`ListTasks: ${NO_TASKS}`) },
-  { pattern: /^\/tasks\/([^/:]+)$/, methods: ['GET'], answer: (m) => taskNotFound(decodeURIComponent(m[1]!)) },
-  { pattern: /^\/tasks\/([^/:]+):cancel$/, methods: ['POST'], answer: (m) => taskNotFound(decodeURIComponent(m[1]!)) },
-  { pattern: /^\/tasks\/([^/:]+):subscribe$/, methods: ['GET', 'POST'], answer: () => unsupportedOperation(`SubscribeToTask: ${NO_STREAMING}`) },
-  { pattern: /^\/tasks\/[^/:]+\/pushNotificationConfigs$/, methods: ['GET', 'POST'], answer: () => pushNotificationNotSupported() },
-  { pattern: /^\/tasks\/[^/:]+\/pushNotificationConfigs\/[^/]+$/, methods: ['GET', 'DELETE'], answer: () => pushNotificationNotSupported() },
+/** An A2A HTTP+JSON operation other than SendMessage (A2A 1.0.1 §11.3), and the error it answers. */
+interface OtherOperation {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Path below /a2a, with `{param}` segments. */
+  template: string;
+  /** The A2A operation name (operationId suffix in /openapi.json). */
+  name: string;
+  /** The HTTP status of its answer (for OpenAPI). */
+  status: 400 | 404;
+  answer: (params: string[]) => HttpError;
+  summary: string;
+}
+
+const streaming = (name: string) => () => unsupportedOperation(`${name}: ${NO_STREAMING}`);
+const pushConfigs = () => pushNotificationNotSupported();
+const OTHER_OPERATIONS: readonly OtherOperation[] = [
+  { method: 'POST', template: '/message:stream', name: 'SendStreamingMessage', status: 400, answer: streaming('SendStreamingMessage'), summary: 'Streaming: UnsupportedOperation (capabilities.streaming is false).' },
+  { method: 'GET', template: '/tasks', name: 'ListTasks', status: 400, answer: () => unsupportedOperation(`ListTasks: ${NO_TASKS}`), summary: 'Tasks: UnsupportedOperation (this agent creates no A2A tasks).' },
+  { method: 'GET', template: '/tasks/{id}', name: 'GetTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id: work items are application records, not A2A tasks.' },
+  { method: 'POST', template: '/tasks/{id}:cancel', name: 'CancelTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id.' },
+  { method: 'GET', template: '/tasks/{id}:subscribe', name: 'SubscribeToTask', status: 400, answer: streaming('SubscribeToTask'), summary: 'Streaming: UnsupportedOperation.' },
+  { method: 'POST', template: '/tasks/{id}:subscribe', name: 'SubscribeToTaskByPost', status: 400, answer: streaming('SubscribeToTask'), summary: 'Streaming (the form older clients send): UnsupportedOperation.' },
+  { method: 'POST', template: '/tasks/{id}/pushNotificationConfigs', name: 'CreateTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported (capabilities.pushNotifications is false).' },
+  { method: 'GET', template: '/tasks/{id}/pushNotificationConfigs', name: 'ListTaskPushNotificationConfigs', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
+  { method: 'GET', template: '/tasks/{id}/pushNotificationConfigs/{configId}', name: 'GetTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
+  { method: 'DELETE', template: '/tasks/{id}/pushNotificationConfigs/{configId}', name: 'DeleteTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
   {
-    pattern: /^\/extendedAgentCard$/,
-    methods: ['GET'],
+    method: 'GET',
+    template: '/extendedAgentCard',
+    name: 'GetExtendedAgentCard',
+    status: 400,
     answer: () => unsupportedOperation('GetExtendedAgentCard: there is no extended agent card (capabilities.extendedAgentCard is false); the public card at /.well-known/agent-card.json is complete'),
+    summary: 'UnsupportedOperation: the public agent card is complete (capabilities.extendedAgentCard is false).',
   },
-  // Reached only with another method than POST (the exact route takes POST).
-  { pattern: /^\/message:send$/, methods: ['POST'], answer: () => methodNotAllowed(['POST']) },
 ];
+
+/** `/tasks/{id}:cancel` → /^\/tasks\/([^/:]+):cancel$/ (a parameter is one segment, up to a `:` verb). */
+function templateRegExp(template: string): RegExp {
+  const source = template
+    .split(/(\{[^}]+\})/)
+    .map((part) => (part.startsWith('{') ? '([^/:]+)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}$`);
+}
+
+const MATCHERS = OTHER_OPERATIONS.map((op) => ({ op, re: templateRegExp(op.template) }));
 
 /** Answers any other request under /a2a/: the operation's A2A error, 405 with Allow, or 404. */
 function otherOperation(ctx: RequestContext): never {
   const sub = ctx.url.pathname.slice(A2A_BASE_PATH.length);
   const method = ctx.req.method === 'HEAD' ? 'GET' : ctx.req.method ?? 'GET';
-  for (const op of OTHER_OPERATIONS) {
-    const m = op.pattern.exec(sub);
+  // The exact route takes POST; every other method on its path ends up here.
+  if (sub === '/message:send') throw methodNotAllowed(['POST']);
+  const allowed: string[] = [];
+  for (const { op, re } of MATCHERS) {
+    const m = re.exec(sub);
     if (!m) continue;
-    if (!op.methods.includes(method)) throw methodNotAllowed(op.methods);
-    throw op.answer(m);
+    if (op.method === method) throw op.answer(m.slice(1).map((p) => decodeURIComponent(p)));
+    allowed.push(op.method);
   }
+  if (allowed.length > 0) throw methodNotAllowed(allowed);
   throw notFound(`no A2A operation at ${ctx.url.pathname}: this agent offers POST ${A2A_BASE_PATH}/message:send (see /.well-known/agent-card.json)`);
 }
 
@@ -92,6 +125,13 @@ export const a2aRoutes: Route[] = [
     tag: 'A2A',
     errorFormat: A2A_ERROR_FORMAT,
     responses: {},
+    operations: OTHER_OPERATIONS.map((op) => ({
+      method: op.method,
+      path: A2A_BASE_PATH + op.template,
+      operationIdSuffix: op.name,
+      summary: `${op.name}: ${op.summary}`,
+      errors: [op.status],
+    })),
     handler: otherOperation,
   },
 ];

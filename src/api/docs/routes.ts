@@ -1,0 +1,211 @@
+/**
+ * Guidance routes (issue 6; part 1 "Static guidance paths", part 9): /openapi.json, the Swagger
+ * UI page /api/docs and its assets, the guides start.md, exchange.md and retry-budget.md, and
+ * the client helpers under /api/client/.
+ *
+ * `docsRoutes(apiRoutes)` receives the rest of the route table instead of importing it, so
+ * src/api/routes.ts can include these routes without an import cycle. The OpenAPI document is
+ * generated once, when the table is assembled at startup, from the API routes plus these routes;
+ * its JSON (with `servers` = FORUM_PUBLIC_URL) is rendered once per process and cached with its
+ * ETag.
+ *
+ * Sources live in src/api/docs/ (guides/, client/, ui/) and are read at startup relative to
+ * the compiled file (dist/api/docs/routes.js → ../../../src/api/docs/). `{{BASE_URL}}` in the
+ * guides and clients becomes `app.config.publicUrl` when served, so their examples work as is.
+ * Swagger UI comes from the swagger-ui-dist package on our own server (no CDN; works offline);
+ * only the allow-listed files below are served.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Route, ServedFile } from '../../http/router.js';
+import { notFound } from '../../http/errors.js';
+import { allSchemas } from '../../http/validate.js';
+import { buildOpenApi, withServer } from './openapi.js';
+import { perBaseUrl, serveStatic, staticDocument, withBaseUrl, type StaticDocument } from './static.js';
+
+/** Folder with the guide, client and UI sources (repo `src/api/docs/`, also from `dist/`). */
+export const DOCS_SOURCE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'api', 'docs');
+
+const MARKDOWN = 'text/markdown; charset=utf-8';
+const JAVASCRIPT = 'text/javascript; charset=utf-8';
+const PYTHON = 'text/x-python; charset=utf-8';
+const HTML = 'text/html; charset=utf-8';
+const CSS = 'text/css; charset=utf-8';
+const PNG = 'image/png';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+const DOC_HEADERS = ['ETag', 'Cache-Control'];
+const notModified = { description: 'Not modified: If-None-Match matched the current ETag.', headers: DOC_HEADERS };
+
+/** The folder of the installed swagger-ui-dist package (resolved the way Node resolves imports). */
+function swaggerUiDir(): string {
+  return dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+}
+
+/** Allow-listed Swagger UI files: URL name → [absolute source file, content type]. */
+function docsAssetSources(): Map<string, { file: string; contentType: string }> {
+  const swagger = swaggerUiDir();
+  return new Map([
+    ['swagger-ui.css', { file: join(swagger, 'swagger-ui.css'), contentType: CSS }],
+    ['swagger-ui-bundle.js', { file: join(swagger, 'swagger-ui-bundle.js'), contentType: JAVASCRIPT }],
+    ['favicon-32x32.png', { file: join(swagger, 'favicon-32x32.png'), contentType: PNG }],
+    // Our initializer: a file rather than an inline script, so the page's CSP can forbid inline scripts.
+    ['init.js', { file: join(DOCS_SOURCE_DIR, 'ui', 'init.js'), contentType: JAVASCRIPT }],
+  ]);
+}
+
+const ASSETS_PREFIX = '/api/docs/assets/';
+const CLIENT_PREFIX = '/api/client/';
+
+/**
+ * Builds the guidance routes and the OpenAPI document for `apiRoutes` + these routes.
+ * Reads the guide, client and page sources (small) now and the Swagger UI files on first request.
+ * Throws Error at startup when a source file is missing or the document cannot be generated
+ * (unknown schema name or $ref, duplicate operationId, undocumented prefix route).
+ */
+export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
+  const read = (...parts: string[]) => readFileSync(join(DOCS_SOURCE_DIR, ...parts), 'utf8');
+
+  // Templates with {{BASE_URL}}, rendered once per public base URL.
+  const templated = (text: string, contentType: string) => perBaseUrl((url) => staticDocument(withBaseUrl(text, url), contentType));
+  const guide = (name: string) => templated(read('guides', name), MARKDOWN);
+  const startGuide = guide('start.md');
+  const exchangeGuide = guide('exchange.md');
+  const retryGuide = guide('retry-budget.md');
+  const clients = new Map<string, (url: string) => StaticDocument>([
+    ['forum-client.mjs', templated(read('client', 'forum-client.mjs'), JAVASCRIPT)],
+    ['forum_client.py', templated(read('client', 'forum_client.py'), PYTHON)],
+  ]);
+  const page = staticDocument(read('ui', 'index.html'), HTML);
+
+  const assetSources = docsAssetSources();
+  const assetCache = new Map<string, StaticDocument>(); // bounded by the allow-list
+  const asset = (name: string): StaticDocument | undefined => {
+    const src = assetSources.get(name);
+    if (!src) return undefined;
+    let doc = assetCache.get(name);
+    if (!doc) assetCache.set(name, (doc = staticDocument(readFileSync(src.file), src.contentType)));
+    return doc;
+  };
+  const assetFiles: ServedFile[] = [...assetSources].map(([name, s]) => ({ path: ASSETS_PREFIX + name, contentType: s.contentType }));
+  const clientFiles: ServedFile[] = [
+    { path: `${CLIENT_PREFIX}forum-client.mjs`, contentType: JAVASCRIPT },
+    { path: `${CLIENT_PREFIX}forum_client.py`, contentType: PYTHON },
+  ];
+
+  // Set once the table (which includes this very route) is complete; see below.
+  let openapi: ((url: string) => StaticDocument) | null = null;
+
+  const own: Route[] = [
+    {
+      method: 'GET',
+      path: '/openapi.json',
+      auth: 'public',
+      operationId: 'getOpenApi',
+      summary: 'This contract as OpenAPI 3.1.1, generated from the route table and the JSON Schemas.',
+      tag: 'Docs',
+      responses: { 200: { description: 'The OpenAPI document', contentType: JSON_TYPE, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, openapi!(ctx.app.config.publicUrl)),
+    },
+    {
+      method: 'GET',
+      path: '/api/docs',
+      auth: 'public',
+      operationId: 'getApiDocs',
+      summary: 'Interactive API reference (Swagger UI) rendering /openapi.json; served from this server, works offline.',
+      tag: 'Docs',
+      responses: { 200: { description: 'HTML page', contentType: HTML, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': docsPageCsp(ctx.app.config.publicUrl) }),
+    },
+    {
+      method: 'GET',
+      path: `${ASSETS_PREFIX}*`,
+      auth: 'public',
+      operationId: 'getDocsAsset',
+      summary: 'Script, style or icon of the /api/docs page',
+      tag: 'Docs',
+      files: assetFiles,
+      errors: [404],
+      responses: { 200: { description: 'The file', headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => {
+        const name = ctx.url.pathname.slice(ASSETS_PREFIX.length);
+        const doc = asset(name);
+        if (!doc) throw notFound(`no such docs asset: ${name}`);
+        return serveStatic(ctx, doc);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/start.md',
+      auth: 'public',
+      operationId: 'getStartGuide',
+      summary: 'Onboarding guide: status, catalog, registration, forum, knowledge, work etiquette, polling, limits; copy-paste curl examples.',
+      tag: 'Docs',
+      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, startGuide(ctx.app.config.publicUrl)),
+    },
+    {
+      method: 'GET',
+      path: '/api/exchange.md',
+      auth: 'public',
+      operationId: 'getExchangeGuide',
+      summary: 'Change feeds, the verifiable topic export (with a worked SHA-256 example) and receipts.',
+      tag: 'Docs',
+      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, exchangeGuide(ctx.app.config.publicUrl)),
+    },
+    {
+      method: 'GET',
+      path: '/api/retry-budget.md',
+      auth: 'public',
+      operationId: 'getRetryBudgetGuide',
+      summary: 'Retrying without duplicates: clientIds, receipts, Retry-After, backoff with jitter and a retry budget.',
+      tag: 'Docs',
+      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, retryGuide(ctx.app.config.publicUrl)),
+    },
+    {
+      method: 'GET',
+      path: `${CLIENT_PREFIX}*`,
+      auth: 'public',
+      operationId: 'getClient',
+      summary: 'Dependency-free client helper',
+      tag: 'Docs',
+      files: clientFiles,
+      errors: [404],
+      responses: { 200: { description: 'Source file', headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => {
+        const name = ctx.url.pathname.slice(CLIENT_PREFIX.length);
+        const render = clients.get(name);
+        if (!render) throw notFound(`no such client file: ${name}; available: ${[...clients.keys()].join(', ')}`);
+        return serveStatic(ctx, render(ctx.app.config.publicUrl));
+      },
+    },
+  ];
+
+  // Generated now, at startup, so a broken schema reference stops the server instead of a request.
+  const doc = buildOpenApi([...apiRoutes, ...own], allSchemas());
+  openapi = perBaseUrl((url) => staticDocument(JSON.stringify(withServer(doc, url)), JSON_TYPE));
+  return own;
+}
+
+/**
+ * Content-Security-Policy of /api/docs: scripts and styles only from this origin (Swagger UI
+ * needs inline styles), no framing, "Try it out" may call this origin and FORUM_PUBLIC_URL.
+ */
+function docsPageCsp(publicUrl: string): string {
+  const origin = new URL(publicUrl).origin;
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    `connect-src 'self' ${origin}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}

@@ -1,0 +1,82 @@
+/**
+ * The OpenAPI generator is generic: any route with schema names is documented from the table
+ * alone (routes other areas add appear without touching the generator), and a table it cannot
+ * document faithfully stops startup.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { ROOT } from '../helpers/server.mjs';
+
+const { buildOpenApi, errorStatuses, toComponentSchema, withServer } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'docs', 'openapi.js')).href);
+
+const schemas = new Map([
+  ['Error', { $id: 'Error', $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', required: ['error'], properties: { error: { type: 'string' } } }],
+  ['Id', { $id: 'Id', type: 'string', pattern: '^[a-zA-Z0-9_-]+$' }],
+  ['Thing', {
+    $id: 'Thing', type: 'object',
+    properties: { id: { $ref: 'Id' }, default: { $ref: '#/$defs/Part' }, parts: { type: 'array', items: { $ref: '#/$defs/Part' } } },
+    $defs: { Part: { type: 'object', properties: { owner: { $ref: 'Id' } } } },
+    'x-example': { id: 'th_1' },
+  }],
+  ['ThingQuery', { $id: 'ThingQuery', type: 'object', required: ['id'], properties: { id: { $ref: 'Id', description: 'Which thing.' }, limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 } } }],
+]);
+
+const route = (over) => ({ method: 'GET', path: '/api/things', auth: 'bearer', operationId: 'listThings', summary: 'Things.', tag: 'Things', responses: { 200: { description: 'ok', schema: 'Thing' } }, handler: () => ({ status: 200 }), ...over });
+
+test('a new area\'s routes are documented from the table alone, and the document validates', async () => {
+  const doc = withServer(buildOpenApi([
+    route({ query: 'ThingQuery', rateLimit: 'changeRead', errors: [404, 409] }),
+    route({ method: 'POST', operationId: 'createThing', body: 'Thing', rateLimit: 'write', responses: { 201: { description: 'made', schema: 'Thing' } } }),
+  ], schemas), 'http://forum.test');
+  const get = doc.paths['/api/things'].get;
+  assert.deepEqual(get.parameters[0], { name: 'id', in: 'query', required: true, schema: { $ref: '#/components/schemas/Id' }, description: 'Which thing.' });
+  assert.deepEqual(Object.keys(get.responses), ['200', '400', '401', '403', '404', '409', '429', '500', '503']);
+  assert.match(get.description, /60 per token per minute/);
+  const post = doc.paths['/api/things'].post;
+  assert.deepEqual(post.requestBody.content['application/json'], { schema: { $ref: '#/components/schemas/Thing' }, example: { id: 'th_1' } });
+  assert.deepEqual(doc.tags, [{ name: 'Things' }]);
+  assert.equal(doc.servers[0].url, 'http://forum.test');
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+});
+
+test('schema references are rewritten to components, including local $defs pointers', () => {
+  const thing = toComponentSchema(schemas.get('Thing'), 'Thing', new Set(schemas.keys()));
+  assert.equal(thing.$id, undefined);
+  assert.deepEqual(thing.properties.id, { $ref: '#/components/schemas/Id' });
+  assert.deepEqual(thing.properties.default, { $ref: '#/components/schemas/Thing/$defs/Part' }, 'a property named like a keyword is still a schema');
+  assert.deepEqual(thing.properties.parts.items, { $ref: '#/components/schemas/Thing/$defs/Part' });
+  assert.deepEqual(thing.$defs.Part.properties.owner, { $ref: '#/components/schemas/Id' });
+  assert.deepEqual(thing['x-example'], { id: 'th_1' }, 'examples are data and copied verbatim');
+  assert.throws(() => toComponentSchema({ $ref: 'Nope' }, 'X', new Set(schemas.keys())), /\$ref "Nope" names no schema/);
+});
+
+test('a table the generator cannot document faithfully is refused', () => {
+  assert.throws(() => buildOpenApi([route({ path: '/files/*' })], schemas), /must list its concrete files/);
+  assert.throws(() => buildOpenApi([route({ path: '/files/*', files: [{ path: '/other/a.txt', contentType: 'text/plain' }] })], schemas), /not under \/files\/\*/);
+  assert.throws(() => buildOpenApi([route({}), route({ path: '/api/other' })], schemas), /duplicate operationId listThings/);
+  assert.throws(() => buildOpenApi([route({ query: 'Missing' })], schemas), /query schema "Missing"/);
+  assert.throws(() => buildOpenApi([route({ errors: [418] })], schemas), /no documented error response for status 418/);
+});
+
+test('a prefix route documents each of its files with its own content type', () => {
+  const doc = buildOpenApi([route({
+    path: '/files/*', auth: 'public', operationId: 'getFile', summary: 'A file', responses: { 200: { description: 'file' } }, errors: [404],
+    files: [{ path: '/files/a.css', contentType: 'text/css; charset=utf-8' }, { path: '/files/b.png', contentType: 'image/png' }],
+  })], schemas);
+  assert.deepEqual(Object.keys(doc.paths), ['/files/a.css', '/files/b.png']);
+  assert.equal(doc.paths['/files/a.css'].get.operationId, 'getFileACss');
+  assert.deepEqual(doc.paths['/files/a.css'].get.responses['200'].content, { 'text/css': { schema: { type: 'string' } } });
+  assert.deepEqual(doc.paths['/files/b.png'].get.responses['200'].content, { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } });
+  assert.deepEqual(doc.paths['/files/b.png'].get.security, []);
+});
+
+test('error statuses follow part 7 per method; 401 only where a token is checked', () => {
+  assert.deepEqual(errorStatuses(route({ method: 'POST', auth: 'public' })), [400, 403, 404, 409, 413, 415, 423, 429, 500, 503, 507]);
+  assert.deepEqual(errorStatuses(route({ method: 'POST' })), [400, 401, 403, 404, 409, 413, 415, 423, 429, 500, 503, 507]);
+  assert.deepEqual(errorStatuses(route({})), [400, 401, 403, 429, 500, 503]);
+  assert.deepEqual(errorStatuses(route({ auth: 'public', responses: { 200: { description: 'a guide', contentType: 'text/markdown' } } })), [429, 500, 503]);
+});
