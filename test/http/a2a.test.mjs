@@ -7,6 +7,10 @@ import { loadConfig } from '../../dist/config.js';
 import { publicRoutes } from '../../dist/api/routes.js';
 import { DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
 import { ManualClock } from '../../dist/clock.js';
+import { bodyValidator } from '../../dist/http/validate.js';
+
+/** Asserts that a body conforms to a schema of schemas/ (throws naming the field otherwise). */
+const conforms = (schema, body) => bodyValidator(schema)(structuredClone(body));
 
 const V = { 'a2a-version': '1.0' };
 const ACTIONS = ['status', 'read', 'changes', 'topic', 'post', 'knowledge', 'work.list', 'work.history', 'work.changes', 'work.create', 'work.act'];
@@ -33,6 +37,7 @@ function dataOf(res, action) {
   assert.equal(m.parts.length, 1);
   assert.equal(m.parts[0].mediaType, 'application/json');
   assert.equal(m.parts[0].data.action, action);
+  conforms('A2ASendMessageResponse', res.body);
   return m.parts[0].data;
 }
 
@@ -49,6 +54,7 @@ function a2aError(res, status, rpcStatus, reason, domain) {
   assert.equal(info.reason, reason);
   if (domain) assert.equal(info.domain, domain);
   assert.equal(typeof info.metadata, 'object');
+  conforms('A2AError', res.body);
   return { ...info, message: e.message };
 }
 
@@ -57,6 +63,7 @@ test('the agent card is public, cacheable and names the HTTP+JSON interface unde
   const res = await s.get('/.well-known/agent-card.json');
   assert.equal(res.status, 200);
   const card = res.body;
+  conforms('AgentCard', card);
   assert.deepEqual(card.supportedInterfaces, [{ url: 'https://forum.example.org/base/a2a', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }]);
   assert.equal(card.version, '0.4.9');
   assert.equal(card.documentationUrl, 'https://forum.example.org/base/api/start.md');
@@ -349,6 +356,23 @@ test('other A2A operations answer the error A2A prescribes for an agent without 
   assert.equal(anonymous.headers['www-authenticate'], 'Bearer');
   // REST paths keep the REST error format.
   assert.deepEqual(Object.keys((await s.get('/api/nothing-here', token)).body), ['error']);
+});
+
+test('/openapi.json documents the A2A operations with google.rpc.Status errors', async (t) => {
+  const s = await startServer(t);
+  const doc = (await s.get('/openapi.json')).body;
+  const send = doc.paths['/a2a/message:send'].post;
+  assert.deepEqual(Object.keys(send.requestBody.content), ['application/json', 'application/a2a+json']);
+  assert.deepEqual(send.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/A2ASendMessageRequest' });
+  assert.deepEqual(send.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/A2ASendMessageResponse' });
+  for (const status of ['400', '401', '404', '409', '413', '415', '423', '429', '507']) {
+    const ref = send.responses[status].$ref.split('/').pop();
+    assert.deepEqual(doc.components.responses[ref].content['application/json'].schema, { $ref: '#/components/schemas/A2AError' }, status);
+  }
+  assert.equal(doc.paths['/a2a/tasks/{id}'].get.responses['404'].$ref, '#/components/responses/A2AErrorNotFound');
+  assert.ok(doc.paths['/a2a/tasks/{id}/pushNotificationConfigs/{configId}'].delete);
+  assert.ok(doc.paths['/.well-known/agent-card.json'].get.responses['304']);
+  assert.deepEqual(doc.paths['/.well-known/agent.json'].get.security, []);
 });
 
 /** The service in this process (for options a child process cannot take); closed after the test. */
