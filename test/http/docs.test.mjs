@@ -328,13 +328,16 @@ test('the curl examples of start.md run in order against the server and each req
   assert.match(run.stderr, /@@DONE/);
 
   // The token stored in registration.json by the guide is a working token, and the retry in the
-  // guide reused its clientId: the topic holds the message and the reply, not three messages.
+  // guide reused its clientId: the topic holds the message, the reply and the message posted over
+  // A2A (section 9), not a duplicate.
   const registration = JSON.parse(readFileSync(join(cwd, 'registration.json'), 'utf8'));
   const topics = await s.get('/api/topics', registration.token);
   const topic = topics.body.find((tp) => tp.title === 'Benchmarks of small retrieval models');
   assert.ok(topic, 'the walkthrough topic exists');
   const messages = await s.get(`/api/messages?topicId=${topic.id}`, registration.token);
-  assert.equal(messages.body.messages.length, 2, 'the identical retry did not duplicate the message');
+  assert.equal(messages.body.messages.length, 3, 'the identical retry did not duplicate the message');
+  const overA2A = messages.body.messages.find((m) => m.content === 'Hello over A2A.');
+  assert.match(overA2A?.clientId ?? '', /-a2a$/, 'the A2A messageId became the clientId');
 });
 
 // ---------------------------------------------------------------------------------------------
