@@ -130,3 +130,19 @@ export const DOCS_CACHE_MAX_AGE_SECONDS = 300;
 export const OPENAPI_VERSION = '3.1.1';
 /** Placeholder in guides and client helpers replaced by FORUM_PUBLIC_URL when served (ours). */
 export const BASE_URL_PLACEHOLDER = '{{BASE_URL}}';
+
+// ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
+/** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
+export const A2A_PROTOCOL_VERSION = '1.0';
+/** Header, or query parameter, in which clients name their A2A version (A2A 1.0 §3.2.6). */
+export const A2A_VERSION_HEADER = 'A2A-Version';
+/** The binding's name in the agent card's supportedInterfaces (A2A 1.0 §5). */
+export const A2A_PROTOCOL_BINDING = 'HTTP+JSON';
+/** Path prefix of the binding; the card's interface URL is FORUM_PUBLIC_URL + this (part 4). */
+export const A2A_BASE_PATH = '/a2a';
+/** Longest accepted A2A messageId and contextId; a messageId may become a clientId (part 2 Id; ours). */
+export const A2A_ID_LENGTH_MAX = ID_LENGTH_MAX;
+/** ErrorInfo domain of the errors A2A itself defines (TaskNotFound, ...) (A2A 1.0 §10.6). */
+export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
+/** How long clients and proxies may cache the agent card (ours). */
+export const AGENT_CARD_MAX_AGE_SECONDS = 300;

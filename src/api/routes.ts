@@ -10,10 +10,11 @@ import { feedRoutes } from './feeds/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
 import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
+import { a2aRoutes } from './a2a/routes.js';
 
-/** The API routes of part 4, by area. */
+/** The API routes of part 4, by area, and the A2A binding over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...a2aRoutes];
 }
 
 /**

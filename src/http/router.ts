@@ -1,12 +1,13 @@
 /**
  * The router is a table (trouter's idea): one array of routes, each with its method, exact path
- * (or a `/*` prefix for static folders), auth, schemas, rate-limit class and handler. The same
- * table drives request handling and /openapi.json, so the document cannot miss a route.
+ * (or a `/*` prefix for static folders and catch-alls), auth, schemas, rate-limit class and
+ * handler. The same table drives request handling and /openapi.json, so the document cannot miss
+ * a route.
  */
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
-import { methodNotAllowed, notFound } from './errors.js';
+import { methodNotAllowed, notFound, type HttpError } from './errors.js';
 
 export type Method = 'GET' | 'POST';
 
@@ -39,6 +40,39 @@ export interface RequestContext {
   agent: AgentEntry | null;
   /** Client address (see FORUM_TRUST_PROXY). */
   clientIp: string;
+  /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
+  runner?: RouteRunner;
+}
+
+/** The input of one route run: its query parameters and, for POST, its raw JSON body. */
+export interface RouteInput {
+  query: URLSearchParams;
+  /** Returns the unvalidated JSON body; called only for POST routes, after the write stop. */
+  body: () => unknown;
+}
+
+/**
+ * Runs a route of the table through the same steps as a REST request of the same caller
+ * (src/http/server.ts `runRoute`): its guards.afterAuth (its rate-limit class), the write stop for
+ * POST, its compiled query/body validator, its handler and the durability wait.
+ */
+export interface RouteRunner {
+  /** The route registered for exactly this method and path, or undefined. */
+  find(method: Method, path: string): Route | undefined;
+  /** Runs `route` for the current caller; throws the HttpError the route would answer. */
+  run(route: Route, input: RouteInput): Promise<Reply>;
+}
+
+/**
+ * How a route renders its errors when not as part 7's `{"error": "..."}` (e.g. the A2A binding's
+ * google.rpc.Status). Applies to every error of a request routed to it, including 401, 413, 415
+ * and 429 raised before its handler.
+ */
+export interface ErrorFormat {
+  /** Schema name in schemas/ of the error body, for OpenAPI. */
+  schema: string;
+  /** Renders the error body (JSON text). */
+  render(err: HttpError, app: App): string;
 }
 
 /** OpenAPI description of one response. */
@@ -51,6 +85,21 @@ export interface ResponseDoc {
   headers?: string[];
 }
 
+/**
+ * One concrete operation answered by a catch-all route (`method: '*'`), documented in
+ * /openapi.json as its own operation: OpenAPI has neither wildcard paths nor wildcard methods.
+ */
+export interface CatchAllOperation {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Full path; may use OpenAPI templates, e.g. `/a2a/tasks/{id}:cancel`. */
+  path: string;
+  /** Appended to the route's operationId (e.g. `GetTask`). */
+  operationIdSuffix: string;
+  summary: string;
+  /** The error statuses it answers besides 401 (bearer), 429, 500 and 503. */
+  errors: number[];
+}
+
 /** One concrete file served by a prefix route (documented in /openapi.json as its own operation). */
 export interface ServedFile {
   /** Full path, starting with the route's prefix, e.g. `/api/docs/assets/swagger-ui.css`. */
@@ -60,7 +109,12 @@ export interface ServedFile {
 }
 
 export interface Route {
-  method: Method;
+  /**
+   * The method; `'*'` (prefix routes only) accepts every method, and also receives requests to
+   * an exact path under its prefix that has no route for their method (so a catch-all can answer
+   * 405 in its own error format).
+   */
+  method: Method | '*';
   /** Exact path, or a prefix ending in `/*`. */
   path: string;
   auth: 'bearer' | 'public';
@@ -84,6 +138,18 @@ export interface Route {
    * without `files` is refused when the document is generated.
    */
   files?: ServedFile[];
+  /** Catch-all routes (`method: '*'`) only: the operations it answers, for OpenAPI. */
+  operations?: CatchAllOperation[];
+  /** Error rendering other than `{"error": "..."}` (default). */
+  errorFormat?: ErrorFormat;
+  /**
+   * A dispatching route (the A2A binding) hands each request to another route of the table via
+   * `ctx.runner`, and that route runs the per-route steps (guards.afterAuth with its rate-limit
+   * class, write stop, validation). For the dispatching route itself the pipeline only
+   * authenticates and reads the body with `contentTypes`; `body` then documents the envelope and
+   * is not validated by the pipeline.
+   */
+  dispatch?: boolean;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
 }
 
@@ -98,11 +164,17 @@ export class Router {
         this.prefixes.push(r);
         continue;
       }
+      if (r.method === '*') throw new Error(`route ${r.path}: method '*' is for prefix routes only`);
       let byMethod = this.exact.get(r.path);
       if (!byMethod) this.exact.set(r.path, (byMethod = new Map()));
       if (byMethod.has(r.method)) throw new Error(`duplicate route ${r.method} ${r.path}`);
       byMethod.set(r.method, r);
     }
+  }
+
+  /** The exact-path route for this method and path, or undefined (no HEAD mapping, no prefixes). */
+  find(method: Method, path: string): Route | undefined {
+    return this.exact.get(path)?.get(method);
   }
 
   /** Finds the route. Throws 404 for an unknown path, 405 (with Allow) for another method. */
@@ -111,15 +183,22 @@ export class Router {
     if (byMethod) {
       const r = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
       if (r) return r;
+      const catchAll = this.prefixes.find((p) => p.method === '*' && underPrefix(p, path));
+      if (catchAll) return catchAll;
       throw methodNotAllowed([...byMethod.keys()]);
     }
     for (const r of this.prefixes) {
-      const prefix = r.path.slice(0, -1);
-      if (path.startsWith(prefix) && path.length > prefix.length) {
-        if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return r;
+      if (underPrefix(r, path)) {
+        if (r.method === '*' || r.method === method || (method === 'HEAD' && r.method === 'GET')) return r;
         throw methodNotAllowed([r.method]);
       }
     }
     throw notFound(`no such endpoint: ${path}`);
   }
+}
+
+/** Whether `path` lies strictly under prefix route `r` (`/x/*` matches `/x/a`, not `/x/`). */
+function underPrefix(r: Route, path: string): boolean {
+  const prefix = r.path.slice(0, -1);
+  return path.startsWith(prefix) && path.length > prefix.length;
 }

@@ -2,14 +2,18 @@
  * The request pipeline over node:http (issue 2 "HTTP layer"):
  *
  *   target length (414) → route (404/405) → guards.beforeAuth (503 while shutting down, global
- *   limit 429, registration limit 429) → bearer auth (401) → guards.afterAuth (per-agent write and
- *   change-read limits 429, low disk 507 for POST) → write stop for POST (423) → query/body
- *   validation (400/413/415) → handler → await log durability → send.
+ *   limit 429, registration limit 429) → bearer auth (401) → runRoute: guards.afterAuth (per-agent
+ *   write and change-read limits 429, low disk 507 for POST) → write stop for POST (423) →
+ *   query/body validation (400/413/415) → handler → await log durability → send.
  *
  * The guards live in src/http/limits.ts and are wired by src/service.ts.
  *
- * Every error is rendered here and only here as `{"error": "..."}`; an unexpected exception is
- * logged and answered 500 without its stack.
+ * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
+ * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
+ *
+ * Every error is rendered here and only here: as `{"error": "..."}`, or by the route's
+ * `errorFormat` (A2A's google.rpc.Status on /a2a/*); an unexpected exception is logged and answered
+ * 500 without its stack.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { App } from '../app.js';
@@ -17,7 +21,7 @@ import { URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
-import { Router, type Reply, type RequestContext, type Route } from './router.js';
+import { Router, type Reply, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -32,13 +36,16 @@ export interface Guards {
 /** Security headers sent on every response (issue 8). */
 const BASE_HEADERS = { 'X-Content-Type-Options': 'nosniff' } as const;
 
-/** Sends an error as `{"error": message}` with its status and headers. */
-export function sendError(res: ServerResponse, err: HttpError): void {
+/**
+ * Sends an error with its status and headers: as `{"error": message}` (part 7), or as
+ * `render(err)` when the route has its own error format.
+ */
+export function sendError(res: ServerResponse, err: HttpError, render?: (err: HttpError) => string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify({ error: err.message });
+  const body = render ? render(err) : JSON.stringify({ error: err.message });
   res.writeHead(err.status, {
     ...BASE_HEADERS,
     ...err.headers,
@@ -107,6 +114,42 @@ interface Compiled {
 }
 
 /**
+ * The per-route steps shared by every binding, run for one authenticated (or public) request:
+ * bearer auth if the context has no agent yet (401) → guards.afterAuth (the route's rate-limit
+ * class, 429; low disk, 507) → write stop for POST (423) → the route's compiled query and body
+ * validators (400) → its handler → await log durability.
+ * Input: the app, the guards, the compiled validators, the route, the context (mutated: agent,
+ * query, body), the input and the response (guards may set headers on it).
+ * Output: the handler's reply, to send only after this resolves. Throws the HttpError to render.
+ */
+async function runRoute(
+  app: App,
+  guards: Guards,
+  compiled: Compiled,
+  route: Route,
+  ctx: RequestContext,
+  input: RouteInput,
+  res: ServerResponse,
+): Promise<Reply> {
+  if (route.auth === 'bearer' && ctx.agent === null) {
+    ctx.agent = authenticate(app, ctx.req);
+    touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+  }
+  guards.afterAuth?.(route, ctx, res);
+  if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
+  if (compiled.query) ctx.query = compiled.query(input.query);
+  if (route.method === 'POST') {
+    const raw = await input.body();
+    ctx.body = compiled.body ? compiled.body(raw) : raw;
+  }
+  const reply = await route.handler(ctx);
+  // Durability: nothing is acknowledged, and nothing appended by others is shown, before it is on
+  // disk. Resolves at once when no write is pending.
+  await app.log.sync();
+  return reply;
+}
+
+/**
  * Builds the request listener for a route table.
  * Input: the app, the routes, optional guards and a client-IP resolver.
  */
@@ -117,47 +160,68 @@ export function createRequestListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const router = new Router(routes);
   // Validators are compiled once per route at startup (Fastify's approach), never per request.
+  // A dispatching route's body schema documents its envelope; its handler validates it.
   const compiled = new Map<Route, Compiled>();
   for (const r of routes) {
     compiled.set(r, {
       query: r.query ? queryValidator(r.query) : undefined,
-      body: r.body ? bodyValidator(r.body) : undefined,
+      body: r.body && !r.dispatch ? bodyValidator(r.body) : undefined,
     });
   }
   const guards = opts.guards ?? {};
   const clientIpOf = opts.clientIp ?? socketIp;
 
+  /** A runner for the routes a dispatching route hands one request to (same caller, same response). */
+  const runnerFor = (outer: RequestContext, res: ServerResponse): RouteRunner => ({
+    find: (method, path) => router.find(method, path),
+    run: (route, input) => {
+      const search = input.query.toString();
+      const ctx: RequestContext = {
+        app,
+        req: outer.req,
+        url: new URL(route.path + (search ? `?${search}` : ''), 'http://localhost'),
+        query: {},
+        body: undefined,
+        agent: outer.agent,
+        clientIp: outer.clientIp,
+      };
+      return runRoute(app, guards, compiled.get(route)!, route, ctx, input, res);
+    },
+  });
+
   return (req, res) => {
     void (async () => {
+      let route: Route | undefined;
       try {
         const target = req.url ?? '/';
         if (Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
         const url = new URL(target, 'http://localhost');
         const method = req.method ?? 'GET';
-        const route = router.match(method, url.pathname);
+        route = router.match(method, url.pathname);
         const clientIp = clientIpOf(req);
         guards.beforeAuth?.(route, req, clientIp, res);
         const ctx: RequestContext = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
-        if (route.auth === 'bearer') {
-          ctx.agent = authenticate(app, req);
-          touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+        let reply: Reply;
+        if (route.dispatch) {
+          // The dispatching route only authenticates and reads its envelope; the route it hands
+          // the request to runs the remaining steps in runRoute.
+          if (route.auth === 'bearer') {
+            ctx.agent = authenticate(app, req);
+            touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+          }
+          if (route.method === 'POST') ctx.body = await readJsonBody(req, route.contentTypes);
+          ctx.runner = runnerFor(ctx, res);
+          reply = await route.handler(ctx);
+          await app.log.sync();
+        } else {
+          const r = route;
+          reply = await runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
         }
-        guards.afterAuth?.(route, ctx, res);
-        if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
-        const c = compiled.get(route)!;
-        if (c.query) ctx.query = c.query(url.searchParams);
-        if (route.method === 'POST') {
-          const raw = await readJsonBody(req, route.contentTypes);
-          ctx.body = c.body ? c.body(raw) : raw;
-        }
-        const reply = await route.handler(ctx);
-        // Durability: nothing is acknowledged, and nothing appended by others is shown, before
-        // it is on disk. Resolves at once when no write is pending.
-        await app.log.sync();
         sendReply(res, reply, method === 'HEAD');
       } catch (err) {
         const httpErr = toHttpError(err);
-        sendError(res, httpErr);
+        const format = route?.errorFormat;
+        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined);
         // A refused body may still be arriving; do not let it keep the connection busy.
         if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
       }

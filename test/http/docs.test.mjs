@@ -96,14 +96,16 @@ test('every route of the table is documented with its method and every documente
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) documented.push({ method: method.toUpperCase(), path, op });
   }
-  // Route table → document (prefix routes: each of their concrete files).
+  // Route table → document (prefix routes: each of their concrete files; catch-alls: each operation).
+  const operationsOf = (r) =>
+    r.method === '*' ? r.operations.map((o) => [o.method, o.path]) : (r.path.endsWith('/*') ? r.files.map((f) => f.path) : [r.path]).map((p) => [r.method, p]);
   for (const r of routes) {
-    const paths = r.path.endsWith('/*') ? r.files.map((f) => f.path) : [r.path];
-    assert.ok(paths.length > 0, `${r.method} ${r.path} documents at least one path`);
-    for (const p of paths) {
-      const op = doc.paths[p]?.[r.method.toLowerCase()];
-      assert.ok(op, `${r.method} ${p} is documented`);
-      assert.ok(op.operationId.startsWith(r.operationId), `${r.method} ${p}: operationId ${op.operationId} comes from ${r.operationId}`);
+    const ops = operationsOf(r);
+    assert.ok(ops.length > 0, `${r.method} ${r.path} documents at least one path`);
+    for (const [m, p] of ops) {
+      const op = doc.paths[p]?.[m.toLowerCase()];
+      assert.ok(op, `${m} ${p} is documented`);
+      assert.ok(op.operationId.startsWith(r.operationId), `${m} ${p}: operationId ${op.operationId} comes from ${r.operationId}`);
       assert.deepEqual(op.tags, [r.tag]);
       if (r.auth === 'public') assert.deepEqual(op.security, [], `${p} is public`);
       else assert.equal(op.security, undefined, `${p} uses the global bearer requirement`);
@@ -115,7 +117,7 @@ test('every route of the table is documented with its method and every documente
     const route = router.match(method, path);
     assert.ok(op.operationId.startsWith(route.operationId), `${method} ${path} is served by ${route.operationId}`);
   }
-  const total = routes.reduce((n, r) => n + (r.path.endsWith('/*') ? r.files.length : 1), 0);
+  const total = routes.reduce((n, r) => n + operationsOf(r).length, 0);
   assert.equal(documented.length, total, 'no operation is documented twice or invented');
   // And the running server really answers every documented public GET that needs no parameter with 200.
   for (const { method, path, op } of documented) {
@@ -326,13 +328,16 @@ test('the curl examples of start.md run in order against the server and each req
   assert.match(run.stderr, /@@DONE/);
 
   // The token stored in registration.json by the guide is a working token, and the retry in the
-  // guide reused its clientId: the topic holds the message and the reply, not three messages.
+  // guide reused its clientId: the topic holds the message, the reply and the message posted over
+  // A2A (section 9), not a duplicate.
   const registration = JSON.parse(readFileSync(join(cwd, 'registration.json'), 'utf8'));
   const topics = await s.get('/api/topics', registration.token);
   const topic = topics.body.find((tp) => tp.title === 'Benchmarks of small retrieval models');
   assert.ok(topic, 'the walkthrough topic exists');
   const messages = await s.get(`/api/messages?topicId=${topic.id}`, registration.token);
-  assert.equal(messages.body.messages.length, 2, 'the identical retry did not duplicate the message');
+  assert.equal(messages.body.messages.length, 3, 'the identical retry did not duplicate the message');
+  const overA2A = messages.body.messages.find((m) => m.content === 'Hello over A2A.');
+  assert.match(overA2A?.clientId ?? '', /-a2a$/, 'the A2A messageId became the clientId');
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -47,10 +47,13 @@ async function inProcess(t, env = {}, opts = {}) {
   return h;
 }
 
-/** Every POST route of the table, with a concrete path. */
+/**
+ * Every POST route of the table, with a concrete path. Dispatching routes (POST /a2a/message:send)
+ * apply write stop and low disk per action, to the route they run; test/http/a2a.test.mjs covers them.
+ */
 const postPaths = () =>
   publicRoutes()
-    .filter((r) => r.method === 'POST')
+    .filter((r) => r.method === 'POST' && !r.dispatch)
     .map((r) => r.path.replace(/\/\*$/, '/x'));
 
 test('the 31st write of a token in a minute gets 429 with Retry-After and RateLimit headers; the window frees on time', async (t) => {

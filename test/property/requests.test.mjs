@@ -52,10 +52,12 @@ function queryArbitrary(schemaName) {
   return fc.array(fc.tuple(key, value), { maxLength: 5 }).map((pairs) => new URLSearchParams(pairs).toString());
 }
 
-function assertRefusalShape(res, what) {
+/** A refusal is a 4xx with {error: "..."}, or a google.rpc.Status on routes with their own error format (A2A). */
+function assertRefusalShape(res, what, route) {
   assert.ok(res.status < 500, `${what} gave ${res.status}: ${JSON.stringify(res.body)}`);
   if (res.status >= 400) {
-    assert.equal(typeof res.body?.error, 'string', `${what}: 4xx without {error}`);
+    if (route?.errorFormat) assert.equal(typeof res.body?.error?.message, 'string', `${what}: 4xx without {error: {message}}`);
+    else assert.equal(typeof res.body?.error, 'string', `${what}: 4xx without {error}`);
   }
 }
 
@@ -69,7 +71,7 @@ test('random and mutated bodies on every POST route never give 500 and never wri
       fc.asyncProperty(bodyArbitrary(route.body), async (raw) => {
         const before = h.app.log.headSeq;
         const res = await h.request('POST', route.path, { raw, token: agent.token, headers: { 'content-type': 'application/json', 'a2a-version': '1.0' } });
-        assertRefusalShape(res, `POST ${route.path} ${raw.slice(0, 80)}`);
+        assertRefusalShape(res, `POST ${route.path} ${raw.slice(0, 80)}`, route);
         if (res.status >= 400) assert.equal(h.app.log.headSeq, before, `refused POST ${route.path} wrote a record`);
       }),
       { numRuns: RUNS },
@@ -86,7 +88,7 @@ test('random query strings on every GET route never give 500', async (t) => {
       fc.asyncProperty(queryArbitrary(route.query), async (qs) => {
         const before = h.app.log.headSeq;
         const res = await h.get(`${route.path}?${qs}`, agent.token);
-        assertRefusalShape(res, `GET ${route.path}?${qs}`);
+        assertRefusalShape(res, `GET ${route.path}?${qs}`, route);
         assert.equal(h.app.log.headSeq, before, 'a read wrote a record');
       }),
       { numRuns: RUNS },

@@ -60,6 +60,36 @@ test('a table the generator cannot document faithfully is refused', () => {
   assert.throws(() => buildOpenApi([route({}), route({ path: '/api/other' })], schemas), /duplicate operationId listThings/);
   assert.throws(() => buildOpenApi([route({ query: 'Missing' })], schemas), /query schema "Missing"/);
   assert.throws(() => buildOpenApi([route({ errors: [418] })], schemas), /no documented error response for status 418/);
+  assert.throws(() => buildOpenApi([route({ method: '*', path: '/rpc/*' })], schemas), /must be a prefix route listing its operations/);
+  const op = { method: 'GET', path: '/elsewhere/x', operationIdSuffix: 'X', summary: 'x', errors: [404] };
+  assert.throws(() => buildOpenApi([route({ method: '*', path: '/rpc/*', operations: [op] })], schemas), /not under \/rpc\/\*/);
+  assert.throws(() => buildOpenApi([route({ errorFormat: { schema: 'Missing', render: () => '' } })], schemas), /error format schema "Missing"/);
+});
+
+test('a catch-all route documents each of its operations, and an error format gets its own error responses', async () => {
+  const withFormat = new Map([...schemas, ['RpcError', { $id: 'RpcError', type: 'object', properties: { error: { type: 'object' } } }]]);
+  const errorFormat = { schema: 'RpcError', render: () => '{}' };
+  const doc = withServer(buildOpenApi([
+    route({ method: 'POST', path: '/rpc/send', operationId: 'rpcSend', body: 'Thing', errorFormat }),
+    route({
+      method: '*', path: '/rpc/*', operationId: 'rpcOther', responses: {}, errorFormat,
+      operations: [
+        { method: 'GET', path: '/rpc/tasks/{id}', operationIdSuffix: 'GetTask', summary: 'Never found.', errors: [404] },
+        { method: 'DELETE', path: '/rpc/tasks/{id}/configs/{configId}', operationIdSuffix: 'DeleteConfig', summary: 'Unsupported.', errors: [400] },
+      ],
+    }),
+  ], withFormat), 'http://forum.test');
+  assert.deepEqual(doc.paths['/rpc/send'].post.responses['400'], { $ref: '#/components/responses/RpcErrorBadRequest' });
+  assert.deepEqual(doc.components.responses.RpcErrorBadRequest.content['application/json'].schema, { $ref: '#/components/schemas/RpcError' });
+  assert.deepEqual(doc.components.responses.BadRequest.content['application/json'].schema, { $ref: '#/components/schemas/Error' });
+  const get = doc.paths['/rpc/tasks/{id}'].get;
+  assert.equal(get.operationId, 'rpcOtherGetTask');
+  assert.deepEqual(get.parameters, [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }]);
+  assert.deepEqual(Object.keys(get.responses), ['401', '404', '429', '500', '503']);
+  assert.deepEqual(get.responses['404'], { $ref: '#/components/responses/RpcErrorNotFound' });
+  assert.deepEqual(doc.paths['/rpc/tasks/{id}/configs/{configId}'].delete.parameters.map((p) => p.name), ['id', 'configId']);
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
 });
 
 test('a prefix route documents each of its files with its own content type', () => {

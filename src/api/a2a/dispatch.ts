@@ -1,0 +1,319 @@
+/**
+ * POST /a2a/message:send (part 1 A2A bullet, part 4 "A2A binding"; A2A 1.0.1 §3.1.1, §11): one
+ * synchronous operation whose single data part names an action and its input. Each action is a
+ * (method, path) of the REST route table and runs through the same steps as a REST request
+ * (src/http/server.ts `runRoute`: the route's rate-limit class, write stop for writes, the route's
+ * compiled validator on `input`, its handler, the durability wait) — one code path, not a copy.
+ *
+ * Request (unknown fields are ignored, as A2A requires):
+ *   {"message": {"messageId", "role": "ROLE_USER", "parts": [{"data": {"action", "input"?}}],
+ *                "contextId"?, "taskId"?, "metadata"?}, "configuration"?, "metadata"?}
+ * Response 200:
+ *   {"message": {"messageId": <new>, "contextId": <the client's or new>, "role": "ROLE_AGENT",
+ *                "parts": [{"data": {"action", "status": <REST status>, "result": <REST body>},
+ *                           "mediaType": "application/json"}]}}
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { A2A_ID_LENGTH_MAX, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, ID_LENGTH_MAX, ID_PATTERN } from '../../constants.js';
+import { badRequest } from '../../http/errors.js';
+import type { Method, Reply, RequestContext, RouteInput } from '../../http/router.js';
+import { contentTypeNotSupported, pushNotificationNotSupported, taskNotFound, unsupportedOperation, versionNotSupported } from './errors.js';
+
+/** How an action obtains the REST `clientId` (part 1: work writes use the A2A messageId). */
+export type ClientIdRule =
+  /** The REST route has no clientId. */
+  | 'none'
+  /** `input.clientId` if given, else the messageId (post). */
+  | 'inputOrMessageId'
+  /** Always the messageId; a different `input.clientId` is 400 (work.create, work.act). */
+  | 'messageId';
+
+/** One action of the binding: the REST route it runs, and its documentation for the agent card. */
+export interface A2AAction {
+  action: string;
+  method: Method;
+  path: string;
+  clientId: ClientIdRule;
+  /** Skill name and description for the card. */
+  name: string;
+  description: string;
+  tags: string[];
+  /** Example `input` (shown in the card's skill examples). */
+  example: Record<string, unknown>;
+}
+
+/** The eleven actions (part 1), in documentation order. */
+export const A2A_ACTIONS: readonly A2AAction[] = [
+  {
+    action: 'status',
+    method: 'GET',
+    path: '/api/status',
+    clientId: 'none',
+    name: 'Service status',
+    description: 'GET /api/status: name, version, agent counts, writeStop and registrationOpen. No input.',
+    tags: ['status'],
+    example: {},
+  },
+  {
+    action: 'read',
+    method: 'GET',
+    path: '/api/search',
+    clientId: 'none',
+    name: 'Search messages and knowledge',
+    description: 'GET /api/search: up to `limit` messages and up to `limit` knowledge items. Input: q, agentId, topicId, before, id, history, limit.',
+    tags: ['forum', 'knowledge', 'search'],
+    example: { q: 'retry budget', limit: 10 },
+  },
+  {
+    action: 'changes',
+    method: 'GET',
+    path: '/api/changes',
+    clientId: 'none',
+    name: 'Discussion change feed',
+    description: 'GET /api/changes (forum-changes-v1): one page of room, topic, message and knowledge events. Input: after, originId (required when after > 0), limit.',
+    tags: ['feed', 'sync'],
+    example: { after: 0, limit: 50 },
+  },
+  {
+    action: 'topic',
+    method: 'POST',
+    path: '/api/topics',
+    clientId: 'none',
+    name: 'Open a topic',
+    description: 'POST /api/topics: open a topic in a room (default commons). Not idempotent. Input: title, roomId.',
+    tags: ['forum', 'write'],
+    example: { title: 'Retry budgets for polling agents' },
+  },
+  {
+    action: 'post',
+    method: 'POST',
+    path: '/api/messages',
+    clientId: 'inputOrMessageId',
+    name: 'Post a message',
+    description: 'POST /api/messages: post a message or a reply in the same topic. Input: topicId, content, replyTo, clientId (default: the A2A messageId, so resending the same A2A message is an idempotent retry).',
+    tags: ['forum', 'write'],
+    example: { topicId: 'tp_0000000002', content: 'Hello, forum.' },
+  },
+  {
+    action: 'knowledge',
+    method: 'POST',
+    path: '/api/knowledge',
+    clientId: 'none',
+    name: 'Publish or revise knowledge',
+    description: 'POST /api/knowledge: publish a knowledge item, or revise your own with previousId and expectedRevision. New items are not idempotent. Input: title, content, category, sources, topicId, previousId, expectedRevision.',
+    tags: ['knowledge', 'write'],
+    example: { title: 'Poll delays', content: 'Wait pollAfterSeconds between change-feed requests.', category: 'evidence', sources: ['https://example.org/spec'] },
+  },
+  {
+    action: 'work.list',
+    method: 'GET',
+    path: '/api/work',
+    clientId: 'none',
+    name: 'List work items',
+    description: 'GET /api/work: work items in creation order. Input: after, limit, id, state, tag, q, authorId, assigneeId, available.',
+    tags: ['work'],
+    example: { available: true, limit: 20 },
+  },
+  {
+    action: 'work.history',
+    method: 'GET',
+    path: '/api/work/history',
+    clientId: 'none',
+    name: 'Work item history',
+    description: 'GET /api/work/history: the revisions of one work item. Input: workItemId, afterRevision, limit.',
+    tags: ['work'],
+    example: { workItemId: 'wk_0000000007' },
+  },
+  {
+    action: 'work.changes',
+    method: 'GET',
+    path: '/api/work/changes',
+    clientId: 'none',
+    name: 'Work change feed',
+    description: 'GET /api/work/changes (forum-work-changes-v1): one page of work_item snapshots, with its own cursor. Input: after, originId, limit.',
+    tags: ['work', 'feed', 'sync'],
+    example: { after: 0, limit: 50 },
+  },
+  {
+    action: 'work.create',
+    method: 'POST',
+    path: '/api/work',
+    clientId: 'messageId',
+    name: 'Create a work item',
+    description: 'POST /api/work: create a work item (and its discussion topic unless topicId is given). The A2A messageId is the clientId: resending the same A2A message returns the original snapshot. Input: title, description, acceptanceCriteria, tags, topicId.',
+    tags: ['work', 'write'],
+    example: { title: 'Summarise the retry thread', description: 'Write a short summary of the retry discussion.', acceptanceCriteria: 'At most 200 words, with links to the messages.', tags: ['summary'] },
+  },
+  {
+    action: 'work.act',
+    method: 'POST',
+    path: '/api/work/action',
+    clientId: 'messageId',
+    name: 'Act on a work item',
+    description: 'POST /api/work/action: claim, renew, release, submit, review or cancel. The A2A messageId is the clientId; use a new messageId for each new action. Input: action, workItemId, expectedRevision and the action\'s fields.',
+    tags: ['work', 'write'],
+    example: { action: 'claim', workItemId: 'wk_0000000007', expectedRevision: 1, leaseMinutes: 30 },
+  },
+];
+
+const ACTIONS_BY_NAME = new Map(A2A_ACTIONS.map((a) => [a.action, a]));
+const ACTION_LIST = A2A_ACTIONS.map((a) => a.action).join(', ');
+const ID_RE = new RegExp(ID_PATTERN);
+/** 1.0 with an optional patch version (part 9: the binding is version 1.0; patches are compatible). */
+const VERSION_RE = /^1\.0(\.(0|[1-9][0-9]*))?$/;
+
+/**
+ * Checks the A2A-Version header, or the A2A-Version query parameter when the header is absent.
+ * Throws 400 VersionNotSupported naming the header to send (a missing version means 0.3 in A2A).
+ */
+export function checkVersion(req: IncomingMessage, url: URL): void {
+  const header = req.headers[A2A_VERSION_HEADER.toLowerCase()];
+  const raw = typeof header === 'string' && header.trim() !== '' ? header : url.searchParams.get(A2A_VERSION_HEADER);
+  const how = `send the header "${A2A_VERSION_HEADER}: ${A2A_PROTOCOL_VERSION}" (or the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION})`;
+  if (raw === null || raw === undefined || raw.trim() === '') {
+    throw versionNotSupported(`missing ${A2A_VERSION_HEADER}: this agent implements A2A ${A2A_PROTOCOL_VERSION} only (a request without the header means 0.3); ${how}`, A2A_PROTOCOL_VERSION);
+  }
+  const version = raw.trim();
+  if (!VERSION_RE.test(version)) {
+    throw versionNotSupported(`${A2A_VERSION_HEADER} ${JSON.stringify(version)} is not supported: this agent implements A2A ${A2A_PROTOCOL_VERSION} only; ${how}`, A2A_PROTOCOL_VERSION);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The parts of the envelope the binding uses. */
+export interface SendMessageEnvelope {
+  messageId: string;
+  /** The client's contextId, or null. */
+  contextId: string | null;
+  action: A2AAction;
+  /** The data part's `input` (an empty object when absent). */
+  input: Record<string, unknown>;
+}
+
+/** A string field of 1..A2A_ID_LENGTH_MAX characters, or throws 400 naming it. */
+function idField(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > A2A_ID_LENGTH_MAX) {
+    throw badRequest(`field "${field}" must be a string of 1..${A2A_ID_LENGTH_MAX} characters`);
+  }
+  return value;
+}
+
+/**
+ * Validates the SendMessageRequest envelope (our own code: A2A requires ignoring unknown fields,
+ * which the REST schemas refuse). Throws 400 naming the field and rule, 404 TaskNotFound for a
+ * taskId, 400 PushNotificationNotSupported for a push configuration, 400 ContentTypeNotSupported
+ * for text, file or url parts.
+ */
+export function parseEnvelope(body: unknown): SendMessageEnvelope {
+  if (!isObject(body)) throw badRequest('body must be a SendMessageRequest object: {"message": {...}}');
+  const m = body.message;
+  if (!isObject(m)) throw badRequest('missing required field "message" (an object)');
+  const messageId = idField(m.messageId, 'message.messageId');
+  if (m.role !== 'ROLE_USER') {
+    throw badRequest(`field "message.role" must be "ROLE_USER" (got ${JSON.stringify(m.role ?? null)})`);
+  }
+  let contextId: string | null = null;
+  if (m.contextId !== undefined && m.contextId !== '') contextId = idField(m.contextId, 'message.contextId');
+  // Work items are application records, not A2A tasks: no task id exists (proto3 JSON may send "").
+  if (m.taskId !== undefined && m.taskId !== null && m.taskId !== '') throw taskNotFound(String(m.taskId));
+  const configuration = body.configuration;
+  if (isObject(configuration) && configuration.taskPushNotificationConfig != null) throw pushNotificationNotSupported();
+  if (!Array.isArray(m.parts) || m.parts.length === 0) {
+    throw badRequest('field "message.parts" must be a non-empty array holding exactly one data part {"data": {"action": ..., "input": {...}}}');
+  }
+  const dataParts: Record<string, unknown>[] = [];
+  for (const [i, part] of m.parts.entries()) {
+    if (!isObject(part)) throw badRequest(`field "message.parts.${i}" must be an object`);
+    if (part.data === undefined) {
+      throw contentTypeNotSupported(
+        `message.parts.${i} is not a data part: this agent accepts exactly one data part (application/json) with an action; text, file and url parts (natural-language tasks) are not supported`,
+      );
+    }
+    if (part.mediaType !== undefined && part.mediaType !== '' && part.mediaType !== 'application/json') {
+      throw contentTypeNotSupported(`message.parts.${i}.mediaType must be "application/json" (got ${JSON.stringify(part.mediaType)})`);
+    }
+    dataParts.push(part);
+  }
+  if (dataParts.length !== 1) {
+    throw badRequest(`field "message.parts" must hold exactly one data part, got ${dataParts.length}; send one action per message`);
+  }
+  const data = dataParts[0]!.data;
+  if (!isObject(data)) throw badRequest('field "message.parts.0.data" must be an object {"action": ..., "input": {...}}');
+  if (typeof data.action !== 'string') throw badRequest(`missing required field "data.action": one of ${ACTION_LIST}`);
+  const action = ACTIONS_BY_NAME.get(data.action);
+  if (!action) throw badRequest(`unknown action ${JSON.stringify(data.action)}: data.action must be one of ${ACTION_LIST}`);
+  if (data.input !== undefined && !isObject(data.input)) {
+    throw badRequest(`field "data.input" must be an object (the REST ${action.method === 'GET' ? 'query parameters' : 'body'} of ${action.method} ${action.path})`);
+  }
+  return { messageId, contextId, action, input: (data.input as Record<string, unknown> | undefined) ?? {} };
+}
+
+/**
+ * Converts an action's `input` into the REST route's input: query parameters for GET (numbers
+ * and booleans as canonical strings, strings as they are; objects, arrays and null are 400), the
+ * body for POST with the clientId rule applied.
+ */
+export function routeInput(env: SendMessageEnvelope): RouteInput {
+  const { action, input } = env;
+  if (action.method === 'GET') {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(input)) {
+      if (typeof value === 'string') query.append(key, value);
+      else if (typeof value === 'number' || typeof value === 'boolean') query.append(key, String(value));
+      else throw badRequest(`field "input.${key}" must be a string, number or boolean (it is the query parameter "${key}" of GET ${action.path})`);
+    }
+    return { query, body: () => undefined };
+  }
+  const body: Record<string, unknown> = { ...input };
+  if (action.clientId !== 'none') {
+    const given = body.clientId;
+    if (action.clientId === 'messageId' && given !== undefined && given !== env.messageId) {
+      throw badRequest(
+        `field "input.clientId" must be absent or equal to message.messageId for action "${action.action}": the A2A messageId is the clientId (part 1); send a new messageId for a new request`,
+      );
+    }
+    if (given === undefined) {
+      if (env.messageId.length > ID_LENGTH_MAX || !ID_RE.test(env.messageId)) {
+        throw badRequest(
+          `field "message.messageId" becomes the clientId of action "${action.action}", so it must match ${ID_PATTERN} (1..${ID_LENGTH_MAX} characters), e.g. a UUID`,
+        );
+      }
+      body.clientId = env.messageId;
+    }
+  }
+  return { query: new URLSearchParams(), body: () => body };
+}
+
+/** The REST reply's body as JSON text (what the REST endpoint would have sent). */
+function resultJson(reply: Reply): string {
+  if (reply.json !== undefined) return reply.json;
+  if (reply.body !== undefined) return JSON.stringify(reply.body);
+  if (reply.raw !== undefined) return JSON.stringify(reply.raw.toString());
+  return 'null';
+}
+
+/**
+ * Handles POST /a2a/message:send: version check, envelope, then the action's REST route through
+ * the shared pipeline steps (`ctx.runner`). Throws the REST route's HttpError (rendered as
+ * google.rpc.Status by the route's error format), 400 for an unknown action, 400
+ * UnsupportedOperation when the action's REST route is not installed.
+ */
+export async function sendMessage(ctx: RequestContext): Promise<Reply> {
+  checkVersion(ctx.req, ctx.url);
+  const env = parseEnvelope(ctx.body);
+  const runner = ctx.runner!;
+  const route = runner.find(env.action.method, env.action.path);
+  if (!route) {
+    throw unsupportedOperation(`action "${env.action.action}" is not available on this server: its REST endpoint ${env.action.method} ${env.action.path} is not installed`);
+  }
+  const reply = await runner.run(route, routeInput(env));
+  const json =
+    `{"message":{"messageId":${JSON.stringify(randomUUID())},"contextId":${JSON.stringify(env.contextId ?? randomUUID())},` +
+    `"role":"ROLE_AGENT","parts":[{"data":{"action":${JSON.stringify(env.action.action)},"status":${reply.status},` +
+    `"result":${resultJson(reply)}},"mediaType":"application/json"}]}}`;
+  return { status: 200, json };
+}

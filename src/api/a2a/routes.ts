@@ -1,0 +1,137 @@
+/**
+ * Routes of the A2A 1.0 binding (part 4 "A2A binding", part 1 static paths): the agent cards,
+ * POST /a2a/message:send, and a catch-all that answers every other A2A HTTP+JSON operation
+ * (A2A 1.0.1 §11.3) with the error A2A prescribes for an agent without tasks, streaming, push
+ * notifications or an extended card. Every /a2a/* error is a google.rpc.Status (./errors.ts).
+ */
+import { A2A_BASE_PATH } from '../../constants.js';
+import { HttpError, methodNotAllowed, notFound } from '../../http/errors.js';
+import type { RequestContext, Route } from '../../http/router.js';
+import { serveAgentCard } from './card.js';
+import { sendMessage } from './dispatch.js';
+import { A2A_ERROR_FORMAT, pushNotificationNotSupported, taskNotFound, unsupportedOperation } from './errors.js';
+
+const NO_TASKS = 'this agent answers every message synchronously and creates no A2A tasks (work items are application records: use the work.* actions of POST /a2a/message:send)';
+const NO_STREAMING = 'streaming is not supported (capabilities.streaming is false); use POST /a2a/message:send and poll the change feeds';
+
+/** An A2A HTTP+JSON operation other than SendMessage (A2A 1.0.1 §11.3), and the error it answers. */
+interface OtherOperation {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Path below /a2a, with `{param}` segments. */
+  template: string;
+  /** The A2A operation name (operationId suffix in /openapi.json). */
+  name: string;
+  /** The HTTP status of its answer (for OpenAPI). */
+  status: 400 | 404;
+  answer: (params: string[]) => HttpError;
+  summary: string;
+}
+
+const streaming = (name: string) => () => unsupportedOperation(`${name}: ${NO_STREAMING}`);
+const pushConfigs = () => pushNotificationNotSupported();
+const OTHER_OPERATIONS: readonly OtherOperation[] = [
+  { method: 'POST', template: '/message:stream', name: 'SendStreamingMessage', status: 400, answer: streaming('SendStreamingMessage'), summary: 'Streaming: UnsupportedOperation (capabilities.streaming is false).' },
+  { method: 'GET', template: '/tasks', name: 'ListTasks', status: 400, answer: () => unsupportedOperation(`ListTasks: ${NO_TASKS}`), summary: 'Tasks: UnsupportedOperation (this agent creates no A2A tasks).' },
+  { method: 'GET', template: '/tasks/{id}', name: 'GetTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id: work items are application records, not A2A tasks.' },
+  { method: 'POST', template: '/tasks/{id}:cancel', name: 'CancelTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id.' },
+  { method: 'GET', template: '/tasks/{id}:subscribe', name: 'SubscribeToTask', status: 400, answer: streaming('SubscribeToTask'), summary: 'Streaming: UnsupportedOperation.' },
+  { method: 'POST', template: '/tasks/{id}:subscribe', name: 'SubscribeToTaskByPost', status: 400, answer: streaming('SubscribeToTask'), summary: 'Streaming (the form older clients send): UnsupportedOperation.' },
+  { method: 'POST', template: '/tasks/{id}/pushNotificationConfigs', name: 'CreateTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported (capabilities.pushNotifications is false).' },
+  { method: 'GET', template: '/tasks/{id}/pushNotificationConfigs', name: 'ListTaskPushNotificationConfigs', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
+  { method: 'GET', template: '/tasks/{id}/pushNotificationConfigs/{configId}', name: 'GetTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
+  { method: 'DELETE', template: '/tasks/{id}/pushNotificationConfigs/{configId}', name: 'DeleteTaskPushNotificationConfig', status: 400, answer: pushConfigs, summary: 'PushNotificationNotSupported.' },
+  {
+    method: 'GET',
+    template: '/extendedAgentCard',
+    name: 'GetExtendedAgentCard',
+    status: 400,
+    answer: () => unsupportedOperation('GetExtendedAgentCard: there is no extended agent card (capabilities.extendedAgentCard is false); the public card at /.well-known/agent-card.json is complete'),
+    summary: 'UnsupportedOperation: the public agent card is complete (capabilities.extendedAgentCard is false).',
+  },
+];
+
+/** `/tasks/{id}:cancel` → /^\/tasks\/([^/:]+):cancel$/ (a parameter is one segment, up to a `:` verb). */
+function templateRegExp(template: string): RegExp {
+  const source = template
+    .split(/(\{[^}]+\})/)
+    .map((part) => (part.startsWith('{') ? '([^/:]+)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}$`);
+}
+
+const MATCHERS = OTHER_OPERATIONS.map((op) => ({ op, re: templateRegExp(op.template) }));
+
+/** Answers any other request under /a2a/: the operation's A2A error, 405 with Allow, or 404. */
+function otherOperation(ctx: RequestContext): never {
+  const sub = ctx.url.pathname.slice(A2A_BASE_PATH.length);
+  const method = ctx.req.method === 'HEAD' ? 'GET' : ctx.req.method ?? 'GET';
+  // The exact route takes POST; every other method on its path ends up here.
+  if (sub === '/message:send') throw methodNotAllowed(['POST']);
+  const allowed: string[] = [];
+  for (const { op, re } of MATCHERS) {
+    const m = re.exec(sub);
+    if (!m) continue;
+    if (op.method === method) throw op.answer(m.slice(1).map((p) => decodeURIComponent(p)));
+    allowed.push(op.method);
+  }
+  if (allowed.length > 0) throw methodNotAllowed(allowed);
+  throw notFound(`no A2A operation at ${ctx.url.pathname}: this agent offers POST ${A2A_BASE_PATH}/message:send (see /.well-known/agent-card.json)`);
+}
+
+export const a2aRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/.well-known/agent-card.json',
+    auth: 'public',
+    operationId: 'getAgentCard',
+    summary: 'A2A 1.0 agent card: the HTTP+JSON interface at /a2a, bearer security, one skill per action. Cacheable (ETag, 304).',
+    tag: 'A2A',
+    responses: { 200: { description: 'The agent card', schema: 'AgentCard', headers: ['ETag', 'Cache-Control'] }, 304: { description: 'Not modified (If-None-Match matched the ETag)' } },
+    handler: serveAgentCard,
+  },
+  {
+    method: 'GET',
+    path: '/.well-known/agent.json',
+    auth: 'public',
+    operationId: 'getAgentCardLegacyPath',
+    summary: 'The same agent card at the path older A2A clients request.',
+    tag: 'A2A',
+    responses: { 200: { description: 'The agent card', schema: 'AgentCard', headers: ['ETag', 'Cache-Control'] }, 304: { description: 'Not modified (If-None-Match matched the ETag)' } },
+    handler: serveAgentCard,
+  },
+  {
+    method: 'POST',
+    path: `${A2A_BASE_PATH}/message:send`,
+    auth: 'bearer',
+    operationId: 'a2aSendMessage',
+    summary:
+      'A2A 1.0 SendMessage (HTTP+JSON): one data part {action, input}; the action runs its REST endpoint with the same validation, limits and records and answers synchronously. Header A2A-Version: 1.0 required.',
+    tag: 'A2A',
+    body: 'A2ASendMessageRequest',
+    contentTypes: ['application/json', 'application/a2a+json'],
+    dispatch: true,
+    errorFormat: A2A_ERROR_FORMAT,
+    errors: [404, 409, 423, 507],
+    responses: { 200: { description: "A message whose data part carries the action, the REST status and the REST endpoint's result", schema: 'A2ASendMessageResponse' } },
+    handler: sendMessage,
+  },
+  {
+    method: '*',
+    path: `${A2A_BASE_PATH}/*`,
+    auth: 'bearer',
+    operationId: 'a2aOtherOperations',
+    summary:
+      'Every other A2A operation: tasks (TaskNotFound or UnsupportedOperation), streaming (UnsupportedOperation), push notification configs (PushNotificationNotSupported), extendedAgentCard (UnsupportedOperation).',
+    tag: 'A2A',
+    errorFormat: A2A_ERROR_FORMAT,
+    responses: {},
+    operations: OTHER_OPERATIONS.map((op) => ({
+      method: op.method,
+      path: A2A_BASE_PATH + op.template,
+      operationIdSuffix: op.name,
+      summary: `${op.name}: ${op.summary}`,
+      errors: [op.status],
+    })),
+    handler: otherOperation,
+  },
+];
