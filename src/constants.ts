@@ -58,6 +58,11 @@ export const LEASE_MINUTES_DEFAULT = 30;
 export const FEED_POLL_BACKLOG_SECONDS = 1;
 export const FEED_POLL_CAUGHT_UP_SECONDS = 60;
 export const CATALOG_ITEMS_MAX = 3;
+/**
+ * Feed pages whose whole window lies below the log head never change, so the last this many of
+ * them are kept as encoded bytes (ours; at most 100 events each, so a few MB).
+ */
+export const FEED_PAGE_CACHE_MAX = 64;
 export const CATALOG_POLL_SECONDS = 300;
 
 // ---- Rate limits (part 8) ----
@@ -75,6 +80,11 @@ export const TOKEN_BYTES = 32;
 export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Width of the zero-padded sequence in generated ids, so ids sort like their creation order (ours). */
 export const ID_SEQ_DIGITS = 10;
+/**
+ * GET /api/status is rebuilt at most this often while nothing it reports changes (ours): it is
+ * the most polled endpoint, and `activeAgents` would otherwise cost a pass over every agent.
+ */
+export const STATUS_CACHE_MS = 1000;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
 

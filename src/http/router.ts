@@ -27,11 +27,32 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
+/** A parsed request target: the path as sent (not decoded) and the query parameters. */
+export interface RequestTarget {
+  pathname: string;
+  searchParams: URLSearchParams;
+}
+
+/**
+ * Splits a request target into path and query without a full URL parse (a hot path: every
+ * request). Absolute-form targets (`http://host/path`, sent to proxies) fall back to URL.
+ */
+export function parseTarget(target: string): RequestTarget {
+  if (!target.startsWith('/')) {
+    const u = new URL(target, 'http://localhost');
+    return { pathname: u.pathname, searchParams: u.searchParams };
+  }
+  const q = target.indexOf('?');
+  if (q === -1) return { pathname: target, searchParams: new URLSearchParams() };
+  return { pathname: target.slice(0, q), searchParams: new URLSearchParams(target.slice(q + 1)) };
+}
+
 /** Everything a handler may use about one request. */
 export interface RequestContext {
   app: App;
   req: IncomingMessage;
-  url: URL;
+  /** The request target: path and query parameters. */
+  url: RequestTarget;
   /** Validated query parameters (with defaults). */
   query: Record<string, unknown>;
   /** Validated body (with defaults), or undefined for GET. */

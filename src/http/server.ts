@@ -21,7 +21,7 @@ import { URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
-import { Router, type Reply, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { Router, parseTarget, type Reply, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -122,7 +122,7 @@ interface Compiled {
  * query, body), the input and the response (guards may set headers on it).
  * Output: the handler's reply, to send only after this resolves. Throws the HttpError to render.
  */
-async function runRoute(
+function runRoute(
   app: App,
   guards: Guards,
   compiled: Compiled,
@@ -130,7 +130,7 @@ async function runRoute(
   ctx: RequestContext,
   input: RouteInput,
   res: ServerResponse,
-): Promise<Reply> {
+): Reply | Promise<Reply> {
   if (route.auth === 'bearer' && ctx.agent === null) {
     ctx.agent = authenticate(app, ctx.req);
     touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
@@ -139,13 +139,21 @@ async function runRoute(
   if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
   if (compiled.query) ctx.query = compiled.query(input.query);
   if (route.method === 'POST') {
-    const raw = await input.body();
-    ctx.body = compiled.body ? compiled.body(raw) : raw;
+    return Promise.resolve(input.body()).then((raw: unknown) => {
+      ctx.body = compiled.body ? compiled.body(raw) : raw;
+      return finish(app, route.handler(ctx));
+    });
   }
-  const reply = await route.handler(ctx);
-  // Durability: nothing is acknowledged, and nothing appended by others is shown, before it is on
-  // disk. Resolves at once when no write is pending.
-  await app.log.sync();
+  return finish(app, route.handler(ctx));
+}
+
+/**
+ * Durability: nothing is acknowledged, and nothing appended by others is shown, before it is on
+ * disk. A read with nothing pending returns synchronously: no promise, no extra turn.
+ */
+function finish(app: App, reply: Reply | Promise<Reply>): Reply | Promise<Reply> {
+  if (reply instanceof Promise) return reply.then((r) => finish(app, r));
+  if (app.log.headSeq > app.log.durableSeq) return app.log.sync().then(() => reply);
   return reply;
 }
 
@@ -179,13 +187,14 @@ export function createRequestListener(
       const ctx: RequestContext = {
         app,
         req: outer.req,
-        url: new URL(route.path + (search ? `?${search}` : ''), 'http://localhost'),
+        url: parseTarget(route.path + (search ? `?${search}` : '')),
         query: {},
         body: undefined,
         agent: outer.agent,
         clientIp: outer.clientIp,
       };
-      return runRoute(app, guards, compiled.get(route)!, route, ctx, input, res);
+      // The runner's contract is a promise; the dispatcher awaits it either way.
+      return Promise.resolve().then(() => runRoute(app, guards, compiled.get(route)!, route, ctx, input, res));
     },
   });
 
@@ -194,8 +203,8 @@ export function createRequestListener(
       let route: Route | undefined;
       try {
         const target = req.url ?? '/';
-        if (Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
-        const url = new URL(target, 'http://localhost');
+        if (target.length > URL_BYTES_MAX / 3 && Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
+        const url = parseTarget(target);
         const method = req.method ?? 'GET';
         route = router.match(method, url.pathname);
         const clientIp = clientIpOf(req);
@@ -215,7 +224,8 @@ export function createRequestListener(
           await app.log.sync();
         } else {
           const r = route;
-          reply = await runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
+          const pending = runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
+          reply = pending instanceof Promise ? await pending : pending;
         }
         sendReply(res, reply, method === 'HEAD');
       } catch (err) {

@@ -18,6 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { A2A_ID_LENGTH_MAX, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, ID_LENGTH_MAX, ID_PATTERN } from '../../constants.js';
 import { badRequest } from '../../http/errors.js';
 import type { Method, Reply, RequestContext, RouteInput } from '../../http/router.js';
+import type { RequestTarget } from '../../http/router.js';
 import { contentTypeNotSupported, pushNotificationNotSupported, taskNotFound, unsupportedOperation, versionNotSupported } from './errors.js';
 
 /** How an action obtains the REST `clientId` (part 1: work writes use the A2A messageId). */
@@ -167,7 +168,7 @@ const VERSION_RE = /^1\.0(\.(0|[1-9][0-9]*))?$/;
  * Checks the A2A-Version header, or the A2A-Version query parameter when the header is absent.
  * Throws 400 VersionNotSupported naming the header to send (a missing version means 0.3 in A2A).
  */
-export function checkVersion(req: IncomingMessage, url: URL): void {
+export function checkVersion(req: IncomingMessage, url: RequestTarget): void {
   const header = req.headers[A2A_VERSION_HEADER.toLowerCase()];
   const raw = typeof header === 'string' && header.trim() !== '' ? header : url.searchParams.get(A2A_VERSION_HEADER);
   const how = `send the header "${A2A_VERSION_HEADER}: ${A2A_PROTOCOL_VERSION}" (or the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION})`;
@@ -292,7 +293,9 @@ export function routeInput(env: SendMessageEnvelope): RouteInput {
 function resultJson(reply: Reply): string {
   if (reply.json !== undefined) return reply.json;
   if (reply.body !== undefined) return JSON.stringify(reply.body);
-  if (reply.raw !== undefined) return JSON.stringify(reply.raw.toString());
+  // Pre-encoded JSON (cached feed pages, status) is JSON text already; other raw content
+  // (markdown, HTML) becomes a JSON string.
+  if (reply.raw !== undefined) return (reply.contentType ?? '').startsWith('application/json') ? reply.raw.toString() : JSON.stringify(reply.raw.toString());
   return 'null';
 }
 

@@ -2,8 +2,35 @@
  * Public and agent endpoints of part 4: status, register, agents (parts 4, 5).
  */
 import type { Route } from '../../http/router.js';
-import { SERVICE_NAME, SERVICE_VERSION } from '../../constants.js';
+import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
+import type { App } from '../../app.js';
 import { activeAgentCount, agentView, decideRegister, type RegisterInput } from '../../domain/agents/agents.js';
+
+const statusMemo = new WeakMap<App, { key: string; untilMs: number; body: string }>();
+
+/**
+ * The status body, rebuilt when a reported flag or count changes or STATUS_CACHE_MS has passed
+ * (so `activeAgents` and `time` are at most that old).
+ */
+function statusBody(app: App): string {
+  const s = app.state;
+  const nowMs = app.now();
+  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}`;
+  const memo = statusMemo.get(app);
+  if (memo && memo.key === key && nowMs < memo.untilMs) return memo.body;
+  const body = JSON.stringify({
+      name: SERVICE_NAME,
+      version: SERVICE_VERSION,
+      registeredAgents: s.agents.order.length,
+      activeAgents: activeAgentCount(s.agents, nowMs),
+      writeStop: s.settings.writeStop,
+      registrationOpen: s.settings.registrationOpen,
+      originId: app.log.originId,
+      time: new Date(nowMs).toISOString(),
+  });
+  statusMemo.set(app, { key, untilMs: nowMs + STATUS_CACHE_MS, body });
+  return body;
+}
 
 export const agentRoutes: Route[] = [
   {
@@ -14,22 +41,7 @@ export const agentRoutes: Route[] = [
     summary: 'Service status: name, version, agent counts, write stop and registration flags.',
     tag: 'Public',
     responses: { 200: { description: 'Status', schema: 'Status' } },
-    handler: ({ app }) => {
-      const s = app.state;
-      return {
-        status: 200,
-        body: {
-          name: SERVICE_NAME,
-          version: SERVICE_VERSION,
-          registeredAgents: s.agents.order.length,
-          activeAgents: activeAgentCount(s.agents, app.now()),
-          writeStop: s.settings.writeStop,
-          registrationOpen: s.settings.registrationOpen,
-          originId: app.log.originId,
-          time: app.nowIso(),
-        },
-      };
-    },
+    handler: ({ app }) => ({ status: 200, raw: statusBody(app), contentType: 'application/json; charset=utf-8' }),
   },
   {
     method: 'POST',

@@ -9,6 +9,7 @@ import {
   WORK_FORMAT,
   checkCursor,
   exchangePageJson,
+  FeedPageCache,
   feedPageJson,
   workFeedOriginId,
   type CursorQuery,
@@ -17,6 +18,15 @@ import {
 import { receiptJson, type ReceiptKind } from '../../domain/receipts/receipts.js';
 
 const CURSOR_ERRORS = [409];
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Encoded complete pages of each feed, per app (a lineage change means a new app). */
+const pageCaches = new WeakMap<object, { discussion: FeedPageCache; work: FeedPageCache }>();
+function cachesOf(app: object) {
+  let c = pageCaches.get(app);
+  if (!c) pageCaches.set(app, (c = { discussion: new FeedPageCache(), work: new FeedPageCache() }));
+  return c;
+}
 
 export const feedRoutes: Route[] = [
   {
@@ -34,7 +44,8 @@ export const feedRoutes: Route[] = [
       const q = query as unknown as CursorQuery;
       const head = app.log.headSeq;
       checkCursor(q, app.log.originId, head, 'discussion feed');
-      return { status: 200, json: feedPageJson(app.state.feeds.discussion, q, app.log.originId, head, DISCUSSION_FORMAT) };
+      const raw = cachesOf(app).discussion.page(q, head, () => feedPageJson(app.state.feeds.discussion, q, app.log.originId, head, DISCUSSION_FORMAT));
+      return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
   {
@@ -53,7 +64,8 @@ export const feedRoutes: Route[] = [
       const events = app.state.feeds.work;
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
-      return { status: 200, json: feedPageJson(events, q, originId, events.length, WORK_FORMAT) };
+      const raw = cachesOf(app).work.page(q, events.length, () => feedPageJson(events, q, originId, events.length, WORK_FORMAT));
+      return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
   {

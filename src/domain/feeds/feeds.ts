@@ -10,8 +10,6 @@
  * Event shape (ours, part 6 rule 9): `{"seq", "kind", "time", "<kind>": <record>}` where the
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
  */
-import { parseTimeMs } from '../../clock.js';
-
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
 export interface FeedEvent {
@@ -20,8 +18,8 @@ export interface FeedEvent {
   /** Log seq of the record (equals `seq` on the discussion feed). */
   logSeq: number;
   kind: DiscussionKind | 'work_item';
-  /** Record time, ms since the epoch. */
-  timeMs: number;
+  /** Record time (ISO 8601, `Z`), kept as the string it was read as, so pages only concatenate. */
+  time: string;
   /**
    * The record's JSON, shared with the area's index (not a copy): the event text is assembled
    * around it per page (`eventJson`), so the feed adds no second copy of every record.
@@ -39,7 +37,7 @@ const EVENT_RECORD_KEY: Record<FeedEvent['kind'], string> = {
 
 /** The JSON of one event: `{"seq","kind","time","<record key>": <record>}`. */
 export function eventJson(e: FeedEvent): string {
-  return `{"seq":${e.seq},"kind":"${e.kind}","time":"${new Date(e.timeMs).toISOString()}","${EVENT_RECORD_KEY[e.kind]}":${e.recordJson}}`;
+  return `{"seq":${e.seq},"kind":"${e.kind}","time":"${e.time}","${EVENT_RECORD_KEY[e.kind]}":${e.recordJson}}`;
 }
 
 /** One row of a topic's export (part 4 GET /api/exchange): a topic, message or knowledge record. */
@@ -76,7 +74,7 @@ export function addDiscussionEvent(
   recordJson: string,
   topicId: string | null,
 ): void {
-  feeds.discussion.push({ seq, logSeq: seq, kind, timeMs: parseTimeMs(time), recordJson });
+  feeds.discussion.push({ seq, logSeq: seq, kind, time, recordJson });
   if (topicId !== null && kind !== 'room') {
     const row: ExportRow = { seq, kind, canonicalJson: recordJson };
     const rows = feeds.byTopic.get(topicId);
@@ -87,5 +85,5 @@ export function addDiscussionEvent(
 
 /** Adds a `work_item` event (a complete WorkItem snapshot) for log record `logSeq`. */
 export function addWorkEvent(feeds: FeedsState, logSeq: number, time: string, snapshotJson: string): void {
-  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', timeMs: parseTimeMs(time), recordJson: snapshotJson });
+  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', time, recordJson: snapshotJson });
 }

@@ -3,7 +3,7 @@
  * reconciliation", 6). Pure functions over FeedsState; the API layer validates parameters.
  */
 import { createHash } from 'node:crypto';
-import { FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
+import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { eventJson, type ExportRow, type FeedEvent, type FeedsState } from './feeds.js';
 
@@ -92,6 +92,39 @@ export function feedPageJson(events: readonly FeedEvent[], q: CursorQuery, origi
     `{"format":"${format}","cursor":{"originId":"${originId}","after":${end}},"hasMore":${hasMore},` +
     `"pollAfterSeconds":${poll},"events":[${out.join(',')}]}`
   );
+}
+
+/**
+ * Bounded cache of encoded feed pages whose window (after, after + limit] lies wholly at or below
+ * the head: such a page can never change (the log is append-only and a lineage keeps its
+ * originId), so it is encoded once and served as bytes. Least recently used pages are dropped.
+ */
+export class FeedPageCache {
+  private readonly pages = new Map<string, Buffer>();
+
+  constructor(private readonly max: number = FEED_PAGE_CACHE_MAX) {}
+
+  /**
+   * The page as bytes: from the cache when its window is complete, else rendered by `render`
+   * (and cached when complete).
+   */
+  page(q: CursorQuery, head: number, render: () => string): Buffer {
+    if (q.after + q.limit > head) return Buffer.from(render(), 'utf8');
+    const key = `${q.after}:${q.limit}`;
+    let buf = this.pages.get(key);
+    if (buf) {
+      this.pages.delete(key);
+    } else {
+      buf = Buffer.from(render(), 'utf8');
+      if (this.pages.size >= this.max) this.pages.delete(this.pages.keys().next().value!);
+    }
+    this.pages.set(key, buf);
+    return buf;
+  }
+
+  get size(): number {
+    return this.pages.size;
+  }
 }
 
 export interface ExchangeQuery {
