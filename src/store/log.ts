@@ -24,7 +24,7 @@
  * a missing segment) throws LogCorruptError naming the file and byte offset.
  */
 import { hash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
@@ -382,11 +382,11 @@ export class Log {
         const data = Buffer.from(lines.join(''), 'utf8');
         await this.ensureSegment(firstSeq, data.length);
         const handle = this.handle!;
+        // The write only copies into the page cache (microseconds), so it is done synchronously;
+        // only fdatasync, which waits for the disk, goes to the thread pool. This saves a
+        // thread-pool round trip per batch, which is most of the latency at low disk load.
         let written = 0;
-        while (written < data.length) {
-          const { bytesWritten } = await handle.write(data, written, data.length - written, null);
-          written += bytesWritten;
-        }
+        while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
         await handle.datasync();
         this.segmentBytes += data.length;
         this.durableSeqValue = firstSeq + lines.length - 1;
