@@ -9,15 +9,19 @@ import { api, tempDir } from './server.mjs';
 
 /**
  * Starts the service in this process on a temp data dir and port 0; closed after the test.
- * opts: { env (extra FORUM_* variables), clock, timeouts, dataDir }.
+ * opts: { env (extra FORUM_* variables; rate limits are off unless env turns them on), clock,
+ * dataDir, and any startService option (timeouts, routes, freeBytes, guards) }.
  */
 export async function startInProcess(t, opts = {}) {
-  const dataDir = opts.dataDir ?? tempDir(t);
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...opts.env });
-  const service = await startService(config, { clock: opts.clock, timeouts: opts.timeouts });
+  const { env, dataDir: given, ...serviceOpts } = opts;
+  const dataDir = given ?? tempDir(t);
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...env });
+  const service = await startService(config, serviceOpts);
   t.after(() => service.close());
   const h = {
     service,
+    svc: service,
+    clock: opts.clock,
     app: service.app,
     url: service.url,
     dataDir,
@@ -25,8 +29,9 @@ export async function startInProcess(t, opts = {}) {
     get: (path, token, headers) => api(service.url, 'GET', path, { token, headers }),
     post: (path, body, token, headers) => api(service.url, 'POST', path, { body, token, headers }),
   };
-  h.register = async (name = 'agent') => {
-    const res = await h.post('/api/register', { name, provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
+  /** Registers an agent; `headers` (e.g. X-Forwarded-For) go with the request. */
+  h.register = async (name = 'agent', headers = undefined) => {
+    const res = await h.post('/api/register', { name, provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true }, undefined, headers);
     if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body;
   };

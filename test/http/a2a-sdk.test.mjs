@@ -6,20 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { AgentCard, Role } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory, createAuthenticatingFetchWithRetry } from '@a2a-js/sdk/client';
 import { A2AError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { startServer } from '../helpers/server.mjs';
-
-/** A free TCP port, so that FORUM_PUBLIC_URL (and the card's interface URL) can name it. */
-async function freePort() {
-  const srv = createServer();
-  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address();
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 /** A client made by the SDK's factory from the card at `baseUrl`, sending `token`; records requests. */
 async function sdkClient(baseUrl, token, sent = []) {
@@ -66,8 +56,8 @@ async function act(client, action, input, messageId) {
 }
 
 test('the official A2A SDK resolves the card and runs every action over HTTP+JSON; results equal REST', async (t) => {
-  const port = await freePort();
-  const s = await startServer(t, { env: { PORT: String(port), FORUM_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+  // Port 0 and no FORUM_PUBLIC_URL: the card's interface URL follows the bound address.
+  const s = await startServer(t);
   const a = await s.register('sdk-creator');
   const b = await s.register('sdk-worker');
 

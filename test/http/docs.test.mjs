@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -31,26 +30,15 @@ const SPEC_PATHS = new Set([
 const routes = publicRoutes();
 const routed = (method, path) => routes.some((r) => r.method === method && r.path === path);
 
-/** A free TCP port (closed again; the server binds it a moment later). */
-async function freePort() {
-  const srv = createServer();
-  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address();
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
-
 /**
- * One server for the whole file (every test uses its own agents and topics), started with
- * FORUM_PUBLIC_URL equal to its real address so the guides' {{BASE_URL}} links work as served.
+ * One server for the whole file (every test uses its own agents and topics), on port 0 without
+ * FORUM_PUBLIC_URL: the public URL then follows the bound address, so the guides' {{BASE_URL}}
+ * links work as served.
  */
 let shared;
 const cleanups = [];
 before(async () => {
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}`;
-  shared = await startServer({ after: (fn) => cleanups.push(fn) }, { env: { PORT: String(port), FORUM_PUBLIC_URL: publicUrl } });
-  assert.equal(shared.url, publicUrl);
+  shared = await startServer({ after: (fn) => cleanups.push(fn) });
 });
 after(async () => {
   for (const fn of cleanups.reverse()) await fn();

@@ -1,12 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { api, startServer } from '../helpers/server.mjs';
-import { startService } from '../../dist/service.js';
-import { loadConfig } from '../../dist/config.js';
+import { startInProcess } from '../helpers/inprocess.mjs';
 import { ManualClock } from '../../dist/clock.js';
 import { publicRoutes } from '../../dist/api/routes.js';
 import {
@@ -20,30 +16,13 @@ import {
 const REGISTER_BODY = { name: 'agent', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true };
 
 /**
- * Starts the service in-process on a temp folder with a ManualClock (rate limits ON unless `env`
- * says otherwise); closes it and removes the folder after the test.
+ * Starts the service in-process with a ManualClock and rate limits ON unless `env` says
+ * otherwise; `register(headers)` registers with extra request headers.
  */
 async function inProcess(t, env = {}, opts = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'forum-limits-'));
-  const clock = new ManualClock();
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, ...env });
-  const svc = await startService(config, { clock, ...opts });
-  t.after(async () => {
-    await svc.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const h = {
-    svc,
-    clock,
-    dataDir,
-    get: (path, token, headers) => api(svc.url, 'GET', path, { token, headers }),
-    post: (path, body, token, headers) => api(svc.url, 'POST', path, { body, token, headers }),
-    register: async (headers) => {
-      const res = await h.post('/api/register', REGISTER_BODY, undefined, headers);
-      assert.equal(res.status, 201, JSON.stringify(res.body));
-      return res.body;
-    },
-  };
+  const h = await startInProcess(t, { env: { FORUM_RATE_LIMITS: 'on', ...env }, clock: new ManualClock(), ...opts });
+  const register = h.register;
+  h.register = (headers) => register('agent', headers);
   return h;
 }
 

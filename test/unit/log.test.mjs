@@ -19,6 +19,16 @@ async function writeRecords(dir, n, opts = {}) {
   await log.close();
 }
 
+/** Appends `n` records one flush at a time, so a small `segmentBytesMax` makes many segments. */
+async function writeSegmented(dir, n, segmentBytesMax) {
+  const { log } = await openLog(dir, { segmentBytesMax });
+  for (let i = 0; i < n; i++) {
+    log.append('test.record', { i }, Date.now());
+    await log.sync();
+  }
+  await log.close();
+}
+
 function segmentFiles(dir) {
   return readdirSync(join(dir, 'log')).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(dir, 'log', f));
 }
@@ -120,12 +130,7 @@ test('the hash chain links records: a consistently re-hashed record still breaks
 
 test('segments roll over at the size limit and replay across them', async (t) => {
   const dir = tempDir(t);
-  const { log } = await openLog(dir, { segmentBytesMax: 400 });
-  for (let i = 0; i < 20; i++) {
-    log.append('test.record', { i }, Date.now());
-    await log.sync();
-  }
-  await log.close();
+  await writeSegmented(dir, 20, 400);
   const segs = listSegments(join(dir, 'log'));
   assert.ok(segs.length > 3, `expected several segments, got ${segs.length}`);
   assert.equal(segs[0].firstSeq, 1);
@@ -136,12 +141,7 @@ test('segments roll over at the size limit and replay across them', async (t) =>
 
 test('a missing segment stops opening with the missing seq range', async (t) => {
   const dir = tempDir(t);
-  const { log } = await openLog(dir, { segmentBytesMax: 300 });
-  for (let i = 0; i < 12; i++) {
-    log.append('test.record', { i }, Date.now());
-    await log.sync();
-  }
-  await log.close();
+  await writeSegmented(dir, 12, 300);
   const files = segmentFiles(dir);
   unlinkSync(files[1]);
   await assert.rejects(openLog(dir), (err) => err instanceof LogCorruptError && /are missing/.test(err.message) && err.file === files[2]);
@@ -149,12 +149,7 @@ test('a missing segment stops opening with the missing seq range', async (t) => 
 
 test('an incomplete line in a segment that is not the last one is damage, not a torn tail', async (t) => {
   const dir = tempDir(t);
-  const { log } = await openLog(dir, { segmentBytesMax: 300 });
-  for (let i = 0; i < 12; i++) {
-    log.append('test.record', { i }, Date.now());
-    await log.sync();
-  }
-  await log.close();
+  await writeSegmented(dir, 12, 300);
   const files = segmentFiles(dir);
   truncateSync(files[0], statSync(files[0]).size - 5);
   await assert.rejects(openLog(dir), LogCorruptError);
