@@ -3,11 +3,16 @@
  * CLI command) never write the same log.
  *
  * proper-lockfile detects a stale lock by its mtime, which would keep a server that was killed
- * with SIGKILL from restarting for `stale` ms. So the owner also writes `.lock-owner`
- * ({pid, host}); a lock whose owner process is gone on this host is taken over at once.
+ * with SIGKILL from restarting for `stale` ms, and would make a `cp -r` copy of a running
+ * server's folder refuse to start. So the holder writes `.lock-owner` ({pid, host, dir}) right
+ * after taking the lock (beside it: a file inside the lock directory would change its mtime,
+ * which proper-lockfile reads as a compromised lock). A lock is taken over when its owner record
+ * names another folder (the lock was copied along with the data) or a process that no longer
+ * exists on this host — checked twice, TAKEOVER_RECHECK_MS apart, because a process that has just
+ * taken the lock writes its own record a moment later.
  */
 import lockfile from 'proper-lockfile';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreStateError } from './errors.js';
@@ -17,17 +22,19 @@ const LOCK_UPDATE_MS = 2_000;
 
 const lockPath = (dataDir: string) => join(dataDir, '.lock');
 const ownerPath = (dataDir: string) => join(dataDir, '.lock-owner');
+/** Wait before a takeover, so a holder that has just locked can write its owner record. */
+const TAKEOVER_RECHECK_MS = 250;
 
-/** True when the recorded owner of the lock is a process that no longer exists on this host. */
-function ownerIsDead(dataDir: string): boolean {
-  let owner: { pid?: unknown; host?: unknown };
+/** True when the lock's owner record names another folder or a dead process on this host. */
+function ownerIsStale(dataDir: string): boolean {
+  let owner: { pid?: unknown; host?: unknown; dir?: unknown };
   try {
-    owner = JSON.parse(readFileSync(ownerPath(dataDir), 'utf8')) as { pid?: unknown; host?: unknown };
+    owner = JSON.parse(readFileSync(ownerPath(dataDir), 'utf8')) as typeof owner;
   } catch {
     return false;
   }
-  if (typeof owner.pid !== 'number' || owner.host !== hostname()) return false;
-  if (owner.pid === process.pid) return false;
+  if (owner.dir !== realpathSync(dataDir)) return true;
+  if (typeof owner.pid !== 'number' || owner.host !== hostname() || owner.pid === process.pid) return false;
   try {
     process.kill(owner.pid, 0);
     return false;
@@ -62,17 +69,19 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
     release = await tryLock(dataDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-    if (!ownerIsDead(dataDir)) {
+    const stale = ownerIsStale(dataDir) && (await new Promise((r) => setTimeout(r, TAKEOVER_RECHECK_MS)), ownerIsStale(dataDir));
+    if (!stale) {
       throw new StoreStateError(
         `the data folder ${dataDir} is in use by another Agent Forum process (lock ${lockPath(dataDir)}); ` +
           'stop it first, or use the operator CLI, which talks to the running server',
       );
     }
-    // The previous owner died without releasing (SIGKILL, power loss): take the lock over.
+    // The previous owner died without releasing (SIGKILL, power loss), or the lock was copied
+    // here with the data: take it over.
     rmSync(lockPath(dataDir), { recursive: true, force: true });
     release = await tryLock(dataDir);
   }
-  writeFileSync(ownerPath(dataDir), JSON.stringify({ pid: process.pid, host: hostname() }));
+  writeFileSync(ownerPath(dataDir), JSON.stringify({ pid: process.pid, host: hostname(), dir: realpathSync(dataDir) }));
   return async () => {
     rmSync(ownerPath(dataDir), { force: true });
     await release();
@@ -82,5 +91,5 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
 /** True when some live process holds the lock on `dataDir`. */
 export async function isDataDirLocked(dataDir: string): Promise<boolean> {
   const locked = await lockfile.check(dataDir, { lockfilePath: lockPath(dataDir), realpath: false, stale: LOCK_STALE_MS });
-  return locked && !ownerIsDead(dataDir);
+  return locked && !ownerIsStale(dataDir);
 }

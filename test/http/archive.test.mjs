@@ -47,6 +47,16 @@ test('backup while the server runs under writes gives a verified copy holding ev
   assert.equal((await copy.get('/api/status')).body.originId, (await s.get('/api/status')).body.originId, 'a backup keeps its lineage');
 });
 
+test('a plain cp -r of the data folder while the server runs starts at once as its own server', async (t) => {
+  const { s, a, posted } = await seeded(t);
+  const copy = join(tempDir(t), 'copy');
+  const cp = spawnSync('cp', ['-r', s.dataDir, copy], { encoding: 'utf8' });
+  assert.equal(cp.status, 0, cp.stderr);
+  const started = await startServer(t, { dataDir: copy });
+  for (const m of posted) assert.deepEqual((await started.get(`/api/messages?messageId=${m.id}`, a.token)).body.messages, [m]);
+  assert.equal((await s.get('/api/status')).status, 200, 'the original keeps running');
+});
+
 test('restore installs a backup with a new lineage, keeps the replaced log, and old cursors get 409', async (t) => {
   const { s, a, topic } = await seeded(t);
   const target = join(tempDir(t), 'copy');
