@@ -13,6 +13,7 @@ import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { mkdirSync } from 'node:fs';
 
+/** The open archive and its index; one per data folder (it holds the folder's lock). */
 export class App {
   /** Time of the last record, ms; record times never go backwards, so log order is time order. */
   private lastTimeMs = 0;

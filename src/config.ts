@@ -3,6 +3,7 @@
  */
 import { resolve } from 'node:path';
 
+/** The server configuration (README "Configuration"). */
 export interface Config {
   /** TCP port of the public listener (PORT, default 8080; 0 picks a free port). */
   port: number;

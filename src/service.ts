@@ -16,6 +16,7 @@ import { DISK_CHECK_INTERVAL_MS } from './constants.js';
 import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
 import type { LogOptions } from './store/log.js';
 
+/** A running service: the app, both listeners, the bound URL and its protections. */
 export interface Service {
   app: App;
   server: Server;

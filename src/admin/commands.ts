@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
 
+/** An operator command: resolves to its JSON result once its record (if any) is durable. */
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
 
 function str(args: Record<string, unknown>, name: string, opts: { optional?: boolean; pattern?: RegExp; max?: number } = {}): string {

@@ -13,6 +13,7 @@ import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './kno
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
 
+/** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
   agents: AgentsState;
   settings: SettingsState;
@@ -23,6 +24,7 @@ export interface State {
   opportunities: OpportunitiesState;
 }
 
+/** An empty index, before replay. */
 export function createState(): State {
   return {
     agents: createAgentsState(),

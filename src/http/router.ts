@@ -129,6 +129,7 @@ export interface ServedFile {
   contentType: string;
 }
 
+/** One row of the route table: everything the pipeline and /openapi.json need about an operation. */
 export interface Route {
   /**
    * The method; `'*'` (prefix routes only) accepts every method, and also receives requests to

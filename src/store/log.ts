@@ -58,6 +58,7 @@ export interface SegmentInfo {
   sizeBytes: number;
 }
 
+/** Options of `Log.open`. */
 export interface LogOptions {
   /** Segment roll-over size in bytes (default SEGMENT_BYTES_MAX). */
   segmentBytesMax?: number;

@@ -13,6 +13,7 @@ export const META_FILE = 'meta.json';
 /** On-disk format identifier; bump when the record framing changes. */
 export const LOG_FORMAT = 'agent-forum-log-v1';
 
+/** Contents of data/meta.json. */
 export interface LogMeta {
   format: string;
   /** UUID created with the log; cursors carry it so a different lineage is detected (409). */

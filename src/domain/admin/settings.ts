@@ -4,6 +4,7 @@
  */
 import type { LogRecord } from '../../store/log.js';
 
+/** Operator settings, as of the latest `settings.*` records. */
 export interface SettingsState {
   /** Every public POST answers 423 while true (part 7). */
   writeStop: boolean;
@@ -11,6 +12,7 @@ export interface SettingsState {
   registrationOpen: boolean;
 }
 
+/** Settings of a new log: writes allowed, registration open. */
 export function createSettingsState(): SettingsState {
   return { writeStop: false, registrationOpen: true };
 }

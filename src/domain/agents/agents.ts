@@ -12,6 +12,7 @@ import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
 import { forbidden, insufficientStorage, notFound } from '../../http/errors.js';
 import { makeId } from '../ids.js';
 
+/** Agent `kind` (part 2). */
 export type AgentKind = 'agent' | 'human' | 'integration';
 /** Roles behind 403 (part 5 item 10, ours): `operator` may review and cancel any work. */
 export type Role = 'agent' | 'operator';
@@ -42,12 +43,14 @@ export interface AgentRegisterPayload {
   created: string;
 }
 
+/** An indexed agent: its registration record, disabled flag and in-memory activity time (ms). */
 export interface AgentEntry {
   profile: AgentRegisterPayload;
   disabled: 0 | 1;
   lastActiveMs: number | null;
 }
 
+/** Agents by id and by token hash, and in registration order. */
 export interface AgentsState {
   byId: Map<string, AgentEntry>;
   byTokenHash: Map<string, AgentEntry>;
@@ -55,6 +58,7 @@ export interface AgentsState {
   order: AgentEntry[];
 }
 
+/** An empty agents index. */
 export function createAgentsState(): AgentsState {
   return { byId: new Map(), byTokenHash: new Map(), order: [] };
 }
@@ -98,6 +102,7 @@ export function activeAgentCount(s: AgentsState, nowMs: number): number {
   return n;
 }
 
+/** A validated POST /api/register body (schemas/RegisterInput.json). */
 export interface RegisterInput {
   name: string;
   provider: string;

@@ -12,6 +12,7 @@
  */
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
+/** One event of either feed (part 6). */
 export interface FeedEvent {
   /** Feed position: log seq (discussion) or work-feed sequence (work). */
   seq: number;
@@ -50,6 +51,7 @@ export interface ExportRow {
   sha256?: string;
 }
 
+/** Both feeds in feed order, and the per-topic export index. */
 export interface FeedsState {
   discussion: FeedEvent[];
   work: FeedEvent[];
@@ -57,6 +59,7 @@ export interface FeedsState {
   byTopic: Map<string, ExportRow[]>;
 }
 
+/** Empty feeds. */
 export function createFeedsState(): FeedsState {
   return { discussion: [], work: [], byTopic: new Map() };
 }

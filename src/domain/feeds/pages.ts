@@ -35,6 +35,7 @@ export function workFeedOriginId(logOriginId: string): string {
   return uuidV5(`${WORK_FORMAT}:${logOriginId}`, WORK_FEED_NAMESPACE);
 }
 
+/** Validated feed paging parameters (schemas/ChangesQuery.json). */
 export interface CursorQuery {
   after: number;
   limit: number;
@@ -127,6 +128,7 @@ export class FeedPageCache {
   }
 }
 
+/** Validated export parameters (schemas/ExchangeQuery.json). */
 export interface ExchangeQuery {
   topicId: string;
   after: number;

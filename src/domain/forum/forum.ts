@@ -13,6 +13,7 @@ import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import { makeId } from '../ids.js';
 import { parseTimeMs } from '../../clock.js';
 
+/** Room (part 2). */
 export interface Room {
   id: string;
   name: string;
@@ -20,6 +21,7 @@ export interface Room {
   created: string;
 }
 
+/** Topic (part 2). */
 export interface Topic {
   id: string;
   roomId: string;
@@ -28,6 +30,7 @@ export interface Topic {
   created: string;
 }
 
+/** Message (part 2). */
 export interface Message {
   id: string;
   topicId: string;
@@ -59,12 +62,14 @@ export function messageOf(e: MessageEntry): Message {
   return JSON.parse(e.json) as Message;
 }
 
+/** An indexed topic: the record, its canonical JSON and log seq. */
 export interface TopicEntry {
   topic: Topic;
   json: string;
   seq: number;
 }
 
+/** Rooms, topics and messages with their indexes, all in log (= creation) order. */
 export interface ForumState {
   rooms: Map<string, Room>;
   roomOrder: Room[];
@@ -80,6 +85,7 @@ export interface ForumState {
   byClientId: Map<string, Map<string, MessageEntry>>;
 }
 
+/** An empty forum index. */
 export function createForumState(): ForumState {
   return {
     rooms: new Map(),
@@ -137,6 +143,7 @@ export function decideTopic(
   return { id: makeId('tp', ctx.seq), roomId: input.roomId, authorId: ctx.authorId, title: input.title, created: ctx.created };
 }
 
+/** A validated POST /api/messages body (schemas/MessageInput.json; content trimmed). */
 export interface MessageInput {
   topicId: string;
   content: string;
@@ -256,6 +263,7 @@ export function listTopicsJson(s: ForumState): string {
   return `[${out.join(',')}]`;
 }
 
+/** Validated GET /api/messages filters (schemas/MessagesQuery.json). */
 export interface MessageQuery {
   messageId?: string;
   replyTo?: string;

@@ -49,6 +49,7 @@ export interface KnowledgeEntry {
   latest: boolean;
 }
 
+/** Knowledge revisions by item, author and topic, all in log order. */
 export interface KnowledgeState {
   /** Item id → every revision, ascending (index i holds revision i + 1). */
   items: Map<string, KnowledgeEntry[]>;
@@ -64,6 +65,7 @@ export interface KnowledgeState {
   byTopic: Map<string, KnowledgeEntry[]>;
 }
 
+/** An empty knowledge index. */
 export function createKnowledgeState(): KnowledgeState {
   return { items: new Map(), order: [], byAuthor: new Map(), byTopic: new Map() };
 }

@@ -47,11 +47,13 @@ export interface Opportunities {
   nextSteps: string[];
 }
 
+/** The operator's curated briefs, as of the latest `opportunities.set` record. */
 export interface OpportunitiesState {
   /** The operator's briefs in catalog order, at most CATALOG_ITEMS_MAX. */
   briefs: OpportunityBrief[];
 }
 
+/** An empty catalog. */
 export function createOpportunitiesState(): OpportunitiesState {
   return { briefs: [] };
 }

@@ -9,6 +9,7 @@
 import type { State } from '../state.js';
 import { clientKey, messageByClientId, messageOf } from '../forum/forum.js';
 
+/** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */
 export type ReceiptKind = 'message' | 'work';
 
 /**

@@ -106,6 +106,7 @@ export type WorkActionInput =
 /** The normalized request kept with a receipt: a create or an action body. */
 export type WorkRequest = WorkCreateInput | WorkActionInput;
 
+/** Payload of a `work.create` record. */
 export interface WorkCreatePayload {
   item: WorkItem;
   topic: Topic | null;
@@ -114,6 +115,7 @@ export interface WorkCreatePayload {
   clientId: string;
 }
 
+/** Payload of a `work.action` record. */
 export interface WorkActionPayload {
   item: WorkItem;
   request: WorkActionInput;
@@ -146,6 +148,7 @@ export interface WorkEntry {
   leaseUntilMs: number | null;
 }
 
+/** Work items by id and in creation order, and the receipts index. */
 export interface WorkBoardState {
   items: Map<string, WorkEntry>;
   /** Creation order: the entry with sequence n is at index n - 1. */
@@ -154,6 +157,7 @@ export interface WorkBoardState {
   byClientId: Map<string, WorkReceipt>;
 }
 
+/** An empty work board. */
 export function createWorkState(): WorkBoardState {
   return { items: new Map(), order: [], byClientId: new Map() };
 }
