@@ -92,13 +92,12 @@ export function listSegments(logDir: string): SegmentInfo[] {
 }
 
 /**
- * The canonical JSON of a record's payload, cut out of the record's canonical JSON (`canonical`,
- * with or without the trailing hash field) without re-serialising: sorted keys put `payload`
- * first and `seq`, `time`, `type` last. `bodyEnd` is where the record's own fields end.
+ * The canonical JSON of a record whose payload is already canonical: sorted keys put `payload`
+ * first and `seq`, `time`, `type` last, so the record is assembled around the payload's text.
+ * Equal to stableStringify(record); `type` and `time` are ASCII tokens (see TAIL).
  */
-function payloadSlice(record: LogRecord, canonical: string, bodyEnd: number): string {
-  const tail = `,"seq":${record.seq},"time":${JSON.stringify(record.time)},"type":${JSON.stringify(record.type)}`;
-  return canonical.slice(PAYLOAD_PREFIX.length, bodyEnd - tail.length);
+function recordJson(payloadJson: string, seq: number, time: string, type: string): string {
+  return `${PAYLOAD_PREFIX}${payloadJson},"seq":${seq},"time":"${time}","type":"${type}"}`;
 }
 const PAYLOAD_PREFIX = '{"payload":';
 
@@ -180,9 +179,21 @@ export function replaySegments(
 }
 
 /**
- * Checks and parses the line `buf[pos, nl)`. The line is itself valid JSON (the record plus its
- * `hash` field), so it is parsed as is; the hash is computed over the line's bytes up to the hash
- * field, closed with `}` — the record's canonical JSON — without building that string.
+ * The record fields after the payload, as the canonical form writes them (ASCII only): sorted
+ * keys put `seq`, `time` and `type` last, right before the hash field.
+ */
+const TAIL = /,"seq":(\d+),"time":"([0-9T:.Z+-]+)","type":"([a-z0-9_.-]+)"$/;
+/** Record types are lower-case tokens such as `message.create` (checked on append). */
+const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
+/** Longest tail the regex can need to see, in bytes (seq ≤ 16 digits, time, type ≤ 60). */
+const TAIL_BYTES_MAX = 160;
+
+/**
+ * Checks and parses the line `buf[pos, nl)`. The hash is computed over the line's bytes up to
+ * the hash field, closed with `}` — the record's canonical JSON — without building that string.
+ * Only the payload's bytes are decoded into a string (the one the index keeps); seq, time and
+ * type are read from the short ASCII tail. So no whole-line string is made, and nothing the
+ * index keeps holds on to one.
  */
 function parseLine(
   buf: Buffer,
@@ -194,40 +205,38 @@ function parseLine(
   strict: boolean,
 ): { record: LogRecord; payloadJson: string; hash: string } {
   const cutByte = nl - HASH_SUFFIX_LENGTH;
+  const notFramed = () => new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {"payload":...,"seq":...,"time":...,"type":...,"hash":"<64 hex>"}`);
   if (
-    cutByte - pos < 2 ||
+    cutByte - pos < PAYLOAD_PREFIX.length ||
     buf.toString('latin1', cutByte, cutByte + HASH_PREFIX.length) !== HASH_PREFIX ||
     buf[nl - 2] !== 0x22 ||
-    buf[nl - 1] !== 0x7d
+    buf[nl - 1] !== 0x7d ||
+    buf.toString('latin1', pos, pos + PAYLOAD_PREFIX.length) !== PAYLOAD_PREFIX
   ) {
-    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {...,"hash":"<64 hex>"}`);
+    throw notFramed();
   }
   const hash = buf.toString('latin1', cutByte + HASH_PREFIX.length, nl - 2);
   if (chainHashBytes(prevHash, buf, pos, cutByte) !== hash) {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
   }
-  const line = buf.toString('utf8', pos, nl);
-  let record: LogRecord & { hash?: string };
+  const tail = TAIL.exec(buf.toString('latin1', Math.max(pos, cutByte - TAIL_BYTES_MAX), cutByte));
+  if (!tail) throw notFramed();
+  const seq = Number(tail[1]);
+  if (seq !== expectedSeq) {
+    throw new LogCorruptError(file, pos, `record has seq ${seq} but ${expectedSeq} was expected`);
+  }
+  const payloadJson = buf.toString('utf8', pos + PAYLOAD_PREFIX.length, cutByte - tail[0].length);
+  let payload: unknown;
   try {
-    record = JSON.parse(line) as LogRecord & { hash?: string };
+    payload = JSON.parse(payloadJson);
   } catch {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} is not valid JSON`);
   }
-  if (record.seq !== expectedSeq) {
-    throw new LogCorruptError(file, pos, `record has seq ${String(record.seq)} but ${expectedSeq} was expected`);
+  const record: LogRecord = { seq, time: tail[2]!, type: tail[3]!, payload };
+  if (strict && stableStringify(record) !== `${PAYLOAD_PREFIX}${payloadJson}${tail[0]}}`) {
+    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
   }
-  if (typeof record.type !== 'string' || typeof record.time !== 'string') {
-    throw new LogCorruptError(file, pos, `record ${expectedSeq} lacks type or time`);
-  }
-  // The hash suffix is ASCII, so its length in characters equals its length in bytes.
-  const bodyEnd = line.length - HASH_SUFFIX_LENGTH;
-  if (strict) {
-    const { hash: _h, ...bare } = record;
-    if (stableStringify(bare) !== line.slice(0, bodyEnd) + '}') {
-      throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
-    }
-  }
-  return { record, payloadJson: payloadSlice(record, line, bodyEnd), hash };
+  return { record, payloadJson, hash };
 }
 
 interface Waiter {
@@ -343,9 +352,12 @@ export class Log {
    */
   append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
     if (this.failed) throw this.failed;
+    if (!RECORD_TYPE.test(type)) throw new Error(`invalid record type ${JSON.stringify(type)}`);
     const seq = this.headSeqValue + 1;
     const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
-    const body = stableStringify(record);
+    // The payload's text stands alone (the index keeps it); the record text is built around it.
+    const payloadJson = stableStringify(payload);
+    const body = recordJson(payloadJson, seq, record.time, type);
     const hash = chainHash(this.lastHash, body);
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
     this.pending.push(body.slice(0, -1) + HASH_PREFIX + hash + '"}\n');
@@ -356,7 +368,7 @@ export class Log {
       // Let every append of the current tick join this batch before writing.
       queueMicrotask(() => void this.flushLoop());
     }
-    return { record, payloadJson: payloadSlice(record, body, body.length - 1) };
+    return { record, payloadJson };
   }
 
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */

@@ -177,14 +177,24 @@ test('strict replay refuses a record that is not in canonical form', async (t) =
   const dir = tempDir(t);
   await writeRecords(dir, 1);
   const [seg] = segmentFiles(dir);
-  // Re-frame the body with a different key order and a correct hash: valid chain, not canonical.
   const { chainHash } = await import('../../dist/store/log.js');
-  const line = readFileSync(seg, 'utf8').trimEnd();
-  const rec = JSON.parse(line);
-  const body = JSON.stringify({ type: rec.type, seq: rec.seq, time: rec.time, payload: rec.payload });
+  const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
+  // Payload keys out of order, framed and chained correctly: a valid chain, not canonical.
+  const body = `{"payload":{"text":${JSON.stringify(rec.payload.text)},"i":${rec.payload.i}},"seq":1,"time":"${rec.time}","type":"${rec.type}"}`;
   writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
   assert.equal(replaySegments(join(dir, 'log'), () => {}).records, 1, 'the chain itself is valid');
   assert.throws(() => replaySegments(join(dir, 'log'), () => {}, { strict: true }), /canonical/);
+});
+
+test('a record whose top-level fields are not in canonical order is refused as unframed', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 1);
+  const [seg] = segmentFiles(dir);
+  const { chainHash } = await import('../../dist/store/log.js');
+  const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
+  const body = JSON.stringify({ type: rec.type, seq: rec.seq, time: rec.time, payload: rec.payload });
+  writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
+  assert.throws(() => replaySegments(join(dir, 'log'), () => {}), /not framed/);
 });
 
 test('the payload JSON handed to apply is cut exactly from the canonical record, live and on replay', async (t) => {
