@@ -183,6 +183,9 @@ export function replaySegments(
  * keys put `seq`, `time` and `type` last, right before the hash field.
  */
 const TAIL = /,"seq":(\d+),"time":"([0-9T:.Z+-]+)","type":"([a-z0-9_.-]+)"$/;
+/** The literal text before the seq digits and before the time in TAIL. */
+const SEQ_KEY = ',"seq":';
+const TIME_KEY = ',"time":"';
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
 const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
 /** Longest tail the regex can need to see, in bytes (seq ≤ 16 digits, time, type ≤ 60). */
@@ -219,7 +222,8 @@ function parseLine(
   if (chainHashBytes(prevHash, buf, pos, cutByte) !== hash) {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
   }
-  const tail = TAIL.exec(buf.toString('latin1', Math.max(pos, cutByte - TAIL_BYTES_MAX), cutByte));
+  const tailStart = Math.max(pos, cutByte - TAIL_BYTES_MAX);
+  const tail = TAIL.exec(buf.toString('latin1', tailStart, cutByte));
   if (!tail) throw notFramed();
   const seq = Number(tail[1]);
   if (seq !== expectedSeq) {
@@ -232,7 +236,11 @@ function parseLine(
   } catch {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} is not valid JSON`);
   }
-  const record: LogRecord = { seq, time: tail[2]!, type: tail[3]!, payload };
+  // The time is kept by the feed index for every record: decode it from the buffer as its own
+  // flat 24-byte string. tail[2] would be a slice that keeps the whole 160-byte tail alive.
+  const timeStart = tailStart + tail.index + SEQ_KEY.length + tail[1]!.length + TIME_KEY.length;
+  const time = buf.toString('latin1', timeStart, timeStart + tail[2]!.length);
+  const record: LogRecord = { seq, time, type: tail[3]!, payload };
   if (strict && stableStringify(record) !== `${PAYLOAD_PREFIX}${payloadJson}${tail[0]}}`) {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
   }

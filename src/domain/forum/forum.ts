@@ -80,9 +80,13 @@ export interface ForumState {
   byTopic: Map<string, MessageEntry[]>;
   byAuthor: Map<string, MessageEntry[]>;
   byReplyTo: Map<string, MessageEntry[]>;
-  /** `${authorId}\n${clientId}` → message (idempotency and receipts). */
   /** authorId → clientId → message (idempotency and receipts); nested so no key string is built per message. */
   byClientId: Map<string, Map<string, MessageEntry>>;
+  /**
+   * One shared string per topic and author id seen in messages: every entry then points at the
+   * same string instead of its own copy from JSON.parse (a few bytes × millions of messages).
+   */
+  ids: Map<string, string>;
 }
 
 /** An empty forum index. */
@@ -98,7 +102,16 @@ export function createForumState(): ForumState {
     byAuthor: new Map(),
     byReplyTo: new Map(),
     byClientId: new Map(),
+    ids: new Map(),
   };
+}
+
+/** The shared copy of id `id` in `s.ids` (added on first sight). */
+function sharedId(s: ForumState, id: string): string {
+  const known = s.ids.get(id);
+  if (known !== undefined) return known;
+  s.ids.set(id, id);
+  return id;
 }
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -216,9 +229,9 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       // The parsed payload is not kept: json is the one full copy of the message.
       const entry: MessageEntry = {
         id: message.id,
-        topicId: message.topicId,
-        authorId: message.authorId,
-        replyTo: message.replyTo,
+        topicId: sharedId(s, message.topicId),
+        authorId: sharedId(s, message.authorId),
+        replyTo: message.replyTo === null ? null : (s.messages.get(message.replyTo)?.id ?? message.replyTo),
         clientId: message.clientId,
         json,
         lc: message.content.toLowerCase(),
@@ -227,13 +240,13 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       };
       s.messages.set(message.id, entry);
       s.messageOrder.push(entry);
-      pushTo(s.byTopic, message.topicId, entry);
-      pushTo(s.byAuthor, message.authorId, entry);
-      if (message.replyTo !== null) pushTo(s.byReplyTo, message.replyTo, entry);
+      pushTo(s.byTopic, entry.topicId, entry);
+      pushTo(s.byAuthor, entry.authorId, entry);
+      if (entry.replyTo !== null) pushTo(s.byReplyTo, entry.replyTo, entry);
       let mine = s.byClientId.get(entry.authorId);
       if (!mine) s.byClientId.set(entry.authorId, (mine = new Map()));
       mine.set(entry.clientId, entry);
-      addDiscussionEvent(feeds, record.seq, 'message', record.time, json, message.topicId);
+      addDiscussionEvent(feeds, record.seq, 'message', record.time, json, entry.topicId);
       return true;
     }
     default:
