@@ -27,7 +27,7 @@
 //   --gen-archive FILE     archive generator (takes --dir D --records N),
 //                          default scripts/gen-archive.mjs
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
-//   --search               ours: q search latency (opt-in)
+//   --search / --no-search ours: q search latency (default on, off with --smoke)
 //   --search-messages N    messages seeded for --search, default 100000
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
@@ -76,7 +76,8 @@ function parseOptions(argv) {
       'replay-records': { type: 'string', default: '1000000' },
       'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'gen-archive.mjs') },
       'replay-timeout': { type: 'string', default: '600' },
-      search: { type: 'boolean', default: false },
+      search: { type: 'boolean' },
+      'no-search': { type: 'boolean' },
       'search-messages': { type: 'string', default: '100000' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
@@ -104,7 +105,7 @@ function parseOptions(argv) {
     replayRecords: int('replay-records'),
     genArchive: path.resolve(values['gen-archive']),
     replayTimeoutMs: int('replay-timeout') * 1000,
-    search: values.search,
+    search: values['no-search'] ? false : values.search ?? !values.smoke,
     searchMessages: int('search-messages'),
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
