@@ -26,6 +26,11 @@ export interface FeedEvent {
    * around it per page (`eventJson`), so the feed adds no second copy of every record.
    */
   recordJson: string;
+  /**
+   * SHA-256 hex of recordJson's UTF-8 bytes, for events that are also export rows: computed on
+   * first export and kept (undefined until then, and always on the work feed).
+   */
+  sha256: string | undefined;
 }
 
 const EVENT_RECORD_KEY: Record<FeedEvent['kind'], string> = {
@@ -41,15 +46,12 @@ export function eventJson(e: FeedEvent): string {
   return `{"seq":${e.seq},"kind":"${e.kind}","time":"${e.time}","${EVENT_RECORD_KEY[e.kind]}":${e.recordJson}}`;
 }
 
-/** One row of a topic's export (part 4 GET /api/exchange): a topic, message or knowledge record. */
-export interface ExportRow {
-  seq: number;
-  kind: 'topic' | 'message' | 'knowledge';
-  /** The record's canonical JSON (sorted keys, no whitespace), exactly as exported. */
-  canonicalJson: string;
-  /** SHA-256 hex of canonicalJson's UTF-8 bytes, computed on first export and kept. */
-  sha256?: string;
-}
+/**
+ * One row of a topic's export (part 4 GET /api/exchange): the discussion event of a topic,
+ * message or knowledge record itself (the same object, not a copy). Its `recordJson` is the
+ * record's canonical JSON (sorted keys, no whitespace), exported as `canonicalJson`.
+ */
+export type ExportRow = FeedEvent & { kind: 'topic' | 'message' | 'knowledge' };
 
 /** Both feeds in feed order, and the per-topic export index. */
 export interface FeedsState {
@@ -77,9 +79,10 @@ export function addDiscussionEvent(
   recordJson: string,
   topicId: string | null,
 ): void {
-  feeds.discussion.push({ seq, logSeq: seq, kind, time, recordJson });
+  const event: FeedEvent = { seq, logSeq: seq, kind, time, recordJson, sha256: undefined };
+  feeds.discussion.push(event);
   if (topicId !== null && kind !== 'room') {
-    const row: ExportRow = { seq, kind, canonicalJson: recordJson };
+    const row = event as ExportRow;
     const rows = feeds.byTopic.get(topicId);
     if (rows) rows.push(row);
     else if (kind === 'topic') feeds.byTopic.set(topicId, [row]);
@@ -88,5 +91,5 @@ export function addDiscussionEvent(
 
 /** Adds a `work_item` event (a complete WorkItem snapshot) for log record `logSeq`. */
 export function addWorkEvent(feeds: FeedsState, logSeq: number, time: string, snapshotJson: string): void {
-  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', time, recordJson: snapshotJson });
+  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', time, recordJson: snapshotJson, sha256: undefined });
 }

@@ -138,7 +138,7 @@ export interface ExchangeQuery {
 }
 
 function sha256Of(row: ExportRow): string {
-  return (row.sha256 ??= createHash('sha256').update(row.canonicalJson, 'utf8').digest('hex'));
+  return (row.sha256 ??= createHash('sha256').update(row.recordJson, 'utf8').digest('hex'));
 }
 
 /**
@@ -163,7 +163,7 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   let last = q.after;
   for (; i < rows.length && rows[i]!.seq <= through && out.length < q.limit; i++) {
     const row = rows[i]!;
-    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.canonicalJson)},"sha256":"${sha256Of(row)}"}`);
+    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.recordJson)},"sha256":"${sha256Of(row)}"}`);
     last = row.seq;
   }
   const hasMore = i < rows.length && rows[i]!.seq <= through;
