@@ -36,12 +36,13 @@ export class App {
     try {
       assertNoRestoreInProgress(config.dataDir);
       const state = createState();
-      let lastTimeMs = 0;
+      // The last record's time: kept as read and parsed once after replay, not per record.
+      let lastTime: string | null = null;
       const log = await Log.open(
         config.dataDir,
         (record, payloadJson) => {
           apply(state, record, payloadJson);
-          lastTimeMs = Date.parse(record.time);
+          lastTime = record.time;
         },
         {
           onTruncate: (file, offset, bytes) =>
@@ -51,7 +52,7 @@ export class App {
       );
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
       const app = new App(config, log, state, clock, release);
-      app.lastTimeMs = lastTimeMs;
+      app.lastTimeMs = lastTime === null ? 0 : Date.parse(lastTime);
       if (log.headSeq === 0) {
         app.commit('room.create', defaultRoom(app.nowIso()));
         await log.sync();

@@ -6,6 +6,7 @@ import {
   decideMessage,
   decideTopic,
   listTopicsJson,
+  messageById,
   queryMessages,
   type MessageInput,
   type MessageQuery,
@@ -86,7 +87,7 @@ export const forumRoutes: Route[] = [
       });
       if ('existing' in decision) return { status: 201, json: decision.existing.json };
       app.commit('message.create', decision.message, now);
-      return { status: 201, json: app.state.forum.messages.get(decision.message.id)!.json };
+      return { status: 201, json: messageById(app.state.forum, decision.message.id)!.json };
     },
   },
 ];

@@ -7,11 +7,12 @@
  */
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
-import { DEFAULT_ROOM_ID, TOPICS_LIST_MAX } from '../../constants.js';
+import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import { makeId } from '../ids.js';
 import { parseTimeMs } from '../../clock.js';
+import { ContentMatcher, foldsAsAscii } from './content-search.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -43,7 +44,8 @@ export interface Message {
 
 /**
  * An indexed message: the fields filters need, its canonical JSON (the only full copy kept; see
- * `messageOf`), lower-cased content for `q`, creation time and log seq.
+ * `messageOf`), creation time and log seq. `lc` is the lower-cased content, kept only for
+ * content that lower-cases beyond A–Z; other content is searched in `json` (content-search.ts).
  */
 export interface MessageEntry {
   id: string;
@@ -52,7 +54,7 @@ export interface MessageEntry {
   replyTo: string | null;
   clientId: string;
   json: string;
-  lc: string;
+  lc: string | undefined;
   createdMs: number;
   seq: number;
 }
@@ -75,12 +77,15 @@ export interface ForumState {
   roomOrder: Room[];
   topics: Map<string, TopicEntry>;
   topicOrder: TopicEntry[];
-  messages: Map<string, MessageEntry>;
+  /** Every message in log order; found by id with `messageById` (ids carry the log seq). */
   messageOrder: MessageEntry[];
   byTopic: Map<string, MessageEntry[]>;
   byAuthor: Map<string, MessageEntry[]>;
   byReplyTo: Map<string, MessageEntry[]>;
-  /** authorId → clientId → message (idempotency and receipts); nested so no key string is built per message. */
+  /**
+   * authorId → clientId → message (idempotency and receipts), built per author on first use
+   * from `byAuthor` and kept up to date from then on, so replay builds none of it.
+   */
   byClientId: Map<string, Map<string, MessageEntry>>;
   /**
    * One shared string per topic and author id seen in messages: every entry then points at the
@@ -96,7 +101,6 @@ export function createForumState(): ForumState {
     roomOrder: [],
     topics: new Map(),
     topicOrder: [],
-    messages: new Map(),
     messageOrder: [],
     byTopic: new Map(),
     byAuthor: new Map(),
@@ -120,9 +124,41 @@ function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   else map.set(key, [value]);
 }
 
-/** The message `authorId` posted with `clientId`, if any. */
+/**
+ * The message `authorId` posted with `clientId`, if any. The author's first lookup after a
+ * start builds their index from their messages (one pass over `byAuthor`).
+ */
 export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageEntry | undefined {
-  return s.byClientId.get(authorId)?.get(clientId);
+  let mine = s.byClientId.get(authorId);
+  if (mine === undefined) {
+    mine = new Map();
+    for (const e of s.byAuthor.get(authorId) ?? []) mine.set(e.clientId, e);
+    s.byClientId.set(authorId, mine);
+  }
+  return mine.get(clientId);
+}
+
+/** A message id's log seq: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */
+const MESSAGE_ID = new RegExp(`^msg_(\\d{${ID_SEQ_DIGITS},})$`);
+
+/**
+ * The message with id `id`, if any: a binary search of `messageOrder` (log order) for the seq
+ * the id carries, so no id → message map is kept. Input: any string (unknown ids → undefined).
+ */
+export function messageById(s: ForumState, id: string): MessageEntry | undefined {
+  const m = MESSAGE_ID.exec(id);
+  if (m === null) return undefined;
+  const seq = Number(m[1]);
+  const list = s.messageOrder;
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.seq < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  const e = list[lo];
+  return e !== undefined && e.id === id ? e : undefined;
 }
 
 /** Key of an (author, clientId) idempotency index (work receipts). */
@@ -188,7 +224,7 @@ export function decideMessage(
   }
   if (!s.topics.has(input.topicId)) throw notFound(`no topic with id "${input.topicId}"`);
   if (replyTo !== null) {
-    const parent = s.messages.get(replyTo);
+    const parent = messageById(s, replyTo);
     if (!parent) throw notFound(`no message with id "${replyTo}" (replyTo)`);
     if (parent.topicId !== input.topicId) {
       throw badRequest(`replyTo "${replyTo}" is in topic "${parent.topicId}", not "${input.topicId}"; replies must stay in the same topic`);
@@ -231,21 +267,18 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
         id: message.id,
         topicId: sharedId(s, message.topicId),
         authorId: sharedId(s, message.authorId),
-        replyTo: message.replyTo === null ? null : (s.messages.get(message.replyTo)?.id ?? message.replyTo),
+        replyTo: message.replyTo === null ? null : (messageById(s, message.replyTo)?.id ?? message.replyTo),
         clientId: message.clientId,
         json,
-        lc: message.content.toLowerCase(),
+        lc: foldsAsAscii(json) ? undefined : message.content.toLowerCase(),
         createdMs: parseTimeMs(message.created),
         seq: record.seq,
       };
-      s.messages.set(message.id, entry);
       s.messageOrder.push(entry);
       pushTo(s.byTopic, entry.topicId, entry);
       pushTo(s.byAuthor, entry.authorId, entry);
       if (entry.replyTo !== null) pushTo(s.byReplyTo, entry.replyTo, entry);
-      let mine = s.byClientId.get(entry.authorId);
-      if (!mine) s.byClientId.set(entry.authorId, (mine = new Map()));
-      mine.set(entry.clientId, entry);
+      s.byClientId.get(entry.authorId)?.set(entry.clientId, entry);
       addDiscussionEvent(feeds, record.seq, 'message', record.time, json, entry.topicId);
       return true;
     }
@@ -295,7 +328,7 @@ export interface MessageQuery {
 export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[] {
   let candidates: MessageEntry[];
   if (query.messageId !== undefined) {
-    const m = s.messages.get(query.messageId);
+    const m = messageById(s, query.messageId);
     candidates = m ? [m] : [];
   } else {
     candidates = s.messageOrder;
@@ -320,13 +353,14 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
     end = lo;
   }
   const lq = query.q?.toLowerCase();
+  const matcher = lq !== undefined && lq !== '' ? new ContentMatcher(lq) : undefined;
   const out: MessageEntry[] = [];
   for (let i = end - 1; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
     if (query.replyTo !== undefined && e.replyTo !== query.replyTo) continue;
     if (query.topicId !== undefined && e.topicId !== query.topicId) continue;
     if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
-    if (lq !== undefined && lq !== '' && !e.lc.includes(lq)) continue;
+    if (matcher !== undefined && !(e.lc === undefined ? matcher.matches(e.json) : e.lc.includes(matcher.lq))) continue;
     out.push(e);
   }
   return out;
