@@ -9,3 +9,20 @@ import { ID_SEQ_DIGITS } from '../constants.js';
 export function makeId(prefix: string, seq: number): string {
   return `${prefix}_${String(seq).padStart(ID_SEQ_DIGITS, '0')}`;
 }
+
+/**
+ * Whether `id` equals `makeId(prefix, seq)`, compared digit by digit without building the string
+ * (replay checks a million message ids against their record seq).
+ */
+export function idHasSeq(id: string, prefix: string, seq: number): boolean {
+  let width = 1;
+  for (let t = seq; t >= 10; t = Math.floor(t / 10)) width++;
+  const start = prefix.length + 1;
+  if (id.length !== start + Math.max(width, ID_SEQ_DIGITS) || !id.startsWith(prefix) || id.charCodeAt(prefix.length) !== 0x5f) return false;
+  let n = seq;
+  for (let i = id.length - 1; i >= start; i--) {
+    if (id.charCodeAt(i) - 48 !== n % 10) return false;
+    n = Math.floor(n / 10);
+  }
+  return true;
+}

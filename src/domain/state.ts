@@ -53,6 +53,10 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     applyWork(state.work, state.forum, state.feeds, record) ||
     applyOpportunities(state.opportunities, record);
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
-  const authorId = (record.payload as { authorId?: unknown } | null)?.authorId;
+  // A message's author is read from the index entry just made: its payload is never parsed on replay.
+  const authorId =
+    record.type === 'message.create'
+      ? state.forum.messageOrder[state.forum.messageOrder.length - 1]!.authorId
+      : (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, parseTimeMs(record.time));
 }

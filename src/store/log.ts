@@ -230,21 +230,69 @@ function parseLine(
     throw new LogCorruptError(file, pos, `record has seq ${seq} but ${expectedSeq} was expected`);
   }
   const payloadJson = buf.toString('utf8', pos + PAYLOAD_PREFIX.length, cutByte - tail[0].length);
-  let payload: unknown;
-  try {
-    payload = JSON.parse(payloadJson);
-  } catch {
-    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not valid JSON`);
-  }
   // The time is kept by the feed index for every record: decode it from the buffer as its own
   // flat 24-byte string. tail[2] would be a slice that keeps the whole 160-byte tail alive.
   const timeStart = tailStart + tail.index + SEQ_KEY.length + tail[1]!.length + TIME_KEY.length;
-  const time = buf.toString('latin1', timeStart, timeStart + tail[2]!.length);
-  const record: LogRecord = { seq, time, type: tail[3]!, payload };
-  if (strict && stableStringify(record) !== `${PAYLOAD_PREFIX}${payloadJson}${tail[0]}}`) {
-    throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
+  const timeEnd = timeStart + tail[2]!.length;
+  // Records of one group commit share their time: reuse the previous record's string then.
+  const time =
+    timeEnd - timeStart === lastTimeBytes.length && buf.compare(lastTimeBytes, 0, lastTimeBytes.length, timeStart, timeEnd) === 0
+      ? lastTime
+      : rememberTime(buf, timeStart, timeEnd);
+  const record = new ReplayedRecord(seq, time, tail[3]!, payloadJson, file, pos);
+  if (strict) {
+    void record.payload; // parses: throws LogCorruptError for JSON that is not valid
+    if (stableStringify(record.toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${tail[0]}}`) {
+      throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
+    }
   }
   return { record, payloadJson, hash };
+}
+
+/**
+ * A record read back from a segment. Its payload is parsed from `payloadJson` on first access:
+ * an area that reads its record from the canonical JSON (messages, most of a large log) costs no
+ * JSON.parse at startup. The bytes are already proven intact by the hash chain; an invalid
+ * payload throws LogCorruptError (file, byte offset) when read, and `verify` (strict) reads all.
+ */
+class ReplayedRecord implements LogRecord {
+  private parsed: unknown = UNPARSED;
+
+  constructor(
+    readonly seq: number,
+    readonly time: string,
+    readonly type: string,
+    private readonly payloadJson: string,
+    private readonly file: string,
+    private readonly offset: number,
+  ) {}
+
+  get payload(): unknown {
+    if (this.parsed === UNPARSED) {
+      try {
+        this.parsed = JSON.parse(this.payloadJson);
+      } catch {
+        throw new LogCorruptError(this.file, this.offset, `record ${this.seq} is not valid JSON`);
+      }
+    }
+    return this.parsed;
+  }
+
+  /** The plain record `{payload, seq, time, type}` (what stableStringify and JSON.stringify see). */
+  toJSON(): LogRecord {
+    return { payload: this.payload, seq: this.seq, time: this.time, type: this.type };
+  }
+}
+const UNPARSED: unique symbol = Symbol('unparsed');
+
+/** The last distinct record time decoded by parseLine, as bytes and as its string. */
+let lastTime = '';
+let lastTimeBytes = Buffer.alloc(0);
+
+function rememberTime(buf: Buffer, start: number, end: number): string {
+  lastTime = buf.toString('latin1', start, end);
+  lastTimeBytes = Buffer.from(buf.subarray(start, end));
+  return lastTime;
 }
 
 interface Waiter {

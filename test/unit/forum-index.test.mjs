@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import stableStringify from 'fast-json-stable-stringify';
-import { ContentMatcher, foldsAsAscii } from '../../dist/domain/forum/content-search.js';
+import { ContentMatcher, createdOf, foldsAsAscii, readMessageFields } from '../../dist/domain/forum/message-json.js';
 import { createState, apply } from '../../dist/domain/state.js';
-import { messageById, messageByClientId, queryMessages } from '../../dist/domain/forum/forum.js';
+import { messageById, messageByClientId, messageIdOf, queryMessages } from '../../dist/domain/forum/forum.js';
 
 /** A canonical message JSON as the log stores it. */
 function messageJson(content, extra = {}) {
@@ -81,7 +81,7 @@ function stateWith(messages) {
 
 test('a message is found by its id, and ids that do not name a message are not', () => {
   const { state, ids } = stateWith([['a', 'ag_a', 'c1'], ['b', 'ag_b', 'c1'], ['c', 'ag_a', 'c2']]);
-  for (const id of ids) assert.equal(messageById(state.forum, id)?.id, id);
+  for (const id of ids) assert.equal(messageById(state.forum, id) && messageIdOf(messageById(state.forum, id)), id);
   for (const id of ['msg_0000000001', 'msg_0000000099', 'msg_3', 'msg_00000000003', 'tp_0000000003', '']) {
     assert.equal(messageById(state.forum, id), undefined, id);
   }
@@ -90,18 +90,54 @@ test('a message is found by its id, and ids that do not name a message are not',
 test('the clientId index is built on first use and then follows new messages', () => {
   const { state, ids, rec } = stateWith([['a', 'ag_a', 'c1'], ['b', 'ag_b', 'c1'], ['c', 'ag_a', 'c2']]);
   assert.equal(state.forum.byClientId.size, 0, 'replay builds no clientId index');
-  assert.equal(messageByClientId(state.forum, 'ag_a', 'c2')?.id, ids[2]);
-  assert.equal(messageByClientId(state.forum, 'ag_b', 'c1')?.id, ids[1]);
+  assert.equal(messageIdOf(messageByClientId(state.forum, 'ag_a', 'c2')), ids[2]);
+  assert.equal(messageIdOf(messageByClientId(state.forum, 'ag_b', 'c1')), ids[1]);
   assert.equal(messageByClientId(state.forum, 'ag_b', 'c2'), undefined);
   rec('message.create', { id: 'msg_0000000006', topicId: 'tp_0000000002', authorId: 'ag_b', content: 'd', replyTo: null, clientId: 'c2', created: '2026-01-01T00:00:00.000Z' });
-  assert.equal(messageByClientId(state.forum, 'ag_b', 'c2')?.id, 'msg_0000000006');
+  assert.equal(messageIdOf(messageByClientId(state.forum, 'ag_b', 'c2')), 'msg_0000000006');
 });
 
 test('q filters messages the same whether their content keeps a lower-cased copy or not', () => {
   const { state, ids } = stateWith([['The ÉCLAIR recipe', 'ag_a', 'c1'], ['The Eclair recipe', 'ag_a', 'c2'], ['nothing', 'ag_a', 'c3']]);
-  const found = (q) => queryMessages(state.forum, { q, limit: 50 }).map((e) => e.id);
+  const found = (q) => queryMessages(state.forum, { q, limit: 50 }).map(messageIdOf);
   assert.deepEqual(found('the '), [ids[1], ids[0]]);
   assert.deepEqual(found('éclair'), [ids[0]]);
   assert.deepEqual(found('ECLAIR'), [ids[1]]);
   assert.deepEqual(found(''), [ids[2], ids[1], ids[0]]);
+});
+
+test('message fields read from the canonical JSON equal the parsed ones', () => {
+  const id = fc.stringMatching(/^[a-z]{2,3}_\d{10}$/);
+  fc.assert(
+    fc.property(text, text, id, id, fc.option(id), fc.date({ noInvalidDate: true }), (content, clientId, topicId, authorId, replyTo, date) => {
+      fc.pre(clientId !== '');
+      const message = { id: 'msg_0000000042', topicId, authorId, content, replyTo, clientId, created: date.toISOString() };
+      const json = stableStringify(message);
+      const { content: kept, ...fields } = readMessageFields(json);
+      const { content: _, ...expected } = message;
+      assert.deepEqual(fields, expected);
+      assert.equal(kept, foldsAsAscii(json) ? undefined : content, 'content is returned only when it needs a lower-cased copy');
+      assert.equal(createdOf(json), message.created);
+    }),
+    { numRuns: 5000 },
+  );
+});
+
+test('JSON of another shape is read through JSON.parse', () => {
+  const odd = { id: 'msg_0000000042', topicId: 'tp_1', authorId: 'ag_1', content: 'x', replyTo: null, clientId: 'c', created: '2026-01-01T00:00:00.000Z', edited: true };
+  const json = stableStringify(odd);
+  assert.deepEqual(readMessageFields(json), { id: odd.id, topicId: 'tp_1', authorId: 'ag_1', replyTo: null, clientId: 'c', created: odd.created, content: undefined });
+  assert.equal(createdOf(json), odd.created);
+  assert.throws(() => readMessageFields('{"authorId":"a", nope}'), SyntaxError);
+});
+
+test('an id names its seq exactly: idHasSeq agrees with makeId', async () => {
+  const { idHasSeq, makeId } = await import('../../dist/domain/ids.js');
+  fc.assert(
+    fc.property(fc.nat({ max: 2 ** 45 }), fc.nat({ max: 2 ** 45 }), (a, b) => {
+      assert.equal(idHasSeq(makeId('msg', a), 'msg', b), a === b);
+      assert.equal(idHasSeq(`msg_0${makeId('msg', a).slice(4)}`, 'msg', a), false, 'an extra leading zero');
+      assert.equal(idHasSeq(makeId('tp', a), 'msg', a), false);
+    }),
+  );
 });

@@ -65,7 +65,7 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
     handler: ({ app, query }) => {
       const found = queryMessages(app.state.forum, query as unknown as MessageQuery);
-      return { status: 200, json: `{"messages":[${found.map((e) => e.json).join(',')}]}` };
+      return { status: 200, json: `{"messages":[${found.map((e) => e.recordJson).join(',')}]}` };
     },
   },
   {
@@ -85,9 +85,9 @@ export const forumRoutes: Route[] = [
         seq: app.nextSeq(),
         created: new Date(now).toISOString(),
       });
-      if ('existing' in decision) return { status: 201, json: decision.existing.json };
+      if ('existing' in decision) return { status: 201, json: decision.existing.recordJson };
       app.commit('message.create', decision.message, now);
-      return { status: 201, json: messageById(app.state.forum, decision.message.id)!.json };
+      return { status: 201, json: messageById(app.state.forum, decision.message.id)!.recordJson };
     },
   },
 ];

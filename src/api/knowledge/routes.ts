@@ -78,7 +78,7 @@ export const knowledgeRoutes: Route[] = [
       const p = query as unknown as SearchQuery;
       const messages = queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit });
       const knowledge = queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
-      return { status: 200, json: `{"messages":${entriesJson(messages)},"knowledge":${entriesJson(knowledge)}}` };
+      return { status: 200, json: `{"messages":[${messages.map((e) => e.recordJson).join(',')}],"knowledge":${entriesJson(knowledge)}}` };
     },
   },
 ];

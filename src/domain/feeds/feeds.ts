@@ -79,7 +79,15 @@ export function addDiscussionEvent(
   recordJson: string,
   topicId: string | null,
 ): void {
-  const event: FeedEvent = { seq, logSeq: seq, kind, time, recordJson, sha256: undefined };
+  pushDiscussionEvent(feeds, { seq, logSeq: seq, kind, time, recordJson, sha256: undefined }, topicId);
+}
+
+/**
+ * Adds discussion event `event`, an object the caller also keeps in its own index (a message's
+ * index entry is its feed event and export row: one object per message). `topicId` as above.
+ */
+export function pushDiscussionEvent(feeds: FeedsState, event: FeedEvent, topicId: string | null): void {
+  const kind = event.kind;
   feeds.discussion.push(event);
   if (topicId !== null && kind !== 'room') {
     const row = event as ExportRow;

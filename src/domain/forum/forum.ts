@@ -9,10 +9,10 @@ import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
-import { makeId } from '../ids.js';
+import { addDiscussionEvent, pushDiscussionEvent, type FeedEvent, type FeedsState } from '../feeds/feeds.js';
+import { idHasSeq, makeId } from '../ids.js';
 import { parseTimeMs } from '../../clock.js';
-import { ContentMatcher, foldsAsAscii } from './content-search.js';
+import { ContentMatcher, createdOf, readMessageFields } from './message-json.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -43,25 +43,29 @@ export interface Message {
 }
 
 /**
- * An indexed message: the fields filters need, its canonical JSON (the only full copy kept; see
- * `messageOf`), creation time and log seq. `lc` is the lower-cased content, kept only for
- * content that lower-cases beyond A–Z; other content is searched in `json` (content-search.ts).
+ * An indexed message, which is also its discussion feed event and topic export row (one object
+ * per message): the feed fields (log seq, record time, canonical JSON `recordJson` — the only
+ * full copy kept, see `messageOf`) and the fields filters need. Its id is `messageIdOf(entry)`;
+ * clientId and creation time are read from the JSON where needed (message-json.ts). `lc` is the
+ * lower-cased content, kept only for content that lower-cases beyond A–Z; other content is
+ * searched in `recordJson`. Replay builds a million of these, so each field costs megabytes.
  */
-export interface MessageEntry {
-  id: string;
+export interface MessageEntry extends FeedEvent {
+  kind: 'message';
   topicId: string;
   authorId: string;
   replyTo: string | null;
-  clientId: string;
-  json: string;
   lc: string | undefined;
-  createdMs: number;
-  seq: number;
+}
+
+/** A message's id: `msg_<log seq>` (checked on apply). */
+export function messageIdOf(e: MessageEntry): string {
+  return makeId('msg', e.seq);
 }
 
 /** The full Message of an entry, parsed from its JSON (rare paths: retries, receipts). */
 export function messageOf(e: MessageEntry): Message {
-  return JSON.parse(e.json) as Message;
+  return JSON.parse(e.recordJson) as Message;
 }
 
 /** An indexed topic: the record, its canonical JSON and log seq. */
@@ -132,7 +136,7 @@ export function messageByClientId(s: ForumState, authorId: string, clientId: str
   let mine = s.byClientId.get(authorId);
   if (mine === undefined) {
     mine = new Map();
-    for (const e of s.byAuthor.get(authorId) ?? []) mine.set(e.clientId, e);
+    for (const e of s.byAuthor.get(authorId) ?? []) mine.set(readMessageFields(e.recordJson).clientId, e);
     s.byClientId.set(authorId, mine);
   }
   return mine.get(clientId);
@@ -158,7 +162,7 @@ export function messageById(s: ForumState, id: string): MessageEntry | undefined
     else hi = mid;
   }
   const e = list[lo];
-  return e !== undefined && e.id === id ? e : undefined;
+  return e !== undefined && e.seq === seq && idHasSeq(id, 'msg', seq) ? e : undefined;
 }
 
 /** Key of an (author, clientId) idempotency index (work receipts). */
@@ -260,26 +264,28 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       return true;
     }
     case 'message.create': {
-      const message = record.payload as Message;
+      // Read from the canonical JSON, not record.payload: replay never parses a message's payload.
       const json = payloadJson;
-      // The parsed payload is not kept: json is the one full copy of the message.
+      const m = readMessageFields(json);
+      if (!idHasSeq(m.id, 'msg', record.seq)) throw new Error(`message id "${m.id}" does not match its record seq ${record.seq}`);
       const entry: MessageEntry = {
-        id: message.id,
-        topicId: sharedId(s, message.topicId),
-        authorId: sharedId(s, message.authorId),
-        replyTo: message.replyTo === null ? null : (messageById(s, message.replyTo)?.id ?? message.replyTo),
-        clientId: message.clientId,
-        json,
-        lc: foldsAsAscii(json) ? undefined : message.content.toLowerCase(),
-        createdMs: parseTimeMs(message.created),
         seq: record.seq,
+        logSeq: record.seq,
+        kind: 'message',
+        time: record.time,
+        recordJson: json,
+        sha256: undefined,
+        topicId: sharedId(s, m.topicId),
+        authorId: sharedId(s, m.authorId),
+        replyTo: m.replyTo,
+        lc: m.content?.toLowerCase(),
       };
       s.messageOrder.push(entry);
       pushTo(s.byTopic, entry.topicId, entry);
       pushTo(s.byAuthor, entry.authorId, entry);
       if (entry.replyTo !== null) pushTo(s.byReplyTo, entry.replyTo, entry);
-      s.byClientId.get(entry.authorId)?.set(entry.clientId, entry);
-      addDiscussionEvent(feeds, record.seq, 'message', record.time, json, entry.topicId);
+      s.byClientId.get(entry.authorId)?.set(m.clientId, entry);
+      pushDiscussionEvent(feeds, entry, entry.topicId);
       return true;
     }
     default:
@@ -347,7 +353,7 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
     let hi = candidates.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (candidates[mid]!.createdMs < beforeMs) lo = mid + 1;
+      if (Date.parse(createdOf(candidates[mid]!.recordJson)) < beforeMs) lo = mid + 1;
       else hi = mid;
     }
     end = lo;
@@ -360,7 +366,7 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
     if (query.replyTo !== undefined && e.replyTo !== query.replyTo) continue;
     if (query.topicId !== undefined && e.topicId !== query.topicId) continue;
     if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
-    if (matcher !== undefined && !(e.lc === undefined ? matcher.matches(e.json) : e.lc.includes(matcher.lq))) continue;
+    if (matcher !== undefined && !(e.lc === undefined ? matcher.matches(e.recordJson) : e.lc.includes(matcher.lq))) continue;
     out.push(e);
   }
   return out;

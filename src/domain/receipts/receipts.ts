@@ -24,7 +24,7 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       const m = messageOf(e);
       const request: Record<string, string> = { topicId: m.topicId, content: m.content, clientId: m.clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
-      return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.json}}}`;
+      return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.recordJson}}}`;
     }
   } else {
     const r = state.work.byClientId.get(clientKey(callerId, clientId));
