@@ -85,6 +85,14 @@ export const ID_SEQ_DIGITS = 10;
  * the most polled endpoint, and `activeAgents` would otherwise cost a pass over every agent.
  */
 export const STATUS_CACHE_MS = 1000;
+/**
+ * `q` search over message JSON (ours, tuning; see domain/forum/message-json.ts): how many of the
+ * newest candidate messages are sampled to learn how often each query character occurs, and
+ * the most occurrences per message of the rarest one for which scanning for that character
+ * beats a case-insensitive RegExp.
+ */
+export const Q_SAMPLE_MESSAGES = 256;
+export const Q_ANCHOR_HITS_PER_MESSAGE_MAX = 2;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
 

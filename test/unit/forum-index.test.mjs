@@ -34,8 +34,14 @@ test('q search in the stored JSON agrees with content.toLowerCase().includes(q.t
       const json = messageJson(content, { clientId });
       const expected = content.toLowerCase().includes(lq);
       // Searched as the index does: in the JSON when the content folds as ASCII, else in lc.
-      const got = foldsAsAscii(json) ? new ContentMatcher(lq).matches(json) : content.toLowerCase().includes(lq);
-      assert.equal(got, expected, `content ${JSON.stringify(content)} q ${JSON.stringify(q)}`);
+      // Both ways of scanning: the sample makes every query character rare (anchor scan) or
+      // common (RegExp, for ASCII queries).
+      const rare = [];
+      const common = [messageJson(lq.repeat(3))];
+      for (const sample of [rare, common]) {
+        const got = foldsAsAscii(json) ? new ContentMatcher(lq, sample).matches(json) : content.toLowerCase().includes(lq);
+        assert.equal(got, expected, `content ${JSON.stringify(content)} q ${JSON.stringify(q)} sample ${sample.length}`);
+      }
     }),
     { numRuns: 20000 },
   );
@@ -43,13 +49,15 @@ test('q search in the stored JSON agrees with content.toLowerCase().includes(q.t
 
 test('q search finds a word whatever its case and not across escapes or outside the content', () => {
   const json = messageJson('Line one\nThe Benchmark said "ok"');
-  const m = (q) => new ContentMatcher(q.toLowerCase()).matches(json);
+  for (const sample of [[], [json, json, json]]) {
+  const m = (q) => new ContentMatcher(q.toLowerCase(), sample).matches(json);
   assert.equal(m('BENCHMARK'), true);
   assert.equal(m('one\nthe'), true, 'a newline in q matches the escaped newline');
   assert.equal(m('"ok"'), true);
   assert.equal(m('nthe'), false, 'the n of the escape \\n is not content');
   assert.equal(m('tp_0000000002'), false, 'other fields are not searched');
   assert.equal(m('2026'), false);
+  }
 });
 
 test('content with cased non-ASCII letters keeps a lower-cased copy; other content does not', () => {

@@ -7,7 +7,7 @@
  */
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
-import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
+import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, Q_SAMPLE_MESSAGES, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { addDiscussionEvent, pushDiscussionEvent, type FeedEvent, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
@@ -359,7 +359,13 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
     end = lo;
   }
   const lq = query.q?.toLowerCase();
-  const matcher = lq !== undefined && lq !== '' ? new ContentMatcher(lq) : undefined;
+  let matcher: ContentMatcher | undefined;
+  if (lq !== undefined && lq !== '') {
+    // The newest candidates, which the scan below reaches first, decide how it scans.
+    const sample: string[] = [];
+    for (let i = end - 1; i >= 0 && sample.length < Q_SAMPLE_MESSAGES; i--) sample.push(candidates[i]!.recordJson);
+    matcher = new ContentMatcher(lq, sample);
+  }
   const out: MessageEntry[] = [];
   for (let i = end - 1; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
