@@ -94,7 +94,7 @@ export function listSegments(logDir: string): SegmentInfo[] {
 /**
  * The canonical JSON of a record whose payload is already canonical: sorted keys put `payload`
  * first and `seq`, `time`, `type` last, so the record is assembled around the payload's text.
- * Equal to stableStringify(record); `type` and `time` are ASCII tokens (see TAIL).
+ * Equal to stableStringify(record); `type` and `time` are ASCII tokens (see SEQ_KEY).
  */
 function recordJson(payloadJson: string, seq: number, time: string, type: string): string {
   return `${PAYLOAD_PREFIX}${payloadJson},"seq":${seq},"time":"${time}","type":"${type}"}`;
@@ -178,25 +178,76 @@ export function replaySegments(
   return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn };
 }
 
-/**
- * The record fields after the payload, as the canonical form writes them (ASCII only): sorted
- * keys put `seq`, `time` and `type` last, right before the hash field.
- */
-const TAIL = /,"seq":(\d+),"time":"([0-9T:.Z+-]+)","type":"([a-z0-9_.-]+)"$/;
-/** The literal text before the seq digits and before the time in TAIL. */
-const SEQ_KEY = ',"seq":';
-const TIME_KEY = ',"time":"';
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
 const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
-/** Longest tail the regex can need to see, in bytes (seq ≤ 16 digits, time, type ≤ 60). */
-const TAIL_BYTES_MAX = 160;
+
+/**
+ * The record fields after the payload, as the canonical form writes them (ASCII only): sorted
+ * keys put `seq`, `time` and `type` last, right before the hash field:
+ * `,"seq":<digits>,"time":"<[0-9T:.Z+-]>","type":"<[a-z0-9_.-]>"`. Read backwards from the
+ * hash field, byte by byte, with these keys and bounds.
+ */
+const SEQ_KEY = Buffer.from(',"seq":', 'latin1');
+const TIME_KEY = Buffer.from(',"time":"', 'latin1');
+const TYPE_KEY = Buffer.from('","type":"', 'latin1');
+const PAYLOAD_PREFIX_BYTES = Buffer.from(PAYLOAD_PREFIX, 'latin1');
+const HASH_PREFIX_BYTES = Buffer.from(HASH_PREFIX, 'latin1');
+const SEQ_DIGITS_MAX = 16;
+const TIME_BYTES_MAX = 40;
+const TYPE_BYTES_MAX = 60;
+
+/** Whether `buf` holds the bytes of `expected` at offset `at`. */
+function bytesAt(buf: Buffer, at: number, expected: Buffer): boolean {
+  if (at < 0) return false;
+  for (let i = 0; i < expected.length; i++) if (buf[at + i] !== expected[i]) return false;
+  return true;
+}
+
+function isTypeByte(b: number): boolean {
+  return (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x5f || b === 0x2e || b === 0x2d;
+}
+
+function isTimeByte(b: number): boolean {
+  return (b >= 0x30 && b <= 0x39) || b === 0x54 || b === 0x3a || b === 0x2e || b === 0x5a || b === 0x2b || b === 0x2d;
+}
+
+/** Start of the run of bytes before `end` (at most `max`, not before `floor`) that pass `accept`. */
+function runStart(buf: Buffer, floor: number, end: number, max: number, accept: (b: number) => boolean): number {
+  let i = end;
+  while (i > floor && end - i < max && accept(buf[i - 1]!)) i--;
+  return i;
+}
+
+/**
+ * An ASCII token decoded from a segment, reused while consecutive records repeat it: records of
+ * one group commit share their time, and runs of records share their type.
+ */
+class TokenCache {
+  private text = '';
+  private bytes = Buffer.alloc(0);
+
+  /** The token `buf[start, end)` as a string (latin1). */
+  get(buf: Buffer, start: number, end: number): string {
+    const known = this.bytes;
+    if (end - start === known.length) {
+      let i = 0;
+      while (i < known.length && buf[start + i] === known[i]) i++;
+      if (i === known.length) return this.text;
+    }
+    this.text = buf.toString('latin1', start, end);
+    this.bytes = Buffer.from(buf.subarray(start, end));
+    return this.text;
+  }
+}
+const times = new TokenCache();
+const types = new TokenCache();
 
 /**
  * Checks and parses the line `buf[pos, nl)`. The hash is computed over the line's bytes up to
- * the hash field, closed with `}` — the record's canonical JSON — without building that string.
- * Only the payload's bytes are decoded into a string (the one the index keeps); seq, time and
- * type are read from the short ASCII tail. So no whole-line string is made, and nothing the
- * index keeps holds on to one.
+ * the hash field, closed with `}` — the record's canonical JSON — without building that string,
+ * and compared with the stored hex in place. Only the payload's bytes are decoded into a string
+ * (the one the index keeps); seq, time and type are read from the ASCII tail byte by byte. So
+ * no whole-line string is made, and nothing the index keeps holds on to one.
  */
 function parseLine(
   buf: Buffer,
@@ -211,38 +262,41 @@ function parseLine(
   const notFramed = () => new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {"payload":...,"seq":...,"time":...,"type":...,"hash":"<64 hex>"}`);
   if (
     cutByte - pos < PAYLOAD_PREFIX.length ||
-    buf.toString('latin1', cutByte, cutByte + HASH_PREFIX.length) !== HASH_PREFIX ||
+    !bytesAt(buf, cutByte, HASH_PREFIX_BYTES) ||
     buf[nl - 2] !== 0x22 ||
     buf[nl - 1] !== 0x7d ||
-    buf.toString('latin1', pos, pos + PAYLOAD_PREFIX.length) !== PAYLOAD_PREFIX
+    !bytesAt(buf, pos, PAYLOAD_PREFIX_BYTES)
   ) {
     throw notFramed();
   }
-  const hash = buf.toString('latin1', cutByte + HASH_PREFIX.length, nl - 2);
-  if (chainHashBytes(prevHash, buf, pos, cutByte) !== hash) {
-    throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
+  const hash = chainHashBytes(prevHash, buf, pos, cutByte);
+  const storedAt = cutByte + HASH_PREFIX.length;
+  for (let i = 0; i < 64; i++) {
+    if (hash.charCodeAt(i) !== buf[storedAt + i]) {
+      throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
+    }
   }
-  const tailStart = Math.max(pos, cutByte - TAIL_BYTES_MAX);
-  const tail = TAIL.exec(buf.toString('latin1', tailStart, cutByte));
-  if (!tail) throw notFramed();
-  const seq = Number(tail[1]);
+  const floor = pos + PAYLOAD_PREFIX.length;
+  const typeEnd = cutByte - 1;
+  const typeStart = runStart(buf, floor, typeEnd, TYPE_BYTES_MAX, isTypeByte);
+  const timeEnd = typeStart - TYPE_KEY.length;
+  if (buf[typeEnd] !== 0x22 || typeStart === typeEnd || !bytesAt(buf, timeEnd, TYPE_KEY)) throw notFramed();
+  const timeStart = runStart(buf, floor, timeEnd, TIME_BYTES_MAX, isTimeByte);
+  const digitsEnd = timeStart - TIME_KEY.length;
+  if (timeStart === timeEnd || !bytesAt(buf, digitsEnd, TIME_KEY)) throw notFramed();
+  const digitsStart = runStart(buf, floor, digitsEnd, SEQ_DIGITS_MAX, (b) => b >= 0x30 && b <= 0x39);
+  const payloadEnd = digitsStart - SEQ_KEY.length;
+  if (digitsStart === digitsEnd || payloadEnd < floor || !bytesAt(buf, payloadEnd, SEQ_KEY)) throw notFramed();
+  let seq = 0;
+  for (let i = digitsStart; i < digitsEnd; i++) seq = seq * 10 + (buf[i]! - 0x30);
   if (seq !== expectedSeq) {
     throw new LogCorruptError(file, pos, `record has seq ${seq} but ${expectedSeq} was expected`);
   }
-  const payloadJson = buf.toString('utf8', pos + PAYLOAD_PREFIX.length, cutByte - tail[0].length);
-  // The time is kept by the feed index for every record: decode it from the buffer as its own
-  // flat 24-byte string. tail[2] would be a slice that keeps the whole 160-byte tail alive.
-  const timeStart = tailStart + tail.index + SEQ_KEY.length + tail[1]!.length + TIME_KEY.length;
-  const timeEnd = timeStart + tail[2]!.length;
-  // Records of one group commit share their time: reuse the previous record's string then.
-  const time =
-    timeEnd - timeStart === lastTimeBytes.length && buf.compare(lastTimeBytes, 0, lastTimeBytes.length, timeStart, timeEnd) === 0
-      ? lastTime
-      : rememberTime(buf, timeStart, timeEnd);
-  const record = new ReplayedRecord(seq, time, tail[3]!, payloadJson, file, pos);
+  const payloadJson = buf.toString('utf8', floor, payloadEnd);
+  const record = new ReplayedRecord(seq, times.get(buf, timeStart, timeEnd), types.get(buf, typeStart, typeEnd), payloadJson, file, pos);
   if (strict) {
     void record.payload; // parses: throws LogCorruptError for JSON that is not valid
-    if (stableStringify(record.toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${tail[0]}}`) {
+    if (stableStringify(record.toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${buf.toString('latin1', payloadEnd, cutByte)}}`) {
       throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
     }
   }
@@ -284,16 +338,6 @@ class ReplayedRecord implements LogRecord {
   }
 }
 const UNPARSED: unique symbol = Symbol('unparsed');
-
-/** The last distinct record time decoded by parseLine, as bytes and as its string. */
-let lastTime = '';
-let lastTimeBytes = Buffer.alloc(0);
-
-function rememberTime(buf: Buffer, start: number, end: number): string {
-  lastTime = buf.toString('latin1', start, end);
-  lastTimeBytes = Buffer.from(buf.subarray(start, end));
-  return lastTime;
-}
 
 interface Waiter {
   seq: number;

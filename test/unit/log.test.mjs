@@ -212,3 +212,53 @@ test('the payload JSON handed to apply is cut exactly from the canonical record,
   assert.deepEqual(replayed, [expected]);
   await again.close();
 });
+
+test('replay reads seq, time and type from the tail and refuses every malformed tail, even with a valid chain', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 1);
+  const [seg] = segmentFiles(dir);
+  const { chainHash } = await import('../../dist/store/log.js');
+  const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
+  const payload = JSON.stringify(rec.payload);
+  const write = (tail) => {
+    const body = `{"payload":${payload}${tail}}`;
+    writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
+  };
+  const seen = [];
+  write(`,"seq":1,"time":"${rec.time}","type":"${rec.type}"`);
+  replaySegments(join(dir, 'log'), (r, json) => seen.push([r.seq, r.time, r.type, json]));
+  assert.deepEqual(seen, [[1, rec.time, rec.type, payload]]);
+  for (const tail of [
+    `,"seq":1,"time":"${rec.time}","type":"Test.Upper"`,
+    `,"seq":1,"time":"${rec.time}","type":""`,
+    `,"seq":1,"time":"${rec.time}","kind":"${rec.type}"`,
+    `,"seq":1,"time":"${rec.time} ","type":"${rec.type}"`,
+    `,"seq":1,"time":"","type":"${rec.type}"`,
+    `,"seq":1,"when":"${rec.time}","type":"${rec.type}"`,
+    `,"seq":-1,"time":"${rec.time}","type":"${rec.type}"`,
+    `,"seq":,"time":"${rec.time}","type":"${rec.type}"`,
+    `,"seq":"1","time":"${rec.time}","type":"${rec.type}"`,
+    `,"n":1,"time":"${rec.time}","type":"${rec.type}"`,
+    `"seq":1,"time":"${rec.time}","type":"${rec.type}"`,
+  ]) {
+    write(tail);
+    assert.throws(() => replaySegments(join(dir, 'log'), () => {}), /not framed/, tail);
+  }
+  write(`,"seq":2,"time":"${rec.time}","type":"${rec.type}"`);
+  assert.throws(() => replaySegments(join(dir, 'log'), () => {}), /seq 2 but 1 was expected/);
+});
+
+test('a chained record whose payload is not JSON is reported with its file and offset when read', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 1);
+  const [seg] = segmentFiles(dir);
+  const { chainHash } = await import('../../dist/store/log.js');
+  const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
+  const body = `{"payload":{"i":1,,},"seq":1,"time":"${rec.time}","type":"${rec.type}"}`;
+  writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
+  assert.throws(
+    () => replaySegments(join(dir, 'log'), (r) => r.payload),
+    (err) => err instanceof LogCorruptError && /record 1 is not valid JSON/.test(err.message) && err.message.includes(seg),
+  );
+  assert.throws(() => replaySegments(join(dir, 'log'), () => {}, { strict: true }), /record 1 is not valid JSON/);
+});
