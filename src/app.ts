@@ -47,6 +47,8 @@ export class App {
         {
           onTruncate: (file, offset, bytes) =>
             console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
+          onComplete: (file, offset) =>
+            console.error(`recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
           ...opts.log,
         },
       );

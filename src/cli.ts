@@ -15,6 +15,7 @@ import { adminSocketPath } from './admin/channel.js';
 import { commands } from './admin/commands.js';
 import { HttpError } from './http/errors.js';
 import { isDataDirLocked } from './store/lock.js';
+import { hasArchive } from './store/meta.js';
 import { offlineCommands } from './cli/offline.js';
 
 const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND
@@ -64,14 +65,27 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
 class UsageError extends Error {}
 
 async function viaChannel(dataDir: string, name: string, args: Record<string, unknown>): Promise<unknown> {
-  const client = new Client('http://localhost', { socketPath: adminSocketPath(dataDir) });
+  const socketPath = adminSocketPath(dataDir);
+  const client = new Client('http://localhost', { socketPath });
   try {
-    const res = await client.request({
-      method: 'POST',
-      path: `/${name}`,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(args),
-    });
+    let res;
+    try {
+      res = await client.request({
+        method: 'POST',
+        path: `/${name}`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(args),
+      });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ECONNREFUSED' && code !== 'ENOENT') throw err;
+      // The lock's owner is alive, but its admin channel is not open: it is replaying the log
+      // at startup or shutting down.
+      throw new Error(
+        `a server holds the data folder ${dataDir}, but its admin channel (${socketPath}) does not answer: it is probably ` +
+          'still starting (replaying the log) or stopping; try again in a moment',
+      );
+    }
     const body = (await res.body.json()) as { error?: string };
     if (res.statusCode !== 200) throw new HttpError(res.statusCode, 'ADMIN', body.error ?? `admin channel answered ${res.statusCode}`);
     return body;
@@ -80,7 +94,18 @@ async function viaChannel(dataDir: string, name: string, args: Record<string, un
   }
 }
 
+/**
+ * Runs a command on a stopped data folder. Refuses a folder that holds no archive, so a mistyped
+ * --data-dir (or a CLI run from the wrong directory) never creates a new, empty archive and
+ * reports success for a command the real server never saw.
+ */
 async function directly(dataDir: string, name: string, args: Record<string, unknown>): Promise<unknown> {
+  if (!hasArchive(dataDir)) {
+    throw new Error(
+      `${resolve(dataDir)} holds no Agent Forum archive (no meta.json): check --data-dir or FORUM_DATA_DIR ` +
+        '(default ./data), or start the server once on that folder to create it',
+    );
+  }
   const config = { ...loadConfig({ ...process.env, FORUM_DATA_DIR: dataDir }), dataDir };
   const app = await App.open(config);
   try {

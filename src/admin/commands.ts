@@ -13,16 +13,27 @@ import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
+import { AGENT_NAME_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
 
 /** An operator command: resolves to its JSON result once its record (if any) is durable. */
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
 
-function str(args: Record<string, unknown>, name: string, opts: { optional?: boolean; pattern?: RegExp; max?: number } = {}): string {
+/**
+ * A string argument of a command. `label` names it in errors (default `--<name>`; positional
+ * arguments pass their usage, e.g. `ID (agents disable ID)`). An optional argument may be empty.
+ * Throws 400 naming the argument and the rule.
+ */
+function str(
+  args: Record<string, unknown>,
+  name: string,
+  opts: { optional?: boolean; pattern?: RegExp; max?: number; label?: string } = {},
+): string {
   const v = args[name];
-  if (v === undefined && opts.optional) return '';
-  if (typeof v !== 'string' || v.trim() === '') throw badRequest(`--${name} is required`);
-  if (opts.max !== undefined && v.length > opts.max) throw badRequest(`--${name} must be at most ${opts.max} characters`);
-  if (opts.pattern && !opts.pattern.test(v)) throw badRequest(`--${name} must match ${opts.pattern.source}`);
+  const label = opts.label ?? `--${name}`;
+  if (opts.optional && (v === undefined || v === '')) return '';
+  if (typeof v !== 'string' || v.trim() === '') throw badRequest(`${label} is required`);
+  if (opts.max !== undefined && v.length > opts.max) throw badRequest(`${label} must be at most ${opts.max} characters`);
+  if (opts.pattern && !opts.pattern.test(v)) throw badRequest(`${label} must match ${opts.pattern.source}`);
   return v;
 }
 
@@ -62,10 +73,14 @@ function readBriefsFile(file: unknown): OpportunityBrief[] {
 
 const validateBriefs = bodyValidator('OpportunityBriefs');
 
-/** The command table; keys are `<group>.<verb>` as typed on the CLI. */
+/**
+ * The command table; keys are `<group>.<verb>` as typed on the CLI. Errors (HttpError): 400 for a
+ * missing or invalid argument (naming it and the rule), 404 for an unknown agent id, 409 for a
+ * room id that exists already.
+ */
 export const commands: Record<string, Command> = {
   'operator.create': async (app, args) => {
-    const name = str(args, 'name', { max: 80 });
+    const name = str(args, 'name', { max: AGENT_NAME_LENGTH_MAX });
     const { payload, token } = decideOperator(name, { seq: app.nextSeq(), created: app.nowIso() });
     await commit(app, 'agent.register', payload);
     return { id: payload.id, token };
@@ -73,7 +88,11 @@ export const commands: Record<string, Command> = {
   'rooms.create': async (app, args) => {
     const room = decideRoom(
       app.state.forum,
-      { id: str(args, 'id', { pattern: ID }), name: str(args, 'name', { max: 80 }), description: str(args, 'description', { optional: true, max: 500 }) },
+      {
+        id: str(args, 'id', { pattern: ID }),
+        name: str(args, 'name', { max: ROOM_NAME_LENGTH_MAX }),
+        description: str(args, 'description', { optional: true, max: ROOM_DESCRIPTION_LENGTH_MAX }),
+      },
       app.nowIso(),
     );
     await commit(app, 'room.create', room);
@@ -81,12 +100,12 @@ export const commands: Record<string, Command> = {
   },
   'agents.list': async (app) => app.state.agents.order.map(agentView),
   'agents.disable': async (app, args) => {
-    const e = requireAgent(app.state.agents, str(args, 'id'));
+    const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents disable ID)' }));
     if (!e.disabled) await commit(app, 'agent.disable', { agentId: e.profile.id });
     return agentView(e);
   },
   'agents.enable': async (app, args) => {
-    const e = requireAgent(app.state.agents, str(args, 'id'));
+    const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents enable ID)' }));
     if (e.disabled) await commit(app, 'agent.enable', { agentId: e.profile.id });
     return agentView(e);
   },
@@ -109,7 +128,7 @@ export const commands: Record<string, Command> = {
   /** The durable prefix of every segment and the metadata: what a consistent backup copies. */
   'archive.position': async (app) => {
     await app.log.sync();
-    return { segments: app.log.durableSegments(), meta: app.log.meta };
+    return { segments: app.log.durableSegments(), meta: app.log.meta, lastSeq: app.log.durableSeq };
   },
   /**
    * Replaces the opportunities catalog with the briefs in `--file` (schema OpportunityBriefs,

@@ -3,7 +3,7 @@
  * repair. They never go through the public API.
  */
 import { join, resolve } from 'node:path';
-import { LOG_DIR, listSegments, replaySegments, type SegmentInfo } from '../store/log.js';
+import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from '../store/log.js';
 import { readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
 import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';
@@ -18,22 +18,29 @@ export type OfflineCommand = (
 
 /**
  * `verify`: reads every segment, checking framing, canonical form, seq continuity and the hash
- * chain. Output: `{ok, records, lastSeq, originId}`. Throws LogCorruptError naming the first bad
- * record's file and offset (exit 1). Safe while the server runs (a write in progress at the very
- * end is reported as an incomplete final line).
+ * chain, and that the log reaches meta.json's checkpoint. Output: `{ok, records, lastSeq, originId,
+ * backup?}` (`backup` for a folder made by `backup`). Throws LogCorruptError naming the first bad
+ * record's file and offset (exit 1). Safe while the server runs: bytes after the last newline are
+ * then its write in progress, reported as `writeInProgressBytes`; on a stopped folder they are
+ * an incomplete final line (exit 1; the server truncates it at its next start).
  */
 async function verify(dataDir: string): Promise<unknown> {
   const meta = readMeta(dataDir);
   if (!meta) throw new StoreStateError(`${join(dataDir, 'meta.json')} is missing`);
-  const result = replaySegments(join(dataDir, LOG_DIR), () => undefined, { strict: true });
-  if (result.torn) {
+  const result = replaySegments(join(dataDir, LOG_DIR), () => undefined, { strict: true, hashAtSeq: meta.checkpoint?.seq });
+  assertReachesCheckpoint(dataDir, meta, result);
+  if (result.torn && !result.torn.complete && (await isDataDirLocked(dataDir))) {
+    // A server runs on the folder: bytes after the last newline are its write in progress.
+    return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId, writeInProgressBytes: result.torn.bytes };
+  }
+  if (result.torn && !result.torn.complete) {
     throw new LogCorruptError(
       result.torn.file,
       result.torn.offset,
       `incomplete final line (${result.torn.bytes} bytes) after record ${result.lastSeq}: a crash mid-write (the server truncates it at its next start) or a write in progress`,
     );
   }
-  return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId };
+  return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId, ...(meta.backup ? { backup: meta.backup } : {}) };
 }
 
 /** Runs `fn` holding the folder's lock; refuses when a server is running on it. */
@@ -55,14 +62,23 @@ async function whileStopped<T>(dataDir: string, what: string, fn: () => T): Prom
 async function backup(dataDir: string, words: string[], _o: Record<string, string | boolean>, admin: (n: string, a: Record<string, unknown>) => Promise<unknown>): Promise<unknown> {
   const target = words[0];
   if (!target) throw new StoreStateError('usage: backup DIR');
+  const now = new Date().toISOString();
   if (await isDataDirLocked(dataDir)) {
-    const pos = (await admin('archive.position', {})) as { segments: SegmentInfo[]; meta: LogMeta };
-    return backupArchive(dataDir, resolve(target), pos.segments, pos.meta);
+    const pos = (await admin('archive.position', {})) as { segments: SegmentInfo[]; meta: LogMeta; lastSeq: number };
+    return backupArchive(dataDir, resolve(target), pos.segments, pos.meta, pos.lastSeq, now);
   }
   return whileStopped(dataDir, 'backup', () => {
     const meta = readMeta(dataDir);
     if (!meta) throw new StoreStateError(`${dataDir} holds no Agent Forum archive`);
-    return backupArchive(dataDir, resolve(target), listSegments(join(dataDir, LOG_DIR)), meta);
+    // Verified like startup would (framing, chain, checkpoint), so a backup never copies a log
+    // the server would refuse; a torn tail is left out, a whole unterminated record kept.
+    const logDir = join(dataDir, LOG_DIR);
+    const replay = replaySegments(logDir, () => undefined, { hashAtSeq: meta.checkpoint?.seq });
+    assertReachesCheckpoint(dataDir, meta, replay);
+    const segments = listSegments(logDir).map((s) =>
+      replay.torn && !replay.torn.complete && replay.torn.file.endsWith(s.name) ? { ...s, sizeBytes: replay.torn.offset } : s,
+    );
+    return backupArchive(dataDir, resolve(target), segments, meta, replay.lastSeq, now);
   });
 }
 

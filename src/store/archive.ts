@@ -20,8 +20,8 @@ import {
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
-import { LOG_DIR, listSegments, replaySegments, type SegmentInfo } from './log.js';
-import { META_FILE, readMeta, writeNewMeta, type LogMeta } from './meta.js';
+import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from './log.js';
+import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
 
 /** Present while a restore is being installed; startup refuses to run while it exists. */
 export const RESTORE_MARKER = 'RESTORE-IN-PROGRESS';
@@ -66,14 +66,26 @@ export interface BackupResult {
   originId: string;
   segments: number;
   bytes: number;
+  /** The last record copied. */
+  lastSeq: number;
 }
 
 /**
  * Copies the archive to `targetDir` (must be missing or empty): meta.json and, for each segment,
  * exactly `sizeBytes` bytes — the durable prefix reported by the running server, so the copy is
- * a consistent cut even while writes continue. Output: what was copied.
+ * a consistent cut even while writes continue. `lastSeq` is the last record of that cut.
+ * The copy's meta.json is marked as a backup (`backup: {created, lastSeq}`): the server refuses
+ * to serve it as it is, because it shares the live originId; `restore` installs it with a new
+ * one. Output: what was copied. Throws StoreStateError when the target is not empty.
  */
-export function backupArchive(dataDir: string, targetDir: string, segments: SegmentInfo[], meta: LogMeta): BackupResult {
+export function backupArchive(
+  dataDir: string,
+  targetDir: string,
+  segments: SegmentInfo[],
+  meta: LogMeta,
+  lastSeq: number,
+  nowIso: string,
+): BackupResult {
   if (!isEmptyOrMissing(targetDir)) throw new StoreStateError(`backup target ${targetDir} is not empty`);
   mkdirSync(join(targetDir, LOG_DIR), { recursive: true });
   let bytes = 0;
@@ -82,8 +94,8 @@ export function backupArchive(dataDir: string, targetDir: string, segments: Segm
     bytes += seg.sizeBytes;
   }
   fsyncDirSync(join(targetDir, LOG_DIR));
-  writeFileAtomicSync(join(targetDir, META_FILE), JSON.stringify(meta, null, 2) + '\n');
-  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes };
+  writeMeta(targetDir, { ...meta, backup: { created: nowIso, lastSeq } });
+  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq };
 }
 
 export interface RestoreResult {
@@ -96,14 +108,16 @@ export interface RestoreResult {
 /**
  * Installs the backup in `backupDir` into the stopped data folder `dataDir` with a new lineage
  * (new originId; part 6 rule 8: every client cursor then gets 409 and rereads).
- * The backup is verified first (strict; throws LogCorruptError). The current log, if any, is
- * moved to `log.replaced-<time>`, never deleted. A marker file makes an interrupted restore
- * refuse to start instead of serving a half-installed archive.
+ * The backup (made by `backup`, or a copy of a data folder) is verified first: every record
+ * (strict; throws LogCorruptError) and its checkpoint (throws StoreStateError). The current log,
+ * if any, is moved to `log.replaced-<time>`, never deleted. A marker file makes an interrupted
+ * restore refuse to start instead of serving a half-installed archive.
  */
 export function restoreArchive(dataDir: string, backupDir: string, nowIso: string): RestoreResult {
   const backupMeta = readMeta(backupDir);
   if (!backupMeta) throw new StoreStateError(`${backupDir} has no ${META_FILE}; is it a backup made by "backup" or a copy of data/?`);
-  const verified = replaySegments(join(backupDir, LOG_DIR), () => undefined, { strict: true });
+  const verified = replaySegments(join(backupDir, LOG_DIR), () => undefined, { strict: true, hashAtSeq: backupMeta.checkpoint?.seq });
+  assertReachesCheckpoint(backupDir, backupMeta, verified);
   mkdirSync(dataDir, { recursive: true });
   const marker = join(dataDir, RESTORE_MARKER);
   writeFileSync(marker, `restore of ${backupDir} started ${nowIso}\n`);
@@ -111,9 +125,11 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
   const staging = join(dataDir, 'log.restoring');
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging);
-  // A torn final line in the backup is left out: it was never acknowledged.
+  // A torn final line in the backup is left out: it was never acknowledged. A whole final record
+  // that only lacks its newline is kept; the server writes the newline when it starts.
+  const torn = verified.torn && !verified.torn.complete ? verified.torn : null;
   for (const seg of listSegments(join(backupDir, LOG_DIR))) {
-    const keep = verified.torn && verified.torn.file.endsWith(seg.name) ? verified.torn.offset : seg.sizeBytes;
+    const keep = torn && torn.file.endsWith(seg.name) ? torn.offset : seg.sizeBytes;
     copyRange(join(backupDir, LOG_DIR, seg.name), join(staging, seg.name), 0, keep);
   }
   fsyncDirSync(staging);
@@ -127,7 +143,8 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
   }
   renameSync(staging, live);
   fsyncDirSync(dataDir);
-  const meta = writeNewMeta(dataDir, nowIso, backupMeta.originId);
+  const checkpoint = verified.lastSeq > 0 ? { seq: verified.lastSeq, hash: verified.lastHash } : undefined;
+  const meta = writeNewMeta(dataDir, nowIso, { restoredFrom: backupMeta.originId, checkpoint });
   rmSync(marker);
   fsyncDirSync(dataDir);
   return { records: verified.records, originId: meta.originId, restoredFrom: backupMeta.originId, replacedLog };
@@ -138,49 +155,71 @@ export interface RepairResult {
   keptRecords?: number;
   quarantined?: string[];
   originId?: string;
+  repairedFrom?: string;
 }
 
 /**
  * Operator-approved repair of a stopped data folder.
- * - `truncate`: finds the first damaged record, moves everything from it on (the rest of that
- *   segment and every later segment) to `quarantine/<time>/`, and truncates the log there.
+ * - `truncate`: for a log that startup refuses. Finds the first damaged record, moves everything
+ *   from it on (the rest of that segment and every later segment) to `quarantine/<time>/`, and
+ *   cuts the log there; a log that is intact but ends before its checkpoint (segments lost) or
+ *   was replaced is kept as it is. Either way the log gets a new lineage (new originId,
+ *   `repairedFrom` the old one), because record positions after the cut will be reused and every
+ *   client cursor must get 409 and reread (part 6 rule 8).
  * - `new-lineage`: writes a new meta.json (new originId) when it is missing.
- * Throws StoreStateError when the requested repair does not apply.
+ * Output: what was done. Throws StoreStateError when the requested repair does not apply.
  */
 export function repairArchive(dataDir: string, mode: 'truncate' | 'new-lineage', nowIso: string): RepairResult {
-  if (mode === 'new-lineage') {
-    if (readMeta(dataDir)) throw new StoreStateError(`${join(dataDir, META_FILE)} exists; new-lineage is only for a missing metadata file`);
-    const meta = writeNewMeta(dataDir, nowIso);
-    return { action: 'new-lineage', originId: meta.originId };
-  }
   const logDir = join(dataDir, LOG_DIR);
+  const meta = readMeta(dataDir);
+  if (mode === 'new-lineage') {
+    if (meta) throw new StoreStateError(`${join(dataDir, META_FILE)} exists; new-lineage is only for a missing metadata file`);
+    const replay = replaySegments(logDir, () => undefined);
+    const checkpoint = replay.lastSeq > 0 ? { seq: replay.lastSeq, hash: replay.lastHash } : undefined;
+    const created = writeNewMeta(dataDir, nowIso, { checkpoint });
+    return { action: 'new-lineage', originId: created.originId };
+  }
+  if (!meta) throw new StoreStateError(`${join(dataDir, META_FILE)} is missing; run repair --new-lineage first`);
   let damage: LogCorruptError | null = null;
   let kept = 0;
+  let behindCheckpoint = false;
   try {
-    const r = replaySegments(logDir, () => kept++);
-    if (!r.torn) return { action: 'nothing to repair', keptRecords: kept };
-    damage = new LogCorruptError(r.torn.file, r.torn.offset, 'incomplete final line');
+    const r = replaySegments(logDir, () => kept++, { hashAtSeq: meta.checkpoint?.seq });
+    if (r.torn && !r.torn.complete) damage = new LogCorruptError(r.torn.file, r.torn.offset, 'incomplete final line');
+    try {
+      assertReachesCheckpoint(dataDir, meta, r);
+    } catch (err) {
+      if (!(err instanceof StoreStateError)) throw err;
+      behindCheckpoint = true;
+    }
+    if (!damage && !behindCheckpoint) return { action: 'nothing to repair', keptRecords: kept };
   } catch (err) {
     if (!(err instanceof LogCorruptError)) throw err;
     damage = err;
   }
-  const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
-  mkdirSync(quarantine, { recursive: true });
   const moved: string[] = [];
-  const damagedName = basename(damage.file);
-  // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
-  const tailName = `${damagedName}.from-${damage.offset}`;
-  const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
-  copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
-  moved.push(tailName);
-  truncateSync(damage.file, damage.offset);
-  for (const seg of listSegments(logDir)) {
-    if (seg.name > damagedName) {
-      renameSync(join(logDir, seg.name), join(quarantine, seg.name));
-      moved.push(seg.name);
+  if (damage) {
+    const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
+    mkdirSync(quarantine, { recursive: true });
+    const damagedName = basename(damage.file);
+    // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
+    const tailName = `${damagedName}.from-${damage.offset}`;
+    const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
+    copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
+    moved.push(join(quarantine, tailName));
+    truncateSync(damage.file, damage.offset);
+    for (const seg of listSegments(logDir)) {
+      if (seg.name > damagedName) {
+        renameSync(join(logDir, seg.name), join(quarantine, seg.name));
+        moved.push(join(quarantine, seg.name));
+      }
     }
+    fsyncDirSync(logDir);
+    fsyncDirSync(quarantine);
   }
-  fsyncDirSync(logDir);
-  fsyncDirSync(quarantine);
-  return { action: 'truncate', keptRecords: kept, quarantined: moved.map((m) => join(quarantine, m)) };
+  // What is left is whole: record its head as the new lineage's checkpoint.
+  const left = replaySegments(logDir, () => undefined);
+  const checkpoint = left.lastSeq > 0 ? { seq: left.lastSeq, hash: left.lastHash } : undefined;
+  const created = writeNewMeta(dataDir, nowIso, { repairedFrom: meta.originId, checkpoint });
+  return { action: 'truncate', keptRecords: left.records, quarantined: moved, originId: created.originId, repairedFrom: meta.originId };
 }

@@ -25,6 +25,23 @@ export function fsyncDirSync(dir: string): void {
 }
 
 /**
+ * Writes a small file atomically without blocking the event loop: temp file → fsync → rename →
+ * fsync directory, as writeFileAtomicSync.
+ */
+export async function writeFileAtomic(path: string, content: string): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const handle = await fsp.open(tmp, 'w', 0o600);
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fsp.rename(tmp, path);
+  await fsyncDir(dirname(path));
+}
+
+/**
  * Writes a small file atomically: temp file → fsync → rename → fsync directory. A crash at any
  * instant leaves either the old or the new content, never a mix or an empty file.
  */

@@ -12,7 +12,7 @@
  * taken the lock writes its own record a moment later.
  */
 import lockfile from 'proper-lockfile';
-import { readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreStateError } from './errors.js';
@@ -60,10 +60,12 @@ function tryLock(dataDir: string) {
 }
 
 /**
- * Takes the lock on `dataDir`. Resolves to a release function.
+ * Takes the lock on `dataDir`, creating the folder when it does not exist yet (a first start, or
+ * `restore` onto a new machine). Resolves to a release function.
  * Throws StoreStateError naming the folder when another live process holds it.
  */
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  mkdirSync(dataDir, { recursive: true });
   let release: () => Promise<void>;
   try {
     release = await tryLock(dataDir);

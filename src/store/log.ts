@@ -20,8 +20,11 @@
  * callers acknowledge a write only after it resolves.
  *
  * Recovery on open: a torn final line (no terminating newline, left by a crash mid-write) in the
- * last segment is truncated and reported; any other damage (bad framing, bad hash, a gap in seq,
- * a missing segment) throws LogCorruptError naming the file and byte offset.
+ * last segment is truncated and reported — unless it is a complete record that only lacks its
+ * newline, which is kept and given its newline. Any other damage (bad framing, bad hash, a gap in
+ * seq, a missing segment) throws LogCorruptError naming the file and byte offset, and a log that
+ * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
+ * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
  */
 import { hash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
@@ -31,7 +34,7 @@ import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDir, fsyncDirSync } from './fsutil.js';
-import { readMeta, writeNewMeta, type LogMeta } from './meta.js';
+import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 
 export const LOG_DIR = 'log';
 const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
@@ -68,6 +71,8 @@ export interface LogOptions {
   onFatal?: (err: Error) => void;
   /** Called for each torn tail truncated at open (file, offset, bytes dropped). */
   onTruncate?: (file: string, offset: number, bytes: number) => void;
+  /** Called when open gave a whole final record its missing newline (file, offset of the newline). */
+  onComplete?: (file: string, offset: number) => void;
   /** Do not modify anything: report a torn tail as damage instead of truncating it. */
   readOnly?: boolean;
   /** Also check that every record is in canonical form (verify). */
@@ -126,8 +131,14 @@ export interface ReplayResult {
   lastSeq: number;
   lastHash: string;
   records: number;
-  /** Torn tail found in the last segment (bytes and offset), if any. */
-  torn: { file: string; offset: number; bytes: number } | null;
+  /**
+   * Unterminated tail of the last segment (offset and bytes), if any. `complete` is true when
+   * those bytes are a whole valid record that only lacks its newline (it was replayed and counts
+   * in lastSeq; open() adds the newline); otherwise they are a torn write that open() truncates.
+   */
+  torn: { file: string; offset: number; bytes: number; complete: boolean } | null;
+  /** The chained hash of record `hashAtSeq` (a replay option), or null when the log ends before it. */
+  hashAt: string | null;
 }
 
 /**
@@ -138,12 +149,14 @@ export interface ReplayResult {
 export function replaySegments(
   logDir: string,
   onRecord: (record: LogRecord, payloadJson: string) => void,
-  opts: { strict?: boolean } = {},
+  opts: { strict?: boolean; hashAtSeq?: number } = {},
 ): ReplayResult {
   const segments = listSegments(logDir);
+  const strict = opts.strict === true;
   let expectedSeq = 1;
   let prevHash = GENESIS_HASH;
   let torn: ReplayResult['torn'] = null;
+  let hashAt: string | null = null;
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!;
     const file = join(logDir, seg.name);
@@ -162,20 +175,86 @@ export function replaySegments(
     while (pos < buf.length) {
       const nl = buf.indexOf(10, pos);
       if (nl === -1) {
-        if (isLast) {
-          torn = { file, offset: pos, bytes: buf.length - pos };
-          break;
-        }
-        throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
+        if (!isLast) throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
+        const tail = unterminatedTail(buf, pos, prevHash, expectedSeq, file, strict);
+        torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
+        if (tail === null) break;
+        onRecord(tail.record, tail.payloadJson);
+        if (expectedSeq === opts.hashAtSeq) hashAt = tail.hash;
+        prevHash = tail.hash;
+        expectedSeq++;
+        break;
       }
-      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, opts.strict === true);
+      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, strict);
       onRecord(parsed.record, parsed.payloadJson);
+      if (expectedSeq === opts.hashAtSeq) hashAt = parsed.hash;
       prevHash = parsed.hash;
       expectedSeq++;
       pos = nl + 1;
     }
   }
-  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn };
+  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn, hashAt };
+}
+
+/**
+ * Classifies the bytes `buf[pos..]` after the last newline of the last segment. A write is cut
+ * short by a crash at any byte, so a torn write is a prefix of a record line: returns null then.
+ * A whole valid record without its newline (cut exactly before it) is returned, to be kept: it
+ * may have been in doubt, never lost. A whole record followed by a stray byte cannot be a prefix
+ * of anything we write, so that is damage (the newline byte was overwritten): LogCorruptError.
+ */
+function unterminatedTail(
+  buf: Buffer,
+  pos: number,
+  prevHash: string,
+  expectedSeq: number,
+  file: string,
+  strict: boolean,
+): ReturnType<typeof parseLine> | null {
+  try {
+    return parseLine(buf, pos, buf.length, prevHash, expectedSeq, file, strict);
+  } catch {
+    // not a whole record: a torn write, unless it is a whole record and one more byte (below)
+  }
+  try {
+    parseLine(buf, pos, buf.length - 1, prevHash, expectedSeq, file, strict);
+  } catch {
+    return null;
+  }
+  throw new LogCorruptError(
+    file,
+    buf.length - 1,
+    `record ${expectedSeq} is whole but ends in byte 0x${buf[buf.length - 1]!.toString(16).padStart(2, '0')} instead of a newline (damage, not a torn write)`,
+  );
+}
+
+/**
+ * Checks a replayed log against its metadata's checkpoint (see meta.ts): the log must reach the
+ * checkpoint's seq, and that record must have the checkpoint's hash. `replay` must have been
+ * run with `hashAtSeq: meta.checkpoint.seq`. Throws StoreStateError naming the folder, what is
+ * wrong and what the operator can do; nothing is changed.
+ */
+export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult): void {
+  const cp = meta.checkpoint;
+  if (!cp) return;
+  const logDir = join(dataDir, LOG_DIR);
+  const remedy =
+    'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
+    'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
+    'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
+    'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
+  if (replay.lastSeq < cp.seq) {
+    throw new StoreStateError(
+      `${logDir} ends at record ${replay.lastSeq}, but ${join(dataDir, 'meta.json')} records that this log reached record ` +
+        `${cp.seq}: records ${replay.lastSeq + 1}..${cp.seq} (or more) are missing (segment files removed or truncated). ${remedy}`,
+    );
+  }
+  if (replay.hashAt !== cp.hash) {
+    throw new StoreStateError(
+      `record ${cp.seq} in ${logDir} is not the one ${join(dataDir, 'meta.json')} recorded (its chained hash differs): ` +
+        `this log was replaced by another archive's log. ${remedy}`,
+    );
+  }
 }
 
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
@@ -352,6 +431,9 @@ export class Log {
   private headSeqValue: number;
   private durableSeqValue: number;
   private lastHash: string;
+  /** Chained hash of record durableSeq (the checkpoint candidate). */
+  private durableHash: string;
+  private metaValue: LogMeta;
   private pending: string[] = [];
   private pendingFirstSeq = 0;
   private flushing = false;
@@ -367,15 +449,17 @@ export class Log {
 
   private constructor(
     readonly dataDir: string,
-    readonly meta: LogMeta,
+    meta: LogMeta,
     replay: ReplayResult,
     private readonly opts: LogOptions,
   ) {
     this.logDir = join(dataDir, LOG_DIR);
     this.segmentBytesMax = opts.segmentBytesMax ?? SEGMENT_BYTES_MAX;
+    this.metaValue = meta;
     this.headSeqValue = replay.lastSeq;
     this.durableSeqValue = replay.lastSeq;
     this.lastHash = replay.lastHash;
+    this.durableHash = replay.lastHash;
     const segs = listSegments(this.logDir);
     const last = segs[segs.length - 1];
     this.segmentFirstSeq = last ? last.firstSeq : 1;
@@ -387,7 +471,8 @@ export class Log {
    * Input: the data folder; `onRecord(record, payloadJson)` is called for each record in seq
    * order before the promise resolves. Output: the open Log.
    * Throws LogCorruptError (damage other than a torn tail) or StoreStateError (metadata missing
-   * while segments exist, or unreadable metadata).
+   * while segments exist, unreadable metadata, a log that ends before its checkpoint or was
+   * replaced, or a folder made by `backup`, which is installed with `restore`).
    */
   static async open(
     dataDir: string,
@@ -410,27 +495,58 @@ export class Log {
       fsyncDirSync(dataDir);
       meta = writeNewMeta(dataDir, new Date().toISOString());
     }
+    if (meta.backup) {
+      throw new StoreStateError(
+        `${dataDir} is a copy made by "backup" (${meta.backup.created}, records 1..${meta.backup.lastSeq}). Serving it as it is ` +
+          `would reuse record positions of the live archive ${meta.originId}. Install it into a data folder with ` +
+          `node dist/cli.js --data-dir DATA_DIR restore ${dataDir} (it gets a new originId, so every client rereads).`,
+      );
+    }
     mkdirSync(logDir, { recursive: true });
-    const replay = replaySegments(logDir, onRecord, { strict: opts.strict === true });
+    const replay = replaySegments(logDir, onRecord, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq });
+    assertReachesCheckpoint(dataDir, meta, replay);
     if (replay.torn) {
       if (opts.readOnly) {
         throw new LogCorruptError(replay.torn.file, replay.torn.offset, `incomplete final line (${replay.torn.bytes} bytes)`);
       }
       const h = await fsp.open(replay.torn.file, 'r+');
       try {
-        await h.truncate(replay.torn.offset);
+        if (replay.torn.complete) await h.write('\n', replay.torn.offset + replay.torn.bytes);
+        else await h.truncate(replay.torn.offset);
         await h.sync();
       } finally {
         await h.close();
       }
-      opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
+      if (replay.torn.complete) opts.onComplete?.(replay.torn.file, replay.torn.offset + replay.torn.bytes);
+      else opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
     }
-    return new Log(dataDir, meta, replay, opts);
+    const log = new Log(dataDir, meta, replay, opts);
+    if (!opts.readOnly) await log.writeCheckpoint();
+    return log;
+  }
+
+  /** The log's metadata (originId, checkpoint); replaced, never mutated, when it changes. */
+  get meta(): LogMeta {
+    return this.metaValue;
   }
 
   /** The log's creation UUID (part 2 Cursor `originId`). */
   get originId(): string {
-    return this.meta.originId;
+    return this.metaValue.originId;
+  }
+
+  /**
+   * Records the durable head as meta.json's checkpoint (see meta.ts), when it moved. Called at
+   * open, after the first durable batch of a new log, when a segment is closed (from the flush
+   * loop, so only the next batch waits for it), and at close. One small atomic file write that
+   * does not block the event loop; rejects on a file-system error.
+   */
+  private async writeCheckpoint(): Promise<void> {
+    const seq = this.durableSeqValue;
+    if (seq === 0 || this.metaValue.checkpoint?.seq === seq) return;
+    const meta: LogMeta = { ...this.metaValue, checkpoint: { seq, hash: this.durableHash } };
+    await writeMetaAsync(this.dataDir, meta);
+    this.metaValue = meta;
   }
 
   /** Highest seq appended (possibly not yet durable). */
@@ -491,6 +607,7 @@ export class Log {
       while (this.pending.length > 0) {
         const lines = this.pending;
         const firstSeq = this.pendingFirstSeq;
+        const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
         this.pending = [];
         const data = Buffer.from(lines.join(''), 'utf8');
         await this.ensureSegment(firstSeq, data.length);
@@ -503,11 +620,14 @@ export class Log {
         await handle.datasync();
         this.segmentBytes += data.length;
         this.durableSeqValue = firstSeq + lines.length - 1;
+        this.durableHash = batchHash;
         this.stats.fsyncs++;
         this.stats.batches++;
         this.stats.records += lines.length;
         this.opts.onFsync?.(lines.length);
         this.releaseWaiters();
+        // A new log gets its first checkpoint as soon as it has a durable record.
+        if (!this.metaValue.checkpoint) await this.writeCheckpoint();
       }
     } catch (err) {
       // After a failed write or fsync the file's contents are unknown (fsyncgate): refuse every
@@ -533,6 +653,9 @@ export class Log {
   private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
     const full = this.segmentBytes > 0 && this.segmentBytes + batchBytes > this.segmentBytesMax;
     if (this.handle && !full) return;
+    // Closing a full segment: record that the log reaches its last record, so a later loss of
+    // the segments after it cannot go unnoticed at startup.
+    if (full) await this.writeCheckpoint();
     if (this.handle) {
       await this.handle.close();
       this.handle = null;
@@ -549,13 +672,20 @@ export class Log {
     if (created) await fsyncDir(this.logDir);
   }
 
-  /** Waits for pending writes, then closes the segment. */
+  /**
+   * Waits for pending writes, records the checkpoint (unless read-only, failed, or the data folder
+   * was removed under us: then there is no log left to protect), then closes the segment.
+   */
   async close(): Promise<void> {
     if (!this.failed) await this.sync().catch(() => undefined);
     while (this.flushing) await new Promise((r) => setImmediate(r));
-    if (this.handle) {
-      await this.handle.close();
-      this.handle = null;
+    try {
+      if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpoint();
+    } finally {
+      if (this.handle) {
+        await this.handle.close();
+        this.handle = null;
+      }
     }
   }
 }

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
+import { cli, startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
+import { startInProcess } from '../helpers/inprocess.mjs';
 
 function segment(dir) {
   return join(dir, 'log', readdirSync(join(dir, 'log')).filter((f) => f.endsWith('.jsonl')).sort()[0]);
@@ -39,12 +40,34 @@ test('backup while the server runs under writes gives a verified copy holding ev
   assert.ok(res.json.bytes > 0);
   const verify = await s.cli('--data-dir', target, 'verify');
   assert.equal(verify.code, 0, verify.stderr);
-  const copy = await startServer(t, { dataDir: target });
+  assert.equal(verify.json.backup.lastSeq, res.json.lastSeq, 'verify reports the folder as a backup');
+  // A backup shares the live originId: serving it as it is would reuse seqs, so the server
+  // refuses and says to restore it, which gives it a new lineage.
+  assert.match(refusedStart(target), /is a copy made by "backup".*restore/s);
+  const installed = tempDir(t);
+  const restored = await cli(['--data-dir', installed, 'restore', target]);
+  assert.equal(restored.code, 0, restored.stderr);
+  const copy = await startServer(t, { dataDir: installed });
   for (const m of posted) {
     const found = await copy.get(`/api/messages?messageId=${m.id}`, a.token);
     assert.deepEqual(found.body.messages, [m], `${m.id} in the backup`);
   }
-  assert.equal((await copy.get('/api/status')).body.originId, (await s.get('/api/status')).body.originId, 'a backup keeps its lineage');
+  const live = (await s.get('/api/status')).body.originId;
+  assert.notEqual((await copy.get('/api/status')).body.originId, live, 'a restored backup has its own lineage');
+  assert.equal(restored.json.restoredFrom, live);
+});
+
+test('verify passes on a folder the server is writing to, counting its write in progress as such', async (t) => {
+  const { s, a, topic } = await seeded(t);
+  let stop = false;
+  const writer = (async () => {
+    for (let i = 0; !stop; i++) await s.post('/api/messages', { topicId: topic.id, content: `busy ${i}`, clientId: `b${i}` }, a.token);
+  })();
+  const runs = [];
+  for (let i = 0; i < 5; i++) runs.push(await s.cli('verify'));
+  stop = true;
+  await writer;
+  for (const r of runs) assert.equal(r.code, 0, r.stderr);
 });
 
 test('a plain cp -r of the data folder while the server runs starts at once as its own server', async (t) => {
@@ -86,8 +109,9 @@ test('an interrupted restore refuses to start and says to rerun restore', async 
   assert.match(refusedStart(s.dataDir), /restore .* was interrupted/);
 });
 
-test('a flipped byte in the middle refuses startup naming file and offset; repair --truncate quarantines the rest', async (t) => {
+test('a flipped byte in the middle refuses startup naming file and offset; repair --truncate quarantines the rest under a new lineage', async (t) => {
   const { s, a, topic } = await seeded(t);
+  const before = (await s.get('/api/changes?after=0&limit=100', a.token)).body;
   await s.stop();
   const seg = segment(s.dataDir);
   const lines = readFileSync(seg, 'utf8').split('\n');
@@ -105,6 +129,52 @@ test('a flipped byte in the middle refuses startup naming file and offset; repai
   await s.start();
   const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
   assert.deepEqual(msgs.map((m) => m.content), ['m1', 'm0']);
+  // Record positions after the cut will be reused, so the repaired log is a new lineage: a
+  // cursor from before the repair is refused (409) instead of silently skipping them.
+  assert.equal(repaired.json.repairedFrom, before.cursor.originId);
+  const status = (await s.get('/api/status')).body;
+  assert.equal(status.originId, repaired.json.originId);
+  assert.notEqual(status.originId, before.cursor.originId);
+  const stale = await s.get(`/api/changes?after=${badIndex - 1}&originId=${before.cursor.originId}`, a.token);
+  assert.equal(stale.status, 409);
+});
+
+test('a log that lost its last segment refuses to start; repair --truncate keeps the rest under a new lineage', async (t) => {
+  const h = await startInProcess(t, { log: { segmentBytesMax: 1500 } });
+  const a = await h.register('segmented');
+  const topic = (await h.post('/api/topics', { title: 'segments' }, a.token)).body;
+  const acked = [];
+  for (let i = 0; i < 30; i++) acked.push((await h.post('/api/messages', { topicId: topic.id, content: `message ${i} `.repeat(8), clientId: `s${i}` }, a.token)).body);
+  const before = (await h.get('/api/changes?after=0&limit=100', a.token)).body;
+  await h.service.close();
+  const segs = readdirSync(join(h.dataDir, 'log')).filter((f) => f.endsWith('.jsonl')).sort();
+  assert.ok(segs.length >= 3, `several segments (${segs.length})`);
+  const lostFrom = Number(segs.at(-1).slice(0, 16));
+  unlinkSync(join(h.dataDir, 'log', segs.at(-1)));
+  const stderr = refusedStart(h.dataDir);
+  assert.match(stderr, new RegExp(`ends at record ${lostFrom - 1}, but .*meta.json records that this log reached record ${before.cursor.after}`));
+  assert.match(stderr, /repair --truncate/);
+  const repaired = await cli(['--data-dir', h.dataDir, 'repair', '--truncate']);
+  assert.equal(repaired.code, 0, repaired.stderr);
+  assert.equal(repaired.json.keptRecords, lostFrom - 1);
+  assert.deepEqual(repaired.json.quarantined, [], 'nothing left to quarantine');
+  const s = await startServer(t, { dataDir: h.dataDir });
+  assert.notEqual((await s.get('/api/status')).body.originId, before.cursor.originId);
+  const old = await s.get(`/api/changes?after=${lostFrom - 1}&originId=${before.cursor.originId}`, a.token);
+  assert.equal(old.status, 409, 'a cursor of the old lineage is refused, even where seqs still exist');
+  const kept = acked.filter((m) => Number(m.id.slice(4)) < lostFrom);
+  for (const m of kept) assert.deepEqual((await s.get(`/api/messages?messageId=${m.id}`, a.token)).body.messages, [m]);
+});
+
+test('restore installs a backup into a data folder that does not exist yet', async (t) => {
+  const { s, a, posted } = await seeded(t);
+  const target = join(tempDir(t), 'copy');
+  assert.equal((await s.cli('backup', target)).code, 0);
+  const fresh = join(tempDir(t), 'new-machine', 'data');
+  const res = await cli(['--data-dir', fresh, 'restore', target]);
+  assert.equal(res.code, 0, res.stderr);
+  const started = await startServer(t, { dataDir: fresh });
+  assert.deepEqual((await started.get(`/api/messages?messageId=${posted[0].id}`, a.token)).body.messages, [posted[0]]);
 });
 
 test('garbage appended after complete records is refused, not silently dropped', async (t) => {

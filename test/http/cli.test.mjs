@@ -61,13 +61,44 @@ test('operator settings persist across restarts', async (t) => {
 
 test('commands work on a stopped data folder and the server sees their effect', async (t) => {
   const s = await startServer(t);
+  const agent = await s.register('offline worker');
   await s.stop();
   const op = await s.cli('operator', 'create', '--name', 'Offline ops');
   assert.equal(op.code, 0, op.stderr);
-  assert.equal((await s.cli('rooms', 'create', '--id', 'offline', '--name', 'Offline')).code, 0);
+  const room = await s.cli('rooms', 'create', '--id', 'offline', '--name', 'Offline', '--description', '');
+  assert.equal(room.code, 0, room.stderr);
+  assert.equal(room.json.description, '', 'an empty optional description is accepted');
+  assert.deepEqual((await s.cli('agents', 'list')).json.map((a) => a.id), [agent.id, op.json.id]);
+  assert.equal((await s.cli('agents', 'disable', agent.id)).json.disabled, 1);
+  assert.equal((await s.cli('registration', 'close')).json.registrationOpen, false);
+  assert.equal((await s.cli('writes', 'stop')).json.writeStop, true);
+  const verify = await s.cli('verify');
+  assert.equal(verify.code, 0, verify.stderr);
   await s.start();
   const rooms = await s.get('/api/rooms', op.json.token);
   assert.deepEqual(rooms.body.map((r) => r.id), ['commons', 'offline']);
+  assert.equal((await s.get('/api/rooms', agent.token)).status, 401, 'the offline disable took effect');
+  const status = (await s.get('/api/status')).body;
+  assert.equal(status.registrationOpen, false);
+  assert.equal(status.writeStop, true);
+});
+
+test('a command on a folder that holds no archive is refused and creates nothing', async (t) => {
+  const { existsSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const typo = join(tempDir(t), 'dtaa');
+  const res = await cli(['--data-dir', typo, 'writes', 'stop']);
+  assert.equal(res.code, 1);
+  assert.match(res.stderr, /holds no Agent Forum archive.*--data-dir/);
+  assert.equal(existsSync(join(typo, 'meta.json')), false, 'no archive was created');
+  assert.equal(existsSync(join(typo, 'log')), false);
+});
+
+test('a missing positional ID is named as such', async (t) => {
+  const s = await startServer(t);
+  const res = await s.cli('agents', 'disable');
+  assert.equal(res.code, 1);
+  assert.match(res.stderr, /ID \(agents disable ID\) is required/);
 });
 
 test('verify exits 1 and names the first bad record', async (t) => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync, readdirSync, unlinkSync, truncateSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Log, listSegments, replaySegments } from '../../dist/store/log.js';
+import { readMeta } from '../../dist/store/meta.js';
 import { LogCorruptError, StoreStateError } from '../../dist/store/errors.js';
 import { tempDir } from '../helpers/server.mjs';
 
@@ -145,6 +146,93 @@ test('a missing segment stops opening with the missing seq range', async (t) => 
   const files = segmentFiles(dir);
   unlinkSync(files[1]);
   await assert.rejects(openLog(dir), (err) => err instanceof LogCorruptError && /are missing/.test(err.message) && err.file === files[2]);
+});
+
+test('the checkpoint in meta.json follows the durable head at roll-over, close and open', async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentBytesMax: 300 });
+  for (let i = 0; i < 12; i++) {
+    log.append('test.record', { i }, Date.now());
+    await log.sync();
+  }
+  // No close (as after a crash): the checkpoint is where the last full segment ended.
+  const segs = listSegments(join(dir, 'log'));
+  assert.ok(segs.length >= 3, `several segments (${segs.length})`);
+  const atCrash = readMeta(dir).checkpoint;
+  assert.equal(atCrash.seq, segs[segs.length - 1].firstSeq - 1, 'checkpointed when the previous segment was closed');
+  await log.close();
+  assert.equal(readMeta(dir).checkpoint.seq, 12, 'close checkpoints the durable head');
+  const reopened = await openLog(dir);
+  assert.equal(readMeta(dir).checkpoint.seq, 12);
+  await reopened.log.close();
+});
+
+test('a log whose last segment was removed refuses to open and names the missing records', async (t) => {
+  const dir = tempDir(t);
+  await writeSegmented(dir, 12, 300);
+  const files = segmentFiles(dir);
+  const lastFirstSeq = listSegments(join(dir, 'log')).at(-1).firstSeq;
+  unlinkSync(files.at(-1));
+  await assert.rejects(
+    openLog(dir),
+    (err) =>
+      err instanceof StoreStateError &&
+      new RegExp(`ends at record ${lastFirstSeq - 1}`).test(err.message) &&
+      /reached record 12/.test(err.message) &&
+      /repair --truncate/.test(err.message),
+  );
+  assert.equal(segmentFiles(dir).length, files.length - 1, 'nothing was changed');
+});
+
+test('an emptied log under an existing meta.json refuses to open instead of starting over', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 4);
+  for (const f of segmentFiles(dir)) unlinkSync(f);
+  await assert.rejects(openLog(dir), (err) => err instanceof StoreStateError && /ends at record 0/.test(err.message));
+  assert.deepEqual(segmentFiles(dir), [], 'no new log was started');
+});
+
+test('a log replaced by another archive\'s log refuses to open', async (t) => {
+  const dir = tempDir(t);
+  const other = tempDir(t);
+  await writeRecords(dir, 3);
+  const { log } = await openLog(other);
+  for (let i = 0; i < 5; i++) log.append('test.record', { other: i }, Date.now());
+  await log.sync();
+  await log.close();
+  writeFileSync(segmentFiles(dir)[0], readFileSync(segmentFiles(other)[0]));
+  await assert.rejects(openLog(dir), (err) => err instanceof StoreStateError && /replaced by another archive/.test(err.message));
+});
+
+test('a whole final record that lacks only its newline is kept and given its newline', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const size = statSync(seg).size;
+  truncateSync(seg, size - 1); // cut exactly before the last newline
+  let completed = null;
+  const { log, records } = await openLog(dir, { onComplete: (file, offset) => (completed = { file, offset }), onTruncate: () => assert.fail('nothing may be dropped') });
+  assert.equal(records.length, 3, 'the third record is kept');
+  assert.deepEqual(completed, { file: seg, offset: size - 1 });
+  assert.equal(statSync(seg).size, size);
+  log.append('test.record', { after: true }, Date.now());
+  await log.sync();
+  await log.close();
+  assert.deepEqual((await openLog(dir)).records.map((r) => r.seq), [1, 2, 3, 4]);
+});
+
+test('a whole final record followed by a stray byte instead of its newline is damage, not a torn write', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const bytes = readFileSync(seg);
+  bytes[bytes.length - 1] = 0x58; // 'X' where the last newline was
+  writeFileSync(seg, bytes);
+  await assert.rejects(
+    openLog(dir),
+    (err) => err instanceof LogCorruptError && err.file === seg && err.offset === bytes.length - 1 && /record 3 is whole but ends in byte 0x58/.test(err.message),
+  );
+  assert.equal(statSync(seg).size, bytes.length, 'the record was not dropped');
 });
 
 test('an incomplete line in a segment that is not the last one is damage, not a torn tail', async (t) => {
