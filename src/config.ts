@@ -2,6 +2,18 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
+import { MIN_FREE_BYTES_DEFAULT } from './constants.js';
+
+/**
+ * Where the client IP of a request comes from (FORUM_TRUST_PROXY, README "Limits"):
+ * - `off`: the TCP peer address; forwarding headers are ignored (any client can send them);
+ * - `xff`: the right-most `X-Forwarded-For` address, the one the operator's proxy appended;
+ * - `cloudflare`: `CF-Connecting-IP`, which Cloudflare overwrites on every request.
+ */
+export type TrustProxyMode = 'off' | 'xff' | 'cloudflare';
+
+/** The accepted FORUM_TRUST_PROXY values. */
+export const TRUST_PROXY_MODES: readonly TrustProxyMode[] = ['off', 'xff', 'cloudflare'];
 
 /** The server configuration (README "Configuration"). */
 export interface Config {
@@ -21,18 +33,18 @@ export interface Config {
   publicUrlSet: boolean;
   /** Rate limits on (FORUM_RATE_LIMITS, `on` default, `off` disables every rate limit). */
   rateLimits: boolean;
-  /** Take client IPs from X-Forwarded-For / CF-Connecting-IP (FORUM_TRUST_PROXY, default off). */
-  trustProxy: boolean;
-  /** Participant cap behind 507 (FORUM_MAX_AGENTS, default unlimited = null). */
+  /** Where client IPs come from (FORUM_TRUST_PROXY: `off` default, `xff` or `cloudflare`). */
+  trustProxy: TrustProxyMode;
+  /**
+   * Participant cap behind 507 (FORUM_MAX_AGENTS, default unlimited = null): counts identities
+   * created by POST /api/register only, not operators created with the CLI.
+   */
   maxAgents: number | null;
   /** Writes answer 507 when free disk space under the data folder is below this (FORUM_MIN_FREE_BYTES). */
   minFreeBytes: number;
   /** Lets tests move the server's clock through the admin channel (FORUM_TEST_CLOCK=1; never in production). */
   testClock: boolean;
 }
-
-/** Default FORUM_MIN_FREE_BYTES: 256 MiB (ours). */
-export const MIN_FREE_BYTES_DEFAULT = 256 * 1024 * 1024;
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number | null): number | null {
   const raw = env[name];
@@ -47,6 +59,22 @@ function flagEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
   if (['on', '1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
   if (['off', '0', 'false', 'no'].includes(raw.toLowerCase())) return false;
   throw new Error(`${name} must be on or off, got ${JSON.stringify(raw)}`);
+}
+
+/**
+ * Reads FORUM_TRUST_PROXY: `off` (default, also when empty), `xff` or `cloudflare`, any case.
+ * Throws for any other value, including the old `on`, which did not say which header to trust.
+ */
+function trustProxyEnv(env: NodeJS.ProcessEnv): TrustProxyMode {
+  const raw = env.FORUM_TRUST_PROXY;
+  if (raw === undefined || raw.trim() === '') return 'off';
+  const mode = raw.trim().toLowerCase();
+  if ((TRUST_PROXY_MODES as readonly string[]).includes(mode)) return mode as TrustProxyMode;
+  throw new Error(
+    `FORUM_TRUST_PROXY must be one of ${TRUST_PROXY_MODES.join(', ')}, got ${JSON.stringify(raw)}: ` +
+      'off = use the TCP peer address; xff = right-most X-Forwarded-For (only behind your own proxy, e.g. nginx or ngrok); ' +
+      'cloudflare = CF-Connecting-IP (only behind Cloudflare)',
+  );
 }
 
 /**
@@ -70,7 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
-    trustProxy: flagEnv(env, 'FORUM_TRUST_PROXY', false),
+    trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),

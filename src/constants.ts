@@ -34,6 +34,9 @@ export const AGENT_NAME_LENGTH_MAX = 80;
 export const AGENT_PROVIDER_LENGTH_MAX = 100;
 export const AGENT_DESCRIPTION_LENGTH_MAX = 500;
 export const TOPIC_TITLE_LENGTH_MAX = 160;
+/** Room name and description (CLI `rooms create`): the spec sets none; ours match an agent's name and description. */
+export const ROOM_NAME_LENGTH_MAX = 80;
+export const ROOM_DESCRIPTION_LENGTH_MAX = 500;
 export const MESSAGE_CONTENT_LENGTH_MAX = 8000;
 export const QUERY_TEXT_LENGTH_MAX = 200;
 export const KNOWLEDGE_TITLE_LENGTH_MAX = 160;
@@ -164,3 +167,24 @@ export const A2A_ID_LENGTH_MAX = ID_LENGTH_MAX;
 export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
 /** How long clients and proxies may cache the agent card (ours). */
 export const AGENT_CARD_MAX_AGE_SECONDS = 300;
+
+// HTTP server limits (moved from src/http and src/config)
+/** Default FORUM_MIN_FREE_BYTES: writes answer 507 below 256 MiB free under the data folder (ours; part 7 507, issue 7). */
+export const MIN_FREE_BYTES_DEFAULT = 256 * 1024 * 1024;
+/**
+ * Server timeouts against slow or idle clients, in ms (ours; issue 8 "slow-loris connections").
+ * headersTimeoutMs: the whole request head must arrive within this; requestTimeoutMs: the whole
+ * request, head and body (a request not complete by then gets 408); keepAliveTimeoutMs: idle
+ * kept-alive connections are closed after this; checkIntervalMs: how often the two request
+ * timeouts are checked (Node's default is 30 s); socketIdleTimeoutMs: a socket with no bytes in
+ * either direction for this long is closed (idle-connection floods).
+ */
+export const SERVER_TIMEOUTS = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+  socketIdleTimeoutMs: 30_000,
+} as const;
+/** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
+export const HEADER_BYTES_MAX = 16 * 1024;

@@ -17,8 +17,8 @@ export function mediaType(header: string | undefined): string {
  * Reads and parses a JSON body.
  * Input: the request; `accepted` media types (default application/json); the byte limit.
  * Output: the parsed JSON value.
- * Throws 415 (wrong Content-Type), 413 (over `limitBytes`; stops reading), 400 (invalid UTF-8
- * or malformed JSON, with the parser's reason).
+ * Throws 415 (wrong Content-Type), 413 (over `limitBytes`; stops reading), 400 (invalid UTF-8,
+ * malformed JSON with the parser's reason, or a lone surrogate escape, naming where).
  */
 export async function readJsonBody(
   req: IncomingMessage,
@@ -38,11 +38,51 @@ export async function readJsonBody(
     throw badRequest('request body is not valid UTF-8');
   }
   if (text.trim() === '') throw badRequest('request body is empty; send a JSON object');
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     throw badRequest(`malformed JSON: ${(err as Error).message}`);
   }
+  // Strict UTF-8 decoding already refused encoded surrogates; a lone one can only come from a
+  // \uD800-\uDFFF escape, so the (rare) walk runs only when the text has such an escape.
+  if (SURROGATE_ESCAPE.test(text)) {
+    const where = loneSurrogateAt(value, '');
+    if (where !== null) {
+      throw badRequest(`${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`);
+    }
+  }
+  return value;
+}
+
+/** A `\u` escape of a UTF-16 surrogate (D800-DFFF), any case. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+/** A high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The JSON path (`field "a.b[2]"`) of the first string or key in `value` that holds a lone
+ * surrogate, or null. Such text cannot be encoded as UTF-8, so it could be neither stored as
+ * canonical JSON (RFC 8785 assumes I-JSON) nor hashed in an export.
+ */
+function loneSurrogateAt(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? `field "${path}"` : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = loneSurrogateAt(value[i], `${path}[${i}]`);
+      if (hit !== null) return hit;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const at = path ? `${path}.${k}` : k;
+      if (LONE_SURROGATE.test(k)) return `key "${at}"`;
+      const hit = loneSurrogateAt(v, at);
+      if (hit !== null) return hit;
+    }
+  }
+  return null;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The error catalogue. Domain and HTTP code throw `HttpError` values; `renderError` in
+ * The error catalogue. Domain and HTTP code throw `HttpError` values; `sendError` in
  * src/http/server.ts is the one place that turns them into `{"error": "..."}` responses (part 7).
  * `code` is stable and machine-readable (it is also the A2A ErrorInfo `reason`); `message` says
  * which field or rule was violated.
@@ -48,8 +48,5 @@ export const writeStopped = () =>
 /** 429: a rate limit was hit; `retryAfterSeconds` ≥ 1 (parts 7, 8). */
 export const tooManyRequests = (message: string, retryAfterSeconds: number, code = 'RATE_LIMITED') =>
   new HttpError(429, code, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
-/** 503: starting up or shutting down. */
-export const unavailable = (message: string, retryAfterSeconds: number) =>
-  new HttpError(503, 'UNAVAILABLE', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 /** 507: storage or participant limit reached; operator action required (part 7). */
 export const insufficientStorage = (message: string, code = 'INSUFFICIENT_STORAGE') => new HttpError(507, code, message);

@@ -2,16 +2,20 @@
  * Rate limits and operator protections (parts 7, 8; issue 7), as `Guards` for the pipeline in
  * src/http/server.ts:
  *
- *   beforeAuth: shutting down (503) → public requests, 600/min in total (429)
- *               → registrations, 5/hour per client IP (429), before the body is read
- *   afterAuth:  writes, 30/min per agent (429) or change reads, 60/min per agent (429)
- *               → low disk space under the data folder, every POST (507)
+ *   onRequest: every request through the public listener, before routing (unknown paths, 404,
+ *              405, 414 and malformed targets included): shutting down (503)
+ *              → 600/min in total (429)
+ *   afterAuth: once the caller is known and after the write stop (423 for POST, in server.ts):
+ *              registrations, 5/hour per client IP (429), before the body is read
+ *              → writes, 30/min per agent (429) or change reads, 60/min per agent (429)
+ *              → low disk space under the data folder, every POST (507)
  *
  * What counts: a request takes a slot of a limit once it reaches that limit's check; a refusal
- * later in the pipeline (401 after the global check, 400/403/404/409/413/415/423/507 after the
+ * later in the pipeline (401 after the global check, 400/403/404/409/413/415/507 after the
  * per-agent check) does not give the slot back, because the service did the work of looking at
  * it. A request refused with 429 takes no slot of the limit that refused it, so Retry-After is
- * exact: it is the time until the oldest counted request leaves the window.
+ * exact: it is the time until the oldest counted request leaves the window. A POST refused with
+ * 423 (write stop) takes no write or registration slot: the write stop is checked first.
  *
  * The limiter is a sliding-window log (exact "at most N in any window"), pure: every call takes
  * the current time, so tests move an injected clock instead of sleeping. Its memory is bounded:
@@ -31,6 +35,7 @@ import {
   SHUTDOWN_RETRY_AFTER_SECONDS,
   WRITES_PER_TOKEN_PER_MINUTE,
 } from '../constants.js';
+import type { TrustProxyMode } from '../config.js';
 import { HttpError, insufficientStorage, tooManyRequests } from './errors.js';
 import type { RequestContext, Route } from './router.js';
 import type { Guards } from './server.js';
@@ -142,22 +147,26 @@ export class SlidingWindowLimiter {
 // Client addresses
 
 /**
- * Returns the client-IP resolver for the pipeline (FORUM_TRUST_PROXY).
- * Off (default): the socket address; `CF-Connecting-IP` and `X-Forwarded-For` are ignored, since
- * any client can send them. On: `CF-Connecting-IP` if it holds an IP address, else the right-most
- * address of `X-Forwarded-For` (the hop appended by the proxy in front of us; entries further
- * left were written by the client and cannot be trusted), else the socket address. Enable it only
- * when every request comes through such a proxy.
+ * Returns the client-IP resolver for the pipeline (FORUM_TRUST_PROXY, README "Limits").
+ * Input: the mode. Output: a function from request to client address (a string; `unknown` when
+ * the socket has none).
+ * - `off` (default): the socket address; `CF-Connecting-IP` and `X-Forwarded-For` are ignored,
+ *   since any client can send them.
+ * - `xff`: the right-most address of `X-Forwarded-For` — the hop appended by the operator's proxy
+ *   (nginx, ngrok, ...); entries further left were written by the client and cannot be trusted.
+ *   `CF-Connecting-IP` is ignored (a client could set it and the proxy would pass it on).
+ * - `cloudflare`: `CF-Connecting-IP`, which Cloudflare overwrites on every request;
+ *   `X-Forwarded-For` is ignored.
+ * A missing header, or one whose value is not an IP address, falls back to the socket address.
+ * Enable a mode only when every request comes through that proxy.
  */
-export function clientIpResolver(trustProxy: boolean): (req: IncomingMessage) => string {
+export function clientIpResolver(mode: TrustProxyMode): (req: IncomingMessage) => string {
   const socketIp = (req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown';
-  if (!trustProxy) return socketIp;
+  if (mode === 'off') return socketIp;
+  const header = mode === 'xff' ? 'x-forwarded-for' : 'cf-connecting-ip';
   return (req) => {
-    const cf = lastListItem(req.headers['cf-connecting-ip']);
-    if (cf !== null && isIP(cf)) return cf;
-    const xff = lastListItem(req.headers['x-forwarded-for']);
-    if (xff !== null && isIP(xff)) return xff;
-    return socketIp(req);
+    const ip = lastListItem(req.headers[header]);
+    return ip !== null && isIP(ip) ? ip : socketIp(req);
   };
 }
 
@@ -262,16 +271,25 @@ export class RateLimits implements Guards {
     };
   }
 
-  /** Global limit for every routed request; registration limit by client IP (before the body). */
-  beforeAuth(route: Route, _req: IncomingMessage, clientIp: string, res: ServerResponse): void {
-    const now = this.now();
-    // The global limit sets headers only when it refuses: they describe the limit that applies.
-    check(this.publicRequests, 'public', now, res, false);
-    if (route.rateLimit === 'registration') check(this.registrations, ipRateKey(clientIp), now, res, true);
+  /**
+   * The global limit, for every request through the listener before routing. Sets RateLimit-*
+   * headers only when it refuses: on other responses they describe the route's own limit.
+   * Throws 429 with Retry-After.
+   */
+  onRequest(_req: IncomingMessage, _clientIp: string, res: ServerResponse): void {
+    check(this.publicRequests, 'public', this.now(), res, false);
   }
 
-  /** Per-agent write and change-read limits, once the caller is known. */
+  /**
+   * The route's own limit once the caller is known: registrations by client IP (before the body
+   * is read), writes and change reads by agent (by client IP on a public route). Sets RateLimit-*
+   * headers on `res`; throws 429 with Retry-After.
+   */
   afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
+    if (route.rateLimit === 'registration') {
+      check(this.registrations, ipRateKey(ctx.clientIp), this.now(), res, true);
+      return;
+    }
     const limit = route.rateLimit === 'write' ? this.writes : route.rateLimit === 'changeRead' ? this.changeReads : null;
     if (!limit) return;
     const key = ctx.agent ? `agent:${ctx.agent.profile.id}` : `ip:${ipRateKey(ctx.clientIp)}`;
@@ -297,15 +315,18 @@ function check(limit: NamedLimit, key: string, now: number, res: ServerResponse,
 }
 
 /**
- * 503 while the service shuts down (issue 7). `Service.close()` sets `stopping` before it stops
- * the listener; requests that still arrive (on kept-alive connections) are refused with
- * Retry-After and `Connection: close`, so clients reconnect to the next instance. Startup needs
- * no gate: the listener opens only after the log has been replayed.
+ * 503 while the service shuts down (issue 7). `Service.close()` sets `stopping`, then stops the
+ * listener: new connections are refused by the OS and idle kept-alive ones are closed, so the
+ * only requests that still arrive are those on busy kept-alive connections (sent while a
+ * response is in flight). Each gets 503 with Retry-After and `Connection: close`, whatever its
+ * path, so the client reconnects to the next instance. Startup needs no gate: the listener opens
+ * only after the log has been replayed.
  */
 export class ShutdownGate implements Guards {
   stopping = false;
 
-  beforeAuth(): void {
+  /** Throws 503 (Retry-After: SHUTDOWN_RETRY_AFTER_SECONDS, Connection: close) once stopping. */
+  onRequest(): void {
     if (!this.stopping) return;
     throw new HttpError(503, 'UNAVAILABLE', 'the service is shutting down; retry after Retry-After seconds', {
       'Retry-After': String(SHUTDOWN_RETRY_AFTER_SECONDS),
@@ -338,12 +359,12 @@ export class DiskGuard implements Guards {
   }
 }
 
-/** Runs several guards in order; the first to throw wins. Null entries are skipped. */
+/** Runs several guards in order, hook by hook; the first to throw wins. Null entries are skipped. */
 export function composeGuards(...list: (Guards | null | undefined)[]): Guards {
   const gs = list.filter((g): g is Guards => !!g);
   return {
-    beforeAuth(route, req, clientIp, res) {
-      for (const g of gs) g.beforeAuth?.(route, req, clientIp, res);
+    onRequest(req, clientIp, res) {
+      for (const g of gs) g.onRequest?.(req, clientIp, res);
     },
     afterAuth(route, ctx, res) {
       for (const g of gs) g.afterAuth?.(route, ctx, res);

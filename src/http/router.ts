@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
-import { methodNotAllowed, notFound, type HttpError } from './errors.js';
+import { badRequest, methodNotAllowed, notFound, type HttpError } from './errors.js';
 
 export type Method = 'GET' | 'POST';
 
@@ -36,10 +36,16 @@ export interface RequestTarget {
 /**
  * Splits a request target into path and query without a full URL parse (a hot path: every
  * request). Absolute-form targets (`http://host/path`, sent to proxies) fall back to URL.
+ * Throws 400 naming the request target when it cannot be parsed (e.g. `http://[zz/api/status`).
  */
 export function parseTarget(target: string): RequestTarget {
   if (!target.startsWith('/')) {
-    const u = new URL(target, 'http://localhost');
+    let u: URL;
+    try {
+      u = new URL(target, 'http://localhost');
+    } catch {
+      throw badRequest(`malformed request target ${JSON.stringify(target.slice(0, 200))}: send a path such as /api/status (origin-form) or an absolute http(s) URL`, 'BAD_TARGET');
+    }
     return { pathname: u.pathname, searchParams: u.searchParams };
   }
   const q = target.indexOf('?');
@@ -59,7 +65,7 @@ export interface RequestContext {
   body: unknown;
   /** The authenticated caller on Bearer routes; null on public routes. */
   agent: AgentEntry | null;
-  /** Client address (see FORUM_TRUST_PROXY). */
+  /** Client address (see FORUM_TRUST_PROXY and src/http/limits.ts `clientIpResolver`). */
   clientIp: string;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;
@@ -121,6 +127,20 @@ export interface CatchAllOperation {
   errors: number[];
 }
 
+/**
+ * A request header a route's handler reads itself (the pipeline does not validate it), for
+ * OpenAPI: documented as an `in: header` parameter of the route's operation.
+ */
+export interface HeaderDoc {
+  name: string;
+  required: boolean;
+  description: string;
+  /** JSON Schema of the value (type string, with its pattern). */
+  schema: Record<string, unknown>;
+  /** A working value (renderers pre-fill "Try it out" with it). */
+  example?: string;
+}
+
 /** One concrete file served by a prefix route (documented in /openapi.json as its own operation). */
 export interface ServedFile {
   /** Full path, starting with the route's prefix, e.g. `/api/docs/assets/swagger-ui.css`. */
@@ -147,6 +167,8 @@ export interface Route {
   query?: string;
   /** Body schema name (POST), validated before the handler. */
   body?: string;
+  /** Request headers the handler requires or reads, for OpenAPI (not validated by the pipeline). */
+  headers?: HeaderDoc[];
   /** Accepted request media types for POST (default application/json). */
   contentTypes?: string[];
   rateLimit?: RateLimitClass;

@@ -1,40 +1,49 @@
 /**
  * The request pipeline over node:http (issue 2 "HTTP layer"):
  *
- *   target length (414) → route (404/405) → guards.beforeAuth (503 while shutting down, global
- *   limit 429, registration limit 429) → bearer auth (401) → runRoute: guards.afterAuth (per-agent
- *   write and change-read limits 429, low disk 507 for POST) → write stop for POST (423) →
- *   query/body validation (400/413/415) → handler → await log durability → send.
+ *   guards.onRequest, for every request whatever its target (503 while shutting down, global
+ *   limit 429) → target length (414) and syntax (400) → route (404/405) → runRoute: bearer auth
+ *   (401) → write stop for POST (423) → guards.afterAuth (registration limit per IP, per-agent
+ *   write and change-read limits 429, low disk 507 for POST) → query/body validation
+ *   (400/413/415) → handler → await log durability → send.
  *
- * The guards live in src/http/limits.ts and are wired by src/service.ts.
+ * The write stop comes before the limits so that every POST gets 423 during a write stop (not
+ * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/limits.ts and are
+ * wired by src/service.ts.
  *
  * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
  * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
  *
  * Every error is rendered here and only here: as `{"error": "..."}`, or by the route's
  * `errorFormat` (A2A's google.rpc.Status on /a2a/*); an unexpected exception is logged and answered
- * 500 without its stack.
+ * 500 without its stack. Errors Node's HTTP parser finds before a request exists (431, 400, 408)
+ * are written by the `clientError` handler of `createHttpServer`, with the same headers.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { App } from '../app.js';
-import { URL_BYTES_MAX } from '../constants.js';
+import { HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
-import { Router, parseTarget, type Reply, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
- * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an HttpError.
- * `beforeAuth` runs for every routed request; `afterAuth` once the caller is known.
+ * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an HttpError, and
+ * may set response headers (RateLimit-*) on `res`.
+ * - `onRequest` runs for every request through the listener, whatever its target: the target's
+ *   and route's errors (400/414, 404/405) are raised only after it, so it also covers unknown
+ *   paths, wrong methods and bad targets.
+ * - `afterAuth` runs per route (also for each route a dispatching route runs) once the caller is
+ *   known (null on public routes) and after the write stop, before the body is read.
  */
 export interface Guards {
-  beforeAuth?(route: Route, req: IncomingMessage, clientIp: string, res: ServerResponse): void;
+  onRequest?(req: IncomingMessage, clientIp: string, res: ServerResponse): void;
   afterAuth?(route: Route, ctx: RequestContext, res: ServerResponse): void;
 }
 
-/** Security headers sent on every response (issue 8). */
-const BASE_HEADERS = { 'X-Content-Type-Options': 'nosniff' } as const;
+/** Security headers sent on every response, raw parser-error replies included (issue 8). */
+const BASE_HEADERS = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' } as const;
 
 /**
  * Sends an error with its status and headers: as `{"error": message}` (part 7), or as
@@ -51,7 +60,6 @@ export function sendError(res: ServerResponse, err: HttpError, render?: (err: Ht
     ...err.headers,
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
   });
   res.end(body);
 }
@@ -77,13 +85,12 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean): voi
   // 304 (conditional GET of guidance documents) carries no body, so no Content-Type/-Length: a
   // Content-Length of 0 would contradict the representation the client already has (RFC 9110 8.6).
   if (reply.status === 304) {
-    res.writeHead(304, { ...BASE_HEADERS, 'Cache-Control': 'no-store', ...reply.headers });
+    res.writeHead(304, { ...BASE_HEADERS, ...reply.headers });
     res.end();
     return;
   }
   res.writeHead(reply.status, {
     ...BASE_HEADERS,
-    'Cache-Control': 'no-store',
     ...reply.headers,
     'Content-Type': contentType,
     'Content-Length': typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length,
@@ -94,7 +101,9 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean): voi
 /** Reads the bearer token and returns its agent; throws 401 (part 5 item 6). */
 export function authenticate(app: App, req: IncomingMessage): AgentEntry {
   const header = req.headers.authorization;
-  if (!header) throw unauthorized('missing Authorization header; send Authorization: Bearer <token>');
+  if (!header) {
+    throw unauthorized('missing Authorization header; send Authorization: Bearer <token> (a token comes from POST /api/register; see /api/start.md)');
+  }
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
   if (!m) throw unauthorized('Authorization header must be "Bearer <token>"');
   const entry = app.state.agents.byTokenHash.get(hashToken(m[1]!));
@@ -115,9 +124,10 @@ interface Compiled {
 
 /**
  * The per-route steps shared by every binding, run for one authenticated (or public) request:
- * bearer auth if the context has no agent yet (401) → guards.afterAuth (the route's rate-limit
- * class, 429; low disk, 507) → write stop for POST (423) → the route's compiled query and body
- * validators (400) → its handler → await log durability.
+ * bearer auth if the context has no agent yet (401) → write stop for POST (423; before every
+ * limit, so it is always the answer to a POST during a write stop and takes no slot) →
+ * guards.afterAuth (the route's rate-limit class, 429; low disk, 507) → the route's compiled query
+ * and body validators (400) → its handler → await log durability.
  * Input: the app, the guards, the compiled validators, the route, the context (mutated: agent,
  * query, body), the input and the response (guards may set headers on it).
  * Output: the handler's reply, to send only after this resolves. Throws the HttpError to render.
@@ -135,8 +145,8 @@ function runRoute(
     ctx.agent = authenticate(app, ctx.req);
     touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
   }
-  guards.afterAuth?.(route, ctx, res);
   if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
+  guards.afterAuth?.(route, ctx, res);
   if (compiled.query) ctx.query = compiled.query(input.query);
   if (route.method === 'POST') {
     return Promise.resolve(input.body()).then((raw: unknown) => {
@@ -202,13 +212,23 @@ export function createRequestListener(
     void (async () => {
       let route: Route | undefined;
       try {
-        const target = req.url ?? '/';
-        if (target.length > URL_BYTES_MAX / 3 && Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
-        const url = parseTarget(target);
         const method = req.method ?? 'GET';
-        route = router.match(method, url.pathname);
         const clientIp = clientIpOf(req);
-        guards.beforeAuth?.(route, req, clientIp, res);
+        // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
+        // only after guards.onRequest: the shutdown 503 and the global limit apply to every
+        // request, and a matched route still renders the guards' errors in its own format.
+        let url: RequestTarget | undefined;
+        let targetError: unknown;
+        try {
+          const target = req.url ?? '/';
+          if (target.length > URL_BYTES_MAX / 3 && Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
+          url = parseTarget(target);
+          route = router.match(method, url.pathname);
+        } catch (err) {
+          targetError = err;
+        }
+        guards.onRequest?.(req, clientIp, res);
+        if (targetError !== undefined || !url || !route) throw targetError;
         const ctx: RequestContext = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
         let reply: Reply;
         if (route.dispatch) {
@@ -239,11 +259,11 @@ export function createRequestListener(
   };
 }
 
-/** Server timeouts against slow or idle clients (issue 8), in ms. */
+/** Server timeouts against slow or idle clients (issue 8), in ms; defaults: SERVER_TIMEOUTS. */
 export interface ServerTimeouts {
-  /** Whole request head must arrive within this (slow-loris). */
+  /** Whole request head must arrive within this (slow-loris); later gets 408. */
   headersTimeoutMs: number;
-  /** Whole request (head and body) must arrive within this. */
+  /** Whole request (head and body) must arrive within this; later gets 408. */
   requestTimeoutMs: number;
   /** Idle keep-alive connections are closed after this. */
   keepAliveTimeoutMs: number;
@@ -253,18 +273,40 @@ export interface ServerTimeouts {
   socketIdleTimeoutMs: number;
 }
 
-export const SERVER_TIMEOUTS: ServerTimeouts = {
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  keepAliveTimeoutMs: 5_000,
-  checkIntervalMs: 1_000,
-  socketIdleTimeoutMs: 30_000,
-};
+/** Status line and `{error}` text of the replies to errors of Node's HTTP parser. */
+const CLIENT_ERRORS = {
+  431: { reason: 'Request Header Fields Too Large', error: `request headers too large (the request head is limited to ${HEADER_BYTES_MAX} bytes)` },
+  408: { reason: 'Request Timeout', error: 'request timeout: the request (headers and body) did not arrive in time; send it again without pausing' },
+  400: { reason: 'Bad Request', error: 'malformed HTTP request' },
+} as const;
 
-/** Largest accepted request head (all headers), in bytes; larger gets 431. */
-export const HEADER_BYTES_MAX = 16 * 1024;
+/**
+ * The raw reply to an error of Node's HTTP parser (`clientError`), or null when nothing must be
+ * written (the peer reset the connection). Status: 431 for a request head over HEADER_BYTES_MAX,
+ * 408 when the head or the whole request did not arrive within the headers/request timeout
+ * (ERR_HTTP_REQUEST_TIMEOUT), else 400. Carries the same security headers as every response and
+ * `Connection: close`.
+ */
+export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
+  if (err.code === 'ECONNRESET') return null;
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const { reason, error } = CLIENT_ERRORS[status];
+  const body = JSON.stringify({ error });
+  const headers = {
+    ...BASE_HEADERS,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+  };
+  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`;
+}
 
-/** Creates the public HTTP server for the listener (not yet listening). */
+/**
+ * Creates the public HTTP server for the listener (not yet listening).
+ * Input: the request listener; the timeouts (default SERVER_TIMEOUTS; tests shorten them).
+ * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`.
+ */
 export function createHttpServer(
   listener: (req: IncomingMessage, res: ServerResponse) => void,
   timeouts: ServerTimeouts = SERVER_TIMEOUTS,
@@ -282,11 +324,12 @@ export function createHttpServer(
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
   // byte would otherwise stay open for ever.
   server.setTimeout(timeouts.socketIdleTimeoutMs);
-  server.on('clientError', (err, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = (err as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const body = JSON.stringify({ error: status === 431 ? 'request headers too large' : 'malformed HTTP request' });
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // As Node's default handler: never write into a response that has already begun.
+    const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+    const reply = socket.writable && !inFlight?.headersSent ? clientErrorReply(err) : null;
+    if (reply === null) return socket.destroy();
+    socket.end(reply);
   });
   return server;
 }

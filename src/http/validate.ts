@@ -10,6 +10,14 @@
  *
  * Extension keyword `x-trim: true` on a string property: the value is trimmed before validation,
  * so length rules apply to the trimmed text (part 4: content "trimmed").
+ *
+ * Extension keyword `x-rule: "<text>"` on a schema with a `pattern` or `format`: a value that
+ * fails them gets `<field> must <text>` instead of the raw regular expression.
+ *
+ * `format: "date-time"` query parameters must also denote a real instant: RFC 3339 allows a leap
+ * second (`23:59:60`), which JavaScript dates cannot represent, so such a value is refused with a
+ * 400 naming the parameter rather than silently matching nothing (our choice: refuse, not
+ * normalise to the next second).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -51,11 +59,14 @@ const ajv = new Ajv2020({
   removeAdditional: false,
   discriminator: true,
   messages: true,
+  // Errors carry their schema, so `x-rule` can word a pattern or format failure (describeError).
+  verbose: true,
   validateFormats: true,
   unicodeRegExp: true,
 });
 addFormats(ajv, ['date-time', 'uri', 'uuid']);
 ajv.addKeyword({ keyword: 'x-trim', schemaType: 'boolean' });
+ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' });
 ajv.addKeyword({ keyword: 'x-example', schemaType: ['string', 'number', 'boolean', 'object', 'array'] });
 for (const schema of schemas.values()) ajv.addSchema(schema);
 
@@ -114,6 +125,11 @@ export function describeError(err: ErrorObject, where: 'body' | 'query'): string
       return `${subject} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'discriminator':
       return `${field(String(p.tag))} must be one of the documented values (${String(err.message)})`;
+    case 'pattern':
+    case 'format': {
+      const rule = (err.parentSchema as JsonSchema | undefined)?.['x-rule'];
+      return typeof rule === 'string' ? `${subject} must ${rule}` : `${subject} ${err.message ?? 'is invalid'}`;
+    }
     default:
       return `${subject} ${err.message ?? 'is invalid'}`;
   }
@@ -146,11 +162,14 @@ const CANONICAL_INT = /^(0|[1-9][0-9]*)$/;
 /**
  * Compiles a query validator for schema `name`: converts canonical integer and boolean strings
  * for properties declared integer/boolean, refuses repeated parameters, applies defaults and
- * validates. Throws 400 naming the parameter and rule.
+ * validates; a `date-time` parameter must denote a real instant (Date.parse gives a number).
+ * Input: the query parameters. Output: the validated parameters by name.
+ * Throws 400 naming the parameter and rule.
  */
 export function queryValidator(name: string): (params: URLSearchParams) => Record<string, unknown> {
   const fn = compiled(name);
   const props = (getSchema(name).properties ?? {}) as Record<string, JsonSchema>;
+  const instants = Object.keys(props).filter((k) => props[k]!.format === 'date-time');
   return (params: URLSearchParams) => {
     const out: Record<string, unknown> = {};
     for (const [key, raw] of params) {
@@ -163,6 +182,14 @@ export function queryValidator(name: string): (params: URLSearchParams) => Recor
       else out[key] = raw;
     }
     if (!fn(out)) throw badRequest(describeError(fn.errors![0]!, 'query'));
+    for (const key of instants) {
+      const v = out[key];
+      if (typeof v === 'string' && Number.isNaN(Date.parse(v))) {
+        throw badRequest(
+          `query parameter "${key}" must be a date-time that denotes a real instant (e.g. 2026-06-30T23:59:59Z); leap seconds (second 60) are not accepted`,
+        );
+      }
+    }
     return out;
   };
 }

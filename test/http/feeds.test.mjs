@@ -178,7 +178,7 @@ test('a topic export verifies with SHA-256 over canonicalJson and pins through',
   assert.deepEqual(records.slice(1).map((r) => JSON.parse(r.canonicalJson)), messages);
 });
 
-test('exchange parameter rules: unknown topic 404, missing originId 400, wrong origin 409', async (t) => {
+test('exchange parameter rules: unknown topic 404, missing originId 400, after beyond through 400, wrong origin 409', async (t) => {
   const s = await startServer(t);
   const { a, topic } = await seed(s, 1);
   const origin = (await s.get('/api/status')).body.originId;
@@ -189,6 +189,12 @@ test('exchange parameter rules: unknown topic 404, missing originId 400, wrong o
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token)).status, 409);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=999999&originId=${origin}`, a.token)).status, 409);
   assert.equal((await s.get(`/api/exchange?topicId=bad!id`, a.token)).status, 400);
+  const head = (await s.get(`/api/exchange?topicId=${topic.id}`, a.token)).body.cursor.through;
+  const pinned = await s.get(`/api/exchange?topicId=${topic.id}&after=${head}&through=${head}&originId=${origin}`, a.token);
+  assert.equal(pinned.status, 200, 'after equal to through is a caught-up cursor');
+  const beyond = await s.get(`/api/exchange?topicId=${topic.id}&after=${head}&through=${head - 1}&originId=${origin}`, a.token);
+  assert.equal(beyond.status, 400);
+  assert.match(beyond.body.error, /after=\d+ is beyond through=\d+/);
 });
 
 test('message receipts: recorded with the normalized request and original response, unknown otherwise and for other agents', async (t) => {
@@ -256,4 +262,79 @@ test('work receipts return the normalized request and the snapshot as committed 
   assert.equal(ra.request.action, 'claim');
   assert.equal((await s.get('/api/receipts?kind=work&clientId=a1', creator.token)).body.outcome, 'unknown', "another agent's clientId");
   assert.equal((await s.get('/api/receipts?kind=message&clientId=w1', creator.token)).body.outcome, 'unknown', 'kinds are separate namespaces');
+});
+
+/** RFC 8785-style serializer for the JSON values records hold: sorted keys, no whitespace, JSON.stringify strings and numbers. */
+function jcs(value) {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(jcs).join(',')}]`;
+  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${jcs(value[k])}`).join(',')}}`;
+}
+
+/** Characters of `json` outside string literals. */
+function outsideStrings(json) {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else out += c;
+  }
+  return out;
+}
+
+test('exchange records with multibyte and escape-heavy content hash their exact UTF-8 canonicalJson, are RFC 8785 canonical and byte-identical after restarts', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('Zoë 😀');
+  const tricky = [
+    'café é — 😀 日本語の文章 한국어 中文',
+    'quotes "double" \'single\' “curly” and backslashes \\ \\\\ \\n \\u0041',
+    'ü line one\nline two\r\nline three\ttabbed',
+    'separators\u2028line\u2029paragraph\u0001\u001f\u007f end',
+    '{"looks":"like json"} </script> 😀😀 \ud83d\udc4d',
+  ];
+  const topic = (await s.post('/api/topics', { title: 'Exporté 😀 "主题" \\ x' }, a.token)).body;
+  const posted = [];
+  for (const [i, content] of tricky.entries()) {
+    const res = await s.post('/api/messages', { topicId: topic.id, content, clientId: `u${i}`, ...(i > 0 ? { replyTo: posted[0].id } : {}) }, a.token);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.content, content, 'stored byte-exact');
+    posted.push(res.body);
+  }
+  const k = await s.post('/api/knowledge', { title: 'Wissen ü 😀', content: 'Σ "x" \\ y\n\u2028z 漢字', category: 'evidence', sources: ['https://example.org/%C3%A4?q=%221%22&r=1'], topicId: topic.id }, a.token);
+  assert.equal(k.status, 201, JSON.stringify(k.body));
+
+  const exportAll = async () => {
+    const res = await s.get(`/api/exchange?topicId=${topic.id}&limit=100`, a.token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.cursor.hasMore, false);
+    return res.body.records;
+  };
+  const before = await exportAll();
+  assert.deepEqual(before.map((r) => r.kind), ['topic', 'message', 'message', 'message', 'message', 'message', 'knowledge']);
+  for (const r of before) {
+    const bytes = Buffer.from(r.canonicalJson, 'utf8');
+    assert.match(r.sha256, /^[0-9a-f]{64}$/);
+    assert.equal(createHash('sha256').update(bytes).digest('hex'), r.sha256, `sha256 of seq ${r.seq} is over the UTF-8 bytes of canonicalJson`);
+    assert.ok(bytes.length > r.canonicalJson.length, `seq ${r.seq} holds multibyte characters`);
+    assert.equal(outsideStrings(r.canonicalJson).match(/\s/), null, `no whitespace outside strings in seq ${r.seq}`);
+    assert.equal(r.canonicalJson, jcs(JSON.parse(r.canonicalJson)), `seq ${r.seq} is canonical: sorted keys, minimal escapes, no whitespace`);
+  }
+  assert.deepEqual(JSON.parse(before[0].canonicalJson), topic);
+  assert.deepEqual(before.slice(1, 6).map((r) => JSON.parse(r.canonicalJson)), posted);
+  assert.deepEqual(JSON.parse(before[6].canonicalJson), k.body);
+  assert.ok(before[4].canonicalJson.includes('\u2028'), 'U+2028 is written as itself, not escaped (RFC 8785)');
+  assert.ok(before[3].canonicalJson.includes('line one\\nline two\\r\\nline three\\ttabbed'), 'control characters use the short escapes');
+  assert.ok(before[4].canonicalJson.includes('\\u0001\\u001f\u007f'), 'other controls are \\u00xx, DEL is literal');
+
+  await s.restart();
+  const afterRestart = await exportAll();
+  assert.deepEqual(afterRestart.map((r) => [r.seq, r.canonicalJson, r.sha256]), before.map((r) => [r.seq, r.canonicalJson, r.sha256]), 'identical after a graceful restart');
+  await s.kill9();
+  await s.start();
+  const afterCrash = await exportAll();
+  assert.deepEqual(afterCrash.map((r) => [r.seq, r.canonicalJson, r.sha256]), before.map((r) => [r.seq, r.canonicalJson, r.sha256]), 'identical after a kill -9');
 });

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../helpers/server.mjs';
+import { startInProcess } from '../helpers/inprocess.mjs';
+import { TOPICS_LIST_MAX } from '../../dist/constants.js';
 
 test('registration returns a token once and the agent can authenticate with it', async (t) => {
   const s = await startServer(t);
@@ -36,6 +38,31 @@ test('registration refuses missing consent, bad lengths and unknown fields with 
   }
   const status = await s.get('/api/status');
   assert.equal(status.body.registeredAgents, 0);
+});
+
+test('registration name and provider are trimmed and must keep 1..80 and 1..100 characters (400 naming the field)', async (t) => {
+  const h = await startInProcess(t);
+  const base = { name: 'a', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true };
+  for (const [body, field] of [
+    [{ ...base, name: '   ' }, 'name'],
+    [{ ...base, name: '\t\n ' }, 'name'],
+    [{ ...base, provider: '   ' }, 'provider'],
+  ]) {
+    const res = await h.post('/api/register', body);
+    assert.equal(res.status, 400, JSON.stringify(body));
+    assert.match(res.body.error, new RegExp(`field "${field}" must NOT have fewer than 1 characters`));
+  }
+  const long = await h.post('/api/register', { ...base, name: 'n'.repeat(81) });
+  assert.equal(long.status, 400);
+  assert.match(long.body.error, /field "name" must NOT have more than 80 characters/);
+  assert.equal((await h.get('/api/status')).body.registeredAgents, 0);
+  const ok = await h.post('/api/register', { ...base, name: '  scout  ', provider: ' lab ' });
+  assert.equal(ok.status, 201);
+  assert.equal(ok.body.name, 'scout');
+  assert.equal(ok.body.provider, 'lab');
+  const padded = await h.post('/api/register', { ...base, name: ` ${'n'.repeat(80)}  `, provider: ` ${'p'.repeat(100)} ` });
+  assert.equal(padded.status, 201, 'the limits apply to the trimmed text');
+  assert.equal(padded.body.name, 'n'.repeat(80));
 });
 
 test('registration is not idempotent: a retry creates another identity', async (t) => {
@@ -168,6 +195,41 @@ test('message filters intersect, order newest first and respect limit and before
   assert.ok(!ids(beforeLast).includes(posted[5].id));
   assert.deepEqual(ids(await get('messageId=unknown')), []);
   assert.deepEqual(ids(await get('topicId=unknown')), []);
+});
+
+test('a before that is not a real instant (leap second 23:59:60) gets 400 naming before on /api/messages and /api/search', async (t) => {
+  const h = await startInProcess(t);
+  const { token } = await h.register();
+  const topic = (await h.post('/api/topics', { title: 't' }, token)).body;
+  assert.equal((await h.post('/api/messages', { topicId: topic.id, content: 'm', clientId: 'c1' }, token)).status, 201);
+  for (const path of ['/api/messages', '/api/search']) {
+    const res = await h.get(`${path}?before=${encodeURIComponent('2026-06-30T23:59:60Z')}`, token);
+    assert.equal(res.status, 400, path);
+    assert.match(res.body.error, /query parameter "before" must be a date-time that denotes a real instant/);
+    const fine = await h.get(`${path}?before=${encodeURIComponent('2999-06-30T23:59:59Z')}`, token);
+    assert.equal(fine.status, 200, path);
+    assert.equal(fine.body.messages.length, 1, path);
+  }
+});
+
+test('GET /api/topics lists at most 500 topics, newest first: the newest 500 of 505', async (t) => {
+  const h = await startInProcess(t);
+  const { token } = await h.register();
+  const total = TOPICS_LIST_MAX + 5;
+  const created = [];
+  for (let i = 0; i < total; i += 25) {
+    const batch = Array.from({ length: Math.min(25, total - i) }, (_, j) => h.post('/api/topics', { title: `t${i + j}` }, token));
+    for (const r of await Promise.all(batch)) {
+      assert.equal(r.status, 201);
+      created.push(r.body);
+    }
+  }
+  assert.equal(TOPICS_LIST_MAX, 500);
+  // Ids carry the zero-padded log sequence, so sorting them gives creation order.
+  const newestFirst = created.map((x) => x.id).sort().reverse();
+  const listed = (await h.get('/api/topics', token)).body;
+  assert.equal(listed.length, 500);
+  assert.deepEqual(listed.map((x) => x.id), newestFirst.slice(0, 500), 'the newest 500, newest first; the 5 oldest are left out');
 });
 
 test('bad query parameters get 400 naming the parameter', async (t) => {

@@ -50,10 +50,23 @@ test('a chunked body over 32 KiB without Content-Length gets 413 and the server 
   assert.equal(ok.status, 201);
 });
 
-test('duplicate keys, deep nesting, nulls and wrong types are 4xx with {error}, never 500', async (t) => {
+test('duplicate JSON keys are accepted and the last one wins, as JSON.parse does', async (t) => {
+  const { s, a, topic } = await setup(t);
+  const raw = `{"topicId":"${topic.id}","content":"a","content":"b","clientId":"dup"}`;
+  const res = await s.request('POST', '/api/messages', { token: a.token, raw, headers: { 'content-type': 'application/json' } });
+  assert.equal(res.status, 201);
+  assert.equal(res.body.content, 'b');
+  const receipt = await s.get('/api/receipts?kind=message&clientId=dup', a.token);
+  assert.equal(receipt.status, 200);
+  assert.equal(receipt.body.outcome, 'recorded');
+  assert.equal(receipt.body.request.content, 'b');
+  const back = await s.get(`/api/messages?messageId=${res.body.id}`, a.token);
+  assert.equal(back.body.messages[0].content, 'b');
+});
+
+test('deep nesting, nulls and wrong types are 4xx with {error}, never 500', async (t) => {
   const { s, a, topic } = await setup(t);
   const bodies = [
-    `{"topicId":"${topic.id}","content":"a","content":"b","clientId":"dup"}`,
     '['.repeat(5000) + ']'.repeat(5000),
     `{"topicId":"${topic.id}","content":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)},"clientId":"deep"}`,
     'null',
@@ -67,8 +80,73 @@ test('duplicate keys, deep nesting, nulls and wrong types are 4xx with {error}, 
     assert.ok(res.status < 500, `${raw.slice(0, 60)} → ${res.status}`);
     if (res.status >= 400) assert.equal(typeof res.body.error, 'string');
   }
-  const dup = await s.get('/api/receipts?kind=message&clientId=dup', a.token);
-  assert.equal(dup.body.request?.content ?? 'b', 'b', 'the last duplicate key wins, as JSON.parse does');
+});
+
+test('a body of exactly 32768 bytes is accepted; 32769 bytes get 413', async (t) => {
+  const { s, a, topic } = await setup(t);
+  const sized = (clientId, bytes) => {
+    const json = JSON.stringify({ topicId: topic.id, content: 'padded', clientId });
+    return json + ' '.repeat(bytes - Buffer.byteLength(json)); // trailing JSON white space
+  };
+  const post = (raw) => s.request('POST', '/api/messages', { token: a.token, raw, headers: { 'content-type': 'application/json' } });
+  const exact = sized('exact', 32768);
+  assert.equal(Buffer.byteLength(exact), 32768);
+  assert.equal((await post(exact)).status, 201);
+  const over = await post(sized('over', 32769));
+  assert.equal(over.status, 413);
+  assert.match(over.body.error, /32768 bytes/);
+  // The same without Content-Length (chunked).
+  const chunked = (raw) => {
+    const head = `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+    const half = raw.length >> 1;
+    const chunk = (c) => `${Buffer.byteLength(c).toString(16)}\r\n${c}\r\n`;
+    return rawExchange(s.url, [head + chunk(raw.slice(0, half)) + chunk(raw.slice(half)) + '0\r\n\r\n'], { endAfter: false });
+  };
+  assert.match(await chunked(sized('exact-chunked', 32768)), /^HTTP\/1.1 201 /);
+  assert.match(await chunked(sized('over-chunked', 32769)), /^HTTP\/1.1 413 /);
+});
+
+test('a malformed request target gets 400 naming the target, not 500, and logs no stack', async (t) => {
+  const errors = [];
+  t.mock.method(console, 'error', (...args) => errors.push(args));
+  const h = await startInProcess(t);
+  const out = await rawExchange(h.url, ['GET http://[zz/api/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'], { endAfter: false });
+  assert.match(out, /^HTTP\/1.1 400 /);
+  assert.match(out, /\r\nX-Content-Type-Options: nosniff\r\n/i);
+  const body = JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4));
+  assert.match(body.error, /malformed request target "http:\/\/\[zz\/api\/status"/);
+  assert.deepEqual(errors, []);
+  assert.equal((await h.get('/api/status')).status, 200);
+});
+
+test('replies written for HTTP parser errors (400, 431) carry nosniff and no-store like every response', async (t) => {
+  const h = await startInProcess(t);
+  const check = (out, status) => {
+    assert.match(out, new RegExp(`^HTTP/1.1 ${status} `), out.slice(0, 80));
+    assert.match(out, /\r\nX-Content-Type-Options: nosniff\r\n/i);
+    assert.match(out, /\r\nCache-Control: no-store\r\n/i);
+    assert.match(out, /\r\nConnection: close\r\n/i);
+    assert.equal(typeof JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4)).error, 'string');
+  };
+  check(await rawExchange(h.url, ['NOT AN HTTP REQUEST\r\n\r\n'], { endAfter: false }), 400);
+  const flood = Array.from({ length: 400 }, (_, i) => `X-Flood-${i}: ${'y'.repeat(60)}\r\n`).join('');
+  check(await rawExchange(h.url, [`GET /api/status HTTP/1.1\r\nHost: x\r\n${flood}\r\n`], { endAfter: false }), 431);
+});
+
+test('a request body trickled past the request timeout gets 408, not 400', async (t) => {
+  const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 500, checkIntervalMs: 50, socketIdleTimeoutMs: 5000 } });
+  const head = 'POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n';
+  const started = Date.now();
+  const out = await rawExchange(h.url, [head, ...'{"name":"slow","provider":"p"'.split('')], { delayMs: 100, endAfter: false });
+  assert.ok(Date.now() - started < 3000, 'closed by the server');
+  assert.match(out, /^HTTP\/1.1 408 /);
+  assert.match(out, /\r\nX-Content-Type-Options: nosniff\r\n/i);
+  assert.match(out, /\r\nCache-Control: no-store\r\n/i);
+  assert.match(JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4)).error, /timeout/);
+  // A request head trickled past the headers timeout gets 408 too.
+  const slowHead = await rawExchange(h.url, ['GET /api/status HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n'], { delayMs: 150, endAfter: false });
+  assert.match(slowHead, /^HTTP\/1.1 408 /);
+  assert.equal((await h.get('/api/status')).status, 200);
 });
 
 test('a huge query string gets 414 and too many header bytes get 431', async (t) => {
@@ -189,4 +267,25 @@ test('our HTTP client helpers do not follow redirects (a token never leaves the 
   target.close();
   assert.equal(res.statusCode, 302);
   assert.equal(leaked, false);
+});
+
+test('a lone surrogate escape is refused with 400 naming the field; a valid escaped pair is stored', async (t) => {
+  const h = await startInProcess(t);
+  const a = await h.register('unicode');
+  const topic = (await h.post('/api/topics', { title: 'surrogates' }, a.token)).body;
+  const head = h.app.log.headSeq;
+  for (const content of ['\\ud800', 'x\\uDC00y', '\\ud83d\\u0041']) {
+    const raw = `{"topicId":"${topic.id}","content":"${content}","clientId":"lone"}`;
+    const res = await h.request('POST', '/api/messages', { raw, token: a.token, headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 400, content);
+    assert.match(res.body.error, /field "content" holds a lone UTF-16 surrogate/, content);
+  }
+  const key = await h.request('POST', '/api/messages', { raw: '{"\\udfff":1}', token: a.token, headers: { 'content-type': 'application/json' } });
+  assert.equal(key.status, 400);
+  assert.match(key.body.error, /key ".*" holds a lone UTF-16 surrogate/);
+  assert.equal(h.app.log.headSeq, head, 'nothing was written');
+  const raw = `{"topicId":"${topic.id}","content":"smile \\ud83d\\ude00 and a literal \\\\ud800","clientId":"pair"}`;
+  const ok = await h.request('POST', '/api/messages', { raw, token: a.token, headers: { 'content-type': 'application/json' } });
+  assert.equal(ok.status, 201);
+  assert.equal(ok.body.content, 'smile 😀 and a literal \\ud800');
 });

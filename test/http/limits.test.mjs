@@ -5,6 +5,8 @@ import { api, startServer } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { ManualClock } from '../../dist/clock.js';
 import { publicRoutes } from '../../dist/api/routes.js';
+import { A2A_ACTIONS } from '../../dist/api/a2a/dispatch.js';
+import { commands } from '../../dist/admin/commands.js';
 import {
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
   DISK_CHECK_INTERVAL_MS,
@@ -120,38 +122,68 @@ test('the 6th registration from one IP in an hour gets 429; every attempt counts
   assert.equal((await s.post('/api/register', REGISTER_BODY)).status, 201, 'an hour after the first attempt a slot is free');
 });
 
-test('with FORUM_TRUST_PROXY on, another client IP from the proxy header has its own registration budget', async (t) => {
-  const s = await inProcess(t, { FORUM_TRUST_PROXY: 'on' });
+test('FORUM_TRUST_PROXY=xff: the right-most X-Forwarded-For hop is the client IP; CF-Connecting-IP is ignored', async (t) => {
+  const s = await inProcess(t, { FORUM_TRUST_PROXY: 'xff' });
   const viaProxy = (ip) => ({ 'x-forwarded-for': `203.0.113.50, ${ip}` });
   for (let i = 0; i < REGISTRATIONS_PER_IP_PER_HOUR; i++) await s.register(viaProxy('198.51.100.1'));
   assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, viaProxy('198.51.100.1'))).status, 429);
   // The left-most (client-written) entry does not matter; the right-most hop does.
   assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, { 'x-forwarded-for': '198.51.100.2, 198.51.100.1' })).status, 429);
+  // A client behind a non-Cloudflare proxy cannot pick its IP with CF-Connecting-IP.
+  assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, { 'cf-connecting-ip': '198.51.100.9', ...viaProxy('198.51.100.1') })).status, 429);
   await s.register(viaProxy('198.51.100.2'));
-  await s.register({ 'cf-connecting-ip': '198.51.100.3', 'x-forwarded-for': '198.51.100.1' });
-  // The proxy's own address (no header) is a third client.
+  // The proxy's own address (no header) is another client.
   await s.register();
 });
 
-test('change reads are limited to 60 per token per minute across every change-read route', async (t) => {
-  let routes = publicRoutes();
-  let changeRoutes = routes.filter((r) => r.rateLimit === 'changeRead');
-  if (changeRoutes.length === 0) {
-    // No change-read endpoint is mounted in this build yet: exercise the pipeline with a stand-in.
-    const standIn = {
-      method: 'GET',
-      path: '/test/change-read',
-      auth: 'bearer',
-      operationId: 'testChangeRead',
-      summary: 'test route',
-      tag: 'Test',
-      rateLimit: 'changeRead',
-      responses: { 200: { description: 'ok' } },
-      handler: () => ({ status: 200, body: { ok: true } }),
-    };
-    routes = [...routes, standIn];
-    changeRoutes = [standIn];
+test('FORUM_TRUST_PROXY=cloudflare: CF-Connecting-IP is the client IP; X-Forwarded-For is ignored', async (t) => {
+  const s = await inProcess(t, { FORUM_TRUST_PROXY: 'cloudflare' });
+  const viaCloudflare = (ip) => ({ 'cf-connecting-ip': ip });
+  for (let i = 0; i < REGISTRATIONS_PER_IP_PER_HOUR; i++) await s.register(viaCloudflare('198.51.100.1'));
+  assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, viaCloudflare('198.51.100.1'))).status, 429);
+  assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, { 'x-forwarded-for': '198.51.100.7', ...viaCloudflare('198.51.100.1') })).status, 429);
+  await s.register(viaCloudflare('198.51.100.2'));
+  // Without the header the peer address counts, whatever X-Forwarded-For says.
+  for (let i = 0; i < REGISTRATIONS_PER_IP_PER_HOUR; i++) await s.register({ 'x-forwarded-for': `198.51.100.${10 + i}` });
+  assert.equal((await s.post('/api/register', REGISTER_BODY, undefined, { 'x-forwarded-for': '198.51.100.99' })).status, 429);
+});
+
+test('FORUM_TRUST_PROXY=on (or any value but off, xff, cloudflare) stops startup naming the valid values', async (t) => {
+  await assert.rejects(
+    startServer(t, { env: { FORUM_TRUST_PROXY: 'on' } }),
+    /FORUM_TRUST_PROXY must be one of off, xff, cloudflare, got "on"/,
+  );
+});
+
+test('the write limit is on exactly the POST routes except /api/register; A2A writes count through the REST route they run', () => {
+  const routes = publicRoutes();
+  const key = (r) => `${r.method} ${r.path}`;
+  const limited = routes.filter((r) => r.rateLimit === 'write').map(key).sort();
+  const posts = routes.filter((r) => r.method === 'POST' && r.path !== '/api/register' && !r.dispatch).map(key).sort();
+  assert.deepEqual(limited, posts);
+  assert.deepEqual(limited, ['POST /api/knowledge', 'POST /api/messages', 'POST /api/topics', 'POST /api/work', 'POST /api/work/action']);
+  // POST /a2a/message:send carries no class itself: each action runs its REST route (ctx.runner),
+  // whose class applies, so an A2A write takes one write slot and an A2A read none.
+  const send = routes.find((r) => r.path === '/a2a/message:send');
+  assert.equal(send.dispatch, true);
+  assert.equal(send.rateLimit, undefined);
+  for (const action of A2A_ACTIONS) {
+    const target = routes.find((r) => r.method === action.method && r.path === action.path);
+    assert.ok(target, `${action.method} ${action.path}`);
+    if (action.method === 'POST') assert.equal(target.rateLimit, 'write', `${action.method} ${action.path}`);
   }
+  assert.equal(routes.find((r) => r.method === 'POST' && r.path === '/api/register').rateLimit, 'registration');
+});
+
+test('the change-read limit is on exactly /api/changes, /api/work/changes, /api/exchange and /api/receipts', () => {
+  const changeRead = publicRoutes().filter((r) => r.rateLimit === 'changeRead').map((r) => `${r.method} ${r.path}`).sort();
+  assert.deepEqual(changeRead, ['GET /api/changes', 'GET /api/exchange', 'GET /api/receipts', 'GET /api/work/changes']);
+});
+
+test('change reads are limited to 60 per token per minute across every change-read route', async (t) => {
+  const routes = publicRoutes();
+  const changeRoutes = routes.filter((r) => r.rateLimit === 'changeRead');
+  assert.equal(changeRoutes.length, 4);
   const s = await inProcess(t, {}, { routes });
   const a = await s.register();
   const b = await s.register();
@@ -211,14 +243,17 @@ test('FORUM_RATE_LIMITS=off lets 100 writes and 10 registrations through and sen
   }
 });
 
-test('registration beyond FORUM_MAX_AGENTS answers 507 and registers nobody', async (t) => {
+test('FORUM_MAX_AGENTS counts registered participants only: with cap 2 and an operator, two registrations succeed, the third is 507', async (t) => {
   const s = await inProcess(t, { FORUM_MAX_AGENTS: '2' });
+  const op = await commands['operator.create'](s.svc.app, { name: 'Ops' });
+  assert.match(op.id, /^op_/);
   await s.register();
   await s.register();
   const res = await s.post('/api/register', REGISTER_BODY);
   assert.equal(res.status, 507);
   assert.match(res.body.error, /participant limit.*2/);
-  assert.equal((await s.get('/api/status')).body.registeredAgents, 2);
+  const agents = await s.get('/api/agents', op.token);
+  assert.equal(agents.body.length, 3, 'the operator and two participants; the refused one was not registered');
 });
 
 test('while free disk space is below FORUM_MIN_FREE_BYTES every POST answers 507, nothing is written, reads keep working', async (t) => {
@@ -242,6 +277,99 @@ test('while free disk space is below FORUM_MIN_FREE_BYTES every POST answers 507
   assert.equal((await s.post('/api/topics', { title: 'x' }, a.token)).status, 507, 'still the cached measurement');
   s.clock.advance(DISK_CHECK_INTERVAL_MS);
   assert.equal((await s.post('/api/topics', { title: 'x' }, a.token)).status, 201);
+});
+
+test('507 for low disk space still answers with FORUM_RATE_LIMITS=off (that setting disables only rate limits)', async (t) => {
+  let freeBytes = 10 * 1024 ** 3;
+  const s = await inProcess(t, { FORUM_RATE_LIMITS: 'off', FORUM_MIN_FREE_BYTES: String(1024 ** 2) }, { freeBytes: () => freeBytes });
+  assert.equal(s.svc.protections.rateLimits, null);
+  const a = await s.register();
+  freeBytes = 0;
+  s.clock.advance(DISK_CHECK_INTERVAL_MS);
+  const head = s.svc.app.log.headSeq;
+  const res = await s.post('/api/topics', { title: 'x' }, a.token);
+  assert.equal(res.status, 507);
+  assert.match(res.body.error, /FORUM_MIN_FREE_BYTES/);
+  assert.equal((await s.post('/api/register', REGISTER_BODY)).status, 507);
+  assert.equal(s.svc.app.log.headSeq, head);
+});
+
+test('during write stop every POST gets 423, never 429 or 507, and a 423 takes no write or registration slot', async (t) => {
+  let freeBytes = 10 * 1024 ** 3;
+  const s = await inProcess(t, { FORUM_MIN_FREE_BYTES: String(1024 ** 2) }, { freeBytes: () => freeBytes });
+  const a = await s.register();
+  await commands['writes.stop'](s.svc.app, {});
+  // Twice the write budget and more than the registration budget: all 423.
+  for (let i = 0; i < 2 * WRITES_PER_TOKEN_PER_MINUTE; i++) {
+    const res = await s.post('/api/topics', { title: `t${i}` }, a.token);
+    assert.equal(res.status, 423, `write #${i + 1}`);
+    assert.equal(res.headers['ratelimit-limit'], undefined, 'no write slot was counted');
+  }
+  for (let i = 0; i < REGISTRATIONS_PER_IP_PER_HOUR + 1; i++) assert.equal((await s.post('/api/register', REGISTER_BODY)).status, 423);
+  // Low disk during write stop: still 423.
+  freeBytes = 0;
+  s.clock.advance(DISK_CHECK_INTERVAL_MS);
+  assert.equal((await s.post('/api/topics', { title: 'low disk' }, a.token)).status, 423);
+  assert.equal((await s.post('/api/register', REGISTER_BODY)).status, 423);
+  // After resume the whole budgets are intact (disk space back too).
+  await commands['writes.resume'](s.svc.app, {});
+  freeBytes = 10 * 1024 ** 3;
+  s.clock.advance(DISK_CHECK_INTERVAL_MS);
+  const first = await s.post('/api/topics', { title: 'after resume' }, a.token);
+  assert.equal(first.status, 201);
+  assert.equal(first.headers['ratelimit-remaining'], String(WRITES_PER_TOKEN_PER_MINUTE - 1));
+  const reg = await s.post('/api/register', REGISTER_BODY);
+  assert.equal(reg.status, 201);
+  assert.equal(reg.headers['ratelimit-remaining'], String(REGISTRATIONS_PER_IP_PER_HOUR - 2), 'only the registration before the write stop counted');
+});
+
+test('the global limit counts and refuses unknown paths and wrong methods too', async (t) => {
+  const s = await inProcess(t);
+  let sent = 0;
+  while (sent < PUBLIC_REQUESTS_PER_MINUTE) {
+    const n = Math.min(50, PUBLIC_REQUESTS_PER_MINUTE - sent);
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => (i % 2 ? s.get('/api/nope') : s.request('DELETE', '/api/status'))));
+    for (const r of results) assert.ok(r.status === 404 || r.status === 405, String(r.status));
+    sent += n;
+  }
+  s.clock.advance(20_000);
+  for (const res of [await s.get('/api/nope'), await s.request('DELETE', '/api/status'), await s.get('/api/status')]) {
+    assert.equal(res.status, 429);
+    assert.match(res.body.error, /600 requests per minute in total/);
+    assert.equal(res.headers['retry-after'], '40');
+  }
+});
+
+/**
+ * Sends a registration whose body is still incomplete when shutdown begins, completes it, and
+ * sends `nextRequest` (a raw request head) on the same kept-alive connection. Resolves to the raw
+ * responses, in order.
+ */
+async function requestsAcrossShutdown(t, nextRequest) {
+  const s = await inProcess(t);
+  const { port, hostname } = new URL(s.svc.url);
+  const sock = connect(Number(port), hostname);
+  t.after(() => sock.destroy());
+  let out = '';
+  sock.on('data', (d) => (out += d));
+  const ended = new Promise((resolve) => sock.on('close', resolve));
+  const body = JSON.stringify(REGISTER_BODY);
+  const arrived = new Promise((resolve) => s.svc.server.once('request', resolve));
+  sock.write(`POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+  await arrived;
+  const closed = s.svc.close();
+  sock.write(`${body.slice(5)}${nextRequest}`);
+  await ended;
+  await closed;
+  return out.split(/(?=HTTP\/1\.1 )/);
+}
+
+test('during shutdown a request for an unknown path on a busy kept-alive connection gets 503 too', async (t) => {
+  const responses = await requestsAcrossShutdown(t, 'GET /no/such/path HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.equal(responses.length, 2, responses.join(''));
+  assert.match(responses[0], /^HTTP\/1\.1 201 /);
+  assert.match(responses[1], /^HTTP\/1\.1 503 /);
+  assert.match(responses[1], /\r\nRetry-After: \d+\r\n/i);
 });
 
 test('write stop answers 423 to every POST route while GETs keep working, and survives a restart', async (t) => {
@@ -275,25 +403,8 @@ test('write stop answers 423 to every POST route while GETs keep working, and su
 });
 
 test('a request arriving on a kept-alive connection during shutdown gets 503 with Retry-After and Connection: close', async (t) => {
-  const s = await inProcess(t);
-  const { port, hostname } = new URL(s.svc.url);
-  const sock = connect(Number(port), hostname);
-  t.after(() => sock.destroy());
-  let out = '';
-  sock.on('data', (d) => (out += d));
-  const ended = new Promise((resolve) => sock.on('close', resolve));
-  const body = JSON.stringify(REGISTER_BODY);
-  // The first request is in flight (its body is incomplete) when shutdown begins.
-  const arrived = new Promise((resolve) => s.svc.server.once('request', resolve));
-  sock.write(`POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
-  await arrived;
-  const closed = s.svc.close();
-  // Its body completes, and a second request follows on the same connection.
-  sock.write(`${body.slice(5)}GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n`);
-  await ended;
-  await closed;
-  const responses = out.split(/(?=HTTP\/1\.1 )/);
-  assert.equal(responses.length, 2, out);
+  const responses = await requestsAcrossShutdown(t, 'GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.equal(responses.length, 2, responses.join(''));
   assert.match(responses[0], /^HTTP\/1\.1 201 /, 'the in-flight request completes');
   assert.match(responses[1], /^HTTP\/1\.1 503 /);
   assert.match(responses[1], /\r\nRetry-After: \d+\r\n/i);

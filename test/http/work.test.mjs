@@ -373,17 +373,22 @@ test('renew extends the lease end but never beyond 120 minutes from now', async 
   assert.equal(Date.parse(w.leaseUntil), Date.parse(w.updated) + 120 * MINUTE_MS);
 });
 
-test('of 20 concurrent claims exactly one wins and the rest get 409', async (t) => {
-  const names = Array.from({ length: 20 }, (_, i) => `claimant${i}`);
+test('of 50 agents racing to claim the same open item exactly one wins, the other 49 get 409 and history holds one claim revision', async (t) => {
+  const names = Array.from({ length: 50 }, (_, i) => `claimant${i}`);
   const { s, creator, ...agents } = await board(t, ['creator', ...names]);
   const w = await createWork(s, creator);
   const results = await Promise.all(names.map((n) => act(s, agents[n], w, 'claim')));
   const statuses = results.map((r) => r.status).sort();
-  assert.deepEqual(statuses, [200, ...Array(19).fill(409)]);
+  assert.deepEqual(statuses, [200, ...Array(49).fill(409)]);
   const winner = results.find((r) => r.status === 200).body;
+  assert.equal(winner.revision, 2);
+  assert.ok(names.some((n) => agents[n].id === winner.assigneeId), 'the winner is one of the racers');
+  for (const r of results.filter((x) => x.status === 409)) assert.equal(typeof r.body.error, 'string');
   const history = (await s.get(`/api/work/history?workItemId=${w.id}`, creator.token)).body;
-  assert.equal(history.revisions.length, 2);
-  assert.equal(history.revisions[1].assigneeId, winner.assigneeId);
+  assert.deepEqual(history.revisions.map((r) => r.state), ['open', 'claimed'], 'exactly one claim revision');
+  assert.deepEqual(history.revisions[1], winner);
+  const current = (await s.get(`/api/work?id=${w.id}`, creator.token)).body.items[0];
+  assert.deepEqual(current, winner);
 });
 
 test('an identical retry returns the original snapshot even after later updates; a changed body with a used clientId is 409', async (t) => {

@@ -10,6 +10,8 @@ import {
   rateLimitHeaders,
 } from '../../dist/http/limits.js';
 import { DiskSpace } from '../../dist/store/disk.js';
+import { loadConfig } from '../../dist/config.js';
+import { clientErrorReply } from '../../dist/http/server.js';
 import {
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
   DISK_CHECK_INTERVAL_MS,
@@ -128,23 +130,60 @@ test('routes without a rate-limit class get no RateLimit headers from the per-ag
   const limits = new RateLimits(() => T0);
   const res = fakeRes();
   limits.afterAuth({ method: 'GET', path: '/api/rooms' }, { agent: { profile: { id: 'a' } }, clientIp: '::1' }, res);
-  limits.beforeAuth({ method: 'GET', path: '/api/rooms' }, {}, '::1', res);
+  limits.onRequest({}, '::1', res);
   assert.deepEqual(res.headers, {});
 });
 
-test('client IP: forwarding headers are ignored unless FORUM_TRUST_PROXY is on', () => {
+test('client IP: off ignores both forwarding headers; xff trusts only the right-most X-Forwarded-For hop; cloudflare only CF-Connecting-IP', () => {
   const req = (headers, remoteAddress = '10.0.0.1') => ({ headers, socket: { remoteAddress } });
-  const off = clientIpResolver(false);
-  const on = clientIpResolver(true);
+  const off = clientIpResolver('off');
+  const xff = clientIpResolver('xff');
+  const cf = clientIpResolver('cloudflare');
   const spoof = { 'cf-connecting-ip': '203.0.113.9', 'x-forwarded-for': '198.51.100.1, 198.51.100.2' };
   assert.equal(off(req(spoof)), '10.0.0.1');
-  assert.equal(on(req(spoof)), '203.0.113.9');
-  assert.equal(on(req({ 'x-forwarded-for': '1.1.1.1, 198.51.100.2' })), '198.51.100.2', 'right-most hop, added by our proxy');
-  assert.equal(on(req({ 'x-forwarded-for': ['1.1.1.1', '198.51.100.3'] })), '198.51.100.3');
-  assert.equal(on(req({ 'x-forwarded-for': '2001:db8::1' })), '2001:db8::1');
-  assert.equal(on(req({ 'x-forwarded-for': 'garbage' })), '10.0.0.1', 'a value that is not an IP falls back to the socket');
-  assert.equal(on(req({ 'cf-connecting-ip': 'nope', 'x-forwarded-for': '198.51.100.4' })), '198.51.100.4');
-  assert.equal(on(req({})), '10.0.0.1');
+  assert.equal(xff(req(spoof)), '198.51.100.2', 'right-most hop, added by our proxy; CF-Connecting-IP ignored');
+  assert.equal(cf(req(spoof)), '203.0.113.9', 'X-Forwarded-For ignored');
+  assert.equal(xff(req({ 'cf-connecting-ip': '203.0.113.9' })), '10.0.0.1', 'xff mode never reads CF-Connecting-IP');
+  assert.equal(cf(req({ 'x-forwarded-for': '198.51.100.2' })), '10.0.0.1', 'cloudflare mode never reads X-Forwarded-For');
+  assert.equal(xff(req({ 'x-forwarded-for': ['1.1.1.1', '198.51.100.3'] })), '198.51.100.3');
+  assert.equal(xff(req({ 'x-forwarded-for': '2001:db8::1' })), '2001:db8::1');
+  assert.equal(xff(req({ 'x-forwarded-for': 'garbage' })), '10.0.0.1', 'a value that is not an IP falls back to the socket');
+  assert.equal(cf(req({ 'cf-connecting-ip': 'nope' })), '10.0.0.1');
+  assert.equal(xff(req({})), '10.0.0.1');
+  assert.equal(cf(req({})), '10.0.0.1');
+});
+
+test('FORUM_TRUST_PROXY accepts off (default), xff and cloudflare; any other value, including on, is refused naming the valid values', () => {
+  const base = { FORUM_DATA_DIR: '/tmp/unused' };
+  assert.equal(loadConfig(base).trustProxy, 'off');
+  assert.equal(loadConfig({ ...base, FORUM_TRUST_PROXY: '' }).trustProxy, 'off');
+  assert.equal(loadConfig({ ...base, FORUM_TRUST_PROXY: 'xff' }).trustProxy, 'xff');
+  assert.equal(loadConfig({ ...base, FORUM_TRUST_PROXY: 'Cloudflare' }).trustProxy, 'cloudflare');
+  for (const bad of ['on', 'true', '1', 'yes', 'x-forwarded-for', 'cf']) {
+    assert.throws(() => loadConfig({ ...base, FORUM_TRUST_PROXY: bad }), new RegExp(`FORUM_TRUST_PROXY must be one of off, xff, cloudflare, got "${bad}"`));
+  }
+});
+
+test('the registration limit allows 5 per client IP per hour, counted in afterAuth', () => {
+  const limits = new RateLimits(() => T0);
+  const route = { method: 'POST', path: '/api/register', rateLimit: 'registration' };
+  for (let i = 0; i < 5; i++) limits.afterAuth(route, { agent: null, clientIp: '203.0.113.1' }, fakeRes());
+  assert.throws(() => limits.afterAuth(route, { agent: null, clientIp: '203.0.113.1' }, fakeRes()), (err) => err.status === 429);
+  limits.afterAuth(route, { agent: null, clientIp: '203.0.113.2' }, fakeRes());
+});
+
+test('parser-error replies: 431 for header overflow, 408 for request timeouts, 400 otherwise, none after a reset', () => {
+  const status = (code) => Number(/^HTTP\/1\.1 (\d+) /.exec(clientErrorReply(Object.assign(new Error('x'), { code })))[1]);
+  assert.equal(status('HPE_HEADER_OVERFLOW'), 431);
+  assert.equal(status('ERR_HTTP_REQUEST_TIMEOUT'), 408);
+  assert.equal(status('HPE_INVALID_METHOD'), 400);
+  assert.equal(status(undefined), 400);
+  assert.equal(clientErrorReply(Object.assign(new Error('x'), { code: 'ECONNRESET' })), null);
+  const reply = clientErrorReply(Object.assign(new Error('x'), { code: 'HPE_INVALID_METHOD' }));
+  const [head, body] = reply.split('\r\n\r\n');
+  assert.match(head, /\r\nX-Content-Type-Options: nosniff\r\n/);
+  assert.match(head, /\r\nCache-Control: no-store\r\n/);
+  assert.match(head, new RegExp(`\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`));
 });
 
 test('IPv4 addresses are their own key; IPv6 addresses share a key per /64 network', () => {
@@ -186,11 +225,11 @@ test('the disk guard refuses POSTs with 507 below the minimum and never refuses 
   new DiskGuard({ freeBytes: () => 100 }, 100, () => T0).afterAuth({ method: 'POST' });
 });
 
-test('the shutdown gate answers 503 with Retry-After and Connection: close once stopping', () => {
+test('the shutdown gate answers 503 with Retry-After and Connection: close to every request once stopping', () => {
   const gate = new ShutdownGate();
-  gate.beforeAuth();
+  gate.onRequest();
   gate.stopping = true;
-  assert.throws(() => gate.beforeAuth(), (err) => {
+  assert.throws(() => gate.onRequest(), (err) => {
     assert.equal(err.status, 503);
     assert.ok(Number(err.headers['Retry-After']) >= 1);
     assert.equal(err.headers.Connection, 'close');

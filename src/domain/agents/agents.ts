@@ -54,13 +54,18 @@ export interface AgentEntry {
 export interface AgentsState {
   byId: Map<string, AgentEntry>;
   byTokenHash: Map<string, AgentEntry>;
-  /** Registration order. */
+  /** Registration order (participants and operators). */
   order: AgentEntry[];
+  /**
+   * Registered participants: identities created by POST /api/register (role `agent`), the
+   * count behind FORUM_MAX_AGENTS. Operators created with the CLI are not counted.
+   */
+  participants: number;
 }
 
 /** An empty agents index. */
 export function createAgentsState(): AgentsState {
-  return { byId: new Map(), byTokenHash: new Map(), order: [] };
+  return { byId: new Map(), byTokenHash: new Map(), order: [], participants: 0 };
 }
 
 /** SHA-256 hex of a token; the only form in which tokens are stored. */
@@ -113,7 +118,9 @@ export interface RegisterInput {
 
 /**
  * Decides a registration. Input: validated RegisterInput, the next log seq, the time, whether
- * registration is open and the participant cap (null = unlimited).
+ * registration is open and the participant cap (null = unlimited; it counts registered
+ * participants only, not operators created with the CLI).
+ * `name` and `provider` arrive trimmed and within their lengths (schema RegisterInput, x-trim).
  * Output: the record payload and the clear token (to show once).
  * Throws 403 when registration is closed, 507 when the participant cap is reached.
  */
@@ -123,8 +130,11 @@ export function decideRegister(
   opts: { seq: number; created: string; registrationOpen: boolean; maxAgents: number | null },
 ): { payload: AgentRegisterPayload; token: string } {
   if (!opts.registrationOpen) throw forbidden('registration is closed by the operator', 'REGISTRATION_CLOSED');
-  if (opts.maxAgents !== null && s.order.length >= opts.maxAgents) {
-    throw insufficientStorage(`participant limit reached (${opts.maxAgents} agents); the operator must raise FORUM_MAX_AGENTS`, 'PARTICIPANT_LIMIT');
+  if (opts.maxAgents !== null && s.participants >= opts.maxAgents) {
+    throw insufficientStorage(
+      `participant limit reached (${opts.maxAgents} registered agents; operators do not count); the operator must raise FORUM_MAX_AGENTS`,
+      'PARTICIPANT_LIMIT',
+    );
   }
   const token = newToken();
   return {
@@ -178,6 +188,7 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
       s.byId.set(p.id, entry);
       s.byTokenHash.set(p.tokenHash, entry);
       s.order.push(entry);
+      if (p.role === 'agent') s.participants++;
       return true;
     }
     case 'agent.disable':

@@ -144,7 +144,7 @@ function sha256Of(row: ExportRow): string {
 /**
  * One page of a topic export (part 4 GET /api/exchange) as JSON. `head` is the log head, used to
  * pin `through` on the first page; later posts never enter a pinned export.
- * Throws 404 (unknown topic), 400 (after > 0 or through without originId), 409 (wrong origin,
+ * Throws 404 (unknown topic), 400 (after > 0 or through without originId; after > through), 409 (wrong origin,
  * or after/through beyond the archive).
  */
 export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: string, head: number): string {
@@ -155,6 +155,9 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   }
   checkCursor(q, originId, head, 'archive');
   const through = q.through ?? head;
+  if (q.after > through) {
+    throw badRequest(`after=${q.after} is beyond through=${through}: a cursor never passes its pinned bound; send the whole cursor of the previous page`);
+  }
   if (through > head) {
     throw conflict(`through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`, 'CURSOR_AHEAD');
   }
