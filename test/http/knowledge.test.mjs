@@ -44,6 +44,9 @@ test('every KnowledgeInput rule is enforced: 400 naming the rule, 404 for an unk
     [{ ...base, sources: 'https://x' }, /sources/],
     [{ ...base, sources: ['ftp://x'] }, /sources/],
     [{ ...base, sources: ['example.org'] }, /sources/],
+    [{ ...base, sources: ['http://'] }, /field "sources.0" must be a URI starting with http:\/\/ or https:\/\/ \(any case\) followed by a host/],
+    [{ ...base, sources: ['https://example.org/a b'] }, /field "sources.0" must be a URI/],
+    [{ ...base, sources: ['https://ok.example', 'https://x/<script>'] }, /field "sources.1" must be a URI/],
     [{ ...base, sources: [`https://${'x'.repeat(993)}`] }, /sources.*1000/],
     [{ ...base, sources: Array.from({ length: 11 }, (_, i) => `https://x/${i}`) }, /sources.*10/],
     [{ ...base, sources: [42] }, /sources/],
@@ -169,9 +172,14 @@ test('search returns both collections and applies each filter only where the spe
   const b = await s.register('b');
   const t1 = (await s.post('/api/topics', { title: 't1' }, a.token)).body;
   const t2 = (await s.post('/api/topics', { title: 't2' }, a.token)).body;
+  // A few ms apart, so that `before` has a message strictly before m2 to keep.
+  const pause = () => new Promise((r) => setTimeout(r, 5));
   const m1 = (await s.post('/api/messages', { topicId: t1.id, content: 'apple pie', clientId: 'm1' }, a.token)).body;
+  await pause();
   const m2 = (await s.post('/api/messages', { topicId: t2.id, content: 'apple tart', clientId: 'm2' }, b.token)).body;
+  await pause();
   const m3 = (await s.post('/api/messages', { topicId: t1.id, content: 'pear', clientId: 'm3' }, b.token)).body;
+  assert.ok(m1.created < m2.created && m2.created < m3.created, 'distinct creation times');
   const k1 = (await s.post('/api/knowledge', { ...base, title: 'Apple facts', topicId: t2.id }, a.token)).body;
   const k2 = (await s.post('/api/knowledge', { ...base, content: 'pear notes' }, b.token)).body;
   const k1r2 = (await s.post('/api/knowledge', { ...base, title: 'Apple facts, corrected', previousId: k1.id, expectedRevision: 1 }, a.token)).body;
@@ -187,7 +195,7 @@ test('search returns both collections and applies each filter only where the spe
   assert.deepEqual(await search(`agentId=${b.id}`), { m: [m3.id, m2.id], k: [`${k2.id}@1`] }, 'agentId applies to both');
   assert.deepEqual(await search(`topicId=${t1.id}`), { m: [m3.id, m1.id], k: [`${k1.id}@2`, `${k2.id}@1`] }, 'topicId filters messages only');
   assert.deepEqual(await search(`before=${encodeURIComponent(m2.created)}`).then((r) => r.k), [`${k1.id}@2`, `${k2.id}@1`], 'before filters messages only');
-  assert.ok(!(await search(`before=${encodeURIComponent(m2.created)}`)).m.includes(m2.id));
+  assert.deepEqual((await search(`before=${encodeURIComponent(m2.created)}`)).m, [m1.id], 'before keeps exactly the messages strictly before');
   assert.deepEqual(await search(`id=${k2.id}`), { m: [m3.id, m2.id, m1.id], k: [`${k2.id}@1`] }, 'id filters knowledge only');
   assert.deepEqual(await search('history=true'), { m: [m3.id, m2.id, m1.id], k: [`${k1r2.id}@2`, `${k2.id}@1`, `${k1.id}@1`] }, 'history applies to knowledge');
   assert.deepEqual(await search('limit=1'), { m: [m3.id], k: [`${k1.id}@2`] }, 'limit applies to each collection');

@@ -84,6 +84,23 @@ test('opportunities set publishes briefs with live state and links; unknown work
   assert.equal(e.workUrl, `${PUBLIC_URL}/api/work?id=${w2.id}`);
   assert.equal(e.discussionUrl, `${PUBLIC_URL}/api/messages?topicId=${w2.topicId}`);
   assert.equal(e.briefUrl, `${PUBLIC_URL}/api/opportunities/brief?workItemId=${w2.id}`);
+  // Each link answers with something useful: the work item and its discussion for a token, a
+  // 401 that says how to get one without, and the brief for anyone.
+  const path = (url) => url.slice(PUBLIC_URL.length);
+  const reader = await s.register('reader');
+  const said = (await s.post('/api/messages', { topicId: w2.topicId, content: 'I can take this.', clientId: 'hello' }, reader.token)).body;
+  const work = await s.get(path(e.workUrl), reader.token);
+  assert.equal(work.status, 200);
+  assert.deepEqual(work.body.items.map((i) => i.id), [w2.id]);
+  const talk = await s.get(path(e.discussionUrl), reader.token);
+  assert.equal(talk.status, 200);
+  assert.deepEqual(talk.body.messages.map((m) => m.id), [said.id]);
+  const anonymous = await s.get(path(e.workUrl));
+  assert.equal(anonymous.status, 401);
+  assert.match(anonymous.body.error, /POST \/api\/register/);
+  const briefPage = await s.get(path(e.briefUrl));
+  assert.equal(briefPage.status, 200);
+  assert.match(JSON.stringify(briefPage.body), new RegExp(w2.id));
 
   const w9 = await s.post('/api/work', { clientId: 'late', title: 'late', description: 'd', acceptanceCriteria: 'a' }, (await s.register('x')).token);
   assert.equal(w9.status, 201);
@@ -138,6 +155,8 @@ test('opportunities set refuses invalid files with exit code 1 and keeps the cur
     [[brief('a'), brief('b'), brief('c'), brief('d')], undefined, /3/],
     [[{ ...brief(w.id), extra: 1 }], undefined, /extra/],
     [[{ ...brief(w.id), title: '' }], undefined, /title/],
+    [[{ ...brief(w.id), summary: '   ' }], undefined, /"0\.summary" must hold a non-space character/],
+    [[{ ...brief(w.id), acceptanceCriteria: ['ok', '\t'] }], undefined, /"0\.acceptanceCriteria\.1" must hold a non-space character/],
     [[{ ...brief(w.id), workItemId: 'bad id' }], undefined, /workItemId/],
     [[brief(w.id), brief(w.id)], undefined, /two briefs/],
     [{ briefs: [] }, undefined, /array/],

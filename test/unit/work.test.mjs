@@ -60,3 +60,15 @@ test('every work revision emits one work feed event with its snapshot, and the r
   assert.deepEqual([...app.state.work.byClientId.entries()].map(([k, r]) => [k, JSON.stringify(r.request), r.responseJson, r.seq, r.status]), liveReceipts);
   assert.equal(app.state.work.items.get(created.body.id).json, JSON.stringify(submitted.body));
 });
+
+test('a work q match never spans two fields', async (t) => {
+  const svc = await service(t, tempDir(t), new ManualClock());
+  const call = (method, path, body, token) => api(svc.url, method, path, { body, token });
+  const me = (await call('POST', '/api/register', { name: 'q', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true })).body;
+  const item = (await call('POST', '/api/work', { clientId: 'q1', title: 'Alpha', description: 'Beta', acceptanceCriteria: 'Gamma' }, me.token)).body;
+  const ids = async (q) => (await call('GET', `/api/work?q=${encodeURIComponent(q)}`, undefined, me.token)).body.items.map((w) => w.id);
+  assert.deepEqual(await ids('BETA'), [item.id], 'each field matches on its own, any case');
+  assert.deepEqual(await ids('a\nb'), [], 'the end of the title and the start of the description do not join');
+  assert.deepEqual(await ids('\n'), []);
+  assert.deepEqual(await ids('alphabeta'), []);
+});

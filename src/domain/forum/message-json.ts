@@ -157,6 +157,10 @@ function countPatternChars(pattern: string, sample: readonly string[]): number[]
  * cases and the query is compared at each hit; otherwise (common letters only) one
  * case-insensitive RegExp scans each message. A non-ASCII query always uses the first way (the
  * RegExp would also fold non-ASCII letters such as σ/ς, which the rule does not).
+ *
+ * `lq` must be well-formed Unicode: a lone surrogate in it would be compared with the `\udXXX`
+ * escape JSON.stringify writes, not with half of a pair. Queries arrive well-formed: URL
+ * decoding of the query string turns a lone surrogate into U+FFFD, and request bodies refuse one.
  */
 export class ContentMatcher {
   /** The escaped lower-cased query as it appears inside a JSON string. */
@@ -198,7 +202,14 @@ export class ContentMatcher {
 
   /** Whether the content in canonical message JSON `json` contains the query, ignoring case. */
   matches(json: string): boolean {
-    if (this.probe !== null && !this.probe.test(json)) return false; // the common case: one native scan
+    if (this.probe !== null) {
+      if (!this.probe.test(json)) return false; // the common case: one native scan
+    } else if (json.indexOf(this.anchorLower) === -1 && (this.anchorUpper === this.anchorLower || json.indexOf(this.anchorUpper) === -1)) {
+      // The rare anchor is nowhere in the JSON, the common case for a rare or absent query: two
+      // native scans instead of locating the content first and scanning it twice. When the
+      // anchor does occur (in a key or id it is found early), the content scan below decides.
+      return false;
+    }
     const keyAt = json.indexOf(CONTENT_KEY);
     if (keyAt === -1) return this.matchesParsed(json);
     const start = keyAt + CONTENT_KEY.length;

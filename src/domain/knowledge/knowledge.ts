@@ -5,8 +5,8 @@
  * record; a revision keeps the item id and raises `revision` by one. Nothing is overwritten:
  * every revision stays in the log, in the index, in the discussion feed and in the topic export.
  *
- * The index keeps, per revision, the public JSON (built once at apply time in the field order
- * of part 2, so live writes and replay answer byte-identical JSON) and the lower-cased title and
+ * The index keeps, per revision, the public JSON (the record's stored canonical JSON, sorted
+ * keys, so live writes and replay answer byte-identical JSON) and the lower-cased title and
  * content for `q`, so a query is a newest-first scan with substring tests and a string join —
  * no re-serialisation or re-parsing per request.
  */
@@ -38,7 +38,7 @@ export interface Knowledge {
 /** One indexed revision. */
 export interface KnowledgeEntry {
   knowledge: Knowledge;
-  /** Public JSON of `knowledge`, field order of part 2. */
+  /** Public JSON of `knowledge`: its canonical JSON as stored (sorted keys). */
   json: string;
   /** Lower-cased title and content, for case-insensitive `q` (kept apart so a match cannot span both). */
   lcTitle: string;

@@ -142,8 +142,8 @@ export interface WorkEntry {
   json: string;
   /** JSON of revision r at index r - 1. */
   revisions: string[];
-  /** Lower-cased title, description and acceptanceCriteria, for `q`. */
-  lc: string;
+  /** Lower-cased title, description and acceptanceCriteria, each on its own, for `q` (a match never spans two fields). */
+  lc: readonly [string, string, string];
   /** leaseUntil in ms, or null. */
   leaseUntilMs: number | null;
 }
@@ -466,7 +466,7 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
         item,
         json,
         revisions: [json],
-        lc: `${item.title}\n${item.description}\n${item.acceptanceCriteria}`.toLowerCase(),
+        lc: [item.title.toLowerCase(), item.description.toLowerCase(), item.acceptanceCriteria.toLowerCase()],
         leaseUntilMs: null,
       };
       s.items.set(item.id, entry);
@@ -537,7 +537,7 @@ export function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { now
     if (query.authorId !== undefined && it.authorId !== query.authorId) return false;
     if (query.assigneeId !== undefined && it.assigneeId !== query.assigneeId) return false;
     if (query.tag !== undefined && !it.tags.includes(query.tag)) return false;
-    if (lq !== undefined && !e.lc.includes(lq)) return false;
+    if (lq !== undefined && !e.lc.some((field) => field.includes(lq))) return false;
     if (query.available !== undefined && isAvailable(e, ctx.nowMs, ctx.writeStop) !== query.available) return false;
     return true;
   };
