@@ -1,23 +1,24 @@
 /**
  * Guidance and docs (issue 6): /openapi.json against the validator and the route table (both
- * ways), the guides and client files with their caching headers, the start.md walkthrough
- * executed block by block against a real server, and both client helpers end to end.
+ * ways), the guides and client files with their caching headers, the docs page behind a path
+ * prefix, the numbers and status codes the guides state against the code, and the start.md
+ * walkthrough executed block by block against a real server. The client helpers end to end are in
+ * test/http/clients.test.mjs.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { ROOT, startServer, tempDir } from '../helpers/server.mjs';
+import { ROOT, api, sharedServer, startServer, tempDir, which } from '../helpers/server.mjs';
+import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 
 const { publicRoutes } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'routes.js')).href);
 const { Router } = await import(pathToFileURL(join(ROOT, 'dist', 'http', 'router.js')).href);
-const execFileP = promisify(execFile);
 
 /** Paths of part 4 and part 1's guidance paths: a guide may only call paths of the specification. */
 const SPEC_PATHS = new Set([
@@ -35,17 +36,7 @@ const routed = (method, path) => routes.some((r) => r.method === method && r.pat
  * FORUM_PUBLIC_URL: the public URL then follows the bound address, so the guides' {{BASE_URL}}
  * links work as served.
  */
-let shared;
-const cleanups = [];
-before(async () => {
-  shared = await startServer({ after: (fn) => cleanups.push(fn) });
-});
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn();
-});
-const startPublicServer = async () => shared;
-
-const which = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).status === 0;
+const startPublicServer = sharedServer();
 
 test('/openapi.json is a valid OpenAPI 3.1.1 document of version 0.4.9 whose schemas all compile', async (t) => {
   const s = await startPublicServer();
@@ -151,6 +142,156 @@ test('operations carry query parameters, body examples, the error statuses of pa
   assert.ok(doc.paths['/api/docs/assets/favicon-32x32.png'].get.responses['200'].content['image/png']);
 });
 
+test('POST /a2a/message:send documents its A2A-Version header from the route table, and the server accepts exactly what it documents', async (t) => {
+  const s = await startPublicServer();
+  const doc = (await s.get('/openapi.json')).body;
+  const send = doc.paths['/a2a/message:send'].post;
+  const route = routes.find((r) => r.operationId === 'a2aSendMessage');
+  assert.deepEqual(route.headers.map((h) => h.name), ['A2A-Version'], 'the route declares the header');
+  const header = send.parameters.find((p) => p.in === 'header' && p.name === 'A2A-Version');
+  assert.ok(header, 'documented as a header parameter');
+  assert.equal(header.required, true);
+  assert.equal(header.example, '1.0', '"Try it out" is pre-filled with a working value');
+  assert.match(header.description, /query parameter A2A-Version=1\.0/, 'the query alternative is described');
+
+  // The documented pattern and the server agree on every value.
+  const pattern = new RegExp(header.schema.pattern, 'u');
+  const agent = await s.register('a2a-version');
+  const body = (n) => ({ message: { messageId: `version-${n}`, role: 'ROLE_USER', parts: [{ data: { action: 'status' }, mediaType: 'application/json' }] } });
+  for (const [i, v] of ['1.0', '1.0.0', '1.0.7', '1.1', '0.3', '1', '1.0.01', '2.0', 'v1.0', '1.0.x'].entries()) {
+    const res = await s.post('/a2a/message:send', body(i), agent.token, { 'A2A-Version': v });
+    assert.equal(res.status === 200, pattern.test(v), `A2A-Version ${v}: documented ${pattern.test(v) ? 'valid' : 'invalid'}, server ${res.status}`);
+  }
+  const missing = await s.post('/a2a/message:send', body('none'), agent.token);
+  assert.equal(missing.status, 400);
+  assert.match(JSON.stringify(missing.body), /VERSION_NOT_SUPPORTED/);
+  assert.equal((await s.post('/a2a/message:send?A2A-Version=1.0', body('query'), agent.token)).status, 200, 'the query alternative works');
+});
+
+test('the WorkActionInput discriminator maps each action to its variant, and request validation is unchanged', async (t) => {
+  const s = await startPublicServer();
+  const doc = (await s.get('/openapi.json')).body;
+  const input = doc.components.schemas.WorkActionInput;
+  const actions = ['claim', 'renew', 'release', 'submit', 'review', 'cancel'];
+  const component = (a) => `#/components/schemas/WorkAction${a[0].toUpperCase()}${a.slice(1)}`;
+  assert.deepEqual(input.discriminator, { propertyName: 'action', mapping: Object.fromEntries(actions.map((a) => [a, component(a)])) });
+  assert.deepEqual(input.oneOf.map((o) => o.$ref).sort(), Object.values(input.discriminator.mapping).sort());
+  for (const [action, ref] of Object.entries(input.discriminator.mapping)) {
+    assert.deepEqual(doc.components.schemas[ref.split('/').pop()].properties.action, { const: action }, `${action} → ${ref}`);
+  }
+  // ajv (which refuses `mapping`) validates from schemas/, where the discriminator is unchanged...
+  const source = JSON.parse(readFileSync(join(ROOT, 'schemas', 'WorkActionInput.json'), 'utf8'));
+  assert.deepEqual(source.discriminator, { propertyName: 'action' });
+  // ...and answers as before: the tag first, then the chosen variant's own rules.
+  const a = await s.register('discriminator');
+  const base = { workItemId: 'wk_none', expectedRevision: 1, clientId: 'disc-1' };
+  const cases = [
+    [{ ...base, action: 'steal' }, 400, /field "action" must be one of the documented values/],
+    [{ ...base, action: 7 }, 400, /field "action"/],
+    [{ ...base }, 400, /missing required field "action"/],
+    [{ ...base, action: 'release', leaseMinutes: 30 }, 400, /unknown field "leaseMinutes"/],
+    [{ ...base, action: 'review', decision: 'accept' }, 400, /missing required field "feedback"/],
+    [{ ...base, action: 'claim', leaseMinutes: 4 }, 400, /field "leaseMinutes"/],
+    [{ ...base, action: 'claim', leaseMinutes: 30 }, 404, /./],
+  ];
+  for (const [body, status, message] of cases) {
+    const res = await s.post('/api/work/action', body, a.token);
+    assert.equal(res.status, status, `${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
+    assert.match(res.body.error, message, JSON.stringify(body));
+  }
+});
+
+test('response schemas carry the spec\'s bounds: UTC work timestamps, Int maxima, at most 100 messages per list', async (t) => {
+  const s = await startPublicServer();
+  const doc = (await s.get('/openapi.json')).body;
+  const ajv = new Ajv2020({ strict: false, validateFormats: false });
+  ajv.addSchema({ $id: 'https://forum.invalid/openapi.json', components: doc.components });
+  const schema = (name) => ajv.getSchema(`https://forum.invalid/openapi.json#/components/schemas/${name}`);
+  const valid = (name, value) => schema(name)(value);
+
+  // A real work item through claim, submit and review, so every timestamp is set once.
+  const creator = await s.register('bounds-creator');
+  const worker = await s.register('bounds-worker');
+  const act = async (token, body) => {
+    const res = await s.post('/api/work/action', body, token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body;
+  };
+  const created = (await s.post('/api/work', { clientId: 'bounds-1', title: 'Bounds', description: 'd', acceptanceCriteria: 'c' }, creator.token)).body;
+  const claimed = await act(worker.token, { action: 'claim', workItemId: created.id, expectedRevision: 1, clientId: 'b-claim' });
+  const submitted = await act(worker.token, { action: 'submit', workItemId: created.id, expectedRevision: 2, content: 'r', clientId: 'b-submit' });
+  const reviewed = await act(creator.token, { action: 'review', workItemId: created.id, expectedRevision: 3, decision: 'revise', feedback: 'f', clientId: 'b-review' });
+  for (const item of [created, claimed, submitted, reviewed]) assert.ok(valid('WorkItem', item), JSON.stringify(schema('WorkItem').errors));
+  assert.ok(claimed.leaseUntil && submitted.result && reviewed.review);
+
+  const offset = (ts) => ts.replace(/Z$/, '+00:00');
+  const mutations = {
+    created: (w) => ({ ...w, created: offset(w.created) }),
+    updated: (w) => ({ ...w, updated: offset(w.updated) }),
+    leaseUntil: () => ({ ...claimed, leaseUntil: offset(claimed.leaseUntil) }),
+    'result.created': () => ({ ...submitted, result: { ...submitted.result, created: offset(submitted.result.created) } }),
+    'review.created': (w) => ({ ...w, review: { ...w.review, created: offset(w.review.created) } }),
+    sequence: (w) => ({ ...w, sequence: 2 ** 53 }),
+    revision: (w) => ({ ...w, revision: 2 ** 53 }),
+  };
+  for (const [what, mutate] of Object.entries(mutations)) assert.equal(valid('WorkItem', mutate(reviewed)), false, `WorkItem ${what} out of the spec is refused`);
+  assert.ok(valid('WorkItem', { ...reviewed, sequence: 2 ** 53 - 1, revision: 2 ** 53 - 1 }), 'Int reaches 9007199254740991');
+
+  const status = (await s.get('/api/status')).body;
+  assert.ok(valid('Status', status), JSON.stringify(schema('Status').errors));
+  for (const field of ['registeredAgents', 'activeAgents']) assert.equal(valid('Status', { ...status, [field]: 2 ** 53 }), false, `Status ${field} is an Int`);
+
+  const topic = (await s.post('/api/topics', { title: 'bounds' }, creator.token)).body;
+  const message = (await s.post('/api/messages', { topicId: topic.id, content: 'm', clientId: 'bounds-m' }, creator.token)).body;
+  const list = (n) => ({ messages: Array.from({ length: n }, () => message) });
+  assert.ok(valid('MessageList', list(100)));
+  assert.equal(valid('MessageList', list(101)), false, 'MessageList holds at most 100 messages, like KnowledgeList');
+  assert.equal(doc.components.schemas.MessageList.properties.messages.maxItems, doc.components.schemas.KnowledgeList.properties.knowledge.maxItems);
+});
+
+test('rate-limited operations document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
+  const s = await startPublicServer();
+  const doc = (await s.get('/openapi.json')).body;
+  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  let limited = 0;
+  for (const r of routes) {
+    if (r.method === '*' || r.path.endsWith('/*')) continue;
+    const op = doc.paths[r.path][r.method.toLowerCase()];
+    for (const [status, res] of Object.entries(op.responses)) {
+      if (!/^2/.test(status)) continue;
+      const has = names.filter((n) => res.headers?.[n]);
+      assert.deepEqual(has, r.rateLimit ? names : [], `${r.method} ${r.path} ${status} (limit class ${r.rateLimit ?? 'none'})`);
+      if (r.rateLimit) limited++;
+    }
+  }
+  assert.ok(limited >= 10, 'registration, every write and every change read');
+  assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
+
+  // Live, with the limits on: what the server sends conforms to the documented headers.
+  const ajv = new Ajv2020({ strict: false });
+  const conforms = (name, value) => {
+    const schema = doc.components.headers[name].schema;
+    return ajv.validate(schema, schema.type === 'integer' ? Number(value) : value);
+  };
+  const live = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+  const reg = await live.post('/api/register', { name: 'limits', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
+  const topic = await live.post('/api/topics', { title: 'limits' }, reg.body.token);
+  const changes = await live.get('/api/changes', reg.body.token);
+  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60']]) {
+    assert.ok(res.status >= 200 && res.status < 300, JSON.stringify(res.body));
+    assert.equal(res.headers['ratelimit-policy'], policy);
+    for (const n of names) assert.ok(conforms(n, res.headers[n.toLowerCase()]), `${n}: ${res.headers[n.toLowerCase()]}`);
+  }
+  assert.equal((await live.get('/api/status')).headers['ratelimit-policy'], undefined, 'a route without a limit class sends none, as documented');
+  let refused;
+  for (let i = 0; i < 6 && !refused; i++) {
+    const res = await live.post('/api/register', { name: `limits-${i}`, provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
+    if (res.status === 429) refused = res;
+  }
+  assert.ok(refused, 'the sixth registration within the hour is refused');
+  for (const n of ['Retry-After', ...names]) assert.ok(conforms(n, refused.headers[n.toLowerCase()]), `429 ${n}: ${refused.headers[n.toLowerCase()]}`);
+});
+
 const DOCUMENTS = [
   ['/openapi.json', 'application/json; charset=utf-8'],
   ['/api/docs', 'text/html; charset=utf-8'],
@@ -198,17 +339,51 @@ test('guides, clients and docs assets are served with their content type, ETag, 
   assert.equal((await s.get('/api/start.md')).body, source.split('{{BASE_URL}}').join(s.url));
 });
 
-test('the docs page loads Swagger UI only from this server and forbids inline scripts', async (t) => {
+test('the docs page loads Swagger UI only from this server, with relative URLs, and forbids inline scripts', async (t) => {
   const s = await startPublicServer();
   const res = await s.get('/api/docs');
   const srcs = [...res.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
-  for (const src of srcs) assert.ok(src.startsWith('/'), `${src} is served by this server`);
-  assert.ok(srcs.includes('/api/docs/assets/swagger-ui-bundle.js'));
+  // Relative to the page, so the page also works behind a path prefix (next test).
+  for (const src of srcs) assert.doesNotMatch(src, /^(\/|[a-z]+:)/i, `${src} is a relative URL`);
+  const page = `${s.url}/api/docs`;
+  const resolved = srcs.map((src) => new URL(src, page).pathname);
+  assert.ok(resolved.includes('/api/docs/assets/swagger-ui-bundle.js'));
+  assert.ok(resolved.includes('/api/docs/assets/init.js'));
+  for (const path of resolved) assert.equal((await s.get(path)).status, 200, `${path} is served`);
   assert.doesNotMatch(res.body, /<script>(?!<\/script>)/, 'no inline script');
-  assert.match(res.headers['content-security-policy'], /script-src 'self'/);
+  assert.doesNotMatch(res.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'every script is a file');
+  const csp = res.headers['content-security-policy'];
+  assert.match(csp, /script-src 'self'(;|$)/);
+  assert.doesNotMatch(csp, /unsafe-eval|script-src[^;]*unsafe-inline/);
   const init = await s.get('/api/docs/assets/init.js');
-  assert.match(init.body, /url: '\/openapi\.json'/);
+  const docUrl = init.body.match(/url: new URL\('([^']+)', document\.baseURI\)/);
+  assert.ok(docUrl, 'init.js loads the document relative to the page');
+  assert.equal(new URL(docUrl[1], page).pathname, '/openapi.json');
   assert.match(init.body, /validatorUrl: null/);
+});
+
+
+test('behind a path-prefixed FORUM_PUBLIC_URL the docs page, its assets, the document and its links all resolve under the prefix', async (t) => {
+  const proxy = await prefixProxy(t);
+  const s = await startServer(t, { env: { FORUM_PUBLIC_URL: `${proxy.url}/` } });
+  proxy.setTarget(s.url); // the bound address; every link below must use the public one
+  const viaProxy = (path) => api(proxy.url, 'GET', path);
+
+  const page = `${proxy.url}/api/docs`;
+  const html = await viaProxy('/api/docs');
+  assert.equal(html.status, 200);
+  const urls = [...html.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1], page).href);
+  const init = await viaProxy('/api/docs/assets/init.js');
+  urls.push(new URL(init.body.match(/url: new URL\('([^']+)'/)[1], page).href);
+  const doc = (await viaProxy('/openapi.json')).body;
+  assert.deepEqual(doc.servers.map((x) => x.url), [proxy.url]);
+  for (const m of doc.info.description.matchAll(/\]\(([^)]+)\)/g)) urls.push(m[1]);
+  assert.ok(urls.length >= 12, urls.join('\n'));
+  for (const url of urls) {
+    assert.ok(url.startsWith(`${proxy.url}/`), `${url} stays under the prefix`);
+    const res = await api(proxy.url, 'GET', url.slice(proxy.url.length));
+    assert.equal(res.status, 200, url);
+  }
 });
 
 test('the worked example of exchange.md is a real SHA-256 over the UTF-8 bytes of its canonical JSON', () => {
@@ -225,6 +400,132 @@ test('the worked example of exchange.md is a real SHA-256 over the UTF-8 bytes o
   assert.equal(page.records[0].canonicalJson, canonical);
   assert.equal(page.records[0].sha256, digest);
   assert.match(md, new RegExp(`${Buffer.byteLength(canonical)} UTF-8 bytes, ${canonical.length} characters`));
+});
+
+// ---------------------------------------------------------------------------------------------
+// Guides against the code
+
+const C = await import(pathToFileURL(join(ROOT, 'dist', 'constants.js')).href);
+const E = await import(pathToFileURL(join(ROOT, 'dist', 'http', 'errors.js')).href);
+
+/** A guide's text with markdown emphasis removed and every run of whitespace one space, so wrapped phrases match. */
+const guideText = (name) => readFileSync(join(ROOT, 'src', 'api', 'docs', 'guides', name), 'utf8').replace(/\*\*/g, '').replace(/\s+/g, ' ');
+
+/** Which limit a number belongs to: the limit keyword nearest before it (within 160 characters). */
+function nearestKeyword(text, index, keywords) {
+  const window = text.slice(Math.max(0, index - 160), index);
+  let best = null;
+  for (const [name, re] of Object.entries(keywords)) {
+    for (const m of window.matchAll(new RegExp(re, 'gi'))) if (!best || m.index > best.index) best = { name, index: m.index };
+  }
+  return best?.name ?? null;
+}
+
+test('the numbers and status codes the guides state are the ones in the code', async (t) => {
+  const s = await startPublicServer();
+  const doc = (await s.get('/openapi.json')).body;
+  const guides = { 'start.md': guideText('start.md'), 'exchange.md': guideText('exchange.md'), 'retry-budget.md': guideText('retry-budget.md') };
+  /** Status of the shared error response `name` as the generated document uses it (for statuses without a factory). */
+  const documentedStatus = (name) => {
+    for (const item of Object.values(doc.paths)) for (const op of Object.values(item)) for (const [st, r] of Object.entries(op.responses)) if (r.$ref === `#/components/responses/${name}`) return Number(st);
+    return null;
+  };
+  const kib = C.BODY_BYTES_MAX / 1024;
+  const statusOf = {
+    badRequest: E.badRequest('x').status,
+    unauthorized: E.unauthorized('x').status,
+    forbidden: E.forbidden('x').status,
+    notFound: E.notFound('x').status,
+    conflict: E.conflict('x').status,
+    payloadTooLarge: E.payloadTooLarge(C.BODY_BYTES_MAX).status,
+    unsupportedMediaType: E.unsupportedMediaType(['application/json']).status,
+    writeStopped: E.writeStopped().status,
+    tooManyRequests: E.tooManyRequests('x', 1).status,
+    insufficientStorage: E.insufficientStorage('x').status,
+    internal: documentedStatus('InternalError'),
+    unavailable: documentedStatus('Unavailable'),
+  };
+  const limitValue = {
+    writes: C.WRITES_PER_TOKEN_PER_MINUTE,
+    changeReads: C.CHANGE_READS_PER_TOKEN_PER_MINUTE,
+    lease: [C.LEASE_MINUTES_MIN, C.LEASE_MINUTES_MAX, C.LEASE_MINUTES_DEFAULT],
+    page: [C.PAGE_LIMIT_MIN, C.PAGE_LIMIT_MAX, C.PAGE_LIMIT_DEFAULT],
+  };
+
+  /**
+   * Every rule is checked at every match in every guide (so a stray number fails), and must match
+   * at least once in the guides listed in `in` (so rewording a statement means updating its rule).
+   * `expect(m, text)` returns the value(s) the captured numbers must equal.
+   */
+  const rules = [
+    { what: 'per-token limits', re: /(\d+) (?:requests |writes |change reads )?per token per minute/g, in: ['start.md', 'exchange.md', 'retry-budget.md'],
+      expect: (m, text) => limitValue[nearestKeyword(text, m.index, { writes: 'writes?\\b', changeReads: 'change reads?' })] },
+    { what: 'registration limit', re: /(\d+) (?:registrations |requests )?per IP per hour/g, in: ['start.md', 'retry-budget.md'], expect: () => C.REGISTRATIONS_PER_IP_PER_HOUR },
+    { what: 'global limit', re: /(\d+) (?:requests )?per minute/g, in: ['start.md', 'retry-budget.md'], expect: () => C.PUBLIC_REQUESTS_PER_MINUTE },
+    { what: 'body size', re: /(\d+) KiB/g, in: ['start.md'], expect: () => kib },
+    { what: 'ranges with a default (lease minutes, page limit)', re: /(\d+)\.\.(\d+)(?: minutes)?, default (\d+)/g, in: ['start.md', 'exchange.md'],
+      expect: (m, text) => limitValue[nearestKeyword(text, m.index, { lease: 'lease', page: '\\blimit\\b' })] },
+    { what: 'leaseMinutes in examples', re: /"leaseMinutes":(\d+)/g, in: ['start.md'],
+      check: (n) => n >= C.LEASE_MINUTES_MIN && n <= C.LEASE_MINUTES_MAX },
+    { what: 'feed poll delay, caught up', re: /(\d+) (?:s |when |once you are )?caught up/g, in: ['start.md', 'exchange.md'], expect: () => C.FEED_POLL_CAUGHT_UP_SECONDS },
+    { what: 'feed poll delay, backlog', re: /(\d+) (?:s |while there is (?:a )?)backlog/g, in: ['start.md', 'exchange.md'], expect: () => C.FEED_POLL_BACKLOG_SECONDS },
+    // The example pages are caught up (hasMore false).
+    { what: 'pollAfterSeconds of the example pages', re: /"hasMore": false, "pollAfterSeconds": (\d+)/g, in: ['exchange.md'], expect: () => C.FEED_POLL_CAUGHT_UP_SECONDS },
+    { what: 'catalog poll delay', re: /(?:pollAfterSeconds` \((\d+)\)|every (\d+) (?:s|seconds)\b)/g, in: ['start.md'], expect: () => C.CATALOG_POLL_SECONDS },
+    { what: 'catalog size', re: /at most (\d+) (?:items|starter briefs)/g, in: ['start.md'], expect: () => C.CATALOG_ITEMS_MAX },
+    { what: 'topic list', re: /at most (\d+)(?:\)|, newest first)/g, in: ['start.md'], expect: () => C.TOPICS_LIST_MAX },
+    { what: 'registration fields', re: /name (\d+), provider (\d+), description (\d+)/g, in: ['start.md'],
+      expect: () => [C.AGENT_NAME_LENGTH_MAX, C.AGENT_PROVIDER_LENGTH_MAX, C.AGENT_DESCRIPTION_LENGTH_MAX] },
+    { what: 'topic title and message content', re: /Topic title \/ message content \| (\d+) \/ (\d+)/g, in: ['start.md'], expect: () => [C.TOPIC_TITLE_LENGTH_MAX, C.MESSAGE_CONTENT_LENGTH_MAX] },
+    { what: 'knowledge fields', re: /Knowledge \| title (\d+), content (\d+), at most (\d+) sources/g, in: ['start.md'],
+      expect: () => [C.KNOWLEDGE_TITLE_LENGTH_MAX, C.KNOWLEDGE_CONTENT_LENGTH_MAX, C.KNOWLEDGE_SOURCES_MAX] },
+    { what: 'work fields', re: /Work \| title (\d+), description (\d+), acceptanceCriteria (\d+), at most (\d+) tags of (\d+), result (\d+), feedback (\d+), at most (\d+) sources; whole snapshot ≤ (\d+) UTF-8 bytes/g, in: ['start.md'],
+      expect: () => [C.WORK_TITLE_LENGTH_MAX, C.WORK_DESCRIPTION_LENGTH_MAX, C.WORK_CRITERIA_LENGTH_MAX, C.WORK_TAGS_MAX, C.WORK_TAG_LENGTH_MAX, C.WORK_RESULT_CONTENT_LENGTH_MAX, C.WORK_FEEDBACK_LENGTH_MAX, C.WORK_RESULT_SOURCES_MAX, C.WORK_SNAPSHOT_BYTES_MAX] },
+    { what: 'sources, identifiers, q', re: /Sources, identifiers, `q` \| (\d+), (\d+), (\d+) characters/g, in: ['start.md'], expect: () => [C.SOURCE_LENGTH_MAX, C.ID_LENGTH_MAX, C.QUERY_TEXT_LENGTH_MAX] },
+    // Status codes, each next to the words that say what it means.
+    { what: 'write stop', re: /(?:every POST answers (\d{3})|(\d{3}) writes paused|\| (\d{3}) Locked \(write stop\))/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.writeStopped },
+    { what: 'registration closed', re: /registration answers (\d{3})/g, in: ['start.md'], expect: () => statusOf.forbidden },
+    { what: 'body too large', re: /(?:KiB \((\d{3}) above\)|(\d{3}) body over)/g, in: ['start.md'], expect: () => statusOf.payloadTooLarge },
+    { what: 'not JSON', re: /(?:only \((\d{3}) otherwise\)|(\d{3}) not JSON)/g, in: ['start.md'], expect: () => statusOf.unsupportedMediaType },
+    { what: 'invalid request', re: /(?:(\d{3}) invalid request|\((\d{3}) without it\)|`1\.0` are (\d{3}))/g, in: ['start.md', 'exchange.md'], expect: () => statusOf.badRequest },
+    { what: 'token problem', re: /(?:(\d{3}) token problem|disabled token gets (\d{3}))/g, in: ['start.md'], expect: () => statusOf.unauthorized },
+    { what: 'forbidden', re: /(?:(\d{3}) wrong role|another author's item is (\d{3}))/g, in: ['start.md'], expect: () => statusOf.forbidden },
+    { what: 'not found', re: /(?:(\d{3}) unknown referenced resource|Unknown topic: (\d{3}))/g, in: ['start.md', 'exchange.md'], expect: () => statusOf.notFound },
+    { what: 'conflict', re: /(?:(\d{3}) idempotency|content is (\d{3})|A (\d{3}) means|originId is (\d{3})|the reverse\) is (\d{3})|different body is (\d{3})|stale `expectedRevision` is (\d{3}))/g, in: ['start.md', 'exchange.md', 'retry-budget.md'], expect: () => statusOf.conflict },
+    { what: 'rate limit', re: /(?:(\d{3}) rate limit|\| (\d{3}) Too Many Requests|(\d{3}) with `Retry-After`|A (\d{3}) carries|On (\d{3}) wait)/g, in: ['start.md', 'exchange.md', 'retry-budget.md'], expect: () => statusOf.tooManyRequests },
+    { what: 'unavailable', re: /(?:(\d{3}) unavailable|\| (\d{3}) Service Unavailable)/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.unavailable },
+    { what: 'storage', re: /(?:(\d{3}) storage|\| (\d{3}) Insufficient Storage)/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.insufficientStorage },
+    { what: 'internal', re: /(\d{3}) internal/g, in: ['start.md'], expect: () => statusOf.internal },
+  ];
+  for (const rule of rules) {
+    for (const [name, text] of Object.entries(guides)) {
+      const matches = [...text.matchAll(rule.re)];
+      if (rule.in.includes(name)) assert.ok(matches.length > 0, `${name} states the ${rule.what} (/${rule.re.source}/ finds it)`);
+      for (const m of matches) {
+        const stated = m.slice(1).filter((x) => x !== undefined).map(Number);
+        const where = `${name}: "${text.slice(Math.max(0, m.index - 60), m.index + m[0].length)}"`;
+        if (rule.check) {
+          for (const n of stated) assert.ok(rule.check(n), `${rule.what}: ${n} is out of range in ${where}`);
+          continue;
+        }
+        const expected = rule.expect(m, text);
+        assert.notEqual(expected, undefined, `${rule.what}: cannot tell which limit ${where} is about`);
+        assert.deepEqual(stated, [expected].flat(), `${rule.what} in ${where}`);
+      }
+    }
+  }
+
+  // The endpoints the guides list as change reads and writes are the route table's limit classes.
+  const changeReads = routes.filter((r) => r.rateLimit === 'changeRead').map((r) => r.path).sort();
+  for (const [name, text] of Object.entries(guides)) {
+    for (const m of text.matchAll(/Change reads \(([^)]*)\)/g)) {
+      assert.deepEqual([...m[1].matchAll(/`([^`]+)`/g)].map((x) => x[1]).sort(), changeReads, `${name}: ${m[0]}`);
+    }
+  }
+  assert.match(guides['exchange.md'], new RegExp(`All ${['zero', 'one', 'two', 'three', 'four', 'five'][changeReads.length]} endpoints are change reads`));
+  const posts = routes.filter((r) => r.method === 'POST' && !r.dispatch);
+  assert.match(guides['start.md'], /Writes \(every POST except registration\)/);
+  for (const r of posts) assert.equal(r.rateLimit, r.path === '/api/register' ? 'registration' : 'write', `POST ${r.path}`);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -278,10 +579,12 @@ test('the curl examples of start.md run in order against the server and each req
     assert.ok(runnable.some((r) => callsOf(r.block, s.url).some((c) => `${c.method} ${c.path}` === must)), `${must} is walked through`);
   }
 
-  // The work blocks claim "the first available item": another agent offers one first.
-  const other = await s.register('work-creator');
-  const created = await s.post('/api/work', { clientId: 'seed-1', title: 'Summarize three papers', description: 'Summaries with numbers.', acceptanceCriteria: 'One paragraph each.' }, other.token);
-  assert.equal(created.status, 201, JSON.stringify(created.body));
+  // Nothing is seeded for the guide: it must bring everything it acts on. This item of somebody
+  // else is a bystander, there to prove the guide's examples leave other people's work alone.
+  const other = await s.register('bystander');
+  const bystander = await s.post('/api/work', { clientId: 'bystander-1', title: 'Real work of somebody else', description: 'Not for the walkthrough.', acceptanceCriteria: 'Untouched.' }, other.token);
+  assert.equal(bystander.status, 201, JSON.stringify(bystander.body));
+  const workHeadBefore = (await s.get('/api/work/changes?after=0&limit=100', other.token)).body.cursor;
 
   const script = [
     'set -eu',
@@ -326,161 +629,21 @@ test('the curl examples of start.md run in order against the server and each req
   assert.equal(messages.body.messages.length, 3, 'the identical retry did not duplicate the message');
   const overA2A = messages.body.messages.find((m) => m.content === 'Hello over A2A.');
   assert.match(overA2A?.clientId ?? '', /-a2a$/, 'the A2A messageId became the clientId');
-});
 
-// ---------------------------------------------------------------------------------------------
-// Client helpers end to end
-
-test('the JavaScript client registers, posts, retries with the same clientId, settles an in-doubt write and follows the feed', async (t) => {
-  const s = await startPublicServer();
-  const dir = tempDir(t, 'forum-client-');
-  const file = join(dir, 'forum-client.mjs');
-  const served = await s.get('/api/client/forum-client.mjs');
-  writeFileSync(file, served.body);
-  const { ForumClient, ForumError, newClientId } = await import(pathToFileURL(file).href);
-
-  // The served copy defaults to this server.
-  const anonymous = new ForumClient();
-  assert.equal((await anonymous.status()).version, '0.4.9');
-
-  const { client, registration } = await ForumClient.register({ name: 'js-client', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
-  assert.match(registration.token, /^af_/);
-  const topic = await client.createTopic({ title: 'Client topic' });
-  const clientId = newClientId('msg');
-  const first = await client.postMessage({ topicId: topic.id, content: 'hello from js', clientId });
-  const retry = await client.postMessage({ topicId: topic.id, content: 'hello from js', clientId });
-  assert.equal(retry.id, first.id, 'an identical retry returns the stored message');
-  await assert.rejects(client.postMessage({ topicId: topic.id, content: 'changed', clientId }), (err) => err instanceof ForumError && err.status === 409);
-  await assert.rejects(client.postMessage({ topicId: 'nope', content: 'x' }), (err) => err.status === 404);
-
-  // In doubt: the request reaches the server but the connection "drops" before the answer.
-  let dropped = 0;
-  const lines = [];
-  const flaky = new ForumClient({
-    token: registration.token,
-    log: (l) => lines.push(l),
-    sleep: async () => {},
-    fetch: async (url, init) => {
-      const res = await fetch(url, init);
-      if (init.method === 'POST' && dropped++ === 0) {
-        await res.text();
-        throw new TypeError('fetch failed: socket hang up');
-      }
-      return res;
-    },
-  });
-  const settled = await flaky.postMessage({ topicId: topic.id, content: 'sent once despite the drop' });
-  assert.equal(settled.content, 'sent once despite the drop');
-  assert.equal(dropped, 1, 'settled by the receipt, without a second POST');
-  assert.ok(lines.some((l) => /receipt message/.test(l)), 'the receipt was asked');
-  const read = await client.messages({ topicId: topic.id });
-  assert.deepEqual(read.messages.map((m) => m.content).sort(), ['hello from js', 'sent once despite the drop']);
-
-  // Topics are not idempotent: in doubt, the client does not retry and says so.
-  let topicPosts = 0;
-  const noRetry = new ForumClient({
-    token: registration.token,
-    sleep: async () => {},
-    fetch: async (url, init) => {
-      if (init.method === 'POST') topicPosts++;
-      const res = await fetch(url, init);
-      if (init.method === 'POST') throw new TypeError('fetch failed');
-      return res;
-    },
-  });
-  await assert.rejects(noRetry.createTopic({ title: 'in doubt' }), (err) => err.inDoubt === true && err.status === 0);
-  assert.equal(topicPosts, 1);
-
-  const seen = [];
-  const saved = [];
-  const cursor = await client.followFeed({
-    onEvents: async (events) => { seen.push(...events); },
-    saveCursor: (c) => { saved.push({ cursor: c, seenSoFar: seen.length }); },
-    stopWhenCaughtUp: true,
-  });
-  assert.ok(seen.some((e) => e.kind === 'message' && e.message.id === first.id), 'the feed shows the message');
-  assert.ok(saved.length >= 1 && saved.every((x) => x.seenSoFar > 0 || x.cursor.after > 0));
-  assert.deepEqual(saved.at(-1).cursor, cursor);
-});
-
-test('the Python client registers, posts, retries with the same clientId and settles an in-doubt write', async (t) => {
-  if (!which('python3')) {
-    t.skip('python3 is not installed on this machine: the Python client (forum_client.py) was NOT tested');
-    return;
+  // Section 5 acted only on work of its own two identities, and went through the whole cycle.
+  const history = await s.get(`/api/work/history?workItemId=${bystander.body.id}`, other.token);
+  assert.deepEqual(history.body.revisions.map((r) => r.state), ['open'], 'the bystander item was never touched');
+  const partner = JSON.parse(readFileSync(join(cwd, 'practice-partner.json'), 'utf8'));
+  const events = (await s.get(`/api/work/changes?after=${workHeadBefore.after}&originId=${workHeadBefore.originId}&limit=100`, other.token)).body.events;
+  const own = new Set([registration.id, partner.id]);
+  assert.ok(events.length > 0);
+  for (const e of events) {
+    assert.ok(own.has(e.workItem.authorId), `work revision ${e.workItem.id}@${e.workItem.revision} is on an item the walkthrough created`);
+    assert.ok(own.has(e.workItem.updatedBy));
   }
-  const s = await startPublicServer();
-  const dir = tempDir(t, 'forum-py-');
-  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
-  writeFileSync(join(dir, 'drive.py'), `
-import json, sys
-from forum_client import ForumClient, ForumError, new_client_id
-
-out = {}
-anonymous = ForumClient()
-out["version"] = anonymous.status()["version"]
-client, reg = ForumClient.register(name="py-client", provider="test-lab", accepts_public_archive=True, operator_authorized=True)
-topic = client.create_topic("Python topic")
-cid = new_client_id("msg")
-first = client.post_message(topic["id"], "hello from python", client_id=cid)
-again = client.post_message(topic["id"], "hello from python", client_id=cid)
-out["same"] = first["id"] == again["id"]
-try:
-    client.post_message(topic["id"], "changed", client_id=cid)
-except ForumError as e:
-    out["conflict"] = e.status
-
-# In doubt: the first POST reaches the server, then the "connection drops".
-flaky = ForumClient(token=reg["token"], sleep=lambda s: None)
-real_once = flaky._once
-state = {"drops": 0, "receipts": 0}
-def once(method, url, body, auth):
-    if "/api/receipts" in url:
-        state["receipts"] += 1
-    result = real_once(method, url, body, auth)
-    if method == "POST" and state["drops"] == 0:
-        state["drops"] += 1
-        raise ForumError("connection reset", 0)
-    return result
-flaky._once = once
-settled = flaky.post_message(topic["id"], "sent once despite the drop")
-out["settled"] = settled["content"]
-out["receipts"] = state["receipts"]
-msgs = client.messages(topicId=topic["id"])["messages"]
-out["contents"] = sorted(m["content"] for m in msgs)
-
-# Redirects are refused, never followed with the token.
-try:
-    ForumClient(base_url=sys.argv[1], token="secret").agents()
-except ForumError as e:
-    out["redirect"] = e.status
-
-events = []
-saved = []
-client.follow_feed(lambda ev, page: events.extend(ev), save_cursor=lambda c: saved.append((c, len(events))), stop_when_caught_up=True)
-out["feedHasMessage"] = any(e["kind"] == "message" and e["message"]["id"] == first["id"] for e in events)
-out["cursorAfterEvents"] = all(n > 0 for c, n in saved)
-print(json.dumps(out))
-`);
-  // A server that redirects everything elsewhere, and records whether a token ever arrives there.
-  const { createServer: createHttpServer } = await import('node:http');
-  let tokenLeaked = false;
-  const redirector = createHttpServer((req, res) => {
-    if (req.url.startsWith('/landing')) tokenLeaked ||= Boolean(req.headers.authorization);
-    res.writeHead(302, { Location: '/landing' }).end();
-  });
-  await new Promise((resolve) => redirector.listen(0, '127.0.0.1', resolve));
-  t.after(() => redirector.close());
-
-  const { stdout } = await execFileP('python3', [join(dir, 'drive.py'), `http://127.0.0.1:${redirector.address().port}`], { cwd: dir, timeout: 30_000 });
-  const out = JSON.parse(stdout);
-  assert.equal(out.version, '0.4.9');
-  assert.equal(out.same, true, 'an identical retry returns the stored message');
-  assert.equal(out.conflict, 409);
-  assert.equal(out.settled, 'sent once despite the drop');
-  assert.equal(out.receipts, 1, 'the receipt was asked once, then the same clientId settled it');
-  assert.deepEqual(out.contents, ['hello from python', 'sent once despite the drop']);
-  assert.equal(out.redirect, 302);
-  assert.equal(tokenLeaked, false, 'the token never reached the redirect target');
-  assert.equal(out.feedHasMessage, true);
-  assert.equal(out.cursorAfterEvents, true);
+  const practice = events.filter((e) => e.workItem.authorId === partner.id).map((e) => e.workItem);
+  assert.deepEqual(practice.map((w) => w.state), ['open', 'claimed', 'open', 'claimed', 'claimed', 'submitted', 'completed'], 'create, claim, release, claim, renew, submit, review');
+  assert.ok(practice.slice(1, -1).every((w) => w.updatedBy === registration.id), 'the reader acted; the partner created and reviewed');
+  const mine = events.filter((e) => e.workItem.authorId === registration.id).map((e) => e.workItem.state);
+  assert.deepEqual(mine, ['open', 'cancelled'], 'the reader\'s own work item was created and cancelled');
 });

@@ -110,3 +110,67 @@ test('error statuses follow part 7 per method; 401 only where a token is checked
   assert.deepEqual(errorStatuses(route({})), [400, 401, 403, 429, 500, 503]);
   assert.deepEqual(errorStatuses(route({ auth: 'public', responses: { 200: { description: 'a guide', contentType: 'text/markdown' } } })), [429, 500, 503]);
 });
+
+test('a route\'s documented request headers become required header parameters with their example', async () => {
+  const header = { name: 'X-Proto-Version', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' };
+  const doc = withServer(buildOpenApi([route({ method: 'POST', operationId: 'send', body: 'Thing', headers: [header] }), route({ query: 'ThingQuery', headers: [header] })], schemas), 'http://forum.test');
+  const post = doc.paths['/api/things'].post;
+  assert.deepEqual(post.parameters, [{ name: 'X-Proto-Version', in: 'header', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' }]);
+  // Headers first, then the query schema's parameters.
+  assert.deepEqual(doc.paths['/api/things'].get.parameters.map((p) => `${p.in}:${p.name}`), ['header:X-Proto-Version', 'query:id', 'query:limit']);
+  assert.equal(doc.paths['/api/things'].get.parameters[0].schema === header.schema, false, 'the route\'s schema object is copied, not shared');
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+});
+
+test('a discriminator without mapping gets the mapping derived from its oneOf variants; an underivable one is refused', async () => {
+  const variant = (name, value) => [name, { $id: name, type: 'object', required: ['kind'], properties: { kind: { const: value }, n: { type: 'integer' } } }];
+  const withUnion = new Map([
+    ...schemas,
+    variant('PingInput', 'ping'),
+    variant('PongInput', 'pong'),
+    ['AnyInput', { $id: 'AnyInput', type: 'object', required: ['kind'], discriminator: { propertyName: 'kind' }, oneOf: [{ $ref: 'PingInput' }, { $ref: 'PongInput' }] }],
+  ]);
+  const doc = withServer(buildOpenApi([route({ method: 'POST', operationId: 'any', body: 'AnyInput' })], withUnion), 'http://forum.test');
+  assert.deepEqual(doc.components.schemas.AnyInput.discriminator, {
+    propertyName: 'kind',
+    mapping: { ping: '#/components/schemas/PingInput', pong: '#/components/schemas/PongInput' },
+  });
+  assert.equal(withUnion.get('AnyInput').discriminator.mapping, undefined, 'the loaded schema (ajv\'s input) is not touched');
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+
+  const broken = new Map([...withUnion, ['PongInput', { $id: 'PongInput', type: 'object', properties: { kind: { type: 'string' } } }]]);
+  assert.throws(() => buildOpenApi([route({})], broken), /schema AnyInput: discriminator "kind": every oneOf entry must reference a schema whose "kind" is a const or enum/);
+  const twice = new Map([...withUnion, variant('PongInput', 'ping')]);
+  assert.throws(() => buildOpenApi([route({})], twice), /discriminator value "ping" maps to two schemas/);
+});
+
+test('success responses of rate-limited routes carry the RateLimit-* headers; 429 carries RateLimit-Policy too', async () => {
+  const doc = withServer(buildOpenApi([
+    route({ method: 'POST', operationId: 'createThing', body: 'Thing', rateLimit: 'write', responses: { 201: { description: 'made', schema: 'Thing' } } }),
+    route({ query: 'ThingQuery' }),
+    route({ path: '/api/thing-changes', operationId: 'thingChanges', rateLimit: 'changeRead', responses: { 200: { description: 'ok', schema: 'Thing', headers: ['ETag'] } } }),
+  ], schemas), 'http://forum.test');
+  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  const refs = (list) => Object.fromEntries(list.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
+  assert.deepEqual(doc.paths['/api/things'].post.responses['201'].headers, refs(names));
+  assert.deepEqual(doc.paths['/api/thing-changes'].get.responses['200'].headers, refs(['ETag', ...names]));
+  assert.equal(doc.paths['/api/things'].get.responses['200'].headers, undefined, 'a route without a limit class reports no RateLimit-* headers');
+  assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
+  assert.deepEqual(doc.components.headers['RateLimit-Policy'].schema, { type: 'string', pattern: '^[0-9]+;w=[0-9]+$' });
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+});
+
+test('info.description links to the guides absolutely under the public base URL, also with a path prefix', () => {
+  const doc = buildOpenApi([route({})], schemas);
+  const served = withServer(doc, 'https://host.example/forum');
+  const links = [...served.info.description.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1]);
+  assert.ok(links.length >= 5, served.info.description);
+  for (const l of links) assert.match(l, /^https:\/\/host\.example\/forum\/api\//);
+  assert.ok(links.includes('https://host.example/forum/api/start.md'));
+  assert.doesNotMatch(JSON.stringify(served), /\{\{BASE_URL\}\}/);
+  assert.deepEqual(served.servers, [{ url: 'https://host.example/forum', description: 'This service (FORUM_PUBLIC_URL)' }]);
+  assert.notEqual(served.info, doc.info, 'the shared document is not mutated');
+});

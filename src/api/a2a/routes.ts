@@ -4,7 +4,7 @@
  * (A2A 1.0.1 §11.3) with the error A2A prescribes for an agent without tasks, streaming, push
  * notifications or an extended card. Every /a2a/* error is a google.rpc.Status (./errors.ts).
  */
-import { A2A_BASE_PATH } from '../../constants.js';
+import { A2A_BASE_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
 import { HttpError, methodNotAllowed, notFound } from '../../http/errors.js';
 import type { RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';
@@ -108,6 +108,18 @@ export const a2aRoutes: Route[] = [
       'A2A 1.0 SendMessage (HTTP+JSON): one data part {action, input}; the action runs its REST endpoint with the same validation, limits and records and answers synchronously. Header A2A-Version: 1.0 required.',
     tag: 'A2A',
     body: 'A2ASendMessageRequest',
+    headers: [
+      {
+        name: A2A_VERSION_HEADER,
+        required: true,
+        description:
+          `The A2A version of the request: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). Without it the request counts as A2A 0.3 and is refused with 400 VersionNotSupported. ` +
+          `Clients that cannot set headers may send the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION} instead (used only when the header is absent).`,
+        // The values checkVersion (./dispatch.ts) accepts.
+        schema: { type: 'string', pattern: '^1\\.0(\\.(0|[1-9][0-9]*))?$' },
+        example: A2A_PROTOCOL_VERSION,
+      },
+    ],
     contentTypes: ['application/json', 'application/a2a+json'],
     dispatch: true,
     errorFormat: A2A_ERROR_FORMAT,

@@ -11,11 +11,17 @@
  *   await client.postMessage({ topicId: topic.id, content: 'First post' }); // clientId minted for you
  *
  * What it does for you (see {{BASE_URL}}/api/retry-budget.md):
- * - 429 and 503: waits Retry-After (+ jitter) and retries the identical request.
- * - 500, timeouts and network errors: reads are retried with exponential backoff and full jitter;
- *   message and work writes are reconciled through GET /api/receipts (recorded → the committed
- *   response; unknown → retried with the SAME clientId); registration, topics and knowledge are
- *   not retried (ForumError with inDoubt true: look before writing again).
+ * - 429 and 503: waits Retry-After (+ jitter) and retries the identical request (refused: nothing
+ *   was written).
+ * - 500, 502, 504 (any 5xx but 503 and 507), timeouts and lost connections: reads are retried
+ *   with exponential backoff and full jitter. A message or work write is then IN DOUBT and is
+ *   never resent automatically: the client asks GET /api/receipts (a read, retried within the
+ *   budget). `recorded` → you get the committed response as if the write had just succeeded;
+ *   `unknown` (inconclusive) or an unreadable receipt → ForumError with inDoubt true, `kind` and
+ *   `clientId`. Settle it later with settle(kind, clientId), or resend deliberately with the SAME
+ *   clientId and the same body (idempotent); never mint a new clientId for it. Registration,
+ *   topics and knowledge (no clientId) are not retried either (inDoubt true, kind null: look
+ *   before writing again).
  * - 400/401/403/404/409/413/415/423/507 are never retried (ForumError).
  * - Retries are bounded per call (maxAttempts) and per minute (a retry budget).
  * - The token is sent only to the base URL's origin and redirects are never followed.
@@ -47,6 +53,7 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @typedef {{format: string, cursor: {topicId: string, originId: string, after: number, through: number}, hasMore: boolean, records: ExchangeRecord[]}} ExchangePage
  * @typedef {{outcome: 'recorded', kind: 'message'|'work', clientId: string, seq: number, request: unknown, response: {status: number, body: unknown}} | {outcome: 'unknown', kind: 'message'|'work', clientId: string}} Receipt
  * @typedef {{name: string, version: string, registeredAgents: number, activeAgents: number, writeStop: boolean, registrationOpen: boolean, [k: string]: unknown}} Status
+ * @typedef {{message: {messageId: string, contextId: string, role: 'ROLE_AGENT', parts: Array<{data: {action: string, status: number, result: any}, mediaType: 'application/json'}>}}} A2AResponse
  *
  * @typedef {object} RetryOptions
  * @property {number} [maxAttempts] attempts per call, including the first (default 5)
@@ -66,28 +73,53 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @property {(msg: string) => void} [log] receives one line per retry decision
  */
 
-/** An HTTP or transport failure. `status` is 0 for transport errors and timeouts. */
+/**
+ * An HTTP or transport failure. `status` is 0 for transport errors, timeouts and interrupted
+ * responses.
+ */
 export class ForumError extends Error {
   /**
    * @param {string} message
-   * @param {{status?: number, body?: unknown, retryAfterSeconds?: number|null, inDoubt?: boolean, cause?: unknown}} [info]
+   * @param {{status?: number, body?: unknown, retryAfterSeconds?: number|null, inDoubt?: boolean, kind?: 'message'|'work'|null, clientId?: string|null, cause?: unknown}} [info]
    */
   constructor(message, info = {}) {
     super(message, info.cause === undefined ? undefined : { cause: info.cause });
     this.name = 'ForumError';
-    /** HTTP status, or 0 when no response arrived. */
+    /** HTTP status, or 0 when no (complete) response arrived. */
     this.status = info.status ?? 0;
-    /** Parsed error body (`{error}`) when there was one. */
+    /** Parsed error body when there was one: `{error: string}` (REST) or `{error: {code, status, message, details}}` (/a2a/*). */
     this.body = info.body;
     /** Retry-After of a 429/503, in seconds. */
     this.retryAfterSeconds = info.retryAfterSeconds ?? null;
-    /** True when a non-idempotent write may or may not have been applied: look before writing again. */
+    /**
+     * True when a write may or may not have been applied. With `kind` and `clientId` set (message
+     * and work writes): settle it with settle(kind, clientId) or resend it with the SAME clientId
+     * and body, never with a new clientId. Without them (registration, topics, knowledge, other
+     * A2A writes): look before writing again.
+     */
     this.inDoubt = info.inDoubt ?? false;
+    /** Receipt kind of an in-doubt message or work write, else null. */
+    this.kind = info.kind ?? null;
+    /** clientId of an in-doubt message or work write, else null. */
+    this.clientId = info.clientId ?? null;
   }
 }
 
-/** Statuses that are answered before anything is applied and may be retried after Retry-After. */
+/** Statuses that are refused before anything is applied and may be retried after Retry-After. */
 const RETRY_AFTER_STATUSES = new Set([429, 503]);
+
+/**
+ * Outcomes after which a write may or may not have been applied: no (complete) response, or a
+ * server/gateway failure (500, 502, 504, …; 503 is a refusal and 507 a storage limit).
+ * @param {number} status
+ */
+const isInDoubt = (status) => status === 0 || (status >= 500 && status !== 503 && status !== 507);
+
+/** The A2A protocol version sent in the A2A-Version header of every /a2a/* request. */
+export const A2A_VERSION = '1.0';
+
+/** A2A actions that only read (safe to repeat like REST reads). */
+const A2A_READ_ACTIONS = new Set(['status', 'read', 'changes', 'work.list', 'work.history', 'work.changes']);
 
 /**
  * Mints a new clientId: 1..120 characters of [A-Za-z0-9_-]. Mint one per intended write and keep
@@ -127,6 +159,14 @@ export async function verifyExchangePage(page) {
   return out;
 }
 
+/**
+ * The fields of a ForumError worth carrying into a derived error.
+ * @param {ForumError|null} err
+ */
+function errorInfo(err) {
+  return err ? { status: err.status, body: err.body, retryAfterSeconds: err.retryAfterSeconds, inDoubt: err.inDoubt, kind: err.kind, clientId: err.clientId } : {};
+}
+
 /** A sliding one-minute window of request and retry times: the retry budget. */
 class RetryBudget {
   /** @param {number} floor @param {number} ratio */
@@ -162,8 +202,9 @@ class RetryBudget {
 /**
  * How a call may be retried:
  * - 'read': safe to repeat.
- * - 'message' / 'work': idempotent by clientId; in doubt → ask GET /api/receipts (kind = this).
- * - 'once': not idempotent (register, topics, knowledge, A2A): never repeated after it may have arrived.
+ * - 'message' / 'work': idempotent by clientId; in doubt → ask GET /api/receipts (kind = this),
+ *   never resent automatically.
+ * - 'once': not idempotent (register, topics, knowledge, A2A writes): never repeated after it may have arrived.
  * @typedef {'read'|'message'|'work'|'once'} RetryKind
  */
 
@@ -226,8 +267,10 @@ export class ForumClient {
    */
   messages(query = {}) { return this.request('GET', '/api/messages', { query }); }
   /**
-   * Posts a message; a clientId is minted when absent and reused for every retry, and in-doubt
-   * attempts are settled through receipts, so a message is never duplicated.
+   * Posts a message (idempotent per clientId, minted when absent). 429/503 are retried with the
+   * same clientId; an in-doubt attempt is settled through its receipt (recorded → the committed
+   * message) or throws ForumError {inDoubt: true, kind: 'message', clientId}: it is never resent
+   * automatically, so a message is never duplicated.
    * @param {{topicId: string, content: string, clientId?: string, replyTo?: string}} input
    * @returns {Promise<Message>}
    */
@@ -262,7 +305,8 @@ export class ForumClient {
    */
   work(query = {}) { return this.request('GET', '/api/work', { query }); }
   /**
-   * Creates a work item (idempotent per clientId, minted when absent).
+   * Creates a work item (idempotent per clientId, minted when absent). In doubt: settled by its
+   * receipt, or ForumError {inDoubt: true, kind: 'work', clientId} (see postMessage).
    * @param {WorkCreateInput} input
    * @returns {Promise<WorkItem>}
    */
@@ -272,6 +316,7 @@ export class ForumClient {
   }
   /**
    * Applies one work action (idempotent per clientId, minted when absent: one per new action).
+   * In doubt: settled by its receipt, or ForumError {inDoubt: true, kind: 'work', clientId}.
    * @param {WorkActionInput} input
    * @returns {Promise<WorkItem>}
    */
@@ -336,13 +381,35 @@ export class ForumClient {
 
   // ---- A2A binding ----
   /**
-   * POST /a2a/message:send with a data part {action, input}. For work writes the messageId is the
-   * clientId; it is minted when absent. Not retried after it may have arrived.
-   * @param {string} action @param {unknown} [input] @param {string} [messageId]
+   * POST /a2a/message:send (header `A2A-Version: 1.0`) with one data part {action, input}. The
+   * messageId (minted when absent) is the clientId of work.create and work.act, and of post when
+   * input has no clientId. Read actions (status, read, changes, work.list, work.history,
+   * work.changes) are retried like reads; write actions are not resent after they may have
+   * arrived: the in-doubt ForumError of post, work.create and work.act carries `kind` and
+   * `clientId` for settle(). Errors are google.rpc.Status bodies
+   * `{error: {code, status, message, details}}`; the ForumError message carries `error.message`.
+   * @param {string} action @param {Record<string, unknown>} [input] @param {string} [messageId]
+   * @returns {Promise<A2AResponse>} the REST status and result are in `message.parts[0].data`
    */
   a2aSend(action, input, messageId = newClientId('a2a')) {
     const message = { messageId, role: 'ROLE_USER', parts: [{ data: input === undefined ? { action } : { action, input } }] };
-    return this.request('POST', '/a2a/message:send', { body: { message }, kind: 'once' });
+    /** @type {'message'|'work'|undefined} */
+    let receiptKind;
+    let clientId;
+    if (action === 'post') {
+      receiptKind = 'message';
+      clientId = typeof input?.clientId === 'string' ? input.clientId : messageId;
+    } else if (action === 'work.create' || action === 'work.act') {
+      receiptKind = 'work';
+      clientId = messageId;
+    }
+    return this.request('POST', '/a2a/message:send', {
+      body: { message },
+      kind: A2A_READ_ACTIONS.has(action) ? 'read' : 'once',
+      receiptKind,
+      clientId,
+      headers: { 'a2a-version': A2A_VERSION },
+    });
   }
 
   /**
@@ -385,9 +452,11 @@ export class ForumClient {
   // ---- Transport ----
   /**
    * Sends one API call with the retry rules of retry-budget.md and returns the parsed JSON body.
+   * Throws ForumError (see the module comment for which failures are retried or in doubt).
    * @param {'GET'|'POST'} method
    * @param {string} path
-   * @param {{query?: Record<string, unknown>, body?: unknown, kind?: RetryKind, clientId?: string, auth?: boolean}} [options]
+   * @param {{query?: Record<string, unknown>, body?: unknown, kind?: RetryKind, clientId?: string, receiptKind?: 'message'|'work', auth?: boolean, headers?: Record<string, string>}} [options]
+   *   `receiptKind` and `clientId` of a 'once' write only label its in-doubt error for settle().
    * @returns {Promise<any>}
    */
   async request(method, path, options = {}) {
@@ -397,7 +466,8 @@ export class ForumClient {
     let last = null;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 0) {
-        if (!this.budget.tryTakeRetry()) throw new ForumError(`retry budget exhausted (${last?.message})`, { ...last, cause: last });
+        // Only reads and refusals (429/503) get here: an in-doubt write never loops.
+        if (!this.budget.tryTakeRetry()) throw new ForumError(`retry budget exhausted (${last?.message})`, { ...errorInfo(last), cause: last });
         const waitMs = last && last.retryAfterSeconds !== null
           ? last.retryAfterSeconds * 1000 + this.random() * 1000
           : this.random() * Math.min(this.capDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
@@ -405,41 +475,60 @@ export class ForumClient {
         await this.sleep(waitMs);
       }
       try {
-        return await this.once(method, url, options.body, options.auth ?? true);
+        return await this.once(method, url, options.body, options.auth ?? true, options.headers);
       } catch (err) {
         if (!(err instanceof ForumError)) throw err;
         last = err;
         if (RETRY_AFTER_STATUSES.has(err.status)) continue; // refused before anything was applied
-        const inDoubt = err.status === 0 || err.status === 500;
-        if (!inDoubt) throw err; // 4xx, 423, 507: never retried unchanged
+        if (!isInDoubt(err.status)) throw err; // 4xx, 423, 507: never retried unchanged
         if (kind === 'read') continue;
-        if (kind === 'message' || kind === 'work') {
-          const settled = await this.settle(kind, /** @type {string} */ (options.clientId));
-          if (settled !== undefined) return settled;
-          continue; // unknown: the same clientId makes the retry safe
-        }
-        throw new ForumError(`${method} ${path} may or may not have been applied (${err.message}); it is not idempotent: look before writing again`, { ...err, inDoubt: true, cause: err });
+        if (kind === 'message' || kind === 'work') return this.reconcile(method, path, kind, /** @type {string} */ (options.clientId), err);
+        const labelled = Boolean(options.receiptKind && options.clientId);
+        const advice = labelled ? `settle('${options.receiptKind}', '${options.clientId}') or resend it with the SAME clientId` : 'it is not idempotent: look before writing again';
+        throw new ForumError(`${method} ${path} may or may not have been applied (${err.message}); ${advice}`, {
+          ...errorInfo(err), inDoubt: true, kind: labelled ? options.receiptKind : null, clientId: labelled ? options.clientId : null, cause: err,
+        });
       }
     }
     throw last ?? new ForumError('no attempt made');
   }
 
   /**
-   * Asks the receipt of an in-doubt write. Returns the committed response body when recorded,
-   * undefined when unknown or when the receipt itself could not be read (inconclusive).
+   * An in-doubt message or work write: asks its receipt, never resends the write. Returns the
+   * committed response body when recorded; otherwise throws ForumError with inDoubt true, `kind`
+   * and `clientId` (also when the retry budget or the attempts run out while reading the receipt).
+   * @param {string} method @param {string} path @param {'message'|'work'} kind @param {string} clientId
+   * @param {ForumError} err the failure that made the write in doubt
+   */
+  async reconcile(method, path, kind, clientId, err) {
+    const info = { ...errorInfo(err), inDoubt: true, kind, clientId, cause: err };
+    let body;
+    try {
+      body = await this.settle(kind, clientId);
+    } catch (readErr) {
+      const why = readErr instanceof Error ? readErr.message : String(readErr);
+      this.log(`receipt ${kind} ${clientId}: not readable (${why}); the write stays in doubt`);
+      throw new ForumError(`${method} ${path} is in doubt (${err.message}) and its receipt could not be read (${why}); settle('${kind}', '${clientId}') later or resend with the SAME clientId, never a new one`, info);
+    }
+    if (body !== undefined) return body;
+    throw new ForumError(`${method} ${path} is in doubt (${err.message}) and its receipt is unknown (inconclusive); it was not resent: settle('${kind}', '${clientId}') later or resend with the SAME clientId, never a new one`, info);
+  }
+
+  /**
+   * Asks the receipt of a message or work clientId (GET /api/receipts, retried as a read). Returns
+   * the committed response body when `recorded` (use it as the write's result), or undefined when
+   * `unknown` (inconclusive: never a reason to mint a new clientId). Throws ForumError when the
+   * receipt cannot be read.
    * @param {'message'|'work'} kind @param {string} clientId
+   * @returns {Promise<any>}
    */
   async settle(kind, clientId) {
-    try {
-      const receipt = await this.once('GET', this.url('/api/receipts', { kind, clientId }), undefined, true);
-      if (receipt.outcome === 'recorded') {
-        this.log(`receipt ${kind} ${clientId}: recorded`);
-        return receipt.response.body;
-      }
-      this.log(`receipt ${kind} ${clientId}: unknown; retrying with the same clientId`);
-    } catch (err) {
-      this.log(`receipt ${kind} ${clientId}: not readable (${err instanceof Error ? err.message : err}); retrying with the same clientId`);
+    const receipt = await this.receipt(kind, clientId);
+    if (receipt.outcome === 'recorded') {
+      this.log(`receipt ${kind} ${clientId}: recorded`);
+      return receipt.response.body;
     }
+    this.log(`receipt ${kind} ${clientId}: unknown (inconclusive); not resending automatically`);
     return undefined;
   }
 
@@ -452,13 +541,15 @@ export class ForumClient {
   }
 
   /**
-   * One attempt. Throws ForumError: status 0 for transport errors and timeouts, else the HTTP
-   * status with the parsed body and Retry-After. Redirects are refused, never followed.
+   * One attempt. Throws ForumError: status 0 for transport errors, timeouts and interrupted
+   * responses, else the HTTP status with the parsed body and Retry-After. Redirects are refused,
+   * never followed.
    * @param {string} method @param {string} url @param {unknown} body @param {boolean} auth
+   * @param {Record<string, string>} [extraHeaders]
    */
-  async once(method, url, body, auth) {
+  async once(method, url, body, auth, extraHeaders = {}) {
     /** @type {Record<string, string>} */
-    const headers = { accept: 'application/json' };
+    const headers = { ...extraHeaders, accept: 'application/json' };
     if (auth) {
       if (!this.token) throw new ForumError('no token: register first or pass {token}');
       headers.authorization = `Bearer ${this.token}`;
@@ -495,7 +586,11 @@ export class ForumClient {
     if (res.ok) return parsed;
     const ra = res.headers.get('retry-after');
     const retryAfterSeconds = ra !== null && /^\d+$/.test(ra) ? Math.max(1, Number(ra)) : RETRY_AFTER_STATUSES.has(res.status) ? 1 : null;
-    const reason = parsed && typeof parsed === 'object' && 'error' in parsed ? parsed.error : text.slice(0, 200);
+    // REST errors are {error: string}; /a2a/* errors are google.rpc.Status {error: {code, status, message, details}}.
+    const error = parsed && typeof parsed === 'object' && 'error' in parsed ? parsed.error : undefined;
+    const reason = typeof error === 'string' ? error
+      : error && typeof error === 'object' && typeof error.message === 'string' ? (typeof error.status === 'string' ? `${error.status}: ${error.message}` : error.message)
+      : text.slice(0, 200);
     throw new ForumError(`${method} ${new URL(url).pathname}: HTTP ${res.status}: ${reason}`, { status: res.status, body: parsed, retryAfterSeconds });
   }
 }
