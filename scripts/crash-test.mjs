@@ -2,15 +2,21 @@
 /**
  * Crash-consistency test (issue 8). Repeatedly:
  *   1. starts the built server on one data folder,
- *   2. drives concurrent writes of every kind (messages, knowledge, work creates, work claims
- *      and releases) from several agents,
+ *   2. drives concurrent writes of every kind from several agents: messages, knowledge, work
+ *      creates, and whole work lifecycles — claim → renew → submit → review (accept or revise),
+ *      claim → release, cancel by the creator — each action with a fresh clientId and the
+ *      expectedRevision of the last response, plus competing claims on other writers' open items,
  *   3. kills the server with SIGKILL at a random instant,
  *   4. restarts it and checks that
- *      - every write that got a 2xx is present with identical content,
+ *      - every write that got a 2xx is present with identical content (work actions: the
+ *        acknowledged revision in GET /api/work/history),
  *      - the hash chain verifies (`cli verify`),
  *      - both feeds continue from the cursors saved before the crash (no 409, nothing at or
  *        before the saved position is delivered again),
- *      - retrying every in-doubt write with its clientId resolves to exactly one record.
+ *      - retrying every in-doubt write (no response seen) with the same clientId and the same
+ *        body resolves to exactly one record; for a work action: 200 with the revision that
+ *        carries it (the original snapshot, or a fresh application if it never was applied), or
+ *        409 for a stale revision, and then its receipt is `unknown` and no revision carries it.
  *
  * Usage: node scripts/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]
  * Prints one line per iteration and a summary; exits 1 on the first violation.
@@ -29,6 +35,9 @@ const SERVER_JS = join(ROOT, 'dist', 'server.js');
 const CLI_JS = join(ROOT, 'dist', 'cli.js');
 const execFileP = promisify(execFile);
 
+/** Work actions the workload drives (part 3). */
+export const ACTIONS = ['claim', 'renew', 'release', 'submit', 'review', 'cancel'];
+
 /** Small deterministic PRNG (mulberry32) so a failing run can be replayed with --seed. */
 function prng(seed) {
   let a = seed >>> 0;
@@ -41,7 +50,7 @@ function prng(seed) {
   };
 }
 
-class Violation extends Error {}
+export class Violation extends Error {}
 
 function check(cond, message) {
   if (!cond) throw new Violation(message);
@@ -86,23 +95,60 @@ async function call(dispatcher, base, method, path, body, token) {
   return { status: res.statusCode, body: text ? JSON.parse(text) : null };
 }
 
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Does work revision `rev` (following `prev`) carry the action `op`? Every attempted
+ * (item, expectedRevision, actor, action) is sent with one clientId only, and submit and review
+ * texts contain the clientId, so a match means this very request was applied.
+ */
+function carries(op, prev, rev) {
+  const q = op.request;
+  if (!prev || rev.revision !== prev.revision + 1 || prev.revision !== q.expectedRevision || rev.updatedBy !== op.actorId) return false;
+  switch (q.action) {
+    case 'claim':
+      return rev.state === 'claimed' && rev.assigneeId === op.actorId;
+    case 'renew':
+      return prev.state === 'claimed' && rev.state === 'claimed' && prev.assigneeId === op.actorId && rev.assigneeId === op.actorId;
+    case 'release':
+      return prev.state === 'claimed' && rev.state === 'open' && rev.assigneeId === null;
+    case 'submit':
+      return rev.state === 'submitted' && rev.result?.content === q.content && same(rev.result.sources, q.sources ?? []);
+    case 'review':
+      return rev.review?.decision === q.decision && rev.review.feedback === q.feedback && rev.state === (q.decision === 'accept' ? 'completed' : 'open');
+    case 'cancel':
+      return rev.state === 'cancelled';
+  }
+  return false;
+}
+
 /**
  * Runs the crash test. Options: iterations, writers (concurrent loops), seed, log (function),
- * keep (keep the data folder). Resolves to {iterations, checked, inDoubt, dataDir}; rejects with
- * a Violation on the first broken guarantee.
+ * keep (keep the data folder), inject (self-test only: 'changed-ack' alters one acknowledged
+ * work revision, 'forgotten-clientId' adds an in-doubt action that duplicates an applied one under
+ * another clientId; both must end in a Violation). Resolves to {iterations, checked,
+ * acknowledged, actions, inDoubtRetries, seed, dataDir}; rejects with a Violation on the first
+ * broken guarantee.
  */
-export async function runCrashTest({ iterations = 100, writers = 12, seed = Date.now() & 0xffffffff, log = console.log, keep = false } = {}) {
+export async function runCrashTest({ iterations = 100, writers = 12, seed = Date.now() & 0xffffffff, log = console.log, keep = false, inject } = {}) {
   const random = prng(seed);
   const dataDir = mkdtempSync(join(tmpdir(), 'forum-crash-'));
   const dispatcher = new Agent({ connections: writers + 4, pipelining: 1 });
-  const acked = []; // every acknowledged write: {kind, path, request, token, response}
+  const acked = []; // every acknowledged write: {kind, path, request, token, actorId?, response}
   let unchecked = 0; // acked[unchecked..] have not yet been checked after a crash
-  const inDoubt = []; // {kind, path, request, token}
+  const inDoubt = []; // {kind, path, request, token, actorId?}
+  const actions = Object.fromEntries(ACTIONS.map((a) => [a, 0])); // acknowledged work actions by kind
+  const inDoubtRetries = { applied: 0, stale: 0 }; // in-doubt work actions: 200 on retry, 409 on retry
+  const attempted = new Set(); // `${item}:${expectedRevision}:${actor}:${action}` sent once each
   let checked = 0;
   let cursors = null;
-  let agents = [];
+  let creators = []; // creators[w]: the agent that creates and reviews writer w's work
+  let workers = []; // workers[w]: the agent that claims writer w's work and others' open work
+  const byId = new Map();
+  const lives = []; // lives[w]: {item: last snapshot of writer w's work item, stale: reread first}
   let topicId = null;
   let serial = 0;
+  const stats = { actions, inDoubtRetries };
   try {
     for (let it = 1; it <= iterations; it++) {
       const server = await startServer(dataDir);
@@ -110,73 +156,153 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
       const api = (method, path, body, token) => call(dispatcher, base, method, path, body, token);
 
       if (it === 1) {
-        for (let i = 0; i < 4; i++) {
-          const r = await api('POST', '/api/register', { name: `crash-${i}`, provider: 'crash-test', acceptsPublicArchive: true, operatorAuthorized: true });
-          agents.push(r.body);
-        }
-        topicId = (await api('POST', '/api/topics', { title: 'crash test' }, agents[0].token)).body.id;
+        const reg = (name) => api('POST', '/api/register', { name, provider: 'crash-test', acceptsPublicArchive: true, operatorAuthorized: true }).then((r) => r.body);
+        creators = await Promise.all(Array.from({ length: writers }, (_, w) => reg(`crash-creator-${w}`)));
+        workers = await Promise.all(Array.from({ length: writers }, (_, w) => reg(`crash-worker-${w}`)));
+        for (const a of [...creators, ...workers]) byId.set(a.id, a);
+        for (let w = 0; w < writers; w++) lives.push({ item: null, stale: false });
+        topicId = (await api('POST', '/api/topics', { title: 'crash test' }, creators[0].token)).body.id;
       } else {
-        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), inDoubt, cursors, agents, topicId });
+        // Half of the in-doubt work actions wait one more round of writes before their retry, so
+        // the item may move on meanwhile and the retry meets a stale revision.
+        const due = inDoubt.filter((d) => !d.deferred || d.it < it - 1);
+        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), inDoubt: due, cursors, token: creators[0].token, topicId, stats });
         unchecked = acked.length;
-        inDoubt.length = 0;
+        inDoubt.splice(0, inDoubt.length, ...inDoubt.filter((d) => !due.includes(d)));
+        for (const life of lives) life.stale = life.item !== null; // in-doubt retries may have moved it on
       }
-      cursors = await saveCursors(api, agents[0].token, cursors);
+      cursors = await saveCursors(api, creators[0].token, cursors);
 
       // Drive writes until the kill.
       let dead = false;
+      let killedInDoubt = 0;
+      /** The next request of writer w's work lifecycle, or null after a reread. */
+      const lifecycleOp = async (w, n) => {
+        const life = lives[w];
+        if (life.stale) {
+          const res = await api('GET', `/api/work?id=${life.item.id}`, undefined, creators[w].token);
+          check(res.status === 200 && res.body.items.length === 1, `work item ${life.item.id} cannot be read: ${res.status}`);
+          life.item = res.body.items[0];
+          life.stale = false;
+        }
+        const item = life.item;
+        const clientId = `wa-${it}-${w}-${n}`;
+        if (!item || item.state === 'completed' || item.state === 'cancelled') {
+          return { kind: 'work', path: '/api/work', token: creators[w].token, life, request: { clientId: `wc-${it}-${w}-${n}`, title: `work #${n}#`, description: `d ${n}`, acceptanceCriteria: 'c', tags: ['crash'] } };
+        }
+        // An in-doubt action left for later blocks its (revision, actor, action): pick another one.
+        for (let tries = 0; tries < 8; tries++) {
+          const r = random();
+          let actor;
+          let body;
+          if (item.state === 'open') {
+            if (r < 0.12) [actor, body] = [creators[w], { action: 'cancel' }];
+            else [actor, body] = [workers[w], r < 0.6 ? { action: 'claim', leaseMinutes: 5 + Math.floor(random() * 116) } : { action: 'claim' }];
+          } else if (item.state === 'claimed') {
+            const assignee = byId.get(item.assigneeId);
+            if (r < 0.28) [actor, body] = [assignee, { action: 'renew', leaseMinutes: 5 + Math.floor(random() * 30) }];
+            else if (r < 0.45) [actor, body] = [assignee, { action: 'release' }];
+            else if (r < 0.92) {
+              const sources = random() < 0.5 ? [] : [`https://example.org/r/${n}`];
+              [actor, body] = [assignee, { action: 'submit', content: `result ${clientId} ✓ "é" \\ 😀`, sources }];
+            } else [actor, body] = [creators[w], { action: 'cancel' }];
+          } else {
+            if (r < 0.55) [actor, body] = [creators[w], { action: 'review', decision: 'accept', feedback: `fine ${clientId}` }];
+            else if (r < 0.92) [actor, body] = [creators[w], { action: 'review', decision: 'revise', feedback: `again ${clientId}` }];
+            else [actor, body] = [creators[w], { action: 'cancel' }];
+          }
+          const op = actionOp(item, actor, { ...body, clientId }, life);
+          if (op) return op;
+        }
+        life.item = null; // every choice is blocked: leave the item to its in-doubt action
+        return null;
+      };
+      const actionOp = (item, actor, body, life) => {
+        const key = `${item.id}:${item.revision}:${actor.id}:${body.action}`;
+        if (attempted.has(key)) return null;
+        attempted.add(key);
+        const request = { workItemId: item.id, expectedRevision: item.revision, ...body };
+        return { kind: 'work-action', path: '/api/work/action', token: actor.token, actorId: actor.id, life, request };
+      };
       const writer = async (w) => {
-        const token = agents[w % agents.length].token;
-        const claimer = agents[(w + 1) % agents.length];
-        const other = claimer.token;
         while (!dead) {
           const n = serial++;
           const pick = random();
           let op;
-          if (pick < 0.45) op = { kind: 'message', path: '/api/messages', token, request: { topicId, content: `it${it} w${w} n${n} ✓`, clientId: `m-${it}-${w}-${n}` } };
-          else if (pick < 0.6) op = { kind: 'knowledge', path: '/api/knowledge', token, request: { title: `k ${n}`, content: `knowledge ${it}/${n}`, category: 'opinion', topicId } };
-          else if (pick < 0.8) op = { kind: 'work', path: '/api/work', token, request: { clientId: `wc-${it}-${w}-${n}`, title: `work ${n}`, description: 'd', acceptanceCriteria: 'c', tags: ['crash'] } };
-          else {
-            // Claim an open item made by someone else, then release it.
-            let list;
-            try {
-              list = await api('GET', '/api/work?available=true&limit=20', undefined, other);
-            } catch {
-              return;
-            }
-            // A creator cannot claim its own work (403), so pick someone else's open item.
-            const item = list.body?.items?.find((x) => x.state === 'open' && x.authorId !== claimer.id);
-            if (!item) continue;
-            op = { kind: 'work-action', path: '/api/work/action', token: other, request: { action: 'claim', workItemId: item.id, expectedRevision: item.revision, clientId: `wa-${it}-${w}-${n}`, leaseMinutes: 5 } };
-          }
           try {
-            const res = await api('POST', op.path, op.request, op.token);
-            if (res.status >= 200 && res.status < 300) acked.push({ ...op, response: res.body });
+            if (pick < 0.3) op = { kind: 'message', path: '/api/messages', token: creators[w].token, request: { topicId, content: `it${it} w${w} n${n} ✓`, clientId: `m-${it}-${w}-${n}` } };
+            else if (pick < 0.4) op = { kind: 'knowledge', path: '/api/knowledge', token: creators[w].token, request: { title: `k ${n}`, content: `knowledge ${it}/${n}`, category: 'opinion', topicId } };
+            else if (pick < 0.9) op = await lifecycleOp(w, n);
+            else {
+              // Compete for another writer's open item: races its own claim (one wins, one gets 409).
+              const rivals = lives.filter((l, v) => v !== w && !l.stale && l.item?.state === 'open');
+              if (rivals.length === 0) continue;
+              const item = rivals[Math.floor(random() * rivals.length)].item;
+              op = actionOp(item, workers[w], { action: 'claim', clientId: `ws-${it}-${w}-${n}`, leaseMinutes: 30 }, null);
+            }
+          } catch (err) {
+            if (err instanceof Violation) throw err;
+            return; // a read failed: the server is gone
+          }
+          if (!op) continue;
+          let res;
+          try {
+            res = await api('POST', op.path, op.request, op.token);
           } catch {
-            inDoubt.push(op);
+            inDoubt.push({ ...op, life: undefined, it, deferred: op.kind === 'work-action' && random() < 0.5 });
+            killedInDoubt++;
+            if (op.life) op.life.stale = op.life.item !== null;
             return;
+          }
+          if (res.status >= 200 && res.status < 300) {
+            acked.push({ ...op, life: undefined, response: res.body });
+            if (op.kind === 'work-action') actions[op.request.action]++;
+            if (op.life) op.life.item = res.body;
+          } else {
+            // Only a work action may lose: to a rival claim or a stale view of the item (409).
+            check(op.kind === 'work-action' && res.status === 409, `${op.kind} ${JSON.stringify(op.request)} gave ${res.status} ${JSON.stringify(res.body)}`);
+            if (op.life) op.life.stale = true;
           }
         }
       };
-      const loops = Array.from({ length: writers }, (_, w) => writer(w));
+      const loops = Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 350)));
       await kill9(server);
       dead = true;
-      await Promise.all(loops);
-      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${inDoubt.length} in doubt at this kill`);
+      await loops;
+      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this kill`);
     }
+    if (inject) injectFault(inject, acked, inDoubt);
     // Final round: restart once more and check every acknowledged write again.
     const server = await startServer(dataDir);
     const api = (method, path, body, token) => call(dispatcher, server.url, method, path, body, token);
-    checked += await verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, agents, topicId });
-    await new Promise((resolve) => {
-      server.once('exit', resolve);
-      server.kill('SIGTERM');
-    });
-    return { iterations, checked, acknowledged: acked.length, seed, dataDir };
+    try {
+      checked += await verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, token: creators[0].token, topicId, stats });
+    } finally {
+      await new Promise((resolve) => {
+        server.once('exit', resolve);
+        server.kill('SIGTERM');
+      });
+    }
+    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, seed, dataDir };
   } finally {
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Self-test faults (see runCrashTest); each must make the final verification fail. */
+function injectFault(kind, acked, inDoubt) {
+  const applied = acked.filter((w) => w.kind === 'work-action');
+  check(applied.length > 0, 'inject: no acknowledged work action to build a fault on');
+  const victim = applied[applied.length - 1];
+  if (kind === 'changed-ack') {
+    victim.response = { ...victim.response, updated: new Date(0).toISOString() };
+  } else if (kind === 'forgotten-clientId') {
+    // As if the server had applied this request but forgotten its clientId: the retry meets a
+    // stale revision (409) and an unknown receipt, yet a revision carries the action.
+    inDoubt.push({ ...victim, response: undefined, request: { ...victim.request, clientId: `forgotten-${victim.request.clientId}` } });
+  } else throw new Error(`unknown inject ${kind}`);
 }
 
 async function saveCursors(api, token, previous) {
@@ -200,20 +326,61 @@ async function follow(api, path, token, cursor) {
   }
 }
 
-async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, agents, topicId }) {
-  const token = agents[0].token;
+/** Every revision of a work item, ascending. */
+async function history(api, workItemId, token) {
+  const revisions = [];
+  let after = 0;
+  for (;;) {
+    const res = await api('GET', `/api/work/history?workItemId=${workItemId}&afterRevision=${after}&limit=100`, undefined, token);
+    check(res.status === 200, `history of ${workItemId} gave ${res.status}`);
+    revisions.push(...res.body.revisions);
+    after = res.body.nextAfterRevision;
+    if (!res.body.hasMore) break;
+  }
+  revisions.forEach((r, i) => check(r.revision === i + 1, `history of ${workItemId} skips or repeats revision ${i + 1}`));
+  return revisions;
+}
+
+/** Retries an in-doubt work action with its clientId and body; checks it resolved to exactly one revision. */
+async function checkInDoubtAction(api, w, token, stats) {
+  const q = w.request;
+  const label = `in-doubt ${q.action} ${q.clientId} of ${q.workItemId}@${q.expectedRevision}`;
+  const res = await api('POST', w.path, q, w.token);
+  const receipt = await api('GET', `/api/receipts?kind=work&clientId=${q.clientId}`, undefined, w.token);
+  check(receipt.status === 200, `receipt of ${label} gave ${receipt.status}`);
+  const revs = await history(api, q.workItemId, token);
+  const carrying = revs.filter((rev, i) => carries(w, revs[i - 1], rev));
+  if (res.status === 200) {
+    const snap = res.body;
+    check(snap.id === q.workItemId && snap.revision === q.expectedRevision + 1, `retry of ${label} answered revision ${snap.id}@${snap.revision}`);
+    check(carrying.length === 1 && same(carrying[0], snap), `retry of ${label} answered a snapshot that history does not hold as the revision carrying it (${carrying.length} carry it)`);
+    check(receipt.body.outcome === 'recorded' && same(receipt.body.response.body, snap), `receipt of ${label} does not hold the snapshot: ${JSON.stringify(receipt.body)}`);
+    const again = await api('POST', w.path, q, w.token);
+    check(again.status === 200 && same(again.body, snap), `second retry of ${label} differs: ${again.status}`);
+    stats.inDoubtRetries.applied++;
+  } else if (res.status === 409) {
+    check(revs.length > q.expectedRevision, `retry of ${label} got 409 although revision ${q.expectedRevision} is current: ${JSON.stringify(res.body)}`);
+    check(receipt.body.outcome === 'unknown', `retry of ${label} got 409 but its receipt is ${receipt.body.outcome}`);
+    check(carrying.length === 0, `retry of ${label} got 409 with an unknown receipt, yet revision ${carrying[0]?.revision} carries it`);
+    stats.inDoubtRetries.stale++;
+  } else {
+    check(false, `retry of ${label} gave ${res.status} ${JSON.stringify(res.body)}`);
+  }
+}
+
+async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, token, topicId, stats }) {
   let checked = 0;
   // 1. Every acknowledged write is present with identical content.
   for (const w of acked) {
     if (w.kind === 'message') {
       const m = (await api('GET', `/api/messages?messageId=${w.response.id}`, undefined, token)).body.messages[0];
-      check(JSON.stringify(m) === JSON.stringify(w.response), `acknowledged message ${w.response.id} is missing or changed`);
+      check(same(m, w.response), `acknowledged message ${w.response.id} is missing or changed`);
     } else if (w.kind === 'knowledge') {
       const res = await api('GET', `/api/knowledge?id=${w.response.id}&history=true`, undefined, token);
-      check(res.body.knowledge.some((k) => JSON.stringify(k) === JSON.stringify(w.response)), `acknowledged knowledge ${w.response.id} is missing or changed`);
+      check(res.body.knowledge.some((k) => same(k, w.response)), `acknowledged knowledge ${w.response.id} is missing or changed`);
     } else {
       const res = await api('GET', `/api/work/history?workItemId=${w.response.id}&afterRevision=${w.response.revision - 1}&limit=1`, undefined, token);
-      check(res.status === 200 && JSON.stringify(res.body.revisions[0]) === JSON.stringify(w.response), `acknowledged work revision ${w.response.id}@${w.response.revision} is missing or changed`);
+      check(res.status === 200 && same(res.body.revisions[0], w.response), `acknowledged work revision ${w.response.id}@${w.response.revision} is missing or changed`);
     }
     checked++;
   }
@@ -223,17 +390,18 @@ async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, agents,
   // 3. Both feeds continue from the saved cursors.
   cursors.discussion = await follow(api, '/api/changes', token, cursors.discussion);
   cursors.work = await follow(api, '/api/work/changes', token, cursors.work);
-  // 4. In-doubt writes retried with the same clientId resolve to exactly one record.
+  // 4. In-doubt writes retried with the same clientId and body resolve to exactly one record.
   for (const w of inDoubt) {
     if (w.kind === 'knowledge') continue; // not idempotent by design (no clientId)
-    const res = await api('POST', w.path, w.request, w.token);
     if (w.kind === 'work-action') {
-      check(res.status === 200 || res.status === 409, `retry of in-doubt claim gave ${res.status}`);
+      await checkInDoubtAction(api, w, token, stats);
+      checked++;
       continue;
     }
+    const res = await api('POST', w.path, w.request, w.token);
     check(res.status === 201, `retry of in-doubt ${w.kind} ${w.request.clientId} gave ${res.status} ${JSON.stringify(res.body)}`);
     const again = await api('POST', w.path, w.request, w.token);
-    check(JSON.stringify(again.body) === JSON.stringify(res.body), `second retry of ${w.request.clientId} differs`);
+    check(same(again.body, res.body), `second retry of ${w.request.clientId} differs`);
     if (w.kind === 'message') {
       const listed = await api('GET', `/api/messages?topicId=${topicId}&q=${encodeURIComponent(w.request.content)}`, undefined, token);
       check(listed.body.messages.filter((m) => m.clientId === w.request.clientId).length === 1, `in-doubt message ${w.request.clientId} is not exactly one record`);
@@ -260,6 +428,10 @@ async function main() {
   console.log(`crash test: seed ${seed}`);
   const started = Date.now();
   const result = await runCrashTest({ iterations: opt('iterations', 100), writers: opt('writers', 12), seed, keep: args.includes('--keep') });
+  console.log(
+    `work actions acknowledged: ${ACTIONS.map((a) => `${a} ${result.actions[a]}`).join(', ')}; ` +
+      `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409)`,
+  );
   console.log(
     `crash test passed: ${result.iterations} kills, ${result.acknowledged} acknowledged writes, ${result.checked} checks, ` +
       `${((Date.now() - started) / 1000).toFixed(1)} s (seed ${result.seed})`,
