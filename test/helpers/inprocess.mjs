@@ -5,7 +5,7 @@
  */
 import { startService } from '../../dist/service.js';
 import { loadConfig } from '../../dist/config.js';
-import { api, tempDir } from './server.mjs';
+import { api, stopBeforeRemoving, tempDir } from './server.mjs';
 
 /**
  * Starts the service in this process on a temp data dir and port 0; closed after the test.
@@ -17,7 +17,11 @@ export async function startInProcess(t, opts = {}) {
   const dataDir = given ?? tempDir(t);
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...env });
   const service = await startService(config, serviceOpts);
-  t.after(() => service.close());
+  // Closed once, before its folder is removed (whichever hook comes first) or after the test.
+  let closed;
+  const close = () => (closed ??= service.close());
+  stopBeforeRemoving(dataDir, close);
+  t.after(close);
   const h = {
     service,
     svc: service,

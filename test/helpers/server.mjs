@@ -3,10 +3,11 @@
  * folder and a free port, speak HTTP to it with undici, run the CLI, and clean up through the
  * test context (hypercore's `create(t)` pattern), so no test leaks a server or a folder.
  */
-import { spawn, execFile } from 'node:child_process';
+import { after, before } from 'node:test';
+import { spawn, spawnSync, execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
+import { join, dirname, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { request } from 'undici';
@@ -16,10 +17,30 @@ export const SERVER_JS = join(ROOT, 'dist', 'server.js');
 export const CLI_JS = join(ROOT, 'dist', 'cli.js');
 const execFileP = promisify(execFile);
 
-/** A fresh temp folder removed after the test. */
+/** Stop functions of the servers started on a folder, run before a temp folder holding it is removed. */
+const stoppers = new Map();
+
+/**
+ * Registers `stop` (async) to run before any temp folder holding `dataDir` is removed, so a
+ * folder never goes while a server still writes into it (test hooks run in the order they were
+ * added, and a test may create its folder before it starts the server).
+ */
+export function stopBeforeRemoving(dataDir, stop) {
+  stoppers.set(stop, dataDir);
+}
+
+/** A fresh temp folder removed after the test, once every server started on it has stopped. */
 export function tempDir(t, prefix = 'forum-test-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(async () => {
+    for (const [stop, dataDir] of stoppers) {
+      if (dataDir === dir || dataDir.startsWith(dir + sep)) {
+        stoppers.delete(stop);
+        await stop();
+      }
+    }
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  });
   return dir;
 }
 
@@ -75,7 +96,9 @@ export async function startServer(t, opts = {}) {
   handle.cli = (...args) => cli(['--data-dir', dataDir, ...args]);
   handle.register = (name = 'agent') => register(handle, name);
 
-  t.after(() => handle.stop('SIGKILL'));
+  const kill = () => handle.stop('SIGKILL');
+  stopBeforeRemoving(dataDir, kill);
+  t.after(kill);
   await handle.start();
   return handle;
 }
@@ -115,3 +138,23 @@ export async function cli(args, env = {}) {
     return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: undefined };
   }
 }
+
+/**
+ * One server for a whole test file, whose tests each use their own agents and topics: registers
+ * node:test `before`/`after` hooks (call it at module level) and returns an async getter of the
+ * started handle. `opts` as for startServer.
+ */
+export function sharedServer(opts = {}) {
+  let shared;
+  const cleanups = [];
+  before(async () => {
+    shared = await startServer({ after: (fn) => cleanups.push(fn) }, opts);
+  });
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
+  return async () => shared;
+}
+
+/** True when the shell command `cmd` is installed. */
+export const which = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).status === 0;
