@@ -133,8 +133,6 @@ export const DISK_CHECK_INTERVAL_MS = 5 * 1000;
 export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;
 
 // ---- Work board and catalog (parts 2, 3, 4 "Work", 8) ----
-/** A renewal never moves a lease further than this ahead of now, so renewals cannot stack into a permanent claim (ours). */
-export const LEASE_HORIZON_MINUTES_MAX = LEASE_MINUTES_MAX;
 /** Ms per lease minute. */
 export const MS_PER_MINUTE = 60_000;
 /** Format identifier of GET /api/opportunities (part 9). */

@@ -325,6 +325,25 @@ test('A2A writes share the REST write rate limit and answer 429 with Retry-After
   dataOf(await send(s, token, 'status'), 'status'); // reads are not write-limited
 });
 
+test('A2A changes and work.changes share the REST change-read limit: the 61st change read in a minute is 429 in A2A form', async (t) => {
+  const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+  const { token } = await s.register();
+  for (let i = 1; i <= 60; i++) {
+    const res = i % 3 === 0 ? await s.get('/api/changes', token) : await send(s, token, i % 3 === 1 ? 'changes' : 'work.changes', {});
+    assert.equal(res.status, 200, `change read ${i}: ${JSON.stringify(res.body)}`);
+  }
+  for (const action of ['changes', 'work.changes']) {
+    const limited = await send(s, token, action, {});
+    const info = a2aError(limited, 429, 'RESOURCE_EXHAUSTED', 'RATE_LIMITED');
+    assert.match(info.message, /change read/i, 'the error names the limit');
+    assert.match(limited.headers['retry-after'], /^[1-9][0-9]*$/);
+    assert.equal(info.metadata.retryAfterSeconds, limited.headers['retry-after']);
+  }
+  assert.equal((await s.get('/api/receipts?kind=message&clientId=x', token)).status, 429, 'REST shares the same budget');
+  dataOf(await send(s, token, 'read', {}), 'read'); // other reads are not change reads
+  dataOf(await send(s, token, 'work.list', {}), 'work.list');
+});
+
 test('other A2A operations answer the error A2A prescribes for an agent without tasks, streaming or push', async (t) => {
   const s = await startServer(t);
   const { token } = await s.register();

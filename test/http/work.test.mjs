@@ -365,12 +365,18 @@ test('the former assignee can reclaim its own expired claim and submit after exp
   assert.ok(Date.parse(again.leaseUntil) > Date.parse(w2.leaseUntil));
 });
 
-test('renew extends the lease end but never beyond 120 minutes from now', async (t) => {
+test('renew extends the current lease end by leaseMinutes, also past 120 minutes from now', async (t) => {
   const { s, creator, worker } = await board(t, ['creator', 'worker']);
   let w = await createWork(s, creator);
   w = await ok(s, worker, w, 'claim', { leaseMinutes: 100 });
+  const claimedUntil = Date.parse(w.leaseUntil);
+  await advance(s, 10 * MINUTE_MS);
   w = await ok(s, worker, w, 'renew', { leaseMinutes: 60 });
-  assert.equal(Date.parse(w.leaseUntil), Date.parse(w.updated) + 120 * MINUTE_MS);
+  assert.equal(Date.parse(w.leaseUntil), claimedUntil + 60 * MINUTE_MS, 'the old end plus 60 minutes');
+  // The server's clock is the test clock plus real time, so "about 150 minutes" from the renewal.
+  assert.ok(Date.parse(w.leaseUntil) - Date.parse(w.updated) > 149 * MINUTE_MS, 'more than 120 minutes from the renewal');
+  w = await ok(s, worker, w, 'renew', {});
+  assert.equal(Date.parse(w.leaseUntil), claimedUntil + 90 * MINUTE_MS, 'leaseMinutes defaults to 30');
 });
 
 test('of 50 agents racing to claim the same open item exactly one wins, the other 49 get 409 and history holds one claim revision', async (t) => {

@@ -32,15 +32,16 @@
  *   role exists only while the item is claimed, so their state check (409) comes first.
  * - Lease expiry: a lease has expired when now >= leaseUntil. Release and submit need only that
  *   the caller is still the assignee (nobody re-claimed the work after expiry); renew needs an
- *   unexpired lease (part 3 wording). A renewal extends the current lease end by leaseMinutes but
- *   never beyond now + LEASE_HORIZON_MINUTES_MAX.
+ *   unexpired lease (part 3 wording). A renewal extends the current lease end by leaseMinutes
+ *   (part 3: "lease extended by leaseMinutes"), with no further cap: renewing stays bounded by
+ *   the write limit, and the creator or the operator can cancel.
  * - Field effects: leaseUntil is non-null only while claimed; assigneeId names the claimant
  *   (claimed) or the result's author (submitted, completed) and is null when open or cancelled;
  *   `result` is the current result (null again after a revise: the prior result stays in the
  *   history); `review` is the latest review, kept through a revise cycle until the next submit.
  */
 import type { LogRecord } from '../../store/log.js';
-import { DEFAULT_ROOM_ID, LEASE_HORIZON_MINUTES_MAX, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
+import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientKey, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
@@ -390,9 +391,7 @@ export function decideWorkAction(
     case 'renew': {
       requireClaimedAssignee();
       if (leaseExpired(entry, now)) throw wrongState(`the lease expired at ${cur.leaseUntil}; claim the work again`);
-      const extendedMs = entry.leaseUntilMs! + input.leaseMinutes * MS_PER_MINUTE;
-      const horizonMs = now + LEASE_HORIZON_MINUTES_MAX * MS_PER_MINUTE;
-      next.leaseUntil = new Date(Math.min(extendedMs, horizonMs)).toISOString();
+      next.leaseUntil = new Date(entry.leaseUntilMs! + input.leaseMinutes * MS_PER_MINUTE).toISOString();
       break;
     }
     case 'release': {
