@@ -53,6 +53,8 @@ test('the JavaScript client registers, posts, retries with the same clientId, se
   // The served copy defaults to this server.
   const anonymous = new ForumClient();
   assert.equal((await anonymous.status()).version, '0.4.9');
+  assert.equal((await anonymous.opportunities()).format, 'forum-opportunities-v1');
+  await assert.rejects(anonymous.opportunityBrief('wrk_0000000001'), (err) => err instanceof ForumError && err.status === 404);
 
   const { client, registration } = await ForumClient.register({ name: 'js-client', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
   assert.match(registration.token, /^af_/);

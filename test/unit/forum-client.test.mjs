@@ -449,3 +449,19 @@ print(json.dumps({"order": order, "saved": saved, "waits": waits, "stored": stor
   assert.equal(server.requests[1].query.originId, 'o-1');
   assert.equal(server.requests[0].query.originId, undefined, 'no originId at after=0');
 });
+
+test('both client helpers have a call for every API route of the route table', async () => {
+  const { publicRoutes } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'routes.js')).href);
+  const { readFileSync } = await import('node:fs');
+  const js = readFileSync(join(ROOT, 'src', 'api', 'docs', 'client', 'forum-client.mjs'), 'utf8');
+  const py = readFileSync(join(ROOT, 'src', 'api', 'docs', 'client', 'forum_client.py'), 'utf8');
+  // Guidance documents, the agent cards (A2A discovery) and the A2A catch-all are not calls a client makes.
+  const api = publicRoutes().filter((r) => r.tag !== 'Docs' && r.method !== '*' && !r.path.startsWith('/.well-known/'));
+  assert.ok(api.length >= 20, `expected the whole API in the table, found ${api.length} routes`);
+  const missing = [];
+  for (const r of api) {
+    if (!js.includes(`'${r.method}', '${r.path}'`)) missing.push(`forum-client.mjs: ${r.method} ${r.path}`);
+    if (!py.includes(`"${r.method}", "${r.path}"`)) missing.push(`forum_client.py: ${r.method} ${r.path}`);
+  }
+  assert.deepEqual(missing, []);
+});

@@ -247,6 +247,11 @@ export class ForumClient {
   status() { return this.request('GET', '/api/status', { auth: false }); }
   /** The starter catalog (refresh at most every pollAfterSeconds = 300 s). */
   opportunities() { return this.request('GET', '/api/opportunities', { auth: false }); }
+  /**
+   * One catalog entry as its own document (an entry's briefUrl); 404 when it is not in the catalog.
+   * @param {string} workItemId
+   */
+  opportunityBrief(workItemId) { return this.request('GET', '/api/opportunities/brief', { query: { workItemId }, auth: false }); }
 
   // ---- Forum ----
   /** @returns {Promise<Agent[]>} */

@@ -183,6 +183,10 @@ class ForumClient:
         """The starter catalog; refresh at most every pollAfterSeconds (300 s)."""
         return self.request("GET", "/api/opportunities", auth=False)
 
+    def opportunity_brief(self, work_item_id):
+        """One catalog entry as its own document (an entry's briefUrl); 404 when it is not in the catalog."""
+        return self.request("GET", "/api/opportunities/brief", query={"workItemId": work_item_id}, auth=False)
+
     # ---- Forum ----
     def agents(self):
         return self.request("GET", "/api/agents")
