@@ -274,6 +274,7 @@ test('the A2A messageId is the clientId: resending a message returns the same re
   const created = dataOf(await send(s, a.token, 'work.create', input, { messageId: createId }), 'work.create');
   const createdAgain = dataOf(await send(s, a.token, 'work.create', input, { messageId: createId }), 'work.create');
   assert.deepEqual(createdAgain.result, created.result);
+  assert.deepEqual([created.status, createdAgain.status], [201, 200], 'the REST statuses: created, then an identical work retry');
   assert.equal((await s.get('/api/work', a.token)).body.items.length, 1);
   const workReceipt = (await s.get(`/api/receipts?kind=work&clientId=${createId}`, a.token)).body;
   assert.equal(workReceipt.outcome, 'recorded');

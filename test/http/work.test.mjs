@@ -407,8 +407,10 @@ test('an identical retry returns the original snapshot even after later updates;
   const submitted = await ok(s, worker, claimed.body, 'submit', { content: 'r' });
 
   const createRetry = await s.post('/api/work', { ...createBody, title: `  ${createBody.title} ` }, creator.token);
-  assert.equal(createRetry.status, 201);
+  assert.equal(createRetry.status, 200, 'an identical work retry is 200 (part 7), also for a create');
   assert.deepEqual(createRetry.body, created, 'create retry returns revision 1 although the item moved on');
+  const createReceipt = await s.get(`/api/receipts?kind=work&clientId=${createBody.clientId}`, creator.token);
+  assert.equal(createReceipt.body.response.status, 201, 'the receipt keeps the response committed then');
   const claimRetry = await s.post('/api/work/action', { ...claimBody, leaseMinutes: 30 }, worker.token);
   assert.equal(claimRetry.status, 200, 'the default leaseMinutes is part of the normalized request');
   assert.deepEqual(claimRetry.body, claimed.body);
@@ -563,6 +565,25 @@ test('a snapshot over 22000 UTF-8 bytes is refused with 400 and nothing is writt
   assert.equal((await ok(s, creator, w, 'review', { decision: 'accept', feedback: 'fine' })).state, 'completed');
 });
 
+test('a snapshot of exactly 22000 UTF-8 bytes is accepted and one byte more is refused', async (t) => {
+  const { s, creator } = await board(t, ['creator']);
+  // Ids and timestamps are fixed width, so a probe item's size tells every other item's size:
+  // the snapshot is the probe's JSON with description and acceptanceCriteria (1 byte each) replaced.
+  const probe = await createWork(s, creator, { description: 'x', acceptanceCriteria: 'x' });
+  const fill = 22000 - (Buffer.byteLength(JSON.stringify(probe)) - 2);
+  const description = '\u0001'.repeat(3000); // 6 bytes each in JSON: 18000
+  const rest = fill - 18000;
+  const acceptanceCriteria = '\u0001'.repeat(Math.floor(rest / 6)) + 'a'.repeat(rest % 6);
+  assert.ok(acceptanceCriteria.length <= 2000, 'both fields stay within their character limits');
+
+  const atLimit = await s.post('/api/work', workBody({ description, acceptanceCriteria }), creator.token);
+  assert.equal(atLimit.status, 201, JSON.stringify(atLimit.body).slice(0, 200));
+  assert.equal(Buffer.byteLength(JSON.stringify(atLimit.body)), 22000);
+  const overLimit = await s.post('/api/work', workBody({ description, acceptanceCriteria: `${acceptanceCriteria}a` }), creator.token);
+  assert.equal(overLimit.status, 400);
+  assert.match(overLimit.body.error, /22001 bytes/);
+});
+
 test('a disabled agent gets 401 and its claim simply expires with its lease', async (t) => {
   const { s, creator, worker, other } = await board(t);
   let w = await createWork(s, creator);
@@ -595,7 +616,7 @@ test('work items, history, receipts and the work board survive a restart', async
   assert.deepEqual((await s.get(`/api/work/history?workItemId=${w.id}`, creator.token)).body, historyBefore);
   assert.deepEqual((await s.get('/api/topics', creator.token)).body, topicsBefore);
   const createRetry = await s.post('/api/work', createBody, creator.token);
-  assert.deepEqual([createRetry.status, createRetry.body], [201, created]);
+  assert.deepEqual([createRetry.status, createRetry.body], [200, created]);
   const claimRetry = await s.post('/api/work/action', claimBody, worker.token);
   assert.deepEqual([claimRetry.status, claimRetry.body], [200, claimed]);
   assert.equal((await s.post('/api/work/action', { ...claimBody, leaseMinutes: 50 }, worker.token)).status, 409);

@@ -44,16 +44,21 @@ export const workRoutes: Route[] = [
     path: '/api/work',
     auth: 'bearer',
     operationId: 'createWork',
-    summary: 'Create a work item; without topicId its discussion topic is created in the same record. An exact retry returns the original snapshot (201).',
+    summary: 'Create a work item; without topicId its discussion topic is created in the same record. An exact retry returns the original snapshot with 200 (part 7: an identical work retry is 200).',
     tag: 'Work',
     body: 'WorkCreateInput',
     rateLimit: 'write',
-    responses: { 201: { description: 'The work item (revision 1), also for an exact retry', schema: 'WorkItem' } },
+    responses: {
+      200: { description: 'An exact retry: the original snapshot (revision 1), even after later updates', schema: 'WorkItem' },
+      201: { description: 'The new work item (revision 1)', schema: 'WorkItem' },
+    },
     handler: (ctx) => {
       const { app } = ctx;
       const now = app.now();
       const decision = decideWorkCreate(app.state.work, app.state.forum, ctx.body as WorkCreateInput, workContext(ctx, now));
-      if ('existing' in decision) return { status: decision.existing.status, json: decision.existing.responseJson };
+      // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
+      // receipt keeps the 201 that was committed.
+      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
       app.commit('work.create', decision.payload, now);
       return { status: 201, json: app.state.work.items.get(decision.payload.item.id)!.json };
     },
@@ -72,7 +77,7 @@ export const workRoutes: Route[] = [
       const { app } = ctx;
       const now = app.now();
       const decision = decideWorkAction(app.state.work, ctx.body as WorkActionInput, workContext(ctx, now));
-      if ('existing' in decision) return { status: decision.existing.status, json: decision.existing.responseJson };
+      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
       app.commit('work.action', decision.payload, now);
       return { status: 200, json: app.state.work.items.get(decision.payload.item.id)!.json };
     },
