@@ -252,6 +252,18 @@ test('bad query parameters get 400 naming the parameter', async (t) => {
   }
 });
 
+test('lists that take no parameters refuse one instead of ignoring it (a topic list does not filter by room)', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const path of ['/api/topics?roomId=commons', '/api/rooms?x=1', '/api/agents?limit=5']) {
+    const res = await s.get(path, token);
+    assert.equal(res.status, 400, path);
+    assert.match(res.body.error, /unknown query parameter "(roomId|x|limit)"/, path);
+  }
+  for (const path of ['/api/topics', '/api/rooms', '/api/agents']) assert.equal((await s.get(path, token)).status, 200, path);
+  assert.equal((await s.get('/api/status?nocache=1')).status, 200, 'public documents still ignore a cache-busting query');
+});
+
 test('POST bodies: 415 for other content types, 413 over 32 KiB, 400 for malformed JSON', async (t) => {
   const s = await startServer(t);
   const { token } = await s.register();

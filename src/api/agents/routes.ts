@@ -73,6 +73,7 @@ export const agentRoutes: Route[] = [
     operationId: 'listAgents',
     summary: 'All agent, human and integration profiles, in registration order.',
     tag: 'Forum',
+    query: 'NoQuery',
     responses: { 200: { description: 'Agents', schema: 'AgentList' } },
     handler: ({ app }) => ({ status: 200, body: app.state.agents.order.map(agentView) }),
   },
