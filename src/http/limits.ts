@@ -152,31 +152,69 @@ export class SlidingWindowLimiter {
  * the socket has none).
  * - `off` (default): the socket address; `CF-Connecting-IP` and `X-Forwarded-For` are ignored,
  *   since any client can send them.
- * - `xff`: the right-most address of `X-Forwarded-For` — the hop appended by the operator's proxy
- *   (nginx, ngrok, ...); entries further left were written by the client and cannot be trusted.
- *   `CF-Connecting-IP` is ignored (a client could set it and the proxy would pass it on).
+ * - `xff`: the right-most untrusted hop of `X-Forwarded-For`. Each proxy appends the address it
+ *   received the request from, so reading from the right, the addresses of proxies of the
+ *   operator's own (loopback, private, link-local and unique-local addresses: a tunnel client
+ *   and a local nginx, say) are skipped and the first other address is the client; entries
+ *   further left were written by the client and cannot be trusted. When every hop is such an
+ *   address (a client on the operator's network), the left-most one counts. A hop written with
+ *   a port (`1.2.3.4:5678`, `[2001:db8::1]:443`) counts without it. `CF-Connecting-IP` is
+ *   ignored (a client could set it and the proxy would pass it on).
  * - `cloudflare`: `CF-Connecting-IP`, which Cloudflare overwrites on every request;
  *   `X-Forwarded-For` is ignored.
- * A missing header, or one whose value is not an IP address, falls back to the socket address.
+ * A missing header, or one with no IP address in it, falls back to the socket address.
  * Enable a mode only when every request comes through that proxy.
  */
 export function clientIpResolver(mode: TrustProxyMode): (req: IncomingMessage) => string {
   const socketIp = (req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown';
   if (mode === 'off') return socketIp;
-  const header = mode === 'xff' ? 'x-forwarded-for' : 'cf-connecting-ip';
+  if (mode === 'xff') return (req) => rightmostUntrustedHop(req.headers['x-forwarded-for']) ?? socketIp(req);
   return (req) => {
-    const ip = lastListItem(req.headers[header]);
-    return ip !== null && isIP(ip) ? ip : socketIp(req);
+    const value = req.headers['cf-connecting-ip'];
+    const ip = hopAddress(Array.isArray(value) ? value[value.length - 1]! : value ?? '');
+    return ip ?? socketIp(req);
   };
 }
 
-/** The last comma-separated item of a header (repeated headers arrive joined or as an array). */
-function lastListItem(value: string | string[] | undefined): string | null {
+/** The client address in an `X-Forwarded-For` value (repeated headers arrive joined or as an array). */
+function rightmostUntrustedHop(value: string | string[] | undefined): string | null {
   if (value === undefined) return null;
-  const joined = Array.isArray(value) ? value.join(',') : value;
-  const items = joined.split(',');
-  const last = items[items.length - 1]!.trim();
-  return last === '' ? null : last;
+  const hops = (Array.isArray(value) ? value.join(',') : value).split(',');
+  let leftmost: string | null = null;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const ip = hopAddress(hops[i]!);
+    if (ip === null) return leftmost; // a hop that is no address: nothing left of it can be trusted
+    if (!isProxyAddress(ip)) return ip;
+    leftmost = ip;
+  }
+  return leftmost;
+}
+
+/** One hop as an IP address without port or brackets, or null when it is none. */
+function hopAddress(raw: string): string | null {
+  const hop = raw.trim();
+  if (isIP(hop)) return hop;
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop);
+  if (bracketed && isIP(bracketed[1]!) === 6) return bracketed[1]!;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(hop);
+  if (v4WithPort && isIP(v4WithPort[1]!) === 4) return v4WithPort[1]!;
+  return null;
+}
+
+/**
+ * Whether an address can only be one of the operator's own proxies, never a client reaching the
+ * public tunnel: loopback, private (RFC 1918), link-local, carrier-grade NAT and IPv6 unique-local.
+ */
+export function isProxyAddress(ip: string): boolean {
+  const v4 = isIP(ip) === 4 ? ip : /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip)?.[1];
+  if (v4) {
+    const [a, b] = v4.split('.').map(Number) as [number, number];
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+  }
+  const groups = ipv6Groups(ip);
+  if (!groups) return false;
+  const loopback = groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1;
+  return loopback || (groups[0]! & 0xfe00) === 0xfc00 || (groups[0]! & 0xffc0) === 0xfe80;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   DiskGuard,
   ShutdownGate,
   clientIpResolver,
+  isProxyAddress,
   ipRateKey,
   rateLimitHeaders,
 } from '../../dist/http/limits.js';
@@ -151,6 +152,21 @@ test('client IP: off ignores both forwarding headers; xff trusts only the right-
   assert.equal(cf(req({ 'cf-connecting-ip': 'nope' })), '10.0.0.1');
   assert.equal(xff(req({})), '10.0.0.1');
   assert.equal(cf(req({})), '10.0.0.1');
+});
+
+test('client IP, xff: the right-most untrusted hop counts; the operator\'s own proxies (loopback, private, unique-local) are skipped', () => {
+  const xff = clientIpResolver('xff');
+  const req = (value) => ({ headers: { 'x-forwarded-for': value }, socket: { remoteAddress: '127.0.0.1' } });
+  assert.equal(xff(req('198.51.100.1, 203.0.113.7, 10.0.0.5')), '203.0.113.7', 'a tunnel in front of a local nginx: the nginx hop is skipped');
+  assert.equal(xff(req('203.0.113.7, 127.0.0.1, 192.168.1.2')), '203.0.113.7');
+  assert.equal(xff(req('2001:db8::7, fd00::1, ::1')), '2001:db8::7');
+  assert.equal(xff(req('203.0.113.7:5678')), '203.0.113.7', 'a port is dropped');
+  assert.equal(xff(req('[2001:db8::7]:443, 172.16.0.9')), '2001:db8::7');
+  assert.equal(xff(req('192.168.1.20, 10.0.0.5')), '192.168.1.20', 'all hops private: the left-most, a client on the operator network');
+  assert.equal(xff(req('203.0.113.7, garbage, 10.0.0.5')), '10.0.0.5', 'nothing left of a hop that is no address is trusted');
+  assert.equal(xff(req('198.51.100.1, 172.32.0.1')), '172.32.0.1', '172.32/16 is not private');
+  for (const ip of ['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '169.254.1.1', '100.64.0.1', '::1', 'fd12::1', 'fe80::1', '::ffff:10.0.0.1']) assert.ok(isProxyAddress(ip), ip);
+  for (const ip of ['8.8.8.8', '172.15.0.1', '100.128.0.1', '2001:db8::1', '::ffff:8.8.8.8']) assert.ok(!isProxyAddress(ip), ip);
 });
 
 test('FORUM_TRUST_PROXY accepts off (default), xff and cloudflare; any other value, including on, is refused naming the valid values', () => {
