@@ -56,3 +56,16 @@ export function parseTimeMs(iso: string): number {
   }
   return memoMs;
 }
+
+/**
+ * The `before` filter's bound in whole ms (part 4: created strictly before). Record times have
+ * millisecond precision, but a date-time may carry more digits, which Date.parse drops: for
+ * `…06.5771Z` a message created at `…06.577Z` is strictly before it, so the exclusive bound in
+ * ms is one higher whenever the digits past the millisecond are not all zero.
+ * Input: a valid RFC 3339 date-time. Output: ms since the epoch.
+ */
+export function exclusiveBoundMs(dateTime: string): number {
+  const ms = Date.parse(dateTime);
+  const fraction = /\.(\d+)/.exec(dateTime)?.[1] ?? '';
+  return /[1-9]/.test(fraction.slice(3)) ? ms + 1 : ms;
+}

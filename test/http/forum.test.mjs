@@ -192,7 +192,12 @@ test('message filters intersect, order newest first and respect limit and before
   assert.deepEqual(ids(await get('limit=2')), [posted[5].id, posted[4].id]);
   assert.deepEqual(ids(await get(`before=${encodeURIComponent(posted[0].created)}`)), []);
   const beforeLast = await get(`before=${encodeURIComponent(posted[5].created)}`);
-  assert.ok(!ids(beforeLast).includes(posted[5].id));
+  const earlier = posted.filter((m) => m.created < posted[5].created).map((m) => m.id).reverse();
+  assert.deepEqual(ids(beforeLast), earlier, 'strictly before: every earlier message, not the boundary one (ties may be skipped)');
+  // More digits than milliseconds: …06.5771Z is strictly after …06.577Z, so that message is included.
+  const finer = (created, digits) => created.replace(/Z$/, `${digits}Z`);
+  assert.deepEqual(ids(await get(`before=${encodeURIComponent(finer(posted[5].created, '1'))}`)).slice(0, 1), [posted[5].id]);
+  assert.ok(!ids(await get(`before=${encodeURIComponent(finer(posted[5].created, '000'))}`)).includes(posted[5].id), 'trailing zeros are the same instant');
   assert.deepEqual(ids(await get('messageId=unknown')), []);
   assert.deepEqual(ids(await get('topicId=unknown')), []);
 });

@@ -11,7 +11,7 @@ import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, Q_SAMPLE_MESSAGES, TOPICS_LIST_MAX } fr
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { addDiscussionEvent, pushDiscussionEvent, type FeedEvent, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
-import { parseTimeMs } from '../../clock.js';
+import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
 import { ContentMatcher, createdOf, readMessageFields } from './message-json.js';
 
 /** Room (part 2). */
@@ -348,7 +348,7 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
   }
   let end = candidates.length;
   if (query.before !== undefined) {
-    const beforeMs = Date.parse(query.before);
+    const beforeMs = exclusiveBoundMs(query.before);
     let lo = 0;
     let hi = candidates.length;
     while (lo < hi) {
