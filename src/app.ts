@@ -72,6 +72,7 @@ export class App {
     return t > this.lastTimeMs ? t : this.lastTimeMs;
   }
 
+  /** now() as an ISO 8601 UTC timestamp ending in `Z` (part 2). */
   nowIso(): string {
     return new Date(this.now()).toISOString();
   }

@@ -13,6 +13,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 /** A clock that only moves when told to; for tests. */
 export class ManualClock implements Clock {
   constructor(private ms: number = Date.parse('2026-01-01T00:00:00.000Z')) {}
+  /** The current test time, ms since the epoch. */
   now(): number {
     return this.ms;
   }
@@ -20,6 +21,7 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     this.ms += ms;
   }
+  /** Sets the time to `ms` (ms since the epoch); may move it backwards. */
   set(ms: number): void {
     this.ms = ms;
   }
@@ -32,6 +34,7 @@ export class ManualClock implements Clock {
 export class OffsetClock implements Clock {
   offsetMs = 0;
   constructor(private readonly base: Clock = systemClock) {}
+  /** The base clock's time plus `offsetMs`, ms since the epoch. */
   now(): number {
     return this.base.now() + this.offsetMs;
   }

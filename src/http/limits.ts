@@ -385,6 +385,10 @@ export class DiskGuard implements Guards {
     private readonly now: () => number,
   ) {}
 
+  /**
+   * Refuses a POST with 507 (LOW_DISK_SPACE) while free space under the data folder is below
+   * `minFreeBytes` (part 7; FORUM_MIN_FREE_BYTES), before anything is written. Reads pass.
+   */
   afterAuth(route: Route): void {
     if (route.method !== 'POST') return;
     const free = this.disk.freeBytes(this.now());

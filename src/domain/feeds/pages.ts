@@ -123,6 +123,7 @@ export class FeedPageCache {
     return buf;
   }
 
+  /** Pages held now (at most FEED_PAGE_CACHE_MAX); for tests. */
   get size(): number {
     return this.pages.size;
   }
