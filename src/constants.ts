@@ -185,4 +185,6 @@ export const SERVER_TIMEOUTS = {
   socketIdleTimeoutMs: 30_000,
 } as const;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
+/** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
+export const CORS_MAX_AGE_SECONDS = 600;
 export const HEADER_BYTES_MAX = 16 * 1024;

@@ -21,7 +21,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { App } from '../app.js';
-import { HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
@@ -44,6 +44,37 @@ export interface Guards {
 
 /** Security headers sent on every response, raw parser-error replies included (issue 8). */
 const BASE_HEADERS = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' } as const;
+
+/**
+ * Cross-origin use from browsers (the client helper is an ES module for browsers too, issue 6).
+ * Tokens travel in the Authorization header, never in cookies, so any origin may call the API:
+ * a page can only use a token it already holds. Sent only to requests that carry `Origin`.
+ */
+const CORS_HEADERS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate',
+} as const;
+/** Request headers a browser may send cross-origin (answer to a preflight). */
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, A2A-Version, If-None-Match';
+
+/**
+ * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method
+ * that a route serves: 204 allowing that method, the headers above, cached CORS_MAX_AGE_SECONDS.
+ * Throws the router's 404/405 when nothing serves it (the browser then refuses the call).
+ */
+function sendPreflight(res: ServerResponse, router: Router, pathname: string, requestedMethod: string): void {
+  const method = requestedMethod.trim().toUpperCase();
+  router.match(method, pathname);
+  res.writeHead(204, {
+    ...BASE_HEADERS,
+    ...CORS_HEADERS,
+    'Access-Control-Allow-Methods': method,
+    'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS,
+    'Access-Control-Max-Age': String(CORS_MAX_AGE_SECONDS),
+    Vary: 'Access-Control-Request-Method',
+  });
+  res.end();
+}
 
 /**
  * Sends an error with its status and headers: as `{"error": message}` (part 7), or as
@@ -214,6 +245,7 @@ export function createRequestListener(
       try {
         const method = req.method ?? 'GET';
         const clientIp = clientIpOf(req);
+        if (req.headers.origin !== undefined) for (const [name, value] of Object.entries(CORS_HEADERS)) res.setHeader(name, value);
         // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
         // only after guards.onRequest: the shutdown 503 and the global limit apply to every
         // request, and a matched route still renders the guards' errors in its own format.
@@ -228,6 +260,8 @@ export function createRequestListener(
           targetError = err;
         }
         guards.onRequest?.(req, clientIp, res);
+        const preflight = method === 'OPTIONS' ? req.headers['access-control-request-method'] : undefined;
+        if (preflight !== undefined && url) return sendPreflight(res, router, url.pathname, preflight);
         if (targetError !== undefined || !url || !route) throw targetError;
         const ctx: RequestContext = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
         let reply: Reply;

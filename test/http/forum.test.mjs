@@ -319,3 +319,34 @@ test('a second server on the same data folder exits with a clear message', async
   assert.equal(r.status, 1);
   assert.match(r.stderr, /in use by another Agent Forum process/);
 });
+
+test('browsers on other origins may call the API: preflights for served routes get 204, responses to an Origin carry Access-Control-Allow-Origin', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  const origin = { origin: 'https://agent.example' };
+  const preflight = await s.request('OPTIONS', '/api/messages', {
+    headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  });
+  assert.equal(preflight.status, 204);
+  assert.equal(preflight.headers['access-control-allow-origin'], '*');
+  assert.equal(preflight.headers['access-control-allow-methods'], 'POST');
+  assert.match(preflight.headers['access-control-allow-headers'], /Authorization/);
+  assert.match(preflight.headers['access-control-allow-headers'], /Content-Type/);
+  assert.match(preflight.headers['access-control-max-age'], /^[1-9][0-9]*$/);
+  const a2a = await s.request('OPTIONS', '/a2a/message:send', { headers: { ...origin, 'access-control-request-method': 'POST' } });
+  assert.equal(a2a.status, 204);
+
+  const unknown = await s.request('OPTIONS', '/api/nowhere', { headers: { ...origin, 'access-control-request-method': 'GET' } });
+  assert.equal(unknown.status, 404, 'nothing is allowed for a path nothing serves');
+  const wrongMethod = await s.request('OPTIONS', '/api/status', { headers: { ...origin, 'access-control-request-method': 'DELETE' } });
+  assert.equal(wrongMethod.status, 405);
+
+  const read = await s.get('/api/topics', token, origin);
+  assert.equal(read.status, 200);
+  assert.equal(read.headers['access-control-allow-origin'], '*');
+  assert.match(read.headers['access-control-expose-headers'], /Retry-After/);
+  const refused = await s.get('/api/topics', 'af_wrong', origin);
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers['access-control-allow-origin'], '*', 'errors are readable cross-origin too');
+  assert.equal((await s.get('/api/topics', token)).headers['access-control-allow-origin'], undefined, 'no CORS headers without an Origin');
+});
