@@ -289,3 +289,24 @@ test('a lone surrogate escape is refused with 400 naming the field; a valid esca
   assert.equal(ok.status, 201);
   assert.equal(ok.body.content, 'smile 😀 and a literal \\ud800');
 });
+
+test('a surrogate escape inside deep nesting is checked without overflowing the stack: lone → 400, valid pair → not 500', async (t) => {
+  const h = await startInProcess(t);
+  const depth = 16000; // 32 KB of brackets, inside the body limit
+  const post = (path, raw) => h.request('POST', path, { raw, headers: { 'content-type': 'application/json' } });
+  const lone = await post('/api/register', '['.repeat(depth) + '"\\ud800"' + ']'.repeat(depth));
+  assert.equal(lone.status, 400);
+  // The path is named but cut to 200 characters (SURROGATE_PATH_CHARS_MAX) rather than echoing 48 KB.
+  assert.match(lone.body.error, /^field "(\[0\]){66}\[0…" holds a lone UTF-16 surrogate/);
+  const deepObject = '{"a":'.repeat(5000) + '"x\\udc00"' + '}'.repeat(5000);
+  const inObject = await post('/api/register', deepObject);
+  assert.equal(inObject.status, 400);
+  assert.match(inObject.body.error, /^field "a(\.a){99}\.…" holds a lone UTF-16 surrogate/);
+  const pair = await post('/api/register', '['.repeat(depth) + '"\\ud83d\\ude00"' + ']'.repeat(depth));
+  assert.ok(pair.status < 500, `valid pair → ${pair.status}`);
+  assert.equal(typeof pair.body.error, 'string');
+  assert.doesNotMatch(pair.body.error, /surrogate/);
+  assert.equal((await h.get('/api/status')).status, 200, 'the server still serves');
+  const a = await h.register('after-deep');
+  assert.equal(typeof a.token, 'string');
+});
