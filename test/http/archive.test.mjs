@@ -184,6 +184,23 @@ test('garbage appended after complete records is refused, not silently dropped',
   assert.match(refusedStart(s.dataDir), /not framed/);
 });
 
+test('garbage appended without a newline is refused at startup naming file and offset, and repair --truncate keeps every record', async (t) => {
+  const { s, a, topic, posted } = await seeded(t);
+  await s.stop();
+  const seg = segment(s.dataDir);
+  const offset = readFileSync(seg).length;
+  appendFileSync(seg, 'this is not a record');
+  const stderr = refusedStart(s.dataDir);
+  assert.match(stderr, new RegExp(`${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${offset}: .*neither start like a record line`));
+  assert.equal(readFileSync(seg).length, offset + 20, 'startup changed nothing');
+  const repaired = await s.cli('repair', '--truncate');
+  assert.equal(repaired.code, 0, repaired.stderr);
+  assert.equal(readFileSync(repaired.json.quarantined[0], 'utf8'), 'this is not a record');
+  await s.start();
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
+  assert.equal(msgs.length, posted.length, 'no record was lost');
+});
+
 test('a partial final line is truncated at startup and the server serves everything before it', async (t) => {
   const { s, a, topic, posted } = await seeded(t);
   await s.stop();
