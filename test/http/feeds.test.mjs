@@ -345,3 +345,24 @@ test('exchange records with multibyte and escape-heavy content hash their exact 
   const afterCrash = await exportAll();
   assert.deepEqual(afterCrash.map((r) => [r.seq, r.canonicalJson, r.sha256]), before.map((r) => [r.seq, r.canonicalJson, r.sha256]), 'identical after a kill -9');
 });
+
+test('originId is matched case-insensitively on both feeds and the export, and only its canonical UUID form is accepted', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 2);
+  const cursors = {
+    '/api/changes': (await s.get('/api/changes?after=0&limit=1', a.token)).body.cursor,
+    '/api/work/changes': (await s.get('/api/work/changes?after=0', a.token)).body.cursor,
+    [`/api/exchange?topicId=${topic.id}&`]: (await s.get(`/api/exchange?topicId=${topic.id}&limit=1`, a.token)).body.cursor,
+  };
+  for (const [path, cursor] of Object.entries(cursors)) {
+    const url = (originId) => `${path}${path.endsWith('&') ? '' : '?'}after=${cursor.after}&originId=${encodeURIComponent(originId)}`;
+    assert.equal((await s.get(url(cursor.originId), a.token)).status, 200, `${path} lower case`);
+    const upper = await s.get(url(cursor.originId.toUpperCase()), a.token);
+    assert.equal(upper.status, 200, `${path} upper case: ${JSON.stringify(upper.body)}`);
+    for (const spelling of [`urn:uuid:${cursor.originId}`, `{${cursor.originId}}`, cursor.originId.replace(/-/g, ''), ` ${cursor.originId}`]) {
+      const res = await s.get(url(spelling), a.token);
+      assert.equal(res.status, 400, `${path} ${spelling}`);
+      assert.match(res.body.error, /query parameter "originId" must be a UUID in canonical form/);
+    }
+  }
+});
