@@ -80,7 +80,8 @@ for (const path of ['/api/changes', '/api/work/changes']) {
     for (const after of ['01', '+1', '1e3', '-1', '1.0', 'x', '']) {
       const res = await s.get(`${path}?after=${encodeURIComponent(after)}&originId=${origin}`, a.token);
       assert.equal(res.status, 400, `after=${after}`);
-      assert.match(res.body.error, /after/);
+      // The error states the rule, not just "must be integer".
+      assert.match(res.body.error, /query parameter "after" must be a plain non-negative integer: digits only, with no leading zero, sign, exponent or decimal point/, `after=${after}`);
     }
     assert.equal((await s.get(`${path}?after=1&originId=${origin}`, a.token)).status, 200, 'the right cursor is accepted');
     const missing = await s.get(`${path}?after=1`, a.token);
