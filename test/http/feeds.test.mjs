@@ -194,7 +194,9 @@ test('exchange parameter rules: unknown topic 404, missing originId 400, after b
   assert.equal((await s.get('/api/exchange', a.token)).status, 400);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&after=1`, a.token)).status, 400);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1`, a.token)).status, 400);
-  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token)).status, 409);
+  const wrong = await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token);
+  assert.equal(wrong.status, 409);
+  assert.match(wrong.body.error, /does not belong to the topic export of this archive/);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=999999&originId=${origin}`, a.token)).status, 409);
   assert.equal((await s.get(`/api/exchange?topicId=bad!id`, a.token)).status, 400);
   const head = (await s.get(`/api/exchange?topicId=${topic.id}`, a.token)).body.cursor.through;

@@ -156,7 +156,7 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
     throw badRequest('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
   }
-  checkCursor(q, originId, head, 'archive');
+  checkCursor(q, originId, head, 'topic export');
   const through = q.through ?? head;
   if (q.after > through) {
     throw badRequest(`after=${q.after} is beyond through=${through}: a cursor never passes its pinned bound; send the whole cursor of the previous page`);
