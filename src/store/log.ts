@@ -262,21 +262,24 @@ function unterminatedTail(
   );
 }
 
+/** What to do when the server's data folder ends before, or differs at, its checkpoint. */
+const CHECKPOINT_REMEDY =
+  'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
+  'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
+  'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
+  'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
+
 /**
  * Checks a replayed log against its metadata's checkpoint (see meta.ts): the log must reach the
  * checkpoint's seq, and that record must have the checkpoint's hash. `replay` must have been
  * run with `hashAtSeq: meta.checkpoint.seq`. Throws StoreStateError naming the folder, what is
- * wrong and what the operator can do; nothing is changed.
+ * wrong and what the operator can do (`remedy`; the default fits the server's data folder);
+ * nothing is changed.
  */
-export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult): void {
+export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult, remedy: string = CHECKPOINT_REMEDY): void {
   const cp = meta.checkpoint;
   if (!cp) return;
   const logDir = join(dataDir, LOG_DIR);
-  const remedy =
-    'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
-    'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
-    'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
-    'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
   if (replay.lastSeq < cp.seq) {
     throw new StoreStateError(
       `${logDir} ends at record ${replay.lastSeq}, but ${join(dataDir, 'meta.json')} records that this log reached record ` +
