@@ -12,7 +12,10 @@
  *        acknowledged revision in GET /api/work/history),
  *      - the hash chain verifies (`cli verify`),
  *      - both feeds continue from the cursors saved before the crash (no 409, nothing at or
- *        before the saved position is delivered again),
+ *        before the saved position is delivered again, seq strictly increasing), and the events
+ *        read from them hold every acknowledged message and knowledge revision (discussion feed)
+ *        and every acknowledged work revision (work feed) exactly once, with identical content;
+ *        the cursors are saved before the first tracked write, so they cover every one,
  *      - retrying every in-doubt write (no response seen) with the same clientId and the same
  *        body resolves to exactly one record; for a work action: 200 with the revision that
  *        carries it (the original snapshot, or a fresh application if it never was applied), or
@@ -126,7 +129,8 @@ function carries(op, prev, rev) {
  * Runs the crash test. Options: iterations, writers (concurrent loops), seed, log (function),
  * keep (keep the data folder), inject (self-test only: 'changed-ack' alters one acknowledged
  * work revision, 'forgotten-clientId' adds an in-doubt action that duplicates an applied one under
- * another clientId; both must end in a Violation). Resolves to {iterations, checked,
+ * another clientId, 'lost-feed-event' makes the last round's feed reads miss the event of one
+ * acknowledged message; each must end in a Violation). Resolves to {iterations, checked,
  * acknowledged, actions, inDoubtRetries, seed, dataDir}; rejects with a Violation on the first
  * broken guarantee.
  */
@@ -142,6 +146,8 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   const attempted = new Set(); // `${item}:${expectedRevision}:${actor}:${action}` sent once each
   let checked = 0;
   let cursors = null;
+  // Events read from the saved cursors, across every round: how often each record appeared.
+  const feedSeen = { discussion: new Map(), work: new Map(), drop: null };
   let creators = []; // creators[w]: the agent that creates and reviews writer w's work
   let workers = []; // workers[w]: the agent that claims writer w's work and others' open work
   const byId = new Map();
@@ -166,11 +172,13 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         // Half of the in-doubt work actions wait one more round of writes before their retry, so
         // the item may move on meanwhile and the retry meets a stale revision.
         const due = inDoubt.filter((d) => !d.deferred || d.it < it - 1);
-        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), inDoubt: due, cursors, token: creators[0].token, topicId, stats });
+        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), inDoubt: due, cursors, feedSeen, token: creators[0].token, topicId, stats });
         unchecked = acked.length;
         inDoubt.splice(0, inDoubt.length, ...inDoubt.filter((d) => !due.includes(d)));
         for (const life of lives) life.stale = life.item !== null; // in-doubt retries may have moved it on
       }
+      // The feed check assumes the cursors predate every tracked write (see verifyAfterCrash).
+      if (cursors === null) check(acked.length === 0 && inDoubt.length === 0, 'cursors must be saved before the first tracked write');
       cursors = await saveCursors(api, creators[0].token, cursors);
 
       // Drive writes until the kill.
@@ -272,12 +280,12 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
       await loops;
       log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this kill`);
     }
-    if (inject) injectFault(inject, acked, inDoubt);
+    if (inject) injectFault(inject, acked, inDoubt, feedSeen);
     // Final round: restart once more and check every acknowledged write again.
     const server = await startServer(dataDir);
     const api = (method, path, body, token) => call(dispatcher, server.url, method, path, body, token);
     try {
-      checked += await verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, token: creators[0].token, topicId, stats });
+      checked += await verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSeen, token: creators[0].token, topicId, stats });
     } finally {
       await new Promise((resolve) => {
         server.once('exit', resolve);
@@ -292,7 +300,14 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
 }
 
 /** Self-test faults (see runCrashTest); each must make the final verification fail. */
-function injectFault(kind, acked, inDoubt) {
+function injectFault(kind, acked, inDoubt, feedSeen) {
+  if (kind === 'lost-feed-event') {
+    // As if the feed had skipped one acknowledged message: its event is dropped from the reads.
+    const victim = acked.findLast((w) => w.kind === 'message');
+    check(victim !== undefined, 'inject: no acknowledged message to build a fault on');
+    feedSeen.drop = (e) => e.kind === 'message' && e.message.id === victim.response.id;
+    return;
+  }
   const applied = acked.filter((w) => w.kind === 'work-action');
   check(applied.length > 0, 'inject: no acknowledged work action to build a fault on');
   const victim = applied[applied.length - 1];
@@ -314,14 +329,48 @@ async function saveCursors(api, token, previous) {
   };
 }
 
-/** Follows a feed from `cursor` to the end; checks continuity; returns the new cursor. */
-async function follow(api, path, token, cursor) {
+/**
+ * The record an event carries, as `[key, record]`: `message <id>`, `knowledge <id>@<revision>` or
+ * `work <id>@<revision>`; null for kinds the crash test does not track (room, topic).
+ */
+function eventRecord(e) {
+  if (e.kind === 'message') return [`message ${e.message.id}`, e.message];
+  if (e.kind === 'knowledge') return [`knowledge ${e.knowledge.id}@${e.knowledge.revision}`, e.knowledge];
+  if (e.kind === 'work_item') return [`work ${e.workItem.id}@${e.workItem.revision}`, e.workItem];
+  return null;
+}
+
+/** The feed key of an acknowledged write (see eventRecord). */
+function ackedKey(w) {
+  if (w.kind === 'message') return `message ${w.response.id}`;
+  if (w.kind === 'knowledge') return `knowledge ${w.response.id}@${w.response.revision}`;
+  return `work ${w.response.id}@${w.response.revision}`;
+}
+
+/**
+ * Follows a feed from `cursor` to the end; checks that seq strictly increases from the cursor on
+ * (so nothing at or before it comes again) and records every event's record in `seen` (key →
+ * {count, record}); `drop` (self-test only) hides events. Returns the new cursor.
+ */
+async function follow(api, path, token, cursor, seen, drop) {
   let c = cursor;
+  let last = c.after;
   for (;;) {
     const res = await api('GET', `${path}?after=${c.after}&originId=${c.originId}&limit=100`, undefined, token);
     check(res.status === 200, `${path} refused a cursor saved before the crash: ${res.status} ${JSON.stringify(res.body)}`);
-    for (const e of res.body.events) check(e.seq > c.after, `${path} delivered seq ${e.seq} at or before the saved cursor ${c.after}`);
+    for (const e of res.body.events) {
+      check(e.seq > last, `${path} delivered seq ${e.seq} after seq ${last} (saved cursor ${cursor.after}): not strictly increasing`);
+      last = e.seq;
+      if (drop?.(e)) continue;
+      const found = eventRecord(e);
+      if (!found) continue;
+      const [key, record] = found;
+      const entry = seen.get(key);
+      if (entry) entry.count++;
+      else seen.set(key, { count: 1, record });
+    }
     c = res.body.cursor;
+    check(c.after >= last, `${path} returned cursor ${c.after} behind its last event ${last}`);
     if (!res.body.hasMore) return c;
   }
 }
@@ -368,7 +417,7 @@ async function checkInDoubtAction(api, w, token, stats) {
   }
 }
 
-async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, token, topicId, stats }) {
+async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSeen, token, topicId, stats }) {
   let checked = 0;
   // 1. Every acknowledged write is present with identical content.
   for (const w of acked) {
@@ -387,9 +436,19 @@ async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, token, 
   // 2. The hash chain verifies.
   const verify = await execFileP(process.execPath, [CLI_JS, '--data-dir', dataDir, 'verify']).catch((err) => err);
   check(!verify.code, `verify failed: ${verify.stderr ?? verify.message}`);
-  // 3. Both feeds continue from the saved cursors.
-  cursors.discussion = await follow(api, '/api/changes', token, cursors.discussion);
-  cursors.work = await follow(api, '/api/work/changes', token, cursors.work);
+  // 3. Both feeds continue from the saved cursors, and what they delivered since the cursors were
+  //    first saved (before any tracked write) holds every acknowledged write exactly once.
+  cursors.discussion = await follow(api, '/api/changes', token, cursors.discussion, feedSeen.discussion, feedSeen.drop);
+  cursors.work = await follow(api, '/api/work/changes', token, cursors.work, feedSeen.work, feedSeen.drop);
+  for (const w of acked) {
+    const [feed, seen] = w.kind === 'work' || w.kind === 'work-action' ? ['work feed', feedSeen.work] : ['discussion feed', feedSeen.discussion];
+    const key = ackedKey(w);
+    const entry = seen.get(key);
+    check(entry !== undefined, `acknowledged ${key} is missing from the ${feed} read from the saved cursor`);
+    check(entry.count === 1, `acknowledged ${key} appears ${entry.count} times in the ${feed}`);
+    check(same(entry.record, w.response), `acknowledged ${key} differs in the ${feed}: ${JSON.stringify(entry.record)}`);
+    checked++;
+  }
   // 4. In-doubt writes retried with the same clientId and body resolve to exactly one record.
   for (const w of inDoubt) {
     if (w.kind === 'knowledge') continue; // not idempotent by design (no clientId)

@@ -16,6 +16,11 @@ export const SERVICE_NAME = 'Agent Forum';
 export const BODY_BYTES_MAX = 32 * 1024;
 /** Longest accepted request target (path + query); longer gets 414 (ours, hostile-input bound). */
 export const URL_BYTES_MAX = 8 * 1024;
+/**
+ * A 400 for a lone surrogate names its JSON path cut to this many characters: a 32 KiB body can
+ * nest 16 000 levels deep, and the error should not echo a 48 KB path (ours, hostile-input bound).
+ */
+export const SURROGATE_PATH_CHARS_MAX = 200;
 
 // ---- Common field rules (part 2) ----
 export const ID_LENGTH_MAX = 120;

@@ -3,7 +3,7 @@
  * strict UTF-8 and JSON parsing (400). Part 8 "Request body" and "Content type".
  */
 import type { IncomingMessage } from 'node:http';
-import { BODY_BYTES_MAX } from '../constants.js';
+import { BODY_BYTES_MAX, SURROGATE_PATH_CHARS_MAX } from '../constants.js';
 import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -47,7 +47,7 @@ export async function readJsonBody(
   // Strict UTF-8 decoding already refused encoded surrogates; a lone one can only come from a
   // \uD800-\uDFFF escape, so the (rare) walk runs only when the text has such an escape.
   if (SURROGATE_ESCAPE.test(text)) {
-    const where = loneSurrogateAt(value, '');
+    const where = loneSurrogateAt(value);
     if (where !== null) {
       throw badRequest(`${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`);
     }
@@ -60,26 +60,51 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 /** A high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** One value still to check in `loneSurrogateAt`: its parent frame and its step from there. */
+interface WalkFrame {
+  readonly value: unknown;
+  readonly parent: WalkFrame | null;
+  /** `[i]` for an array element, `.key` (or `key` at the top) for a property; '' for the root. */
+  readonly step: string;
+}
+
+/** The path of `frame` from the root (`a.b[2]`), cut to SURROGATE_PATH_CHARS_MAX characters. */
+function pathOf(frame: WalkFrame): string {
+  const steps: string[] = [];
+  for (let f: WalkFrame | null = frame; f !== null; f = f.parent) steps.push(f.step);
+  const path = steps.reverse().join('');
+  return path.length > SURROGATE_PATH_CHARS_MAX ? `${path.slice(0, SURROGATE_PATH_CHARS_MAX)}…` : path;
+}
+
 /**
  * The JSON path (`field "a.b[2]"`) of the first string or key in `value` that holds a lone
  * surrogate, or null. Such text cannot be encoded as UTF-8, so it could be neither stored as
  * canonical JSON (RFC 8785 assumes I-JSON) nor hashed in an export.
+ *
+ * The walk is iterative with an explicit stack: JSON.parse accepts any nesting depth a 32 KiB
+ * body can hold (16 000 levels), which a recursive walk would turn into a stack overflow and a
+ * 500. Paths are built only for the hit, from parent links, so the walk stays linear in the body
+ * size. Children are pushed in reverse so the first hit is the first in document order.
  */
-function loneSurrogateAt(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? `field "${path}"` : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const hit = loneSurrogateAt(value[i], `${path}[${i}]`);
-      if (hit !== null) return hit;
-    }
-    return null;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const at = path ? `${path}.${k}` : k;
-      if (LONE_SURROGATE.test(k)) return `key "${at}"`;
-      const hit = loneSurrogateAt(v, at);
-      if (hit !== null) return hit;
+function loneSurrogateAt(root: unknown): string | null {
+  const stack: WalkFrame[] = [{ value: root, parent: null, step: '' }];
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    const { value } = frame;
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return `field "${pathOf(frame)}"`;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], parent: frame, step: `[${i}]` });
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      const children: WalkFrame[] = [];
+      for (const [k, v] of entries) {
+        const child: WalkFrame = { value: v, parent: frame, step: frame.parent === null ? k : `.${k}` };
+        // A key is checked before any value, as a recursive walk over entries would meet it.
+        if (LONE_SURROGATE.test(k)) return `key "${pathOf(child)}"`;
+        children.push(child);
+      }
+      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
     }
   }
   return null;

@@ -6,7 +6,9 @@
  * to each other as `{"$ref": "<Name>"}`. Query schemas describe parameters with their real types
  * (integer, boolean); `parseQuery` turns only canonical strings into numbers and booleans
  * (`0`, `42`, `true`, `false`), so `01`, `+1`, `1e3`, `-1` and `1.0` stay strings and fail the
- * integer type check with a 400 naming the parameter (part 4 "plain non-negative integer strings").
+ * integer type check with a 400 naming the parameter and the rule: a plain non-negative integer,
+ * digits only, no leading zero, sign, exponent or decimal point (part 4 "plain non-negative
+ * integer strings").
  *
  * Extension keyword `x-trim: true` on a string property: the value is trimmed before validation,
  * so length rules apply to the trimmed text (part 4: content "trimmed").
@@ -125,6 +127,14 @@ export function describeError(err: ErrorObject, where: 'body' | 'query'): string
       return `${subject} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'discriminator':
       return `${field(String(p.tag))} must be one of the documented values (${String(err.message)})`;
+    case 'type':
+      // parseQuery turns only canonical strings into numbers and booleans (see queryValidator), so a
+      // query parameter failing its type was given in another spelling: name the accepted one.
+      if (where === 'query' && p.type === 'integer') {
+        return `${subject} must be a plain non-negative integer: digits only, with no leading zero, sign, exponent or decimal point (e.g. 0 or 42)`;
+      }
+      if (where === 'query' && p.type === 'boolean') return `${subject} must be true or false`;
+      return `${subject} ${err.message ?? 'is invalid'}`;
     case 'pattern':
     case 'format': {
       const rule = (err.parentSchema as JsonSchema | undefined)?.['x-rule'];

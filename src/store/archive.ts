@@ -109,15 +109,28 @@ export interface RestoreResult {
  * Installs the backup in `backupDir` into the stopped data folder `dataDir` with a new lineage
  * (new originId; part 6 rule 8: every client cursor then gets 409 and rereads).
  * The backup (made by `backup`, or a copy of a data folder) is verified first: every record
- * (strict; throws LogCorruptError) and its checkpoint (throws StoreStateError). The current log,
+ * (strict; throws LogCorruptError) and its checkpoint (throws StoreStateError); their advice
+ * names the backup as the damaged folder, since nothing in the data folder is wrong. The current log,
  * if any, is moved to `log.replaced-<time>`, never deleted. A marker file makes an interrupted
  * restore refuse to start instead of serving a half-installed archive.
  */
 export function restoreArchive(dataDir: string, backupDir: string, nowIso: string): RestoreResult {
   const backupMeta = readMeta(backupDir);
   if (!backupMeta) throw new StoreStateError(`${backupDir} has no ${META_FILE}; is it a backup made by "backup" or a copy of data/?`);
-  const verified = replaySegments(join(backupDir, LOG_DIR), () => undefined, { strict: true, hashAtSeq: backupMeta.checkpoint?.seq });
-  assertReachesCheckpoint(backupDir, backupMeta, verified);
+  // Damage found here is in the backup, not in the data folder: the server's advice (restore a
+  // backup, repair --truncate the data folder) would not fit, so say what does.
+  const advice =
+    `Nothing was changed: ${dataDir} was not touched. The damaged folder is the backup ${backupDir}, so it cannot be ` +
+    'installed: restore another backup (node dist/cli.js restore OTHER_DIR), or make a new one with node dist/cli.js ' +
+    'backup DIR from a server whose data folder is intact.';
+  let verified;
+  try {
+    verified = replaySegments(join(backupDir, LOG_DIR), () => undefined, { strict: true, hashAtSeq: backupMeta.checkpoint?.seq });
+  } catch (err) {
+    if (err instanceof LogCorruptError) throw new LogCorruptError(err.file, err.offset, err.reason, advice);
+    throw err;
+  }
+  assertReachesCheckpoint(backupDir, backupMeta, verified, advice);
   mkdirSync(dataDir, { recursive: true });
   const marker = join(dataDir, RESTORE_MARKER);
   writeFileSync(marker, `restore of ${backupDir} started ${nowIso}\n`);

@@ -2,6 +2,12 @@
  * Errors raised by the store. They are operator-facing (startup, CLI), never HTTP responses.
  */
 
+/** What to do about a damaged log in the data folder the server runs on. */
+export const DATA_DIR_DAMAGE_ADVICE =
+  'Nothing was changed. Restore data/ from a backup (node dist/cli.js restore DIR), ' +
+  'or keep the records before this point with node dist/cli.js repair --truncate ' +
+  '(the damaged tail is moved to data/quarantine/, never deleted).';
+
 /** The archive is damaged somewhere other than a torn final line; startup must stop. */
 export class LogCorruptError extends Error {
   readonly code = 'LOG_CORRUPT';
@@ -9,13 +15,10 @@ export class LogCorruptError extends Error {
     readonly file: string,
     readonly offset: number,
     readonly reason: string,
+    /** What the operator can do; the default fits a damaged data folder. */
+    readonly advice: string = DATA_DIR_DAMAGE_ADVICE,
   ) {
-    super(
-      `log damaged in ${file} at byte offset ${offset}: ${reason}. ` +
-        'Nothing was changed. Restore data/ from a backup (node dist/cli.js restore DIR), ' +
-        'or keep the records before this point with node dist/cli.js repair --truncate ' +
-        '(the damaged tail is moved to data/quarantine/, never deleted).',
-    );
+    super(`log damaged in ${file} at byte offset ${offset}: ${reason}. ${advice}`);
     this.name = 'LogCorruptError';
   }
 }

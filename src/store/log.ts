@@ -19,10 +19,14 @@
  * runs go into the next one. `sync()` resolves when everything appended so far is durable, and
  * callers acknowledge a write only after it resolves.
  *
- * Recovery on open: a torn final line (no terminating newline, left by a crash mid-write) in the
- * last segment is truncated and reported — unless it is a complete record that only lacks its
- * newline, which is kept and given its newline. Any other damage (bad framing, bad hash, a gap in
- * seq, a missing segment) throws LogCorruptError naming the file and byte offset, and a log that
+ * Recovery on open: bytes after the last newline of the last segment are a torn write (a crash
+ * mid-write; never acknowledged) only if they can be what our write left: they start with
+ * `{"payload":` or are a proper prefix of it, or they are only NUL bytes (zero-fill a file
+ * system can leave after power loss). A torn write is truncated and reported — unless it is a
+ * complete record that only lacks its newline, which is kept and given its newline. Any other
+ * tail (garbage appended, a whole record followed by a stray byte) and any other damage (bad
+ * framing, bad hash, a gap in seq, a missing segment, an incomplete line in a segment that is
+ * not the last) throws LogCorruptError naming the file and byte offset, and a log that
  * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
  * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
  */
@@ -196,12 +200,33 @@ export function replaySegments(
   return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn, hashAt };
 }
 
+/** The first bytes of every record line we write (see recordJson). */
+const FRAME_START = Buffer.from(PAYLOAD_PREFIX, 'latin1');
+
+/**
+ * Whether `buf[pos..]` could be what a write cut short by a crash left behind: the start of a
+ * record line we wrote — it begins with `{"payload":` or is a proper prefix of those bytes — or
+ * only NUL bytes. A file system may extend a file's size before the new data blocks reach the
+ * disk; after a power loss those blocks read as zeros (ext4 and XFS can leave such zero-fill), so
+ * a zero-filled tail is the same unacknowledged write, lost on the way down. Anything else
+ * cannot come from our writes: it is damage.
+ */
+function couldBeTornWrite(buf: Buffer, pos: number): boolean {
+  const length = buf.length - pos;
+  const compared = Math.min(length, FRAME_START.length);
+  if (buf.compare(FRAME_START, 0, compared, pos, pos + compared) === 0) return true;
+  for (let i = pos; i < buf.length; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
 /**
  * Classifies the bytes `buf[pos..]` after the last newline of the last segment. A write is cut
- * short by a crash at any byte, so a torn write is a prefix of a record line: returns null then.
- * A whole valid record without its newline (cut exactly before it) is returned, to be kept: it
- * may have been in doubt, never lost. A whole record followed by a stray byte cannot be a prefix
- * of anything we write, so that is damage (the newline byte was overwritten): LogCorruptError.
+ * short by a crash at any byte, so a torn write is a prefix of a record line (or zero-fill, see
+ * couldBeTornWrite): returns null then, and open() truncates it. A whole valid record without its
+ * newline (cut exactly before it) is returned, to be kept: it may have been in doubt, never lost.
+ * Throws LogCorruptError (file, offset) for bytes that no write of ours can have left: a tail that
+ * does not start like a record line (garbage appended), or a whole record followed by a stray
+ * byte (the newline byte was overwritten).
  */
 function unterminatedTail(
   buf: Buffer,
@@ -211,6 +236,15 @@ function unterminatedTail(
   file: string,
   strict: boolean,
 ): ReturnType<typeof parseLine> | null {
+  if (!couldBeTornWrite(buf, pos)) {
+    throw new LogCorruptError(
+      file,
+      pos,
+      `the ${buf.length - pos} bytes after the last newline (first byte 0x${buf[pos]!.toString(16).padStart(2, '0')}) neither start like ` +
+        `a record line ({"payload":...) nor are they zero-fill, so they are not a torn write of record ${expectedSeq} ` +
+        '(damage, or bytes appended by something other than this server)',
+    );
+  }
   try {
     return parseLine(buf, pos, buf.length, prevHash, expectedSeq, file, strict);
   } catch {
@@ -228,21 +262,24 @@ function unterminatedTail(
   );
 }
 
+/** What to do when the server's data folder ends before, or differs at, its checkpoint. */
+const CHECKPOINT_REMEDY =
+  'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
+  'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
+  'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
+  'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
+
 /**
  * Checks a replayed log against its metadata's checkpoint (see meta.ts): the log must reach the
  * checkpoint's seq, and that record must have the checkpoint's hash. `replay` must have been
  * run with `hashAtSeq: meta.checkpoint.seq`. Throws StoreStateError naming the folder, what is
- * wrong and what the operator can do; nothing is changed.
+ * wrong and what the operator can do (`remedy`; the default fits the server's data folder);
+ * nothing is changed.
  */
-export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult): void {
+export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult, remedy: string = CHECKPOINT_REMEDY): void {
   const cp = meta.checkpoint;
   if (!cp) return;
   const logDir = join(dataDir, LOG_DIR);
-  const remedy =
-    'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
-    'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
-    'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
-    'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
   if (replay.lastSeq < cp.seq) {
     throw new StoreStateError(
       `${logDir} ends at record ${replay.lastSeq}, but ${join(dataDir, 'meta.json')} records that this log reached record ` +

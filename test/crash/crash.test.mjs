@@ -31,3 +31,10 @@ test('the crash checker flags an in-doubt action whose retry is 409 and unknown 
     (err) => err instanceof Violation && /got 409 with an unknown receipt, yet revision \d+ carries it/.test(err.message),
   );
 });
+
+test('the crash checker flags an acknowledged message whose event the discussion feed did not deliver', async () => {
+  await assert.rejects(
+    runCrashTest({ iterations: 1, writers: 4, log: () => {}, inject: 'lost-feed-event' }),
+    (err) => err instanceof Violation && /acknowledged message \S+ is missing from the discussion feed read from the saved cursor/.test(err.message),
+  );
+});

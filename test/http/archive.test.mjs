@@ -184,6 +184,42 @@ test('garbage appended after complete records is refused, not silently dropped',
   assert.match(refusedStart(s.dataDir), /not framed/);
 });
 
+test('garbage appended without a newline is refused at startup naming file and offset, and repair --truncate keeps every record', async (t) => {
+  const { s, a, topic, posted } = await seeded(t);
+  await s.stop();
+  const seg = segment(s.dataDir);
+  const offset = readFileSync(seg).length;
+  appendFileSync(seg, 'this is not a record');
+  const stderr = refusedStart(s.dataDir);
+  assert.match(stderr, new RegExp(`${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${offset}: .*neither start like a record line`));
+  assert.equal(readFileSync(seg).length, offset + 20, 'startup changed nothing');
+  const repaired = await s.cli('repair', '--truncate');
+  assert.equal(repaired.code, 0, repaired.stderr);
+  assert.equal(readFileSync(repaired.json.quarantined[0], 'utf8'), 'this is not a record');
+  await s.start();
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
+  assert.equal(msgs.length, posted.length, 'no record was lost');
+});
+
+test('restore of a damaged backup refuses, names the backup file and offset, and advises about the backup, not data/', async (t) => {
+  const { s } = await seeded(t);
+  const target = join(tempDir(t), 'copy');
+  assert.equal((await s.cli('backup', target)).code, 0);
+  await s.stop();
+  const seg = segment(target);
+  const bytes = readFileSync(seg);
+  const offset = bytes.indexOf('"content":"m2"');
+  bytes[offset + 12] = 0x4d; // m2 → M2: the record's hash no longer matches
+  writeFileSync(seg, bytes);
+  const lineStart = bytes.lastIndexOf(10, offset) + 1;
+  const res = await s.cli('restore', target);
+  assert.equal(res.code, 1);
+  assert.match(res.stderr, new RegExp(`log damaged in ${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${lineStart}`));
+  assert.match(res.stderr, /The damaged folder is the backup .*restore another backup/s);
+  assert.doesNotMatch(res.stderr, /Restore data\/ from a backup|repair --truncate/, 'no advice meant for a damaged data folder');
+  assert.equal((await s.start()).url !== null, true, 'the data folder was not touched');
+});
+
 test('a partial final line is truncated at startup and the server serves everything before it', async (t) => {
   const { s, a, topic, posted } = await seeded(t);
   await s.stop();

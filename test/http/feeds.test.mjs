@@ -68,26 +68,34 @@ test('a page scanning only hidden rows is empty with hasMore true', async (t) =>
   assert.equal(res.body.format, 'forum-changes-v1');
 });
 
-test('bad feed cursors get 400 or 409 as the spec says', async (t) => {
-  const s = await startServer(t);
-  const { a } = await seed(s, 1);
-  const origin = (await s.get('/api/status')).body.originId;
-  for (const after of ['01', '+1', '1e3', '-1', '1.0', 'x', '']) {
-    const res = await s.get(`/api/changes?after=${encodeURIComponent(after)}&originId=${origin}`, a.token);
-    assert.equal(res.status, 400, `after=${after}`);
-    assert.match(res.body.error, /after/);
-  }
-  const missing = await s.get('/api/changes?after=1', a.token);
-  assert.equal(missing.status, 400);
-  assert.match(missing.body.error, /originId/);
-  assert.equal((await s.get(`/api/changes?after=1&originId=not-a-uuid`, a.token)).status, 400);
-  const wrong = await s.get('/api/changes?after=1&originId=00000000-0000-4000-8000-000000000000', a.token);
-  assert.equal(wrong.status, 409);
-  const ahead = await s.get(`/api/changes?after=999999&originId=${origin}`, a.token);
-  assert.equal(ahead.status, 409);
-  assert.match(ahead.body.error, /ahead.*reread/);
-  for (const limit of ['0', '101']) assert.equal((await s.get(`/api/changes?limit=${limit}`, a.token)).status, 400);
-});
+for (const path of ['/api/changes', '/api/work/changes']) {
+  test(`bad cursors on ${path} get 400 or 409 as the spec says`, async (t) => {
+    const s = await startServer(t);
+    const { a } = await seed(s, 1);
+    // One work item, so that after=1 is within the work feed too and only the origin is wrong.
+    const work = await s.post('/api/work', { clientId: 'w1', title: 'feed work', description: 'd', acceptanceCriteria: 'c', tags: [] }, a.token);
+    assert.equal(work.status, 201, JSON.stringify(work.body));
+    const origin = (await s.get(`${path}?after=0`, a.token)).body.cursor.originId;
+    assert.match(origin, /^[0-9a-f-]{36}$/);
+    for (const after of ['01', '+1', '1e3', '-1', '1.0', 'x', '']) {
+      const res = await s.get(`${path}?after=${encodeURIComponent(after)}&originId=${origin}`, a.token);
+      assert.equal(res.status, 400, `after=${after}`);
+      // The error states the rule, not just "must be integer".
+      assert.match(res.body.error, /query parameter "after" must be a plain non-negative integer: digits only, with no leading zero, sign, exponent or decimal point/, `after=${after}`);
+    }
+    assert.equal((await s.get(`${path}?after=1&originId=${origin}`, a.token)).status, 200, 'the right cursor is accepted');
+    const missing = await s.get(`${path}?after=1`, a.token);
+    assert.equal(missing.status, 400);
+    assert.match(missing.body.error, /originId/);
+    assert.equal((await s.get(`${path}?after=1&originId=not-a-uuid`, a.token)).status, 400);
+    const wrong = await s.get(`${path}?after=1&originId=00000000-0000-4000-8000-000000000000`, a.token);
+    assert.equal(wrong.status, 409);
+    const ahead = await s.get(`${path}?after=999999&originId=${origin}`, a.token);
+    assert.equal(ahead.status, 409);
+    assert.match(ahead.body.error, /ahead.*reread/);
+    for (const limit of ['0', '101']) assert.equal((await s.get(`${path}?limit=${limit}`, a.token)).status, 400);
+  });
+}
 
 test('the work feed refuses a discussion cursor and has its own origin and sequence', async (t) => {
   const s = await startServer(t);
@@ -186,7 +194,9 @@ test('exchange parameter rules: unknown topic 404, missing originId 400, after b
   assert.equal((await s.get('/api/exchange', a.token)).status, 400);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&after=1`, a.token)).status, 400);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1`, a.token)).status, 400);
-  assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token)).status, 409);
+  const wrong = await s.get(`/api/exchange?topicId=${topic.id}&through=1&originId=00000000-0000-4000-8000-000000000000`, a.token);
+  assert.equal(wrong.status, 409);
+  assert.match(wrong.body.error, /does not belong to the topic export of this archive/);
   assert.equal((await s.get(`/api/exchange?topicId=${topic.id}&through=999999&originId=${origin}`, a.token)).status, 409);
   assert.equal((await s.get(`/api/exchange?topicId=bad!id`, a.token)).status, 400);
   const head = (await s.get(`/api/exchange?topicId=${topic.id}`, a.token)).body.cursor.through;
@@ -337,4 +347,25 @@ test('exchange records with multibyte and escape-heavy content hash their exact 
   await s.start();
   const afterCrash = await exportAll();
   assert.deepEqual(afterCrash.map((r) => [r.seq, r.canonicalJson, r.sha256]), before.map((r) => [r.seq, r.canonicalJson, r.sha256]), 'identical after a kill -9');
+});
+
+test('originId is matched case-insensitively on both feeds and the export, and only its canonical UUID form is accepted', async (t) => {
+  const s = await startServer(t);
+  const { a, topic } = await seed(s, 2);
+  const cursors = {
+    '/api/changes': (await s.get('/api/changes?after=0&limit=1', a.token)).body.cursor,
+    '/api/work/changes': (await s.get('/api/work/changes?after=0', a.token)).body.cursor,
+    [`/api/exchange?topicId=${topic.id}&`]: (await s.get(`/api/exchange?topicId=${topic.id}&limit=1`, a.token)).body.cursor,
+  };
+  for (const [path, cursor] of Object.entries(cursors)) {
+    const url = (originId) => `${path}${path.endsWith('&') ? '' : '?'}after=${cursor.after}&originId=${encodeURIComponent(originId)}`;
+    assert.equal((await s.get(url(cursor.originId), a.token)).status, 200, `${path} lower case`);
+    const upper = await s.get(url(cursor.originId.toUpperCase()), a.token);
+    assert.equal(upper.status, 200, `${path} upper case: ${JSON.stringify(upper.body)}`);
+    for (const spelling of [`urn:uuid:${cursor.originId}`, `{${cursor.originId}}`, cursor.originId.replace(/-/g, ''), ` ${cursor.originId}`]) {
+      const res = await s.get(url(spelling), a.token);
+      assert.equal(res.status, 400, `${path} ${spelling}`);
+      assert.match(res.body.error, /query parameter "originId" must be a UUID in canonical form/);
+    }
+  }
 });

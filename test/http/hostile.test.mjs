@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
+import { Client, request } from 'undici';
 import { startServer } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 
@@ -221,13 +221,57 @@ test('tokens are stored only as hashes and never appear in the log, feeds or ser
   assert.ok(!s.stderr.includes(a.token));
 });
 
-test('the admin channel is not reachable through the public listener', async (t) => {
+/**
+ * TCP ports process `pid` listens on (Linux: its socket inodes matched against /proc/net/tcp{,6}
+ * rows in state 0A, LISTEN); null where /proc is not available.
+ */
+function listeningTcpPorts(pid) {
+  if (!existsSync(`/proc/${pid}/fd`)) return null;
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // the descriptor closed while we looked
+    }
+  }
+  const ports = new Set();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(table)) continue;
+    for (const row of readFileSync(table, 'utf8').trim().split('\n').slice(1)) {
+      const cols = row.trim().split(/\s+/);
+      if (cols[3] === '0A' && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':')[1], 16));
+    }
+  }
+  return [...ports];
+}
+
+test('the admin channel is not reachable through the public listener: it listens on a Unix socket in the data folder, on no TCP port', async (t) => {
   const { s, a } = await setup(t);
   for (const path of ['/writes.stop', '/operator.create', '/archive.position', '/admin/writes.stop']) {
     const res = await s.request('POST', path, { body: {}, token: a.token });
     assert.equal(res.status, 404, path);
   }
   assert.equal((await s.get('/api/status')).body.writeStop, false);
+  // The channel is a Unix socket inside the data folder, readable by the owner only ...
+  const socketPath = join(s.dataDir, 'admin.sock');
+  const st = statSync(socketPath);
+  assert.ok(st.isSocket(), `${socketPath} is a Unix socket`);
+  assert.equal(st.mode & 0o777, 0o600);
+  // ... and it is the admin channel: a command sent over it is answered.
+  const client = new Client('http://localhost', { socketPath });
+  try {
+    const res = await client.request({ method: 'POST', path: '/archive.position', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(res.statusCode, 200);
+    assert.equal(typeof (await res.body.json()), 'object');
+  } finally {
+    await client.close();
+  }
+  // The server listens on exactly one TCP port: the public one.
+  const ports = listeningTcpPorts(s.proc.pid);
+  if (ports === null) t.diagnostic('no /proc: the TCP listener check was skipped');
+  else assert.deepEqual(ports, [Number(new URL(s.url).port)]);
 });
 
 test('every response, errors included, carries X-Content-Type-Options: nosniff', async (t) => {
@@ -288,4 +332,25 @@ test('a lone surrogate escape is refused with 400 naming the field; a valid esca
   const ok = await h.request('POST', '/api/messages', { raw, token: a.token, headers: { 'content-type': 'application/json' } });
   assert.equal(ok.status, 201);
   assert.equal(ok.body.content, 'smile 😀 and a literal \\ud800');
+});
+
+test('a surrogate escape inside deep nesting is checked without overflowing the stack: lone → 400, valid pair → not 500', async (t) => {
+  const h = await startInProcess(t);
+  const depth = 16000; // 32 KB of brackets, inside the body limit
+  const post = (path, raw) => h.request('POST', path, { raw, headers: { 'content-type': 'application/json' } });
+  const lone = await post('/api/register', '['.repeat(depth) + '"\\ud800"' + ']'.repeat(depth));
+  assert.equal(lone.status, 400);
+  // The path is named but cut to 200 characters (SURROGATE_PATH_CHARS_MAX) rather than echoing 48 KB.
+  assert.match(lone.body.error, /^field "(\[0\]){66}\[0…" holds a lone UTF-16 surrogate/);
+  const deepObject = '{"a":'.repeat(5000) + '"x\\udc00"' + '}'.repeat(5000);
+  const inObject = await post('/api/register', deepObject);
+  assert.equal(inObject.status, 400);
+  assert.match(inObject.body.error, /^field "a(\.a){99}\.…" holds a lone UTF-16 surrogate/);
+  const pair = await post('/api/register', '['.repeat(depth) + '"\\ud83d\\ude00"' + ']'.repeat(depth));
+  assert.ok(pair.status < 500, `valid pair → ${pair.status}`);
+  assert.equal(typeof pair.body.error, 'string');
+  assert.doesNotMatch(pair.body.error, /surrogate/);
+  assert.equal((await h.get('/api/status')).status, 200, 'the server still serves');
+  const a = await h.register('after-deep');
+  assert.equal(typeof a.token, 'string');
 });

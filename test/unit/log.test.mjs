@@ -235,6 +235,54 @@ test('a whole final record followed by a stray byte instead of its newline is da
   assert.equal(statSync(seg).size, bytes.length, 'the record was not dropped');
 });
 
+test('bytes after the last newline that do not start like a record line are damage, not a torn write', async (t) => {
+  for (const garbage of ['garbage', 'x', '{"seq":4,"payload":{}', ' {"payload":', '\u0000\u0000{"pay', '{"payloaX']) {
+    const dir = tempDir(t);
+    await writeRecords(dir, 3);
+    const [seg] = segmentFiles(dir);
+    const good = statSync(seg).size;
+    appendFileSync(seg, garbage);
+    await assert.rejects(
+      openLog(dir, { onTruncate: () => assert.fail('nothing may be dropped') }),
+      (err) => err instanceof LogCorruptError && err.file === seg && err.offset === good && /neither start like a record line/.test(err.message),
+      JSON.stringify(garbage),
+    );
+    assert.equal(statSync(seg).size, good + Buffer.byteLength(garbage), `${JSON.stringify(garbage)} was not dropped`);
+  }
+});
+
+test('a torn write is any prefix of a record line, down to its first byte, and is truncated', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 1);
+  const [seg] = segmentFiles(dir);
+  const good = statSync(seg).size;
+  // Every cut of the line the log would write next: a proper prefix of {"payload": as well as longer ones.
+  const whole = readFileSync(seg); // record 1's line, which has the shape of every record line
+  for (const cut of [1, 5, 10, 11, 12, 40, whole.length - 2]) {
+    appendFileSync(seg, whole.subarray(0, cut));
+    let truncated = null;
+    const { log, records } = await openLog(dir, { onTruncate: (file, offset, bytes) => (truncated = { file, offset, bytes }) });
+    await log.close();
+    assert.equal(records.length, 1, `cut ${cut}`);
+    assert.deepEqual(truncated, { file: seg, offset: good, bytes: cut }, `cut ${cut}`);
+    assert.equal(statSync(seg).size, good);
+  }
+});
+
+test('a tail of only NUL bytes (zero-fill after power loss) is a torn write and is truncated', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const good = statSync(seg).size;
+  appendFileSync(seg, Buffer.alloc(4096));
+  let truncated = null;
+  const { log, records } = await openLog(dir, { onTruncate: (file, offset, bytes) => (truncated = { file, offset, bytes }) });
+  await log.close();
+  assert.equal(records.length, 3);
+  assert.deepEqual(truncated, { file: seg, offset: good, bytes: 4096 });
+  assert.equal(statSync(seg).size, good);
+});
+
 test('an incomplete line in a segment that is not the last one is damage, not a torn tail', async (t) => {
   const dir = tempDir(t);
   await writeSegmented(dir, 12, 300);

@@ -45,12 +45,15 @@ export interface CursorQuery {
 /**
  * Checks a cursor against a feed: originId required when after > 0 (400), must equal the feed's
  * (409), and after must not be beyond the feed's head (409: restored older data — reread).
+ * The query schema admits only the canonical hyphenated UUID form, so the one remaining
+ * spelling difference is the case of the hex digits: both sides are compared lower-cased
+ * (RFC 4122 §3: UUIDs are case-insensitive on input).
  */
 export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string): void {
   if (q.after > 0 && q.originId === undefined) {
     throw badRequest(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
   }
-  if (q.originId !== undefined && q.originId !== originId) {
+  if (q.originId !== undefined && q.originId.toLowerCase() !== originId.toLowerCase()) {
     throw conflict(
       `cursor originId ${q.originId} does not belong to the ${feed} of this archive (originId ${originId}): ` +
         'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate',
@@ -154,7 +157,7 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
     throw badRequest('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
   }
-  checkCursor(q, originId, head, 'archive');
+  checkCursor(q, originId, head, 'topic export');
   const through = q.through ?? head;
   if (q.after > through) {
     throw badRequest(`after=${q.after} is beyond through=${through}: a cursor never passes its pinned bound; send the whole cursor of the previous page`);
