@@ -190,8 +190,8 @@ export interface Route {
    * A dispatching route (the A2A binding) hands each request to another route of the table via
    * `ctx.runner`, and that route runs the per-route steps (guards.afterAuth with its rate-limit
    * class, write stop, validation). For the dispatching route itself the pipeline only
-   * authenticates and reads the body with `contentTypes`; `body` then documents the envelope and
-   * is not validated by the pipeline.
+   * authenticates and reads the body with `contentTypes`; `body` then names the envelope's schema,
+   * which the handler validates itself (to map failures to its own errors), not the pipeline.
    */
   dispatch?: boolean;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
