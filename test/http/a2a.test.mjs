@@ -206,7 +206,7 @@ test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors ar
   // application/json, configuration and metadata are objects.
   assert.match(a2aError(await raw(withMessage({ contextId: '' })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
   assert.match(a2aError(await raw(withMessage({ contextId: 'c'.repeat(121) })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
-  for (const mediaType of ['', 'text/plain']) {
+  for (const mediaType of ['', 'text/plain', 'application/jsonx', 'application/json-patch+json', 'application/a2a+json', 'application/json,text/plain']) {
     const res = await raw(withMessage({ parts: [{ data: { action: 'status' }, mediaType }] }));
     assert.match(a2aError(res, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED', 'a2a-protocol.org').message, /message\.parts\.0\.mediaType/, JSON.stringify(mediaType));
   }
@@ -235,6 +235,15 @@ test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors ar
   assert.equal(dataOf(defaults, 'topic').status, 201);
   const after = (await s.get('/api/changes', token)).body;
   assert.equal(after.events.length, before.events.length + 2, 'only the tolerant requests were recorded');
+});
+
+test('a data part\'s mediaType is accepted when its essence (before ";", trimmed, any case) is application/json', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const mediaType of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', ' application/json ;charset=UTF-8', 'APPLICATION/JSON;']) {
+    const body = { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { action: 'status' }, mediaType }] } };
+    dataOf(await s.post('/a2a/message:send', body, token, V), 'status');
+  }
 });
 
 test('A2A-Version 1.0 is required as header or query parameter; others get VersionNotSupported naming the header', async (t) => {
