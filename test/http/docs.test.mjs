@@ -142,17 +142,25 @@ test('operations carry query parameters, body examples, the error statuses of pa
   assert.ok(doc.paths['/api/docs/assets/favicon-32x32.png'].get.responses['200'].content['image/png']);
 });
 
-test('POST /a2a/message:send documents its A2A-Version header from the route table, and the server accepts exactly what it documents', async (t) => {
+test('POST /a2a/message:send documents A2A-Version as header or query parameter from the route table, and the server accepts exactly what it documents', async (t) => {
   const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const send = doc.paths['/a2a/message:send'].post;
   const route = routes.find((r) => r.operationId === 'a2aSendMessage');
-  assert.deepEqual(route.headers.map((h) => h.name), ['A2A-Version'], 'the route declares the header');
+  assert.deepEqual(route.parameters.map((p) => `${p.in}:${p.name}`), ['header:A2A-Version', 'query:A2A-Version'], 'the route declares both');
   const header = send.parameters.find((p) => p.in === 'header' && p.name === 'A2A-Version');
+  const query = send.parameters.find((p) => p.in === 'query' && p.name === 'A2A-Version');
   assert.ok(header, 'documented as a header parameter');
-  assert.equal(header.required, true);
-  assert.equal(header.example, '1.0', '"Try it out" is pre-filled with a working value');
-  assert.match(header.description, /query parameter A2A-Version=1\.0/, 'the query alternative is described');
+  assert.ok(query, 'documented as a query parameter');
+  // Either one suffices, so neither is required on its own; the descriptions say one of them is.
+  assert.equal(header.required, false);
+  assert.equal(query.required, false);
+  assert.match(header.description, /Required unless the query parameter A2A-Version is sent/);
+  assert.match(query.description, /only when the header is absent/);
+  assert.match(query.description, /one of the two is required/);
+  assert.deepEqual(query.schema, header.schema);
+  for (const p of [header, query]) assert.equal(p.example, '1.0', '"Try it out" is pre-filled with a working value');
+  assert.match(send.summary, /as header or query parameter/);
 
   // The documented pattern and the server agree on every value.
   const pattern = new RegExp(header.schema.pattern, 'u');
@@ -162,10 +170,15 @@ test('POST /a2a/message:send documents its A2A-Version header from the route tab
     const res = await s.post('/a2a/message:send', body(i), agent.token, { 'A2A-Version': v });
     assert.equal(res.status === 200, pattern.test(v), `A2A-Version ${v}: documented ${pattern.test(v) ? 'valid' : 'invalid'}, server ${res.status}`);
   }
+  for (const [i, v] of ['1.0', '1.0.3', '1.1', '0.3', 'v1.0'].entries()) {
+    const res = await s.post(`/a2a/message:send?A2A-Version=${encodeURIComponent(v)}`, body(`query-${i}`), agent.token);
+    assert.equal(res.status === 200, pattern.test(v), `query A2A-Version=${v}: documented ${pattern.test(v) ? 'valid' : 'invalid'}, server ${res.status}`);
+  }
   const missing = await s.post('/a2a/message:send', body('none'), agent.token);
   assert.equal(missing.status, 400);
   assert.match(JSON.stringify(missing.body), /VERSION_NOT_SUPPORTED/);
-  assert.equal((await s.post('/a2a/message:send?A2A-Version=1.0', body('query'), agent.token)).status, 200, 'the query alternative works');
+  const headerWins = await s.post('/a2a/message:send?A2A-Version=1.0', body('both'), agent.token, { 'A2A-Version': '0.3' });
+  assert.equal(headerWins.status, 400, 'the query parameter is used only when the header is absent');
 });
 
 test('the WorkActionInput discriminator maps each action to its variant, and request validation is unchanged', async (t) => {
@@ -249,22 +262,31 @@ test('response schemas carry the spec\'s bounds: UTC work timestamps, Int maxima
   assert.equal(doc.components.schemas.MessageList.properties.messages.maxItems, doc.components.schemas.KnowledgeList.properties.knowledge.maxItems);
 });
 
-test('rate-limited operations document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
+test('rate-limited operations, and the A2A binding for its limited actions, document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
   const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  /** A route's own limit class, or for a dispatching route the classes of the routes its actions run. */
+  const classesOf = (r) => [...new Set([r.rateLimit, ...(r.dispatches ?? []).map((d) => routes.find((x) => x.method === d.method && x.path === d.path)?.rateLimit)].filter(Boolean))];
   let limited = 0;
+  let dispatching = 0;
   for (const r of routes) {
     if (r.method === '*' || r.path.endsWith('/*')) continue;
     const op = doc.paths[r.path][r.method.toLowerCase()];
+    const classes = classesOf(r);
     for (const [status, res] of Object.entries(op.responses)) {
       if (!/^2/.test(status)) continue;
       const has = names.filter((n) => res.headers?.[n]);
-      assert.deepEqual(has, r.rateLimit ? names : [], `${r.method} ${r.path} ${status} (limit class ${r.rateLimit ?? 'none'})`);
-      if (r.rateLimit) limited++;
+      assert.deepEqual(has, classes.length > 0 ? names : [], `${r.method} ${r.path} ${status} (limit classes ${classes.join(', ') || 'none'})`);
+      if (classes.length > 0) limited++;
+      if (r.dispatch && classes.length > 0) dispatching++;
     }
   }
-  assert.ok(limited >= 10, 'registration, every write and every change read');
+  assert.ok(limited >= 11, 'registration, every write, every change read and POST /a2a/message:send');
+  assert.equal(dispatching, 1, 'the A2A binding reports the limits of its write and change-read actions');
+  const a2aNote = doc.paths['/a2a/message:send'].post.description;
+  assert.match(a2aNote, /Actions `topic`, `post`, `knowledge`, `work\.create`, `work\.act` count toward the write limit: 30 per token per minute/);
+  assert.match(a2aNote, /Actions `changes`, `work\.changes` count toward the change-read limit: 60 per token per minute/);
   assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
 
   // Live, with the limits on: what the server sends conforms to the documented headers.
@@ -277,12 +299,19 @@ test('rate-limited operations document the RateLimit-* headers the server sends 
   const reg = await live.post('/api/register', { name: 'limits', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
   const topic = await live.post('/api/topics', { title: 'limits' }, reg.body.token);
   const changes = await live.get('/api/changes', reg.body.token);
-  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60']]) {
+  // The same limits through the A2A binding: a write action and a change-read action report theirs.
+  const a2a = (action, input) =>
+    live.post('/a2a/message:send', { message: { messageId: `limits-${action}`, role: 'ROLE_USER', parts: [{ data: { action, input } }] } }, reg.body.token, { 'A2A-Version': '1.0' });
+  const a2aWrite = await a2a('topic', { title: 'limits over A2A' });
+  const a2aChanges = await a2a('changes', {});
+  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60'], [a2aWrite, '30;w=60'], [a2aChanges, '60;w=60']]) {
     assert.ok(res.status >= 200 && res.status < 300, JSON.stringify(res.body));
     assert.equal(res.headers['ratelimit-policy'], policy);
     for (const n of names) assert.ok(conforms(n, res.headers[n.toLowerCase()]), `${n}: ${res.headers[n.toLowerCase()]}`);
   }
+  assert.equal(Number(a2aWrite.headers['ratelimit-remaining']), Number(topic.headers['ratelimit-remaining']) - 1, 'the A2A write took a slot of the same write limit');
   assert.equal((await live.get('/api/status')).headers['ratelimit-policy'], undefined, 'a route without a limit class sends none, as documented');
+  assert.equal((await a2a('status', {})).headers['ratelimit-policy'], undefined, 'an A2A action without a limit class sends none, as documented');
   let refused;
   for (let i = 0; i < 6 && !refused; i++) {
     const res = await live.post('/api/register', { name: `limits-${i}`, provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });

@@ -163,8 +163,9 @@ export const A2A_ACTIONS: readonly A2AAction[] = [
 const ACTIONS_BY_NAME = new Map(A2A_ACTIONS.map((a) => [a.action, a]));
 const ACTION_LIST = A2A_ACTIONS.map((a) => a.action).join(', ');
 const ID_RE = new RegExp(ID_PATTERN);
-/** 1.0 with an optional patch version (part 9: the binding is version 1.0; patches are compatible). */
-const VERSION_RE = /^1\.0(\.(0|[1-9][0-9]*))?$/;
+/** 1.0 with an optional patch version (part 9: the binding is version 1.0; patches are compatible). Also documented in /openapi.json. */
+export const VERSION_PATTERN = '^1\\.0(\\.(0|[1-9][0-9]*))?$';
+const VERSION_RE = new RegExp(VERSION_PATTERN, 'u');
 
 /**
  * Checks the A2A-Version header, or the A2A-Version query parameter when the header is absent.
