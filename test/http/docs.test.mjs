@@ -333,9 +333,12 @@ const DOCUMENTS = [
   ['/api/docs/assets/swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
   ['/api/docs/assets/init.js', 'text/javascript; charset=utf-8'],
   ['/api/docs/assets/favicon-32x32.png', 'image/png'],
+  // The agent card goes through the same static-document code (src/api/docs/static.ts).
+  ['/.well-known/agent-card.json', 'application/json; charset=utf-8'],
+  ['/.well-known/agent.json', 'application/json; charset=utf-8'],
 ];
 
-test('guides, clients and docs assets are served with their content type, ETag, Cache-Control and 304 on If-None-Match', async (t) => {
+test('guides, clients, docs assets and the agent card are served with their content type, ETag, Cache-Control and 304 on If-None-Match', async (t) => {
   const s = await startPublicServer();
   for (const [path, type] of DOCUMENTS) {
     const res = await s.get(path);
