@@ -109,6 +109,9 @@ test('error statuses follow part 7 per method; 401 only where a token is checked
   assert.deepEqual(errorStatuses(route({ method: 'POST' })), [400, 401, 403, 404, 409, 413, 415, 423, 429, 500, 503, 507]);
   assert.deepEqual(errorStatuses(route({})), [400, 401, 403, 429, 500, 503]);
   assert.deepEqual(errorStatuses(route({ auth: 'public', responses: { 200: { description: 'a guide', contentType: 'text/markdown' } } })), [429, 500, 503]);
+  // A JSON document with a schema that answers conditional GETs (the agent card) is a static document too.
+  const card = { 200: { description: 'a card', schema: 'Thing', headers: ['ETag'] }, 304: { description: 'not modified' } };
+  assert.deepEqual(errorStatuses(route({ auth: 'public', responses: card })), [429, 500, 503]);
 });
 
 test('a route\'s handler-read headers and query parameters become parameters with their example, before the query schema\'s', async () => {

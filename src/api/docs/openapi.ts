@@ -146,9 +146,13 @@ function rateLimitNote(route: Route, find: RouteLookup): string | undefined {
   return `${counts.join(' ')} A success of such an action carries the RateLimit-* headers of its limit; the other actions count toward none of these limits and send none.`;
 }
 
-/** A route is a static document (a guide, a client file, an asset) when no success response has a schema. */
+/**
+ * A route is a static document (a guide, a client file, an asset, the agent card) when no success
+ * response has a schema, or when it answers 304: only src/api/docs/static.ts `serveStatic`
+ * answers conditional GETs, and it reads no query or body, so it never answers 400 or 403.
+ */
 function isStaticDocument(route: Route): boolean {
-  return Object.values(route.responses).every((r) => r.schema === undefined);
+  return route.responses[304] !== undefined || Object.values(route.responses).every((r) => r.schema === undefined);
 }
 
 /**
