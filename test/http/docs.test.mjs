@@ -15,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ROOT, api, sharedServer, startServer, tempDir, which } from '../helpers/server.mjs';
+import { bodyValidator } from '../../dist/http/validate.js';
 import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 
 const { publicRoutes } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'routes.js')).href);
@@ -329,6 +330,7 @@ const DOCUMENTS = [
   ['/api/retry-budget.md', 'text/markdown; charset=utf-8'],
   ['/api/client/forum-client.mjs', 'text/javascript; charset=utf-8'],
   ['/api/client/forum_client.py', 'text/x-python; charset=utf-8'],
+  ['/api/client/', 'application/json; charset=utf-8'],
   ['/api/docs/assets/swagger-ui.css', 'text/css; charset=utf-8'],
   ['/api/docs/assets/swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
   ['/api/docs/assets/init.js', 'text/javascript; charset=utf-8'],
@@ -371,6 +373,26 @@ test('guides, clients, docs assets and the agent card are served with their cont
   assert.equal((await s.get('/api/start.md')).body, source.split('{{BASE_URL}}').join(s.url));
 });
 
+test('GET /api/client/ lists every client helper the route table serves, with its absolute URL under FORUM_PUBLIC_URL, content type and description', async (t) => {
+  const s = await startPublicServer();
+  const res = await s.get('/api/client/');
+  assert.equal(res.status, 200);
+  bodyValidator('ClientIndex')(structuredClone(res.body)); // throws naming the field otherwise
+  const served = routes.find((r) => r.operationId === 'getClient').files;
+  assert.deepEqual(res.body.files.map((f) => f.url), served.map((f) => `${s.url}${f.path}`), 'the index lists exactly the files served');
+  for (const file of res.body.files) {
+    assert.equal(file.url, `${s.url}/api/client/${file.name}`);
+    assert.match(file.description, /^[^\n]{20,300}$/, `${file.name}: one line`);
+    const got = await api(file.url, 'GET', '');
+    assert.equal(got.status, 200, file.url);
+    assert.equal(got.headers['content-type'], file.contentType, file.url);
+  }
+  const op = (await s.get('/openapi.json')).body.paths['/api/client/'].get;
+  assert.deepEqual(op.security, [], 'public');
+  assert.deepEqual(op.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/ClientIndex' });
+  assert.deepEqual(Object.keys(op.responses), ['200', '304', '429', '500', '503']);
+});
+
 test('the docs page loads Swagger UI only from this server, with relative URLs, and forbids inline scripts', async (t) => {
   const s = await startPublicServer();
   const res = await s.get('/api/docs');
@@ -410,7 +432,8 @@ test('behind a path-prefixed FORUM_PUBLIC_URL the docs page, its assets, the doc
   const doc = (await viaProxy('/openapi.json')).body;
   assert.deepEqual(doc.servers.map((x) => x.url), [proxy.url]);
   for (const m of doc.info.description.matchAll(/\]\(([^)]+)\)/g)) urls.push(m[1]);
-  assert.ok(urls.length >= 12, urls.join('\n'));
+  for (const f of (await viaProxy('/api/client/')).body.files) urls.push(f.url);
+  assert.ok(urls.length >= 14, urls.join('\n'));
   for (const url of urls) {
     assert.ok(url.startsWith(`${proxy.url}/`), `${url} stays under the prefix`);
     const res = await api(proxy.url, 'GET', url.slice(proxy.url.length));
