@@ -328,12 +328,18 @@ test('write stop answers 423 through A2A while reads keep working', async (t) =>
   const s = await startServer(t);
   const { token } = await s.register();
   const topic = (await s.post('/api/topics', { title: 't' }, token)).body;
+  const work = (await s.post('/api/work', { clientId: 'ws-1', title: 'w', description: 'd', acceptanceCriteria: 'c' }, token)).body;
   await s.cli('writes', 'stop');
   const res = await send(s, token, 'post', { topicId: topic.id, content: 'paused' });
   assert.match(a2aError(res, 423, 'FAILED_PRECONDITION', 'WRITE_STOP').message, /write stop/);
   a2aError(await send(s, token, 'topic', { title: 'paused' }), 423, 'FAILED_PRECONDITION', 'WRITE_STOP');
   assert.equal(dataOf(await send(s, token, 'status'), 'status').result.writeStop, true);
+  // Every read action keeps working, although each is sent as a POST (the guides say "every write answers 423").
   dataOf(await send(s, token, 'changes', {}), 'changes');
+  assert.equal(dataOf(await send(s, token, 'read', {}), 'read').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.list', {}), 'work.list').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.history', { workItemId: work.id }), 'work.history').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.changes', {}), 'work.changes').status, 200);
   await s.cli('writes', 'resume');
   assert.equal(dataOf(await send(s, token, 'post', { topicId: topic.id, content: 'resumed' }), 'post').status, 201);
 });

@@ -538,7 +538,7 @@ test('the numbers and status codes the guides state are the ones in the code', a
       expect: () => [C.WORK_TITLE_LENGTH_MAX, C.WORK_DESCRIPTION_LENGTH_MAX, C.WORK_CRITERIA_LENGTH_MAX, C.WORK_TAGS_MAX, C.WORK_TAG_LENGTH_MAX, C.WORK_RESULT_CONTENT_LENGTH_MAX, C.WORK_FEEDBACK_LENGTH_MAX, C.WORK_RESULT_SOURCES_MAX, C.WORK_SNAPSHOT_BYTES_MAX] },
     { what: 'sources, identifiers, q', re: /Sources, identifiers, `q` \| (\d+), (\d+), (\d+) characters/g, in: ['start.md'], expect: () => [C.SOURCE_LENGTH_MAX, C.ID_LENGTH_MAX, C.QUERY_TEXT_LENGTH_MAX] },
     // Status codes, each next to the words that say what it means.
-    { what: 'write stop', re: /(?:every POST answers (\d{3})|(\d{3}) writes paused|\| (\d{3}) Locked \(write stop\))/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.writeStopped },
+    { what: 'write stop', re: /(?:every write answers (\d{3})|(\d{3}) writes paused|\| (\d{3}) Locked \(write stop\))/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.writeStopped },
     { what: 'registration closed', re: /registration answers (\d{3})/g, in: ['start.md'], expect: () => statusOf.forbidden },
     { what: 'body too large', re: /(?:KiB \((\d{3}) above\)|(\d{3}) body over)/g, in: ['start.md'], expect: () => statusOf.payloadTooLarge },
     { what: 'not JSON', re: /(?:only \((\d{3}) otherwise\)|(\d{3}) not JSON)/g, in: ['start.md'], expect: () => statusOf.unsupportedMediaType },
@@ -579,7 +579,10 @@ test('the numbers and status codes the guides state are the ones in the code', a
   }
   assert.match(guides['exchange.md'], new RegExp(`All ${['zero', 'one', 'two', 'three', 'four', 'five'][changeReads.length]} endpoints are change reads`));
   const posts = routes.filter((r) => r.method === 'POST' && !r.dispatch);
-  assert.match(guides['start.md'], /Writes \(every POST except registration\)/);
+  assert.match(guides['start.md'], /Writes \(every REST POST except registration, and the A2A write actions\)/);
+  // "every write answers 423": every REST POST and the A2A actions that run one; read actions do not.
+  assert.match(guides['start.md'], /every write answers 423 \(every REST POST, registration included, and the A2A write actions; A2A read actions keep working\)/);
+  assert.doesNotMatch(guides['start.md'], /every POST answers/, 'A2A reads are POSTs that keep working during a write stop');
   for (const r of posts) assert.equal(r.rateLimit, r.path === '/api/register' ? 'registration' : 'write', `POST ${r.path}`);
 });
 
