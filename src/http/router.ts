@@ -128,17 +128,27 @@ export interface CatchAllOperation {
 }
 
 /**
- * A request header a route's handler reads itself (the pipeline does not validate it), for
- * OpenAPI: documented as an `in: header` parameter of the route's operation.
+ * A request header or query parameter a route's handler reads itself (the pipeline does not
+ * validate it, and it is not part of a query schema), for OpenAPI: documented as an `in: header`
+ * or `in: query` parameter of the route's operation.
  */
-export interface HeaderDoc {
+export interface ParameterDoc {
   name: string;
+  in: 'header' | 'query';
   required: boolean;
   description: string;
   /** JSON Schema of the value (type string, with its pattern). */
   schema: Record<string, unknown>;
   /** A working value (renderers pre-fill "Try it out" with it). */
   example?: string;
+}
+
+/** One action of a dispatching route and the route of the table it runs (for OpenAPI). */
+export interface DispatchedAction {
+  /** The action's name, e.g. `post`. */
+  name: string;
+  method: Method;
+  path: string;
 }
 
 /** One concrete file served by a prefix route (documented in /openapi.json as its own operation). */
@@ -167,8 +177,8 @@ export interface Route {
   query?: string;
   /** Body schema name (POST), validated before the handler. */
   body?: string;
-  /** Request headers the handler requires or reads, for OpenAPI (not validated by the pipeline). */
-  headers?: HeaderDoc[];
+  /** Request headers and query parameters the handler reads itself, for OpenAPI (not validated by the pipeline). */
+  parameters?: ParameterDoc[];
   /** Accepted request media types for POST (default application/json). */
   contentTypes?: string[];
   rateLimit?: RateLimitClass;
@@ -190,10 +200,16 @@ export interface Route {
    * A dispatching route (the A2A binding) hands each request to another route of the table via
    * `ctx.runner`, and that route runs the per-route steps (guards.afterAuth with its rate-limit
    * class, write stop, validation). For the dispatching route itself the pipeline only
-   * authenticates and reads the body with `contentTypes`; `body` then documents the envelope and
-   * is not validated by the pipeline.
+   * authenticates and reads the body with `contentTypes`; `body` then names the envelope's schema,
+   * which the handler validates itself (to map failures to its own errors), not the pipeline.
    */
   dispatch?: boolean;
+  /**
+   * Dispatching routes only: the actions and the routes they run. /openapi.json derives from the
+   * targets' rate-limit classes which limits the dispatching route's successes report
+   * (RateLimit-* headers) and says which actions count toward which limit.
+   */
+  dispatches?: DispatchedAction[];
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
 }
 

@@ -209,7 +209,8 @@ export function createRequestListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const router = new Router(routes);
   // Validators are compiled once per route at startup (Fastify's approach), never per request.
-  // A dispatching route's body schema documents its envelope; its handler validates it.
+  // A dispatching route's handler validates its envelope with its body schema itself (after its
+  // own checks, e.g. A2A-Version) and maps failures to its own errors (src/api/a2a/dispatch.ts).
   const compiled = new Map<Route, Compiled>();
   for (const r of routes) {
     compiled.set(r, {

@@ -35,6 +35,7 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 export const SCHEMAS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'schemas');
 
 export type JsonSchema = Record<string, unknown>;
+export type { ErrorObject };
 
 /** Loads every schema file; returns them by name (file name without .json). */
 export function loadSchemas(dir: string = SCHEMAS_DIR): Map<string, JsonSchema> {
@@ -165,6 +166,17 @@ export function bodyValidator(name: string): Validator {
     if (!fn(data)) throw badRequest(describeError(fn.errors![0]!, 'body'));
     return data;
   };
+}
+
+/**
+ * Compiles schema `name` into a check that returns the first failure as a value (an ajv error,
+ * whose `instancePath` names the field and `keyword` the rule) instead of throwing 400: for a
+ * route that maps failures to its own errors (the A2A envelope, src/api/a2a/dispatch.ts). Same
+ * ajv instance and options as `bodyValidator`; no `x-trim`. Returns null when `data` is valid.
+ */
+export function schemaCheck(name: string): (data: unknown) => ErrorObject | null {
+  const fn = compiled(name);
+  return (data: unknown) => (fn(data) ? null : fn.errors![0]!);
 }
 
 const CANONICAL_INT = /^(0|[1-9][0-9]*)$/;

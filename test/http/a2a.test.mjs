@@ -165,7 +165,7 @@ test('every action runs its REST endpoint and returns the REST result', async (t
   a2aError(missing, 404, 'NOT_FOUND', 'NOT_FOUND');
 });
 
-test('envelope errors are 400 naming the field; a taskId is TaskNotFound; nothing is recorded', async (t) => {
+test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors are 400 naming the field, a taskId is TaskNotFound, nothing is recorded', async (t) => {
   const s = await startServer(t);
   const { token } = await s.register();
   const before = (await s.get('/api/changes', token)).body;
@@ -194,12 +194,24 @@ test('envelope errors are 400 naming the field; a taskId is TaskNotFound; nothin
 
   const unknown = await send(s, token, 'delete.everything', {});
   const info = a2aError(unknown, 400, 'INVALID_ARGUMENT', 'VALIDATION');
+  assert.match(info.message, /unknown action "delete\.everything"/);
   for (const action of ACTIONS) assert.ok(info.message.includes(action), `names ${action}`);
 
   const textOnly = await raw(withMessage({ parts: [{ text: 'please open a topic' }] }));
   a2aError(textOnly, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED', 'a2a-protocol.org');
   const textAndData = await raw(withMessage({ parts: [{ text: 'hi' }, dataPart({ action: 'status' })] }));
   a2aError(textAndData, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED');
+
+  // The schema's rules are the server's: contextId has 1..120 characters, a mediaType must be
+  // application/json, configuration and metadata are objects.
+  assert.match(a2aError(await raw(withMessage({ contextId: '' })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
+  assert.match(a2aError(await raw(withMessage({ contextId: 'c'.repeat(121) })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
+  for (const mediaType of ['', 'text/plain', 'application/jsonx', 'application/json-patch+json', 'application/a2a+json', 'application/json,text/plain']) {
+    const res = await raw(withMessage({ parts: [{ data: { action: 'status' }, mediaType }] }));
+    assert.match(a2aError(res, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED', 'a2a-protocol.org').message, /message\.parts\.0\.mediaType/, JSON.stringify(mediaType));
+  }
+  assert.match(a2aError(await raw({ ...base, configuration: 'fast' }), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /configuration/);
+  assert.match(a2aError(await raw(withMessage({ metadata: [] })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.metadata/);
 
   const task = await raw(withMessage({ taskId: 'wk_0000000001' }));
   const taskInfo = a2aError(task, 404, 'NOT_FOUND', 'TASK_NOT_FOUND', 'a2a-protocol.org');
@@ -210,11 +222,28 @@ test('envelope errors are 400 naming the field; a taskId is TaskNotFound; nothin
   const malformed = await s.request('POST', '/a2a/message:send', { token, raw: '{"message":', headers: { ...V, 'content-type': 'application/json' } });
   assert.match(a2aError(malformed, 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /malformed JSON/);
 
+  const numericTask = await raw(withMessage({ taskId: 7 }));
+  assert.equal(a2aError(numericTask, 404, 'NOT_FOUND', 'TASK_NOT_FOUND').metadata.taskId, '7');
+  const textAndTask = await raw(withMessage({ taskId: 't1', parts: [{ text: 'hi' }] }));
+  a2aError(textAndTask, 404, 'NOT_FOUND', 'TASK_NOT_FOUND');
+
   // Unknown envelope fields are ignored, as A2A requires.
   const tolerant = await raw({ ...withMessage({ extensions: [], referenceTaskIds: [], metadata: { k: 'v' }, future: 1 }), metadata: {}, tenant: '' });
   assert.equal(dataOf(tolerant, 'topic').status, 201);
+  // proto3 JSON may send an empty taskId and a null push configuration: both mean "none".
+  const defaults = await raw({ ...withMessage({ taskId: '' }), configuration: { taskPushNotificationConfig: null, blocking: true } });
+  assert.equal(dataOf(defaults, 'topic').status, 201);
   const after = (await s.get('/api/changes', token)).body;
-  assert.equal(after.events.length, before.events.length + 1, 'only the tolerant request was recorded');
+  assert.equal(after.events.length, before.events.length + 2, 'only the tolerant requests were recorded');
+});
+
+test('a data part\'s mediaType is accepted when its essence (before ";", trimmed, any case) is application/json', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const mediaType of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', ' application/json ;charset=UTF-8', 'APPLICATION/JSON;']) {
+    const body = { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { action: 'status' }, mediaType }] } };
+    dataOf(await s.post('/a2a/message:send', body, token, V), 'status');
+  }
 });
 
 test('A2A-Version 1.0 is required as header or query parameter; others get VersionNotSupported naming the header', async (t) => {
@@ -300,12 +329,18 @@ test('write stop answers 423 through A2A while reads keep working', async (t) =>
   const s = await startServer(t);
   const { token } = await s.register();
   const topic = (await s.post('/api/topics', { title: 't' }, token)).body;
+  const work = (await s.post('/api/work', { clientId: 'ws-1', title: 'w', description: 'd', acceptanceCriteria: 'c' }, token)).body;
   await s.cli('writes', 'stop');
   const res = await send(s, token, 'post', { topicId: topic.id, content: 'paused' });
   assert.match(a2aError(res, 423, 'FAILED_PRECONDITION', 'WRITE_STOP').message, /write stop/);
   a2aError(await send(s, token, 'topic', { title: 'paused' }), 423, 'FAILED_PRECONDITION', 'WRITE_STOP');
   assert.equal(dataOf(await send(s, token, 'status'), 'status').result.writeStop, true);
+  // Every read action keeps working, although each is sent as a POST (the guides say "every write answers 423").
   dataOf(await send(s, token, 'changes', {}), 'changes');
+  assert.equal(dataOf(await send(s, token, 'read', {}), 'read').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.list', {}), 'work.list').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.history', { workItemId: work.id }), 'work.history').status, 200);
+  assert.equal(dataOf(await send(s, token, 'work.changes', {}), 'work.changes').status, 200);
   await s.cli('writes', 'resume');
   assert.equal(dataOf(await send(s, token, 'post', { topicId: topic.id, content: 'resumed' }), 'post').status, 201);
 });

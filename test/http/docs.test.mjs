@@ -15,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ROOT, api, sharedServer, startServer, tempDir, which } from '../helpers/server.mjs';
+import { bodyValidator } from '../../dist/http/validate.js';
 import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 
 const { publicRoutes } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'routes.js')).href);
@@ -142,17 +143,25 @@ test('operations carry query parameters, body examples, the error statuses of pa
   assert.ok(doc.paths['/api/docs/assets/favicon-32x32.png'].get.responses['200'].content['image/png']);
 });
 
-test('POST /a2a/message:send documents its A2A-Version header from the route table, and the server accepts exactly what it documents', async (t) => {
+test('POST /a2a/message:send documents A2A-Version as header or query parameter from the route table, and the server accepts exactly what it documents', async (t) => {
   const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const send = doc.paths['/a2a/message:send'].post;
   const route = routes.find((r) => r.operationId === 'a2aSendMessage');
-  assert.deepEqual(route.headers.map((h) => h.name), ['A2A-Version'], 'the route declares the header');
+  assert.deepEqual(route.parameters.map((p) => `${p.in}:${p.name}`), ['header:A2A-Version', 'query:A2A-Version'], 'the route declares both');
   const header = send.parameters.find((p) => p.in === 'header' && p.name === 'A2A-Version');
+  const query = send.parameters.find((p) => p.in === 'query' && p.name === 'A2A-Version');
   assert.ok(header, 'documented as a header parameter');
-  assert.equal(header.required, true);
-  assert.equal(header.example, '1.0', '"Try it out" is pre-filled with a working value');
-  assert.match(header.description, /query parameter A2A-Version=1\.0/, 'the query alternative is described');
+  assert.ok(query, 'documented as a query parameter');
+  // Either one suffices, so neither is required on its own; the descriptions say one of them is.
+  assert.equal(header.required, false);
+  assert.equal(query.required, false);
+  assert.match(header.description, /Required unless the query parameter A2A-Version is sent/);
+  assert.match(query.description, /only when the header is absent/);
+  assert.match(query.description, /one of the two is required/);
+  assert.deepEqual(query.schema, header.schema);
+  for (const p of [header, query]) assert.equal(p.example, '1.0', '"Try it out" is pre-filled with a working value');
+  assert.match(send.summary, /as header or query parameter/);
 
   // The documented pattern and the server agree on every value.
   const pattern = new RegExp(header.schema.pattern, 'u');
@@ -162,10 +171,15 @@ test('POST /a2a/message:send documents its A2A-Version header from the route tab
     const res = await s.post('/a2a/message:send', body(i), agent.token, { 'A2A-Version': v });
     assert.equal(res.status === 200, pattern.test(v), `A2A-Version ${v}: documented ${pattern.test(v) ? 'valid' : 'invalid'}, server ${res.status}`);
   }
+  for (const [i, v] of ['1.0', '1.0.3', '1.1', '0.3', 'v1.0'].entries()) {
+    const res = await s.post(`/a2a/message:send?A2A-Version=${encodeURIComponent(v)}`, body(`query-${i}`), agent.token);
+    assert.equal(res.status === 200, pattern.test(v), `query A2A-Version=${v}: documented ${pattern.test(v) ? 'valid' : 'invalid'}, server ${res.status}`);
+  }
   const missing = await s.post('/a2a/message:send', body('none'), agent.token);
   assert.equal(missing.status, 400);
   assert.match(JSON.stringify(missing.body), /VERSION_NOT_SUPPORTED/);
-  assert.equal((await s.post('/a2a/message:send?A2A-Version=1.0', body('query'), agent.token)).status, 200, 'the query alternative works');
+  const headerWins = await s.post('/a2a/message:send?A2A-Version=1.0', body('both'), agent.token, { 'A2A-Version': '0.3' });
+  assert.equal(headerWins.status, 400, 'the query parameter is used only when the header is absent');
 });
 
 test('the WorkActionInput discriminator maps each action to its variant, and request validation is unchanged', async (t) => {
@@ -249,22 +263,31 @@ test('response schemas carry the spec\'s bounds: UTC work timestamps, Int maxima
   assert.equal(doc.components.schemas.MessageList.properties.messages.maxItems, doc.components.schemas.KnowledgeList.properties.knowledge.maxItems);
 });
 
-test('rate-limited operations document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
+test('rate-limited operations, and the A2A binding for its limited actions, document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
   const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
   const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  /** A route's own limit class, or for a dispatching route the classes of the routes its actions run. */
+  const classesOf = (r) => [...new Set([r.rateLimit, ...(r.dispatches ?? []).map((d) => routes.find((x) => x.method === d.method && x.path === d.path)?.rateLimit)].filter(Boolean))];
   let limited = 0;
+  let dispatching = 0;
   for (const r of routes) {
     if (r.method === '*' || r.path.endsWith('/*')) continue;
     const op = doc.paths[r.path][r.method.toLowerCase()];
+    const classes = classesOf(r);
     for (const [status, res] of Object.entries(op.responses)) {
       if (!/^2/.test(status)) continue;
       const has = names.filter((n) => res.headers?.[n]);
-      assert.deepEqual(has, r.rateLimit ? names : [], `${r.method} ${r.path} ${status} (limit class ${r.rateLimit ?? 'none'})`);
-      if (r.rateLimit) limited++;
+      assert.deepEqual(has, classes.length > 0 ? names : [], `${r.method} ${r.path} ${status} (limit classes ${classes.join(', ') || 'none'})`);
+      if (classes.length > 0) limited++;
+      if (r.dispatch && classes.length > 0) dispatching++;
     }
   }
-  assert.ok(limited >= 10, 'registration, every write and every change read');
+  assert.ok(limited >= 11, 'registration, every write, every change read and POST /a2a/message:send');
+  assert.equal(dispatching, 1, 'the A2A binding reports the limits of its write and change-read actions');
+  const a2aNote = doc.paths['/a2a/message:send'].post.description;
+  assert.match(a2aNote, /Actions `topic`, `post`, `knowledge`, `work\.create`, `work\.act` count toward the write limit: 30 per token per minute/);
+  assert.match(a2aNote, /Actions `changes`, `work\.changes` count toward the change-read limit: 60 per token per minute/);
   assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
 
   // Live, with the limits on: what the server sends conforms to the documented headers.
@@ -277,12 +300,19 @@ test('rate-limited operations document the RateLimit-* headers the server sends 
   const reg = await live.post('/api/register', { name: 'limits', provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
   const topic = await live.post('/api/topics', { title: 'limits' }, reg.body.token);
   const changes = await live.get('/api/changes', reg.body.token);
-  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60']]) {
+  // The same limits through the A2A binding: a write action and a change-read action report theirs.
+  const a2a = (action, input) =>
+    live.post('/a2a/message:send', { message: { messageId: `limits-${action}`, role: 'ROLE_USER', parts: [{ data: { action, input } }] } }, reg.body.token, { 'A2A-Version': '1.0' });
+  const a2aWrite = await a2a('topic', { title: 'limits over A2A' });
+  const a2aChanges = await a2a('changes', {});
+  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60'], [a2aWrite, '30;w=60'], [a2aChanges, '60;w=60']]) {
     assert.ok(res.status >= 200 && res.status < 300, JSON.stringify(res.body));
     assert.equal(res.headers['ratelimit-policy'], policy);
     for (const n of names) assert.ok(conforms(n, res.headers[n.toLowerCase()]), `${n}: ${res.headers[n.toLowerCase()]}`);
   }
+  assert.equal(Number(a2aWrite.headers['ratelimit-remaining']), Number(topic.headers['ratelimit-remaining']) - 1, 'the A2A write took a slot of the same write limit');
   assert.equal((await live.get('/api/status')).headers['ratelimit-policy'], undefined, 'a route without a limit class sends none, as documented');
+  assert.equal((await a2a('status', {})).headers['ratelimit-policy'], undefined, 'an A2A action without a limit class sends none, as documented');
   let refused;
   for (let i = 0; i < 6 && !refused; i++) {
     const res = await live.post('/api/register', { name: `limits-${i}`, provider: 'p', acceptsPublicArchive: true, operatorAuthorized: true });
@@ -300,13 +330,17 @@ const DOCUMENTS = [
   ['/api/retry-budget.md', 'text/markdown; charset=utf-8'],
   ['/api/client/forum-client.mjs', 'text/javascript; charset=utf-8'],
   ['/api/client/forum_client.py', 'text/x-python; charset=utf-8'],
+  ['/api/client/', 'application/json; charset=utf-8'],
   ['/api/docs/assets/swagger-ui.css', 'text/css; charset=utf-8'],
   ['/api/docs/assets/swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
   ['/api/docs/assets/init.js', 'text/javascript; charset=utf-8'],
   ['/api/docs/assets/favicon-32x32.png', 'image/png'],
+  // The agent card goes through the same static-document code (src/api/docs/static.ts).
+  ['/.well-known/agent-card.json', 'application/json; charset=utf-8'],
+  ['/.well-known/agent.json', 'application/json; charset=utf-8'],
 ];
 
-test('guides, clients and docs assets are served with their content type, ETag, Cache-Control and 304 on If-None-Match', async (t) => {
+test('guides, clients, docs assets and the agent card are served with their content type, ETag, Cache-Control and 304 on If-None-Match', async (t) => {
   const s = await startPublicServer();
   for (const [path, type] of DOCUMENTS) {
     const res = await s.get(path);
@@ -337,6 +371,26 @@ test('guides, clients and docs assets are served with their content type, ETag, 
   // The guides are the files in src/api/docs/guides with {{BASE_URL}} replaced.
   const source = readFileSync(join(ROOT, 'src', 'api', 'docs', 'guides', 'start.md'), 'utf8');
   assert.equal((await s.get('/api/start.md')).body, source.split('{{BASE_URL}}').join(s.url));
+});
+
+test('GET /api/client/ lists every client helper the route table serves, with its absolute URL under FORUM_PUBLIC_URL, content type and description', async (t) => {
+  const s = await startPublicServer();
+  const res = await s.get('/api/client/');
+  assert.equal(res.status, 200);
+  bodyValidator('ClientIndex')(structuredClone(res.body)); // throws naming the field otherwise
+  const served = routes.find((r) => r.operationId === 'getClient').files;
+  assert.deepEqual(res.body.files.map((f) => f.url), served.map((f) => `${s.url}${f.path}`), 'the index lists exactly the files served');
+  for (const file of res.body.files) {
+    assert.equal(file.url, `${s.url}/api/client/${file.name}`);
+    assert.match(file.description, /^[^\n]{20,300}$/, `${file.name}: one line`);
+    const got = await api(file.url, 'GET', '');
+    assert.equal(got.status, 200, file.url);
+    assert.equal(got.headers['content-type'], file.contentType, file.url);
+  }
+  const op = (await s.get('/openapi.json')).body.paths['/api/client/'].get;
+  assert.deepEqual(op.security, [], 'public');
+  assert.deepEqual(op.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/ClientIndex' });
+  assert.deepEqual(Object.keys(op.responses), ['200', '304', '429', '500', '503']);
 });
 
 test('the docs page loads Swagger UI only from this server, with relative URLs, and forbids inline scripts', async (t) => {
@@ -378,7 +432,8 @@ test('behind a path-prefixed FORUM_PUBLIC_URL the docs page, its assets, the doc
   const doc = (await viaProxy('/openapi.json')).body;
   assert.deepEqual(doc.servers.map((x) => x.url), [proxy.url]);
   for (const m of doc.info.description.matchAll(/\]\(([^)]+)\)/g)) urls.push(m[1]);
-  assert.ok(urls.length >= 12, urls.join('\n'));
+  for (const f of (await viaProxy('/api/client/')).body.files) urls.push(f.url);
+  assert.ok(urls.length >= 14, urls.join('\n'));
   for (const url of urls) {
     assert.ok(url.startsWith(`${proxy.url}/`), `${url} stays under the prefix`);
     const res = await api(proxy.url, 'GET', url.slice(proxy.url.length));
@@ -483,7 +538,7 @@ test('the numbers and status codes the guides state are the ones in the code', a
       expect: () => [C.WORK_TITLE_LENGTH_MAX, C.WORK_DESCRIPTION_LENGTH_MAX, C.WORK_CRITERIA_LENGTH_MAX, C.WORK_TAGS_MAX, C.WORK_TAG_LENGTH_MAX, C.WORK_RESULT_CONTENT_LENGTH_MAX, C.WORK_FEEDBACK_LENGTH_MAX, C.WORK_RESULT_SOURCES_MAX, C.WORK_SNAPSHOT_BYTES_MAX] },
     { what: 'sources, identifiers, q', re: /Sources, identifiers, `q` \| (\d+), (\d+), (\d+) characters/g, in: ['start.md'], expect: () => [C.SOURCE_LENGTH_MAX, C.ID_LENGTH_MAX, C.QUERY_TEXT_LENGTH_MAX] },
     // Status codes, each next to the words that say what it means.
-    { what: 'write stop', re: /(?:every POST answers (\d{3})|(\d{3}) writes paused|\| (\d{3}) Locked \(write stop\))/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.writeStopped },
+    { what: 'write stop', re: /(?:every write answers (\d{3})|(\d{3}) writes paused|\| (\d{3}) Locked \(write stop\))/g, in: ['start.md', 'retry-budget.md'], expect: () => statusOf.writeStopped },
     { what: 'registration closed', re: /registration answers (\d{3})/g, in: ['start.md'], expect: () => statusOf.forbidden },
     { what: 'body too large', re: /(?:KiB \((\d{3}) above\)|(\d{3}) body over)/g, in: ['start.md'], expect: () => statusOf.payloadTooLarge },
     { what: 'not JSON', re: /(?:only \((\d{3}) otherwise\)|(\d{3}) not JSON)/g, in: ['start.md'], expect: () => statusOf.unsupportedMediaType },
@@ -524,7 +579,10 @@ test('the numbers and status codes the guides state are the ones in the code', a
   }
   assert.match(guides['exchange.md'], new RegExp(`All ${['zero', 'one', 'two', 'three', 'four', 'five'][changeReads.length]} endpoints are change reads`));
   const posts = routes.filter((r) => r.method === 'POST' && !r.dispatch);
-  assert.match(guides['start.md'], /Writes \(every POST except registration\)/);
+  assert.match(guides['start.md'], /Writes \(every REST POST except registration, and the A2A write actions\)/);
+  // "every write answers 423": every REST POST and the A2A actions that run one; read actions do not.
+  assert.match(guides['start.md'], /every write answers 423 \(every REST POST, registration included, and the A2A write actions; A2A read actions keep working\)/);
+  assert.doesNotMatch(guides['start.md'], /every POST answers/, 'A2A reads are POSTs that keep working during a write stop');
   for (const r of posts) assert.equal(r.rateLimit, r.path === '/api/register' ? 'registration' : 'write', `POST ${r.path}`);
 });
 

@@ -109,18 +109,27 @@ test('error statuses follow part 7 per method; 401 only where a token is checked
   assert.deepEqual(errorStatuses(route({ method: 'POST' })), [400, 401, 403, 404, 409, 413, 415, 423, 429, 500, 503, 507]);
   assert.deepEqual(errorStatuses(route({})), [400, 401, 403, 429, 500, 503]);
   assert.deepEqual(errorStatuses(route({ auth: 'public', responses: { 200: { description: 'a guide', contentType: 'text/markdown' } } })), [429, 500, 503]);
+  // A JSON document with a schema that answers conditional GETs (the agent card) is a static document too.
+  const card = { 200: { description: 'a card', schema: 'Thing', headers: ['ETag'] }, 304: { description: 'not modified' } };
+  assert.deepEqual(errorStatuses(route({ auth: 'public', responses: card })), [429, 500, 503]);
 });
 
-test('a route\'s documented request headers become required header parameters with their example', async () => {
-  const header = { name: 'X-Proto-Version', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' };
-  const doc = withServer(buildOpenApi([route({ method: 'POST', operationId: 'send', body: 'Thing', headers: [header] }), route({ query: 'ThingQuery', headers: [header] })], schemas), 'http://forum.test');
+test('a route\'s handler-read headers and query parameters become parameters with their example, before the query schema\'s', async () => {
+  const header = { name: 'X-Proto-Version', in: 'header', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' };
+  const query = { ...header, in: 'query', required: false, description: 'The same, as a query parameter.' };
+  const doc = withServer(buildOpenApi([route({ method: 'POST', operationId: 'send', body: 'Thing', parameters: [header, query] }), route({ query: 'ThingQuery', parameters: [header] })], schemas), 'http://forum.test');
   const post = doc.paths['/api/things'].post;
-  assert.deepEqual(post.parameters, [{ name: 'X-Proto-Version', in: 'header', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' }]);
-  // Headers first, then the query schema's parameters.
+  assert.deepEqual(post.parameters, [
+    { name: 'X-Proto-Version', in: 'header', required: true, description: 'Protocol version.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' },
+    { name: 'X-Proto-Version', in: 'query', required: false, description: 'The same, as a query parameter.', schema: { type: 'string', pattern: '^1\\.0$' }, example: '1.0' },
+  ]);
+  // The route's own parameters first, then the query schema's parameters.
   assert.deepEqual(doc.paths['/api/things'].get.parameters.map((p) => `${p.in}:${p.name}`), ['header:X-Proto-Version', 'query:id', 'query:limit']);
   assert.equal(doc.paths['/api/things'].get.parameters[0].schema === header.schema, false, 'the route\'s schema object is copied, not shared');
   const result = await new Validator().validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors));
+  // A parameter the query schema already documents would describe one value twice.
+  assert.throws(() => buildOpenApi([route({ query: 'ThingQuery', parameters: [{ ...query, name: 'limit' }] })], schemas), /parameter limit \(in query\) is documented twice/);
 });
 
 test('a discriminator without mapping gets the mapping derived from its oneOf variants; an underivable one is refused', async () => {
@@ -161,6 +170,26 @@ test('success responses of rate-limited routes carry the RateLimit-* headers; 42
   assert.deepEqual(doc.components.headers['RateLimit-Policy'].schema, { type: 'string', pattern: '^[0-9]+;w=[0-9]+$' });
   const result = await new Validator().validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors));
+});
+
+test('a dispatching route\'s successes carry the RateLimit-* headers when an action it dispatches runs a rate-limited route', async () => {
+  const dispatches = [
+    { name: 'make', method: 'POST', path: '/api/things' },
+    { name: 'list', method: 'GET', path: '/api/things' },
+    { name: 'gone', method: 'POST', path: '/api/not-installed' },
+  ];
+  const rpc = (over) => route({ method: 'POST', path: '/rpc/send', operationId: 'rpcSend', body: 'Thing', dispatch: true, dispatches, ...over });
+  const table = [route({ method: 'POST', operationId: 'createThing', body: 'Thing', rateLimit: 'write', responses: { 201: { description: 'made', schema: 'Thing' } } }), route({ query: 'ThingQuery' })];
+  const doc = withServer(buildOpenApi([...table, rpc({})], schemas), 'http://forum.test');
+  const send = doc.paths['/rpc/send'].post;
+  assert.deepEqual(Object.keys(send.responses['200'].headers), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy']);
+  assert.equal(send.description, 'Action `make` counts toward the write limit: 30 per token per minute. A success of such an action carries the RateLimit-* headers of its limit; the other actions count toward none of these limits and send none.');
+  const result = await new Validator().validate(doc);
+  assert.equal(result.valid, true, JSON.stringify(result.errors));
+  // Without a limited target there is nothing to report.
+  const unlimited = buildOpenApi([table[1], rpc({})], schemas).paths['/rpc/send'].post;
+  assert.equal(unlimited.responses['200'].headers, undefined);
+  assert.equal(unlimited.description, undefined);
 });
 
 test('info.description links to the guides absolutely under the public base URL, also with a path prefix', () => {

@@ -2,14 +2,12 @@
  * The A2A 1.0 agent card (part 1 static paths, part 4 "A2A binding", part 9; A2A 1.0.1 §4.4 and
  * proto `AgentCard`), served at /.well-known/agent-card.json and, for older clients,
  * /.well-known/agent.json. It depends only on FORUM_PUBLIC_URL and constants, so it is built once
- * per service (serialised, with its strong ETag) and every request sends the same bytes.
+ * per public base URL (serialised, with its strong ETag) and every request sends the same bytes.
  *
  * Security schemes use the 1.0 JSON form of the proto (`{"bearer": {"httpAuthSecurityScheme":
  * {...}}}` and `securityRequirements: [{"schemes": {"bearer": {"list": []}}}]`), not 0.3's
  * OpenAPI-style `{"type": "http"}`.
  */
-import { createHash } from 'node:crypto';
-import type { App } from '../../app.js';
 import {
   A2A_BASE_PATH,
   A2A_PROTOCOL_BINDING,
@@ -19,7 +17,10 @@ import {
   SERVICE_VERSION,
 } from '../../constants.js';
 import type { Reply, RequestContext } from '../../http/router.js';
+import { perBaseUrl, serveStatic, staticDocument } from '../docs/static.js';
 import { A2A_ACTIONS } from './dispatch.js';
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /** The card as an object (schemas/AgentCard.json). Input: FORUM_PUBLIC_URL without trailing slash. */
 export function buildAgentCard(publicUrl: string): Record<string, unknown> {
@@ -55,37 +56,14 @@ export function buildAgentCard(publicUrl: string): Record<string, unknown> {
   };
 }
 
-interface CardDoc {
-  json: string;
-  etag: string;
-}
+/** The serialised card as a static document (strong ETag of its bytes), rendered once per public base URL. */
+const cardDocument = perBaseUrl((publicUrl) => staticDocument(JSON.stringify(buildAgentCard(publicUrl)), JSON_CONTENT_TYPE, AGENT_CARD_MAX_AGE_SECONDS));
 
-const cards = new WeakMap<App, CardDoc>();
-
-/** The serialised card and its strong ETag (SHA-256 of the bytes), built once per app. */
-export function agentCardDoc(app: App): CardDoc {
-  let doc = cards.get(app);
-  if (!doc) {
-    const json = JSON.stringify(buildAgentCard(app.config.publicUrl));
-    doc = { json, etag: `"${createHash('sha256').update(json).digest('base64url')}"` };
-    cards.set(app, doc);
-  }
-  return doc;
-}
-
-/** Whether an If-None-Match header matches `etag` (RFC 9110 13.1.2: weak comparison, or `*`). */
-function matches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  return ifNoneMatch.split(',').some((t) => {
-    const tag = t.trim();
-    return tag === '*' || tag === etag || tag === `W/${etag}`;
-  });
-}
-
-/** GET /.well-known/agent-card.json and /.well-known/agent.json: 200 with the card, or 304. */
+/**
+ * GET /.well-known/agent-card.json and /.well-known/agent.json: 200 with the card, or 304 when
+ * If-None-Match matches; ETag and Cache-Control (AGENT_CARD_MAX_AGE_SECONDS) on both, through the
+ * same code as every guidance document (src/api/docs/static.ts).
+ */
 export function serveAgentCard(ctx: RequestContext): Reply {
-  const doc = agentCardDoc(ctx.app);
-  const headers = { 'Cache-Control': `public, max-age=${AGENT_CARD_MAX_AGE_SECONDS}`, ETag: doc.etag };
-  if (matches(ctx.req.headers['if-none-match'], doc.etag)) return { status: 304, headers };
-  return { status: 200, json: doc.json, headers };
+  return serveStatic(ctx, cardDocument(ctx.app.config.publicUrl));
 }

@@ -5,7 +5,8 @@
  * (src/http/server.ts `runRoute`: the route's rate-limit class, write stop for writes, the route's
  * compiled validator on `input`, its handler, the durability wait) — one code path, not a copy.
  *
- * Request (unknown fields are ignored, as A2A requires):
+ * Request (schemas/A2ASendMessageRequest.json, which validates it; unknown fields are ignored, as
+ * A2A requires):
  *   {"message": {"messageId", "role": "ROLE_USER", "parts": [{"data": {"action", "input"?}}],
  *                "contextId"?, "taskId"?, "metadata"?}, "configuration"?, "metadata"?}
  * Response 200:
@@ -16,7 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { A2A_ID_LENGTH_MAX, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, ID_LENGTH_MAX, ID_PATTERN } from '../../constants.js';
-import { badRequest } from '../../http/errors.js';
+import { badRequest, type HttpError } from '../../http/errors.js';
+import { describeError, getSchema, schemaCheck, type ErrorObject } from '../../http/validate.js';
 import type { Method, Reply, RequestContext, RouteInput } from '../../http/router.js';
 import type { RequestTarget } from '../../http/router.js';
 import { contentTypeNotSupported, pushNotificationNotSupported, taskNotFound, unsupportedOperation, versionNotSupported } from './errors.js';
@@ -161,8 +163,9 @@ export const A2A_ACTIONS: readonly A2AAction[] = [
 const ACTIONS_BY_NAME = new Map(A2A_ACTIONS.map((a) => [a.action, a]));
 const ACTION_LIST = A2A_ACTIONS.map((a) => a.action).join(', ');
 const ID_RE = new RegExp(ID_PATTERN);
-/** 1.0 with an optional patch version (part 9: the binding is version 1.0; patches are compatible). */
-const VERSION_RE = /^1\.0(\.(0|[1-9][0-9]*))?$/;
+/** 1.0 with an optional patch version (part 9: the binding is version 1.0; patches are compatible). Also documented in /openapi.json. */
+export const VERSION_PATTERN = '^1\\.0(\\.(0|[1-9][0-9]*))?$';
+const VERSION_RE = new RegExp(VERSION_PATTERN, 'u');
 
 /**
  * Checks the A2A-Version header, or the A2A-Version query parameter when the header is absent.
@@ -195,68 +198,107 @@ export interface SendMessageEnvelope {
   input: Record<string, unknown>;
 }
 
-/** A string field of 1..A2A_ID_LENGTH_MAX characters, or throws 400 naming it. */
-function idField(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > A2A_ID_LENGTH_MAX) {
-    throw badRequest(`field "${field}" must be a string of 1..${A2A_ID_LENGTH_MAX} characters`);
+/** The schema of the envelope (schemas/A2ASendMessageRequest.json): the one source of its rules. */
+const ENVELOPE_SCHEMA = 'A2ASendMessageRequest';
+const checkEnvelope = schemaCheck(ENVELOPE_SCHEMA);
+
+/** The value at `keys` below `node`, or undefined. */
+function at(node: unknown, ...keys: (string | number)[]): unknown {
+  for (const key of keys) node = isObject(node) || Array.isArray(node) ? (node as Record<string | number, unknown>)[key] : undefined;
+  return node;
+}
+
+// The schema and the action table describe the same envelope; a drift is a programmer error that
+// stops startup (style: assert relationships once) instead of a request answered by one and not the other.
+{
+  const schema = getSchema(ENVELOPE_SCHEMA);
+  const message = at(schema, 'properties', 'message', 'properties');
+  const actions = at(message, 'parts', 'items', 'properties', 'data', 'properties', 'action', 'enum');
+  if (!Array.isArray(actions) || actions.join() !== A2A_ACTIONS.map((a) => a.action).join()) {
+    throw new Error(`schemas/${ENVELOPE_SCHEMA}.json: data.action must enumerate exactly ${ACTION_LIST}, in that order`);
   }
-  return value;
+  for (const field of ['messageId', 'contextId']) {
+    if (at(message, field, 'maxLength') !== A2A_ID_LENGTH_MAX) throw new Error(`schemas/${ENVELOPE_SCHEMA}.json: message.${field} must have maxLength ${A2A_ID_LENGTH_MAX} (A2A_ID_LENGTH_MAX)`);
+  }
 }
 
 /**
- * Validates the SendMessageRequest envelope (our own code: A2A requires ignoring unknown fields,
- * which the REST schemas refuse). Throws 400 naming the field and rule, 404 TaskNotFound for a
- * taskId, 400 PushNotificationNotSupported for a push configuration, 400 ContentTypeNotSupported
- * for text, file or url parts.
+ * Turns the first schema failure of an envelope into the error A2A prescribes for it; the schema
+ * decides whether the envelope is valid, this only decides how a failure is answered:
+ * - `message.taskId` (anything but absent, "" or null): 404 TaskNotFound with the id;
+ * - `configuration.taskPushNotificationConfig`: 400 PushNotificationNotSupported;
+ * - a part without `data` (text, file, url) or a `mediaType` other than application/json: 400
+ *   ContentTypeNotSupported. A non-data part wins over any other failure inside `message.parts`,
+ *   because ajv reports the first failing keyword and `maxItems` runs before `items`: [text, data]
+ *   is a natural-language request, not "too many parts";
+ * - more than one part: 400 naming the one-action-per-message rule;
+ * - an action not in the list: 400 "unknown action" naming the eleven actions;
+ * - anything else: 400 naming the field and the rule (src/http/validate.ts `describeError`).
  */
-export function parseEnvelope(body: unknown): SendMessageEnvelope {
-  if (!isObject(body)) throw badRequest('body must be a SendMessageRequest object: {"message": {...}}');
-  const m = body.message;
-  if (!isObject(m)) throw badRequest('missing required field "message" (an object)');
-  const messageId = idField(m.messageId, 'message.messageId');
-  if (m.role !== 'ROLE_USER') {
-    throw badRequest(`field "message.role" must be "ROLE_USER" (got ${JSON.stringify(m.role ?? null)})`);
+function envelopeError(err: ErrorObject, body: unknown): HttpError {
+  const path = err.instancePath;
+  if (path === '' && err.keyword === 'type') return badRequest('body must be a SendMessageRequest object: {"message": {...}}');
+  if (path === '/message/taskId') {
+    const taskId = at(body, 'message', 'taskId');
+    return taskNotFound(typeof taskId === 'string' ? taskId : JSON.stringify(taskId));
   }
-  let contextId: string | null = null;
-  if (m.contextId !== undefined && m.contextId !== '') contextId = idField(m.contextId, 'message.contextId');
-  // Work items are application records, not A2A tasks: no task id exists (proto3 JSON may send "").
-  if (m.taskId !== undefined && m.taskId !== null && m.taskId !== '') throw taskNotFound(String(m.taskId));
-  const configuration = body.configuration;
-  if (isObject(configuration) && configuration.taskPushNotificationConfig != null) throw pushNotificationNotSupported();
-  if (!Array.isArray(m.parts) || m.parts.length === 0) {
-    throw badRequest('field "message.parts" must be a non-empty array holding exactly one data part {"data": {"action": ..., "input": {...}}}');
-  }
-  const dataParts: Record<string, unknown>[] = [];
-  for (const [i, part] of m.parts.entries()) {
-    if (!isObject(part)) throw badRequest(`field "message.parts.${i}" must be an object`);
-    if (part.data === undefined) {
-      throw contentTypeNotSupported(
-        `message.parts.${i} is not a data part: this agent accepts exactly one data part (application/json) with an action; text, file and url parts (natural-language tasks) are not supported`,
+  if (path === '/configuration/taskPushNotificationConfig') return pushNotificationNotSupported();
+  if (path === '/message/parts' || path.startsWith('/message/parts/')) {
+    const parts = at(body, 'message', 'parts');
+    const textual = Array.isArray(parts) ? parts.findIndex((p) => isObject(p) && p.data === undefined) : -1;
+    if (textual !== -1) {
+      return contentTypeNotSupported(
+        `message.parts.${textual} is not a data part: this agent accepts exactly one data part (application/json) with an action; text, file and url parts (natural-language tasks) are not supported`,
       );
     }
-    if (part.mediaType !== undefined && part.mediaType !== '' && part.mediaType !== 'application/json') {
-      throw contentTypeNotSupported(`message.parts.${i}.mediaType must be "application/json" (got ${JSON.stringify(part.mediaType)})`);
+    if (/^\/message\/parts\/[0-9]+\/mediaType$/.test(path)) return contentTypeNotSupported(describeError(err, 'body'));
+    if (path === '/message/parts' && err.keyword === 'maxItems') {
+      return badRequest(`field "message.parts" must hold exactly one data part, got ${(parts as unknown[]).length}; send one action per message`);
     }
-    dataParts.push(part);
+    if (path === '/message/parts/0/data/action' && err.keyword === 'enum') {
+      return badRequest(`unknown action ${JSON.stringify(at(body, 'message', 'parts', 0, 'data', 'action'))}: data.action must be one of ${ACTION_LIST}`);
+    }
   }
-  if (dataParts.length !== 1) {
-    throw badRequest(`field "message.parts" must hold exactly one data part, got ${dataParts.length}; send one action per message`);
-  }
-  const data = dataParts[0]!.data;
-  if (!isObject(data)) throw badRequest('field "message.parts.0.data" must be an object {"action": ..., "input": {...}}');
-  if (typeof data.action !== 'string') throw badRequest(`missing required field "data.action": one of ${ACTION_LIST}`);
-  const action = ACTIONS_BY_NAME.get(data.action);
-  if (!action) throw badRequest(`unknown action ${JSON.stringify(data.action)}: data.action must be one of ${ACTION_LIST}`);
-  if (data.input !== undefined && !isObject(data.input)) {
-    throw badRequest(`field "data.input" must be an object (the REST ${action.method === 'GET' ? 'query parameters' : 'body'} of ${action.method} ${action.path})`);
-  }
-  return { messageId, contextId, action, input: (data.input as Record<string, unknown> | undefined) ?? {} };
+  return badRequest(describeError(err, 'body'));
+}
+
+/**
+ * Validates the SendMessageRequest envelope with schemas/A2ASendMessageRequest.json (compiled once
+ * by src/http/validate.ts; unknown fields are ignored, as A2A requires) and returns the parts the
+ * binding uses. Throws (see `envelopeError`) 400 naming the field and rule, 404 TaskNotFound for a
+ * taskId, 400 PushNotificationNotSupported for a push configuration, 400 ContentTypeNotSupported
+ * for text, file or url parts or another mediaType.
+ */
+export function parseEnvelope(body: unknown): SendMessageEnvelope {
+  const err = checkEnvelope(body);
+  if (err) throw envelopeError(err, body);
+  // The schema guarantees these shapes, and that the action is one of A2A_ACTIONS (checked above).
+  const message = (body as { message: EnvelopeMessage }).message;
+  const data = message.parts[0]!.data;
+  return {
+    messageId: message.messageId,
+    contextId: message.contextId ?? null,
+    action: ACTIONS_BY_NAME.get(data.action)!,
+    input: data.input ?? {},
+  };
+}
+
+/** The fields of a schema-valid envelope's message that the binding reads. */
+interface EnvelopeMessage {
+  messageId: string;
+  contextId?: string;
+  parts: [{ data: { action: string; input?: Record<string, unknown> } }];
 }
 
 /**
  * Converts an action's `input` into the REST route's input: query parameters for GET (numbers
  * and booleans as canonical strings, strings as they are; objects, arrays and null are 400), the
  * body for POST with the clientId rule applied.
+ *
+ * These checks stay hand-written because the envelope schema cannot express them without
+ * copying the action table into it: which values `input` may hold depends on the action's REST
+ * method, and whether the messageId must be a valid clientId depends on the action's clientId
+ * rule. The contents of `input` are then validated by the REST route's own schema.
  */
 export function routeInput(env: SendMessageEnvelope): RouteInput {
   const { action, input } = env;

@@ -8,7 +8,7 @@ import { A2A_BASE_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../c
 import { HttpError, methodNotAllowed, notFound } from '../../http/errors.js';
 import type { RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';
-import { sendMessage } from './dispatch.js';
+import { A2A_ACTIONS, VERSION_PATTERN, sendMessage } from './dispatch.js';
 import { A2A_ERROR_FORMAT, pushNotificationNotSupported, taskNotFound, unsupportedOperation } from './errors.js';
 
 const NO_TASKS = 'this agent answers every message synchronously and creates no A2A tasks (work items are application records: use the work.* actions of POST /a2a/message:send)';
@@ -105,23 +105,36 @@ export const a2aRoutes: Route[] = [
     auth: 'bearer',
     operationId: 'a2aSendMessage',
     summary:
-      'A2A 1.0 SendMessage (HTTP+JSON): one data part {action, input}; the action runs its REST endpoint with the same validation, limits and records and answers synchronously. Header A2A-Version: 1.0 required.',
+      'A2A 1.0 SendMessage (HTTP+JSON): one data part {action, input}; the action runs its REST endpoint with the same validation, limits and records and answers synchronously. A2A-Version: 1.0 required, as header or query parameter.',
     tag: 'A2A',
     body: 'A2ASendMessageRequest',
-    headers: [
+    // checkVersion (./dispatch.ts) reads the header, or the query parameter when the header is absent or blank.
+    parameters: [
       {
         name: A2A_VERSION_HEADER,
-        required: true,
+        in: 'header',
+        required: false,
         description:
-          `The A2A version of the request: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). Without it the request counts as A2A 0.3 and is refused with 400 VersionNotSupported. ` +
+          `The A2A version of the request: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). Required unless the query parameter ${A2A_VERSION_HEADER} is sent: ` +
+          `without either the request counts as A2A 0.3 and is refused with 400 VersionNotSupported. ` +
           `Clients that cannot set headers may send the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION} instead (used only when the header is absent).`,
-        // The values checkVersion (./dispatch.ts) accepts.
-        schema: { type: 'string', pattern: '^1\\.0(\\.(0|[1-9][0-9]*))?$' },
+        schema: { type: 'string', pattern: VERSION_PATTERN },
+        example: A2A_PROTOCOL_VERSION,
+      },
+      {
+        name: A2A_VERSION_HEADER,
+        in: 'query',
+        required: false,
+        description:
+          `The A2A version, for clients that cannot set the ${A2A_VERSION_HEADER} header: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). ` +
+          `Used only when the header is absent or blank (the header wins); one of the two is required, else 400 VersionNotSupported.`,
+        schema: { type: 'string', pattern: VERSION_PATTERN },
         example: A2A_PROTOCOL_VERSION,
       },
     ],
     contentTypes: ['application/json', 'application/a2a+json'],
     dispatch: true,
+    dispatches: A2A_ACTIONS.map((a) => ({ name: a.action, method: a.method, path: a.path })),
     errorFormat: A2A_ERROR_FORMAT,
     errors: [404, 409, 423, 507],
     responses: { 200: { description: "A message whose data part carries the action, the REST status and the REST endpoint's result", schema: 'A2ASendMessageResponse' } },

@@ -1,7 +1,8 @@
 /**
  * Guidance routes (issue 6; part 1 "Static guidance paths", part 9): /openapi.json, the Swagger
  * UI page /api/docs and its assets, the guides start.md, exchange.md and retry-budget.md, and
- * the client helpers under /api/client/.
+ * the client helpers under /api/client/ with their index at /api/client/ itself (JSON, schema
+ * ClientIndex: each file's name, absolute URL, content type and a one-line description).
  *
  * `docsRoutes(apiRoutes)` receives the rest of the route table instead of importing it, so
  * src/api/routes.ts can include these routes without an import cycle. The OpenAPI document is
@@ -59,6 +60,21 @@ function docsAssetSources(): Map<string, { file: string; contentType: string }> 
 const ASSETS_PREFIX = '/api/docs/assets/';
 const CLIENT_PREFIX = '/api/client/';
 
+/** The client helpers (sources in src/api/docs/client/): served under CLIENT_PREFIX and listed in its index. */
+const CLIENT_FILES: ReadonlyArray<{ name: string; contentType: string; description: string }> = [
+  {
+    name: 'forum-client.mjs',
+    contentType: JAVASCRIPT,
+    description:
+      'Dependency-free ES module for Node >= 20 and browsers: registration, a call for every endpoint, Retry-After handling, receipt checks for in-doubt writes and a change-feed follower.',
+  },
+  {
+    name: 'forum_client.py',
+    contentType: PYTHON,
+    description: 'Python 3 client using only the standard library, with the same features as forum-client.mjs.',
+  },
+];
+
 /**
  * Builds the guidance routes and the OpenAPI document for `apiRoutes` + these routes.
  * Reads the guide, client and page sources (small) now and the Swagger UI files on first request.
@@ -74,10 +90,14 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
   const startGuide = guide('start.md');
   const exchangeGuide = guide('exchange.md');
   const retryGuide = guide('retry-budget.md');
-  const clients = new Map<string, (url: string) => StaticDocument>([
-    ['forum-client.mjs', templated(read('client', 'forum-client.mjs'), JAVASCRIPT)],
-    ['forum_client.py', templated(read('client', 'forum_client.py'), PYTHON)],
-  ]);
+  const clients = new Map<string, (url: string) => StaticDocument>(CLIENT_FILES.map((f) => [f.name, templated(read('client', f.name), f.contentType)]));
+  // The index of /api/client/: absolute URLs under the public base URL (no trailing slash).
+  const clientIndex = perBaseUrl((url) =>
+    staticDocument(
+      JSON.stringify({ files: CLIENT_FILES.map((f) => ({ name: f.name, url: `${url}${CLIENT_PREFIX}${f.name}`, contentType: f.contentType, description: f.description })) }),
+      JSON_TYPE,
+    ),
+  );
   const page = staticDocument(read('ui', 'index.html'), HTML);
 
   const assetSources = docsAssetSources();
@@ -90,10 +110,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
     return doc;
   };
   const assetFiles: ServedFile[] = [...assetSources].map(([name, s]) => ({ path: ASSETS_PREFIX + name, contentType: s.contentType }));
-  const clientFiles: ServedFile[] = [
-    { path: `${CLIENT_PREFIX}forum-client.mjs`, contentType: JAVASCRIPT },
-    { path: `${CLIENT_PREFIX}forum_client.py`, contentType: PYTHON },
-  ];
+  const clientFiles: ServedFile[] = CLIENT_FILES.map((f) => ({ path: CLIENT_PREFIX + f.name, contentType: f.contentType }));
 
   // Set once the table (which includes this very route) is complete; see below.
   let openapi: ((url: string) => StaticDocument) | null = null;
@@ -168,6 +185,16 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
     },
     {
       method: 'GET',
+      path: CLIENT_PREFIX,
+      auth: 'public',
+      operationId: 'getClientIndex',
+      summary: 'Index of the client helpers: each file with its absolute URL, content type and a one-line description.',
+      tag: 'Docs',
+      responses: { 200: { description: 'The client files', schema: 'ClientIndex', contentType: JSON_TYPE, headers: DOC_HEADERS }, 304: notModified },
+      handler: (ctx) => serveStatic(ctx, clientIndex(ctx.app.config.publicUrl)),
+    },
+    {
+      method: 'GET',
       path: `${CLIENT_PREFIX}*`,
       auth: 'public',
       operationId: 'getClient',
@@ -179,7 +206,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       handler: (ctx) => {
         const name = ctx.url.pathname.slice(CLIENT_PREFIX.length);
         const render = clients.get(name);
-        if (!render) throw notFound(`no such client file: ${name}; available: ${[...clients.keys()].join(', ')}`);
+        if (!render) throw notFound(`no such client file: ${name}; available: ${[...clients.keys()].join(', ')} (index: ${CLIENT_PREFIX})`);
         return serveStatic(ctx, render(ctx.app.config.publicUrl));
       },
     },

@@ -1,6 +1,8 @@
 /**
- * Static guidance documents (issue 6): bytes + content type + a strong ETag computed once, served
- * with `Cache-Control: public, max-age=300` and answered 304 when `If-None-Match` matches.
+ * Static documents (issue 6; also the A2A agent card, issue 9): bytes + content type + a strong
+ * ETag computed once, served with `Cache-Control: public, max-age=<seconds>` (the guidance
+ * documents' DOCS_CACHE_MAX_AGE_SECONDS unless the document says otherwise) and answered 304 when
+ * `If-None-Match` matches. The one code path for conditional GETs of documents.
  */
 import { createHash } from 'node:crypto';
 import type { Reply, RequestContext } from '../../http/router.js';
@@ -11,13 +13,18 @@ export interface StaticDocument {
   contentType: string;
   /** Strong entity tag, quoted: `"<sha256 base64url, 22 chars>"`. */
   etag: string;
+  /** `max-age` of its Cache-Control, in seconds. */
+  maxAgeSeconds: number;
 }
 
-/** Wraps bytes (or UTF-8 text) as a document; the ETag is a digest of the exact bytes. */
-export function staticDocument(body: string | Buffer, contentType: string): StaticDocument {
+/**
+ * Wraps bytes (or UTF-8 text) as a document; the ETag is a digest of the exact bytes.
+ * `maxAgeSeconds`: how long clients and proxies may cache it (default DOCS_CACHE_MAX_AGE_SECONDS).
+ */
+export function staticDocument(body: string | Buffer, contentType: string, maxAgeSeconds: number = DOCS_CACHE_MAX_AGE_SECONDS): StaticDocument {
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 22)}"`;
-  return { body: bytes, contentType, etag };
+  return { body: bytes, contentType, etag, maxAgeSeconds };
 }
 
 /**
@@ -36,9 +43,9 @@ export function withBaseUrl(template: string, publicUrl: string): string {
   return template.split(BASE_URL_PLACEHOLDER).join(publicUrl);
 }
 
-/** The caching headers of every guidance document. */
+/** The caching headers of a document. */
 export function cacheHeaders(doc: StaticDocument): Record<string, string> {
-  return { ETag: doc.etag, 'Cache-Control': `public, max-age=${DOCS_CACHE_MAX_AGE_SECONDS}` };
+  return { ETag: doc.etag, 'Cache-Control': `public, max-age=${doc.maxAgeSeconds}` };
 }
 
 /** Replies 200 with the document, or 304 (no body) when the client already has this version. */
