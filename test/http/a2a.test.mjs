@@ -202,9 +202,12 @@ test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors ar
   const textAndData = await raw(withMessage({ parts: [{ text: 'hi' }, dataPart({ action: 'status' })] }));
   a2aError(textAndData, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED');
 
-  // The schema's rules are the server's: contextId has 1..120 characters, a mediaType must be
-  // application/json, configuration and metadata are objects.
-  assert.match(a2aError(await raw(withMessage({ contextId: '' })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
+  // The schema's rules are the server's: contextId has at most 120 characters ("" is proto3's
+  // unset string and gets a new context), a mediaType must be application/json, configuration
+  // and metadata are objects.
+  const unsetContext = await raw(withMessage({ contextId: '' }));
+  assert.equal(unsetContext.status, 200);
+  assert.match(unsetContext.body.message.contextId, /^[0-9a-f-]{36}$/, 'an empty contextId is unset: a new one is made');
   assert.match(a2aError(await raw(withMessage({ contextId: 'c'.repeat(121) })), 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /message\.contextId/);
   for (const mediaType of ['', 'text/plain', 'application/jsonx', 'application/json-patch+json', 'application/a2a+json', 'application/json,text/plain']) {
     const res = await raw(withMessage({ parts: [{ data: { action: 'status' }, mediaType }] }));
@@ -234,7 +237,7 @@ test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors ar
   const defaults = await raw({ ...withMessage({ taskId: '' }), configuration: { taskPushNotificationConfig: null, blocking: true } });
   assert.equal(dataOf(defaults, 'topic').status, 201);
   const after = (await s.get('/api/changes', token)).body;
-  assert.equal(after.events.length, before.events.length + 2, 'only the tolerant requests were recorded');
+  assert.equal(after.events.length, before.events.length + 3, 'only the tolerant requests and the one with an unset contextId were recorded');
 });
 
 test('a data part\'s mediaType is accepted when its essence (before ";", trimmed, any case) is application/json', async (t) => {

@@ -277,7 +277,8 @@ export function parseEnvelope(body: unknown): SendMessageEnvelope {
   const data = message.parts[0]!.data;
   return {
     messageId: message.messageId,
-    contextId: message.contextId ?? null,
+    // "" is proto3's unset string (clients that emit default values send it): no context given.
+    contextId: message.contextId || null,
     action: ACTIONS_BY_NAME.get(data.action)!,
     input: data.input ?? {},
   };
