@@ -85,7 +85,7 @@ test('"Try it out" on POST /a2a/message:send succeeds with the documented A2A-Ve
   await page.evaluate((token) => window.ui.preauthorizeApiKey('bearer', token), agent.token);
   if (!(await op.locator('.try-out__btn').isVisible())) await op.locator('.opblock-summary').click();
   await op.locator('.try-out__btn').click();
-  const version = op.locator('tr[data-param-name="A2A-Version"] input');
+  const version = op.locator('tr[data-param-name="A2A-Version"][data-param-in="header"] input');
   assert.equal(await version.inputValue(), '1.0', 'the header is pre-filled from the document');
   const body = { message: { messageId: 'swagger-status-1', role: 'ROLE_USER', parts: [{ data: { action: 'status' }, mediaType: 'application/json' }] } };
   await op.locator('textarea.body-param__text').fill(JSON.stringify(body));

@@ -160,7 +160,8 @@ test('POST /a2a/message:send documents A2A-Version as header or query parameter 
   assert.match(query.description, /only when the header is absent/);
   assert.match(query.description, /one of the two is required/);
   assert.deepEqual(query.schema, header.schema);
-  for (const p of [header, query]) assert.equal(p.example, '1.0', '"Try it out" is pre-filled with a working value');
+  assert.equal(header.example, '1.0', '"Try it out" pre-fills the header with a working value');
+  assert.equal(query.example, undefined, 'the query parameter is not pre-filled, so "Try it out" sends the header alone');
   assert.match(send.summary, /as header or query parameter/);
 
   // The documented pattern and the server agree on every value.

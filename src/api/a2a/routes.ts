@@ -129,7 +129,7 @@ export const a2aRoutes: Route[] = [
           `The A2A version, for clients that cannot set the ${A2A_VERSION_HEADER} header: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). ` +
           `Used only when the header is absent or blank (the header wins); one of the two is required, else 400 VersionNotSupported.`,
         schema: { type: 'string', pattern: VERSION_PATTERN },
-        example: A2A_PROTOCOL_VERSION,
+        // No example: renderers pre-fill examples, and "Try it out" should send the header alone.
       },
     ],
     contentTypes: ['application/json', 'application/a2a+json'],
