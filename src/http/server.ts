@@ -54,6 +54,18 @@ const CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
   'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate',
 } as const;
+/**
+ * Whether the request carries `Origin`, read from the raw header list: `req.headers` is built
+ * lazily on first access, and requests that need no header (GET /api/status) should not pay for it.
+ */
+function hasOriginHeader(raw: string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 6 && name.toLowerCase() === 'origin') return true;
+  }
+  return false;
+}
+
 /** Request headers a browser may send cross-origin (answer to a preflight). */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, A2A-Version, If-None-Match';
 
@@ -246,7 +258,7 @@ export function createRequestListener(
       try {
         const method = req.method ?? 'GET';
         const clientIp = clientIpOf(req);
-        if (req.headers.origin !== undefined) for (const [name, value] of Object.entries(CORS_HEADERS)) res.setHeader(name, value);
+        if (hasOriginHeader(req.rawHeaders)) for (const [name, value] of Object.entries(CORS_HEADERS)) res.setHeader(name, value);
         // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
         // only after guards.onRequest: the shutdown 503 and the global limit apply to every
         // request, and a matched route still renders the guards' errors in its own format.
