@@ -600,7 +600,7 @@ export class Log {
    * Appends one record. Synchronous: assigns `seq`, serialises and chains the record, and queues
    * it for the next group commit. The caller must `await sync()` before acknowledging.
    * Input: type (`area.verb`), a JSON-serialisable payload, time in ms. Output: the record and
-   * its payload's canonical JSON as written (a slice of the line, not a re-serialisation).
+   * its payload's canonical JSON as written (the text the line is built around).
    * Throws when a previous write failed (the process is expected to exit then).
    */
   append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
