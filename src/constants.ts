@@ -189,7 +189,14 @@ export const SERVER_TIMEOUTS = {
   checkIntervalMs: 1_000,
   socketIdleTimeoutMs: 30_000,
 } as const;
-/** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
+/**
+ * Connections the public listener holds open at once; further ones are closed as they arrive
+ * (ours; issue 8 "many idle connections"). Idle sockets also time out (SERVER_TIMEOUTS), but a
+ * flood inside that window must not use up the file descriptors the log needs to roll over a
+ * segment. Well above what the global limit of 600 requests a minute needs.
+ */
+export const CONNECTIONS_MAX = 1024;
 /** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
 export const CORS_MAX_AGE_SECONDS = 600;
+/** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
 export const HEADER_BYTES_MAX = 16 * 1024;

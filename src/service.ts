@@ -60,6 +60,8 @@ export async function startService(
     routes?: readonly Route[];
     freeBytes?: FreeBytesProbe;
     timeouts?: ServerTimeouts;
+    /** Most connections held open at once (default CONNECTIONS_MAX); tests lower it. */
+    connectionsMax?: number;
   } = {},
 ): Promise<Service> {
   const app = await App.open(config, { clock: opts.clock, log: opts.log });
@@ -80,7 +82,7 @@ export async function startService(
     guards,
     clientIp: clientIpResolver(config.trustProxy),
   });
-  const server = createHttpServer(listener, opts.timeouts);
+  const server = createHttpServer(listener, opts.timeouts, opts.connectionsMax);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -21,7 +21,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { App } from '../app.js';
-import { CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { CONNECTIONS_MAX, CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
@@ -357,12 +357,14 @@ export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
 
 /**
  * Creates the public HTTP server for the listener (not yet listening).
- * Input: the request listener; the timeouts (default SERVER_TIMEOUTS; tests shorten them).
+ * Input: the request listener; the timeouts (default SERVER_TIMEOUTS; tests shorten them); the
+ * most connections held open at once (default CONNECTIONS_MAX; more are closed on arrival).
  * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`.
  */
 export function createHttpServer(
   listener: (req: IncomingMessage, res: ServerResponse) => void,
   timeouts: ServerTimeouts = SERVER_TIMEOUTS,
+  connectionsMax: number = CONNECTIONS_MAX,
 ): Server {
   const server = createServer(
     {
@@ -377,6 +379,7 @@ export function createHttpServer(
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
   // byte would otherwise stay open for ever.
   server.setTimeout(timeouts.socketIdleTimeoutMs);
+  server.maxConnections = connectionsMax;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // As Node's default handler: never write into a response that has already begun.
     const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;

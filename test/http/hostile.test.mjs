@@ -189,6 +189,27 @@ test('many idle connections do not stop the server from answering', async (t) =>
   assert.ok(open < 300, `idle connections are closed by the server (still open: ${open})`);
 });
 
+test('connections beyond the cap are closed on arrival, and the server answers again once others close', async (t) => {
+  const h = await startInProcess(t, { connectionsMax: 40 });
+  const { hostname, port } = new URL(h.url);
+  const sockets = [];
+  for (let i = 0; i < 40; i++) {
+    const sock = connect(Number(port), hostname);
+    sock.on('error', () => {});
+    sockets.push(sock);
+  }
+  await Promise.all(sockets.map((s) => new Promise((r) => (s.readyState === 'open' ? r() : s.once('connect', r)))));
+  await new Promise((r) => setTimeout(r, 100));
+  const extra = connect(Number(port), hostname);
+  extra.on('error', () => {});
+  const closedAt = await new Promise((r) => { const t0 = Date.now(); extra.once('close', () => r(Date.now() - t0)); });
+  assert.ok(closedAt < 2000, 'the connection over the cap was closed at once');
+  assert.equal(h.service.server.listening, true);
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal((await h.get('/api/status')).status, 200, 'with the flood gone the server answers');
+});
+
 test('text is data: HTML, scripts, control characters and instructions are stored and returned byte-exact', async (t) => {
   const { s, a, topic } = await setup(t);
   const samples = [
