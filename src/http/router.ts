@@ -50,7 +50,28 @@ export function parseTarget(target: string): RequestTarget {
   }
   const q = target.indexOf('?');
   if (q === -1) return { pathname: target, searchParams: new URLSearchParams() };
-  return { pathname: target.slice(0, q), searchParams: new URLSearchParams(target.slice(q + 1)) };
+  const query = target.slice(q + 1);
+  if (query.includes('%')) assertUtf8Escapes(query);
+  return { pathname: target.slice(0, q), searchParams: new URLSearchParams(query) };
+}
+
+const ESCAPE_RUN = /(?:%[0-9a-fA-F]{2})+/g;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Throws 400 when a run of percent-escapes in the query is not UTF-8: URLSearchParams would turn
+ * it into U+FFFD, and `q=%FF` would then search for a character the client never sent. A `%` not
+ * followed by two hex digits stays a literal `%`, as URL parsing has it.
+ */
+function assertUtf8Escapes(query: string): void {
+  for (const run of query.match(ESCAPE_RUN) ?? []) {
+    const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
+    try {
+      strictUtf8.decode(bytes);
+    } catch {
+      throw badRequest(`query string holds ${JSON.stringify(run.slice(0, 60))}, which is not percent-encoded UTF-8`, 'BAD_TARGET');
+    }
+  }
 }
 
 /** Everything a handler may use about one request. */

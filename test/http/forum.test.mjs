@@ -257,6 +257,17 @@ test('bad query parameters get 400 naming the parameter', async (t) => {
   }
 });
 
+test('a query whose percent-escapes are not UTF-8 is refused with 400 instead of searching for U+FFFD', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const qs of ['q=%FF', 'q=a%C3', 'q=%ED%A0%80']) {
+    const res = await s.get(`/api/messages?${qs}`, token);
+    assert.equal(res.status, 400, qs);
+    assert.match(res.body.error, /not percent-encoded UTF-8/, qs);
+  }
+  for (const qs of ['q=%E2%82%AC', 'q=100%', 'q=%F0%9F%98%80', 'q=%zz']) assert.equal((await s.get(`/api/messages?${qs}`, token)).status, 200, qs);
+});
+
 test('lists that take no parameters refuse one instead of ignoring it (a topic list does not filter by room)', async (t) => {
   const s = await startServer(t);
   const { token } = await s.register();
