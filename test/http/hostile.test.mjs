@@ -172,15 +172,15 @@ test('slow-loris connections are closed after the headers timeout while others a
   assert.doesNotMatch(out, /^HTTP\/1.1 200/);
 });
 
+/** Opens `n` TCP connections to the server at `url` that never send a byte. */
+function idleSockets(url, n) {
+  const { hostname, port } = new URL(url);
+  return Array.from({ length: n }, () => connect(Number(port), hostname).on('error', () => {}));
+}
+
 test('many idle connections do not stop the server from answering', async (t) => {
   const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 500, checkIntervalMs: 100, socketIdleTimeoutMs: 1000 } });
-  const { hostname, port } = new URL(h.url);
-  const sockets = [];
-  for (let i = 0; i < 300; i++) {
-    const sock = connect(Number(port), hostname);
-    sock.on('error', () => {});
-    sockets.push(sock);
-  }
+  const sockets = idleSockets(h.url, 300);
   await new Promise((r) => setTimeout(r, 100));
   assert.equal((await h.get('/api/status')).status, 200);
   await new Promise((r) => setTimeout(r, 1600));
@@ -191,17 +191,10 @@ test('many idle connections do not stop the server from answering', async (t) =>
 
 test('connections beyond the cap are closed on arrival, and the server answers again once others close', async (t) => {
   const h = await startInProcess(t, { connectionsMax: 40 });
-  const { hostname, port } = new URL(h.url);
-  const sockets = [];
-  for (let i = 0; i < 40; i++) {
-    const sock = connect(Number(port), hostname);
-    sock.on('error', () => {});
-    sockets.push(sock);
-  }
+  const sockets = idleSockets(h.url, 40);
   await Promise.all(sockets.map((s) => new Promise((r) => (s.readyState === 'open' ? r() : s.once('connect', r)))));
   await new Promise((r) => setTimeout(r, 100));
-  const extra = connect(Number(port), hostname);
-  extra.on('error', () => {});
+  const [extra] = idleSockets(h.url, 1);
   const closedAt = await new Promise((r) => { const t0 = Date.now(); extra.once('close', () => r(Date.now() - t0)); });
   assert.ok(closedAt < 2000, 'the connection over the cap was closed at once');
   assert.equal(h.service.server.listening, true);
