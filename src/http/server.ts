@@ -56,6 +56,7 @@ const CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
   'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate',
 } as const;
+const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 /**
  * Whether the request carries `Origin`, read from the raw header list: `req.headers` is built
  * lazily on first access, and requests that need no header (GET /api/status) should not pay for it.
@@ -264,7 +265,7 @@ export function createRequestListener(
       try {
         const method = req.method ?? 'GET';
         const clientIp = clientIpOf(req);
-        if (hasOriginHeader(req.rawHeaders)) for (const [name, value] of Object.entries(CORS_HEADERS)) res.setHeader(name, value);
+        if (hasOriginHeader(req.rawHeaders)) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
         // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
         // only after guards.onRequest: the shutdown 503 and the global limit apply to every
         // request, and a matched route still renders the guards' errors in its own format.
