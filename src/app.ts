@@ -12,6 +12,11 @@ import { defaultRoom } from './domain/forum/forum.js';
 import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { SegmentRecords } from './store/records.js';
+import { LOG_DIR } from './store/log.js';
+import { scanSearch } from './domain/forum/search.js';
+import type { MessageSearch } from './domain/forum/forum.js';
 
 /** The open archive and its index; one per data folder (it holds the folder's lock). */
 export class App {
@@ -24,7 +29,12 @@ export class App {
     readonly state: State,
     readonly clock: Clock,
     private readonly releaseLock: () => Promise<void>,
+    /** Record text read back from the log's segment files (bounded cache, FORUM_RECORD_CACHE_MB). */
+    readonly records: SegmentRecords,
   ) {}
+
+  /** How `q` searches messages (store/search or the sliced scan). */
+  search: MessageSearch = scanSearch;
 
   /**
    * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.
@@ -35,7 +45,8 @@ export class App {
     const release = await lockDataDir(config.dataDir);
     try {
       assertNoRestoreInProgress(config.dataDir);
-      const state = createState();
+      const records = new SegmentRecords(join(config.dataDir, LOG_DIR), config.recordCacheBytes);
+      const state = createState(records);
       // The last record's time: kept as read and parsed once after replay, not per record.
       let lastTime: string | null = null;
       const log = await Log.open(
@@ -45,6 +56,7 @@ export class App {
           lastTime = record.time;
         },
         {
+          records,
           onTruncate: (file, offset, bytes) =>
             console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
           onComplete: (file, offset) =>
@@ -53,7 +65,7 @@ export class App {
         },
       );
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
-      const app = new App(config, log, state, clock, release);
+      const app = new App(config, log, state, clock, release, records);
       app.lastTimeMs = lastTime === null ? 0 : Date.parse(lastTime);
       if (log.headSeq === 0) {
         app.commit('room.create', defaultRoom(app.nowIso()));
@@ -97,6 +109,7 @@ export class App {
   /** Flushes and closes the log, then releases the lock. */
   async close(): Promise<void> {
     await this.log.close();
+    this.records.close();
     await this.releaseLock();
   }
 }

@@ -2,7 +2,9 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { MIN_FREE_BYTES_DEFAULT } from './constants.js';
+import { MIN_FREE_BYTES_DEFAULT, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
+
+const MIB = 1024 * 1024;
 
 /**
  * Where the client IP of a request comes from (FORUM_TRUST_PROXY, README "Limits"):
@@ -42,6 +44,11 @@ export interface Config {
   maxAgents: number | null;
   /** Writes answer 507 when free disk space under the data folder is below this (FORUM_MIN_FREE_BYTES). */
   minFreeBytes: number;
+  /**
+   * Size of the cache of records read back from the log, bytes (FORUM_RECORD_CACHE_MB, in MiB;
+   * default RECORD_CACHE_BYTES_DEFAULT, 64 MiB; 0 disables it). Issue 17.
+   */
+  recordCacheBytes: number;
   /** Lets tests move the server's clock through the admin channel (FORUM_TEST_CLOCK=1; never in production). */
   testClock: boolean;
 }
@@ -101,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
+    recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
   };
 }

@@ -82,6 +82,19 @@ export const PUBLIC_REQUESTS_PER_MINUTE = 600;
 // ---- Store (ours) ----
 /** A segment is closed and a new one started once it reaches this size. */
 export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * Default size of the cache of records read back from the segment files (ours, issue 17;
+ * FORUM_RECORD_CACHE_MB overrides it): message text lives on disk, and the most recently read
+ * records are kept decoded up to this many bytes (UTF-16 estimate).
+ */
+export const RECORD_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Most segment files held open at once for positional reads of records (ours, issue 17). */
+export const SEGMENT_FDS_MAX = 64;
+/**
+ * A `q` search yields to the event loop after this much work in one go (ours, issues 17 and 21:
+ * no request holds the event loop), so other requests are served between its slices.
+ */
+export const SEARCH_SLICE_MS = 4;
 /** Tokens carry this many random bytes (issue 2: at least 32). */
 export const TOKEN_BYTES = 32;
 /** An agent counts as active in /api/status when seen within this window (ours). */
@@ -93,14 +106,6 @@ export const ID_SEQ_DIGITS = 10;
  * the most polled endpoint, and `activeAgents` would otherwise cost a pass over every agent.
  */
 export const STATUS_CACHE_MS = 1000;
-/**
- * `q` search over message JSON (ours, tuning; see domain/forum/message-json.ts): how many of the
- * newest candidate messages are sampled to learn how often each query character occurs, and
- * the most occurrences per message of the rarest one for which scanning for that character
- * beats a case-insensitive RegExp.
- */
-export const Q_SAMPLE_MESSAGES = 256;
-export const Q_ANCHOR_HITS_PER_MESSAGE_MAX = 2;
 /** The room that exists from the first start (issue 2). */
 export const DEFAULT_ROOM_ID = 'commons';
 

@@ -5,10 +5,11 @@
  */
 import { parseTimeMs } from '../clock.js';
 import type { LogRecord } from '../store/log.js';
+import { MemoryRecords, type RecordSource } from '../store/records.js';
 import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
-import { applyForum, createForumState, type ForumState } from './forum/forum.js';
+import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
@@ -22,16 +23,27 @@ export interface State {
   feeds: FeedsState;
   work: WorkBoardState;
   opportunities: OpportunitiesState;
+  /**
+   * Set when the state keeps record text itself (no log on disk: unit tests and tools), so
+   * `apply` stores each record there; null when records are read back from the log's segments.
+   */
+  memory: MemoryRecords | null;
 }
 
-/** An empty index, before replay. */
-export function createState(): State {
+/**
+ * An empty index, before replay. Input: where record text is read back from (the log's
+ * `SegmentRecords`); without one, records are kept in memory as they are applied.
+ */
+export function createState(records?: RecordSource): State {
+  const memory = records === undefined ? new MemoryRecords() : null;
+  const source = records ?? memory!;
   return {
+    memory,
     agents: createAgentsState(),
     settings: createSettingsState(),
-    forum: createForumState(),
+    forum: createForumState(source),
     knowledge: createKnowledgeState(),
-    feeds: createFeedsState(),
+    feeds: createFeedsState(source),
     work: createWorkState(),
     opportunities: createOpportunitiesState(),
   };
@@ -45,6 +57,7 @@ export function createState(): State {
  * version must not be half-understood (programmer/operator error, stops startup).
  */
 export function apply(state: State, record: LogRecord, payloadJson: string): void {
+  state.memory?.put(record.seq, { payloadJson, time: record.time });
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
@@ -56,7 +69,7 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
   // A message's author is read from the index entry just made: its payload is never parsed on replay.
   const authorId =
     record.type === 'message.create'
-      ? state.forum.messageOrder[state.forum.messageOrder.length - 1]!.authorId
+      ? messageAuthorOf(state.forum, state.forum.rows.seq.length - 1)
       : (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgent(state.agents, authorId, parseTimeMs(record.time));
 }

@@ -39,6 +39,7 @@ import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDir, fsyncDirSync } from './fsutil.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
+import { segmentName, type SegmentRecords } from './records.js';
 
 export const LOG_DIR = 'log';
 const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
@@ -81,12 +82,14 @@ export interface LogOptions {
   readOnly?: boolean;
   /** Also check that every record is in canonical form (verify). */
   strict?: boolean;
+  /**
+   * Where the records' locations are kept, so they can be read back (records.ts): located at
+   * replay and after each flush; appended records are held there until their flush.
+   */
+  records?: SegmentRecords;
 }
 
-/** Segment file name for a first seq. */
-export function segmentName(firstSeq: number): string {
-  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
-}
+export { segmentName };
 
 /** Lists the segments of a log directory in seq order. */
 export function listSegments(logDir: string): SegmentInfo[] {
@@ -146,13 +149,20 @@ export interface ReplayResult {
 }
 
 /**
+ * Called for each replayed record: the record, its payload's canonical JSON (as stored), and
+ * where its line lies — the segment's first seq, the line's byte offset in it, and the length in
+ * bytes of its record text (the line up to its `,"hash"` field; see records.ts).
+ */
+export type RecordVisitor = (record: LogRecord, payloadJson: string, segmentFirstSeq: number, offset: number, length: number) => void;
+
+/**
  * Reads every segment in order, checking framing, hash chain and seq continuity, and calls
- * `onRecord` for each record with its payload's canonical JSON (as stored).
+ * `onRecord` for each record with its payload's canonical JSON (as stored) and its location.
  * Throws LogCorruptError for damage other than a torn final line of the last segment.
  */
 export function replaySegments(
   logDir: string,
-  onRecord: (record: LogRecord, payloadJson: string) => void,
+  onRecord: RecordVisitor,
   opts: { strict?: boolean; hashAtSeq?: number } = {},
 ): ReplayResult {
   const segments = listSegments(logDir);
@@ -183,14 +193,14 @@ export function replaySegments(
         const tail = unterminatedTail(buf, pos, prevHash, expectedSeq, file, strict);
         torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
         if (tail === null) break;
-        onRecord(tail.record, tail.payloadJson);
+        onRecord(tail.record, tail.payloadJson, seg.firstSeq, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
         if (expectedSeq === opts.hashAtSeq) hashAt = tail.hash;
         prevHash = tail.hash;
         expectedSeq++;
         break;
       }
       const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, strict);
-      onRecord(parsed.record, parsed.payloadJson);
+      onRecord(parsed.record, parsed.payloadJson, seg.firstSeq, pos, nl - HASH_SUFFIX_LENGTH - pos);
       if (expectedSeq === opts.hashAtSeq) hashAt = parsed.hash;
       prevHash = parsed.hash;
       expectedSeq++;
@@ -472,6 +482,8 @@ export class Log {
   private durableHash: string;
   private metaValue: LogMeta;
   private pending: string[] = [];
+  /** Byte length of each pending line (same order), so a flush can locate every record it writes. */
+  private pendingBytes: number[] = [];
   private pendingFirstSeq = 0;
   private flushing = false;
   private waiters: Waiter[] = [];
@@ -511,11 +523,7 @@ export class Log {
    * while segments exist, unreadable metadata, a log that ends before its checkpoint or was
    * replaced, or a folder made by `backup`, which is installed with `restore`).
    */
-  static async open(
-    dataDir: string,
-    onRecord: (record: LogRecord, payloadJson: string) => void,
-    opts: LogOptions = {},
-  ): Promise<Log> {
+  static async open(dataDir: string, onRecord: RecordVisitor, opts: LogOptions = {}): Promise<Log> {
     const logDir = join(dataDir, LOG_DIR);
     let meta = readMeta(dataDir);
     const hasSegments = listSegments(logDir).some((s) => s.sizeBytes > 0);
@@ -540,7 +548,15 @@ export class Log {
       );
     }
     mkdirSync(logDir, { recursive: true });
-    const replay = replaySegments(logDir, onRecord, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq });
+    const records = opts.records;
+    const visit: RecordVisitor =
+      records === undefined
+        ? onRecord
+        : (record, payloadJson, segmentFirstSeq, offset, length) => {
+            records.located(record.seq, segmentFirstSeq, offset, length);
+            onRecord(record, payloadJson, segmentFirstSeq, offset, length);
+          };
+    const replay = replaySegments(logDir, visit, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq });
     assertReachesCheckpoint(dataDir, meta, replay);
     if (replay.torn) {
       if (opts.readOnly) {
@@ -613,7 +629,13 @@ export class Log {
     const body = recordJson(payloadJson, seq, record.time, type);
     const hash = chainHash(this.lastHash, body);
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
-    this.pending.push(body.slice(0, -1) + HASH_PREFIX + hash + '"}\n');
+    const line = body.slice(0, -1) + HASH_PREFIX + hash + '"}\n';
+    this.pending.push(line);
+    const records = this.opts.records;
+    if (records !== undefined) {
+      this.pendingBytes.push(Buffer.byteLength(line, 'utf8'));
+      records.appended(seq, { payloadJson, time: record.time });
+    }
     this.lastHash = hash;
     this.headSeqValue = seq;
     if (!this.flushing) {
@@ -643,9 +665,11 @@ export class Log {
     try {
       while (this.pending.length > 0) {
         const lines = this.pending;
+        const lineBytes = this.pendingBytes;
         const firstSeq = this.pendingFirstSeq;
         const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
         this.pending = [];
+        this.pendingBytes = [];
         const data = Buffer.from(lines.join(''), 'utf8');
         await this.ensureSegment(firstSeq, data.length);
         const handle = this.handle!;
@@ -655,6 +679,14 @@ export class Log {
         let written = 0;
         while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
         await handle.datasync();
+        const records = this.opts.records;
+        if (records !== undefined) {
+          let offset = this.segmentBytes;
+          for (let i = 0; i < lineBytes.length; i++) {
+            records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
+            offset += lineBytes[i]!;
+          }
+        }
         this.segmentBytes += data.length;
         this.durableSeqValue = firstSeq + lines.length - 1;
         this.durableHash = batchHash;

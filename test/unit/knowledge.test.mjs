@@ -1,4 +1,4 @@
-import { eventJson } from '../../dist/domain/feeds/feeds.js';
+import { discussionEvents, eventJson } from '../../dist/domain/feeds/feeds.js';
 import stableStringify from 'fast-json-stable-stringify';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ test('every knowledge revision emits a discussion event and is filed under its o
   const r1 = publish(app, { ...base, topicId: 'tp_x' }, 'ag_1');
   const r2 = publish(app, { ...base, previousId: r1.payload.id, expectedRevision: 1 }, 'ag_1');
   const r3 = publish(app, { ...base, topicId: 'tp_x', previousId: r1.payload.id, expectedRevision: 2 }, 'ag_1');
-  const events = app.state.feeds.discussion.filter((e) => JSON.parse(eventJson(e)).kind === 'knowledge');
+  const events = discussionEvents(app.state.feeds).filter((e) => JSON.parse(eventJson(e)).kind === 'knowledge');
   assert.deepEqual(events.map((e) => e.seq), [r1.seq, r2.seq, r3.seq]);
   assert.deepEqual(JSON.parse(eventJson(events[1])).knowledge, r2.payload);
   const filed = app.state.knowledge.byTopic.get('tp_x');

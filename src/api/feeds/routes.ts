@@ -5,12 +5,11 @@
  */
 import type { Route } from '../../http/router.js';
 import {
-  DISCUSSION_FORMAT,
-  WORK_FORMAT,
   checkCursor,
   exchangePageJson,
   FeedPageCache,
-  feedPageJson,
+  discussionPageJson,
+  workPageJson,
   workFeedOriginId,
   type CursorQuery,
   type ExchangeQuery,
@@ -44,7 +43,7 @@ export const feedRoutes: Route[] = [
       const q = query as unknown as CursorQuery;
       const head = app.log.headSeq;
       checkCursor(q, app.log.originId, head, 'discussion feed');
-      const raw = cachesOf(app).discussion.page(q, head, () => feedPageJson(app.state.feeds.discussion, q, app.log.originId, head, DISCUSSION_FORMAT));
+      const raw = cachesOf(app).discussion.page(q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
@@ -64,7 +63,7 @@ export const feedRoutes: Route[] = [
       const events = app.state.feeds.work;
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
-      const raw = cachesOf(app).work.page(q, events.length, () => feedPageJson(events, q, originId, events.length, WORK_FORMAT));
+      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(events, q, originId));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },

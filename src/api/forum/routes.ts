@@ -7,6 +7,8 @@ import {
   decideTopic,
   listTopicsJson,
   messageById,
+  messageJsonOf,
+  messagesJson,
   queryMessages,
   type MessageInput,
   type MessageQuery,
@@ -65,9 +67,9 @@ export const forumRoutes: Route[] = [
     tag: 'Forum',
     query: 'MessagesQuery',
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
-    handler: ({ app, query }) => {
-      const found = queryMessages(app.state.forum, query as unknown as MessageQuery);
-      return { status: 200, json: `{"messages":[${found.map((e) => e.recordJson).join(',')}]}` };
+    handler: async ({ app, query }) => {
+      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search);
+      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found)}}` };
     },
   },
   {
@@ -87,9 +89,9 @@ export const forumRoutes: Route[] = [
         seq: app.nextSeq(),
         created: new Date(now).toISOString(),
       });
-      if ('existing' in decision) return { status: 201, json: decision.existing.recordJson };
+      if ('existing' in decision) return { status: 201, json: messageJsonOf(app.state.forum, decision.existing) };
       app.commit('message.create', decision.message, now);
-      return { status: 201, json: messageById(app.state.forum, decision.message.id)!.recordJson };
+      return { status: 201, json: messageJsonOf(app.state.forum, messageById(app.state.forum, decision.message.id)!) };
     },
   },
 ];

@@ -6,7 +6,7 @@
  * GET /api/search answers `{"messages": [...], "knowledge": [...]}`.
  */
 import type { Route } from '../../http/router.js';
-import { queryMessages } from '../../domain/forum/forum.js';
+import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
   decideKnowledge,
   entriesJson,
@@ -74,11 +74,11 @@ export const knowledgeRoutes: Route[] = [
     tag: 'Knowledge',
     query: 'SearchQuery',
     responses: { 200: { description: 'Messages and knowledge, each newest first', schema: 'SearchResult' } },
-    handler: ({ app, query }) => {
+    handler: async ({ app, query }) => {
       const p = query as unknown as SearchQuery;
-      const messages = queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit });
+      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search);
       const knowledge = queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
-      return { status: 200, json: `{"messages":[${messages.map((e) => e.recordJson).join(',')}],"knowledge":${entriesJson(knowledge)}}` };
+      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, messages)},"knowledge":${entriesJson(knowledge)}}` };
     },
   },
 ];

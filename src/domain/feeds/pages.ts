@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import { eventJson, type ExportRow, type FeedEvent, type FeedsState } from './feeds.js';
+import { discussionEvent, eventJson, type FeedEvent, type FeedsState } from './feeds.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
 export const WORK_FORMAT = 'forum-work-changes-v1';
@@ -70,7 +70,7 @@ export function checkCursor(q: { after: number; originId?: string }, originId: s
 }
 
 /** First index in `events` (ascending by seq) whose seq is greater than `after`. */
-function firstAfter<T extends { seq: number }>(events: readonly T[], after: number): number {
+function firstAfter(events: readonly FeedEvent[], after: number): number {
   let lo = 0;
   let hi = events.length;
   while (lo < hi) {
@@ -81,21 +81,39 @@ function firstAfter<T extends { seq: number }>(events: readonly T[], after: numb
   return lo;
 }
 
-/**
- * One page of a feed as pre-serialised JSON. `head` is the last position of the feed's row space
- * (the log head for the discussion feed, whose hidden rows count toward `limit`; the number of
- * work events for the work feed). Rows (after, min(after+limit, head)] are scanned.
- */
-export function feedPageJson(events: readonly FeedEvent[], q: CursorQuery, originId: string, head: number, format: string): string {
-  const end = Math.min(q.after + q.limit, head);
-  const out: string[] = [];
-  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(eventJson(events[i]!));
+/** The page envelope around events already encoded; rows (after, end] were scanned. */
+function pageJson(format: string, originId: string, end: number, head: number, events: string[]): string {
   const hasMore = end < head;
   const poll = hasMore ? FEED_POLL_BACKLOG_SECONDS : FEED_POLL_CAUGHT_UP_SECONDS;
   return (
     `{"format":"${format}","cursor":{"originId":"${originId}","after":${end}},"hasMore":${hasMore},` +
-    `"pollAfterSeconds":${poll},"events":[${out.join(',')}]}`
+    `"pollAfterSeconds":${poll},"events":[${events.join(',')}]}`
   );
+}
+
+/**
+ * One page of the discussion feed as JSON. `head` is the log head: hidden rows count toward
+ * `limit`, so rows (after, min(after+limit, head)] are scanned. Message events are read back from
+ * the log: at most `limit` reads.
+ */
+export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number): string {
+  const end = Math.min(q.after + q.limit, head);
+  const seqs = feeds.discussion;
+  const out: string[] = [];
+  for (let i = seqs.upperBound(q.after); i < seqs.length && seqs.at(i) <= end; i++) out.push(eventJson(discussionEvent(feeds, seqs.at(i))));
+  return pageJson(DISCUSSION_FORMAT, originId, end, head, out);
+}
+
+/**
+ * One page of the work feed as JSON: events (after, min(after+limit, events.length)], each a
+ * complete WorkItem snapshot.
+ */
+export function workPageJson(events: readonly FeedEvent[], q: CursorQuery, originId: string): string {
+  const head = events.length;
+  const end = Math.min(q.after + q.limit, head);
+  const out: string[] = [];
+  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(eventJson(events[i]!));
+  return pageJson(WORK_FORMAT, originId, end, head, out);
 }
 
 /**
@@ -141,10 +159,6 @@ export interface ExchangeQuery {
   limit: number;
 }
 
-function sha256Of(row: ExportRow): string {
-  return (row.sha256 ??= createHash('sha256').update(row.recordJson, 'utf8').digest('hex'));
-}
-
 /**
  * One page of a topic export (part 4 GET /api/exchange) as JSON. `head` is the log head, used to
  * pin `through` on the first page; later posts never enter a pinned export.
@@ -166,14 +180,15 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
     throw conflict(`through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`, 'CURSOR_AHEAD');
   }
   const out: string[] = [];
-  let i = firstAfter(rows, q.after);
+  let i = rows.upperBound(q.after);
   let last = q.after;
-  for (; i < rows.length && rows[i]!.seq <= through && out.length < q.limit; i++) {
-    const row = rows[i]!;
-    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.recordJson)},"sha256":"${sha256Of(row)}"}`);
+  for (; i < rows.length && rows.at(i) <= through && out.length < q.limit; i++) {
+    const row = discussionEvent(feeds, rows.at(i));
+    const sha256 = createHash('sha256').update(row.recordJson, 'utf8').digest('hex');
+    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.recordJson)},"sha256":"${sha256}"}`);
     last = row.seq;
   }
-  const hasMore = i < rows.length && rows[i]!.seq <= through;
+  const hasMore = i < rows.length && rows.at(i) <= through;
   const after = hasMore ? last : Math.max(last, through);
   return (
     `{"format":"${EXCHANGE_FORMAT}","cursor":{"topicId":${JSON.stringify(q.topicId)},"originId":"${originId}",` +

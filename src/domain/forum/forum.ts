@@ -7,12 +7,13 @@
  */
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
-import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, Q_SAMPLE_MESSAGES, TOPICS_LIST_MAX } from '../../constants.js';
+import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import { addDiscussionEvent, pushDiscussionEvent, type FeedEvent, type FeedsState } from '../feeds/feeds.js';
+import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
-import { ContentMatcher, createdOf, readMessageFields } from './message-json.js';
+import { createdOf, readMessageFields } from './message-json.js';
+import { U32List, type RecordSource } from '../../store/records.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -43,29 +44,50 @@ export interface Message {
 }
 
 /**
- * An indexed message, which is also its discussion feed event and topic export row (one object
- * per message): the feed fields (log seq, record time, canonical JSON `recordJson` — the only
- * full copy kept, see `messageOf`) and the fields filters need. Its id is `messageIdOf(entry)`;
- * clientId and creation time are read from the JSON where needed (message-json.ts). `lc` is the
- * lower-cased content, kept only for content that lower-cases beyond A–Z; other content is
- * searched in `recordJson`. Replay builds a million of these, so each field costs megabytes.
+ * Messages in log (= creation) order as columns, one row per message (issue 17: about 16 bytes a
+ * message, no text): its log seq, interned topic and author, the seq of the message it replies to
+ * (0 for none) and a 32-bit hash of its clientId. The text (the canonical Message JSON) is read
+ * back from the log through `records` (store/records.ts); a message's id is `msg_<seq>`.
  */
-export interface MessageEntry extends FeedEvent {
-  kind: 'message';
-  topicId: string;
-  authorId: string;
-  replyTo: string | null;
-  lc: string | undefined;
+export interface MessageRows {
+  seq: U32List;
+  topic: U32List;
+  author: U32List;
+  replyTo: U32List;
+  clientHash: U32List;
 }
+
+/** A message's row index in `MessageRows` (0-based, log order). */
+export type MessageRow = number;
 
 /** A message's id: `msg_<log seq>` (checked on apply). */
-export function messageIdOf(e: MessageEntry): string {
-  return makeId('msg', e.seq);
+export function messageIdOf(s: ForumState, row: MessageRow): string {
+  return makeId('msg', s.rows.seq.at(row));
 }
 
-/** The full Message of an entry, parsed from its JSON (rare paths: retries, receipts). */
-export function messageOf(e: MessageEntry): Message {
-  return JSON.parse(e.recordJson) as Message;
+/** The canonical Message JSON of a row, as stored in the log (byte-identical to the 201 answer). */
+export function messageJsonOf(s: ForumState, row: MessageRow): string {
+  return s.records.read(s.rows.seq.at(row)).payloadJson;
+}
+
+/** The full Message of a row, parsed from its stored JSON (rare paths: retries, receipts). */
+export function messageOf(s: ForumState, row: MessageRow): Message {
+  return JSON.parse(messageJsonOf(s, row)) as Message;
+}
+
+/** The JSON array of the given rows' messages, in the given order. */
+export function messagesJson(s: ForumState, rows: readonly MessageRow[]): string {
+  return `[${rows.map((r) => messageJsonOf(s, r)).join(',')}]`;
+}
+
+/** 32-bit FNV-1a hash of a string's UTF-16 code units (the clientId column). */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
 }
 
 /** An indexed topic: the record, its canonical JSON and log seq. */
@@ -81,88 +103,95 @@ export interface ForumState {
   roomOrder: Room[];
   topics: Map<string, TopicEntry>;
   topicOrder: TopicEntry[];
-  /** Every message in log order; found by id with `messageById` (ids carry the log seq). */
-  messageOrder: MessageEntry[];
-  byTopic: Map<string, MessageEntry[]>;
-  byAuthor: Map<string, MessageEntry[]>;
-  byReplyTo: Map<string, MessageEntry[]>;
-  /**
-   * authorId → clientId → message (idempotency and receipts), built per author on first use
-   * from `byAuthor` and kept up to date from then on, so replay builds none of it.
-   */
-  byClientId: Map<string, Map<string, MessageEntry>>;
-  /**
-   * One shared string per topic and author id seen in messages: every entry then points at the
-   * same string instead of its own copy from JSON.parse (a few bytes × millions of messages).
-   */
-  ids: Map<string, string>;
+  /** Every message, in log order (columns; see MessageRows). */
+  rows: MessageRows;
+  /** Topic id → its messages' rows, ascending. */
+  byTopic: Map<string, U32List>;
+  /** Author id → their messages' rows, ascending. */
+  byAuthor: Map<string, U32List>;
+  /** Interned topic and author ids: `names[n]` is the id numbered n in the row columns. */
+  names: string[];
+  nameIds: Map<string, number>;
+  /** Where message JSON is read back from (the log's segment files, or memory in unit tests). */
+  records: RecordSource;
 }
 
-/** An empty forum index. */
-export function createForumState(): ForumState {
+/** An empty forum index whose message text is read from `records`. */
+export function createForumState(records: RecordSource): ForumState {
   return {
     rooms: new Map(),
     roomOrder: [],
     topics: new Map(),
     topicOrder: [],
-    messageOrder: [],
+    rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024), clientHash: new U32List(1024) },
     byTopic: new Map(),
     byAuthor: new Map(),
-    byReplyTo: new Map(),
-    byClientId: new Map(),
-    ids: new Map(),
+    names: [],
+    nameIds: new Map(),
+    records,
   };
 }
 
-/** The shared copy of id `id` in `s.ids` (added on first sight). */
-function sharedId(s: ForumState, id: string): string {
-  const known = s.ids.get(id);
+/** The number of id `id` in `s.names` (added on first sight). */
+function nameId(s: ForumState, id: string): number {
+  const known = s.nameIds.get(id);
   if (known !== undefined) return known;
-  s.ids.set(id, id);
-  return id;
+  s.nameIds.set(id, s.names.length);
+  s.names.push(id);
+  return s.names.length - 1;
 }
 
-function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+function pushTo(map: Map<string, U32List>, key: string, value: number): void {
   const list = map.get(key);
   if (list) list.push(value);
-  else map.set(key, [value]);
+  else {
+    const l = new U32List(4);
+    l.push(value);
+    map.set(key, l);
+  }
+}
+
+/** The author id of a message row. */
+export function messageAuthorOf(s: ForumState, row: MessageRow): string {
+  return s.names[s.rows.author.at(row)]!;
+}
+
+/** The topic id of a message row. */
+export function messageTopicOf(s: ForumState, row: MessageRow): string {
+  return s.names[s.rows.topic.at(row)]!;
 }
 
 /**
- * The message `authorId` posted with `clientId`, if any. The author's first lookup after a
- * start builds their index from their messages (one pass over `byAuthor`).
+ * The message `authorId` posted with `clientId`, if any: the author's rows are scanned newest
+ * first for the clientId's hash (4 bytes a message, no reads), and a row whose hash matches is
+ * confirmed from its stored JSON. Cost grows with the author's messages, not the archive.
  */
-export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageEntry | undefined {
-  let mine = s.byClientId.get(authorId);
-  if (mine === undefined) {
-    mine = new Map();
-    for (const e of s.byAuthor.get(authorId) ?? []) mine.set(readMessageFields(e.recordJson).clientId, e);
-    s.byClientId.set(authorId, mine);
+export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageRow | undefined {
+  const mine = s.byAuthor.get(authorId);
+  if (mine === undefined) return undefined;
+  const h = hash32(clientId);
+  const hashes = s.rows.clientHash;
+  for (let i = mine.length - 1; i >= 0; i--) {
+    const row = mine.at(i);
+    if (hashes.at(row) === h && readMessageFields(messageJsonOf(s, row)).clientId === clientId) return row;
   }
-  return mine.get(clientId);
+  return undefined;
 }
 
 /** A message id's log seq: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */
 const MESSAGE_ID = new RegExp(`^msg_(\\d{${ID_SEQ_DIGITS},})$`);
 
 /**
- * The message with id `id`, if any: a binary search of `messageOrder` (log order) for the seq
- * the id carries, so no id → message map is kept. Input: any string (unknown ids → undefined).
+ * The row of the message with id `id`, if any: a binary search of the seq column for the seq the
+ * id carries, so no id → message map is kept. Input: any string (unknown ids → undefined).
  */
-export function messageById(s: ForumState, id: string): MessageEntry | undefined {
+export function messageById(s: ForumState, id: string): MessageRow | undefined {
   const m = MESSAGE_ID.exec(id);
   if (m === null) return undefined;
   const seq = Number(m[1]);
-  const list = s.messageOrder;
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid]!.seq < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  const e = list[lo];
-  return e !== undefined && e.seq === seq && idHasSeq(id, 'msg', seq) ? e : undefined;
+  const seqs = s.rows.seq;
+  const at = seqs.upperBound(seq) - 1;
+  return at >= 0 && seqs.at(at) === seq && idHasSeq(id, 'msg', seq) ? at : undefined;
 }
 
 /** Key of an (author, clientId) idempotency index (work receipts). */
@@ -215,11 +244,11 @@ export function decideMessage(
   s: ForumState,
   input: MessageInput,
   ctx: { authorId: string; seq: number; created: string },
-): { existing: MessageEntry } | { message: Message } {
+): { existing: MessageRow } | { message: Message } {
   const replyTo = input.replyTo ?? null;
   const prior = messageByClientId(s, ctx.authorId, input.clientId);
-  if (prior) {
-    const m = messageOf(prior);
+  if (prior !== undefined) {
+    const m = messageOf(s, prior);
     if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo) return { existing: prior };
     throw conflict(
       `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`,
@@ -229,9 +258,10 @@ export function decideMessage(
   if (!s.topics.has(input.topicId)) throw notFound(`no topic with id "${input.topicId}"`);
   if (replyTo !== null) {
     const parent = messageById(s, replyTo);
-    if (!parent) throw notFound(`no message with id "${replyTo}" (replyTo)`);
-    if (parent.topicId !== input.topicId) {
-      throw badRequest(`replyTo "${replyTo}" is in topic "${parent.topicId}", not "${input.topicId}"; replies must stay in the same topic`);
+    if (parent === undefined) throw notFound(`no message with id "${replyTo}" (replyTo)`);
+    const parentTopic = messageTopicOf(s, parent);
+    if (parentTopic !== input.topicId) {
+      throw badRequest(`replyTo "${replyTo}" is in topic "${parentTopic}", not "${input.topicId}"; replies must stay in the same topic`);
     }
   }
   return {
@@ -265,27 +295,24 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
     }
     case 'message.create': {
       // Read from the canonical JSON, not record.payload: replay never parses a message's payload.
-      const json = payloadJson;
-      const m = readMessageFields(json);
+      const m = readMessageFields(payloadJson);
       if (!idHasSeq(m.id, 'msg', record.seq)) throw new Error(`message id "${m.id}" does not match its record seq ${record.seq}`);
-      const entry: MessageEntry = {
-        seq: record.seq,
-        logSeq: record.seq,
-        kind: 'message',
-        time: record.time,
-        recordJson: json,
-        sha256: undefined,
-        topicId: sharedId(s, m.topicId),
-        authorId: sharedId(s, m.authorId),
-        replyTo: m.replyTo,
-        lc: m.content?.toLowerCase(),
-      };
-      s.messageOrder.push(entry);
-      pushTo(s.byTopic, entry.topicId, entry);
-      pushTo(s.byAuthor, entry.authorId, entry);
-      if (entry.replyTo !== null) pushTo(s.byReplyTo, entry.replyTo, entry);
-      s.byClientId.get(entry.authorId)?.set(m.clientId, entry);
-      pushDiscussionEvent(feeds, entry, entry.topicId);
+      const rows = s.rows;
+      const row = rows.seq.length;
+      let replyToSeq = 0;
+      if (m.replyTo !== null) {
+        const parent = messageById(s, m.replyTo);
+        if (parent === undefined) throw new Error(`message ${m.id} at seq ${record.seq} replies to unknown message "${m.replyTo}"`);
+        replyToSeq = rows.seq.at(parent);
+      }
+      rows.seq.push(record.seq);
+      rows.topic.push(nameId(s, m.topicId));
+      rows.author.push(nameId(s, m.authorId));
+      rows.replyTo.push(replyToSeq);
+      rows.clientHash.push(hash32(m.clientId));
+      pushTo(s.byTopic, m.topicId, row);
+      pushTo(s.byAuthor, m.authorId, row);
+      addDiscussionEvent(feeds, record.seq, 'message', record.time, null, m.topicId);
       return true;
     }
     default:
@@ -326,25 +353,57 @@ export interface MessageQuery {
   limit: number;
 }
 
+/** Candidate rows of a query: every message, or one index list (ascending rows). */
+interface Candidates {
+  length: number;
+  row(i: number): MessageRow;
+}
+
+const NO_ROWS: Candidates = { length: 0, row: () => 0 };
+
+function listCandidates(list: U32List | undefined): Candidates {
+  return list === undefined ? NO_ROWS : { length: list.length, row: (i) => list.at(i) };
+}
+
 /**
  * Messages matching every given filter, newest first by creation time and id, at most `limit`
- * (part 4 GET /api/messages). Starts from the smallest index that a filter names; `before` is
- * found by binary search on creation time. Unknown ids give an empty result.
+ * (part 4 GET /api/messages), as rows. Starts from the smallest index a filter names (the topic's
+ * or author's rows; a reply's parent bounds the scan from below, since replies come after their
+ * parent in its topic); `before` is found by binary search on creation time. `q` is
+ * `content.toLowerCase().includes(q.toLowerCase())`, checked on each candidate's stored JSON by
+ * `search` (see search.ts), which runs in slices so the event loop is never held.
+ * Unknown ids give an empty result.
  */
-export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[] {
-  let candidates: MessageEntry[];
+export async function queryMessages(s: ForumState, query: MessageQuery, search: MessageSearch): Promise<MessageRow[]> {
+  const rows = s.rows;
+  let candidates: Candidates = { length: rows.seq.length, row: (i) => i };
+  let replyToSeq = -1;
+  let parent: MessageRow | undefined;
   if (query.messageId !== undefined) {
     const m = messageById(s, query.messageId);
-    candidates = m ? [m] : [];
+    candidates = m === undefined ? NO_ROWS : { length: 1, row: () => m };
   } else {
-    candidates = s.messageOrder;
-    const pick = (list: MessageEntry[] | undefined) => {
-      const l = list ?? [];
-      if (l.length < candidates.length) candidates = l;
+    const pick = (c: Candidates) => {
+      if (c.length < candidates.length) candidates = c;
     };
-    if (query.replyTo !== undefined) pick(s.byReplyTo.get(query.replyTo));
-    if (query.topicId !== undefined) pick(s.byTopic.get(query.topicId));
-    if (query.agentId !== undefined) pick(s.byAuthor.get(query.agentId));
+    if (query.replyTo !== undefined) {
+      parent = messageById(s, query.replyTo);
+      if (parent === undefined) return [];
+      replyToSeq = rows.seq.at(parent);
+      pick(listCandidates(s.byTopic.get(messageTopicOf(s, parent))));
+    }
+    if (query.topicId !== undefined) pick(listCandidates(s.byTopic.get(query.topicId)));
+    if (query.agentId !== undefined) pick(listCandidates(s.byAuthor.get(query.agentId)));
+  }
+  // Replies come after their parent: candidates (ascending rows) at or before it are skipped.
+  let lowest = 0;
+  if (parent !== undefined) {
+    let hi = candidates.length;
+    while (lowest < hi) {
+      const mid = (lowest + hi) >>> 1;
+      if (candidates.row(mid) <= parent) lowest = mid + 1;
+      else hi = mid;
+    }
   }
   let end = candidates.length;
   if (query.before !== undefined) {
@@ -353,27 +412,39 @@ export function queryMessages(s: ForumState, query: MessageQuery): MessageEntry[
     let hi = candidates.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (Date.parse(createdOf(candidates[mid]!.recordJson)) < beforeMs) lo = mid + 1;
+      if (Date.parse(createdOf(messageJsonOf(s, candidates.row(mid)))) < beforeMs) lo = mid + 1;
       else hi = mid;
     }
     end = lo;
   }
-  const lq = query.q?.toLowerCase();
-  let matcher: ContentMatcher | undefined;
-  if (lq !== undefined && lq !== '') {
-    // The newest candidates, which the scan below reaches first, decide how it scans.
-    const sample: string[] = [];
-    for (let i = end - 1; i >= 0 && sample.length < Q_SAMPLE_MESSAGES; i--) sample.push(candidates[i]!.recordJson);
-    matcher = new ContentMatcher(lq, sample);
+  const topicNo = query.topicId === undefined ? -1 : s.nameIds.get(query.topicId) ?? -2;
+  const authorNo = query.agentId === undefined ? -1 : s.nameIds.get(query.agentId) ?? -2;
+  if (topicNo === -2 || authorNo === -2) return [];
+  const filter = (row: MessageRow): boolean =>
+    (replyToSeq === -1 || rows.replyTo.at(row) === replyToSeq) &&
+    (topicNo === -1 || rows.topic.at(row) === topicNo) &&
+    (authorNo === -1 || rows.author.at(row) === authorNo);
+  const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
+  if (lq === undefined) {
+    const out: MessageRow[] = [];
+    for (let i = end - 1; i >= lowest && out.length < query.limit; i--) {
+      const row = candidates.row(i);
+      if (filter(row)) out.push(row);
+    }
+    return out;
   }
-  const out: MessageEntry[] = [];
-  for (let i = end - 1; i >= 0 && out.length < query.limit; i--) {
-    const e = candidates[i]!;
-    if (query.replyTo !== undefined && e.replyTo !== query.replyTo) continue;
-    if (query.topicId !== undefined && e.topicId !== query.topicId) continue;
-    if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
-    if (matcher !== undefined && !(e.lc === undefined ? matcher.matches(e.recordJson) : e.lc.includes(matcher.lq))) continue;
-    out.push(e);
-  }
-  return out;
+  return search.find(s, lq, { from: end, lowest, row: candidates.row, filter, limit: query.limit });
+}
+
+/**
+ * How `queryMessages` runs a `q` search over candidate positions [lowest, from) newest first:
+ * `row(i)` maps a position to a message row, `filter` applies the other filters (no reads), and
+ * at most `limit` rows whose content contains `lq` are returned, newest first.
+ */
+export interface MessageSearch {
+  find(
+    s: ForumState,
+    lq: string,
+    c: { from: number; lowest: number; row: (i: number) => MessageRow; filter: (row: MessageRow) => boolean; limit: number },
+  ): Promise<MessageRow[]>;
 }

@@ -7,7 +7,7 @@
  *   unknown:  {outcome, kind, clientId}
  */
 import type { State } from '../state.js';
-import { clientKey, messageByClientId, messageOf } from '../forum/forum.js';
+import { clientKey, messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
 
 /** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */
 export type ReceiptKind = 'message' | 'work';
@@ -19,12 +19,13 @@ export type ReceiptKind = 'message' | 'work';
 export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string): string {
   const head = `{"outcome":"%s","kind":"${kind}","clientId":${JSON.stringify(clientId)}`;
   if (kind === 'message') {
-    const e = messageByClientId(state.forum, callerId, clientId);
-    if (e) {
-      const m = messageOf(e);
+    const row = messageByClientId(state.forum, callerId, clientId);
+    if (row !== undefined) {
+      const json = messageJsonOf(state.forum, row);
+      const m = JSON.parse(json) as Message;
       const request: Record<string, string> = { topicId: m.topicId, content: m.content, clientId: m.clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
-      return `${head.replace('%s', 'recorded')},"seq":${e.seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${e.recordJson}}}`;
+      return `${head.replace('%s', 'recorded')},"seq":${state.forum.rows.seq.at(row)},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
     }
   } else {
     const r = state.work.byClientId.get(clientKey(callerId, clientId));

@@ -1,0 +1,314 @@
+/**
+ * Reading records back from the log's segment files (issue 17 "Index memory grows with the number
+ * of records, not with their text").
+ *
+ * The index keeps no record text for messages: it keeps, per log seq, where the record's line
+ * lies in its segment (`RecordLocations`: 8 bytes a record in typed arrays) and reads the line back
+ * with one positional read when a response needs it (`SegmentRecords`), through a bounded cache of
+ * decoded records (`RecordCache`, FORUM_RECORD_CACHE_MB). Records appended but not yet written
+ * are served from memory until their flush assigns them a location.
+ *
+ * What a read returns is the record's payload JSON exactly as stored (canonical, sorted keys) and
+ * the record's time, so responses built from it are byte-identical to ones built at append time.
+ * The bytes were checked by the hash chain when the log was replayed or written; a read checks
+ * the framing and the seq of the line it got, so a segment replaced under a running server fails
+ * loudly (500) instead of serving another record.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { RECORD_CACHE_BYTES_DEFAULT, SEGMENT_FDS_MAX } from '../constants.js';
+
+/** A record as the index needs it back: its payload's canonical JSON and its time (ISO 8601). */
+export interface StoredRecord {
+  payloadJson: string;
+  time: string;
+}
+
+/** Where records can be read back from, by log seq. */
+export interface RecordSource {
+  /** The payload JSON and time of record `seq` (1..head). Throws Error for an unknown seq. */
+  read(seq: number): StoredRecord;
+}
+
+/** A growable Uint32Array: 4 bytes an element, doubled when full. */
+export class U32List {
+  private data: Uint32Array;
+  length = 0;
+
+  constructor(capacity = 16) {
+    this.data = new Uint32Array(capacity);
+  }
+
+  /** Appends `v` (0..2^32-1). */
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = new Uint32Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+
+  /** Element `i` (0 ≤ i < length). */
+  at(i: number): number {
+    return this.data[i]!;
+  }
+
+  /** Overwrites element `i` (0 ≤ i < length). */
+  set(i: number, v: number): void {
+    this.data[i] = v;
+  }
+
+  /** Index of the first element greater than `v`, for a list in ascending order (binary search). */
+  upperBound(v: number): number {
+    let lo = 0;
+    let hi = this.length;
+    const d = this.data;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (d[mid]! <= v) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Drops every element from index `n` on. */
+  truncate(n: number): void {
+    if (n < this.length) this.length = n;
+  }
+
+  /** Bytes held (capacity × 4). */
+  get bytes(): number {
+    return this.data.byteLength;
+  }
+}
+
+/**
+ * Where each record's line lies: per seq, the byte offset of the line in its segment and the
+ * length of its record text (the line up to its `,"hash"` field). Segments are contiguous seq
+ * ranges, so the segment of a seq is found by binary search over segment first seqs.
+ */
+export class RecordLocations {
+  private readonly offsets = new U32List(1024);
+  private readonly lengths = new U32List(1024);
+  /** First seq of each segment, ascending, and the segment's file name. */
+  private readonly segmentFirst: number[] = [];
+
+  /** Number of located records (they are seqs 1..count). */
+  get count(): number {
+    return this.offsets.length;
+  }
+
+  /**
+   * Records that `seq` (must be count + 1) lies at `offset` in the segment starting at
+   * `segmentFirstSeq`, with `length` bytes of record text. Offsets and lengths fit 32 bits
+   * because a segment is closed at SEGMENT_BYTES_MAX (64 MiB) plus at most one batch.
+   */
+  add(seq: number, segmentFirstSeq: number, offset: number, length: number): void {
+    if (seq !== this.offsets.length + 1) throw new Error(`record ${seq} located out of order (expected ${this.offsets.length + 1})`);
+    if (offset > 0xffffffff || length > 0xffffffff) throw new Error(`record ${seq} lies beyond 4 GiB in its segment`);
+    const n = this.segmentFirst.length;
+    if (n === 0 || this.segmentFirst[n - 1]! !== segmentFirstSeq) this.segmentFirst.push(segmentFirstSeq);
+    this.offsets.push(offset);
+    this.lengths.push(length);
+  }
+
+  /** The segment's first seq, the byte offset and the record-text length of `seq`. */
+  locate(seq: number): { segmentFirstSeq: number; offset: number; length: number } | undefined {
+    if (seq < 1 || seq > this.offsets.length) return undefined;
+    const segs = this.segmentFirst;
+    let lo = 0;
+    let hi = segs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (segs[mid]! <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return { segmentFirstSeq: segs[lo - 1]!, offset: this.offsets.at(seq - 1), length: this.lengths.at(seq - 1) };
+  }
+
+  /** Bytes held by the location arrays. */
+  get bytes(): number {
+    return this.offsets.bytes + this.lengths.bytes + this.segmentFirst.length * 8;
+  }
+}
+
+/**
+ * Least-recently-used cache of decoded records, bounded by the UTF-16 size of what it holds
+ * (about 2 bytes a character). A Map keeps insertion order; a hit moves the entry to the end.
+ */
+export class RecordCache {
+  private readonly entries = new Map<number, StoredRecord>();
+  private sizeBytes = 0;
+  /** Hits and misses since start, for benchmarks and metrics. */
+  readonly stats = { hits: 0, misses: 0 };
+
+  /** Input: the most bytes to hold (0 disables caching). */
+  constructor(readonly maxBytes: number = RECORD_CACHE_BYTES_DEFAULT) {}
+
+  /** The cached record `seq`, or undefined. */
+  get(seq: number): StoredRecord | undefined {
+    const r = this.entries.get(seq);
+    if (r === undefined) {
+      this.stats.misses++;
+      return undefined;
+    }
+    this.stats.hits++;
+    this.entries.delete(seq);
+    this.entries.set(seq, r);
+    return r;
+  }
+
+  /** Adds record `seq`, evicting the least recently used records beyond `maxBytes`. */
+  set(seq: number, r: StoredRecord): void {
+    const size = 2 * (r.payloadJson.length + r.time.length) + 64;
+    if (size > this.maxBytes) return;
+    const old = this.entries.get(seq);
+    if (old !== undefined) {
+      this.entries.delete(seq);
+      this.sizeBytes -= 2 * (old.payloadJson.length + old.time.length) + 64;
+    }
+    this.entries.set(seq, r);
+    this.sizeBytes += size;
+    while (this.sizeBytes > this.maxBytes) {
+      const [k, v] = this.entries.entries().next().value as [number, StoredRecord];
+      this.entries.delete(k);
+      this.sizeBytes -= 2 * (v.payloadJson.length + v.time.length) + 64;
+    }
+  }
+
+  /** Bytes held now (estimate, see class doc). */
+  get bytes(): number {
+    return this.sizeBytes;
+  }
+}
+
+/** Segment file name for a first seq (`0000000000000001.jsonl`). */
+export function segmentName(firstSeq: number): string {
+  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
+}
+
+const PAYLOAD_PREFIX = '{"payload":';
+const SEQ_KEY = ',"seq":';
+const TIME_KEY = ',"time":"';
+const TYPE_KEY = '","type":"';
+
+/**
+ * Splits a record text `{"payload":<json>,"seq":N,"time":"T","type":"X"` (the line up to its hash
+ * field) into payload JSON and time, checking that it is record `seq`. The keys after the payload
+ * are found from the end: the payload cannot contain them unescaped after its last byte.
+ * Throws Error when the text is not that record (a segment changed under the server).
+ */
+export function splitRecordText(text: string, seq: number): StoredRecord {
+  const typeAt = text.lastIndexOf(TYPE_KEY);
+  const timeAt = typeAt === -1 ? -1 : text.lastIndexOf(TIME_KEY, typeAt);
+  const seqAt = timeAt === -1 ? -1 : text.lastIndexOf(SEQ_KEY, timeAt);
+  if (seqAt === -1 || !text.startsWith(PAYLOAD_PREFIX) || text.slice(seqAt + SEQ_KEY.length, timeAt) !== String(seq)) {
+    throw new Error(`record ${seq} is not where the index located it (was a segment file changed while the server ran?)`);
+  }
+  return { payloadJson: text.slice(PAYLOAD_PREFIX.length, seqAt), time: text.slice(timeAt + TIME_KEY.length, typeAt) };
+}
+
+/**
+ * Records read back from the segment files of one log directory: located by `locations`, read
+ * with one positional read each, decoded once and kept in a bounded `RecordCache`. Records not
+ * yet written (appended, waiting for their group commit) are held in memory until `located`.
+ */
+export class SegmentRecords implements RecordSource {
+  readonly locations = new RecordLocations();
+  readonly cache: RecordCache;
+  /** Appended records whose line has no location yet (seq → record). */
+  private readonly unlocated = new Map<number, StoredRecord>();
+  /** Open segment file descriptors, least recently used first (at most SEGMENT_FDS_MAX). */
+  private readonly fds = new Map<number, number>();
+  private scratch = Buffer.allocUnsafe(64 * 1024);
+
+  /** Input: the log directory and the cache size in bytes. */
+  constructor(
+    private readonly logDir: string,
+    cacheBytes: number = RECORD_CACHE_BYTES_DEFAULT,
+  ) {
+    this.cache = new RecordCache(cacheBytes);
+  }
+
+  /** Holds a record appended but not yet written, until `located` is called for it. */
+  appended(seq: number, record: StoredRecord): void {
+    this.unlocated.set(seq, record);
+  }
+
+  /**
+   * Records the location of `seq` once its line is written (replay, or a flushed batch); a
+   * record held by `appended` moves into the cache.
+   */
+  located(seq: number, segmentFirstSeq: number, offset: number, length: number): void {
+    this.locations.add(seq, segmentFirstSeq, offset, length);
+    const held = this.unlocated.get(seq);
+    if (held !== undefined) {
+      this.unlocated.delete(seq);
+      this.cache.set(seq, held);
+    }
+  }
+
+  read(seq: number): StoredRecord {
+    const cached = this.cache.get(seq);
+    if (cached !== undefined) return cached;
+    const held = this.unlocated.get(seq);
+    if (held !== undefined) return held;
+    const loc = this.locations.locate(seq);
+    if (loc === undefined) throw new Error(`record ${seq} is not in the log`);
+    if (this.scratch.length < loc.length) this.scratch = Buffer.allocUnsafe(Math.max(loc.length, this.scratch.length * 2));
+    const fd = this.fd(loc.segmentFirstSeq);
+    let got = 0;
+    while (got < loc.length) {
+      const n = readSync(fd, this.scratch, got, loc.length - got, loc.offset + got);
+      if (n === 0) throw new Error(`record ${seq}: segment ${segmentName(loc.segmentFirstSeq)} ends before it (was it truncated?)`);
+      got += n;
+    }
+    const record = splitRecordText(this.scratch.toString('utf8', 0, loc.length), seq);
+    this.cache.set(seq, record);
+    return record;
+  }
+
+  /** The open descriptor of a segment, opening it (and closing the least recently used) as needed. */
+  private fd(segmentFirstSeq: number): number {
+    let fd = this.fds.get(segmentFirstSeq);
+    if (fd !== undefined) {
+      this.fds.delete(segmentFirstSeq);
+      this.fds.set(segmentFirstSeq, fd);
+      return fd;
+    }
+    fd = openSync(join(this.logDir, segmentName(segmentFirstSeq)), 'r');
+    this.fds.set(segmentFirstSeq, fd);
+    if (this.fds.size > SEGMENT_FDS_MAX) {
+      const [k, v] = this.fds.entries().next().value as [number, number];
+      this.fds.delete(k);
+      closeSync(v);
+    }
+    return fd;
+  }
+
+  /** Closes every segment descriptor. */
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+  }
+}
+
+/**
+ * Records kept in memory, for tests and tools that apply records without a log on disk
+ * (`createState()` without a source). Holds every record's text: not for the server.
+ */
+export class MemoryRecords implements RecordSource {
+  private readonly records = new Map<number, StoredRecord>();
+
+  /** Keeps record `seq`. */
+  put(seq: number, record: StoredRecord): void {
+    this.records.set(seq, record);
+  }
+
+  read(seq: number): StoredRecord {
+    const r = this.records.get(seq);
+    if (r === undefined) throw new Error(`record ${seq} is not in the log`);
+    return r;
+  }
+}
