@@ -312,3 +312,58 @@ export class MemoryRecords implements RecordSource {
     return r;
   }
 }
+
+/**
+ * A hash table from 32-bit keys to row numbers, for lookups by a key whose full value lives on
+ * disk (e.g. a message's (author, clientId)): open addressing with linear probing over a Uint32Array
+ * (row + 1; 0 is empty), kept at most half full, so a lookup visits a short run of slots and
+ * costs no allocation. Several rows may share a key; `forEach` visits every candidate and the
+ * caller confirms each one. Memory: 8 to 16 bytes a row.
+ */
+export class RowHashTable {
+  private slots = new Uint32Array(1024);
+  private keys = new Uint32Array(1024);
+  private count = 0;
+
+  /** Adds `row` (0..2^32-2) under `key` (a 32-bit hash). */
+  add(key: number, row: number): void {
+    if ((this.count + 1) * 2 > this.slots.length) this.grow();
+    this.insert(key >>> 0, row + 1);
+    this.count++;
+  }
+
+  /** Calls `visit(row)` for each row added under `key`, newest first; stops when it returns true. */
+  find(key: number, visit: (row: number) => boolean): number | undefined {
+    const k = key >>> 0;
+    const mask = this.slots.length - 1;
+    const hits: number[] = [];
+    for (let i = k & mask; this.slots[i] !== 0; i = (i + 1) & mask) if (this.keys[i] === k) hits.push(this.slots[i]! - 1);
+    for (let j = hits.length - 1; j >= 0; j--) if (visit(hits[j]!)) return hits[j];
+    return undefined;
+  }
+
+  private insert(key: number, value: number): void {
+    const mask = this.slots.length - 1;
+    let i = key & mask;
+    while (this.slots[i] !== 0) i = (i + 1) & mask;
+    this.slots[i] = value;
+    this.keys[i] = key;
+  }
+
+  private grow(): void {
+    const oldSlots = this.slots;
+    const oldKeys = this.keys;
+    this.slots = new Uint32Array(oldSlots.length * 2);
+    this.keys = new Uint32Array(oldKeys.length * 2);
+    // Re-inserted in row order, so rows under one key keep ascending probe order (newest last).
+    const live: Array<[number, number]> = [];
+    for (let i = 0; i < oldSlots.length; i++) if (oldSlots[i] !== 0) live.push([oldSlots[i]!, oldKeys[i]!]);
+    live.sort((a, b) => a[0] - b[0]);
+    for (const [value, key] of live) this.insert(key, value);
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.slots.byteLength + this.keys.byteLength;
+  }
+}

@@ -13,7 +13,7 @@ import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
-import { U32List, type RecordSource } from '../../store/records.js';
+import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -46,7 +46,7 @@ export interface Message {
 /**
  * Messages in log (= creation) order as columns, one row per message (issue 17: about 16 bytes a
  * message, no text): its log seq, interned topic and author, the seq of the message it replies to
- * (0 for none) and a 32-bit hash of its clientId. The text (the canonical Message JSON) is read
+ * (0 for none). Its (author, clientId) is found through `byClientId`. The text (the canonical Message JSON) is read
  * back from the log through `records` (store/records.ts); a message's id is `msg_<seq>`.
  */
 export interface MessageRows {
@@ -54,7 +54,6 @@ export interface MessageRows {
   topic: U32List;
   author: U32List;
   replyTo: U32List;
-  clientHash: U32List;
 }
 
 /** A message's row index in `MessageRows` (0-based, log order). */
@@ -80,13 +79,12 @@ export function messagesJson(s: ForumState, rows: readonly MessageRow[]): string
   return `[${rows.map((r) => messageJsonOf(s, r)).join(',')}]`;
 }
 
-/** 32-bit FNV-1a hash of a string's UTF-16 code units (the clientId column). */
-function hash32(text: string): number {
+/** 32-bit FNV-1a hash of an (author, clientId) pair's UTF-16 code units (the `byClientId` key). */
+function clientHash(authorId: string, clientId: string): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
+  for (let i = 0; i < authorId.length; i++) h = Math.imul(h ^ authorId.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ 10, 0x01000193);
+  for (let i = 0; i < clientId.length; i++) h = Math.imul(h ^ clientId.charCodeAt(i), 0x01000193);
   return h >>> 0;
 }
 
@@ -109,6 +107,8 @@ export interface ForumState {
   byTopic: Map<string, U32List>;
   /** Author id → their messages' rows, ascending. */
   byAuthor: Map<string, U32List>;
+  /** Hash of (authorId, clientId) → rows (idempotency and receipts; confirmed from the JSON). */
+  byClientId: RowHashTable;
   /** Interned topic and author ids: `names[n]` is the id numbered n in the row columns. */
   names: string[];
   nameIds: Map<string, number>;
@@ -123,9 +123,10 @@ export function createForumState(records: RecordSource): ForumState {
     roomOrder: [],
     topics: new Map(),
     topicOrder: [],
-    rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024), clientHash: new U32List(1024) },
+    rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024) },
     byTopic: new Map(),
     byAuthor: new Map(),
+    byClientId: new RowHashTable(),
     names: [],
     nameIds: new Map(),
     records,
@@ -162,20 +163,14 @@ export function messageTopicOf(s: ForumState, row: MessageRow): string {
 }
 
 /**
- * The message `authorId` posted with `clientId`, if any: the author's rows are scanned newest
- * first for the clientId's hash (4 bytes a message, no reads), and a row whose hash matches is
- * confirmed from its stored JSON. Cost grows with the author's messages, not the archive.
+ * The message `authorId` posted with `clientId`, if any: the (author, clientId) hash names a few
+ * candidate rows (4 to 16 bytes a message, no reads), and a candidate is confirmed from its stored
+ * JSON (one read). Constant time whatever the archive's size.
  */
 export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageRow | undefined {
-  const mine = s.byAuthor.get(authorId);
-  if (mine === undefined) return undefined;
-  const h = hash32(clientId);
-  const hashes = s.rows.clientHash;
-  for (let i = mine.length - 1; i >= 0; i--) {
-    const row = mine.at(i);
-    if (hashes.at(row) === h && readMessageFields(messageJsonOf(s, row)).clientId === clientId) return row;
-  }
-  return undefined;
+  const authorNo = s.nameIds.get(authorId);
+  if (authorNo === undefined) return undefined;
+  return s.byClientId.find(clientHash(authorId, clientId), (row) => s.rows.author.at(row) === authorNo && readMessageFields(messageJsonOf(s, row)).clientId === clientId);
 }
 
 /** A message id's log seq: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */
@@ -309,7 +304,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       rows.topic.push(nameId(s, m.topicId));
       rows.author.push(nameId(s, m.authorId));
       rows.replyTo.push(replyToSeq);
-      rows.clientHash.push(hash32(m.clientId));
+      s.byClientId.add(clientHash(m.authorId, m.clientId), row);
       pushTo(s.byTopic, m.topicId, row);
       pushTo(s.byAuthor, m.authorId, row);
       addDiscussionEvent(feeds, record.seq, 'message', record.time, null, m.topicId);

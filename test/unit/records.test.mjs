@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { RecordCache, RowHashTable, U32List, splitRecordText } from '../../dist/store/records.js';
+import { App } from '../../dist/app.js';
+import { loadConfig } from '../../dist/config.js';
+import { decideMessage, decideTopic, messageByClientId, messageJsonOf } from '../../dist/domain/forum/forum.js';
+import { tempDir } from '../helpers/server.mjs';
+
+test('the row hash table finds every row added under a key, newest first, across growth', () => {
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 3000 }), (keys) => {
+      const table = new RowHashTable();
+      keys.forEach((k, row) => table.add(k * 0x9e3779b1, row));
+      for (let k = 0; k <= 40; k++) {
+        const seen = [];
+        table.find(k * 0x9e3779b1, (row) => (seen.push(row), false));
+        const expected = keys.map((key, row) => (key === k ? row : -1)).filter((r) => r >= 0).reverse();
+        assert.deepEqual(seen, expected);
+      }
+    }),
+    { numRuns: 50 },
+  );
+});
+
+test('the record cache keeps the most recently used records within its byte bound', () => {
+  const cache = new RecordCache(2000);
+  const rec = (n) => ({ payloadJson: 'x'.repeat(400) + n, time: '2026-01-01T00:00:00.000Z' });
+  for (let seq = 1; seq <= 10; seq++) cache.set(seq, rec(seq));
+  assert.ok(cache.bytes <= 2000, `holds ${cache.bytes} bytes`);
+  assert.equal(cache.get(1), undefined, 'the oldest records were evicted');
+  assert.deepEqual(cache.get(10), rec(10));
+  const huge = { payloadJson: 'y'.repeat(5000), time: 't' };
+  cache.set(11, huge);
+  assert.equal(cache.get(11), undefined, 'a record larger than the whole cache is not kept');
+});
+
+test('a U32List grows and answers upper bounds in ascending order', () => {
+  const list = new U32List(2);
+  for (const v of [1, 3, 3, 7, 10]) list.push(v);
+  assert.deepEqual([0, 1, 3, 6, 10, 11].map((v) => list.upperBound(v)), [0, 1, 3, 3, 5, 5]);
+  assert.equal(list.at(4), 10);
+});
+
+test('a record text read back must be the record the index located', () => {
+  const text = '{"payload":{"a":",\\"seq\\":9"},"seq":12,"time":"2026-01-01T00:00:00.000Z","type":"x.y"';
+  assert.deepEqual(splitRecordText(text, 12), { payloadJson: '{"a":",\\"seq\\":9"}', time: '2026-01-01T00:00:00.000Z' });
+  assert.throws(() => splitRecordText(text, 13), /not where the index located it/);
+  assert.throws(() => splitRecordText('garbage', 1), /not where the index located it/);
+});
+
+test('messages read back from the segments after a restart are byte-identical to the ones answered at append time', async (t) => {
+  const dir = tempDir(t);
+  const config = { ...loadConfig({ FORUM_DATA_DIR: dir, FORUM_RECORD_CACHE_MB: '0' }), dataDir: dir };
+  let app = await App.open(config, { log: { segmentBytesMax: 4096 } });
+  const created = () => app.nowIso();
+  const topic = decideTopic(app.state.forum, { title: 't', roomId: 'commons' }, { authorId: 'ag_1', seq: app.nextSeq(), created: created() });
+  app.commit('topic.create', topic);
+  const answered = [];
+  const contents = ['plain', 'Ünïcödé — 日本 😀', 'quote " backslash \\ newline \n tab \t', 'x'.repeat(3000)];
+  for (let i = 0; i < 40; i++) {
+    const d = decideMessage(app.state.forum, { topicId: topic.id, content: contents[i % contents.length] + i, clientId: `c${i}` }, { authorId: `ag_${i % 3}`, seq: app.nextSeq(), created: created() });
+    app.commit('message.create', d.message);
+    answered.push(messageJsonOf(app.state.forum, app.state.forum.rows.seq.length - 1));
+    if (i % 7 === 0) await app.log.sync();
+  }
+  await app.log.sync();
+  await app.close();
+  app = await App.open(config, { log: { segmentBytesMax: 4096 } });
+  t.after(() => app.close());
+  const rows = app.state.forum.rows.seq.length;
+  assert.equal(rows, 40);
+  for (let row = 0; row < rows; row++) assert.equal(messageJsonOf(app.state.forum, row), answered[row], `row ${row}`);
+  assert.equal(messageByClientId(app.state.forum, 'ag_1', 'c37'), 37);
+  assert.equal(messageByClientId(app.state.forum, 'ag_2', 'c37'), undefined, 'clientIds are per author');
+});
