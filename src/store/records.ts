@@ -338,7 +338,8 @@ export class RowHashTable {
     const mask = this.slots.length - 1;
     const hits: number[] = [];
     for (let i = k & mask; this.slots[i] !== 0; i = (i + 1) & mask) if (this.keys[i] === k) hits.push(this.slots[i]! - 1);
-    for (let j = hits.length - 1; j >= 0; j--) if (visit(hits[j]!)) return hits[j];
+    hits.sort((a, b) => b - a);
+    for (const row of hits) if (visit(row)) return row;
     return undefined;
   }
 
@@ -355,11 +356,7 @@ export class RowHashTable {
     const oldKeys = this.keys;
     this.slots = new Uint32Array(oldSlots.length * 2);
     this.keys = new Uint32Array(oldKeys.length * 2);
-    // Re-inserted in row order, so rows under one key keep ascending probe order (newest last).
-    const live: Array<[number, number]> = [];
-    for (let i = 0; i < oldSlots.length; i++) if (oldSlots[i] !== 0) live.push([oldSlots[i]!, oldKeys[i]!]);
-    live.sort((a, b) => a[0] - b[0]);
-    for (const [value, key] of live) this.insert(key, value);
+    for (let i = 0; i < oldSlots.length; i++) if (oldSlots[i] !== 0) this.insert(oldKeys[i]!, oldSlots[i]!);
   }
 
   /** Bytes held. */
