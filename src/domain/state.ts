@@ -42,7 +42,7 @@ export function createState(records?: RecordSource): State {
     agents: createAgentsState(),
     settings: createSettingsState(),
     forum: createForumState(source),
-    knowledge: createKnowledgeState(),
+    knowledge: createKnowledgeState(source),
     feeds: createFeedsState(source),
     work: createWorkState(),
     opportunities: createOpportunitiesState(),
@@ -57,7 +57,7 @@ export function createState(records?: RecordSource): State {
  * version must not be half-understood (programmer/operator error, stops startup).
  */
 export function apply(state: State, record: LogRecord, payloadJson: string): void {
-  state.memory?.put(record.seq, { payloadJson, time: record.time });
+  state.memory?.put(record.seq, { payloadJson, time: record.time, type: record.type });
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||

@@ -634,7 +634,7 @@ export class Log {
     const records = this.opts.records;
     if (records !== undefined) {
       this.pendingBytes.push(Buffer.byteLength(line, 'utf8'));
-      records.appended(seq, { payloadJson, time: record.time });
+      records.appended(seq, { payloadJson, time: record.time, type });
     }
     this.lastHash = hash;
     this.headSeqValue = seq;

@@ -18,10 +18,11 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { RECORD_CACHE_BYTES_DEFAULT, SEGMENT_FDS_MAX } from '../constants.js';
 
-/** A record as the index needs it back: its payload's canonical JSON and its time (ISO 8601). */
+/** A record as the index needs it back: its payload's canonical JSON, its time (ISO 8601) and type. */
 export interface StoredRecord {
   payloadJson: string;
   time: string;
+  type: string;
 }
 
 /** Where records can be read back from, by log seq. */
@@ -195,7 +196,7 @@ const TYPE_KEY = '","type":"';
 
 /**
  * Splits a record text `{"payload":<json>,"seq":N,"time":"T","type":"X"` (the line up to its hash
- * field) into payload JSON and time, checking that it is record `seq`. The keys after the payload
+ * field) into payload JSON, time and type, checking that it is record `seq`. The keys after the payload
  * are found from the end: the payload cannot contain them unescaped after its last byte.
  * Throws Error when the text is not that record (a segment changed under the server).
  */
@@ -206,7 +207,11 @@ export function splitRecordText(text: string, seq: number): StoredRecord {
   if (seqAt === -1 || !text.startsWith(PAYLOAD_PREFIX) || text.slice(seqAt + SEQ_KEY.length, timeAt) !== String(seq)) {
     throw new Error(`record ${seq} is not where the index located it (was a segment file changed while the server ran?)`);
   }
-  return { payloadJson: text.slice(PAYLOAD_PREFIX.length, seqAt), time: text.slice(timeAt + TIME_KEY.length, typeAt) };
+  return {
+    payloadJson: text.slice(PAYLOAD_PREFIX.length, seqAt),
+    time: text.slice(timeAt + TIME_KEY.length, typeAt),
+    type: text.slice(typeAt + TYPE_KEY.length, text.length - 1),
+  };
 }
 
 /**

@@ -44,7 +44,7 @@ test('a U32List grows and answers upper bounds in ascending order', () => {
 
 test('a record text read back must be the record the index located', () => {
   const text = '{"payload":{"a":",\\"seq\\":9"},"seq":12,"time":"2026-01-01T00:00:00.000Z","type":"x.y"';
-  assert.deepEqual(splitRecordText(text, 12), { payloadJson: '{"a":",\\"seq\\":9"}', time: '2026-01-01T00:00:00.000Z' });
+  assert.deepEqual(splitRecordText(text, 12), { payloadJson: '{"a":",\\"seq\\":9"}', time: '2026-01-01T00:00:00.000Z', type: 'x.y' });
   assert.throws(() => splitRecordText(text, 13), /not where the index located it/);
   assert.throws(() => splitRecordText('garbage', 1), /not where the index located it/);
 });

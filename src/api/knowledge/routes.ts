@@ -10,6 +10,7 @@ import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
   decideKnowledge,
   entriesJson,
+  knowledgeJsonOf,
   queryKnowledge,
   type KnowledgeInput,
   type KnowledgeQuery,
@@ -36,9 +37,9 @@ export const knowledgeRoutes: Route[] = [
     tag: 'Knowledge',
     query: 'KnowledgeQuery',
     responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
-    handler: ({ app, query }) => {
-      const found = queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery);
-      return { status: 200, json: `{"knowledge":${entriesJson(found)}}` };
+    handler: async ({ app, query }) => {
+      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery);
+      return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found)}}` };
     },
   },
   {
@@ -61,7 +62,7 @@ export const knowledgeRoutes: Route[] = [
       });
       app.commit('knowledge.publish', knowledge, now);
       const revisions = app.state.knowledge.items.get(knowledge.id)!;
-      return { status: 201, json: revisions[revisions.length - 1]!.json };
+      return { status: 201, json: knowledgeJsonOf(app.state.knowledge, revisions[revisions.length - 1]!) };
     },
   },
   {
@@ -77,8 +78,8 @@ export const knowledgeRoutes: Route[] = [
     handler: async ({ app, query }) => {
       const p = query as unknown as SearchQuery;
       const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search);
-      const knowledge = queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
-      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, messages)},"knowledge":${entriesJson(knowledge)}}` };
+      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
+      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, messages)},"knowledge":${entriesJson(app.state.knowledge, knowledge)}}` };
     },
   },
 ];

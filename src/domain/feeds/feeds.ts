@@ -4,19 +4,21 @@
  * - Discussion feed (`forum-changes-v1`): one event per visible log record, keyed by the
  *   record's log `seq`; hidden records (agents, admin, work) have no event, so a page that scans
  *   only hidden rows is empty with hasMore true. The feed is a list of seqs (4 bytes an event):
- *   a message's event is rebuilt from its record, read back from the log (issue 17: message text
- *   is not kept in memory); the few other events (rooms, topics, knowledge) are held as JSON.
+ *   each event is rebuilt from its record, read back from the log (issue 17: no record text is
+ *   kept in memory for it). The record's payload is the event's record JSON, except for the
+ *   discussion topic a `work.create` record carries, which is serialised canonically from it.
  * - Work feed (`forum-work-changes-v1`): one `work_item` event per work revision with its own
  *   sequence from 1 (the array index + 1) and the log seq it came from.
  *
  * Event shape (ours, part 6 rule 9): `{"seq", "kind", "time", "<kind>": <record>}` where the
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
  */
+import stableStringify from 'fast-json-stable-stringify';
 import { U32List, type RecordSource } from '../../store/records.js';
 
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
-/** One held event: a work feed event, or a discussion event that is not a message. */
+/** One event of either feed (part 6). */
 export interface FeedEvent {
   /** Feed position: log seq (discussion) or work-feed sequence (work). */
   seq: number;
@@ -46,9 +48,7 @@ export function eventJson(e: FeedEvent): string {
 export interface FeedsState {
   /** Log seqs of the discussion feed's events, ascending. */
   discussion: U32List;
-  /** The discussion events that are not messages (rooms, topics, knowledge), by log seq. */
-  held: Map<number, FeedEvent>;
-  /** Where message events are read from. */
+  /** Where discussion events are read from. */
   records: RecordSource;
   work: FeedEvent[];
   /** Per-topic export index: topicId → log seqs of its rows in log order (the topic first). */
@@ -57,19 +57,31 @@ export interface FeedsState {
 
 /** Empty feeds whose message events are read from `records`. */
 export function createFeedsState(records: RecordSource): FeedsState {
-  return { discussion: new U32List(1024), held: new Map(), records, work: [], byTopic: new Map() };
+  return { discussion: new U32List(1024), records, work: [], byTopic: new Map() };
 }
 
+/** Discussion event kinds of the record types that carry one as their payload. */
+const KIND_OF_TYPE: Readonly<Record<string, DiscussionKind>> = {
+  'message.create': 'message',
+  'knowledge.publish': 'knowledge',
+  'topic.create': 'topic',
+  'room.create': 'room',
+};
+
 /**
- * The discussion event of log record `seq` (which must be in the feed): held, or a message
- * rebuilt from its stored record (its canonical payload JSON and time, byte-identical to the
- * event built when it was appended).
+ * The discussion event of log record `seq` (which must be in the feed), rebuilt from its stored
+ * record: its canonical payload JSON and time, byte-identical to the event built at append time.
+ * Throws Error for a seq that has no discussion event (a broken invariant).
  */
 export function discussionEvent(feeds: FeedsState, seq: number): FeedEvent {
-  const held = feeds.held.get(seq);
-  if (held !== undefined) return held;
   const r = feeds.records.read(seq);
-  return { seq, logSeq: seq, kind: 'message', time: r.time, recordJson: r.payloadJson };
+  const kind = KIND_OF_TYPE[r.type];
+  if (kind !== undefined) return { seq, logSeq: seq, kind, time: r.time, recordJson: r.payloadJson };
+  if (r.type === 'work.create') {
+    const topic = (JSON.parse(r.payloadJson) as { topic: unknown }).topic;
+    if (topic !== null) return { seq, logSeq: seq, kind: 'topic', time: r.time, recordJson: stableStringify(topic) };
+  }
+  throw new Error(`record ${seq} (${r.type}) has no discussion event`);
 }
 
 /** Every discussion event in feed order (tests and tools; reads every message back). */
@@ -80,21 +92,13 @@ export function discussionEvents(feeds: FeedsState): FeedEvent[] {
 }
 
 /**
- * Adds a discussion event for log record `seq`. `recordJson` is the record's canonical JSON
- * (null for a message: read back from the log when needed); `topicId` is the topic the record
- * belongs to (a topic's own id; a message's or knowledge item's topicId; null for rooms and
- * unattached knowledge), which feeds the topic export index.
+ * Adds the discussion event of log record `seq` (its JSON is read back from the record when
+ * served). `topicId` is the topic the record belongs to (a topic's own id; a message's or
+ * knowledge item's topicId; null for rooms and unattached knowledge), which feeds the topic
+ * export index.
  */
-export function addDiscussionEvent(
-  feeds: FeedsState,
-  seq: number,
-  kind: DiscussionKind,
-  time: string,
-  recordJson: string | null,
-  topicId: string | null,
-): void {
+export function addDiscussionEvent(feeds: FeedsState, seq: number, kind: DiscussionKind, topicId: string | null): void {
   feeds.discussion.push(seq);
-  if (kind !== 'message') feeds.held.set(seq, { seq, logSeq: seq, kind, time, recordJson: recordJson! });
   if (topicId !== null && kind !== 'room') {
     const rows = feeds.byTopic.get(topicId);
     if (rows) rows.push(seq);

@@ -281,7 +281,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       const room = record.payload as Room;
       s.rooms.set(room.id, room);
       s.roomOrder.push(room);
-      addDiscussionEvent(feeds, record.seq, 'room', record.time, payloadJson, null);
+      addDiscussionEvent(feeds, record.seq, 'room', null);
       return true;
     }
     case 'topic.create': {
@@ -307,7 +307,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       s.byClientId.add(clientHash(m.authorId, m.clientId), row);
       pushTo(s.byTopic, m.topicId, row);
       pushTo(s.byAuthor, m.authorId, row);
-      addDiscussionEvent(feeds, record.seq, 'message', record.time, null, m.topicId);
+      addDiscussionEvent(feeds, record.seq, 'message', m.topicId);
       return true;
     }
     default:
@@ -325,7 +325,7 @@ export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, recor
   const entry: TopicEntry = { topic, json, seq: record.seq };
   s.topics.set(topic.id, entry);
   s.topicOrder.push(entry);
-  addDiscussionEvent(feeds, record.seq, 'topic', record.time, json, topic.id);
+  addDiscussionEvent(feeds, record.seq, 'topic', topic.id);
 }
 
 // ---- queries ----

@@ -5,10 +5,11 @@
  * record; a revision keeps the item id and raises `revision` by one. Nothing is overwritten:
  * every revision stays in the log, in the index, in the discussion feed and in the topic export.
  *
- * The index keeps, per revision, the public JSON (the record's stored canonical JSON, sorted
- * keys, so live writes and replay answer byte-identical JSON) and the lower-cased title and
- * content for `q`, so a query is a newest-first scan with substring tests and a string join —
- * no re-serialisation or re-parsing per request.
+ * The index keeps, per revision, only what filters need (id, revision, author, topic, log seq,
+ * whether it is the latest); the public JSON is the record's stored canonical JSON (sorted keys),
+ * read back from the log when a response needs it (issue 17: text is not kept in memory), so
+ * live writes and replay answer byte-identical JSON. `q` reads each candidate back and checks
+ * its lower-cased title and content, newest first, in slices that yield to the event loop.
  */
 import type { LogRecord } from '../../store/log.js';
 import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
@@ -16,6 +17,9 @@ import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js'
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
+import { SEARCH_SLICE_MS } from '../../constants.js';
+import type { RecordSource } from '../../store/records.js';
+import { yieldToEventLoop } from '../forum/search.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -35,15 +39,13 @@ export interface Knowledge {
   created: string;
 }
 
-/** One indexed revision. */
+/** One indexed revision: no text (see the module doc). */
 export interface KnowledgeEntry {
-  knowledge: Knowledge;
-  /** Public JSON of `knowledge`: its canonical JSON as stored (sorted keys). */
-  json: string;
-  /** Lower-cased title and content, for case-insensitive `q` (kept apart so a match cannot span both). */
-  lcTitle: string;
-  lcContent: string;
-  /** Log seq of the `knowledge.publish` record. */
+  id: string;
+  revision: number;
+  authorId: string;
+  topicId: string | null;
+  /** Log seq of the `knowledge.publish` record; its payload is the revision's public JSON. */
   seq: number;
   /** False once a later revision of the same item is applied (history=false skips it). */
   latest: boolean;
@@ -63,11 +65,18 @@ export interface KnowledgeState {
    * moves it to another topic appears under both, each revision once.
    */
   byTopic: Map<string, KnowledgeEntry[]>;
+  /** Where revisions' JSON is read back from. */
+  records: RecordSource;
 }
 
-/** An empty knowledge index. */
-export function createKnowledgeState(): KnowledgeState {
-  return { items: new Map(), order: [], byAuthor: new Map(), byTopic: new Map() };
+/** An empty knowledge index whose revisions' JSON is read from `records`. */
+export function createKnowledgeState(records: RecordSource): KnowledgeState {
+  return { items: new Map(), order: [], byAuthor: new Map(), byTopic: new Map(), records };
+}
+
+/** The public JSON of a revision: its record's canonical payload JSON, as stored. */
+export function knowledgeJsonOf(s: KnowledgeState, e: KnowledgeEntry): string {
+  return s.records.read(e.seq).payloadJson;
 }
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -119,11 +128,11 @@ export function decideKnowledge(
   if (input.previousId !== undefined) {
     const revisions = s.items.get(input.previousId);
     if (!revisions) throw notFound(`no knowledge item with id "${input.previousId}" (previousId)`);
-    const originalAuthorId = revisions[0]!.knowledge.authorId;
+    const originalAuthorId = revisions[0]!.authorId;
     if (originalAuthorId !== ctx.authorId) {
       throw forbidden(`knowledge item "${input.previousId}" belongs to another author; only its original author may publish revisions`, 'NOT_AUTHOR');
     }
-    const current = revisions[revisions.length - 1]!.knowledge.revision;
+    const current = revisions[revisions.length - 1]!.revision;
     if (input.expectedRevision !== current) {
       throw conflict(
         `expectedRevision ${input.expectedRevision} is stale: knowledge item "${input.previousId}" is at revision ${current}; reread it and revise the current revision`,
@@ -170,12 +179,11 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   if (knowledge.revision !== expected) {
     throw new Error(`knowledge.publish at seq ${record.seq}: item "${knowledge.id}" revision ${knowledge.revision}, expected ${expected}`);
   }
-  const json = payloadJson;
   const entry: KnowledgeEntry = {
-    knowledge,
-    json,
-    lcTitle: knowledge.title.toLowerCase(),
-    lcContent: knowledge.content.toLowerCase(),
+    id: knowledge.id,
+    revision: knowledge.revision,
+    authorId: knowledge.authorId,
+    topicId: knowledge.topicId,
     seq: record.seq,
     latest: true,
   };
@@ -186,7 +194,7 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   s.order.push(entry);
   pushTo(s.byAuthor, knowledge.authorId, entry);
   if (knowledge.topicId !== null) pushTo(s.byTopic, knowledge.topicId, entry);
-  addDiscussionEvent(feeds, record.seq, 'knowledge', record.time, json, knowledge.topicId);
+  addDiscussionEvent(feeds, record.seq, 'knowledge', knowledge.topicId);
   return true;
 }
 
@@ -209,7 +217,7 @@ export interface KnowledgeQuery {
  * substring of the title or the content. Starts from the smallest index a filter names (`id`,
  * `agentId`) and stops at `limit`. Unknown ids give an empty result.
  */
-export function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): KnowledgeEntry[] {
+export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): Promise<KnowledgeEntry[]> {
   let candidates: KnowledgeEntry[] = s.order;
   if (query.id !== undefined) candidates = s.items.get(query.id) ?? [];
   if (query.agentId !== undefined) {
@@ -218,19 +226,26 @@ export function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): Knowle
   }
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
   const out: KnowledgeEntry[] = [];
+  let sliceEnd = performance.now() + SEARCH_SLICE_MS;
   for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
     if (!query.history && !e.latest) continue;
-    const k = e.knowledge;
-    if (query.id !== undefined && k.id !== query.id) continue;
-    if (query.agentId !== undefined && k.authorId !== query.agentId) continue;
-    if (lq !== undefined && !e.lcTitle.includes(lq) && !e.lcContent.includes(lq)) continue;
+    if (query.id !== undefined && e.id !== query.id) continue;
+    if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
+    if (lq !== undefined) {
+      const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
+      if (!k.title.toLowerCase().includes(lq) && !k.content.toLowerCase().includes(lq)) continue;
+      if (performance.now() > sliceEnd) {
+        await yieldToEventLoop();
+        sliceEnd = performance.now() + SEARCH_SLICE_MS;
+      }
+    }
     out.push(e);
   }
   return out;
 }
 
-/** `[json,json,...]` of entries (list responses are string joins). */
-export function entriesJson(entries: readonly { json: string }[]): string {
-  return `[${entries.map((e) => e.json).join(',')}]`;
+/** `[json,json,...]` of revisions (list responses are string joins of stored JSON). */
+export function entriesJson(s: KnowledgeState, entries: readonly KnowledgeEntry[]): string {
+  return `[${entries.map((e) => knowledgeJsonOf(s, e)).join(',')}]`;
 }
