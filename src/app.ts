@@ -14,9 +14,73 @@ import type { Config } from './config.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SegmentRecords } from './store/records.js';
+import { readMeta } from './store/meta.js';
+import { readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot } from './store/snapshot.js';
+import { SnapshotMismatchError } from './store/errors.js';
+import { packState, unpackState } from './domain/snapshot.js';
+import { SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
 import { scanSearch } from './domain/forum/search.js';
 import type { MessageSearch } from './domain/forum/forum.js';
+
+/**
+ * Opens the log and builds its index: from the state snapshot when it matches the log (replaying
+ * only the records after it), else by replaying the whole log. A snapshot that does not match is
+ * reported on stderr and removed; it is never a reason to refuse to start.
+ * Output: the log, the state, the record source, the last record's time, and the seq the replay
+ * resumed at (0 for a whole replay). Throws what Log.open throws for a damaged log.
+ */
+async function openIndexed(
+  config: Config,
+  logOptions: LogOptions,
+): Promise<{ log: Log; state: State; records: SegmentRecords; lastTime: string | null; resumedAt: number }> {
+  const dataDir = config.dataDir;
+  const fresh = () => {
+    const records = new SegmentRecords(join(dataDir, LOG_DIR), config.recordCacheBytes);
+    return { records, state: createState(records) };
+  };
+  let { records, state } = fresh();
+  let resume: { seq: number; hash: string } | undefined;
+  let lastTime: string | null = null;
+  const meta = readMeta(dataDir);
+  const snap = meta === null ? null : readSnapshot(dataDir);
+  const discard = (reason: string) => {
+    console.error(`state snapshot ${snapshotPath(dataDir)} not used: it ${reason}; replaying the whole log`);
+    removeSnapshot(dataDir);
+  };
+  if (snap !== null && 'reason' in snap) discard(snap.reason);
+  else if (snap !== null && meta !== null) {
+    const changed = segmentsChangedSince(join(dataDir, LOG_DIR), snap.header.segments ?? []);
+    if (snap.header.originId !== meta.originId) discard(`belongs to archive ${snap.header.originId}, not ${meta.originId}`);
+    else if (changed !== null) discard(changed);
+    else {
+      try {
+        state = unpackState(snap.body, records, records.locations);
+        resume = { seq: snap.header.seq, hash: snap.header.hash };
+        lastTime = snap.header.lastTime;
+      } catch (err) {
+        discard(`does not unpack (${(err as Error).message})`);
+        ({ records, state } = fresh());
+      }
+    }
+  }
+  const visit = (record: LogRecord, payloadJson: string) => {
+    apply(state, record, payloadJson);
+    lastTime = record.time;
+  };
+  try {
+    const log = await Log.open(dataDir, visit, { ...logOptions, records, resume });
+    return { log, state, records, lastTime, resumedAt: resume?.seq ?? 0 };
+  } catch (err) {
+    if (!(err instanceof SnapshotMismatchError)) throw err;
+    discard(`does not match the log (${err.message})`);
+    records.close();
+    ({ records, state } = fresh());
+    lastTime = null;
+    const log = await Log.open(dataDir, visit, { ...logOptions, records });
+    return { log, state, records, lastTime, resumedAt: 0 };
+  }
+}
 
 /** The open archive and its index; one per data folder (it holds the folder's lock). */
 export class App {
@@ -45,32 +109,24 @@ export class App {
     const release = await lockDataDir(config.dataDir);
     try {
       assertNoRestoreInProgress(config.dataDir);
-      const records = new SegmentRecords(join(config.dataDir, LOG_DIR), config.recordCacheBytes);
-      const state = createState(records);
-      // The last record's time: kept as read and parsed once after replay, not per record.
-      let lastTime: string | null = null;
-      const log = await Log.open(
-        config.dataDir,
-        (record, payloadJson) => {
-          apply(state, record, payloadJson);
-          lastTime = record.time;
-        },
-        {
-          records,
-          onTruncate: (file, offset, bytes) =>
-            console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
-          onComplete: (file, offset) =>
-            console.error(`recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
-          ...opts.log,
-        },
-      );
+      const logOptions: LogOptions = {
+        onTruncate: (file, offset, bytes) =>
+          console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
+        onComplete: (file, offset) =>
+          console.error(`recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
+        ...opts.log,
+      };
+      const opened = await openIndexed(config, logOptions);
+      const { log, state, records } = opened;
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
       const app = new App(config, log, state, clock, release, records);
-      app.lastTimeMs = lastTime === null ? 0 : Date.parse(lastTime);
+      app.lastTimeMs = opened.lastTime === null ? 0 : Date.parse(opened.lastTime);
       if (log.headSeq === 0) {
         app.commit('room.create', defaultRoom(app.nowIso()));
         await log.sync();
       }
+      // A long replay is not repeated at the next start (a crash included).
+      if (!logOptions.readOnly && log.headSeq - opened.resumedAt >= SNAPSHOT_AFTER_REPLAY_RECORDS_MIN) app.saveSnapshot();
       return app;
     } catch (err) {
       await release().catch(() => undefined);
@@ -106,9 +162,33 @@ export class App {
     return record;
   }
 
-  /** Flushes and closes the log, then releases the lock. */
+  /**
+   * Writes the state snapshot at the log head (store/snapshot.ts), when every record is durable
+   * and located. A failure is logged, not thrown: without a snapshot the next start replays more.
+   * Synchronous (one `v8.serialize` and a file write): called at startup and shutdown only.
+   */
+  saveSnapshot(): void {
+    const seq = this.log.headSeq;
+    if (seq === 0 || seq !== this.log.durableSeq || seq !== this.records.locations.count) return;
+    try {
+      const body = packState(this.state, this.records.locations);
+      writeSnapshot(this.config.dataDir, {
+        originId: this.log.originId,
+        seq,
+        hash: this.log.headHash,
+        lastTime: this.lastTimeMs === 0 ? null : new Date(this.lastTimeMs).toISOString(),
+        created: new Date().toISOString(),
+        segments: segmentStamps(join(this.config.dataDir, LOG_DIR)),
+      }, body);
+    } catch (err) {
+      console.error(`state snapshot not written (the next start replays the whole log): ${(err as Error).message}`);
+    }
+  }
+
+  /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
     await this.log.close();
+    if (this.log.writable) this.saveSnapshot();
     this.records.close();
     await this.releaseLock();
   }

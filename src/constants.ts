@@ -88,6 +88,12 @@ export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
  * records are kept decoded up to this many bytes (UTF-16 estimate).
  */
 export const RECORD_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/**
+ * A start that replayed at least this many records writes a state snapshot before it serves, so
+ * the next start (after a crash too) does not replay them again (ours, issue 17). Every clean
+ * shutdown writes one as well.
+ */
+export const SNAPSHOT_AFTER_REPLAY_RECORDS_MIN = 10_000;
 /** Most segment files held open at once for positional reads of records (ours, issue 17). */
 export const SEGMENT_FDS_MAX = 64;
 /**

@@ -6,7 +6,7 @@
 import { parseTimeMs } from '../clock.js';
 import type { LogRecord } from '../store/log.js';
 import { MemoryRecords, type RecordSource } from '../store/records.js';
-import { applyAgents, createAgentsState, touchAgent, type AgentsState } from './agents/agents.js';
+import { applyAgents, createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
@@ -71,5 +71,5 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     record.type === 'message.create'
       ? messageAuthorOf(state.forum, state.forum.rows.seq.length - 1)
       : (record.payload as { authorId?: unknown } | null)?.authorId;
-  if (typeof authorId === 'string') touchAgent(state.agents, authorId, parseTimeMs(record.time));
+  if (typeof authorId === 'string') touchAgentRecord(state.agents, authorId, parseTimeMs(record.time));
 }

@@ -31,3 +31,14 @@ export class StoreStateError extends Error {
     this.name = 'StoreStateError';
   }
 }
+
+/**
+ * A state snapshot does not match the log it would resume (store/snapshot.ts): the caller
+ * discards it and replays the whole log. Never shown to clients.
+ */
+export class SnapshotMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SnapshotMismatchError';
+  }
+}

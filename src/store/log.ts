@@ -36,7 +36,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
-import { LogCorruptError, StoreStateError } from './errors.js';
+import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { fsyncDir, fsyncDirSync } from './fsutil.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { segmentName, type SegmentRecords } from './records.js';
@@ -87,6 +87,13 @@ export interface LogOptions {
    * replay and after each flush; appended records are held there until their flush.
    */
   records?: SegmentRecords;
+  /**
+   * Resume after a state snapshot that includes records 1..seq, whose record `seq` has chained
+   * hash `hash` (store/snapshot.ts): `records` already holds their locations. Open checks that
+   * record `seq` is in its segment where located and carries that hash, then replays only the
+   * records after it. Throws SnapshotMismatchError (nothing replayed yet) when it does not.
+   */
+  resume?: { seq: number; hash: string };
 }
 
 export { segmentName };
@@ -156,26 +163,40 @@ export interface ReplayResult {
 export type RecordVisitor = (record: LogRecord, payloadJson: string, segmentFirstSeq: number, offset: number, length: number) => void;
 
 /**
- * Reads every segment in order, checking framing, hash chain and seq continuity, and calls
+ * Where a replay resumes after a state snapshot: the first record to replay (`seq`), the segment
+ * and byte offset of its line, and the chained hash of the record before it.
+ */
+export interface ReplayStart {
+  seq: number;
+  segmentFirstSeq: number;
+  offset: number;
+  prevHash: string;
+}
+
+/**
+ * Reads every segment in order (from `opts.start` when given), checking framing, hash chain and
+ * seq continuity, and calls
  * `onRecord` for each record with its payload's canonical JSON (as stored) and its location.
  * Throws LogCorruptError for damage other than a torn final line of the last segment.
  */
 export function replaySegments(
   logDir: string,
   onRecord: RecordVisitor,
-  opts: { strict?: boolean; hashAtSeq?: number } = {},
+  opts: { strict?: boolean; hashAtSeq?: number; start?: ReplayStart } = {},
 ): ReplayResult {
-  const segments = listSegments(logDir);
+  const start = opts.start;
+  const segments = listSegments(logDir).filter((seg) => start === undefined || seg.firstSeq >= start.segmentFirstSeq);
   const strict = opts.strict === true;
-  let expectedSeq = 1;
-  let prevHash = GENESIS_HASH;
+  let expectedSeq = start?.seq ?? 1;
+  let prevHash = start?.prevHash ?? GENESIS_HASH;
   let torn: ReplayResult['torn'] = null;
   let hashAt: string | null = null;
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!;
     const file = join(logDir, seg.name);
     const isLast = i === segments.length - 1;
-    if (seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
+    const resumed = start !== undefined && seg.firstSeq === start.segmentFirstSeq;
+    if (!resumed && seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
       throw new LogCorruptError(
         file,
         0,
@@ -185,7 +206,7 @@ export function replaySegments(
       );
     }
     const buf = readFileSync(file);
-    let pos = 0;
+    let pos = resumed ? start.offset : 0;
     while (pos < buf.length) {
       const nl = buf.indexOf(10, pos);
       if (nl === -1) {
@@ -556,7 +577,29 @@ export class Log {
             records.located(record.seq, segmentFirstSeq, offset, length);
             onRecord(record, payloadJson, segmentFirstSeq, offset, length);
           };
-    const replay = replaySegments(logDir, visit, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq });
+    let start: ReplayStart | undefined;
+    if (opts.resume !== undefined) {
+      const { seq, hash } = opts.resume;
+      const loc = records?.locations.locate(seq);
+      let stored: string | null = null;
+      try {
+        stored = records === undefined || loc === undefined ? null : records.storedHashOf(seq);
+      } catch {
+        // An unreadable segment is a mismatch too: the whole replay then names the damage.
+      }
+      if (loc === undefined || stored !== hash) {
+        throw new SnapshotMismatchError(
+          `record ${seq} ${stored === null ? 'is not in the log' : 'carries another hash'} than the state snapshot recorded`,
+        );
+      }
+      start = { seq: seq + 1, segmentFirstSeq: loc.segmentFirstSeq, offset: loc.offset + loc.length + HASH_SUFFIX_LENGTH + 1, prevHash: hash };
+    }
+    const replay = replaySegments(logDir, visit, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq, start });
+    const cp = meta.checkpoint;
+    if (start !== undefined && cp !== undefined && cp.seq < start.seq) {
+      // The checkpoint lies inside the snapshot's part of the log: its record's stored hash field.
+      replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records!.locations.locate(cp.seq) ? records!.storedHashOf(cp.seq) : null;
+    }
     assertReachesCheckpoint(dataDir, meta, replay);
     if (replay.torn) {
       if (opts.readOnly) {
@@ -600,6 +643,16 @@ export class Log {
     const meta: LogMeta = { ...this.metaValue, checkpoint: { seq, hash: this.durableHash } };
     await writeMetaAsync(this.dataDir, meta);
     this.metaValue = meta;
+  }
+
+  /** False after a write failed or for a read-only log: nothing may be derived from its head then. */
+  get writable(): boolean {
+    return this.failed === null && this.opts.readOnly !== true;
+  }
+
+  /** Chained hash of the last record appended (64 hex; zeros for an empty log). */
+  get headHash(): string {
+    return this.lastHash;
   }
 
   /** Highest seq appended (possibly not yet durable). */

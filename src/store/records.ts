@@ -33,7 +33,7 @@ export interface RecordSource {
 
 /** A growable Uint32Array: 4 bytes an element, doubled when full. */
 export class U32List {
-  private data: Uint32Array;
+  private data: Uint32Array<ArrayBufferLike>;
   length = 0;
 
   constructor(capacity = 16) {
@@ -82,6 +82,19 @@ export class U32List {
   get bytes(): number {
     return this.data.byteLength;
   }
+
+  /** A copy of the elements (for snapshots). */
+  toArray(): Uint32Array {
+    return this.data.slice(0, this.length);
+  }
+
+  /** A list holding `values` (taken over, not copied). */
+  static of(values: Uint32Array): U32List {
+    const list = new U32List(1);
+    list.data = values.length > 0 ? values : new Uint32Array(1);
+    list.length = values.length;
+    return list;
+  }
 }
 
 /**
@@ -90,8 +103,8 @@ export class U32List {
  * ranges, so the segment of a seq is found by binary search over segment first seqs.
  */
 export class RecordLocations {
-  private readonly offsets = new U32List(1024);
-  private readonly lengths = new U32List(1024);
+  private offsets: U32List = new U32List(1024);
+  private lengths: U32List = new U32List(1024);
   /** First seq of each segment, ascending, and the segment's file name. */
   private readonly segmentFirst: number[] = [];
 
@@ -131,6 +144,20 @@ export class RecordLocations {
   /** Bytes held by the location arrays. */
   get bytes(): number {
     return this.offsets.bytes + this.lengths.bytes + this.segmentFirst.length * 8;
+  }
+
+  /** The locations as plain data (for snapshots). */
+  pack(): { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[] } {
+    return { offsets: this.offsets.toArray(), lengths: this.lengths.toArray(), segmentFirst: [...this.segmentFirst] };
+  }
+
+  /** Replaces every location with packed ones (snapshot load; the table must be empty). */
+  restore(p: { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[] }): void {
+    if (this.count !== 0) throw new Error('record locations can only be restored into an empty table');
+    if (p.offsets.length !== p.lengths.length) throw new Error('damaged record locations');
+    this.offsets = U32List.of(p.offsets);
+    this.lengths = U32List.of(p.lengths);
+    this.segmentFirst.push(...p.segmentFirst);
   }
 }
 
@@ -190,6 +217,8 @@ export function segmentName(firstSeq: number): string {
 }
 
 const PAYLOAD_PREFIX = '{"payload":';
+/** `,"hash":"` + 64 hex + `"}`: what follows a record's text on its line. */
+const HASH_FIELD_BYTES = 9 + 64 + 2;
 const SEQ_KEY = ',"seq":';
 const TIME_KEY = ',"time":"';
 const TYPE_KEY = '","type":"';
@@ -274,6 +303,31 @@ export class SegmentRecords implements RecordSource {
     return record;
   }
 
+  /**
+   * The chained hash stored in record `seq`'s line (64 hex), read from its segment after checking
+   * that the line is record `seq`; null when the line there is not framed as a record.
+   */
+  storedHashOf(seq: number): string | null {
+    const loc = this.locations.locate(seq);
+    if (loc === undefined) return null;
+    const n = loc.length + HASH_FIELD_BYTES;
+    const buf = Buffer.allocUnsafe(n);
+    const fd = this.fd(loc.segmentFirstSeq);
+    let got = 0;
+    while (got < n) {
+      const r = readSync(fd, buf, got, n - got, loc.offset + got);
+      if (r === 0) return null;
+      got += r;
+    }
+    try {
+      splitRecordText(buf.toString('utf8', 0, loc.length), seq);
+    } catch {
+      return null;
+    }
+    const field = buf.toString('latin1', loc.length, n);
+    return field.startsWith(',"hash":"') && field.endsWith('"}') ? field.slice(9, 73) : null;
+  }
+
   /** The open descriptor of a segment, opening it (and closing the least recently used) as needed. */
   private fd(segmentFirstSeq: number): number {
     let fd = this.fds.get(segmentFirstSeq);
@@ -326,8 +380,8 @@ export class MemoryRecords implements RecordSource {
  * caller confirms each one. Memory: 8 to 16 bytes a row.
  */
 export class RowHashTable {
-  private slots = new Uint32Array(1024);
-  private keys = new Uint32Array(1024);
+  private slots: Uint32Array<ArrayBufferLike> = new Uint32Array(1024);
+  private keys: Uint32Array<ArrayBufferLike> = new Uint32Array(1024);
   private count = 0;
 
   /** Adds `row` (0..2^32-2) under `key` (a 32-bit hash). */
@@ -367,5 +421,21 @@ export class RowHashTable {
   /** Bytes held. */
   get bytes(): number {
     return this.slots.byteLength + this.keys.byteLength;
+  }
+
+  /** The table as plain data (for snapshots). */
+  pack(): { slots: Uint32Array; keys: Uint32Array; count: number } {
+    return { slots: this.slots, keys: this.keys, count: this.count };
+  }
+
+  /** A table from packed data (taken over, not copied). Throws Error for damaged data. */
+  static unpack(p: { slots: Uint32Array; keys: Uint32Array; count: number }): RowHashTable {
+    const n = p.slots.length;
+    if (n < 2 || (n & (n - 1)) !== 0 || p.keys.length !== n || p.count * 2 > n) throw new Error('damaged row hash table');
+    const t = new RowHashTable();
+    t.slots = p.slots;
+    t.keys = p.keys;
+    t.count = p.count;
+    return t;
   }
 }

@@ -48,6 +48,11 @@ export interface AgentEntry {
   profile: AgentRegisterPayload;
   disabled: 0 | 1;
   lastActiveMs: number | null;
+  /**
+   * Time of the agent's latest record, ms (null before any): what a replay of the log knows of
+   * its activity, and so what a state snapshot keeps (requests also move `lastActiveMs`).
+   */
+  lastRecordMs: number | null;
 }
 
 /** Agents by id and by token hash, and in registration order. */
@@ -98,6 +103,14 @@ export function agentView(e: AgentEntry): Agent {
 export function touchAgent(s: AgentsState, agentId: string, ms: number): void {
   const e = s.byId.get(agentId);
   if (e && (e.lastActiveMs === null || ms > e.lastActiveMs)) e.lastActiveMs = ms;
+}
+
+/** Records that `agentId` authored a record at `ms` (replay and live writes); moves lastActive too. */
+export function touchAgentRecord(s: AgentsState, agentId: string, ms: number): void {
+  const e = s.byId.get(agentId);
+  if (e === undefined) return;
+  if (e.lastRecordMs === null || ms > e.lastRecordMs) e.lastRecordMs = ms;
+  if (e.lastActiveMs === null || ms > e.lastActiveMs) e.lastActiveMs = ms;
 }
 
 /** Number of agents seen within ACTIVE_AGENT_WINDOW_MS of `nowMs`. */
@@ -184,7 +197,7 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
   switch (record.type) {
     case 'agent.register': {
       const p = record.payload as AgentRegisterPayload;
-      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null };
+      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null, lastRecordMs: null };
       s.byId.set(p.id, entry);
       s.byTokenHash.set(p.tokenHash, entry);
       s.order.push(entry);

@@ -278,7 +278,9 @@ export function decideMessage(
 export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, payloadJson: string): boolean {
   switch (record.type) {
     case 'room.create': {
-      const room = record.payload as Room;
+      // Parsed from the stored canonical JSON (sorted keys), so /api/rooms answers the same
+      // bytes whether the room was just created, replayed or restored from a snapshot.
+      const room = JSON.parse(payloadJson) as Room;
       s.rooms.set(room.id, room);
       s.roomOrder.push(room);
       addDiscussionEvent(feeds, record.seq, 'room', null);

@@ -1,0 +1,154 @@
+/**
+ * The state snapshot: the derived index persisted at a log position, so a start replays only the
+ * records after it (issue 17 "Restart in seconds"). It is derived data: never a source of truth,
+ * never a reason to refuse to start.
+ *
+ * File `<dataDir>/index/state.snapshot`: one JSON header line, then the body (the packed state,
+ * `v8.serialize`). The header says which log it belongs to and where:
+ *
+ *     {"format":"agent-forum-state-v1","originId":…,"seq":S,"hash":"<chained hash of record S>",
+ *      "lastTime":…,"bodyBytes":N,"bodySha256":…,"created":…}
+ *
+ * It is used only when it provably matches the log (see `App.open`): same format and originId,
+ * body checksum intact, and record S, read back from its segment at the location the snapshot
+ * recorded, is record S and carries exactly the chained hash H — the hash chain then vouches for
+ * every record before it as it did when the snapshot was written; and every segment it covers is
+ * still there with the size and modification time it had then (the last may have grown), so an
+ * edited, cut or removed segment is caught by a whole replay. Any mismatch (missing,
+ * damaged, another lineage, a log that was cut or replaced) means a full replay and a new
+ * snapshot. A snapshot older than the log (a crash since it was written) is fine: the records
+ * after S are replayed from the log, with their hashes chained from H.
+ *
+ * Written with the store's crash-safe sequence (temp file → fsync → rename → fsync directory),
+ * so a crash leaves the old snapshot or the new one, never a mix.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { fsyncDirSync } from './fsutil.js';
+import { listSegments } from './log.js';
+
+/** Folder of derived index files inside the data folder. */
+export const INDEX_DIR = 'index';
+const SNAPSHOT_FILE = 'state.snapshot';
+/** Bumped whenever the packed state's shape changes: an older snapshot is then rebuilt. */
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v1';
+
+/** What a snapshot's header records (see the module doc). */
+export interface SnapshotHeader {
+  format: string;
+  originId: string;
+  /** The last record the packed state includes. */
+  seq: number;
+  /** Chained hash of record `seq` (64 hex). */
+  hash: string;
+  /** Time of record `seq` (ISO 8601), or null for an empty log. */
+  lastTime: string | null;
+  bodyBytes: number;
+  bodySha256: string;
+  created: string;
+  /** Every segment file when the snapshot was written: name, size and modification time. */
+  segments: SegmentStamp[];
+}
+
+/** A segment file's name, size (bytes) and modification time (ms, sub-ms precision). */
+export interface SegmentStamp {
+  name: string;
+  sizeBytes: number;
+  mtimeMs: number;
+}
+
+/** The stamps of every segment file of `logDir`, in seq order. */
+export function segmentStamps(logDir: string): SegmentStamp[] {
+  return listSegments(logDir).map((seg) => ({ name: seg.name, sizeBytes: seg.sizeBytes, mtimeMs: statSync(join(logDir, seg.name)).mtimeMs }));
+}
+
+/**
+ * Why the segments of `logDir` are not the ones the snapshot was taken over, or null when they
+ * are: every segment it recorded must still be there unchanged (size and modification time),
+ * except that the last one may have grown (records appended after the snapshot). A segment
+ * edited, truncated, replaced or removed since then makes the snapshot unusable, so the whole
+ * log is replayed and checked record by record.
+ */
+export function segmentsChangedSince(logDir: string, recorded: readonly SegmentStamp[]): string | null {
+  const now = new Map(segmentStamps(logDir).map((st) => [st.name, st]));
+  for (let i = 0; i < recorded.length; i++) {
+    const was = recorded[i]!;
+    const is = now.get(was.name);
+    if (is === undefined) return `covers segment ${was.name}, which is gone`;
+    const last = i === recorded.length - 1;
+    if (is.sizeBytes < was.sizeBytes || (!last && is.sizeBytes !== was.sizeBytes)) return `covers segment ${was.name} at ${was.sizeBytes} bytes, which now has ${is.sizeBytes}`;
+    if (is.sizeBytes === was.sizeBytes && is.mtimeMs !== was.mtimeMs) return `covers segment ${was.name}, which was modified since`;
+  }
+  return null;
+}
+
+/** Path of the snapshot file of a data folder. */
+export function snapshotPath(dataDir: string): string {
+  return join(dataDir, INDEX_DIR, SNAPSHOT_FILE);
+}
+
+/**
+ * Writes the snapshot of `dataDir` atomically. Input: the header fields (format, bodyBytes and
+ * bodySha256 are filled in here) and the body bytes. Throws the file system's error (the caller
+ * logs it: a snapshot that could not be written only makes the next start slower).
+ */
+export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'format' | 'bodyBytes' | 'bodySha256'>, body: Buffer): void {
+  const dir = join(dataDir, INDEX_DIR);
+  mkdirSync(dir, { recursive: true });
+  const full: SnapshotHeader = {
+    format: SNAPSHOT_FORMAT,
+    ...header,
+    bodyBytes: body.length,
+    bodySha256: createHash('sha256').update(body).digest('hex'),
+  };
+  const path = snapshotPath(dataDir);
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    const head = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
+    for (const buf of [head, body]) {
+      let w = 0;
+      while (w < buf.length) w += writeSync(fd, buf, w, buf.length - w);
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  fsyncDirSync(dir);
+}
+
+/**
+ * Reads the snapshot of `dataDir`. Output: `{header, body}`, `null` when there is none, or
+ * `{reason}` when the file is not a whole, intact snapshot of the current format (the caller
+ * replays the log instead). Never throws for a damaged file.
+ */
+export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: Buffer } | { reason: string } | null {
+  const path = snapshotPath(dataDir);
+  if (!existsSync(path)) return null;
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch (err) {
+    return { reason: `cannot be read (${(err as Error).message})` };
+  }
+  const nl = buf.indexOf(10);
+  if (nl === -1) return { reason: 'has no header line' };
+  let header: SnapshotHeader;
+  try {
+    header = JSON.parse(buf.toString('utf8', 0, nl)) as SnapshotHeader;
+  } catch {
+    return { reason: 'has a header that is not JSON' };
+  }
+  if (header.format !== SNAPSHOT_FORMAT) return { reason: `is of format ${JSON.stringify(header.format)}, not ${SNAPSHOT_FORMAT}` };
+  const body = buf.subarray(nl + 1);
+  if (body.length !== header.bodyBytes) return { reason: `has ${body.length} body bytes, its header says ${header.bodyBytes} (cut short?)` };
+  if (createHash('sha256').update(body).digest('hex') !== header.bodySha256) return { reason: 'fails its checksum (damaged bytes)' };
+  return { header, body };
+}
+
+/** Removes the snapshot of `dataDir`, if any (after it was found not to match the log). */
+export function removeSnapshot(dataDir: string): void {
+  rmSync(snapshotPath(dataDir), { force: true });
+}

@@ -1,0 +1,140 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startServer } from '../helpers/server.mjs';
+
+const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
+
+/** Raw response text, so answers are compared byte for byte. */
+async function raw(server, path, token) {
+  const res = await request(server.url + path, { headers: { authorization: `Bearer ${token}` } });
+  return `${res.statusCode} ${await res.body.text()}`;
+}
+
+/** An archive with every kind of record: messages (replies, escapes, non-ASCII), knowledge revisions, work lifecycles. */
+async function fill(s) {
+  const a = await s.register('author');
+  const b = await s.register('worker');
+  const topic = (await s.post('/api/topics', { title: 'snapshots' }, a.token)).body;
+  const contents = ['plain words', 'Ünïcödé — 日本 😀 ÉCLAIR', 'quote " backslash \\ newline \n tab \t', 'x'.repeat(2000), 'needle in a haystack'];
+  const ids = [];
+  for (let i = 0; i < 30; i++) {
+    const replyTo = i > 3 && i % 4 === 0 ? ids[i - 3] : undefined;
+    const m = await s.post('/api/messages', { topicId: topic.id, content: `${contents[i % contents.length]} #${i}`, clientId: `c-${i}`, ...(replyTo ? { replyTo } : {}) }, i % 2 ? a.token : b.token);
+    assert.equal(m.status, 201);
+    ids.push(m.body.id);
+  }
+  const k1 = (await s.post('/api/knowledge', { title: 'Finding', content: 'first Needle', category: 'hypothesis', topicId: topic.id }, a.token)).body;
+  await s.post('/api/knowledge', { title: 'Finding', content: 'second', category: 'evidence', sources: ['https://example.org/x'], previousId: k1.id, expectedRevision: 1 }, a.token);
+  const w = (await s.post('/api/work', { clientId: 'w1', title: 'Do it', description: 'describe the needle', acceptanceCriteria: 'done' }, a.token)).body;
+  const claimed = (await s.post('/api/work/action', { workItemId: w.id, expectedRevision: 1, clientId: 'w2', action: 'claim' }, b.token)).body;
+  const submitted = (await s.post('/api/work/action', { workItemId: w.id, expectedRevision: claimed.revision, clientId: 'w3', action: 'submit', content: 'result' }, b.token)).body;
+  await s.post('/api/work/action', { workItemId: w.id, expectedRevision: submitted.revision, clientId: 'w4', action: 'review', decision: 'revise', feedback: 'again' }, a.token);
+  return { a, b, topic, ids, work: w };
+}
+
+/** Every read a client can make of this archive, as raw text (the reader's own lastActive moves with its requests, so /api/agents is left out). */
+/** Asserts two answer sets are byte-identical, naming the first differing path and offset (not the whole text). */
+function assertSameAnswers(actual, expected, what) {
+  assert.deepEqual(Object.keys(actual), Object.keys(expected));
+  for (const path of Object.keys(expected)) {
+    const a = actual[path];
+    const e = expected[path];
+    if (a === e) continue;
+    let i = 0;
+    while (a[i] === e[i]) i++;
+    assert.fail(`${what}: ${path} differs at offset ${i}: ${JSON.stringify(a.slice(Math.max(0, i - 40), i + 40))} vs ${JSON.stringify(e.slice(Math.max(0, i - 40), i + 40))}`);
+  }
+}
+
+async function answers(s, ctx) {
+  const { a, topic, ids, work } = ctx;
+  const paths = [
+    '/api/rooms',
+    '/api/topics',
+    '/api/messages?limit=100',
+    `/api/messages?topicId=${topic.id}&limit=7`,
+    `/api/messages?replyTo=${ids[1]}`,
+    `/api/messages?agentId=${a.id}&limit=100`,
+    `/api/messages?messageId=${ids[5]}`,
+    '/api/messages?q=NEEDLE',
+    '/api/messages?q=%C3%A9clair',
+    '/api/search?q=needle&history=true',
+    '/api/knowledge?history=true',
+    '/api/changes?after=0&limit=100',
+    '/api/work/changes?after=0&limit=100',
+    `/api/exchange?topicId=${topic.id}&limit=100`,
+    '/api/receipts?kind=message&clientId=c-3',
+    '/api/receipts?kind=work&clientId=w3',
+    '/api/work?limit=100',
+    `/api/work/history?workItemId=${work.id}`,
+  ];
+  const out = {};
+  for (const p of paths) out[p] = await raw(s, p, a.token);
+  return out;
+}
+
+test('a restart from the state snapshot answers byte-identically to a whole replay of the log, with the record cache on or off', async (t) => {
+  const s = await startServer(t);
+  const ctx = await fill(s);
+  await s.stop();
+  assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'a clean shutdown writes the state snapshot');
+
+  // Records after the snapshot, then a crash: the next start resumes from the (older) snapshot.
+  await s.start();
+  for (let i = 30; i < 36; i++) assert.equal((await s.post('/api/messages', { topicId: ctx.topic.id, content: `tail needle ${i}`, clientId: `c-${i}` }, ctx.a.token)).status, 201);
+  await s.kill9();
+
+  await s.start();
+  assert.doesNotMatch(s.stderr, /not used/, 'an older snapshot is used, and the records after it replayed');
+  const fromSnapshot = await answers(s, ctx);
+  assert.match(fromSnapshot['/api/messages?q=NEEDLE'], /tail needle 35/, 'records after the snapshot are there');
+  await s.stop();
+
+  rmSync(SNAPSHOT(s.dataDir));
+  await s.start();
+  const replayed = await answers(s, ctx);
+  await s.stop();
+  assertSameAnswers(fromSnapshot, replayed, 'snapshot + tail vs whole replay');
+
+  rmSync(SNAPSHOT(s.dataDir));
+  const cold = await startServer(t, { dataDir: s.dataDir, env: { FORUM_RECORD_CACHE_MB: '0' } });
+  assertSameAnswers(await answers(cold, ctx), replayed, 'every record read back from the segments');
+});
+
+test('a damaged or foreign state snapshot is not used: the server says so, replays the log and answers the same', async (t) => {
+  const other = await startServer(t);
+  await other.register('elsewhere');
+  await other.stop();
+
+  const s = await startServer(t);
+  const ctx = await fill(s);
+  const before = await answers(s, ctx);
+  await s.stop();
+  const good = readFileSync(SNAPSHOT(s.dataDir));
+  const damages = {
+    'fails its checksum': () => {
+      const bad = Buffer.from(good);
+      bad[bad.length - 10] ^= 0x01;
+      writeFileSync(SNAPSHOT(s.dataDir), bad);
+    },
+    'body bytes': () => writeFileSync(SNAPSHOT(s.dataDir), good.subarray(0, good.length - 100)),
+    'no header line': () => writeFileSync(SNAPSHOT(s.dataDir), Buffer.alloc(64, 0)),
+    'belongs to archive': () => {
+      mkdirSync(join(s.dataDir, 'index'), { recursive: true });
+      copyFileSync(SNAPSHOT(other.dataDir), SNAPSHOT(s.dataDir));
+    },
+  };
+  for (const [reason, damage] of Object.entries(damages)) {
+    damage();
+    await s.start();
+    assert.match(s.stderr, new RegExp(`state snapshot .* not used: it .*${reason}`), reason);
+    const after = await answers(s, ctx);
+    // The reader's own requests in `answers` moved nothing that these answers show.
+    assertSameAnswers(after, before, reason);
+    await s.stop();
+    assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'the shutdown wrote a good snapshot again');
+  }
+});
