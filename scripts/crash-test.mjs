@@ -6,7 +6,10 @@
  *      creates, and whole work lifecycles — claim → renew → submit → review (accept or revise),
  *      claim → release, cancel by the creator — each action with a fresh clientId and the
  *      expectedRevision of the last response, plus competing claims on other writers' open items,
- *   3. kills the server with SIGKILL at a random instant,
+ *   3. kills the server with SIGKILL at a random instant (one time in four it stops it with
+ *      SIGTERM instead, which writes the state snapshot), then leaves the snapshot as it is,
+ *      deletes it, flips a byte in it or cuts it short (derived data: any of these must still
+ *      start and answer the same),
  *   4. restarts it and checks that
  *      - every write that got a 2xx is present with identical content (work actions: the
  *        acknowledged revision in GET /api/work/history),
@@ -26,7 +29,7 @@
  * The test suite runs a short form through `runCrashTest` (test/crash/crash.test.mjs).
  */
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +80,41 @@ function startServer(dataDir) {
       }
     });
     proc.once('exit', (code) => reject(new Violation(`server exited with ${code} before listening: ${err}`)));
+  });
+}
+
+/** What may happen to the derived state snapshot between two stops (see disturbIndex). */
+export const INDEX_DISTURBANCES = ['absent', 'kept', 'deleted', 'flipped', 'truncated'];
+
+/**
+ * Leaves, deletes or damages the state snapshot (derived data: every start must survive any of
+ * these and answer the same). Output: what was done, one of INDEX_DISTURBANCES.
+ */
+function disturbIndex(dataDir, random) {
+  const file = join(dataDir, 'index', 'state.snapshot');
+  if (!existsSync(file)) return 'absent';
+  const r = random();
+  if (r < 0.4) return 'kept';
+  if (r < 0.6) {
+    rmSync(file);
+    return 'deleted';
+  }
+  const buf = readFileSync(file);
+  if (r < 0.8) {
+    buf[Math.floor(random() * buf.length)] ^= 0x20;
+    writeFileSync(file, buf);
+    return 'flipped';
+  }
+  writeFileSync(file, buf.subarray(0, Math.floor(random() * buf.length)));
+  return 'truncated';
+}
+
+/** SIGTERM: the server finishes in-flight requests, flushes and writes its state snapshot. */
+function stopGracefully(proc) {
+  return new Promise((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    proc.once('exit', () => resolve());
+    proc.kill('SIGTERM');
   });
 }
 
@@ -155,6 +193,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   let topicId = null;
   let serial = 0;
   const stats = { actions, inDoubtRetries };
+  const indexDisturbances = Object.fromEntries(INDEX_DISTURBANCES.map((d) => [d, 0]));
   try {
     for (let it = 1; it <= iterations; it++) {
       const server = await startServer(dataDir);
@@ -183,6 +222,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
 
       // Drive writes until the kill.
       let dead = false;
+      let stopping = false;
       let killedInDoubt = 0;
       /** The next request of writer w's work lifecycle, or null after a reread. */
       const lifecycleOp = async (w, n) => {
@@ -256,6 +296,9 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
           let res;
           try {
             res = await api('POST', op.path, op.request, op.token);
+            // A graceful stop answers requests that still arrive with 503 before doing anything;
+            // the checker treats them as in doubt all the same (retried with the same clientId).
+            if (res.status === 503 && stopping) throw new Error('stopping');
           } catch {
             inDoubt.push({ ...op, life: undefined, it, deferred: op.kind === 'work-action' && random() < 0.5 });
             killedInDoubt++;
@@ -275,10 +318,18 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
       };
       const loops = Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 350)));
-      await kill9(server);
+      // One stop in four is a graceful one, which writes the state snapshot; the kills after it
+      // leave that snapshot stale (records after it), and between stops it is also damaged or
+      // deleted, so every start path (whole replay, snapshot + tail, refused snapshot) is crossed.
+      const graceful = random() < 0.25;
+      stopping = graceful;
+      if (graceful) await stopGracefully(server);
+      else await kill9(server);
       dead = true;
       await loops;
-      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this kill`);
+      const disturbance = disturbIndex(dataDir, random);
+      indexDisturbances[disturbance]++;
+      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this ${graceful ? 'stop' : 'kill'}; snapshot ${disturbance}`);
     }
     if (inject) injectFault(inject, acked, inDoubt, feedSeen);
     // Final round: restart once more and check every acknowledged write again.
@@ -292,7 +343,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         server.kill('SIGTERM');
       });
     }
-    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, seed, dataDir };
+    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, indexDisturbances, seed, dataDir };
   } finally {
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
@@ -492,10 +543,11 @@ async function main() {
   const result = await runCrashTest({ iterations: opt('iterations', 100), writers: opt('writers', 12), seed, keep: args.includes('--keep') });
   console.log(
     `work actions acknowledged: ${ACTIONS.map((a) => `${a} ${result.actions[a]}`).join(', ')}; ` +
-      `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409)`,
+      `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409); ` +
+      `state snapshot between stops: ${INDEX_DISTURBANCES.map((d) => `${d} ${result.indexDisturbances[d]}`).join(', ')}`,
   );
   console.log(
-    `crash test passed: ${result.iterations} kills, ${result.acknowledged} acknowledged writes, ${result.checked} checks, ` +
+    `crash test passed: ${result.iterations} kills or stops, ${result.acknowledged} acknowledged writes, ${result.checked} checks, ` +
       `${((Date.now() - started) / 1000).toFixed(1)} s (seed ${result.seed})`,
   );
 }
