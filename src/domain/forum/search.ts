@@ -6,10 +6,10 @@
  * and parsed on its own, lower-cased and searched with `includes` — linear in the message's length
  * whatever it contains (escapes, surrogates, repeated characters), with no per-hit rescans.
  *
- * No request holds the event loop: the scan yields (setImmediate) whenever it has worked for
- * SEARCH_SLICE_MS, so other requests are served between slices, and it stops at `limit` hits.
+ * No request holds the event loop: the scan runs in slices of SEARCH_SLICE_MS, one slice per turn
+ * of the event loop across all scans (domain/slices.ts), and it stops at `limit` hits.
  */
-import { SEARCH_SLICE_MS } from '../../constants.js';
+import { SliceTimer } from '../slices.js';
 import { messageJsonOf, type ForumState, type MessageRow, type MessageSearch } from './forum.js';
 
 /** The JSON text before the content's string literal (canonical Message JSON, sorted keys). */
@@ -32,29 +32,21 @@ export function contentIncludes(json: string, lq: string): boolean {
   return typeof content === 'string' && content.toLowerCase().includes(lq);
 }
 
-/** Resolves on the next turn of the event loop, after pending I/O callbacks. */
-export function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /**
  * The search without an index: candidates are read newest first and checked one by one, in
- * slices of at most SEARCH_SLICE_MS. Cost: one record read (cached or one positional read) and one
- * linear check per candidate passed.
+ * slices of at most SEARCH_SLICE_MS (domain/slices.ts). Cost: one record read (cached or one
+ * positional read) and one linear check per candidate passed.
  */
 export const scanSearch: MessageSearch = {
   async find(s: ForumState, lq, c): Promise<MessageRow[]> {
     const out: MessageRow[] = [];
-    let sliceEnd = performance.now() + SEARCH_SLICE_MS;
+    const slice = new SliceTimer();
     let n = 0;
     for (let i = c.from - 1; i >= c.lowest && out.length < c.limit; i--) {
       const row = c.row(i);
       if (!c.filter(row)) continue;
       if (contentIncludes(messageJsonOf(s, row), lq)) out.push(row);
-      if ((++n & 31) === 0 && performance.now() > sliceEnd) {
-        await yieldToEventLoop();
-        sliceEnd = performance.now() + SEARCH_SLICE_MS;
-      }
+      if ((++n & 15) === 0 && slice.due()) await slice.next();
     }
     return out;
   },

@@ -17,9 +17,8 @@ import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js'
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
-import { SEARCH_SLICE_MS } from '../../constants.js';
 import type { RecordSource } from '../../store/records.js';
-import { yieldToEventLoop } from '../forum/search.js';
+import { SliceTimer } from '../slices.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -226,7 +225,7 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): 
   }
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
   const out: KnowledgeEntry[] = [];
-  let sliceEnd = performance.now() + SEARCH_SLICE_MS;
+  const slice = new SliceTimer();
   for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
     if (!query.history && !e.latest) continue;
@@ -235,10 +234,7 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): 
     if (lq !== undefined) {
       const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
       if (!k.title.toLowerCase().includes(lq) && !k.content.toLowerCase().includes(lq)) continue;
-      if (performance.now() > sliceEnd) {
-        await yieldToEventLoop();
-        sliceEnd = performance.now() + SEARCH_SLICE_MS;
-      }
+      if (slice.due()) await slice.next();
     }
     out.push(e);
   }
