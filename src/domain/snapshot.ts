@@ -41,7 +41,8 @@ export function packState(state: State, locations: RecordLocations): Buffer {
     settings: state.settings,
     forum: {
       roomOrder: forum.roomOrder,
-      topicOrder: forum.topicOrder,
+      topicIds: [...forum.topics.keys()],
+      topicOrder: forum.topicOrder.toArray(),
       rows: {
         seq: forum.rows.seq.toArray(),
         topic: forum.rows.topic.toArray(),
@@ -67,7 +68,8 @@ type Packed = {
   settings: State['settings'];
   forum: {
     roomOrder: State['forum']['roomOrder'];
-    topicOrder: State['forum']['topicOrder'];
+    topicIds: string[];
+    topicOrder: Uint32Array;
     rows: { seq: Uint32Array; topic: Uint32Array; author: Uint32Array; replyTo: Uint32Array };
     byTopic: PackedLists;
     byAuthor: PackedLists;
@@ -105,10 +107,9 @@ export function unpackState(body: Buffer, records: RecordSource, locations: Reco
     forum.rooms.set(r.id, r);
     forum.roomOrder.push(r);
   }
-  for (const t of p.forum.topicOrder) {
-    forum.topics.set(t.topic.id, t);
-    forum.topicOrder.push(t);
-  }
+  if (p.forum.topicIds.length !== p.forum.topicOrder.length) throw new Error('damaged topic index');
+  forum.topicOrder = U32List.of(p.forum.topicOrder);
+  p.forum.topicIds.forEach((id, i) => forum.topics.set(id, p.forum.topicOrder[i]!));
   const rows = p.forum.rows;
   const n = rows.seq.length;
   if (rows.topic.length !== n || rows.author.length !== n || rows.replyTo.length !== n) throw new Error('damaged message rows');

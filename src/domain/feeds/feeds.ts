@@ -14,7 +14,7 @@
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
  */
 import stableStringify from 'fast-json-stable-stringify';
-import { U32List, type RecordSource } from '../../store/records.js';
+import { U32List, type RecordSource, type StoredRecord } from '../../store/records.js';
 
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
@@ -75,11 +75,21 @@ const KIND_OF_TYPE: Readonly<Record<string, DiscussionKind>> = {
  */
 export function discussionEvent(feeds: FeedsState, seq: number): FeedEvent {
   const r = feeds.records.read(seq);
+  const { kind, json } = discussionRecordOf(r, seq);
+  return { seq, logSeq: seq, kind, time: r.time, recordJson: json };
+}
+
+/**
+ * The discussion record a stored record carries: its payload for rooms, topics, messages and
+ * knowledge; the canonical JSON of the discussion topic inside a `work.create`. Throws Error for
+ * a record that carries none (a broken invariant).
+ */
+export function discussionRecordOf(r: StoredRecord, seq: number): { kind: DiscussionKind; json: string } {
   const kind = KIND_OF_TYPE[r.type];
-  if (kind !== undefined) return { seq, logSeq: seq, kind, time: r.time, recordJson: r.payloadJson };
+  if (kind !== undefined) return { kind, json: r.payloadJson };
   if (r.type === 'work.create') {
     const topic = (JSON.parse(r.payloadJson) as { topic: unknown }).topic;
-    if (topic !== null) return { seq, logSeq: seq, kind: 'topic', time: r.time, recordJson: stableStringify(topic) };
+    if (topic !== null) return { kind: 'topic', json: stableStringify(topic) };
   }
   throw new Error(`record ${seq} (${r.type}) has no discussion event`);
 }

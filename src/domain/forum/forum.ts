@@ -5,11 +5,10 @@
  * responses are string joins, plus indexes by topic, author, replyTo and (author, clientId).
  * All lists are in log order, which is creation order (record times never go backwards).
  */
-import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
+import { addDiscussionEvent, discussionRecordOf, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
@@ -88,19 +87,14 @@ function clientHash(authorId: string, clientId: string): number {
   return h >>> 0;
 }
 
-/** An indexed topic: the record, its canonical JSON and log seq. */
-export interface TopicEntry {
-  topic: Topic;
-  json: string;
-  seq: number;
-}
-
 /** Rooms, topics and messages with their indexes, all in log (= creation) order. */
 export interface ForumState {
   rooms: Map<string, Room>;
   roomOrder: Room[];
-  topics: Map<string, TopicEntry>;
-  topicOrder: TopicEntry[];
+  /** Topic id → the log seq of the record that created it (its JSON is read back from there). */
+  topics: Map<string, number>;
+  /** Log seqs of the topics' records, in creation order. */
+  topicOrder: U32List;
   /** Every message, in log order (columns; see MessageRows). */
   rows: MessageRows;
   /** Topic id → its messages' rows, ascending. */
@@ -122,7 +116,7 @@ export function createForumState(records: RecordSource): ForumState {
     rooms: new Map(),
     roomOrder: [],
     topics: new Map(),
-    topicOrder: [],
+    topicOrder: new U32List(64),
     rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024) },
     byTopic: new Map(),
     byAuthor: new Map(),
@@ -287,7 +281,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       return true;
     }
     case 'topic.create': {
-      indexTopic(s, feeds, record.payload as Topic, record, payloadJson);
+      indexTopic(s, feeds, record.payload as Topic, record);
       return true;
     }
     case 'message.create': {
@@ -319,15 +313,17 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
 
 /**
  * Indexes a topic created by `topic.create` or inside another record (a work item's discussion
- * topic), and emits its discussion event. `topicJson` is its canonical JSON when the caller has
- * it; otherwise it is serialised canonically here.
+ * topic), and emits its discussion event. Its JSON is read back from the record when served.
  */
-export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord, topicJson?: string): void {
-  const json = topicJson ?? stableStringify(topic);
-  const entry: TopicEntry = { topic, json, seq: record.seq };
-  s.topics.set(topic.id, entry);
-  s.topicOrder.push(entry);
+export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
+  s.topics.set(topic.id, record.seq);
+  s.topicOrder.push(record.seq);
   addDiscussionEvent(feeds, record.seq, 'topic', topic.id);
+}
+
+/** A topic's canonical JSON, read back from the record that created it. */
+export function topicJsonOf(s: ForumState, seq: number): string {
+  return discussionRecordOf(s.records.read(seq), seq).json;
 }
 
 // ---- queries ----
@@ -335,7 +331,7 @@ export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, recor
 /** JSON array of topics, newest first, at most TOPICS_LIST_MAX (part 4). */
 export function listTopicsJson(s: ForumState): string {
   const out: string[] = [];
-  for (let i = s.topicOrder.length - 1; i >= 0 && out.length < TOPICS_LIST_MAX; i--) out.push(s.topicOrder[i]!.json);
+  for (let i = s.topicOrder.length - 1; i >= 0 && out.length < TOPICS_LIST_MAX; i--) out.push(topicJsonOf(s, s.topicOrder.at(i)));
   return `[${out.join(',')}]`;
 }
 
