@@ -211,3 +211,11 @@ export const CONNECTIONS_MAX = 1024;
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
 export const HEADER_BYTES_MAX = 16 * 1024;
+
+// Search index (src/store/search; issue 17 "Search that does not scan")
+/** Documents per immutable n-gram index shard; the live (in-memory) shard seals at this count (ours; README "Search index"). */
+export const NGRAM_SHARD_DOCS_MAX = 32768;
+/** Dictionary entries per block of a shard file; one block is read per gram lookup and one key per block is kept in memory (ours). */
+export const NGRAM_DICT_BLOCK_ENTRIES = 64;
+/** Version of the shard file format; a file of another version is dropped and rebuilt from the log (ours). */
+export const NGRAM_FORMAT_VERSION = 1;

@@ -1,0 +1,370 @@
+/**
+ * Immutable n-gram shard files: encoding a sealed live shard, and reading one with positional
+ * reads (README "Search index"; issue 17).
+ *
+ * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian:
+ *   header (128 bytes): magic "AFNGRAM\n", format version, docs, firstSeq, lastSeq (f64), lastHash
+ *     (32 bytes), grams, entries per dictionary block, section offsets, file bytes, metaCrc (crc32
+ *     of the ordinal → seq table and the sample), headerCrc (crc32 of header bytes 0..124);
+ *   ordinal → seq table: docs × u32 (seq − firstSeq), ascending;
+ *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
+ *   dictionary: grams × 24-byte entries sorted by key: key (f64), postings offset (u32, from the
+ *     postings section), postings bytes (u32), docs (u32; bit 31 set = bitmap), crc32 of the list;
+ *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits.
+ * Every byte after the header is covered by a checksum: the table and sample by metaCrc (checked
+ * on open), each dictionary block by its sample crc and each posting list by its entry crc
+ * (checked on every read), so opening reads a few hundred KiB, not the whole file.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
+import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION } from '../../constants.js';
+import { decodeDeltas, LiveShard } from './live.js';
+
+/** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
+export interface ShardMeta {
+  firstSeq: number;
+  lastSeq: number;
+  lastHash: string;
+  docs: number;
+  bytes: number;
+}
+
+/** A shard file failed a check; `reason` says which. Internal to src/store/search. */
+export class ShardDamage extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'ShardDamage';
+  }
+}
+
+const MAGIC = Buffer.from('AFNGRAM\n', 'latin1');
+/** Header bytes. */
+export const SHARD_HEADER_BYTES = 128;
+const ENTRY_BYTES = 24;
+const SAMPLE_BYTES = 12;
+const BITMAP_FLAG = 0x80000000;
+const FILE_NAME = /^(\d{16})-(\d{16})\.ngram$/;
+
+/** File name of the shard covering firstSeq..lastSeq. */
+export function shardFileName(firstSeq: number, lastSeq: number): string {
+  return `${String(firstSeq).padStart(16, '0')}-${String(lastSeq).padStart(16, '0')}.ngram`;
+}
+
+/** (firstSeq, lastSeq) of a shard file name, or null for any other name. */
+export function parseShardFileName(name: string): { firstSeq: number; lastSeq: number } | null {
+  const m = FILE_NAME.exec(name);
+  return m ? { firstSeq: Number(m[1]), lastSeq: Number(m[2]) } : null;
+}
+
+/**
+ * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file. CPU only;
+ * about 0.1 s for a full shard of 32768 typical documents. Throws a RangeError when a section
+ * would pass 4 GiB or a seq lies more than 2^32 after firstSeq (a programmer error).
+ */
+export function encodeShard(live: LiveShard): Buffer {
+  const docs = live.docs;
+  const keys = live.sortedKeys();
+  const grams = keys.length;
+  const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
+  const bitmapBytes = Math.ceil(docs / 8);
+  const slots = new Uint32Array(grams);
+  let postingsBytes = 0;
+  for (let g = 0; g < grams; g++) {
+    const slot = live.lookup(keys[g]!);
+    slots[g] = slot;
+    postingsBytes += Math.min(live.postingBytes(slot), bitmapBytes);
+  }
+  const seqTableOff = SHARD_HEADER_BYTES;
+  const sampleOff = seqTableOff + docs * 4;
+  const dictOff = sampleOff + blocks * SAMPLE_BYTES;
+  const postingsOff = dictOff + grams * ENTRY_BYTES;
+  const fileBytes = postingsOff + postingsBytes;
+  if (fileBytes > 0xffffffff) throw new RangeError('encodeShard: shard file would pass 4 GiB');
+  const buf = Buffer.alloc(fileBytes);
+
+  for (let ord = 0; ord < docs; ord++) {
+    const delta = live.seqAt(ord) - live.firstSeq;
+    if (delta < 0 || delta > 0xffffffff) throw new RangeError('encodeShard: seq outside firstSeq..firstSeq+2^32');
+    buf.writeUInt32LE(delta, seqTableOff + ord * 4);
+  }
+  const ords = new Uint32Array(docs);
+  let pos = postingsOff;
+  for (let g = 0; g < grams; g++) {
+    const slot = slots[g]!;
+    const start = pos;
+    const count = live.count(slot);
+    const varintBytes = live.postingBytes(slot);
+    let flag = 0;
+    if (varintBytes <= bitmapBytes) {
+      pos = live.copyPostings(slot, buf, pos);
+    } else {
+      const n = live.decode(slot, ords);
+      for (let i = 0; i < n; i++) buf[pos + (ords[i]! >>> 3)]! |= 1 << (ords[i]! & 7);
+      pos += bitmapBytes;
+      flag = BITMAP_FLAG;
+    }
+    const e = dictOff + g * ENTRY_BYTES;
+    buf.writeDoubleLE(keys[g]!, e);
+    buf.writeUInt32LE(start - postingsOff, e + 8);
+    buf.writeUInt32LE(pos - start, e + 12);
+    buf.writeUInt32LE((count | flag) >>> 0, e + 16);
+    buf.writeUInt32LE(crc32(buf.subarray(start, pos)), e + 20);
+  }
+  for (let b = 0; b < blocks; b++) {
+    const first = dictOff + b * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
+    const end = Math.min(postingsOff, first + NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES);
+    buf.writeDoubleLE(keys[b * NGRAM_DICT_BLOCK_ENTRIES]!, sampleOff + b * SAMPLE_BYTES);
+    buf.writeUInt32LE(crc32(buf.subarray(first, end)), sampleOff + b * SAMPLE_BYTES + 8);
+  }
+  MAGIC.copy(buf, 0);
+  buf.writeUInt32LE(NGRAM_FORMAT_VERSION, 8);
+  buf.writeUInt32LE(docs, 12);
+  buf.writeDoubleLE(live.firstSeq, 16);
+  buf.writeDoubleLE(live.lastSeq, 24);
+  if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
+  buf.write(live.lastHash, 32, 32, 'hex');
+  buf.writeUInt32LE(grams, 64);
+  buf.writeUInt32LE(NGRAM_DICT_BLOCK_ENTRIES, 68);
+  buf.writeUInt32LE(seqTableOff, 72);
+  buf.writeUInt32LE(sampleOff, 76);
+  buf.writeUInt32LE(dictOff, 80);
+  buf.writeUInt32LE(postingsOff, 84);
+  buf.writeUInt32LE(fileBytes, 88);
+  buf.writeUInt32LE(crc32(buf.subarray(seqTableOff, dictOff)), 92);
+  buf.writeUInt32LE(crc32(buf.subarray(0, 124)), 124);
+  return buf;
+}
+
+/** A dictionary entry: where a gram's posting list lies and how many documents it holds. */
+export interface PostingEntry {
+  count: number;
+  offset: number;
+  bytes: number;
+  bitmap: boolean;
+  crc: number;
+}
+
+/** Read buffer shared by every reader: all reads are synchronous and consumed before the next. */
+let scratch = Buffer.alloc(64 * 1024);
+function scratchOf(bytes: number): Buffer {
+  if (scratch.length < bytes) scratch = Buffer.alloc(Math.max(bytes, scratch.length * 2));
+  return scratch;
+}
+
+/**
+ * An open shard file. Holds in memory only the ordinal → seq table (4 bytes per document) and one
+ * key and crc per dictionary block (12 bytes per 64 grams); a gram lookup is one positional read
+ * of a dictionary block, a posting list one more.
+ */
+export class ShardReader {
+  private fd: number;
+  private readonly seqDeltas: Uint32Array;
+  private readonly sampleKeys: Float64Array;
+  private readonly blockCrcs: Uint32Array;
+  private readonly grams: number;
+  private readonly dictOff: number;
+  private readonly postingsOff: number;
+  /** What the file covers. */
+  readonly meta: ShardMeta;
+
+  private constructor(fd: number, meta: ShardMeta, header: Buffer, body: Buffer) {
+    this.fd = fd;
+    this.meta = meta;
+    this.grams = header.readUInt32LE(64);
+    const sampleOff = header.readUInt32LE(76);
+    this.dictOff = header.readUInt32LE(80);
+    this.postingsOff = header.readUInt32LE(84);
+    const docs = meta.docs;
+    this.seqDeltas = new Uint32Array(docs);
+    for (let i = 0; i < docs; i++) this.seqDeltas[i] = body.readUInt32LE(i * 4);
+    const blocks = Math.ceil(this.grams / NGRAM_DICT_BLOCK_ENTRIES);
+    this.sampleKeys = new Float64Array(blocks);
+    this.blockCrcs = new Uint32Array(blocks);
+    const s0 = sampleOff - SHARD_HEADER_BYTES;
+    for (let b = 0; b < blocks; b++) {
+      this.sampleKeys[b] = body.readDoubleLE(s0 + b * SAMPLE_BYTES);
+      this.blockCrcs[b] = body.readUInt32LE(s0 + b * SAMPLE_BYTES + 8);
+    }
+  }
+
+  /**
+   * Opens `path` and checks its header (magic, version, header crc, offsets, size, the seqs its
+   * name promises) and its table and sample (metaCrc). Throws ShardDamage naming the failed check;
+   * file-system errors (ENOENT, EACCES) propagate as they are.
+   */
+  static open(path: string, expect: { firstSeq: number; lastSeq: number }): ShardReader {
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const header = Buffer.alloc(SHARD_HEADER_BYTES);
+      if (size < SHARD_HEADER_BYTES || readSync(fd, header, 0, SHARD_HEADER_BYTES, 0) !== SHARD_HEADER_BYTES) {
+        throw new ShardDamage('shorter than a shard header');
+      }
+      if (!header.subarray(0, 8).equals(MAGIC)) throw new ShardDamage('not a shard file (magic)');
+      if (crc32(header.subarray(0, 124)) !== header.readUInt32LE(124)) throw new ShardDamage('header checksum mismatch');
+      const version = header.readUInt32LE(8);
+      if (version !== NGRAM_FORMAT_VERSION) throw new ShardDamage(`format version ${version}, expected ${NGRAM_FORMAT_VERSION}`);
+      const docs = header.readUInt32LE(12);
+      const firstSeq = header.readDoubleLE(16);
+      const lastSeq = header.readDoubleLE(24);
+      if (firstSeq !== expect.firstSeq || lastSeq !== expect.lastSeq) throw new ShardDamage('header seqs differ from the file name');
+      const grams = header.readUInt32LE(64);
+      const seqTableOff = header.readUInt32LE(72);
+      const sampleOff = header.readUInt32LE(76);
+      const dictOff = header.readUInt32LE(80);
+      const postingsOff = header.readUInt32LE(84);
+      const fileBytes = header.readUInt32LE(88);
+      const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
+      if (
+        header.readUInt32LE(68) !== NGRAM_DICT_BLOCK_ENTRIES ||
+        seqTableOff !== SHARD_HEADER_BYTES ||
+        sampleOff !== seqTableOff + docs * 4 ||
+        dictOff !== sampleOff + blocks * SAMPLE_BYTES ||
+        postingsOff !== dictOff + grams * ENTRY_BYTES ||
+        fileBytes < postingsOff
+      ) {
+        throw new ShardDamage('inconsistent section offsets');
+      }
+      if (size !== fileBytes) throw new ShardDamage(`file is ${size} bytes, header says ${fileBytes}`);
+      const body = Buffer.alloc(dictOff - SHARD_HEADER_BYTES);
+      if (readSync(fd, body, 0, body.length, SHARD_HEADER_BYTES) !== body.length) throw new ShardDamage('short read');
+      if (crc32(body) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch');
+      const meta: ShardMeta = { firstSeq, lastSeq, lastHash: header.toString('hex', 32, 64), docs, bytes: size };
+      return new ShardReader(fd, meta, header, body);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  }
+
+  /** True once close() ran. */
+  get closed(): boolean {
+    return this.fd < 0;
+  }
+
+  /** Log seq of the document with ordinal `ord`. */
+  seqAt(ord: number): number {
+    return this.meta.firstSeq + this.seqDeltas[ord]!;
+  }
+
+  /** Where `key`'s posting list lies, or null when no document of this shard holds it. Throws ShardDamage when its dictionary block fails its checksum. */
+  lookup(key: number): PostingEntry | null {
+    const sample = this.sampleKeys;
+    let lo = 0;
+    let hi = sample.length - 1;
+    if (hi < 0 || key < sample[0]!) return null;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (sample[mid]! <= key) lo = mid;
+      else hi = mid - 1;
+    }
+    const entries = Math.min(NGRAM_DICT_BLOCK_ENTRIES, this.grams - lo * NGRAM_DICT_BLOCK_ENTRIES);
+    const len = entries * ENTRY_BYTES;
+    const buf = scratchOf(len);
+    const at = this.dictOff + lo * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
+    if (readSync(this.fd, buf, 0, len, at) !== len) throw new ShardDamage('short read of a dictionary block');
+    if (crc32(buf.subarray(0, len)) !== this.blockCrcs[lo]) throw new ShardDamage(`dictionary block ${lo} checksum mismatch`);
+    let a = 0;
+    let b = entries - 1;
+    while (a <= b) {
+      const mid = (a + b) >>> 1;
+      const k = buf.readDoubleLE(mid * ENTRY_BYTES);
+      if (k === key) {
+        const e = mid * ENTRY_BYTES;
+        const countAndFlag = buf.readUInt32LE(e + 16);
+        return {
+          count: countAndFlag & 0x7fffffff,
+          offset: buf.readUInt32LE(e + 8),
+          bytes: buf.readUInt32LE(e + 12),
+          bitmap: (countAndFlag & BITMAP_FLAG) !== 0,
+          crc: buf.readUInt32LE(e + 20),
+        };
+      }
+      if (k < key) a = mid + 1;
+      else b = mid - 1;
+    }
+    return null;
+  }
+
+  /** Reads and checks one posting list; returns a buffer valid until the next read. Throws ShardDamage. */
+  private readList(entry: PostingEntry): Buffer {
+    const buf = scratchOf(entry.bytes);
+    const at = this.postingsOff + entry.offset;
+    if (at + entry.bytes > this.meta.bytes) throw new ShardDamage('posting list beyond the end of the file');
+    if (readSync(this.fd, buf, 0, entry.bytes, at) !== entry.bytes) throw new ShardDamage('short read of a posting list');
+    if (crc32(buf.subarray(0, entry.bytes)) !== entry.crc) throw new ShardDamage('posting list checksum mismatch');
+    return buf;
+  }
+
+  /** Decodes `entry`'s ordinals, ascending, into `into`; returns how many. Throws ShardDamage. */
+  decode(entry: PostingEntry, into: Uint32Array): number {
+    const buf = this.readList(entry);
+    let n: number;
+    if (entry.bitmap) {
+      n = 0;
+      const docs = this.meta.docs;
+      for (let byte = 0; byte < entry.bytes; byte++) {
+        let bits = buf[byte]!;
+        while (bits !== 0) {
+          const low = bits & -bits;
+          const ord = byte * 8 + (31 - Math.clz32(low));
+          if (ord >= docs || n >= into.length) throw new ShardDamage('bitmap bit beyond the last document');
+          into[n++] = ord;
+          bits ^= low;
+        }
+      }
+    } else {
+      n = decodeDeltas(buf, 0, entry.bytes, into);
+      if (n < 0 || (n > 0 && into[n - 1]! >= this.meta.docs)) throw new ShardDamage('malformed posting list');
+    }
+    if (n !== entry.count) throw new ShardDamage('posting list length differs from its entry');
+    return n;
+  }
+
+  /**
+   * Keeps in `ords[0, n)` (ascending) only the ordinals also in `entry`'s list; returns the new
+   * count. A bitmap list is tested bit by bit; a varint list is decoded into `tmp` and merged.
+   * Throws ShardDamage.
+   */
+  filter(entry: PostingEntry, ords: Uint32Array, n: number, tmp: Uint32Array): number {
+    if (entry.bitmap) {
+      const buf = this.readList(entry);
+      let m = 0;
+      for (let i = 0; i < n; i++) {
+        const ord = ords[i]!;
+        if (buf[ord >>> 3]! & (1 << (ord & 7))) ords[m++] = ord;
+      }
+      return m;
+    }
+    return intersectInto(ords, n, tmp, this.decode(entry, tmp));
+  }
+
+  /** Bytes of memory held for this shard (seq table, sample). */
+  memoryBytes(): number {
+    return this.seqDeltas.byteLength + this.sampleKeys.byteLength + this.blockCrcs.byteLength;
+  }
+
+  /** Closes the file; later lookups must not be made. */
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+/** Intersects ascending `a[0, n)` with ascending `b[0, m)` into `a`; returns the new count. */
+export function intersectInto(a: Uint32Array, n: number, b: Uint32Array, m: number): number {
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < n && j < m) {
+    const x = a[i]!;
+    const y = b[j]!;
+    if (x === y) {
+      a[k++] = x;
+      i++;
+      j++;
+    } else if (x < y) i++;
+    else j++;
+  }
+  return k;
+}
