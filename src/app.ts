@@ -15,12 +15,14 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SegmentRecords } from './store/records.js';
 import { readMeta } from './store/meta.js';
-import { readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot } from './store/snapshot.js';
+import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot } from './store/snapshot.js';
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
-import { scanSearch } from './domain/forum/search.js';
+import { indexedSearch } from './domain/forum/search.js';
+import { SearchIndexer } from './domain/search-indexer.js';
+import { NgramIndex } from './store/search/index.js';
 import type { MessageSearch } from './domain/forum/forum.js';
 
 /**
@@ -97,8 +99,11 @@ export class App {
     readonly records: SegmentRecords,
   ) {}
 
-  /** How `q` searches messages (store/search or the sliced scan). */
-  search: MessageSearch = scanSearch;
+  /** The n-gram search index kept in step with the log, or null when it could not be opened. */
+  indexer: SearchIndexer | null = null;
+
+  /** How `q` searches messages: through the n-gram index, scanning what it does not cover. */
+  readonly search: MessageSearch = indexedSearch(() => this.indexer);
 
   /**
    * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.
@@ -125,6 +130,7 @@ export class App {
         app.commit('room.create', defaultRoom(app.nowIso()));
         await log.sync();
       }
+      app.openSearchIndex();
       // A long replay is not repeated at the next start (a crash included).
       if (!logOptions.readOnly && log.headSeq - opened.resumedAt >= SNAPSHOT_AFTER_REPLAY_RECORDS_MIN) app.saveSnapshot();
       return app;
@@ -159,7 +165,32 @@ export class App {
     const { record, payloadJson } = this.log.append(type, payload, timeMs);
     this.lastTimeMs = timeMs;
     apply(this.state, record, payloadJson);
+    this.indexer?.committed(record, payloadJson);
     return record;
+  }
+
+  /**
+   * Opens the n-gram search index under data/index/search, keeps the shards that match the log and
+   * starts adding the documents it lacks, in slices, without waiting (store/search,
+   * domain/search-indexer.ts). An index that cannot be opened is logged, and searches scan.
+   */
+  private openSearchIndex(): void {
+    try {
+      const index = NgramIndex.open(join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR), {
+        shardDocsMax: this.config.searchShardDocs,
+        onDrop: (file, reason) => console.error(`search index: dropped ${file}: ${reason}; its documents are added again from the log`),
+      });
+      const log = this.log;
+      const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (line) =>
+        console.error(line),
+      );
+      indexer.validate();
+      log.onDurable = (seq, hash) => indexer.durable(seq, hash);
+      this.indexer = indexer;
+      void indexer.startCatchUp().catch((err: Error) => console.error(`search index: catching up failed (${err.message}); searches scan`));
+    } catch (err) {
+      console.error(`search index not opened (${(err as Error).message}); searches scan the messages`);
+    }
   }
 
   /**
@@ -187,6 +218,7 @@ export class App {
 
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
+    await this.indexer?.close();
     await this.log.close();
     if (this.log.writable) this.saveSnapshot();
     this.records.close();

@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { MIN_FREE_BYTES_DEFAULT, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
+import { MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -49,6 +49,12 @@ export interface Config {
    * default RECORD_CACHE_BYTES_DEFAULT, 64 MiB; 0 disables it). Issue 17.
    */
   recordCacheBytes: number;
+  /**
+   * Documents per n-gram search index shard (FORUM_SEARCH_SHARD_DOCS, default
+   * NGRAM_SHARD_DOCS_MAX = 32768): a tuning knob; small values make many small shard files
+   * (tests use it to cross shard boundaries with few messages). Issue 17.
+   */
+  searchShardDocs: number;
   /** Lets tests move the server's clock through the admin channel (FORUM_TEST_CLOCK=1; never in production). */
   testClock: boolean;
 }
@@ -109,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
     recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,
+    searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
   };
 }

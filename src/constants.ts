@@ -101,6 +101,12 @@ export const SEGMENT_FDS_MAX = 64;
  * no request holds the event loop), so other requests are served between its slices.
  */
 export const SEARCH_SLICE_MS = 4;
+/**
+ * A `q` search whose candidate positions (one topic's or one author's messages, a reply list)
+ * number at most this many scans them instead of asking the n-gram index (ours, issue 17):
+ * cheaper than the index lookups for a small set, and bounded.
+ */
+export const SEARCH_SCAN_CANDIDATES_MAX = 256;
 /** Tokens carry this many random bytes (issue 2: at least 32). */
 export const TOKEN_BYTES = 32;
 /** An agent counts as active in /api/status when seen within this window (ours). */

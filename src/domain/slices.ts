@@ -35,10 +35,18 @@ export function nextSlice(): Promise<void> {
 
 /**
  * A slice clock for one scan: `due()` is true once the current slice has run SEARCH_SLICE_MS;
- * then `await next()` waits for a later turn and starts a new slice.
+ * then `await next()` waits for a later turn and starts a new slice. A scan starts with
+ * `await SliceTimer.start()`, so its first slice waits its turn too: scans that arrive together
+ * (several search requests read in one poll phase) do not run their first slices back to back.
  */
 export class SliceTimer {
   private end = performance.now() + SEARCH_SLICE_MS;
+
+  /** Waits for this scan's first turn, then starts its clock. */
+  static async start(): Promise<SliceTimer> {
+    await nextSlice();
+    return new SliceTimer();
+  }
 
   /** True when the current slice has used up its time (ms). */
   due(): boolean {

@@ -516,6 +516,11 @@ export class Log {
   private readonly segmentBytesMax: number;
   /** Counters for tests and benchmarks. */
   readonly stats = { fsyncs: 0, batches: 0, records: 0 };
+  /**
+   * Called after every group commit with the durable head's seq and chained hash: derived
+   * indexes that may only persist what is on disk (the search index's shards) follow it.
+   */
+  onDurable: ((seq: number, hash: string) => void) | null = null;
 
   private constructor(
     readonly dataDir: string,
@@ -748,6 +753,7 @@ export class Log {
         this.stats.records += lines.length;
         this.opts.onFsync?.(lines.length);
         this.releaseWaiters();
+        this.onDurable?.(this.durableSeqValue, this.durableHash);
         // A new log gets its first checkpoint as soon as it has a durable record.
         if (!this.metaValue.checkpoint) await this.writeCheckpoint();
       }

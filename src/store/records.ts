@@ -283,7 +283,11 @@ export class SegmentRecords implements RecordSource {
     }
   }
 
-  read(seq: number): StoredRecord {
+  /**
+   * Record `seq` (see RecordSource). `keep` false reads it without adding it to the cache (bulk
+   * passes such as building the search index must not evict what responses use).
+   */
+  read(seq: number, keep = true): StoredRecord {
     const cached = this.cache.get(seq);
     if (cached !== undefined) return cached;
     const held = this.unlocated.get(seq);
@@ -299,7 +303,7 @@ export class SegmentRecords implements RecordSource {
       got += n;
     }
     const record = splitRecordText(this.scratch.toString('utf8', 0, loc.length), seq);
-    this.cache.set(seq, record);
+    if (keep) this.cache.set(seq, record);
     return record;
   }
 

@@ -30,6 +30,8 @@ import { listSegments } from './log.js';
 
 /** Folder of derived index files inside the data folder. */
 export const INDEX_DIR = 'index';
+/** Folder of the n-gram search index's shard files, inside INDEX_DIR (store/search). */
+export const SEARCH_INDEX_DIR = 'search';
 const SNAPSHOT_FILE = 'state.snapshot';
 /** Bumped whenever the packed state's shape changes: an older snapshot is then rebuilt. */
 export const SNAPSHOT_FORMAT = 'agent-forum-state-v1';

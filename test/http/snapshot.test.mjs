@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startServer } from '../helpers/server.mjs';
@@ -137,4 +137,55 @@ test('a damaged or foreign state snapshot is not used: the server says so, repla
     await s.stop();
     assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'the shutdown wrote a good snapshot again');
   }
+});
+
+const SEARCH_DIR = (dir) => join(dir, 'index', 'search');
+const shardFiles = (dir) => (existsSync(SEARCH_DIR(dir)) ? readdirSync(SEARCH_DIR(dir)).filter((f) => f.endsWith('.ngram')) : []);
+
+/** Waits until the server's search index covers the log (its catch-up logs when it is done, or nothing was missing). */
+async function settle(s) {
+  for (let i = 0; i < 100 && /search index: (?!added)/.test(s.stderr) && !/it covers the log/.test(s.stderr); i++) await new Promise((r) => setTimeout(r, 20));
+}
+
+test('searches answer the same through the n-gram index, with its shards deleted, damaged or rebuilt', async (t) => {
+  // Three documents a shard: the archive spans many shard files.
+  const env = { FORUM_SEARCH_SHARD_DOCS: '3' };
+  const s = await startServer(t, { env });
+  const ctx = await fill(s);
+  const live = await answers(s, ctx);
+  await s.stop();
+  assert.ok(shardFiles(s.dataDir).length >= 5, `shards were sealed (${shardFiles(s.dataDir).length})`);
+
+  await s.start();
+  assertSameAnswers(await answers(s, ctx), live, 'from persisted shards');
+  await s.stop();
+
+  rmSync(SEARCH_DIR(s.dataDir), { recursive: true });
+  await s.start();
+  await settle(s);
+  assertSameAnswers(await answers(s, ctx), live, 'index rebuilt from the log');
+  await s.stop();
+
+  const victim = shardFiles(s.dataDir).sort()[1];
+  const path = join(SEARCH_DIR(s.dataDir), victim);
+  const bytes = readFileSync(path);
+  writeFileSync(path, bytes.subarray(0, bytes.length >> 1));
+  await s.start();
+  await settle(s);
+  assertSameAnswers(await answers(s, ctx), live, 'a shard cut short');
+  assert.match(s.stderr, /search index: (dropped|shard)/, 'the damaged shard was reported');
+  await s.stop();
+
+  // Another archive's shards (same seqs, other records) must not be trusted.
+  const other = await startServer(t, { env });
+  const otherCtx = await fill(other);
+  await other.stop();
+  rmSync(SEARCH_DIR(s.dataDir), { recursive: true });
+  mkdirSync(SEARCH_DIR(s.dataDir), { recursive: true });
+  for (const f of shardFiles(other.dataDir)) copyFileSync(join(SEARCH_DIR(other.dataDir), f), join(SEARCH_DIR(s.dataDir), f));
+  await s.start();
+  await settle(s);
+  assert.match(s.stderr, /does not match the log/, 'foreign shards are refused');
+  assertSameAnswers(await answers(s, ctx), live, "another archive's shards");
+  assert.ok(otherCtx.ids.length > 0);
 });

@@ -38,7 +38,7 @@ export const knowledgeRoutes: Route[] = [
     query: 'KnowledgeQuery',
     responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
     handler: async ({ app, query }) => {
-      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery);
+      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery, app.indexer);
       return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found)}}` };
     },
   },
@@ -78,7 +78,7 @@ export const knowledgeRoutes: Route[] = [
     handler: async ({ app, query }) => {
       const p = query as unknown as SearchQuery;
       const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search);
-      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit });
+      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer);
       return { status: 200, json: `{"messages":${messagesJson(app.state.forum, messages)},"knowledge":${entriesJson(app.state.knowledge, knowledge)}}` };
     },
   },

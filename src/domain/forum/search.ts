@@ -11,6 +11,7 @@
  */
 import { SliceTimer } from '../slices.js';
 import { messageJsonOf, type ForumState, type MessageRow, type MessageSearch } from './forum.js';
+import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
 
 /** The JSON text before the content's string literal (canonical Message JSON, sorted keys). */
 const CONTENT_KEY = ',"content":';
@@ -40,7 +41,7 @@ export function contentIncludes(json: string, lq: string): boolean {
 export const scanSearch: MessageSearch = {
   async find(s: ForumState, lq, c): Promise<MessageRow[]> {
     const out: MessageRow[] = [];
-    const slice = new SliceTimer();
+    const slice = await SliceTimer.start();
     let n = 0;
     for (let i = c.from - 1; i >= c.lowest && out.length < c.limit; i--) {
       const row = c.row(i);
@@ -51,3 +52,61 @@ export const scanSearch: MessageSearch = {
     return out;
   },
 };
+
+/**
+ * What an indexed search needs of the n-gram index (store/search/index.ts): the highest seq it
+ * covers, and candidate seqs for a query, newest first — a superset of the documents whose text
+ * contains `lq`, below `beforeSeq`.
+ */
+export interface CandidateIndex {
+  readonly throughSeq: number;
+  candidates(lq: string, opts: { beforeSeq?: number }): Iterable<number>;
+}
+
+/** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */
+export function rowOfSeq(s: ForumState, seq: number): MessageRow | undefined {
+  const at = s.rows.seq.upperBound(seq) - 1;
+  return at >= 0 && s.rows.seq.at(at) === seq ? at : undefined;
+}
+
+/**
+ * The search through the n-gram index (issue 17 "Search that does not scan"). A small candidate
+ * set (at most SEARCH_SCAN_CANDIDATES_MAX positions: one topic, one author, a reply list) is simply
+ * scanned. Otherwise the newest messages the index does not cover yet (seq > throughSeq: being
+ * added after a start) are scanned first, then the index's candidates are taken newest first
+ * within the query's seq range, filtered by the other filters (no reads) and each checked on its
+ * stored JSON (the index gives a superset for queries of 3 or more characters). Everything runs
+ * in slices (domain/slices.ts). `index()` may answer null (no index): then it scans.
+ */
+export function indexedSearch(index: () => CandidateIndex | null): MessageSearch {
+  return {
+    async find(s, lq, c) {
+      const idx = index();
+      if (idx === null || c.from - c.lowest <= SEARCH_SCAN_CANDIDATES_MAX) return scanSearch.find(s, lq, c);
+      const out: MessageRow[] = [];
+      const slice = await SliceTimer.start();
+      const through = idx.throughSeq;
+      let i = c.from - 1;
+      let n = 0;
+      for (; i >= c.lowest && out.length < c.limit; i--) {
+        const row = c.row(i);
+        if (s.rows.seq.at(row) <= through) break;
+        if (c.filter(row) && contentIncludes(messageJsonOf(s, row), lq)) out.push(row);
+        if ((++n & 15) === 0 && slice.due()) await slice.next();
+      }
+      if (out.length >= c.limit || i < c.lowest) return out;
+      const maxSeq = s.rows.seq.at(c.row(i));
+      const minSeq = s.rows.seq.at(c.row(c.lowest));
+      for (const seq of idx.candidates(lq, { beforeSeq: maxSeq + 1 })) {
+        if (seq < minSeq) break;
+        const row = rowOfSeq(s, seq);
+        if (row !== undefined && c.filter(row) && contentIncludes(messageJsonOf(s, row), lq)) {
+          out.push(row);
+          if (out.length >= c.limit) break;
+        }
+        if ((++n & 15) === 0 && slice.due()) await slice.next();
+      }
+      return out;
+    },
+  };
+}

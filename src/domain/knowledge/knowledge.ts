@@ -19,6 +19,8 @@ import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
 import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
+import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
+import type { CandidateIndex } from '../forum/search.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -216,7 +218,7 @@ export interface KnowledgeQuery {
  * substring of the title or the content. Starts from the smallest index a filter names (`id`,
  * `agentId`) and stops at `limit`. Unknown ids give an empty result.
  */
-export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): Promise<KnowledgeEntry[]> {
+export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null = null): Promise<KnowledgeEntry[]> {
   let candidates: KnowledgeEntry[] = s.order;
   if (query.id !== undefined) candidates = s.items.get(query.id) ?? [];
   if (query.agentId !== undefined) {
@@ -225,20 +227,52 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery): 
   }
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
   const out: KnowledgeEntry[] = [];
-  const slice = new SliceTimer();
-  for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
+  const slice = await SliceTimer.start();
+  const passes = (e: KnowledgeEntry): boolean =>
+    (query.history || e.latest) && (query.id === undefined || e.id === query.id) && (query.agentId === undefined || e.authorId === query.agentId);
+  const matches = (e: KnowledgeEntry): boolean => {
+    const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
+    return k.title.toLowerCase().includes(lq!) || k.content.toLowerCase().includes(lq!);
+  };
+  // Without q, or over a small candidate set, or without an index: newest first, one by one.
+  const scanAll = lq === undefined || index === null || candidates.length <= SEARCH_SCAN_CANDIDATES_MAX;
+  // Revisions after `through` are not in the index yet (or all are scanned): read one by one.
+  const through = scanAll ? -1 : index.throughSeq;
+  let i = candidates.length - 1;
+  for (; i >= 0 && out.length < query.limit; i--) {
     const e = candidates[i]!;
-    if (!query.history && !e.latest) continue;
-    if (query.id !== undefined && e.id !== query.id) continue;
-    if (query.agentId !== undefined && e.authorId !== query.agentId) continue;
+    if (e.seq <= through) break;
+    if (!passes(e)) continue;
     if (lq !== undefined) {
-      const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
-      if (!k.title.toLowerCase().includes(lq) && !k.content.toLowerCase().includes(lq)) continue;
+      if (!matches(e)) continue;
       if (slice.due()) await slice.next();
     }
     out.push(e);
   }
+  if (i < 0 || out.length >= query.limit || scanAll) return out;
+  // The rest through the n-gram index: candidates newest first, below the revisions scanned.
+  for (const seq of index!.candidates(lq!, { beforeSeq: candidates[i]!.seq + 1 })) {
+    const e = entryOfSeq(s.order, seq);
+    if (e !== undefined && passes(e) && matches(e)) {
+      out.push(e);
+      if (out.length >= query.limit) break;
+    }
+    if (slice.due()) await slice.next();
+  }
   return out;
+}
+
+/** The revision with log seq `seq` in `order` (ascending by seq), or undefined (another record). */
+function entryOfSeq(order: readonly KnowledgeEntry[], seq: number): KnowledgeEntry | undefined {
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (order[mid]!.seq < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  const e = order[lo];
+  return e !== undefined && e.seq === seq ? e : undefined;
 }
 
 /** `[json,json,...]` of revisions (list responses are string joins of stored JSON). */
