@@ -63,6 +63,11 @@ export interface CandidateIndex {
   candidates(lq: string, opts: { beforeSeq?: number }): Iterable<number>;
 }
 
+/** Whether `err` is the search index's report of a damaged shard (store/search/index.ts). */
+export function isIndexDamage(err: unknown): boolean {
+  return err instanceof Error && err.name === 'NgramIndexDamagedError';
+}
+
 /** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */
 export function rowOfSeq(s: ForumState, seq: number): MessageRow | undefined {
   const at = s.rows.seq.upperBound(seq) - 1;
@@ -97,14 +102,20 @@ export function indexedSearch(index: () => CandidateIndex | null): MessageSearch
       if (out.length >= c.limit || i < c.lowest) return out;
       const maxSeq = s.rows.seq.at(c.row(i));
       const minSeq = s.rows.seq.at(c.row(c.lowest));
-      for (const seq of idx.candidates(lq, { beforeSeq: maxSeq + 1 })) {
-        if (seq < minSeq) break;
-        const row = rowOfSeq(s, seq);
-        if (row !== undefined && c.filter(row) && contentIncludes(messageJsonOf(s, row), lq)) {
-          out.push(row);
-          if (out.length >= c.limit) break;
+      try {
+        for (const seq of idx.candidates(lq, { beforeSeq: maxSeq + 1 })) {
+          if (seq < minSeq) break;
+          const row = rowOfSeq(s, seq);
+          if (row !== undefined && c.filter(row) && contentIncludes(messageJsonOf(s, row), lq)) {
+            out.push(row);
+            if (out.length >= c.limit) break;
+          }
+          if ((++n & 15) === 0 && slice.due()) await slice.next();
         }
-        if ((++n & 15) === 0 && slice.due()) await slice.next();
+      } catch (err) {
+        // A shard found damaged while read (being rebuilt now): this query scans instead.
+        if (!isIndexDamage(err)) throw err;
+        return scanSearch.find(s, lq, c);
       }
       return out;
     },

@@ -20,7 +20,7 @@ import { makeId } from '../ids.js';
 import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
-import type { CandidateIndex } from '../forum/search.js';
+import { isIndexDamage, type CandidateIndex } from '../forum/search.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -251,13 +251,19 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
   }
   if (i < 0 || out.length >= query.limit || scanAll) return out;
   // The rest through the n-gram index: candidates newest first, below the revisions scanned.
-  for (const seq of index!.candidates(lq!, { beforeSeq: candidates[i]!.seq + 1 })) {
-    const e = entryOfSeq(s.order, seq);
-    if (e !== undefined && passes(e) && matches(e)) {
-      out.push(e);
-      if (out.length >= query.limit) break;
+  try {
+    for (const seq of index!.candidates(lq!, { beforeSeq: candidates[i]!.seq + 1 })) {
+      const e = entryOfSeq(s.order, seq);
+      if (e !== undefined && passes(e) && matches(e)) {
+        out.push(e);
+        if (out.length >= query.limit) break;
+      }
+      if (slice.due()) await slice.next();
     }
-    if (slice.due()) await slice.next();
+  } catch (err) {
+    // A shard found damaged while read (being rebuilt now): this query scans instead.
+    if (!isIndexDamage(err)) throw err;
+    return queryKnowledge(s, query, null);
   }
   return out;
 }
