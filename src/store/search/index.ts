@@ -72,7 +72,7 @@ export class NgramIndex {
       throw new RangeError('NgramIndex: shardDocsMax must be a positive integer');
     }
     this.onDrop = opts.onDrop ?? (() => {});
-    this.live = new LiveShard(1);
+    this.live = new LiveShard(1, this.shardDocsMax);
   }
 
   /**
@@ -111,7 +111,7 @@ export class NgramIndex {
       index.persisted.push(reader);
       expected = f.lastSeq + 1;
     }
-    index.live = new LiveShard(expected);
+    index.live = new LiveShard(expected, index.shardDocsMax);
     return index;
   }
 
@@ -148,7 +148,7 @@ export class NgramIndex {
     }
     this.sealing = keep;
     const last = keep.length > 0 ? keep[keep.length - 1]!.lastSeq : this.persisted.length > 0 ? this.persisted[this.persisted.length - 1]!.meta.lastSeq : 0;
-    this.live = new LiveShard(last + 1);
+    this.live = new LiveShard(last + 1, this.shardDocsMax);
   }
 
   /**
@@ -179,7 +179,7 @@ export class NgramIndex {
     live.lastHash = hash;
     const file = encodeShard(live);
     this.sealing.push(live);
-    this.live = new LiveShard(seq + 1);
+    this.live = new LiveShard(seq + 1, this.shardDocsMax);
     const done = this.sealChain.then(() => this.writeShard(live, file));
     this.sealChain = done.catch(() => {});
     return done;

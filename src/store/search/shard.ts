@@ -72,7 +72,7 @@ export function encodeShard(live: LiveShard): Buffer {
   for (let g = 0; g < grams; g++) {
     const slot = live.lookup(keys[g]!);
     slots[g] = slot;
-    postingsBytes += Math.min(live.postingBytes(slot), bitmapBytes);
+    postingsBytes += live.isBitmap(slot) ? bitmapBytes : Math.min(live.postingBytes(slot), bitmapBytes);
   }
   const seqTableOff = SHARD_HEADER_BYTES;
   const sampleOff = seqTableOff + docs * 4;
@@ -95,7 +95,7 @@ export function encodeShard(live: LiveShard): Buffer {
     const count = live.count(slot);
     const varintBytes = live.postingBytes(slot);
     let flag = 0;
-    if (varintBytes <= bitmapBytes) {
+    if (!live.isBitmap(slot) && varintBytes <= bitmapBytes) {
       pos = live.copyPostings(slot, buf, pos);
     } else {
       const n = live.decode(slot, ords);
