@@ -305,3 +305,24 @@ test('a live shard past its planned size keeps frequent grams exact (bitmap, the
   for (const lq of ['a', 'th', ' d', 'the', 'dog']) assert.deepEqual([...index.candidates(lq)], naive(docs, lq), lq);
   index.close();
 });
+
+test('a long query asks shard files for its rarest trigrams only and still finds every match', async (t) => {
+  const dir = tempDir(t);
+  // 1100 documents in a shard file, 1050 live: the live shard is large enough to estimate rarity.
+  const index = NgramIndex.open(dir, { shardDocsMax: 1100 });
+  const docs = [];
+  for (let seq = 1; seq <= 2150; seq++) {
+    const text = seq % 97 === 0 ? `the common words and a rare zebraquokka ${seq}` : `the common words and more words ${seq % 13}`;
+    docs.push({ seq, texts: [text] });
+  }
+  await feed(index, docs);
+  assert.equal(index.shards().length, 1);
+  for (const lq of ['common words and a rare zebraquokka', 'the common words and more', 'zebraquokka 19', 'words and a rare zebra']) {
+    const got = [...index.candidates(lq)];
+    assertDescendingUnique(got);
+    assert.ok(isSubsetInOrder(got, naive(docs, lq)), lq);
+  }
+  // Fewer trigrams mean more candidates, never fewer matches; a rare trigram keeps them few.
+  assert.ok([...index.candidates('common words and a rare zebraquokka')].length <= 2150 / 97 + 1);
+  index.close();
+});

@@ -12,7 +12,7 @@
  */
 import { mkdirSync, readdirSync, unlinkSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
+import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
 import { fsyncDir } from '../fsutil.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
@@ -222,18 +222,20 @@ export class NgramIndex {
    * without duplicates, restricted to seq < opts.beforeSeq when given. Lazy: shards are visited
    * newest first as iteration proceeds, each with a few positional reads. A superset of the
    * documents with a text containing `lq` (the caller verifies each); exactly that set when `lq`
-   * has 1 or 2 code units. Throws a TypeError for an empty `lq`, and NgramIndexDamagedError when a
+   * has 1 or 2 code units. Shard files are asked for at most NGRAM_QUERY_TRIGRAMS_MAX of the
+   * query's trigrams (the rarest), the live shard for all. Throws a TypeError for an empty `lq`, and NgramIndexDamagedError when a
    * shard file fails a checksum while read (see there).
    */
   *candidates(lq: string, opts: { beforeSeq?: number } = {}): Generator<number, void, undefined> {
     const keys = queryKeys(lq);
     const before = opts.beforeSeq ?? Infinity;
     const sources: Source[] = [this.live, ...[...this.sealing].reverse(), ...[...this.persisted].reverse()];
+    const fileKeys = keys.length > NGRAM_QUERY_TRIGRAMS_MAX ? this.rarest(keys) : keys;
     for (const src of sources) {
       if (src instanceof LiveShard ? src.firstSeq >= before : src.closed || src.meta.firstSeq >= before) continue;
       let ords: Uint32Array;
       try {
-        ords = src instanceof LiveShard ? liveOrdinals(src, keys) : fileOrdinals(src, keys);
+        ords = src instanceof LiveShard ? liveOrdinals(src, keys) : fileOrdinals(src, fileKeys);
       } catch (err) {
         if (!(err instanceof ShardDamage) || src instanceof LiveShard) throw err;
         throw this.damaged(src, err.reason);
@@ -243,6 +245,31 @@ export class NgramIndex {
         if (seq < before) yield seq;
       }
     }
+  }
+
+  /**
+   * The NGRAM_QUERY_TRIGRAMS_MAX keys of `keys` held by the fewest documents, rarest first, as
+   * estimated from the live shard, or from the newest shard file while the live shard is small.
+   * Throws NgramIndexDamagedError when that file fails a checksum.
+   */
+  private rarest(keys: number[]): number[] {
+    const newest = this.persisted[this.persisted.length - 1];
+    const useLive = this.live.docs >= NGRAM_ESTIMATE_DOCS_MIN || newest === undefined;
+    const counts = new Map<number, number>();
+    for (const key of keys) {
+      if (useLive) {
+        const slot = this.live.lookup(key);
+        counts.set(key, slot < 0 ? 0 : this.live.count(slot));
+        continue;
+      }
+      try {
+        counts.set(key, newest.lookup(key)?.count ?? 0);
+      } catch (err) {
+        if (err instanceof ShardDamage) throw this.damaged(newest, err.reason);
+        throw err;
+      }
+    }
+    return [...keys].sort((a, b) => counts.get(a)! - counts.get(b)!).slice(0, NGRAM_QUERY_TRIGRAMS_MAX);
   }
 
   /** Bytes of memory the index holds: live shard, shards being sealed, and per persisted shard its seq table and sample. */
@@ -302,7 +329,11 @@ function liveOrdinals(live: LiveShard, keys: number[]): Uint32Array {
   return ordsA.slice(0, n);
 }
 
-/** Ordinals of a shard file's documents holding every gram of `keys`, ascending, rarest list first (a fresh array). Throws ShardDamage. */
+/**
+ * Ordinals of a shard file's documents holding every gram of `keys`, ascending (a fresh array).
+ * Looks the keys up in the order given (the planner's rarest first), stopping at the first the
+ * shard lacks, then intersects the lists from the shortest. Throws ShardDamage.
+ */
 function fileOrdinals(reader: ShardReader, keys: number[]): Uint32Array {
   const entries: PostingEntry[] = [];
   for (const key of keys) {
