@@ -326,3 +326,24 @@ test('a long query asks shard files for its rarest trigrams only and still finds
   assert.ok([...index.candidates('common words and a rare zebraquokka')].length <= 2150 / 97 + 1);
   index.close();
 });
+
+test('a seal whose write fails keeps answering from memory and is written before the next one', async (t) => {
+  const dir = tempDir(t);
+  const index = NgramIndex.open(dir, { shardDocsMax: 3 });
+  const { mkdirSync, rmdirSync } = await import('node:fs');
+  // A folder where the temp file must go makes the write fail (EISDIR), as a full disk would.
+  const blocker = join(dir, '0000000000000001-0000000000000003.ngram.tmp');
+  mkdirSync(blocker);
+  const docs = makeDocs(6);
+  for (const d of docs.slice(0, 3)) index.add(d.seq, d.texts);
+  await assert.rejects(index.durable(3, hashOf(3)));
+  assert.deepEqual(index.shards(), []);
+  assert.equal(index.throughSeq, 3);
+  assert.deepEqual([...index.candidates('a')], naive(docs.slice(0, 3), 'a'));
+  rmdirSync(blocker);
+  for (const d of docs.slice(3)) index.add(d.seq, d.texts);
+  await index.durable(6, hashOf(6));
+  assert.deepEqual(index.shards().map((s) => [s.firstSeq, s.lastSeq]), [[1, 3], [4, 6]]);
+  assert.deepEqual([...index.candidates('a')], naive(docs, 'a'));
+  index.close();
+});

@@ -60,6 +60,9 @@ export class NgramIndex {
   private sealing: LiveShard[] = [];
   private live: LiveShard;
   private sealChain: Promise<void> = Promise.resolve();
+  /** The encoded file of each shard in `sealing`, until it is written. */
+  private readonly encoded = new Map<LiveShard, Buffer>();
+  private closed = false;
   private readonly shardDocsMax: number;
   private readonly onDrop: (file: string, reason: string) => void;
 
@@ -143,8 +146,10 @@ export class NgramIndex {
     }
     const keep: LiveShard[] = [];
     for (const s of this.sealing) {
-      if (s.lastSeq >= seq) s.cancelled = true;
-      else keep.push(s);
+      if (s.lastSeq >= seq) {
+        s.cancelled = true;
+        this.encoded.delete(s);
+      } else keep.push(s);
     }
     this.sealing = keep;
     const last = keep.length > 0 ? keep[keep.length - 1]!.lastSeq : this.persisted.length > 0 ? this.persisted[this.persisted.length - 1]!.meta.lastSeq : 0;
@@ -170,17 +175,18 @@ export class NgramIndex {
    * lastHash = hash: encoded synchronously (about 0.1 s per 32768 documents), then written
    * temp → fsync → rename → fsync dir without blocking; it keeps answering queries until the file
    * is in place. Seals run one at a time in order. Returns the promise of that seal (or of the
-   * seals in flight); a failed write rejects it and leaves the shard in memory (still answering).
+   * seals in flight). A failed write (disk full) rejects it and leaves the shard in memory, still
+   * answering; the next seal writes it first, so shard files stay contiguous.
    */
   durable(seq: number, hash: string): Promise<void> {
     const live = this.live;
     if (live.docs < this.shardDocsMax || live.lastDocSeq > seq) return this.sealChain;
     live.lastSeq = seq;
     live.lastHash = hash;
-    const file = encodeShard(live);
+    this.encoded.set(live, encodeShard(live));
     this.sealing.push(live);
     this.live = new LiveShard(seq + 1, this.shardDocsMax);
-    const done = this.sealChain.then(() => this.writeShard(live, file));
+    const done = this.sealChain.then(() => this.writePending());
     this.sealChain = done.catch(() => {});
     return done;
   }
@@ -190,7 +196,27 @@ export class NgramIndex {
     return this.sealChain;
   }
 
+  /** Writes the shards in `sealing`, oldest first; stops at (and rethrows) the first failure. */
+  private async writePending(): Promise<void> {
+    for (;;) {
+      const shard = this.sealing.find((s) => !s.cancelled);
+      if (shard === undefined) return;
+      await this.writeShard(shard, this.encoded.get(shard)!);
+    }
+  }
+
+  /** Writes one frozen shard's file; on success (or when cancelled) it leaves `sealing`. */
   private async writeShard(shard: LiveShard, file: Buffer): Promise<void> {
+    try {
+      await this.writeShardFile(shard, file);
+    } catch (err) {
+      if (!shard.cancelled) throw err;
+    }
+    this.sealing = this.sealing.filter((s) => s !== shard);
+    this.encoded.delete(shard);
+  }
+
+  private async writeShardFile(shard: LiveShard, file: Buffer): Promise<void> {
     if (shard.cancelled) return;
     const name = shardFileName(shard.firstSeq, shard.lastSeq);
     const path = join(this.dir, name);
@@ -212,9 +238,8 @@ export class NgramIndex {
       this.unlink(name);
       return;
     }
-    const reader = ShardReader.open(path, shard);
-    this.persisted.push(reader);
-    this.sealing = this.sealing.filter((s) => s !== shard);
+    if (this.closed) return;
+    this.persisted.push(ShardReader.open(path, shard));
   }
 
   /**
@@ -281,8 +306,9 @@ export class NgramIndex {
     };
   }
 
-  /** Closes every shard file. Seals in flight still finish; await flush() first for a clean stop. */
+  /** Closes every shard file. Seals in flight still write their files (not opened); await flush() first for a clean stop. */
   close(): void {
+    this.closed = true;
     for (const r of this.persisted) r.close();
   }
 
