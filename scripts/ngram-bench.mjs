@@ -5,11 +5,13 @@
  * Builds an index (dist/store/search/index.js) of N (default 200,000) synthetic English-like
  * documents of about 400 characters under a temp folder, sealing a shard every
  * NGRAM_SHARD_DOCS_MAX documents, then prints: build rate (docs/s of add() alone and overall),
- * seal (encode) ms per shard, bytes on disk, live-shard bytes, RSS and heap, reopen time and
+ * seal ms per shard and the longest event-loop stall during a seal, bytes on disk, live-shard bytes, RSS and heap, reopen time and
  * memory per persisted shard, and query latency p50/p99 (ms) for: a frequent word (first 50
  * candidates, as a page), a rare word (all candidates), an absent word whose trigrams are rare,
  * an absent word made of two frequent words (all trigrams frequent), a 1-character query and a
- * 2-character query (first 50). The folder is removed at the end.
+ * 2-character query (first 50). `--tokens K` adds K random 8-hex-digit tokens to each document
+ * (as ids and hashes in real messages), which multiplies the distinct trigrams. The folder is
+ * removed at the end.
  */
 import { mkdtempSync, rmSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,8 @@ const N = arg('docs', 200_000);
 const RUNS = arg('runs', 200);
 const RARE_EVERY = 100_000;
 const RARE = 'quokkaberry';
+/** Random 8-hex-digit tokens per document (ids, hashes: they multiply the distinct trigrams). */
+const TOKENS = arg('tokens', 0);
 
 // Seeded PRNG (mulberry32) so runs compare.
 let seed = 0x9e3779b9;
@@ -53,6 +57,7 @@ while (VOCAB.length < 20_000) {
 const word = () => VOCAB[Math.floor(VOCAB.length * rand() ** 3)];
 function doc(i) {
   let text = i % RARE_EVERY === 7 ? `${RARE} ` : '';
+  for (let t = 0; t < TOKENS; t++) text += `${Math.floor(rand() * 2 ** 32).toString(16).padStart(8, '0')} `;
   while (text.length < 400) text += word() + (rand() < 0.08 ? '. ' : ' ');
   return text;
 }
@@ -71,7 +76,7 @@ try {
   let seals = 0;
   let chars = 0;
   const t0 = performance.now();
-  const pending = [];
+  let maxStallMs = 0;
   let liveBytesAtSeal = 0;
   for (let seq = 1; seq <= N; seq++) {
     const text = doc(seq);
@@ -82,10 +87,19 @@ try {
     addMs += b - a;
     if (index.liveDocs >= NGRAM_SHARD_DOCS_MAX) {
       liveBytesAtSeal = Math.max(liveBytesAtSeal, index.memoryBytes().live);
-      pending.push(index.durable(seq, hash(seq)));
+      // A 1 ms ticker measures the longest the event loop is held while the seal runs.
+      let lastTick = performance.now();
+      const ticker = setInterval(() => {
+        const now = performance.now();
+        maxStallMs = Math.max(maxStallMs, now - lastTick);
+        lastTick = now;
+      }, 1);
+      const sealing = index.durable(seq, hash(seq));
+      maxStallMs = Math.max(maxStallMs, performance.now() - lastTick);
+      await sealing;
+      clearInterval(ticker);
       sealMs += performance.now() - b;
       seals++;
-      await pending[pending.length - 1];
     }
   }
   await index.flush();
@@ -95,7 +109,7 @@ try {
   const mem = index.memoryBytes();
   console.log(`docs ${N}, avg ${(chars / N).toFixed(0)} chars, shards ${index.shards().length} of ${NGRAM_SHARD_DOCS_MAX} docs, ${N - index.shards().reduce((s, m) => s + m.docs, 0)} live`);
   console.log(`add(): ${(N / (addMs / 1000)).toFixed(0)} docs/s (${(chars / (addMs / 1000) / 1e6).toFixed(1)} M chars/s); build incl. text generation ${(buildMs / 1000).toFixed(1)} s`);
-  console.log(`seal: ${seals ? (sealMs / seals).toFixed(0) : '-'} ms encode per shard (on the event loop), live shard at seal ${mib(liveBytesAtSeal)} MiB`);
+  console.log(`seal: ${seals ? (sealMs / seals).toFixed(0) : '-'} ms per shard (encode in slices + write + fsync), longest event-loop stall ${maxStallMs.toFixed(1)} ms; live shard at seal ${mib(liveBytesAtSeal)} MiB`);
   console.log(`disk: ${mib(diskBytes)} MiB, ${(diskBytes / Math.max(1, index.shards().length) / 1024 / 1024).toFixed(1)} MiB per shard, ${(diskBytes / N).toFixed(0)} bytes per doc`);
   global.gc?.();
   let mu = process.memoryUsage();

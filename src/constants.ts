@@ -216,3 +216,5 @@ export const NGRAM_FORMAT_VERSION = 1;
 export const NGRAM_QUERY_TRIGRAMS_MAX = 4;
 /** Live-shard documents below which query planning estimates gram rarity from the newest shard file instead (ours). */
 export const NGRAM_ESTIMATE_DOCS_MIN = 1024;
+/** Longest run, in ms, of sealing a shard file's encoding before it yields to the event loop (ours). */
+export const NGRAM_SEAL_SLICE_MS = 5;

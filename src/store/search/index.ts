@@ -12,11 +12,11 @@
  */
 import { mkdirSync, readdirSync, unlinkSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
+import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
 import { fsyncDir } from '../fsutil.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
-import { encodeShard, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
+import { encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
 
 export type { ShardMeta } from './shard.js';
 
@@ -60,7 +60,7 @@ export class NgramIndex {
   private sealing: LiveShard[] = [];
   private live: LiveShard;
   private sealChain: Promise<void> = Promise.resolve();
-  /** The encoded file of each shard in `sealing`, until it is written. */
+  /** The encoded file of each shard in `sealing` once encoded, until written (kept for a retry). */
   private readonly encoded = new Map<LiveShard, Buffer>();
   private closed = false;
   private readonly shardDocsMax: number;
@@ -172,18 +172,18 @@ export class NgramIndex {
    * Marks log record `seq` (chained hash `hash`, 64 lower-case hex digits) durable. Call it after
    * add() for every document up to `seq`. When the live shard holds >= shardDocsMax documents, all
    * with seq <= `seq`, it is frozen and sealed into a shard file covering firstSeq..seq with
-   * lastHash = hash: encoded synchronously (about 0.1 s per 32768 documents), then written
-   * temp → fsync → rename → fsync dir without blocking; it keeps answering queries until the file
-   * is in place. Seals run one at a time in order. Returns the promise of that seal (or of the
+   * lastHash = hash: encoded in slices of NGRAM_SEAL_SLICE_MS (about 0.1 s of CPU per 32768
+   * documents in all), then written temp → fsync → rename → fsync dir; it keeps answering queries
+   * until the file is in place. A `hash` that is not 64 lower-case hex digits is a RangeError. Seals run one at a time in order. Returns the promise of that seal (or of the
    * seals in flight). A failed write (disk full) rejects it and leaves the shard in memory, still
    * answering; the next seal writes it first, so shard files stay contiguous.
    */
   durable(seq: number, hash: string): Promise<void> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new RangeError('NgramIndex.durable: hash must be 64 lower-case hex digits');
     const live = this.live;
     if (live.docs < this.shardDocsMax || live.lastDocSeq > seq) return this.sealChain;
     live.lastSeq = seq;
     live.lastHash = hash;
-    this.encoded.set(live, encodeShard(live));
     this.sealing.push(live);
     this.live = new LiveShard(seq + 1, this.shardDocsMax);
     const done = this.sealChain.then(() => this.writePending());
@@ -201,13 +201,18 @@ export class NgramIndex {
     for (;;) {
       const shard = this.sealing.find((s) => !s.cancelled);
       if (shard === undefined) return;
-      await this.writeShard(shard, this.encoded.get(shard)!);
+      await this.writeShard(shard);
     }
   }
 
   /** Writes one frozen shard's file; on success (or when cancelled) it leaves `sealing`. */
-  private async writeShard(shard: LiveShard, file: Buffer): Promise<void> {
+  private async writeShard(shard: LiveShard): Promise<void> {
     try {
+      let file = this.encoded.get(shard);
+      if (file === undefined) {
+        file = await encodeShardSliced(shard, NGRAM_SEAL_SLICE_MS);
+        if (!shard.cancelled) this.encoded.set(shard, file);
+      }
       await this.writeShardFile(shard, file);
     } catch (err) {
       if (!shard.cancelled) throw err;

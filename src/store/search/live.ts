@@ -203,6 +203,25 @@ export class LiveShard {
     return n + decodeDeltas(bytes, 0, bytes.length, into.subarray(n), this.slots[s + BASE]!);
   }
 
+  /**
+   * Writes slot `slot`'s ordinals (a bitmap slot: isBitmap) as a bitmap into `out` at `pos`,
+   * which must hold ceil(docs / 8) zeroed bytes: the bitmap is copied, ordinals past it are set
+   * one by one.
+   */
+  writeBitmap(slot: number, out: Uint8Array, pos: number): void {
+    const s = slot * SLOT_FIELDS;
+    const bitmap = this.slots[s + BITMAP]!;
+    const page = this.pages[bitmap >>> PAGE_SHIFT]!;
+    const at = bitmap & PAGE_MASK;
+    out.set(page.subarray(at, at + this.bitmapBytes), pos);
+    const bytes = new Uint8Array(this.postingBytes(slot));
+    if (bytes.length === 0) return;
+    const tail = new Uint32Array(bytes.length); // a varint is at least one byte
+    this.copyPostings(slot, bytes, 0);
+    const n = decodeDeltas(bytes, 0, bytes.length, tail, this.slots[s + BASE]!);
+    for (let i = 0; i < n; i++) out[pos + (tail[i]! >>> 3)]! |= 1 << (tail[i]! & 7);
+  }
+
   /** Bytes of typed-array memory this shard holds (table, slots, arena pages, seq table). */
   memoryBytes(): number {
     return this.tableKeys.byteLength + this.tableSlots.byteLength + this.slots.byteLength + this.pages.length * PAGE_BYTES + this.seqs.byteLength;
