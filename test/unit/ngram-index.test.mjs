@@ -348,3 +348,25 @@ test('a seal whose write fails keeps answering from memory and is written before
   assert.deepEqual([...index.candidates('a')], naive(docs, 'a'));
   index.close();
 });
+
+test('shard files of format version 1 (committed fixture) still open and answer', async (t) => {
+  // test/fixtures/ngram-v1 holds the two shards an index with shardDocsMax 4 wrote for these
+  // texts (seq i + 1, lastHash 'a…a' + seq in hex). A format change must keep reading them or
+  // bump NGRAM_FORMAT_VERSION (then they are dropped and rebuilt from the log).
+  const texts = ['Élan vital', 'ΣΊΣΥΦΟΣ and straße', 'İstanbul 😀', 'line\nbreak "quoted" back\\slash', 'alpha beta', 'gamma alpha', 'beta', 'the end'];
+  const docs = texts.map((text, i) => ({ seq: i + 1, texts: [text.toLowerCase()] }));
+  const dir = tempDir(t);
+  const { copyFileSync } = await import('node:fs');
+  const fixtures = new URL('../fixtures/ngram-v1/', import.meta.url);
+  for (const f of readdirSync(fixtures)) copyFileSync(new URL(f, fixtures), join(dir, f));
+  const { index, drops } = reopenWithDrops(dir);
+  assert.deepEqual(drops, []);
+  assert.deepEqual(index.shards().map((s) => [s.firstSeq, s.lastSeq, s.docs, s.lastHash.slice(-2)]), [[1, 4, 4, 'a4'], [5, 8, 4, 'a8']]);
+  for (const lq of ['a', 'ß', 'i̇', '😀', '\n', 'σ', 'alpha', 'ΣΊΣ'.toLowerCase(), 'nope']) {
+    const got = [...index.candidates(lq)];
+    if (lq.length <= 2) assert.deepEqual(got, naive(docs, lq), lq);
+    else assert.ok(includesAll(got, naive(docs, lq)), lq);
+  }
+  assert.deepEqual([...index.candidates('alpha')], [6, 5]);
+  index.close();
+});
