@@ -253,8 +253,9 @@ export class NgramIndex {
    * newest first as iteration proceeds, each with a few positional reads. A superset of the
    * documents with a text containing `lq` (the caller verifies each); exactly that set when `lq`
    * has 1 or 2 code units. Shard files are asked for at most NGRAM_QUERY_TRIGRAMS_MAX of the
-   * query's trigrams (the rarest), the live shard for all. Throws a TypeError for an empty `lq`, and NgramIndexDamagedError when a
-   * shard file fails a checksum while read (see there).
+   * query's trigrams (the rarest), the live shard for all. Throws a TypeError for an empty `lq`,
+   * and NgramIndexDamagedError when a shard file fails a checksum while read (see there).
+   * Documents added while an iteration is paused are not among its candidates.
    */
   *candidates(lq: string, opts: { beforeSeq?: number } = {}): Generator<number, void, undefined> {
     const keys = queryKeys(lq);
