@@ -225,3 +225,13 @@ export const NGRAM_SHARD_DOCS_MAX = 32768;
 export const NGRAM_DICT_BLOCK_ENTRIES = 64;
 /** Version of the shard file format; a file of another version is dropped and rebuilt from the log (ours). */
 export const NGRAM_FORMAT_VERSION = 1;
+/**
+ * Trigrams of a query looked up per shard file: the rarest (estimated from the live shard or the
+ * newest shard file). Any subset of a query's trigrams gives a superset of its matches, which the
+ * caller verifies; fewer lookups bound the reads per shard for long queries (ours).
+ */
+export const NGRAM_QUERY_TRIGRAMS_MAX = 4;
+/** Live-shard documents below which query planning estimates gram rarity from the newest shard file instead (ours). */
+export const NGRAM_ESTIMATE_DOCS_MIN = 1024;
+/** Longest run, in ms, of sealing a shard file's encoding before it yields to the event loop (ours). */
+export const NGRAM_SEAL_SLICE_MS = 5;

@@ -14,11 +14,14 @@ function naive(docs, lq, beforeSeq = Infinity) {
   return docs.filter((d) => d.seq < beforeSeq && d.texts.some((t) => t.includes(lq))).map((d) => d.seq).reverse();
 }
 
-/** Adds docs, calling durable() after each (so shards seal every shardDocsMax docs), and waits for the seals. */
-async function feed(index, docs) {
-  for (const d of docs) {
+/**
+ * Adds docs, calling durable() after every `durableEvery`-th (so shards seal every shardDocsMax
+ * docs, or later and larger when durable() comes rarely), and waits for the seals.
+ */
+async function feed(index, docs, durableEvery = 1) {
+  for (const [i, d] of docs.entries()) {
     index.add(d.seq, d.texts);
-    await index.durable(d.seq, hashOf(d.seq));
+    if ((i + 1) % durableEvery === 0) await index.durable(d.seq, hashOf(d.seq));
   }
   await index.flush();
 }
@@ -27,7 +30,8 @@ function shardFiles(dir) {
   return readdirSync(dir).filter((f) => f.endsWith('.ngram')).sort();
 }
 
-function isSubsetInOrder(candidates, expected) {
+/** True when every expected seq is among the candidates (order is checked by assertDescendingUnique). */
+function includesAll(candidates, expected) {
   const set = new Set(candidates);
   return expected.every((s) => set.has(s));
 }
@@ -66,11 +70,11 @@ test('candidates come from live and sealed shards, newest first, and respect bef
   for (const lq of ['alpha', 'a', 'ab', 'σύ', 'n1', 'n12', '😀', 'absent word']) {
     const got = [...index.candidates(lq)];
     assertDescendingUnique(got);
-    assert.ok(isSubsetInOrder(got, naive(docs, lq)), lq);
+    assert.ok(includesAll(got, naive(docs, lq)), lq);
     if (lq.length <= 2) assert.deepEqual(got, naive(docs, lq), lq);
     const before = [...index.candidates(lq, { beforeSeq: 40 })];
     assert.ok(before.every((s) => s < 40));
-    assert.ok(isSubsetInOrder(before, naive(docs, lq, 40)), lq);
+    assert.ok(includesAll(before, naive(docs, lq, 40)), lq);
   }
   assert.deepEqual([...index.candidates('absent word')], []);
   index.close();
@@ -242,6 +246,7 @@ const corpusArb = fc.record({
   docs: fc.array(docArb, { minLength: 0, maxLength: 40 }),
   gaps: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 40, maxLength: 40 }),
   shardDocsMax: fc.integer({ min: 1, max: 9 }),
+  durableEvery: fc.integer({ min: 1, max: 4 }),
   reopenAt: fc.nat(),
   queries: fc.array(
     fc.oneof(
@@ -257,17 +262,17 @@ test('property: candidates hold every matching document, newest first, exactly f
   const root = tempDir(t);
   let run = 0;
   await fc.assert(
-    fc.asyncProperty(corpusArb, async ({ docs: raw, gaps, shardDocsMax, reopenAt, queries, beforeSeq }) => {
+    fc.asyncProperty(corpusArb, async ({ docs: raw, gaps, shardDocsMax, durableEvery, reopenAt, queries, beforeSeq }) => {
       const dir = join(root, String(run++));
       let seq = 0;
       const docs = raw.map((texts, i) => ({ seq: (seq += gaps[i]), texts: texts.map((s) => s.toLowerCase()) }));
       const cut = raw.length === 0 ? 0 : reopenAt % (raw.length + 1);
       let index = NgramIndex.open(dir, { shardDocsMax });
-      await feed(index, docs.slice(0, cut));
+      await feed(index, docs.slice(0, cut), durableEvery);
       index.close();
       index = NgramIndex.open(dir, { shardDocsMax, onDrop: (f, r) => assert.fail(`dropped ${f}: ${r}`) });
       // Documents after the last persisted shard were in memory only; feed them again, as the log would.
-      await feed(index, docs.filter((d) => d.seq > index.throughSeq));
+      await feed(index, docs.filter((d) => d.seq > index.throughSeq), durableEvery);
       for (const q of queries) {
         let lq;
         if (typeof q === 'string') lq = q.toLowerCase();
@@ -279,12 +284,89 @@ test('property: candidates hold every matching document, newest first, exactly f
         const got = [...index.candidates(lq, opts)];
         const want = naive(docs, lq, beforeSeq ?? Infinity);
         assertDescendingUnique(got);
-        assert.ok(isSubsetInOrder(got, want), `missing a match for ${JSON.stringify(lq)}: got ${got}, want ${want}`);
+        assert.ok(includesAll(got, want), `missing a match for ${JSON.stringify(lq)}: got ${got}, want ${want}`);
         assert.ok(got.every((s) => docs.some((d) => d.seq === s)), 'a candidate that is not a document');
         if (lq.length <= 2) assert.deepEqual(got, want, JSON.stringify(lq));
       }
       index.close();
     }),
-    { numRuns: 150 },
+    { numRuns: 200 },
   );
+});
+
+test('a live shard past its planned size keeps frequent grams exact (bitmap, then a varint tail)', async (t) => {
+  const dir = tempDir(t);
+  const index = NgramIndex.open(dir, { shardDocsMax: 16 });
+  const docs = [];
+  for (let seq = 1; seq <= 70; seq++) docs.push({ seq, texts: [seq % 3 === 0 ? 'the cat' : 'a dog'] });
+  for (const d of docs) index.add(d.seq, d.texts);
+  for (const lq of ['a', 'th', ' d', 'the', 'dog']) assert.deepEqual([...index.candidates(lq)], naive(docs, lq), lq);
+  await index.durable(70, hashOf(70));
+  assert.deepEqual(index.shards().map((s) => s.docs), [70]);
+  for (const lq of ['a', 'th', ' d', 'the', 'dog']) assert.deepEqual([...index.candidates(lq)], naive(docs, lq), lq);
+  index.close();
+});
+
+test('a long query asks shard files for its rarest trigrams only and still finds every match', async (t) => {
+  const dir = tempDir(t);
+  // 1100 documents in a shard file, 1050 live: the live shard is large enough to estimate rarity.
+  const index = NgramIndex.open(dir, { shardDocsMax: 1100 });
+  const docs = [];
+  for (let seq = 1; seq <= 2150; seq++) {
+    const text = seq % 97 === 0 ? `the common words and a rare zebraquokka ${seq}` : `the common words and more words ${seq % 13}`;
+    docs.push({ seq, texts: [text] });
+  }
+  await feed(index, docs);
+  assert.equal(index.shards().length, 1);
+  for (const lq of ['common words and a rare zebraquokka', 'the common words and more', 'zebraquokka 19', 'words and a rare zebra']) {
+    const got = [...index.candidates(lq)];
+    assertDescendingUnique(got);
+    assert.ok(includesAll(got, naive(docs, lq)), lq);
+  }
+  // Fewer trigrams mean more candidates, never fewer matches; a rare trigram keeps them few.
+  assert.ok([...index.candidates('common words and a rare zebraquokka')].length <= 2150 / 97 + 1);
+  index.close();
+});
+
+test('a seal whose write fails keeps answering from memory and is written before the next one', async (t) => {
+  const dir = tempDir(t);
+  const index = NgramIndex.open(dir, { shardDocsMax: 3 });
+  const { mkdirSync, rmdirSync } = await import('node:fs');
+  // A folder where the temp file must go makes the write fail (EISDIR), as a full disk would.
+  const blocker = join(dir, '0000000000000001-0000000000000003.ngram.tmp');
+  mkdirSync(blocker);
+  const docs = makeDocs(6);
+  for (const d of docs.slice(0, 3)) index.add(d.seq, d.texts);
+  await assert.rejects(index.durable(3, hashOf(3)));
+  assert.deepEqual(index.shards(), []);
+  assert.equal(index.throughSeq, 3);
+  assert.deepEqual([...index.candidates('a')], naive(docs.slice(0, 3), 'a'));
+  rmdirSync(blocker);
+  for (const d of docs.slice(3)) index.add(d.seq, d.texts);
+  await index.durable(6, hashOf(6));
+  assert.deepEqual(index.shards().map((s) => [s.firstSeq, s.lastSeq]), [[1, 3], [4, 6]]);
+  assert.deepEqual([...index.candidates('a')], naive(docs, 'a'));
+  index.close();
+});
+
+test('shard files of format version 1 (committed fixture) still open and answer', async (t) => {
+  // test/fixtures/ngram-v1 holds the two shards an index with shardDocsMax 4 wrote for these
+  // texts (seq i + 1, lastHash 'a…a' + seq in hex). A format change must keep reading them or
+  // bump NGRAM_FORMAT_VERSION (then they are dropped and rebuilt from the log).
+  const texts = ['Élan vital', 'ΣΊΣΥΦΟΣ and straße', 'İstanbul 😀', 'line\nbreak "quoted" back\\slash', 'alpha beta', 'gamma alpha', 'beta', 'the end'];
+  const docs = texts.map((text, i) => ({ seq: i + 1, texts: [text.toLowerCase()] }));
+  const dir = tempDir(t);
+  const { copyFileSync } = await import('node:fs');
+  const fixtures = new URL('../fixtures/ngram-v1/', import.meta.url);
+  for (const f of readdirSync(fixtures)) copyFileSync(new URL(f, fixtures), join(dir, f));
+  const { index, drops } = reopenWithDrops(dir);
+  assert.deepEqual(drops, []);
+  assert.deepEqual(index.shards().map((s) => [s.firstSeq, s.lastSeq, s.docs, s.lastHash.slice(-2)]), [[1, 4, 4, 'a4'], [5, 8, 4, 'a8']]);
+  for (const lq of ['a', 'ß', 'i̇', '😀', '\n', 'σ', 'alpha', 'ΣΊΣ'.toLowerCase(), 'nope']) {
+    const got = [...index.candidates(lq)];
+    if (lq.length <= 2) assert.deepEqual(got, naive(docs, lq), lq);
+    else assert.ok(includesAll(got, naive(docs, lq)), lq);
+  }
+  assert.deepEqual([...index.candidates('alpha')], [6, 5]);
+  index.close();
 });

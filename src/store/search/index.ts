@@ -12,11 +12,11 @@
  */
 import { mkdirSync, readdirSync, unlinkSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
+import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
 import { fsyncDir } from '../fsutil.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
-import { encodeShard, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
+import { encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
 
 export type { ShardMeta } from './shard.js';
 
@@ -60,6 +60,9 @@ export class NgramIndex {
   private sealing: LiveShard[] = [];
   private live: LiveShard;
   private sealChain: Promise<void> = Promise.resolve();
+  /** The encoded file of each shard in `sealing` once encoded, until written (kept for a retry). */
+  private readonly encoded = new Map<LiveShard, Buffer>();
+  private closed = false;
   private readonly shardDocsMax: number;
   private readonly onDrop: (file: string, reason: string) => void;
 
@@ -72,7 +75,7 @@ export class NgramIndex {
       throw new RangeError('NgramIndex: shardDocsMax must be a positive integer');
     }
     this.onDrop = opts.onDrop ?? (() => {});
-    this.live = new LiveShard(1);
+    this.live = new LiveShard(1, this.shardDocsMax);
   }
 
   /**
@@ -111,7 +114,7 @@ export class NgramIndex {
       index.persisted.push(reader);
       expected = f.lastSeq + 1;
     }
-    index.live = new LiveShard(expected);
+    index.live = new LiveShard(expected, index.shardDocsMax);
     return index;
   }
 
@@ -143,12 +146,14 @@ export class NgramIndex {
     }
     const keep: LiveShard[] = [];
     for (const s of this.sealing) {
-      if (s.lastSeq >= seq) s.cancelled = true;
-      else keep.push(s);
+      if (s.lastSeq >= seq) {
+        s.cancelled = true;
+        this.encoded.delete(s);
+      } else keep.push(s);
     }
     this.sealing = keep;
     const last = keep.length > 0 ? keep[keep.length - 1]!.lastSeq : this.persisted.length > 0 ? this.persisted[this.persisted.length - 1]!.meta.lastSeq : 0;
-    this.live = new LiveShard(last + 1);
+    this.live = new LiveShard(last + 1, this.shardDocsMax);
   }
 
   /**
@@ -167,20 +172,21 @@ export class NgramIndex {
    * Marks log record `seq` (chained hash `hash`, 64 lower-case hex digits) durable. Call it after
    * add() for every document up to `seq`. When the live shard holds >= shardDocsMax documents, all
    * with seq <= `seq`, it is frozen and sealed into a shard file covering firstSeq..seq with
-   * lastHash = hash: encoded synchronously (about 0.1 s per 32768 documents), then written
-   * temp → fsync → rename → fsync dir without blocking; it keeps answering queries until the file
-   * is in place. Seals run one at a time in order. Returns the promise of that seal (or of the
-   * seals in flight); a failed write rejects it and leaves the shard in memory (still answering).
+   * lastHash = hash: encoded in slices of NGRAM_SEAL_SLICE_MS (about 0.1 s of CPU per 32768
+   * documents in all), then written temp → fsync → rename → fsync dir; it keeps answering queries
+   * until the file is in place. A `hash` that is not 64 lower-case hex digits is a RangeError. Seals run one at a time in order. Returns the promise of that seal (or of the
+   * seals in flight). A failed write (disk full) rejects it and leaves the shard in memory, still
+   * answering; the next seal writes it first, so shard files stay contiguous.
    */
   durable(seq: number, hash: string): Promise<void> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new RangeError('NgramIndex.durable: hash must be 64 lower-case hex digits');
     const live = this.live;
     if (live.docs < this.shardDocsMax || live.lastDocSeq > seq) return this.sealChain;
     live.lastSeq = seq;
     live.lastHash = hash;
-    const file = encodeShard(live);
     this.sealing.push(live);
-    this.live = new LiveShard(seq + 1);
-    const done = this.sealChain.then(() => this.writeShard(live, file));
+    this.live = new LiveShard(seq + 1, this.shardDocsMax);
+    const done = this.sealChain.then(() => this.writePending());
     this.sealChain = done.catch(() => {});
     return done;
   }
@@ -190,7 +196,32 @@ export class NgramIndex {
     return this.sealChain;
   }
 
-  private async writeShard(shard: LiveShard, file: Buffer): Promise<void> {
+  /** Writes the shards in `sealing`, oldest first; stops at (and rethrows) the first failure. */
+  private async writePending(): Promise<void> {
+    for (;;) {
+      const shard = this.sealing.find((s) => !s.cancelled);
+      if (shard === undefined) return;
+      await this.writeShard(shard);
+    }
+  }
+
+  /** Writes one frozen shard's file; on success (or when cancelled) it leaves `sealing`. */
+  private async writeShard(shard: LiveShard): Promise<void> {
+    try {
+      let file = this.encoded.get(shard);
+      if (file === undefined) {
+        file = await encodeShardSliced(shard, NGRAM_SEAL_SLICE_MS);
+        if (!shard.cancelled) this.encoded.set(shard, file);
+      }
+      await this.writeShardFile(shard, file);
+    } catch (err) {
+      if (!shard.cancelled) throw err;
+    }
+    this.sealing = this.sealing.filter((s) => s !== shard);
+    this.encoded.delete(shard);
+  }
+
+  private async writeShardFile(shard: LiveShard, file: Buffer): Promise<void> {
     if (shard.cancelled) return;
     const name = shardFileName(shard.firstSeq, shard.lastSeq);
     const path = join(this.dir, name);
@@ -212,9 +243,8 @@ export class NgramIndex {
       this.unlink(name);
       return;
     }
-    const reader = ShardReader.open(path, shard);
-    this.persisted.push(reader);
-    this.sealing = this.sealing.filter((s) => s !== shard);
+    if (this.closed) return;
+    this.persisted.push(ShardReader.open(path, shard));
   }
 
   /**
@@ -222,18 +252,21 @@ export class NgramIndex {
    * without duplicates, restricted to seq < opts.beforeSeq when given. Lazy: shards are visited
    * newest first as iteration proceeds, each with a few positional reads. A superset of the
    * documents with a text containing `lq` (the caller verifies each); exactly that set when `lq`
-   * has 1 or 2 code units. Throws a TypeError for an empty `lq`, and NgramIndexDamagedError when a
-   * shard file fails a checksum while read (see there).
+   * has 1 or 2 code units. Shard files are asked for at most NGRAM_QUERY_TRIGRAMS_MAX of the
+   * query's trigrams (the rarest), the live shard for all. Throws a TypeError for an empty `lq`,
+   * and NgramIndexDamagedError when a shard file fails a checksum while read (see there).
+   * Documents added while an iteration is paused are not among its candidates.
    */
   *candidates(lq: string, opts: { beforeSeq?: number } = {}): Generator<number, void, undefined> {
     const keys = queryKeys(lq);
     const before = opts.beforeSeq ?? Infinity;
     const sources: Source[] = [this.live, ...[...this.sealing].reverse(), ...[...this.persisted].reverse()];
+    const fileKeys = keys.length > NGRAM_QUERY_TRIGRAMS_MAX ? this.rarest(keys) : keys;
     for (const src of sources) {
       if (src instanceof LiveShard ? src.firstSeq >= before : src.closed || src.meta.firstSeq >= before) continue;
       let ords: Uint32Array;
       try {
-        ords = src instanceof LiveShard ? liveOrdinals(src, keys) : fileOrdinals(src, keys);
+        ords = src instanceof LiveShard ? liveOrdinals(src, keys) : fileOrdinals(src, fileKeys);
       } catch (err) {
         if (!(err instanceof ShardDamage) || src instanceof LiveShard) throw err;
         throw this.damaged(src, err.reason);
@@ -245,6 +278,31 @@ export class NgramIndex {
     }
   }
 
+  /**
+   * The NGRAM_QUERY_TRIGRAMS_MAX keys of `keys` held by the fewest documents, rarest first, as
+   * estimated from the live shard, or from the newest shard file while the live shard is small.
+   * Throws NgramIndexDamagedError when that file fails a checksum.
+   */
+  private rarest(keys: number[]): number[] {
+    const newest = this.persisted[this.persisted.length - 1];
+    const useLive = this.live.docs >= NGRAM_ESTIMATE_DOCS_MIN || newest === undefined;
+    const counts = new Map<number, number>();
+    for (const key of keys) {
+      if (useLive) {
+        const slot = this.live.lookup(key);
+        counts.set(key, slot < 0 ? 0 : this.live.count(slot));
+        continue;
+      }
+      try {
+        counts.set(key, newest.lookup(key)?.count ?? 0);
+      } catch (err) {
+        if (err instanceof ShardDamage) throw this.damaged(newest, err.reason);
+        throw err;
+      }
+    }
+    return [...keys].sort((a, b) => counts.get(a)! - counts.get(b)!).slice(0, NGRAM_QUERY_TRIGRAMS_MAX);
+  }
+
   /** Bytes of memory the index holds: live shard, shards being sealed, and per persisted shard its seq table and sample. */
   memoryBytes(): { live: number; sealing: number; persisted: number } {
     return {
@@ -254,8 +312,9 @@ export class NgramIndex {
     };
   }
 
-  /** Closes every shard file. Seals in flight still finish; await flush() first for a clean stop. */
+  /** Closes every shard file. Seals in flight still write their files (not opened); await flush() first for a clean stop. */
   close(): void {
+    this.closed = true;
     for (const r of this.persisted) r.close();
   }
 
@@ -302,7 +361,11 @@ function liveOrdinals(live: LiveShard, keys: number[]): Uint32Array {
   return ordsA.slice(0, n);
 }
 
-/** Ordinals of a shard file's documents holding every gram of `keys`, ascending, rarest list first (a fresh array). Throws ShardDamage. */
+/**
+ * Ordinals of a shard file's documents holding every gram of `keys`, ascending (a fresh array).
+ * Looks the keys up in the order given (the planner's rarest first), stopping at the first the
+ * shard lacks, then intersects the lists from the shortest. Throws ShardDamage.
+ */
 function fileOrdinals(reader: ShardReader, keys: number[]): Uint32Array {
   const entries: PostingEntry[] = [];
   for (const key of keys) {

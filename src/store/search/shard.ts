@@ -16,6 +16,7 @@
  * (checked on every read), so opening reads a few hundred KiB, not the whole file.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION } from '../../constants.js';
 import { decodeDeltas, LiveShard } from './live.js';
@@ -59,9 +60,37 @@ export function parseShardFileName(name: string): { firstSeq: number; lastSeq: n
 /**
  * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file. CPU only;
  * about 0.1 s for a full shard of 32768 typical documents. Throws a RangeError when a section
- * would pass 4 GiB or a seq lies more than 2^32 after firstSeq (a programmer error).
+ * would pass 4 GiB, a seq lies more than 2^32 after firstSeq or lastHash is not 64 hex digits
+ * (programmer errors).
  */
 export function encodeShard(live: LiveShard): Buffer {
+  const steps = encodeSteps(live);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** encodeShard in slices: yields to the event loop whenever a slice has run `sliceMs` ms. */
+export async function encodeShardSliced(live: LiveShard, sliceMs: number): Promise<Buffer> {
+  const steps = encodeSteps(live);
+  let start = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() - start >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      start = performance.now();
+    }
+  }
+}
+
+/** Grams encoded between two points where encodeShardSliced may yield (32 times as many seq-table entries). */
+const ENCODE_STEP_GRAMS = 64;
+
+/** The work of encodeShard, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
+function* encodeSteps(live: LiveShard): Generator<void, Buffer, undefined> {
+  if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
   const docs = live.docs;
   const keys = live.sortedKeys();
   const grams = keys.length;
@@ -70,9 +99,10 @@ export function encodeShard(live: LiveShard): Buffer {
   const slots = new Uint32Array(grams);
   let postingsBytes = 0;
   for (let g = 0; g < grams; g++) {
+    if (g % ENCODE_STEP_GRAMS === 0) yield;
     const slot = live.lookup(keys[g]!);
     slots[g] = slot;
-    postingsBytes += Math.min(live.postingBytes(slot), bitmapBytes);
+    postingsBytes += live.isBitmap(slot) ? bitmapBytes : Math.min(live.postingBytes(slot), bitmapBytes);
   }
   const seqTableOff = SHARD_HEADER_BYTES;
   const sampleOff = seqTableOff + docs * 4;
@@ -83,6 +113,7 @@ export function encodeShard(live: LiveShard): Buffer {
   const buf = Buffer.alloc(fileBytes);
 
   for (let ord = 0; ord < docs; ord++) {
+    if (ord % (ENCODE_STEP_GRAMS * 32) === 0) yield;
     const delta = live.seqAt(ord) - live.firstSeq;
     if (delta < 0 || delta > 0xffffffff) throw new RangeError('encodeShard: seq outside firstSeq..firstSeq+2^32');
     buf.writeUInt32LE(delta, seqTableOff + ord * 4);
@@ -90,12 +121,17 @@ export function encodeShard(live: LiveShard): Buffer {
   const ords = new Uint32Array(docs);
   let pos = postingsOff;
   for (let g = 0; g < grams; g++) {
+    if (g % ENCODE_STEP_GRAMS === 0) yield;
     const slot = slots[g]!;
     const start = pos;
     const count = live.count(slot);
     const varintBytes = live.postingBytes(slot);
     let flag = 0;
-    if (varintBytes <= bitmapBytes) {
+    if (live.isBitmap(slot)) {
+      live.writeBitmap(slot, buf, pos);
+      pos += bitmapBytes;
+      flag = BITMAP_FLAG;
+    } else if (varintBytes <= bitmapBytes) {
       pos = live.copyPostings(slot, buf, pos);
     } else {
       const n = live.decode(slot, ords);
@@ -111,6 +147,7 @@ export function encodeShard(live: LiveShard): Buffer {
     buf.writeUInt32LE(crc32(buf.subarray(start, pos)), e + 20);
   }
   for (let b = 0; b < blocks; b++) {
+    if (b % ENCODE_STEP_GRAMS === 0) yield;
     const first = dictOff + b * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
     const end = Math.min(postingsOff, first + NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES);
     buf.writeDoubleLE(keys[b * NGRAM_DICT_BLOCK_ENTRIES]!, sampleOff + b * SAMPLE_BYTES);
@@ -121,7 +158,6 @@ export function encodeShard(live: LiveShard): Buffer {
   buf.writeUInt32LE(docs, 12);
   buf.writeDoubleLE(live.firstSeq, 16);
   buf.writeDoubleLE(live.lastSeq, 24);
-  if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
   buf.write(live.lastHash, 32, 32, 'hex');
   buf.writeUInt32LE(grams, 64);
   buf.writeUInt32LE(NGRAM_DICT_BLOCK_ENTRIES, 68);
