@@ -13,6 +13,7 @@ import { deserialize, serialize } from 'node:v8';
 import { RowHashTable, U32List, type RecordLocations, type RecordSource } from '../store/records.js';
 import type { AgentEntry } from './agents/agents.js';
 import type { KnowledgeEntry } from './knowledge/knowledge.js';
+import type { WorkEntry } from './work/work.js';
 import { createState, type State } from './state.js';
 
 /** Map of string keys to U32Lists, packed. */
@@ -55,8 +56,11 @@ export function packState(state: State, locations: RecordLocations): Buffer {
       names: forum.names,
     },
     knowledge: { order: knowledge.order },
-    feeds: { discussion: feeds.discussion.toArray(), byTopic: packLists(feeds.byTopic), work: feeds.work },
-    work: state.work,
+    feeds: { discussion: feeds.discussion.toArray(), byTopic: packLists(feeds.byTopic), work: feeds.work.toArray() },
+    work: {
+      order: state.work.order.map((e) => ({ ...e, revSeqs: e.revSeqs.toArray() })),
+      byClientId: state.work.byClientId.pack(),
+    },
     opportunities: state.opportunities,
   };
   return serialize(packed);
@@ -77,8 +81,8 @@ type Packed = {
     names: string[];
   };
   knowledge: { order: KnowledgeEntry[] };
-  feeds: { discussion: Uint32Array; byTopic: PackedLists; work: State['feeds']['work'] };
-  work: State['work'];
+  feeds: { discussion: Uint32Array; byTopic: PackedLists; work: Uint32Array };
+  work: { order: Array<Omit<WorkEntry, 'revSeqs'> & { revSeqs: Uint32Array }>; byClientId: Parameters<typeof RowHashTable.unpack>[0] };
   opportunities: State['opportunities'];
 };
 
@@ -138,8 +142,13 @@ export function unpackState(body: Buffer, records: RecordSource, locations: Reco
 
   state.feeds.discussion = U32List.of(p.feeds.discussion);
   state.feeds.byTopic = unpackLists(p.feeds.byTopic);
-  state.feeds.work = p.feeds.work;
-  state.work = p.work;
+  state.feeds.work = U32List.of(p.feeds.work);
+  for (const packed of p.work.order) {
+    const e: WorkEntry = { ...packed, revSeqs: U32List.of(packed.revSeqs) };
+    state.work.items.set(e.id, e);
+    state.work.order.push(e);
+  }
+  state.work.byClientId = RowHashTable.unpack(p.work.byClientId);
   state.opportunities = p.opportunities;
   return state;
 }

@@ -44,7 +44,7 @@ export function createState(records?: RecordSource): State {
     forum: createForumState(source),
     knowledge: createKnowledgeState(source),
     feeds: createFeedsState(source),
-    work: createWorkState(),
+    work: createWorkState(source),
     opportunities: createOpportunitiesState(),
   };
 }

@@ -1,4 +1,6 @@
 import { discussionEvents, eventJson } from '../../dist/domain/feeds/feeds.js';
+import { workPageJson } from '../../dist/domain/feeds/pages.js';
+import { workJsonOf, workReceiptOf } from '../../dist/domain/work/work.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startService } from '../../dist/service.js';
@@ -33,7 +35,8 @@ test('every work revision emits one work feed event with its snapshot, and the r
   assert.equal(claimed.body.leaseUntil, '2026-01-01T00:30:01.000Z');
 
   const { state } = svc.app;
-  const events = state.feeds.work.map((e) => JSON.parse(eventJson(e)));
+  const workFeed = (st) => JSON.parse(workPageJson(st.feeds, st.work, { after: 0, limit: 100 }, 'o')).events;
+  const events = workFeed(state);
   assert.deepEqual(events.map((e) => [e.seq, e.kind]), [[1, 'work_item'], [2, 'work_item'], [3, 'work_item']]);
   assert.deepEqual(events.map((e) => e.workItem), [created.body, claimed.body, submitted.body]);
   const discussion = discussionEvents(state.feeds);
@@ -41,25 +44,30 @@ test('every work revision emits one work feed event with its snapshot, and the r
   assert.deepEqual(topicEvents.map((e) => e.topic.id), [created.body.topicId], 'the discussion topic is on the discussion feed');
   assert.equal(discussion.some((e) => e.kind === 'work_item'), false, 'no work events on the discussion feed');
 
-  const receipt = state.work.byClientId.get(`${worker.id}\nc3`);
+  const receipt = workReceiptOf(state.work, worker.id, 'c3');
   assert.equal(receipt.status, 200);
   assert.deepEqual(receipt.request, { workItemId: created.body.id, expectedRevision: 2, clientId: 'c3', action: 'submit', content: 'r', sources: [] });
   assert.deepEqual(receipt.response, submitted.body);
   assert.equal(receipt.responseJson, JSON.stringify(submitted.body));
-  assert.equal(receipt.seq, state.feeds.work[2].logSeq);
-  const createReceipt = state.work.byClientId.get(`${creator.id}\nc1`);
+  assert.equal(receipt.seq, state.feeds.work.at(2));
+  const createReceipt = workReceiptOf(state.work, creator.id, 'c1');
   assert.equal(createReceipt.status, 201);
   assert.deepEqual(createReceipt.request, { clientId: 'c1', title: 'T', description: 'D', acceptanceCriteria: 'A', tags: [] });
+  assert.equal(workReceiptOf(state.work, worker.id, 'c1'), undefined, 'clientIds are per author');
 
   // Replay rebuilds byte-identical JSON although the log stores payload keys sorted.
-  const liveFeed = state.feeds.work.map(eventJson);
-  const liveReceipts = [...state.work.byClientId.entries()].map(([k, r]) => [k, JSON.stringify(r.request), r.responseJson, r.seq, r.status]);
+  const receipts = (st) => [[creator.id, 'c1'], [worker.id, 'c2'], [worker.id, 'c3']].map(([a, c]) => {
+    const r = workReceiptOf(st.work, a, c);
+    return [JSON.stringify(r.request), r.responseJson, r.seq, r.status];
+  });
+  const liveFeed = workPageJson(state.feeds, state.work, { after: 0, limit: 100 }, 'o');
+  const liveReceipts = receipts(state);
   await svc.close();
   const app = await App.open({ ...loadConfig({ FORUM_DATA_DIR: dataDir }), dataDir }, { clock });
   t.after(() => app.close());
-  assert.deepEqual(app.state.feeds.work.map(eventJson), liveFeed);
-  assert.deepEqual([...app.state.work.byClientId.entries()].map(([k, r]) => [k, JSON.stringify(r.request), r.responseJson, r.seq, r.status]), liveReceipts);
-  assert.equal(app.state.work.items.get(created.body.id).json, JSON.stringify(submitted.body));
+  assert.equal(workPageJson(app.state.feeds, app.state.work, { after: 0, limit: 100 }, 'o'), liveFeed);
+  assert.deepEqual(receipts(app.state), liveReceipts);
+  assert.equal(workJsonOf(app.state.work, app.state.work.items.get(created.body.id)), JSON.stringify(submitted.body));
 });
 
 test('a work q match never spans two fields', async (t) => {

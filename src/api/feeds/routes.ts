@@ -63,7 +63,7 @@ export const feedRoutes: Route[] = [
       const events = app.state.feeds.work;
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
-      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(events, q, originId));
+      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },

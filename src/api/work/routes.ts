@@ -9,6 +9,7 @@ import {
   decideWorkAction,
   decideWorkCreate,
   listWorkJson,
+  workJsonOf,
   workHistoryJson,
   type WorkActionInput,
   type WorkContext,
@@ -31,9 +32,9 @@ export const workRoutes: Route[] = [
     tag: 'Work',
     query: 'WorkListQuery',
     responses: { 200: { description: 'One page of work items', schema: 'WorkList' } },
-    handler: ({ app, query }) => ({
+    handler: async ({ app, query }) => ({
       status: 200,
-      json: listWorkJson(app.state.work, query as unknown as WorkListQuery, {
+      json: await listWorkJson(app.state.work, query as unknown as WorkListQuery, {
         nowMs: app.now(),
         writeStop: app.state.settings.writeStop,
       }),
@@ -60,7 +61,7 @@ export const workRoutes: Route[] = [
       // receipt keeps the 201 that was committed.
       if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
       app.commit('work.create', decision.payload, now);
-      return { status: 201, json: app.state.work.items.get(decision.payload.item.id)!.json };
+      return { status: 201, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
     },
   },
   {
@@ -79,7 +80,7 @@ export const workRoutes: Route[] = [
       const decision = decideWorkAction(app.state.work, ctx.body as WorkActionInput, workContext(ctx, now));
       if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
       app.commit('work.action', decision.payload, now);
-      return { status: 200, json: app.state.work.items.get(decision.payload.item.id)!.json };
+      return { status: 200, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
     },
   },
   {

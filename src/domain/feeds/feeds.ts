@@ -50,14 +50,15 @@ export interface FeedsState {
   discussion: U32List;
   /** Where discussion events are read from. */
   records: RecordSource;
-  work: FeedEvent[];
+  /** Log seqs of the work feed's events (one per work revision); feed seq = index + 1. */
+  work: U32List;
   /** Per-topic export index: topicId → log seqs of its rows in log order (the topic first). */
   byTopic: Map<string, U32List>;
 }
 
 /** Empty feeds whose message events are read from `records`. */
 export function createFeedsState(records: RecordSource): FeedsState {
-  return { discussion: new U32List(1024), records, work: [], byTopic: new Map() };
+  return { discussion: new U32List(1024), records, work: new U32List(256), byTopic: new Map() };
 }
 
 /** Discussion event kinds of the record types that carry one as their payload. */
@@ -120,7 +121,7 @@ export function addDiscussionEvent(feeds: FeedsState, seq: number, kind: Discuss
   }
 }
 
-/** Adds a `work_item` event (a complete WorkItem snapshot) for log record `logSeq`. */
-export function addWorkEvent(feeds: FeedsState, logSeq: number, time: string, snapshotJson: string): void {
-  feeds.work.push({ seq: feeds.work.length + 1, logSeq, kind: 'work_item', time, recordJson: snapshotJson });
+/** Adds the `work_item` event of log record `logSeq` (its snapshot is rebuilt from the record when served). */
+export function addWorkEvent(feeds: FeedsState, logSeq: number): void {
+  feeds.work.push(logSeq);
 }

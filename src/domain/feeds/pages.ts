@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
-import { discussionEvent, eventJson, type FeedEvent, type FeedsState } from './feeds.js';
+import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
+import { workRecordJson, type WorkBoardState } from '../work/work.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
 export const WORK_FORMAT = 'forum-work-changes-v1';
@@ -69,18 +70,6 @@ export function checkCursor(q: { after: number; originId?: string }, originId: s
   }
 }
 
-/** First index in `events` (ascending by seq) whose seq is greater than `after`. */
-function firstAfter(events: readonly FeedEvent[], after: number): number {
-  let lo = 0;
-  let hi = events.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (events[mid]!.seq <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /** The page envelope around events already encoded; rows (after, end] were scanned. */
 function pageJson(format: string, originId: string, end: number, head: number, events: string[]): string {
   const hasMore = end < head;
@@ -108,11 +97,15 @@ export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: 
  * One page of the work feed as JSON: events (after, min(after+limit, events.length)], each a
  * complete WorkItem snapshot.
  */
-export function workPageJson(events: readonly FeedEvent[], q: CursorQuery, originId: string): string {
-  const head = events.length;
+export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string): string {
+  const head = feeds.work.length;
   const end = Math.min(q.after + q.limit, head);
   const out: string[] = [];
-  for (let i = firstAfter(events, q.after); i < events.length && events[i]!.seq <= end; i++) out.push(eventJson(events[i]!));
+  for (let seq = q.after + 1; seq <= end; seq++) {
+    const logSeq = feeds.work.at(seq - 1);
+    const time = feeds.records.read(logSeq).time;
+    out.push(eventJson({ seq, logSeq, kind: 'work_item', time, recordJson: workRecordJson(work, logSeq) }));
+  }
   return pageJson(WORK_FORMAT, originId, end, head, out);
 }
 

@@ -78,8 +78,8 @@ export function messagesJson(s: ForumState, rows: readonly MessageRow[]): string
   return `[${rows.map((r) => messageJsonOf(s, r)).join(',')}]`;
 }
 
-/** 32-bit FNV-1a hash of an (author, clientId) pair's UTF-16 code units (the `byClientId` key). */
-function clientHash(authorId: string, clientId: string): number {
+/** 32-bit FNV-1a hash of an (author, clientId) pair's UTF-16 code units (the `byClientId` keys). */
+export function clientHash(authorId: string, clientId: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < authorId.length; i++) h = Math.imul(h ^ authorId.charCodeAt(i), 0x01000193);
   h = Math.imul(h ^ 10, 0x01000193);

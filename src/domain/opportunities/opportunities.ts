@@ -110,10 +110,10 @@ function entryFor(brief: OpportunityBrief, ctx: CatalogContext): Opportunity | n
   const id = encodeURIComponent(brief.workItemId);
   return {
     ...toBrief(brief),
-    state: e.item.state,
+    state: e.state,
     available: isAvailable(e, ctx.nowMs, ctx.settings.writeStop),
     workUrl: `${ctx.publicUrl}/api/work?id=${id}`,
-    discussionUrl: `${ctx.publicUrl}/api/messages?topicId=${encodeURIComponent(e.item.topicId)}`,
+    discussionUrl: `${ctx.publicUrl}/api/messages?topicId=${encodeURIComponent(e.topicId)}`,
     briefUrl: `${ctx.publicUrl}/api/opportunities/brief?workItemId=${id}`,
   };
 }

@@ -7,7 +7,8 @@
  *   unknown:  {outcome, kind, clientId}
  */
 import type { State } from '../state.js';
-import { clientKey, messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
+import { messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
+import { workReceiptOf } from '../work/work.js';
 
 /** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */
 export type ReceiptKind = 'message' | 'work';
@@ -28,7 +29,7 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       return `${head.replace('%s', 'recorded')},"seq":${state.forum.rows.seq.at(row)},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
     }
   } else {
-    const r = state.work.byClientId.get(clientKey(callerId, clientId));
+    const r = workReceiptOf(state.work, callerId, clientId);
     if (r) {
       return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${JSON.stringify(r.request)},"response":{"status":${r.status},"body":${r.responseJson}}}`;
     }

@@ -44,7 +44,9 @@ import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
-import { clientKey, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
+import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
+import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
+import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 
 export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
@@ -137,16 +139,24 @@ export interface WorkReceipt {
   status: 201 | 200;
 }
 
-/** An indexed work item: current revision, its JSON, every revision's JSON, search text. */
+/**
+ * An indexed work item: the fields filters and rules need of its current revision (no text), and
+ * the log seq of every revision's record; each revision's JSON is rebuilt from its record when
+ * served (issue 17: text stays in the log).
+ */
 export interface WorkEntry {
-  item: WorkItem;
-  json: string;
-  /** JSON of revision r at index r - 1. */
-  revisions: string[];
-  /** Lower-cased title, description and acceptanceCriteria, each on its own, for `q` (a match never spans two fields). */
-  lc: readonly [string, string, string];
+  id: string;
+  sequence: number;
+  authorId: string;
+  topicId: string;
+  tags: readonly string[];
+  state: WorkState;
+  assigneeId: string | null;
+  revision: number;
   /** leaseUntil in ms, or null. */
   leaseUntilMs: number | null;
+  /** Log seq of revision r's record at index r - 1. */
+  revSeqs: U32List;
 }
 
 /** Work items by id and in creation order, and the receipts index. */
@@ -154,13 +164,62 @@ export interface WorkBoardState {
   items: Map<string, WorkEntry>;
   /** Creation order: the entry with sequence n is at index n - 1. */
   order: WorkEntry[];
-  /** `${authorId}\n${clientId}` → receipt, across creates and actions (part 4). */
-  byClientId: Map<string, WorkReceipt>;
+  /**
+   * Hash of (authorId, clientId) → log seq of the record that committed it, across creates and
+   * actions (part 4); confirmed from the record.
+   */
+  byClientId: RowHashTable;
+  /** Where revisions are read back from. */
+  records: RecordSource;
 }
 
-/** An empty work board. */
-export function createWorkState(): WorkBoardState {
-  return { items: new Map(), order: [], byClientId: new Map() };
+/** An empty work board whose revisions are read from `records`. */
+export function createWorkState(records: RecordSource): WorkBoardState {
+  return { items: new Map(), order: [], byClientId: new RowHashTable(), records };
+}
+
+/** The payload and type of the work record (create or action) at log seq `seq`. */
+function workPayloadOf(s: WorkBoardState, seq: number): { payload: WorkCreatePayload | WorkActionPayload; type: string } {
+  const r = s.records.read(seq);
+  return { payload: JSON.parse(r.payloadJson) as WorkCreatePayload | WorkActionPayload, type: r.type };
+}
+
+/** Revision `revision` (1-based) of a work item, as committed, in the documented key order. */
+export function workRevision(s: WorkBoardState, e: WorkEntry, revision: number): WorkItem {
+  return toWorkItem(workPayloadOf(s, e.revSeqs.at(revision - 1)).payload.item);
+}
+
+/** The JSON of revision `revision` (1-based) of a work item, byte-identical to its first answer. */
+export function workRevisionJson(s: WorkBoardState, e: WorkEntry, revision: number): string {
+  return JSON.stringify(workRevision(s, e, revision));
+}
+
+/** The JSON of a work item's current revision. */
+export function workJsonOf(s: WorkBoardState, e: WorkEntry): string {
+  return workRevisionJson(s, e, e.revision);
+}
+
+/** The WorkItem snapshot JSON of the work record at log seq `seq` (the work feed's events). */
+export function workRecordJson(s: WorkBoardState, seq: number): string {
+  return JSON.stringify(toWorkItem(workPayloadOf(s, seq).payload.item));
+}
+
+/**
+ * The receipt of (authorId, clientId), if any, rebuilt from the record that committed it: the
+ * normalized request, the snapshot committed then and the status it was answered with.
+ */
+export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: string): WorkReceipt | undefined {
+  let found: WorkReceipt | undefined;
+  s.byClientId.find(clientHash(authorId, clientId), (seq) => {
+    const { payload, type } = workPayloadOf(s, seq);
+    if (payload.authorId !== authorId || payload.clientId !== clientId) return false;
+    const response = toWorkItem(payload.item);
+    const create = type === 'work.create';
+    const request = create ? normalizeCreateRequest(payload.request as WorkCreateInput) : normalizeActionRequest(payload.request as WorkActionInput);
+    found = { request, response, responseJson: JSON.stringify(response), seq, status: create ? 201 : 200 };
+    return true;
+  });
+  return found;
 }
 
 // ---- canonical shapes ----
@@ -242,7 +301,7 @@ function checkedSnapshotJson(item: WorkItem): string {
 
 /** True when the item is claimed and its lease has passed at `nowMs`. */
 export function leaseExpired(entry: WorkEntry, nowMs: number): boolean {
-  return entry.item.state === 'claimed' && entry.leaseUntilMs !== null && nowMs >= entry.leaseUntilMs;
+  return entry.state === 'claimed' && entry.leaseUntilMs !== null && nowMs >= entry.leaseUntilMs;
 }
 
 /**
@@ -251,7 +310,7 @@ export function leaseExpired(entry: WorkEntry, nowMs: number): boolean {
  */
 export function isAvailable(entry: WorkEntry, nowMs: number, writeStop: boolean): boolean {
   if (writeStop) return false;
-  return entry.item.state === 'open' || leaseExpired(entry, nowMs);
+  return entry.state === 'open' || leaseExpired(entry, nowMs);
 }
 
 function isClosed(state: WorkState): boolean {
@@ -260,7 +319,7 @@ function isClosed(state: WorkState): boolean {
 
 /** Looks up a prior request with the same (author, clientId). Throws 409 when its body differs. */
 function priorReceipt(s: WorkBoardState, authorId: string, clientId: string, requestJson: string): WorkReceipt | null {
-  const prior = s.byClientId.get(clientKey(authorId, clientId));
+  const prior = workReceiptOf(s, authorId, clientId);
   if (!prior) return null;
   if (JSON.stringify(prior.request) === requestJson) return prior;
   throw conflict(
@@ -349,7 +408,7 @@ export function decideWorkAction(
 
   const entry = s.items.get(input.workItemId);
   if (!entry) throw notFound(`no work item with id "${input.workItemId}" (workItemId)`);
-  const cur = entry.item;
+  const cur = workRevision(s, entry, entry.revision);
   if (input.expectedRevision !== cur.revision) {
     throw conflict(
       `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`,
@@ -441,10 +500,6 @@ export function decideWorkAction(
 
 // ---- apply ----
 
-function setReceipt(s: WorkBoardState, authorId: string, clientId: string, receipt: WorkReceipt): void {
-  s.byClientId.set(clientKey(authorId, clientId), receipt);
-}
-
 /**
  * Applies `work.create` and `work.action`; returns false for other types. Emits one work-feed
  * event per revision and, for a create with a new topic, the topic's discussion event.
@@ -456,50 +511,44 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
     case 'work.create': {
       const p = record.payload as WorkCreatePayload;
       if (p.topic) indexTopic(forum, feeds, p.topic, record);
-      const item = toWorkItem(p.item);
+      const item = p.item;
       if (item.sequence !== s.order.length + 1 || s.items.has(item.id)) {
         throw new Error(`work.create at seq ${record.seq}: item ${item.id} sequence ${item.sequence} does not follow ${s.order.length}`);
       }
-      const json = JSON.stringify(item);
+      const revSeqs = new U32List(4);
+      revSeqs.push(record.seq);
       const entry: WorkEntry = {
-        item,
-        json,
-        revisions: [json],
-        lc: [item.title.toLowerCase(), item.description.toLowerCase(), item.acceptanceCriteria.toLowerCase()],
-        leaseUntilMs: null,
+        id: item.id,
+        sequence: item.sequence,
+        authorId: item.authorId,
+        topicId: item.topicId,
+        tags: [...item.tags],
+        state: item.state,
+        assigneeId: item.assigneeId,
+        revision: item.revision,
+        leaseUntilMs: item.leaseUntil === null ? null : Date.parse(item.leaseUntil),
+        revSeqs,
       };
       s.items.set(item.id, entry);
       s.order.push(entry);
-      setReceipt(s, p.authorId, p.clientId, {
-        request: normalizeCreateRequest(p.request),
-        response: item,
-        responseJson: json,
-        seq: record.seq,
-        status: 201,
-      });
-      addWorkEvent(feeds, record.seq, record.time, json);
+      s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
+      addWorkEvent(feeds, record.seq);
       return true;
     }
     case 'work.action': {
       const p = record.payload as WorkActionPayload;
-      const item = toWorkItem(p.item);
+      const item = p.item;
       const entry = s.items.get(item.id);
-      if (!entry || item.revision !== entry.item.revision + 1) {
+      if (!entry || item.revision !== entry.revision + 1) {
         throw new Error(`work.action at seq ${record.seq}: ${item.id} revision ${item.revision} does not follow the current revision`);
       }
-      const json = JSON.stringify(item);
-      entry.item = item;
-      entry.json = json;
-      entry.revisions.push(json);
+      entry.state = item.state;
+      entry.assigneeId = item.assigneeId;
+      entry.revision = item.revision;
       entry.leaseUntilMs = item.leaseUntil === null ? null : Date.parse(item.leaseUntil);
-      setReceipt(s, p.authorId, p.clientId, {
-        request: normalizeActionRequest(p.request),
-        response: item,
-        responseJson: json,
-        seq: record.seq,
-        status: 200,
-      });
-      addWorkEvent(feeds, record.seq, record.time, json);
+      entry.revSeqs.push(record.seq);
+      s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
+      addWorkEvent(feeds, record.seq);
       return true;
     }
     default:
@@ -528,23 +577,24 @@ export interface WorkListQuery {
  * `after` when none); hasMore is true when another matching item follows it.
  * Input: the query, now (ms, for lease expiry) and the write-stop flag (for `available`).
  */
-export function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean }): string {
+export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean }): Promise<string> {
   const lq = query.q !== undefined && query.q !== '' ? query.q.toLowerCase() : undefined;
   const matches = (e: WorkEntry): boolean => {
-    const it = e.item;
-    if (query.state !== undefined && it.state !== query.state) return false;
-    if (query.authorId !== undefined && it.authorId !== query.authorId) return false;
-    if (query.assigneeId !== undefined && it.assigneeId !== query.assigneeId) return false;
-    if (query.tag !== undefined && !it.tags.includes(query.tag)) return false;
-    if (lq !== undefined && !e.lc.some((field) => field.includes(lq))) return false;
+    if (query.state !== undefined && e.state !== query.state) return false;
+    if (query.authorId !== undefined && e.authorId !== query.authorId) return false;
+    if (query.assigneeId !== undefined && e.assigneeId !== query.assigneeId) return false;
+    if (query.tag !== undefined && !e.tags.includes(query.tag)) return false;
     if (query.available !== undefined && isAvailable(e, ctx.nowMs, ctx.writeStop) !== query.available) return false;
     return true;
   };
+  /** `q`: title, description or acceptanceCriteria of the current revision, each on its own. */
+  const matchesText = (it: WorkItem): boolean =>
+    lq === undefined || it.title.toLowerCase().includes(lq) || it.description.toLowerCase().includes(lq) || it.acceptanceCriteria.toLowerCase().includes(lq);
   let candidates: readonly WorkEntry[];
   let start: number;
   if (query.id !== undefined) {
     const e = s.items.get(query.id);
-    candidates = e && e.item.sequence > query.after ? [e] : [];
+    candidates = e && e.sequence > query.after ? [e] : [];
     start = 0;
   } else {
     candidates = s.order;
@@ -553,15 +603,26 @@ export function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { now
   const out: string[] = [];
   let nextAfter = query.after;
   let hasMore = false;
+  // Without q only the page's items are read back; with q each candidate is, in slices.
+  const slice = lq === undefined ? null : await SliceTimer.start();
   for (let i = start; i < candidates.length; i++) {
     const e = candidates[i]!;
     if (!matches(e)) continue;
+    if (out.length === query.limit && lq === undefined) {
+      hasMore = true;
+      break;
+    }
+    const item = workRevision(s, e, e.revision);
+    if (!matchesText(item)) {
+      if (slice !== null && slice.due()) await slice.next();
+      continue;
+    }
     if (out.length === query.limit) {
       hasMore = true;
       break;
     }
-    out.push(e.json);
-    nextAfter = e.item.sequence;
+    out.push(JSON.stringify(item));
+    nextAfter = e.sequence;
   }
   return `{"untrusted":true,"items":[${out.join(',')}],"nextAfter":${nextAfter},"hasMore":${hasMore}}`;
 }
@@ -580,9 +641,11 @@ export interface WorkHistoryQuery {
 export function workHistoryJson(s: WorkBoardState, query: WorkHistoryQuery): string {
   const e = s.items.get(query.workItemId);
   if (!e) throw notFound(`no work item with id "${query.workItemId}" (workItemId)`);
-  const start = Math.min(query.afterRevision, e.revisions.length);
-  const end = Math.min(start + query.limit, e.revisions.length);
-  const page = e.revisions.slice(start, end);
+  const count = e.revSeqs.length;
+  const start = Math.min(query.afterRevision, count);
+  const end = Math.min(start + query.limit, count);
+  const page: string[] = [];
+  for (let r = start + 1; r <= end; r++) page.push(workRevisionJson(s, e, r));
   const nextAfterRevision = page.length > 0 ? end : query.afterRevision;
-  return `{"untrusted":true,"revisions":[${page.join(',')}],"nextAfterRevision":${nextAfterRevision},"hasMore":${end < e.revisions.length}}`;
+  return `{"untrusted":true,"revisions":[${page.join(',')}],"nextAfterRevision":${nextAfterRevision},"hasMore":${end < count}}`;
 }
