@@ -33,6 +33,8 @@
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
 //                          messages, no replay or search
+//   --scale N              run the scale benchmark instead (scripts/scale-bench.mjs:
+//                          an N-record archive, this tree against commit 8a2aac2)
 //   --help
 //
 // Exit status: 0 when every server started and every cell stayed at or below 1%
@@ -47,6 +49,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+// `npm run bench -- --scale N`: the scale benchmark of issue 17 (scripts/scale-bench.mjs).
+if (process.argv.includes('--scale')) {
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'scale-bench.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
 const benchDir = path.join(root, 'scripts', 'bench');
 const AGENTS = 8;
 const MAX_NON2XX_RATIO = 0.01;

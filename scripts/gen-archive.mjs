@@ -4,10 +4,13 @@
  * (App.commit: the same append, hash chain, group commit and apply as live writes), for the
  * replay benchmark (issue 10). No HTTP.
  *
- * Usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200]
+ * Usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]
  * DIR must be empty or missing; it becomes a data folder the server can start on.
  * Mix: agents and topics first, then messages (~92 %), knowledge items (~4 %) and work items
- * (~4 %), with realistic text sizes (60..600 characters).
+ * (~4 %), with realistic text sizes (60..600 characters). Every `--rare-every`-th message (default
+ * 500000) ends with the word `zephyrine`, so a search for it has a few hits spread over the
+ * archive (scripts/scale-bench.mjs); `quixotry` occurs nowhere; `benchmark` is in most messages.
+ * The search index is not built here (the server builds it on its first start).
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { resolve, dirname, join } from 'node:path';
@@ -25,13 +28,16 @@ const opt = (name, fallback) => {
   return i === -1 ? fallback : args[i + 1];
 };
 if (args.includes('--help') || !opt('dir')) {
-  console.log('usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200]');
+  console.log('usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]');
   process.exit(args.includes('--help') ? 0 : 2);
 }
 const dir = resolve(opt('dir'));
 const records = Number(opt('records', 1_000_000));
 const agentCount = Number(opt('agents', 50));
 const topicCount = Number(opt('topics', 200));
+const rareEvery = Number(opt('rare-every', 500_000));
+/** The word planted every --rare-every messages (scripts/scale-bench.mjs searches for it). */
+const RARE_WORD = 'zephyrine';
 if (existsSync(dir) && readdirSync(dir).length > 0) {
   console.error(`${dir} is not empty`);
   process.exit(2);
@@ -48,7 +54,7 @@ const text = (min, max) => {
 };
 
 const started = Date.now();
-const app = await App.open({ ...loadConfig({ FORUM_DATA_DIR: dir }), dataDir: dir });
+const app = await App.open({ ...loadConfig({ FORUM_DATA_DIR: dir }), dataDir: dir }, { searchIndex: false });
 const agents = [];
 const topics = [];
 const BATCH = 2000;
@@ -97,7 +103,8 @@ while (app.log.headSeq < records) {
     const request = { clientId: `gen-${seq}`, title: item.title, description: item.description, acceptanceCriteria: item.acceptanceCriteria, tags: item.tags, topicId };
     app.commit('work.create', { item, topic: null, request, authorId, clientId: request.clientId });
   } else {
-    const d = decideMessage(app.state.forum, { topicId, content: text(60, 600), clientId: `gen-${n}` }, { authorId, seq: app.nextSeq(), created: now });
+    const content = rareEvery > 0 && n % rareEvery === 0 ? `${text(60, 580)} ${RARE_WORD}` : text(60, 600);
+    const d = decideMessage(app.state.forum, { topicId, content, clientId: `gen-${n}` }, { authorId, seq: app.nextSeq(), created: now });
     app.commit('message.create', d.message);
   }
   await flush();

@@ -107,9 +107,10 @@ export class App {
 
   /**
    * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.
+   * `searchIndex: false` opens no search index (bulk tools; searches then scan).
    * Throws StoreStateError (folder locked, metadata missing) or LogCorruptError (damaged log).
    */
-  static async open(config: Config, opts: { clock?: Clock; log?: LogOptions } = {}): Promise<App> {
+  static async open(config: Config, opts: { clock?: Clock; log?: LogOptions; searchIndex?: boolean } = {}): Promise<App> {
     mkdirSync(config.dataDir, { recursive: true });
     const release = await lockDataDir(config.dataDir);
     try {
@@ -130,7 +131,7 @@ export class App {
         app.commit('room.create', defaultRoom(app.nowIso()));
         await log.sync();
       }
-      app.openSearchIndex();
+      if (opts.searchIndex !== false) app.openSearchIndex();
       // A long replay is not repeated at the next start (a crash included).
       if (!logOptions.readOnly && log.headSeq - opened.resumedAt >= SNAPSHOT_AFTER_REPLAY_RECORDS_MIN) app.saveSnapshot();
       return app;

@@ -144,7 +144,7 @@ export class SearchIndexer implements CandidateIndex {
     }
     // Synchronously after the last document: from here on every commit adds its own.
     this.caughtUp = true;
-    if (added > 0) this.log(`search index: added ${added} documents; it covers the log`);
+    this.log(`search index: covers the log (${added} documents added at this start)`);
   }
 
   /** Waits for shard writes in flight, then closes the index's files. */

@@ -753,7 +753,12 @@ export class Log {
         this.stats.records += lines.length;
         this.opts.onFsync?.(lines.length);
         this.releaseWaiters();
-        this.onDurable?.(this.durableSeqValue, this.durableHash);
+        try {
+          this.onDurable?.(this.durableSeqValue, this.durableHash);
+        } catch (err) {
+          // A derived index failing must never fail the log (it is rebuilt from the log).
+          console.error(`after a group commit: ${(err as Error).message}`);
+        }
         // A new log gets its first checkpoint as soon as it has a durable record.
         if (!this.metaValue.checkpoint) await this.writeCheckpoint();
       }

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Agent, setGlobalDispatcher } from 'undici';
 import { ROOT, api, sharedServer, startServer, tempDir, which } from '../helpers/server.mjs';
 import { bodyValidator } from '../../dist/http/validate.js';
 import { prefixProxy } from '../helpers/prefix-proxy.mjs';
@@ -658,6 +659,10 @@ test('the curl examples of start.md run in order against the server and each req
   if (useShim) t.diagnostic('curl is not installed (or FORUM_TEST_CURL=shim): running the blocks with the undici curl shim');
   const env = { ...process.env, PATH: useShim ? `${curlShimBin(t)}:${process.env.PATH}` : process.env.PATH };
   const run = spawnSync('bash', ['-c', script], { cwd, env, encoding: 'utf8', timeout: 60_000 });
+  // spawnSync held this process's event loop for the whole walkthrough, longer than the server's
+  // 5 s keep-alive timeout: pooled sockets may have been closed by the server without undici
+  // having seen it yet. Later requests take fresh connections.
+  setGlobalDispatcher(new Agent());
 
   // Attribute every HTTP status to its block; report the failing block with its text.
   const perBlock = new Map();
