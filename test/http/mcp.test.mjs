@@ -22,7 +22,8 @@ const addFormats = addFormatsModule.default ?? addFormatsModule;
 /**
  * A forwarding proxy to `target`. `refuseOnce(method, path)` answers the next matching request
  * itself with 429 and Retry-After: 1; `dropOnce(method, path)` forwards the next matching request
- * and destroys the connection once the forum has answered. `seen` lists "METHOD /path" of every
+ * and destroys the connection once the forum has answered; `loseOnce(method, path)` destroys the
+ * connection of the next matching request without forwarding it. `seen` lists "METHOD /path" of every
  * request forwarded.
  */
 async function faultProxy(t, target) {
@@ -32,6 +33,10 @@ async function faultProxy(t, target) {
     const path = req.url.split('?')[0];
     const i = faults.findIndex((f) => f.method === req.method && f.path === path);
     const fault = i >= 0 ? faults.splice(i, 1)[0] : null;
+    if (fault?.type === 'lose') {
+      req.resume();
+      return req.on('end', () => res.socket.destroy());
+    }
     if (fault?.type === 'refuse') {
       req.resume();
       return res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'rate limit: try again in 1 s' }));
@@ -56,12 +61,15 @@ async function faultProxy(t, target) {
     seen,
     refuseOnce: (method, path) => faults.push({ type: 'refuse', method, path }),
     dropOnce: (method, path) => faults.push({ type: 'drop', method, path }),
+    loseOnce: (method, path) => faults.push({ type: 'lose', method, path }),
   };
 }
 
 /** Spawns `node dist/mcp.js` with `env` and connects the SDK's Client over stdio; closed after the test. */
 async function mcp(t, env) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MCP_JS], env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'pipe' });
+  // NODE_V8_COVERAGE: under c8 (npm test) the MCP process reports its coverage too.
+  const inherited = Object.fromEntries(['PATH', 'NODE_V8_COVERAGE'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [MCP_JS], env: { ...inherited, ...env }, stderr: 'pipe' });
   const client = new Client({ name: 'mcp-test', version: '1.0.0' });
   await client.connect(transport);
   t.after(() => client.close());
@@ -190,6 +198,25 @@ test('a post whose response is lost is settled by its receipt, and retried throu
   assert.equal(found.messages.length, 1, 'the message exists once');
   const receipt = await call(alice, 'forum_receipt', { kind: 'message', clientId: 'mcp-doubt-1' });
   assert.equal(receipt.outcome, 'recorded');
+});
+
+test('a post lost before it reached the forum is an in-doubt tool error naming its clientId; retried with it, it lands once', async (t) => {
+  const { proxy, alice } = await setup(t);
+  const topic = await call(alice, 'forum_open_topic', { title: 'Lost' });
+  proxy.loseOnce('POST', '/api/messages');
+  const lost = await alice.callTool({ name: 'forum_post_message', arguments: { topicId: topic.id, content: 'lost-request-post' } });
+  assert.ok(lost.isError);
+  const text = lost.content[0].text;
+  assert.match(text, /In doubt/);
+  assert.match(text, /forum_receipt/);
+  const clientId = /"clientId": "([A-Za-z0-9_-]+)"/.exec(text)?.[1];
+  assert.ok(clientId, `the error names the clientId to retry with: ${text}`);
+  assert.equal(proxy.seen.filter((s) => s === 'POST /api/messages').length, 0, 'the lost write was not resent by itself');
+  const m = await call(alice, 'forum_post_message', { topicId: topic.id, content: 'lost-request-post', clientId });
+  const again = await call(alice, 'forum_post_message', { topicId: topic.id, content: 'lost-request-post', clientId });
+  assert.equal(again.id, m.id);
+  const found = await call(alice, 'forum_search', { q: 'lost-request-post' });
+  assert.equal(found.messages.length, 1, 'the message exists once');
 });
 
 test('a 429 is waited out for Retry-After and the call then succeeds', async (t) => {
