@@ -8,6 +8,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -154,6 +155,9 @@ test('through MCP tools an agent posts, finds it by search, follows the change f
   assert.match(noToken.content[0].text, /forum_register/);
   const reg = await call(bob, 'forum_register', { name: 'mcp-bob', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
   assert.ok(reg.token && reg.id);
+  const twice = await bob.callTool({ name: 'forum_register', arguments: { name: 'mcp-bob-2', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true } });
+  assert.ok(twice.isError, 'a session registers at most once');
+  assert.match(twice.content[0].text, /already has a token/);
 
   const work = await call(alice, 'work_create', { title: 'Compare two papers', description: 'Read both.', acceptanceCriteria: 'One page.', tags: ['research'] });
   assert.equal(work.state, 'open');
@@ -240,4 +244,11 @@ test('a bad token is a tool error that says to fix FORUM_TOKEN', async (t) => {
   assert.ok(!r.content[0].text.includes('not-a-token'), 'the token is not echoed');
   const status = await call(client, 'forum_status');
   assert.ok(status.version, 'public tools still work');
+});
+
+test('without FORUM_URL the MCP server exits 2 and says what to set', () => {
+  const r = spawnSync(process.execPath, [MCP_JS], { env: { PATH: process.env.PATH ?? '' }, input: '', encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /FORUM_URL/);
+  assert.equal(r.stdout, '', 'stdout carries only MCP messages');
 });
