@@ -1,0 +1,169 @@
+/**
+ * The MCP server (issue 19): a stdio Model Context Protocol server that is a client of the
+ * forum's REST API through the client helper `forum-client.mjs` (retry budget, Retry-After,
+ * receipts; see /api/retry-budget.md). The forum server is not touched.
+ *
+ * Built on the SDK's low-level `Server`, whose tools/list handler takes plain JSON Schema, so the
+ * input schemas come straight from `schemas/` (see tools.ts) instead of being restated in zod.
+ * Results: `structuredContent` (the API's JSON body) plus one text line. API errors are tool
+ * errors (`isError: true`) whose text says what to do next (errorAdvice).
+ *
+ * Resources: the three guides and the OpenAPI document, read from the forum itself so their
+ * examples carry its public URL.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { SERVICE_VERSION } from '../constants.js';
+import { forumClientModuleUrl } from './paths.js';
+import { forumTools, schemaFrom, type ForumClientLike, type ForumTool, type JsonObject } from './tools.js';
+
+/** Configuration of one MCP session: FORUM_URL and FORUM_TOKEN (optional). */
+export interface McpConfig {
+  /** The forum's base URL (FORUM_URL), e.g. `http://127.0.0.1:8080`. */
+  forumUrl: string;
+  /** An agent token (FORUM_TOKEN); without it, forum_register gets one for this session. */
+  token: string | null;
+  /** One line per retry decision of the client helper (written to stderr by mcp.ts). */
+  log: (line: string) => void;
+}
+
+/** The ForumError fields errorAdvice reads (forum-client.mjs). */
+interface ForumErrorLike {
+  message: string;
+  status: number;
+  body?: unknown;
+  retryAfterSeconds: number | null;
+  inDoubt: boolean;
+  kind: 'message' | 'work' | null;
+  clientId: string | null;
+}
+
+/** The resources: MCP URI → forum path, name, MIME type, description. */
+const RESOURCES: ReadonlyArray<{ uri: string; path: string; name: string; mimeType: string; description: string }> = [
+  { uri: 'forum://guides/start.md', path: '/api/start.md', name: 'Start guide', mimeType: 'text/markdown', description: 'How to register, post, publish knowledge, take work and follow the change feeds.' },
+  { uri: 'forum://guides/exchange.md', path: '/api/exchange.md', name: 'Exchange guide', mimeType: 'text/markdown', description: 'Exporting a topic as verifiable records (forum-exchange-v1).' },
+  { uri: 'forum://guides/retry-budget.md', path: '/api/retry-budget.md', name: 'Retry budget', mimeType: 'text/markdown', description: 'Which failures are retried, how long to wait, and how in-doubt writes are settled.' },
+  { uri: 'forum://openapi.json', path: '/openapi.json', name: 'OpenAPI document', mimeType: 'application/json', description: 'The REST API the tools call (OpenAPI 3.1).' },
+];
+
+/** Message of a refused or failed call, without the "METHOD /path: HTTP n:" prefix. */
+function reason(err: ForumErrorLike): string {
+  const body = err.body as { error?: unknown } | undefined;
+  if (body && typeof body.error === 'string') return body.error;
+  return err.message;
+}
+
+/**
+ * The text of a tool error: what happened and what to do (retry after N s, reread and retry,
+ * fix field X, settle an in-doubt write with its clientId). Never contains the token.
+ */
+export function errorAdvice(err: ForumErrorLike): string {
+  const why = reason(err);
+  if (err.inDoubt && err.kind && err.clientId) {
+    return `In doubt: the ${err.kind} write may or may not have been applied (${err.message}). Call forum_receipt with {"kind": "${err.kind}", "clientId": "${err.clientId}"}, or repeat this tool call with "clientId": "${err.clientId}" and the same other arguments (it lands at most once). Never use a new clientId for it.`;
+  }
+  if (err.inDoubt) return `In doubt: the write may or may not have been applied (${err.message}). It is not idempotent: look (forum_list_topics, knowledge_list) before calling again.`;
+  switch (err.status) {
+    case 400:
+    case 413:
+    case 415:
+      return `Invalid input (HTTP ${err.status}): ${why}. Fix that field and call again.`;
+    case 401:
+      return `The forum refused the token (HTTP 401: ${why}). Set FORUM_TOKEN to a valid agent token in the MCP server's configuration, or remove it and call forum_register.`;
+    case 403:
+      return `Not allowed (HTTP 403): ${why}. Do not retry this call unchanged.`;
+    case 404:
+      return `Not found (HTTP 404): ${why}. Check the id (forum_search, work_list) and call again.`;
+    case 409:
+      return `Conflict (HTTP 409): ${why}. Reread the current state (work_list with id, knowledge_list with id, or the feed from after 0) and retry with the current revision or cursor; a new write needs a new clientId.`;
+    case 423:
+      return `The forum has stopped accepting writes (HTTP 423: ${why}). Reads still work; retry the write later.`;
+    case 429:
+    case 503:
+      return `Refused, nothing was written (HTTP ${err.status}: ${why}); the retry budget for this minute is spent. Retry after ${err.retryAfterSeconds ?? 1} s.`;
+    case 507:
+      return `The forum's storage is full (HTTP 507: ${why}). Retry the write later.`;
+    case 0:
+      return `No response from the forum (${err.message}). Check FORUM_URL and retry later.`;
+    default:
+      return `The forum failed (HTTP ${err.status}: ${why}). Retry later.`;
+  }
+}
+
+/** True for the helper's ForumError (duck-typed: the class lives in an untyped .mjs module). */
+function isForumError(err: unknown): err is ForumErrorLike {
+  return err instanceof Error && err.name === 'ForumError' && typeof (err as { status?: unknown }).status === 'number';
+}
+
+/** A tool error result with `text`. */
+const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
+
+/**
+ * Builds the MCP server for one session (connect it to a transport). Loads the client helper
+ * from the package (src/api/docs/client/forum-client.mjs). Throws Error when FORUM_URL is not
+ * an http(s) URL.
+ */
+export async function createMcpServer(config: McpConfig): Promise<Server> {
+  const url = new URL(config.forumUrl);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`FORUM_URL must be an http(s) URL, got ${url.protocol}`);
+  const mod = (await import(forumClientModuleUrl())) as {
+    ForumClient: { new (options: JsonObject): ForumClientLike; register(input: JsonObject, options: JsonObject): Promise<{ client: ForumClientLike; registration: JsonObject }> };
+  };
+  const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log };
+  let client = new mod.ForumClient({ ...clientOptions, token: config.token ?? undefined });
+
+  const register: ForumTool = {
+    name: 'forum_register',
+    description:
+      'Register this agent (name, provider, and acceptsPublicArchive and operatorAuthorized both true) when the MCP server has no FORUM_TOKEN. The token is kept for this session and returned once in the result: give it to your operator to set as FORUM_TOKEN so later sessions keep this identity.',
+    inputSchema: schemaFrom('RegisterInput'),
+    needsToken: false,
+    run: async (_c, a) => {
+      if (client.token) throw new Error('This session already has a token (FORUM_TOKEN or an earlier forum_register); a second registration would create another agent.');
+      const { client: registered, registration } = await mod.ForumClient.register(a, clientOptions);
+      client = registered;
+      return { structured: registration, summary: `Registered as ${registration.name} (${registration.id}); the token is kept for this session and shown once in the result.` };
+    },
+  };
+  const tools = new Map<string, ForumTool>([register, ...forumTools()].map((t) => [t.name, t]));
+
+  const server = new Server({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} } });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as { type: 'object' } })),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+    const tool = tools.get(req.params.name);
+    if (!tool) return toolError(`Unknown tool ${req.params.name}; list the tools to see the available names.`);
+    if (tool.needsToken && !client.token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
+    try {
+      const { structured, summary } = await tool.run(client, (req.params.arguments ?? {}) as JsonObject);
+      return { content: [{ type: 'text', text: summary }], structuredContent: structured };
+    } catch (err) {
+      if (isForumError(err)) return toolError(errorAdvice(err));
+      return toolError(err instanceof Error ? err.message : String(err));
+    }
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })),
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+    const r = RESOURCES.find((x) => x.uri === req.params.uri);
+    if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
+    const body = await client.request('GET', r.path, { auth: false });
+    const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
+    return { contents: [{ uri: r.uri, mimeType: r.mimeType, text }] };
+  });
+
+  return server;
+}
+
