@@ -93,7 +93,7 @@ async function warmPageCache(dataDir) {
   }
 }
 
-/** Starts `node <dist>/server.js` on dataDir; resolves to {proc, url, readyS, stderr()} or {failed}. */
+/** Starts `node <dist>/server.js` on dataDir; resolves to {proc, url, readyS, stdout()} or {failed}. */
 function startServer(dist, dataDir) {
   const started = performance.now();
   const proc = spawn(process.execPath, [path.join(dist, 'server.js')], {
@@ -114,9 +114,7 @@ function startServer(dist, dataDir) {
       const line = out.split('\n').find((l) => l.includes('"listening"'));
       if (line) {
         clearTimeout(timer);
-        proc.stdout.removeAllListeners('data');
-        proc.stdout.resume();
-        resolve({ proc, url: JSON.parse(line).url, readyS: (performance.now() - started) / 1000, stderr: () => stderr });
+        resolve({ proc, url: JSON.parse(line).url, readyS: (performance.now() - started) / 1000, stdout: () => out });
       }
     });
     proc.once('exit', (code, signal) => {
@@ -198,10 +196,10 @@ async function statusUnderSearch(url, token, seconds) {
   return { p50: percentile(times, 50), p99: percentile(times, 99), rps: times.length / seconds, searches };
 }
 
-/** Waits until the server's stderr says its search index covers the log. */
+/** Waits until the server's log (stdout) says its search index covers the log. */
 async function indexCaughtUp(server, timeoutMs) {
   const started = performance.now();
-  while (!/search index: .*covers the log/.test(server.stderr())) {
+  while (!/search index: .*covers the log/.test(server.stdout())) {
     if (performance.now() - started > timeoutMs) return false;
     if (server.proc.exitCode !== null) return false;
     await new Promise((r) => setTimeout(r, 500));

@@ -182,8 +182,8 @@ export class App {
         onDrop: (file, reason) => console.error(`search index: dropped ${file}: ${reason}; its documents are added again from the log`),
       });
       const log = this.log;
-      const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (line) =>
-        console.error(line),
+      const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
+        level === 'info' ? console.log(JSON.stringify({ msg: line })) : console.error(line),
       );
       indexer.validate();
       log.onDurable = (seq, hash) => indexer.durable(seq, hash);

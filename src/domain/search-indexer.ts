@@ -38,7 +38,8 @@ export class SearchIndexer implements CandidateIndex {
   /**
    * Input: the open index and its documents per shard, the state (its message rows and knowledge revisions name the
    * documents), the records (to read documents back and the stored hash of a seq), the log head
-   * and durable head (functions), and a logger for what happened to the index.
+   * and durable head (functions), and a logger for what happened to the index (`info` for progress,
+   * `warn` for a shard dropped, rebuilt or not written).
    */
   constructor(
     private readonly index: NgramIndex,
@@ -46,7 +47,7 @@ export class SearchIndexer implements CandidateIndex {
     private readonly state: State,
     private readonly records: SegmentRecords,
     private readonly head: () => { seq: number; durableSeq: number },
-    private readonly log: (line: string) => void,
+    private readonly log: (level: 'info' | 'warn', line: string) => void,
   ) {}
 
   /**
@@ -64,7 +65,7 @@ export class SearchIndexer implements CandidateIndex {
         stored = null;
       }
       if (stored !== shard.lastHash) {
-        this.log(`search index: shard ${shard.firstSeq}..${shard.lastSeq} does not match the log; it and the shards after it are rebuilt`);
+        this.log('warn', `search index: shard ${shard.firstSeq}..${shard.lastSeq} does not match the log; it and the shards after it are rebuilt`);
         this.index.truncateFrom(shard.firstSeq);
         return;
       }
@@ -81,7 +82,7 @@ export class SearchIndexer implements CandidateIndex {
       yield* this.index.candidates(lq, opts);
     } catch (err) {
       if (err instanceof NgramIndexDamagedError) {
-        this.log(`search index: ${err.message}; rebuilding from seq ${err.firstSeq}`);
+        this.log('warn', `search index: ${err.message}; rebuilding from seq ${err.firstSeq}`);
         this.caughtUp = false;
         this.index.truncateFrom(err.firstSeq);
         this.startCatchUp();
@@ -100,7 +101,7 @@ export class SearchIndexer implements CandidateIndex {
   /** After a group commit: lets the index seal a full live shard (its records are on disk now). */
   durable(seq: number, hash: string): void {
     if (!this.caughtUp) return;
-    this.index.durable(seq, hash).catch((err: Error) => this.log(`search index: a shard was not written (${err.message}); it stays in memory`));
+    this.index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message}); it stays in memory`));
   }
 
   /** Starts adding the documents the index lacks, in slices; resolves when it covers the head. */
@@ -138,13 +139,13 @@ export class SearchIndexer implements CandidateIndex {
       // A full live shard is sealed once its documents' records are on disk.
       if (this.index.liveDocs >= this.shardDocsMax && seq <= this.head().durableSeq) {
         const hash = this.records.storedHashOf(seq);
-        if (hash !== null) void this.index.durable(seq, hash).catch((err: Error) => this.log(`search index: a shard was not written (${err.message})`));
+        if (hash !== null) void this.index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message})`));
       }
       if ((added & 63) === 0 && slice.due()) await slice.next();
     }
     // Synchronously after the last document: from here on every commit adds its own.
     this.caughtUp = true;
-    this.log(`search index: covers the log (${added} documents added at this start)`);
+    this.log('info', `search index: covers the log (${added} documents added at this start)`);
   }
 
   /** Waits for shard writes in flight, then closes the index's files. */

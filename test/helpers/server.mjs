@@ -51,22 +51,21 @@ export function tempDir(t, prefix = 'forum-test-') {
  */
 export async function startServer(t, opts = {}) {
   const dataDir = opts.dataDir ?? tempDir(t);
-  const handle = { dataDir, proc: null, url: null, stderr: '' };
+  const handle = { dataDir, proc: null, url: null, stdout: '', stderr: '' };
   const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...opts.env };
 
   handle.start = async () => {
     const proc = spawn(process.execPath, [SERVER_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     handle.proc = proc;
+    handle.stdout = '';
     handle.stderr = '';
     proc.stderr.on('data', (d) => (handle.stderr += d));
+    proc.stdout.on('data', (d) => (handle.stdout += d));
     handle.url = await new Promise((resolve, reject) => {
-      let out = '';
-      const onData = (d) => {
-        out += d;
-        const line = out.split('\n').find((l) => l.includes('"listening"'));
+      const onData = () => {
+        const line = handle.stdout.split('\n').find((l) => l.includes('"listening"'));
         if (line) {
           proc.stdout.off('data', onData);
-          proc.stdout.resume();
           resolve(JSON.parse(line).url);
         }
       };

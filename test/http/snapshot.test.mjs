@@ -142,10 +142,10 @@ test('a damaged or foreign state snapshot is not used: the server says so, repla
 const SEARCH_DIR = (dir) => join(dir, 'index', 'search');
 const shardFiles = (dir) => (existsSync(SEARCH_DIR(dir)) ? readdirSync(SEARCH_DIR(dir)).filter((f) => f.endsWith('.ngram')) : []);
 
-/** Waits until the server's search index covers the log (its catch-up says so on stderr). */
+/** Waits until the server's search index covers the log (its catch-up logs so on stdout). */
 async function settle(s) {
-  for (let i = 0; i < 500 && !/search index: covers the log/.test(s.stderr); i++) await new Promise((r) => setTimeout(r, 20));
-  assert.match(s.stderr, /search index: covers the log/);
+  for (let i = 0; i < 500 && !/search index: covers the log/.test(s.stdout); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.match(s.stdout, /search index: covers the log/);
 }
 
 test('searches answer the same through the n-gram index, with its shards deleted, damaged or rebuilt', async (t) => {
