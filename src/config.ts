@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
+import { CONNECTIONS_PER_ADDRESS_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -42,6 +42,11 @@ export interface Config {
    * created by POST /api/register only, not operators created with the CLI.
    */
   maxAgents: number | null;
+  /**
+   * Most connections one peer address holds open at once (FORUM_CONNECTIONS_PER_ADDRESS, default
+   * CONNECTIONS_PER_ADDRESS_DEFAULT = 256; 0 = no cap). Issue 21.
+   */
+  connectionsPerAddress: number;
   /** Writes answer 507 when free disk space under the data folder is below this (FORUM_MIN_FREE_BYTES). */
   minFreeBytes: number;
   /**
@@ -113,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
     trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
+    connectionsPerAddress: intEnv(env, 'FORUM_CONNECTIONS_PER_ADDRESS', CONNECTIONS_PER_ADDRESS_DEFAULT)!,
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
     recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),

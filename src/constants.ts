@@ -213,6 +213,13 @@ export const SERVER_TIMEOUTS = {
  * segment. Well above what the global limit of 600 requests a minute needs.
  */
 export const CONNECTIONS_MAX = 1024;
+/**
+ * Default cap on connections one peer address holds open at once (ours; issue 21 "connection
+ * flood"; FORUM_CONNECTIONS_PER_ADDRESS, 0 = no cap): a quarter of CONNECTIONS_MAX, so one client
+ * cannot take the listener from everyone else. The address is the TCP peer: behind a proxy or
+ * tunnel every client shares the proxy's address, and the operator raises or disables the cap.
+ */
+export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
 /** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */

@@ -82,7 +82,11 @@ export async function startService(
     guards,
     clientIp: clientIpResolver(config.trustProxy),
   });
-  const server = createHttpServer(listener, opts.timeouts, opts.connectionsMax);
+  const server = createHttpServer(listener, {
+    timeouts: opts.timeouts,
+    connectionsMax: opts.connectionsMax,
+    connectionsPerAddress: config.connectionsPerAddress,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -20,8 +20,9 @@
  * are written by the `clientError` handler of `createHttpServer`, with the same headers.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { App } from '../app.js';
-import { CONNECTIONS_MAX, CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
@@ -356,17 +357,58 @@ export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
   return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`;
 }
 
+/** Options of `createHttpServer`; every field has a production default. */
+export interface HttpServerOptions {
+  /** Timeouts against slow or idle clients (default SERVER_TIMEOUTS; tests shorten them). */
+  timeouts?: ServerTimeouts;
+  /** Most connections held open at once (default CONNECTIONS_MAX); more are closed on arrival. */
+  connectionsMax?: number;
+  /**
+   * Most connections one peer address holds open at once (0 = no cap; default
+   * CONNECTIONS_PER_ADDRESS_DEFAULT); more from that address are closed on arrival (issue 21).
+   */
+  connectionsPerAddress?: number;
+}
+
+/** The response a socket is writing now (Node's own field; null between requests). */
+function responseInFlight(socket: Socket): ServerResponse | null {
+  return (socket as { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
+}
+
+/**
+ * Writes a parser-error reply only once every request that arrived whole before the bad bytes has
+ * been answered (issue 21: a committed write's 201 must not be lost to pipelined garbage after
+ * it). Node answers pipelined requests in order and hands the socket to the next queued response
+ * when one finishes, so this waits on each in turn. A response whose request is not complete is
+ * the one the error belongs to (a broken body): the reply is written at once, as before, unless
+ * that response has begun, in which case the connection is dropped.
+ */
+function replyAfterAnswered(socket: Socket, reply: string): void {
+  const inFlight = responseInFlight(socket);
+  if (inFlight && !inFlight.writableFinished && inFlight.req.complete) {
+    const next = (): void => replyAfterAnswered(socket, reply);
+    inFlight.once('finish', next);
+    // A response closed before it finished (the peer went away) ends the connection.
+    inFlight.once('close', () => inFlight.writableFinished || socket.destroy());
+    return;
+  }
+  if (!socket.writable) return;
+  if (inFlight?.headersSent && !inFlight.writableFinished) return void socket.destroy();
+  socket.end(reply);
+}
+
 /**
  * Creates the public HTTP server for the listener (not yet listening).
- * Input: the request listener; the timeouts (default SERVER_TIMEOUTS; tests shorten them); the
- * most connections held open at once (default CONNECTIONS_MAX; more are closed on arrival).
- * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`.
+ * Input: the request listener and HttpServerOptions.
+ * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`,
+ * after the answers to the requests before them on the same connection. Connections beyond the
+ * per-address cap are closed as they arrive, before any byte is read.
  */
 export function createHttpServer(
   listener: (req: IncomingMessage, res: ServerResponse) => void,
-  timeouts: ServerTimeouts = SERVER_TIMEOUTS,
-  connectionsMax: number = CONNECTIONS_MAX,
+  opts: HttpServerOptions = {},
 ): Server {
+  const timeouts = opts.timeouts ?? SERVER_TIMEOUTS;
   const server = createServer(
     {
       headersTimeout: timeouts.headersTimeoutMs,
@@ -380,13 +422,34 @@ export function createHttpServer(
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
   // byte would otherwise stay open for ever.
   server.setTimeout(timeouts.socketIdleTimeoutMs);
-  server.maxConnections = connectionsMax;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // As Node's default handler: never write into a response that has already begun.
-    const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-    const reply = socket.writable && !inFlight?.headersSent ? clientErrorReply(err) : null;
-    if (reply === null) return socket.destroy();
-    socket.end(reply);
+  server.maxConnections = opts.connectionsMax ?? CONNECTIONS_MAX;
+  const perAddress = opts.connectionsPerAddress ?? CONNECTIONS_PER_ADDRESS_DEFAULT;
+  if (perAddress > 0) {
+    const open = new Map<string, number>();
+    server.on('connection', (socket: Socket) => {
+      const address = socket.remoteAddress ?? 'unknown';
+      const count = open.get(address) ?? 0;
+      if (count >= perAddress) return void socket.destroy();
+      open.set(address, count + 1);
+      socket.once('close', () => {
+        const left = open.get(address)! - 1;
+        if (left === 0) open.delete(address);
+        else open.set(address, left);
+      });
+    });
+  }
+  const answered = new WeakSet<Socket>();
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    // The parser reports every later chunk of a broken stream again; the first report answers.
+    if (answered.has(socket)) return;
+    answered.add(socket);
+    const reply = socket.writable ? clientErrorReply(err) : null;
+    if (reply === null) return void socket.destroy();
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      // The timed-out request is the one in flight; it will never be answered otherwise.
+      return void (responseInFlight(socket)?.headersSent ? socket.destroy() : socket.end(reply));
+    }
+    replyAfterAnswered(socket, reply);
   });
   return server;
 }

@@ -180,13 +180,14 @@ function idleSockets(url, n) {
 
 test('many idle connections do not stop the server from answering', async (t) => {
   const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 500, checkIntervalMs: 100, socketIdleTimeoutMs: 1000 } });
-  const sockets = idleSockets(h.url, 300);
+  // 200: under the per-address cap (256), so the idle timeout is what closes them.
+  const sockets = idleSockets(h.url, 200);
   await new Promise((r) => setTimeout(r, 100));
   assert.equal((await h.get('/api/status')).status, 200);
   await new Promise((r) => setTimeout(r, 1600));
   const open = sockets.filter((s) => !s.destroyed && s.readyState === 'open').length;
   for (const s of sockets) s.destroy();
-  assert.ok(open < 300, `idle connections are closed by the server (still open: ${open})`);
+  assert.ok(open < 200, `idle connections are closed by the server (still open: ${open})`);
 });
 
 test('connections beyond the cap are closed on arrival, and the server answers again once others close', async (t) => {
@@ -201,6 +202,51 @@ test('connections beyond the cap are closed on arrival, and the server answers a
   for (const s of sockets) s.destroy();
   await new Promise((r) => setTimeout(r, 100));
   assert.equal((await h.get('/api/status')).status, 200, 'with the flood gone the server answers');
+});
+
+test('one address holds at most FORUM_CONNECTIONS_PER_ADDRESS connections, so a flood from it leaves another address served', async (t) => {
+  const h = await startInProcess(t, { connectionsMax: 40, env: { FORUM_CONNECTIONS_PER_ADDRESS: '10' } });
+  // Sixty idle connections from 127.0.0.1: without the per-address cap they would fill all 40.
+  const flood = idleSockets(h.url, 60);
+  await new Promise((r) => setTimeout(r, 300));
+  const held = flood.filter((s) => !s.destroyed && s.readyState === 'open').length;
+  assert.equal(held, 10, 'the flooding address keeps exactly its cap');
+  // Another address (Linux routes all of 127/8 to loopback) is answered at once.
+  const { port } = new URL(h.url);
+  const other = new Client(`http://127.0.0.1:${port}`, { localAddress: '127.0.0.2' });
+  t.after(() => other.close());
+  const started = Date.now();
+  const res = await other.request({ path: '/api/status', method: 'GET' });
+  await res.body.text();
+  assert.equal(res.statusCode, 200);
+  assert.ok(Date.now() - started < 1000, `answered in ${Date.now() - started} ms`);
+  for (const s of flood) s.destroy();
+});
+
+test('a committed POST followed on the same connection by garbage gets its 201 first, then the 400', async (t) => {
+  const { s, a, topic } = await setup(t);
+  const body = JSON.stringify({ topicId: topic.id, content: 'answered before the garbage', clientId: 'pipelined-1' });
+  const post = `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const out = await rawExchange(s.url, [post + 'XXXX garbage\r\n\r\n'], { endAfter: false });
+  assert.match(out, /^HTTP\/1.1 201 /, out.slice(0, 200));
+  const second = out.indexOf('HTTP/1.1 400 ');
+  assert.ok(second > 0, `the garbage is answered 400 after the 201: ${out.slice(0, 600)}`);
+  assert.equal(JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4, second)).clientId, 'pipelined-1');
+  const receipt = await s.get(`/api/receipts?kind=message&clientId=pipelined-1`, a.token);
+  assert.equal(receipt.status, 200, JSON.stringify(receipt.body));
+  assert.equal(receipt.body.outcome, 'recorded');
+});
+
+test('two pipelined requests before garbage are both answered, in order, before the 400', async (t) => {
+  const { s, a, topic } = await setup(t);
+  const one = (clientId) => {
+    const body = JSON.stringify({ topicId: topic.id, content: `pipelined ${clientId}`, clientId });
+    return `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const out = await rawExchange(s.url, [one('p-a') + one('p-b') + '\x01\x02 not http\r\n\r\n'], { endAfter: false });
+  const statuses = [...out.matchAll(/HTTP\/1.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  assert.deepEqual(statuses, [201, 201, 400], out.slice(0, 800));
+  assert.ok(out.indexOf('"p-a"') < out.indexOf('"p-b"'));
 });
 
 test('text is data: HTML, scripts, control characters and instructions are stored and returned byte-exact', async (t) => {
