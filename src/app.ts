@@ -6,6 +6,7 @@
  */
 import { Log, type LogOptions, type LogRecord } from './store/log.js';
 import { lockDataDir } from './store/lock.js';
+import { removeStaleTempFiles } from './store/fsutil.js';
 import { assertNoRestoreInProgress } from './store/archive.js';
 import { apply, createState, type State } from './domain/state.js';
 import { defaultRoom } from './domain/forum/forum.js';
@@ -115,7 +116,13 @@ export class App {
     const release = await lockDataDir(config.dataDir);
     try {
       assertNoRestoreInProgress(config.dataDir);
+      // Holding the lock, no other process writes here: temporary files are a dead writer's.
+      for (const dir of [config.dataDir, join(config.dataDir, INDEX_DIR)]) {
+        for (const name of removeStaleTempFiles(dir)) console.error(`removed ${join(dir, name)}, a temporary file left by an interrupted write`);
+      }
       const logOptions: LogOptions = {
+        onCheckpointNoSpace: (err) =>
+          console.error(`the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),
         onTruncate: (file, offset, bytes) =>
           console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
         onComplete: (file, offset) =>

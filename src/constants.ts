@@ -149,8 +149,23 @@ export const RATE_LIMIT_KEYS_MAX = 50_000;
  * whole /64 and could otherwise take a fresh address for every registration.
  */
 export const IPV6_RATE_PREFIX_BITS = 64;
-/** Free disk space under the data folder is re-measured at most this often (ours). */
+/**
+ * Free disk space under the data folder is re-measured at most this often (ours), unless the
+ * estimate comes within DISK_RECHECK_MARGIN_BYTES of the floor.
+ */
 export const DISK_CHECK_INTERVAL_MS = 5 * 1000;
+/**
+ * Within this many bytes above FORUM_MIN_FREE_BYTES (plus the write's own estimate), free space
+ * is re-measured before every write instead of every DISK_CHECK_INTERVAL_MS (ours; issue 21 case
+ * 3): near the floor, what other writers (the search index, a snapshot, other programs) used
+ * since the last measurement must not slip past the 507.
+ */
+export const DISK_RECHECK_MARGIN_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes a write adds to the log beyond its request body, at most: the record envelope (seq, time,
+ * type, ids the server assigns) and the chained hash (ours; issue 21 case 3, the per-write estimate).
+ */
+export const RECORD_OVERHEAD_BYTES_MAX = 1024;
 /** Retry-After sent with 503 while the service shuts down (ours: about one restart). */
 export const SHUTDOWN_RETRY_AFTER_SECONDS = 5;
 

@@ -72,6 +72,13 @@ export async function startService(
     disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
     shutdown: new ShutdownGate(),
   };
+  const free = protections.disk.freeBytes(now());
+  if (free !== null && free < config.minFreeBytes) {
+    console.error(
+      `the disk under ${config.dataDir} has ${free} bytes free, below FORUM_MIN_FREE_BYTES (${config.minFreeBytes}): ` +
+        'serving reads only; every write gets 507 until space is freed (no restart needed)',
+    );
+  }
   const guards = composeGuards(
     protections.shutdown,
     protections.rateLimits,

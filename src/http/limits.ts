@@ -25,12 +25,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import {
+  BODY_BYTES_MAX,
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
+  DISK_RECHECK_MARGIN_BYTES,
   IPV6_RATE_PREFIX_BITS,
   PUBLIC_REQUESTS_PER_MINUTE,
   RATE_LIMIT_KEYS_MAX,
   RATE_WINDOW_HOUR_MS,
   RATE_WINDOW_MINUTE_MS,
+  RECORD_OVERHEAD_BYTES_MAX,
   REGISTRATIONS_PER_IP_PER_HOUR,
   SHUTDOWN_RETRY_AFTER_SECONDS,
   WRITES_PER_TOKEN_PER_MINUTE,
@@ -39,6 +42,7 @@ import type { TrustProxyMode } from '../config.js';
 import { HttpError, insufficientStorage, tooManyRequests } from './errors.js';
 import type { RequestContext, Route } from './router.js';
 import type { Guards } from './server.js';
+import type { DiskSpace } from '../store/disk.js';
 
 // ---------------------------------------------------------------------------------------------
 // The limiter
@@ -374,30 +378,38 @@ export class ShutdownGate implements Guards {
 }
 
 /**
- * 507 for every POST while free space under the data folder is below `minFreeBytes`
- * (FORUM_MIN_FREE_BYTES), before the body is read, so nothing is written. Reads keep working.
- * `disk.freeBytes` is a cached measurement (src/store/disk.ts), not a syscall per request.
+ * 507 for a POST whose record would take free space under the data folder below `minFreeBytes`
+ * (FORUM_MIN_FREE_BYTES; part 7, issue 21 case 3), before the body is read, so nothing is
+ * written. Reads keep working. A write is estimated at its Content-Length (BODY_BYTES_MAX when
+ * chunked) plus RECORD_OVERHEAD_BYTES_MAX and reserved against the free space until it is
+ * answered, so concurrent writes cannot all pass one measurement. `disk` keeps the estimate
+ * current between measurements (src/store/disk.ts), re-measuring before every write near the floor.
  */
 export class DiskGuard implements Guards {
   constructor(
-    private readonly disk: { freeBytes(nowMs: number): number | null },
+    private readonly disk: Pick<DiskSpace, 'freeBytes' | 'reserve' | 'settle'>,
     private readonly minFreeBytes: number,
     private readonly now: () => number,
   ) {}
 
   /**
-   * Refuses a POST with 507 (LOW_DISK_SPACE) while free space under the data folder is below
-   * `minFreeBytes` (part 7; FORUM_MIN_FREE_BYTES), before anything is written. Reads pass.
+   * Refuses a POST with 507 (LOW_DISK_SPACE) when free space minus this write's estimated bytes
+   * would fall below `minFreeBytes`; otherwise reserves the estimate until `res` closes.
    */
-  afterAuth(route: Route): void {
+  afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
     if (route.method !== 'POST') return;
-    const free = this.disk.freeBytes(this.now());
-    if (free !== null && free < this.minFreeBytes) {
+    const declared = Number(ctx.req.headers['content-length']);
+    const need = (Number.isSafeInteger(declared) && declared >= 0 && declared <= BODY_BYTES_MAX ? declared : BODY_BYTES_MAX) + RECORD_OVERHEAD_BYTES_MAX;
+    const floor = this.minFreeBytes + need;
+    const free = this.disk.freeBytes(this.now(), floor + DISK_RECHECK_MARGIN_BYTES);
+    if (free !== null && free < floor) {
       throw insufficientStorage(
-        `storage limit: free disk space under the data folder is below FORUM_MIN_FREE_BYTES (${this.minFreeBytes} bytes); nothing was written; the operator must free space`,
+        `storage limit: free disk space under the data folder is below FORUM_MIN_FREE_BYTES (${this.minFreeBytes} bytes) once this write is counted; nothing was written; the operator must free space`,
         'LOW_DISK_SPACE',
       );
     }
+    this.disk.reserve(need);
+    res.once('close', () => this.disk.settle(need));
   }
 }
 

@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'no
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreStateError } from './errors.js';
+import { isNoSpaceError } from './fsutil.js';
 
 const LOCK_STALE_MS = 10_000;
 const LOCK_UPDATE_MS = 2_000;
@@ -83,7 +84,14 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
     rmSync(lockPath(dataDir), { recursive: true, force: true });
     release = await tryLock(dataDir);
   }
-  writeFileSync(ownerPath(dataDir), JSON.stringify({ pid: process.pid, host: hostname(), dir: realpathSync(dataDir) }));
+  try {
+    writeFileSync(ownerPath(dataDir), JSON.stringify({ pid: process.pid, host: hostname(), dir: realpathSync(dataDir) }));
+  } catch (err) {
+    if (!isNoSpaceError(err)) throw err;
+    // A full disk must not stop a start that only serves reads (issue 21). Without the record, a
+    // lock left by a killed holder is taken over once proper-lockfile sees it stale (LOCK_STALE_MS).
+    rmSync(ownerPath(dataDir), { force: true });
+  }
   return async () => {
     rmSync(ownerPath(dataDir), { force: true });
     await release();

@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
-import { fsyncDir, fsyncDirSync } from './fsutil.js';
+import { fsyncDir, fsyncDirSync, isNoSpaceError } from './fsutil.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { segmentName, type SegmentRecords } from './records.js';
 
@@ -80,6 +80,12 @@ export interface LogOptions {
   onComplete?: (file: string, offset: number) => void;
   /** Do not modify anything: report a torn tail as damage instead of truncating it. */
   readOnly?: boolean;
+  /**
+   * Called when the checkpoint in meta.json could not be written at open or close because the
+   * disk is full (ENOSPC/EDQUOT). The checkpoint only lags then (it is written again when a
+   * segment closes or at the next close); the log itself is intact.
+   */
+  onCheckpointNoSpace?: (err: Error) => void;
   /** Also check that every record is in canonical form (verify). */
   strict?: boolean;
   /**
@@ -622,7 +628,7 @@ export class Log {
       else opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
     }
     const log = new Log(dataDir, meta, replay, opts);
-    if (!opts.readOnly) await log.writeCheckpoint();
+    if (!opts.readOnly) await log.writeCheckpointUnlessNoSpace();
     return log;
   }
 
@@ -648,6 +654,16 @@ export class Log {
     const meta: LogMeta = { ...this.metaValue, checkpoint: { seq, hash: this.durableHash } };
     await writeMetaAsync(this.dataDir, meta);
     this.metaValue = meta;
+  }
+
+  /** writeCheckpoint, where a full disk is reported to `onCheckpointNoSpace` instead of thrown. */
+  private async writeCheckpointUnlessNoSpace(): Promise<void> {
+    try {
+      await this.writeCheckpoint();
+    } catch (err) {
+      if (!isNoSpaceError(err)) throw err;
+      this.opts.onCheckpointNoSpace?.(err as Error);
+    }
   }
 
   /** False after a write failed or for a read-only log: nothing may be derived from its head then. */
@@ -813,7 +829,7 @@ export class Log {
     if (!this.failed) await this.sync().catch(() => undefined);
     while (this.flushing) await new Promise((r) => setImmediate(r));
     try {
-      if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpoint();
+      if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
     } finally {
       if (this.handle) {
         await this.handle.close();

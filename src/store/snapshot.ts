@@ -25,7 +25,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDirSync } from './fsutil.js';
+import { fsyncDirSync, tempPathOf } from './fsutil.js';
 import { listSegments } from './log.js';
 
 /** Folder of derived index files inside the data folder. */
@@ -105,7 +105,7 @@ export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'for
     bodySha256: createHash('sha256').update(body).digest('hex'),
   };
   const path = snapshotPath(dataDir);
-  const tmp = `${path}.tmp-${process.pid}`;
+  const tmp = tempPathOf(path);
   const fd = openSync(tmp, 'w', 0o600);
   try {
     const head = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
@@ -114,9 +114,13 @@ export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'for
       while (w < buf.length) w += writeSync(fd, buf, w, buf.length - w);
     }
     fsyncSync(fd);
-  } finally {
+  } catch (err) {
+    // Tens of MB of a half-written snapshot must not stay on a disk that just ran full.
     closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
   }
+  closeSync(fd);
   renameSync(tmp, path);
   fsyncDirSync(dir);
 }

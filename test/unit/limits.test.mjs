@@ -14,8 +14,11 @@ import { DiskSpace } from '../../dist/store/disk.js';
 import { loadConfig } from '../../dist/config.js';
 import { clientErrorReply } from '../../dist/http/server.js';
 import {
+  BODY_BYTES_MAX,
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
   DISK_CHECK_INTERVAL_MS,
+  DISK_RECHECK_MARGIN_BYTES,
+  RECORD_OVERHEAD_BYTES_MAX,
   RATE_LIMIT_KEYS_MAX,
 } from '../../dist/constants.js';
 
@@ -224,21 +227,80 @@ test('the free-space probe runs at most once per check interval', () => {
   assert.equal(disk.probes, 2);
 });
 
+/** A POST for the disk guard: a request with the given Content-Length, and a closable response. */
+function postFor(contentLength) {
+  const listeners = [];
+  const headers = contentLength === undefined ? {} : { 'content-length': String(contentLength) };
+  return {
+    route: { method: 'POST' },
+    ctx: { req: { headers } },
+    res: { once: (event, fn) => event === 'close' && listeners.push(fn) },
+    close: () => listeners.splice(0).forEach((fn) => fn()),
+  };
+}
+const admit = (guard, p) => guard.afterAuth(p.route, p.ctx, p.res);
+
 test('a failing free-space probe does not refuse writes', (t) => {
   t.mock.method(console, 'error', () => {});
   const disk = new DiskSpace(() => {
     throw new Error('ENOSYS');
   }, DISK_CHECK_INTERVAL_MS);
   const guard = new DiskGuard(disk, 100, () => T0);
-  guard.afterAuth({ method: 'POST' });
+  admit(guard, postFor(10));
   assert.equal(disk.freeBytes(T0), null);
 });
 
-test('the disk guard refuses POSTs with 507 below the minimum and never refuses reads', () => {
-  const guard = new DiskGuard({ freeBytes: () => 99 }, 100, () => T0);
-  guard.afterAuth({ method: 'GET' });
-  assert.throws(() => guard.afterAuth({ method: 'POST' }), (err) => err.status === 507 && /FORUM_MIN_FREE_BYTES/.test(err.message));
-  new DiskGuard({ freeBytes: () => 100 }, 100, () => T0).afterAuth({ method: 'POST' });
+test('the disk guard refuses a POST with 507 when its estimated bytes would cross the minimum, and never refuses reads', () => {
+  const disk = (free) => new DiskSpace(() => free, DISK_CHECK_INTERVAL_MS);
+  const MIN = 1_000_000;
+  const need = 500 + RECORD_OVERHEAD_BYTES_MAX;
+  new DiskGuard(disk(0), MIN, () => T0).afterAuth({ method: 'GET' });
+  assert.throws(() => admit(new DiskGuard(disk(MIN + need - 1), MIN, () => T0), postFor(500)), (err) => err.status === 507 && /FORUM_MIN_FREE_BYTES/.test(err.message));
+  admit(new DiskGuard(disk(MIN + need), MIN, () => T0), postFor(500));
+  // A chunked body (no Content-Length) is counted at the largest body allowed.
+  assert.throws(() => admit(new DiskGuard(disk(MIN + need), MIN, () => T0), postFor(undefined)), (err) => err.status === 507);
+  admit(new DiskGuard(disk(MIN + BODY_BYTES_MAX + RECORD_OVERHEAD_BYTES_MAX), MIN, () => T0), postFor(undefined));
+});
+
+test('writes in flight are counted against the free space, so concurrent writes cannot all pass one measurement', () => {
+  const MIN = 1_000_000;
+  const need = 1000 + RECORD_OVERHEAD_BYTES_MAX;
+  // The simulated disk: what answered writes put on it is gone from the free space.
+  let onDisk = 0;
+  const disk = new DiskSpace(() => MIN + 2.5 * need - onDisk, DISK_CHECK_INTERVAL_MS);
+  const guard = new DiskGuard(disk, MIN, () => T0);
+  const first = postFor(1000);
+  admit(guard, first);
+  admit(guard, postFor(1000));
+  assert.throws(() => admit(guard, postFor(1000)), (err) => err.status === 507, 'the third would cross the floor');
+  assert.equal(disk.probes, 3, 'near the floor every write measures');
+  first.close();
+  onDisk += need;
+  assert.throws(() => admit(guard, postFor(1000)), (err) => err.status === 507, 'the answered write is on disk, the other still in flight');
+});
+
+test('far above the floor, answered writes are subtracted from the cached measurement until the next one', () => {
+  const free = DISK_RECHECK_MARGIN_BYTES * 4;
+  const disk = new DiskSpace(() => free, DISK_CHECK_INTERVAL_MS);
+  const guard = new DiskGuard(disk, 1_000_000, () => T0);
+  const p = postFor(1000);
+  admit(guard, p);
+  assert.equal(disk.freeBytes(T0), free - 1000 - RECORD_OVERHEAD_BYTES_MAX, 'in flight');
+  p.close();
+  assert.equal(disk.freeBytes(T0), free - 1000 - RECORD_OVERHEAD_BYTES_MAX, 'answered');
+  assert.equal(disk.probes, 1);
+  assert.equal(disk.freeBytes(T0 + DISK_CHECK_INTERVAL_MS), free, 'a new measurement replaces the estimate');
+});
+
+test('near the floor a write re-measures at once, so space freed (or used) by others is seen without waiting', () => {
+  const MIN = 1_000_000;
+  let free = MIN;
+  const disk = new DiskSpace(() => free, DISK_CHECK_INTERVAL_MS);
+  const guard = new DiskGuard(disk, MIN, () => T0);
+  assert.throws(() => admit(guard, postFor(10)), (err) => err.status === 507);
+  free = MIN + 10 * 1024 * 1024;
+  admit(guard, postFor(10));
+  assert.equal(disk.probes, 2);
 });
 
 test('the shutdown gate answers 503 with Retry-After and Connection: close to every request once stopping', () => {
