@@ -8,10 +8,12 @@
  *      expectedRevision of the last response, plus competing claims on other writers' open items,
  *   3. kills the server with SIGKILL at a random instant (one time in four it stops it with
  *      SIGTERM instead, which writes the state snapshot), then leaves the snapshot as it is,
- *      deletes it, flips a byte in it or cuts it short (derived data: any of these must still
- *      start and answer the same),
+ *      deletes it, flips a byte in it or cuts it short, and does the same to one file of the
+ *      search index (small shards: FORUM_SEARCH_SHARD_DOCS=64) or leaves a stray temp file
+ *      there (derived data: any of these must still start and answer the same),
  *   4. restarts it and checks that
- *      - every write that got a 2xx is present with identical content (work actions: the
+ *      - every write that got a 2xx is present with identical content, and every message is
+ *        found by `q` with its own content (work actions: the
  *        acknowledged revision in GET /api/work/history),
  *      - the hash chain verifies (`cli verify`),
  *      - both feeds continue from the cursors saved before the crash (no 409, nothing at or
@@ -29,7 +31,7 @@
  * The test suite runs a short form through `runCrashTest` (test/crash/crash.test.mjs).
  */
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,7 +67,8 @@ function check(cond, message) {
 function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [SERVER_JS], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' },
+      // Small search-index shards, so that many shard files exist to be damaged between stops.
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', FORUM_SEARCH_SHARD_DOCS: String(SEARCH_SHARD_DOCS) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -107,6 +110,43 @@ function disturbIndex(dataDir, random) {
   }
   writeFileSync(file, buf.subarray(0, Math.floor(random() * buf.length)));
   return 'truncated';
+}
+
+/** Documents per search-index shard in the crash test's server (FORUM_SEARCH_SHARD_DOCS). */
+const SEARCH_SHARD_DOCS = 64;
+
+/** What may happen to the derived search index between two stops (see disturbSearchIndex). */
+export const SEARCH_INDEX_DISTURBANCES = ['absent', 'kept', 'deleted', 'flipped', 'truncated', 'temp'];
+
+/**
+ * Leaves the n-gram search index's shard files alone, or deletes, damages or cuts one of them, or
+ * leaves a stray temporary file (derived data: every start must survive these and `q` must still
+ * find every acknowledged message). Output: one of SEARCH_INDEX_DISTURBANCES.
+ */
+function disturbSearchIndex(dataDir, random) {
+  const dir = join(dataDir, 'index', 'search');
+  const shards = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.ngram')) : [];
+  if (shards.length === 0) return 'absent';
+  const file = join(dir, shards[Math.floor(random() * shards.length)]);
+  const r = random();
+  if (r < 0.3) return 'kept';
+  if (r < 0.45) {
+    rmSync(file);
+    return 'deleted';
+  }
+  if (r < 0.85) {
+    const buf = readFileSync(file);
+    buf[Math.floor(random() * buf.length)] ^= 0x20;
+    writeFileSync(file, buf);
+    return 'flipped';
+  }
+  if (r < 0.95) {
+    const buf = readFileSync(file);
+    writeFileSync(file, buf.subarray(0, Math.floor(random() * buf.length)));
+    return 'truncated';
+  }
+  writeFileSync(`${file}.tmp`, readFileSync(file).subarray(0, 100));
+  return 'temp';
 }
 
 /** SIGTERM: the server finishes in-flight requests, flushes and writes its state snapshot. */
@@ -194,6 +234,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   let serial = 0;
   const stats = { actions, inDoubtRetries };
   const indexDisturbances = Object.fromEntries(INDEX_DISTURBANCES.map((d) => [d, 0]));
+  const searchIndexDisturbances = Object.fromEntries(SEARCH_INDEX_DISTURBANCES.map((d) => [d, 0]));
   try {
     for (let it = 1; it <= iterations; it++) {
       const server = await startServer(dataDir);
@@ -329,7 +370,9 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
       await loops;
       const disturbance = disturbIndex(dataDir, random);
       indexDisturbances[disturbance]++;
-      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this ${graceful ? 'stop' : 'kill'}; snapshot ${disturbance}`);
+      const searchDisturbance = disturbSearchIndex(dataDir, random);
+      searchIndexDisturbances[searchDisturbance]++;
+      log(`iteration ${it}/${iterations}: ${acked.length} acknowledged writes so far, ${killedInDoubt} in doubt at this ${graceful ? 'stop' : 'kill'}; snapshot ${disturbance}; search index ${searchDisturbance}`);
     }
     if (inject) injectFault(inject, acked, inDoubt, feedSeen);
     // Final round: restart once more and check every acknowledged write again.
@@ -343,7 +386,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         server.kill('SIGTERM');
       });
     }
-    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, indexDisturbances, seed, dataDir };
+    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, indexDisturbances, searchIndexDisturbances, seed, dataDir };
   } finally {
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
@@ -475,6 +518,9 @@ async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSee
     if (w.kind === 'message') {
       const m = (await api('GET', `/api/messages?messageId=${w.response.id}`, undefined, token)).body.messages[0];
       check(same(m, w.response), `acknowledged message ${w.response.id} is missing or changed`);
+      // Found by `q` too, through whatever the search index holds after the disturbance.
+      const found = await api('GET', `/api/messages?topicId=${w.request.topicId}&q=${encodeURIComponent(w.request.content)}&limit=100`, undefined, token);
+      check(found.body.messages.some((x) => same(x, w.response)), `acknowledged message ${w.response.id} is not found by q=${w.request.content}`);
     } else if (w.kind === 'knowledge') {
       const res = await api('GET', `/api/knowledge?id=${w.response.id}&history=true`, undefined, token);
       check(res.body.knowledge.some((k) => same(k, w.response)), `acknowledged knowledge ${w.response.id} is missing or changed`);
@@ -545,6 +591,7 @@ async function main() {
     `work actions acknowledged: ${ACTIONS.map((a) => `${a} ${result.actions[a]}`).join(', ')}; ` +
       `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409); ` +
       `state snapshot between stops: ${INDEX_DISTURBANCES.map((d) => `${d} ${result.indexDisturbances[d]}`).join(', ')}`,
+      `search index between stops: ${SEARCH_INDEX_DISTURBANCES.map((d) => `${d} ${result.searchIndexDisturbances[d]}`).join(', ')}`,
   );
   console.log(
     `crash test passed: ${result.iterations} kills or stops, ${result.acknowledged} acknowledged writes, ${result.checked} checks, ` +
