@@ -34,7 +34,7 @@ export const INDEX_DIR = 'index';
 export const SEARCH_INDEX_DIR = 'search';
 const SNAPSHOT_FILE = 'state.snapshot';
 /** Bumped whenever the packed state's shape changes: an older snapshot is then rebuilt. */
-export const SNAPSHOT_FORMAT = 'agent-forum-state-v1';
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v2';
 
 /** What a snapshot's header records (see the module doc). */
 export interface SnapshotHeader {

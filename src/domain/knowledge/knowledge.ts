@@ -180,11 +180,12 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   if (knowledge.revision !== expected) {
     throw new Error(`knowledge.publish at seq ${record.seq}: item "${knowledge.id}" revision ${knowledge.revision}, expected ${expected}`);
   }
+  // Ids already held by an index are shared, not copied per revision (issue 17 memory).
   const entry: KnowledgeEntry = {
-    id: knowledge.id,
+    id: revisions?.[0]?.id ?? knowledge.id,
     revision: knowledge.revision,
-    authorId: knowledge.authorId,
-    topicId: knowledge.topicId,
+    authorId: s.byAuthor.get(knowledge.authorId)?.[0]?.authorId ?? knowledge.authorId,
+    topicId: knowledge.topicId === null ? null : (s.byTopic.get(knowledge.topicId)?.[0]?.topicId ?? knowledge.topicId),
     seq: record.seq,
     latest: true,
   };

@@ -45,7 +45,7 @@ import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../c
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
-import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
+import { RowHashTable, type RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 
@@ -155,8 +155,8 @@ export interface WorkEntry {
   revision: number;
   /** leaseUntil in ms, or null. */
   leaseUntilMs: number | null;
-  /** Log seq of revision r's record at index r - 1. */
-  revSeqs: U32List;
+  /** Log seq of revision r's record at index r - 1 (a plain array: most items have a few). */
+  revSeqs: number[];
 }
 
 /** Work items by id and in creation order, and the receipts index. */
@@ -171,11 +171,37 @@ export interface WorkBoardState {
   byClientId: RowHashTable;
   /** Where revisions are read back from. */
   records: RecordSource;
+  /**
+   * One copy of each author id, topic id, state and tag the entries hold (every parsed record
+   * brings its own copy; hundreds of thousands of items would keep them all). Derived, not packed.
+   */
+  strings: Map<string, string>;
+}
+
+/** The board's one copy of `text` (see WorkBoardState.strings). */
+export function internWorkString(s: WorkBoardState, text: string): string {
+  const known = s.strings.get(text);
+  if (known !== undefined) return known;
+  s.strings.set(text, text);
+  return text;
+}
+
+/** No tags: one shared empty list. */
+const NO_TAGS: readonly string[] = Object.freeze([]);
+
+/** The entry's fields from an item revision, with interned strings (creation and snapshot load). */
+export function internWorkEntry(s: WorkBoardState, e: WorkEntry): WorkEntry {
+  e.authorId = internWorkString(s, e.authorId);
+  e.topicId = internWorkString(s, e.topicId);
+  e.state = internWorkString(s, e.state) as WorkState;
+  e.assigneeId = e.assigneeId === null ? null : internWorkString(s, e.assigneeId);
+  e.tags = e.tags.length === 0 ? NO_TAGS : e.tags.map((t) => internWorkString(s, t));
+  return e;
 }
 
 /** An empty work board whose revisions are read from `records`. */
 export function createWorkState(records: RecordSource): WorkBoardState {
-  return { items: new Map(), order: [], byClientId: new RowHashTable(), records };
+  return { items: new Map(), order: [], byClientId: new RowHashTable(), records, strings: new Map() };
 }
 
 /** The payload and type of the work record (create or action) at log seq `seq`. */
@@ -186,7 +212,7 @@ function workPayloadOf(s: WorkBoardState, seq: number): { payload: WorkCreatePay
 
 /** Revision `revision` (1-based) of a work item, as committed, in the documented key order. */
 export function workRevision(s: WorkBoardState, e: WorkEntry, revision: number): WorkItem {
-  return toWorkItem(workPayloadOf(s, e.revSeqs.at(revision - 1)).payload.item);
+  return toWorkItem(workPayloadOf(s, e.revSeqs[revision - 1]!).payload.item);
 }
 
 /** The JSON of revision `revision` (1-based) of a work item, byte-identical to its first answer. */
@@ -515,20 +541,18 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       if (item.sequence !== s.order.length + 1 || s.items.has(item.id)) {
         throw new Error(`work.create at seq ${record.seq}: item ${item.id} sequence ${item.sequence} does not follow ${s.order.length}`);
       }
-      const revSeqs = new U32List(4);
-      revSeqs.push(record.seq);
-      const entry: WorkEntry = {
+      const entry: WorkEntry = internWorkEntry(s, {
         id: item.id,
         sequence: item.sequence,
         authorId: item.authorId,
         topicId: item.topicId,
-        tags: [...item.tags],
+        tags: item.tags,
         state: item.state,
         assigneeId: item.assigneeId,
         revision: item.revision,
         leaseUntilMs: item.leaseUntil === null ? null : Date.parse(item.leaseUntil),
-        revSeqs,
-      };
+        revSeqs: [record.seq],
+      });
       s.items.set(item.id, entry);
       s.order.push(entry);
       s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
@@ -542,8 +566,8 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       if (!entry || item.revision !== entry.revision + 1) {
         throw new Error(`work.action at seq ${record.seq}: ${item.id} revision ${item.revision} does not follow the current revision`);
       }
-      entry.state = item.state;
-      entry.assigneeId = item.assigneeId;
+      entry.state = internWorkString(s, item.state) as WorkState;
+      entry.assigneeId = item.assigneeId === null ? null : internWorkString(s, item.assigneeId);
       entry.revision = item.revision;
       entry.leaseUntilMs = item.leaseUntil === null ? null : Date.parse(item.leaseUntil);
       entry.revSeqs.push(record.seq);
