@@ -7,6 +7,7 @@
 import { Log, type LogOptions, type LogRecord } from './store/log.js';
 import { lockDataDir } from './store/lock.js';
 import { removeStaleTempFiles } from './store/fsutil.js';
+import { logger } from './logger.js';
 import { assertNoRestoreInProgress } from './store/archive.js';
 import { apply, createState, type State } from './domain/state.js';
 import { defaultRoom } from './domain/forum/forum.js';
@@ -48,7 +49,7 @@ async function openIndexed(
   const meta = readMeta(dataDir);
   const snap = meta === null ? null : readSnapshot(dataDir);
   const discard = (reason: string) => {
-    console.error(`state snapshot ${snapshotPath(dataDir)} not used: it ${reason}; replaying the whole log`);
+    logger.warn('snapshot_not_used', `state snapshot ${snapshotPath(dataDir)} not used: it ${reason}; replaying the whole log`);
     removeSnapshot(dataDir);
   };
   if (snap !== null && 'reason' in snap) discard(snap.reason);
@@ -118,15 +119,15 @@ export class App {
       assertNoRestoreInProgress(config.dataDir);
       // Holding the lock, no other process writes here: temporary files are a dead writer's.
       for (const dir of [config.dataDir, join(config.dataDir, INDEX_DIR)]) {
-        for (const name of removeStaleTempFiles(dir)) console.error(`removed ${join(dir, name)}, a temporary file left by an interrupted write`);
+        for (const name of removeStaleTempFiles(dir)) logger.warn('temp_file_removed', `removed ${join(dir, name)}, a temporary file left by an interrupted write`);
       }
       const logOptions: LogOptions = {
         onCheckpointNoSpace: (err) =>
-          console.error(`the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),
+          logger.warn('checkpoint_not_written', `the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),
         onTruncate: (file, offset, bytes) =>
-          console.error(`recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
+          logger.warn('recovered', `recovered: dropped an incomplete final line (${bytes} bytes) at ${file}:${offset}; it was never acknowledged`),
         onComplete: (file, offset) =>
-          console.error(`recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
+          logger.warn('recovered', `recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
         ...opts.log,
       };
       const opened = await openIndexed(config, logOptions);
@@ -186,18 +187,18 @@ export class App {
     try {
       const index = NgramIndex.open(join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR), {
         shardDocsMax: this.config.searchShardDocs,
-        onDrop: (file, reason) => console.error(`search index: dropped ${file}: ${reason}; its documents are added again from the log`),
+        onDrop: (file, reason) => logger.warn('search_index', `search index: dropped ${file}: ${reason}; its documents are added again from the log`),
       });
       const log = this.log;
       const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
-        level === 'info' ? console.log(JSON.stringify({ msg: line })) : console.error(line),
+        level === 'info' ? logger.info('search_index', line) : logger.warn('search_index', line),
       );
       indexer.validate();
       log.onDurable = (seq, hash) => indexer.durable(seq, hash);
       this.indexer = indexer;
-      void indexer.startCatchUp().catch((err: Error) => console.error(`search index: catching up failed (${err.message}); searches scan`));
+      void indexer.startCatchUp().catch((err: Error) => logger.error('search_index', `search index: catching up failed (${err.message}); searches scan`, { err }));
     } catch (err) {
-      console.error(`search index not opened (${(err as Error).message}); searches scan the messages`);
+      logger.error('search_index', `search index not opened (${(err as Error).message}); searches scan the messages`, { err });
     }
   }
 
@@ -220,7 +221,7 @@ export class App {
         segments: segmentStamps(join(this.config.dataDir, LOG_DIR)),
       }, body);
     } catch (err) {
-      console.error(`state snapshot not written (the next start replays the whole log): ${(err as Error).message}`);
+      logger.warn('snapshot_not_written', `state snapshot not written (the next start replays the whole log): ${(err as Error).message}`);
     }
   }
 

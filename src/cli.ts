@@ -13,7 +13,8 @@ import { App } from './app.js';
 import { loadConfig } from './config.js';
 import { adminSocketPath } from './admin/channel.js';
 import { commands } from './admin/commands.js';
-import { HttpError } from './http/errors.js';
+import { HttpError, type ErrorCode } from './http/errors.js';
+import { setLogSink } from './logger.js';
 import { isDataDirLocked } from './store/lock.js';
 import { hasArchive } from './store/meta.js';
 import { offlineCommands } from './cli/offline.js';
@@ -86,8 +87,8 @@ async function viaChannel(dataDir: string, name: string, args: Record<string, un
           'still starting (replaying the log) or stopping; try again in a moment',
       );
     }
-    const body = (await res.body.json()) as { error?: string };
-    if (res.statusCode !== 200) throw new HttpError(res.statusCode, 'ADMIN', body.error ?? `admin channel answered ${res.statusCode}`);
+    const body = (await res.body.json()) as { error?: string; code?: ErrorCode };
+    if (res.statusCode !== 200) throw new HttpError(res.statusCode, body.code ?? 'INTERNAL', body.error ?? `admin channel answered ${res.statusCode}`);
     return body;
   } finally {
     await client.close();
@@ -115,8 +116,12 @@ async function directly(dataDir: string, name: string, args: Record<string, unkn
   }
 }
 
-/** Runs one CLI invocation; resolves to the JSON result to print. */
+/**
+ * Runs one CLI invocation; resolves to the JSON result to print. Stdout carries only that result:
+ * log lines of the archive code it runs (replay, repairs, search index) go to stderr.
+ */
 export async function run(argv: string[]): Promise<unknown> {
+  setLogSink((_level, line) => process.stderr.write(`${line}\n`));
   const { dataDir, words, options } = parseArgs(argv);
   const [group, verb, arg] = words;
   if (!group || options.help) throw new UsageError(USAGE);

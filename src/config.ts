@@ -33,6 +33,8 @@ export interface Config {
   publicUrl: string;
   /** True when FORUM_PUBLIC_URL was given. */
   publicUrlSet: boolean;
+  /** One JSON line per request on stdout (FORUM_ACCESS_LOG, `off` default). Issue 20. */
+  accessLog: boolean;
   /** Rate limits on (FORUM_RATE_LIMITS, `on` default, `off` disables every rate limit). */
   rateLimits: boolean;
   /** Where client IPs come from (FORUM_TRUST_PROXY: `off` default, `xff` or `cloudflare`). */
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
+    accessLog: flagEnv(env, 'FORUM_ACCESS_LOG', false),
     trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
     connectionsPerAddress: intEnv(env, 'FORUM_CONNECTIONS_PER_ADDRESS', CONNECTIONS_PER_ADDRESS_DEFAULT)!,

@@ -235,6 +235,12 @@ export const CONNECTIONS_MAX = 1024;
  * tunnel every client shares the proxy's address, and the operator raises or disables the cap.
  */
 export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
+/**
+ * A client's `X-Request-Id` is kept when it is 1..REQUEST_ID_LENGTH_MAX characters of
+ * `A-Z a-z 0-9 . _ : -` (ours; issue 20); otherwise the server makes one (a UUID). It is echoed on
+ * every response, logged with every line about the request and put in 5xx bodies.
+ */
+export const REQUEST_ID_LENGTH_MAX = 128;
 /** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */

@@ -3,6 +3,7 @@
  * On SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush, release the lock, exit 0.
  */
 import { loadConfig } from './config.js';
+import { logger } from './logger.js';
 import { startService } from './service.js';
 
 async function main(): Promise<void> {
@@ -12,32 +13,30 @@ async function main(): Promise<void> {
       onFatal: (err) => {
         // The log's on-disk state is unknown after a failed write or fsync; exit so a restart
         // recovers from what is really on disk. No acknowledged write is affected.
-        console.error(`fatal: ${err.message}; exiting so that recovery can run on restart`);
+        logger.error('fatal', `fatal: ${err.message}; exiting so that recovery can run on restart`);
         process.exit(70);
       },
     },
   });
   const { app } = service;
-  console.log(
-    JSON.stringify({
-      msg: 'listening',
-      url: service.url,
-      publicUrl: config.publicUrl,
-      dataDir: config.dataDir,
-      originId: app.log.originId,
-      records: app.log.headSeq,
-      rateLimits: config.rateLimits,
-    }),
-  );
+  logger.info('listening', 'listening', {
+    url: service.url,
+    publicUrl: config.publicUrl,
+    dataDir: config.dataDir,
+    originId: app.log.originId,
+    records: app.log.headSeq,
+    rateLimits: config.rateLimits,
+    accessLog: config.accessLog,
+  });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(JSON.stringify({ msg: 'stopping', signal }));
+    logger.info('stopping', 'stopping', { signal });
     service.close().then(
       () => process.exit(0),
       (err) => {
-        console.error('error while stopping:', err);
+        logger.error('stop_failed', `error while stopping: ${(err as Error).message}`, { err });
         process.exit(1);
       },
     );
@@ -47,6 +46,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: Error) => {
-  console.error(`agent-forum: cannot start: ${err.message}`);
+  logger.error('cannot_start', `agent-forum: cannot start: ${err.message}`);
   process.exit(1);
 });

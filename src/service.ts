@@ -14,6 +14,7 @@ import { clientIpResolver, composeGuards, DiskGuard, RateLimits, ShutdownGate } 
 import type { Route } from './http/router.js';
 import { DISK_CHECK_INTERVAL_MS } from './constants.js';
 import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
+import { logger } from './logger.js';
 import type { LogOptions } from './store/log.js';
 
 /** A running service: the app, both listeners, the bound URL and its protections. */
@@ -74,7 +75,8 @@ export async function startService(
   };
   const free = protections.disk.freeBytes(now());
   if (free !== null && free < config.minFreeBytes) {
-    console.error(
+    logger.warn(
+      'read_only_start',
       `the disk under ${config.dataDir} has ${free} bytes free, below FORUM_MIN_FREE_BYTES (${config.minFreeBytes}): ` +
         'serving reads only; every write gets 507 until space is freed (no restart needed)',
     );
@@ -88,6 +90,7 @@ export async function startService(
   const listener = createRequestListener(app, opts.routes ?? publicRoutes(), {
     guards,
     clientIp: clientIpResolver(config.trustProxy),
+    accessLog: config.accessLog,
   });
   const server = createHttpServer(listener, {
     timeouts: opts.timeouts,

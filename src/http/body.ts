@@ -35,21 +35,21 @@ export async function readJsonBody(
   try {
     text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
   } catch {
-    throw badRequest('request body is not valid UTF-8');
+    throw badRequest('request body is not valid UTF-8', 'MALFORMED_JSON');
   }
-  if (text.trim() === '') throw badRequest('request body is empty; send a JSON object');
+  if (text.trim() === '') throw badRequest('request body is empty; send a JSON object', 'MALFORMED_JSON');
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch (err) {
-    throw badRequest(`malformed JSON: ${(err as Error).message}`);
+    throw badRequest(`malformed JSON: ${(err as Error).message}`, 'MALFORMED_JSON');
   }
   // Strict UTF-8 decoding already refused encoded surrogates; a lone one can only come from a
   // \uD800-\uDFFF escape, so the (rare) walk runs only when the text has such an escape.
   if (SURROGATE_ESCAPE.test(text)) {
     const where = loneSurrogateAt(value);
     if (where !== null) {
-      throw badRequest(`${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`);
+      throw badRequest(`${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`, 'MALFORMED_JSON');
     }
   }
   return value;
@@ -140,7 +140,7 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<{ chunks: Bu
     };
     const onError = (err: Error) => {
       cleanup();
-      reject(badRequest(`request body could not be read: ${err.message}`));
+      reject(badRequest(`request body could not be read: ${err.message}`, 'MALFORMED_REQUEST'));
     };
     const onAborted = () => onError(new Error('client aborted'));
     req.on('data', onData);

@@ -21,11 +21,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
-import { HttpError, unauthorized, uriTooLong, writeStopped } from './errors.js';
+import { HttpError, unauthorized, uriTooLong, writeStopped, type ErrorCode } from './errors.js';
+import { logger, type LogFields } from '../logger.js';
 import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
@@ -55,19 +58,31 @@ const BASE_HEADER_LIST: readonly string[] = Object.entries(BASE_HEADERS).flat();
  */
 const CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate',
+  'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate, X-Request-Id',
 } as const;
 const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
+
+/** A well-formed client request id (see REQUEST_ID_LENGTH_MAX). */
+const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_LENGTH_MAX}}$`);
+
 /**
- * Whether the request carries `Origin`, read from the raw header list: `req.headers` is built
- * lazily on first access, and requests that need no header (GET /api/status) should not pay for it.
+ * What the listener needs from the request head, read from the raw header list in one pass:
+ * `req.headers` is built lazily on first access, and requests that need no header
+ * (GET /api/status) should not pay for it. Output: whether `Origin` is present, and the request
+ * id (the client's `X-Request-Id` when well-formed, else a new UUID).
  */
-function hasOriginHeader(raw: string[]): boolean {
+function scanHead(raw: string[]): { origin: boolean; requestId: string } {
+  let origin = false;
+  let requestId: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if (name.length === 6 && name.toLowerCase() === 'origin') return true;
+    if (name.length === 6 && name.toLowerCase() === 'origin') origin = true;
+    else if (name.length === 12 && requestId === undefined && name.toLowerCase() === 'x-request-id') {
+      const v = raw[i + 1]!;
+      if (REQUEST_ID_PATTERN.test(v)) requestId = v;
+    }
   }
-  return false;
+  return { origin, requestId: requestId ?? randomUUID() };
 }
 
 /** Request headers a browser may send cross-origin (answer to a preflight). */
@@ -78,11 +93,12 @@ const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, A2A-Version, If-None-Ma
  * that a route serves: 204 allowing that method, the headers above, cached CORS_MAX_AGE_SECONDS.
  * Throws the router's 404/405 when nothing serves it (the browser then refuses the call).
  */
-function sendPreflight(res: ServerResponse, router: Router, pathname: string, requestedMethod: string): void {
+function sendPreflight(res: ServerResponse, router: Router, pathname: string, requestedMethod: string, requestId: string): void {
   const method = requestedMethod.trim().toUpperCase();
   router.match(method, pathname);
   res.writeHead(204, {
     ...BASE_HEADERS,
+    'X-Request-Id': requestId,
     ...CORS_HEADERS,
     'Access-Control-Allow-Methods': method,
     'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS,
@@ -93,33 +109,44 @@ function sendPreflight(res: ServerResponse, router: Router, pathname: string, re
 }
 
 /**
- * Sends an error with its status and headers: as `{"error": message}` (part 7), or as
- * `render(err)` when the route has its own error format.
+ * Sends an error with its status and headers: as `{"error": message, "code": code}` (part 7,
+ * issue 20; 5xx also carry `requestId`), or as `render(err)` when the route has its own error
+ * format. `requestId` is echoed as X-Request-Id when given.
  */
-export function sendError(res: ServerResponse, err: HttpError, render?: (err: HttpError) => string): void {
+export function sendError(res: ServerResponse, err: HttpError, render?: (err: HttpError) => string, requestId?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = render ? render(err) : JSON.stringify({ error: err.message });
+  const body = render
+    ? render(err)
+    : JSON.stringify(err.status >= 500 && requestId !== undefined ? { error: err.message, code: err.code, requestId } : { error: err.message, code: err.code });
   res.writeHead(err.status, {
     ...BASE_HEADERS,
     ...err.headers,
+    ...(requestId === undefined ? {} : { 'X-Request-Id': requestId }),
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(body);
 }
 
-/** Turns any thrown value into an HttpError; unexpected ones become a logged 500. */
-export function toHttpError(err: unknown): HttpError {
+/**
+ * Turns any thrown value into an HttpError; unexpected ones become a 500, logged as one
+ * `internal_error` line with `context` (request id, method, route, agent; never a token) and the
+ * stack.
+ */
+export function toHttpError(err: unknown, context: LogFields = {}): HttpError {
   if (err instanceof HttpError) return err;
-  console.error('internal error:', err);
+  logger.error('internal_error', 'internal error', { ...context, err: err instanceof Error ? err : String(err) });
   return new HttpError(500, 'INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
 }
 
-/** Sends a handler's reply (a 304 is sent without body, Content-Type or Content-Length). */
-export function sendReply(res: ServerResponse, reply: Reply, head: boolean): void {
+/**
+ * Sends a handler's reply (a 304 is sent without body, Content-Type or Content-Length), with
+ * `requestId` as X-Request-Id when given.
+ */
+export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requestId?: string): void {
   let payload: string | Buffer;
   let contentType = reply.contentType ?? 'application/json; charset=utf-8';
   if (reply.raw !== undefined) payload = reply.raw;
@@ -131,8 +158,9 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean): voi
   }
   // 304 (conditional GET of guidance documents) carries no body, so no Content-Type/-Length: a
   // Content-Length of 0 would contradict the representation the client already has (RFC 9110 8.6).
+  const idHeader = requestId === undefined ? {} : { 'X-Request-Id': requestId };
   if (reply.status === 304) {
-    res.writeHead(304, { ...BASE_HEADERS, ...reply.headers });
+    res.writeHead(304, { ...BASE_HEADERS, ...idHeader, ...reply.headers });
     res.end();
     return;
   }
@@ -141,10 +169,12 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean): voi
     // The common case (status, lists, writes): a flat header list, which node:http stores without
     // building and walking a merged header object — measured 15-20 % more GET /api/status
     // requests per second at 64 connections (issue 10's status target).
-    res.writeHead(reply.status, [...BASE_HEADER_LIST, 'Content-Type', contentType, 'Content-Length', String(contentLength)]);
+    const list = [...BASE_HEADER_LIST, 'Content-Type', contentType, 'Content-Length', String(contentLength)];
+    if (requestId !== undefined) list.push('X-Request-Id', requestId);
+    res.writeHead(reply.status, list);
   } else {
     // The reply's own headers override the base ones (e.g. a document's Cache-Control).
-    res.writeHead(reply.status, { ...BASE_HEADERS, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
+    res.writeHead(reply.status, { ...BASE_HEADERS, ...idHeader, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
   }
   res.end(head ? undefined : payload);
 }
@@ -225,8 +255,9 @@ function finish(app: App, reply: Reply | Promise<Reply>): Reply | Promise<Reply>
 export function createRequestListener(
   app: App,
   routes: readonly Route[],
-  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string } = {},
+  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string; accessLog?: boolean } = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const accessLog = opts.accessLog === true;
   const router = new Router(routes);
   // Validators are compiled once per route at startup (Fastify's approach), never per request.
   // A dispatching route's handler validates its envelope with its body schema itself (after its
@@ -262,11 +293,15 @@ export function createRequestListener(
 
   return (req, res) => {
     void (async () => {
+      const started = accessLog ? performance.now() : 0;
+      const method = req.method ?? 'GET';
+      const head = scanHead(req.rawHeaders);
+      const requestId = head.requestId;
       let route: Route | undefined;
+      let ctx: RequestContext | undefined;
       try {
-        const method = req.method ?? 'GET';
         const clientIp = clientIpOf(req);
-        if (hasOriginHeader(req.rawHeaders)) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
+        if (head.origin) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
         // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
         // only after guards.onRequest: the shutdown 503 and the global limit apply to every
         // request, and a matched route still renders the guards' errors in its own format.
@@ -282,9 +317,9 @@ export function createRequestListener(
         }
         guards.onRequest?.(req, clientIp, res);
         const preflight = method === 'OPTIONS' ? req.headers['access-control-request-method'] : undefined;
-        if (preflight !== undefined && url) return sendPreflight(res, router, url.pathname, preflight);
+        if (preflight !== undefined && url) return sendPreflight(res, router, url.pathname, preflight, requestId);
         if (targetError !== undefined || !url || !route) throw targetError;
-        const ctx: RequestContext = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
+        ctx = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
         let reply: Reply;
         if (route.dispatch) {
           // The dispatching route only authenticates and reads its envelope; the route it hands
@@ -302,13 +337,23 @@ export function createRequestListener(
           const pending = runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
           reply = pending instanceof Promise ? await pending : pending;
         }
-        sendReply(res, reply, method === 'HEAD');
+        sendReply(res, reply, method === 'HEAD', requestId);
       } catch (err) {
-        const httpErr = toHttpError(err);
+        const httpErr = toHttpError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
         const format = route?.errorFormat;
-        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined);
+        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         // A refused body may still be arriving; do not let it keep the connection busy.
         if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
+      }
+      if (accessLog) {
+        logger.info('request', `${method} ${route?.path ?? '-'} ${res.statusCode}`, {
+          requestId,
+          method,
+          route: route?.path ?? null,
+          status: res.statusCode,
+          ms: Math.round((performance.now() - started) * 1000) / 1000,
+          agentId: ctx?.agent?.profile.id ?? null,
+        });
       }
     })();
   };
@@ -330,10 +375,10 @@ export interface ServerTimeouts {
 
 /** Status line and `{error}` text of the replies to errors of Node's HTTP parser. */
 const CLIENT_ERRORS = {
-  431: { reason: 'Request Header Fields Too Large', error: `request headers too large (the request head is limited to ${HEADER_BYTES_MAX} bytes)` },
-  408: { reason: 'Request Timeout', error: 'request timeout: the request (headers and body) did not arrive in time; send it again without pausing' },
-  400: { reason: 'Bad Request', error: 'malformed HTTP request' },
-} as const;
+  431: { reason: 'Request Header Fields Too Large', code: 'HEADERS_TOO_LARGE', error: `request headers too large (the request head is limited to ${HEADER_BYTES_MAX} bytes)` },
+  408: { reason: 'Request Timeout', code: 'REQUEST_TIMEOUT', error: 'request timeout: the request (headers and body) did not arrive in time; send it again without pausing' },
+  400: { reason: 'Bad Request', code: 'MALFORMED_REQUEST', error: 'malformed HTTP request' },
+} as const satisfies Record<number, { reason: string; code: ErrorCode; error: string }>;
 
 /**
  * The raw reply to an error of Node's HTTP parser (`clientError`), or null when nothing must be
@@ -345,10 +390,11 @@ const CLIENT_ERRORS = {
 export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
   if (err.code === 'ECONNRESET') return null;
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const { reason, error } = CLIENT_ERRORS[status];
-  const body = JSON.stringify({ error });
+  const { reason, error, code } = CLIENT_ERRORS[status];
+  const body = JSON.stringify({ error, code });
   const headers = {
     ...BASE_HEADERS,
+    'X-Request-Id': randomUUID(),
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),
     Connection: 'close',

@@ -4,6 +4,7 @@
  * for a cached number.
  */
 import { statfsSync } from 'node:fs';
+import { logger } from '../logger.js';
 
 /** Measures the bytes available to this (unprivileged) process on the file system of `dir`. */
 export function statfsFreeBytes(dir: string): number {
@@ -82,7 +83,7 @@ export class DiskSpace {
       this.measured = null;
       if (!this.warned) {
         this.warned = true;
-        console.error(`cannot measure free disk space (${(err as Error).message}); the low-space 507 is not enforced`);
+        logger.warn('disk_unmeasured', `cannot measure free disk space (${(err as Error).message}); the low-space 507 is not enforced`);
       }
     }
   }

@@ -17,6 +17,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreStateError } from './errors.js';
 import { isNoSpaceError } from './fsutil.js';
+import { logger } from '../logger.js';
 
 const LOCK_STALE_MS = 10_000;
 const LOCK_UPDATE_MS = 2_000;
@@ -54,7 +55,7 @@ function tryLock(dataDir: string) {
     onCompromised: (err) => {
       // Another process took our lock (we stalled past `stale`): writing on would risk two
       // writers on one log, so stop at once rather than corrupt it.
-      console.error(`fatal: lock on ${dataDir} compromised: ${err.message}`);
+      logger.error('fatal', `fatal: lock on ${dataDir} compromised: ${err.message}`);
       process.exit(70);
     },
   });

@@ -38,6 +38,7 @@ import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { fsyncDir, fsyncDirSync, isNoSpaceError } from './fsutil.js';
+import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { segmentName, type SegmentRecords } from './records.js';
 
@@ -773,7 +774,7 @@ export class Log {
           this.onDurable?.(this.durableSeqValue, this.durableHash);
         } catch (err) {
           // A derived index failing must never fail the log (it is rebuilt from the log).
-          console.error(`after a group commit: ${(err as Error).message}`);
+          logger.error('after_group_commit', `after a group commit: ${(err as Error).message}`);
         }
         // A new log gets its first checkpoint as soon as it has a durable record.
         if (!this.metaValue.checkpoint) await this.writeCheckpoint();

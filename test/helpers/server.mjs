@@ -17,6 +17,25 @@ export const SERVER_JS = join(ROOT, 'dist', 'server.js');
 export const CLI_JS = join(ROOT, 'dist', 'cli.js');
 const execFileP = promisify(execFile);
 
+/**
+ * The text of a server's log output for matching: each JSON log line (src/logger.ts) becomes its
+ * `msg` (unescaped); other lines stay as they are.
+ */
+export function logText(output) {
+  return String(output ?? '')
+    .split('\n')
+    .map((line) => {
+      if (!line.startsWith('{')) return line;
+      try {
+        const o = JSON.parse(line);
+        return typeof o.msg === 'string' ? o.msg : line;
+      } catch {
+        return line;
+      }
+    })
+    .join('\n');
+}
+
 /** Stop functions of the servers started on a folder, run before a temp folder holding it is removed. */
 const stoppers = new Map();
 
@@ -70,7 +89,7 @@ export async function startServer(t, opts = {}) {
         }
       };
       proc.stdout.on('data', onData);
-      proc.once('exit', (code) => reject(new Error(`server exited with ${code} before listening: ${handle.stderr}`)));
+      proc.once('exit', (code) => reject(new Error(`server exited with ${code} before listening: ${logText(handle.stderr)}`)));
     });
     return handle;
   };

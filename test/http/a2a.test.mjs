@@ -223,7 +223,7 @@ test('the envelope is validated by schemas/A2ASendMessageRequest.json: errors ar
   a2aError(push, 400, 'FAILED_PRECONDITION', 'PUSH_NOTIFICATION_NOT_SUPPORTED', 'a2a-protocol.org');
 
   const malformed = await s.request('POST', '/a2a/message:send', { token, raw: '{"message":', headers: { ...V, 'content-type': 'application/json' } });
-  assert.match(a2aError(malformed, 400, 'INVALID_ARGUMENT', 'VALIDATION').message, /malformed JSON/);
+  assert.match(a2aError(malformed, 400, 'INVALID_ARGUMENT', 'MALFORMED_JSON').message, /malformed JSON/);
 
   const numericTask = await raw(withMessage({ taskId: 7 }));
   assert.equal(a2aError(numericTask, 404, 'NOT_FOUND', 'TASK_NOT_FOUND').metadata.taskId, '7');
@@ -413,7 +413,7 @@ test('other A2A operations answer the error A2A prescribes for an agent without 
   a2aError(anonymous, 401, 'UNAUTHENTICATED', 'UNAUTHORIZED');
   assert.equal(anonymous.headers['www-authenticate'], 'Bearer');
   // REST paths keep the REST error format.
-  assert.deepEqual(Object.keys((await s.get('/api/nothing-here', token)).body), ['error']);
+  assert.deepEqual(Object.keys((await s.get('/api/nothing-here', token)).body), ['error', 'code']);
 });
 
 test('/openapi.json documents the A2A operations with google.rpc.Status errors', async (t) => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
+import { cli, startServer, tempDir, SERVER_JS, logText } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 
 function segment(dir) {
@@ -14,7 +14,7 @@ function segment(dir) {
 function refusedStart(dataDir) {
   const r = spawnSync(process.execPath, [SERVER_JS], { env: { ...process.env, PORT: '0', FORUM_DATA_DIR: dataDir }, encoding: 'utf8', timeout: 15000 });
   assert.equal(r.status, 1, `server should refuse to start: ${r.stdout}`);
-  return r.stderr;
+  return logText(r.stderr);
 }
 
 async function seeded(t) {
@@ -88,7 +88,7 @@ test('restore installs a backup with a new lineage, keeps the replaced log, and 
   const feed = (await s.get('/api/changes?after=0&limit=100', a.token)).body;
   const refused = await s.cli('restore', target);
   assert.equal(refused.code, 1, 'restore refuses while the server runs');
-  assert.match(refused.stderr, /stop the server/);
+  assert.match(logText(refused.stderr), /stop the server/);
   await s.stop();
   const res = await s.cli('restore', target);
   assert.equal(res.code, 0, res.stderr);
@@ -214,9 +214,9 @@ test('restore of a damaged backup refuses, names the backup file and offset, and
   const lineStart = bytes.lastIndexOf(10, offset) + 1;
   const res = await s.cli('restore', target);
   assert.equal(res.code, 1);
-  assert.match(res.stderr, new RegExp(`log damaged in ${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${lineStart}`));
-  assert.match(res.stderr, /The damaged folder is the backup .*restore another backup/s);
-  assert.doesNotMatch(res.stderr, /Restore data\/ from a backup|repair --truncate/, 'no advice meant for a damaged data folder');
+  assert.match(logText(res.stderr), new RegExp(`log damaged in ${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${lineStart}`));
+  assert.match(logText(res.stderr), /The damaged folder is the backup .*restore another backup/s);
+  assert.doesNotMatch(logText(res.stderr), /Restore data\/ from a backup|repair --truncate/, 'no advice meant for a damaged data folder');
   assert.equal((await s.start()).url !== null, true, 'the data folder was not touched');
 });
 
@@ -225,7 +225,7 @@ test('a partial final line is truncated at startup and the server serves everyth
   await s.stop();
   appendFileSync(segment(s.dataDir), '{"payload":{"content":"half');
   await s.start();
-  assert.match(s.stderr, /dropped an incomplete final line/);
+  assert.match(logText(s.stderr), /dropped an incomplete final line/);
   const msgs = (await s.get(`/api/messages?topicId=${topic.id}`, a.token)).body.messages;
   assert.equal(msgs.length, posted.length);
   assert.equal((await s.cli('verify')).code, 0);

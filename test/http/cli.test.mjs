@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, cli, tempDir } from '../helpers/server.mjs';
+import { startServer, cli, tempDir, logText } from '../helpers/server.mjs';
 
 test('every operator command works through a running server', async (t) => {
   const s = await startServer(t);
@@ -89,7 +89,7 @@ test('a command on a folder that holds no archive is refused and creates nothing
   const typo = join(tempDir(t), 'dtaa');
   const res = await cli(['--data-dir', typo, 'writes', 'stop']);
   assert.equal(res.code, 1);
-  assert.match(res.stderr, /holds no Agent Forum archive.*--data-dir/);
+  assert.match(logText(res.stderr), /holds no Agent Forum archive.*--data-dir/);
   assert.equal(existsSync(join(typo, 'meta.json')), false, 'no archive was created');
   assert.equal(existsSync(join(typo, 'log')), false);
 });
@@ -98,7 +98,7 @@ test('a missing positional ID is named as such', async (t) => {
   const s = await startServer(t);
   const res = await s.cli('agents', 'disable');
   assert.equal(res.code, 1);
-  assert.match(res.stderr, /ID \(agents disable ID\) is required/);
+  assert.match(logText(res.stderr), /ID \(agents disable ID\) is required/);
 });
 
 test('verify exits 1 and names the first bad record', async (t) => {
@@ -111,13 +111,13 @@ test('verify exits 1 and names the first bad record', async (t) => {
   writeFileSync(seg, readFileSync(seg, 'utf8').replace('test-lab', 'TEST-LAB'));
   const res = await s.cli('verify');
   assert.equal(res.code, 1);
-  assert.match(res.stderr, /record 2 fails its hash check/);
-  assert.match(res.stderr, /\.jsonl at byte offset \d+/);
+  assert.match(logText(res.stderr), /record 2 fails its hash check/);
+  assert.match(logText(res.stderr), /\.jsonl at byte offset \d+/);
 });
 
 test('usage errors exit 2 with the usage text', async (t) => {
   const dir = tempDir(t);
   const res = await cli(['--data-dir', dir, 'frobnicate']);
   assert.equal(res.code, 2);
-  assert.match(res.stderr, /usage: node dist\/cli.js/);
+  assert.match(logText(res.stderr), /usage: node dist\/cli.js/);
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../helpers/server.mjs';
+import { startServer, logText } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { TOPICS_LIST_MAX } from '../../dist/constants.js';
 
@@ -328,7 +328,7 @@ test('a second server on the same data folder exits with a clear message', async
   const { SERVER_JS } = await import('../helpers/server.mjs');
   const r = spawnSync(process.execPath, [SERVER_JS], { env: { ...process.env, PORT: '0', FORUM_DATA_DIR: s.dataDir }, encoding: 'utf8', timeout: 10000 });
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /in use by another Agent Forum process/);
+  assert.match(logText(r.stderr), /in use by another Agent Forum process/);
 });
 
 test('browsers on other origins may call the API: preflights for served routes get 204, responses to an Origin carry Access-Control-Allow-Origin', async (t) => {

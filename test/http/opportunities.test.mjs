@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir } from '../helpers/server.mjs';
+import { startServer, tempDir, logText } from '../helpers/server.mjs';
 import { bodyValidator } from '../../dist/http/validate.js';
 
 /** Asserts that `data` matches schema `name` from schemas/ (throws a 400-style error naming the field otherwise). */
@@ -164,11 +164,11 @@ test('opportunities set refuses invalid files with exit code 1 and keeps the cur
   for (const [briefs, raw, rule] of bad) {
     const r = await setBriefs(t, s, briefs, raw);
     assert.equal(r.code, 1, JSON.stringify(briefs ?? raw));
-    assert.match(r.stderr, rule);
+    assert.match(logText(r.stderr), rule);
   }
   const missing = await s.cli('opportunities', 'set', '--file', join(tempDir(t), 'nope.json'));
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /cannot read/);
+  assert.match(logText(missing.stderr), /cannot read/);
   assert.deepEqual((await s.get('/api/opportunities')).body.items.map((i) => i.workItemId), [w.id]);
 });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { startServer } from '../helpers/server.mjs';
+import { startServer, logText } from '../helpers/server.mjs';
 
 const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 
@@ -88,7 +88,7 @@ test('a restart from the state snapshot answers byte-identically to a whole repl
   await s.kill9();
 
   await s.start();
-  assert.doesNotMatch(s.stderr, /not used/, 'an older snapshot is used, and the records after it replayed');
+  assert.doesNotMatch(logText(s.stderr), /not used/, 'an older snapshot is used, and the records after it replayed');
   const fromSnapshot = await answers(s, ctx);
   assert.match(fromSnapshot['/api/messages?q=NEEDLE'], /tail needle 35/, 'records after the snapshot are there');
   await s.stop();
@@ -130,7 +130,7 @@ test('a damaged or foreign state snapshot is not used: the server says so, repla
   for (const [reason, damage] of Object.entries(damages)) {
     damage();
     await s.start();
-    assert.match(s.stderr, new RegExp(`state snapshot .* not used: it .*${reason}`), reason);
+    assert.match(logText(s.stderr), new RegExp(`state snapshot .* not used: it .*${reason}`), reason);
     const after = await answers(s, ctx);
     // The reader's own requests in `answers` moved nothing that these answers show.
     assertSameAnswers(after, before, reason);
@@ -174,7 +174,7 @@ test('searches answer the same through the n-gram index, with its shards deleted
   await s.start();
   await settle(s);
   assertSameAnswers(await answers(s, ctx), live, 'a shard cut short');
-  assert.match(s.stderr, /search index: (dropped|shard)/, 'the damaged shard was reported');
+  assert.match(logText(s.stderr), /search index: (dropped|shard)/, 'the damaged shard was reported');
   await s.stop();
 
   // Flipped bytes anywhere in a shard: found at open or by the query that reads them; either
@@ -198,7 +198,7 @@ test('searches answer the same through the n-gram index, with its shards deleted
   for (const f of shardFiles(other.dataDir)) copyFileSync(join(SEARCH_DIR(other.dataDir), f), join(SEARCH_DIR(s.dataDir), f));
   await s.start();
   await settle(s);
-  assert.match(s.stderr, /does not match the log/, 'foreign shards are refused');
+  assert.match(logText(s.stderr), /does not match the log/, 'foreign shards are refused');
   assertSameAnswers(await answers(s, ctx), live, "another archive's shards");
   assert.ok(otherCtx.ids.length > 0);
 });

@@ -13,14 +13,14 @@
  */
 import type { App } from '../../app.js';
 import { A2A_ERROR_DOMAIN } from '../../constants.js';
-import { HttpError } from '../../http/errors.js';
+import { HttpError, type ErrorCode } from '../../http/errors.js';
 import type { ErrorFormat } from '../../http/router.js';
 
 /** An error defined by A2A itself; `code` is its ErrorInfo reason (UPPER_SNAKE_CASE). */
 export class A2AProtocolError extends HttpError {
   constructor(
     status: number,
-    reason: string,
+    reason: ErrorCode,
     /** google.rpc.Code name prescribed for it (A2A 1.0.1 §5.4). */
     readonly rpcStatus: string,
     message: string,

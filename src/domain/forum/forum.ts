@@ -192,7 +192,7 @@ export function clientKey(authorId: string, clientId: string): string {
 
 /** Decides `room.create` (operator CLI). Throws 409 when the id exists. */
 export function decideRoom(s: ForumState, input: { id: string; name: string; description?: string }, created: string): Room {
-  if (s.rooms.has(input.id)) throw conflict(`room "${input.id}" already exists`);
+  if (s.rooms.has(input.id)) throw conflict(`room "${input.id}" already exists`, 'ALREADY_EXISTS');
   return { id: input.id, name: input.name, description: input.description ?? '', created };
 }
 
