@@ -5,10 +5,10 @@
  * The packed form holds exactly what replaying the log derives — nothing a request changed
  * (an agent's `lastActive` from reads is left out and restored from its latest record, as a
  * replay would) — so a state unpacked from a snapshot and a state replayed from the log answer
- * byte-identical responses. Typed arrays are trimmed to their used length and copied out of the
- * body on load; objects that several indexes share (an agent entry, a knowledge revision) are
+ * byte-identical responses. Typed arrays are trimmed to their used length and stored as body
+ * parts of their own (read back into buffers of their own); objects that several indexes share (an agent entry, a knowledge revision) are
  * packed once and the indexes rebuilt, their repeated ids shared again as a replay shares them.
- * Serialisation is `v8.serialize` (structured clone: typed arrays, Maps, plain objects).
+ * The objects are serialised with `v8.serialize` (structured clone: Maps, plain objects).
  */
 import { deserialize, serialize } from 'node:v8';
 import { RowHashTable, U32List, type RecordLocations, type RecordSource } from '../store/records.js';
@@ -16,34 +16,61 @@ import type { AgentEntry } from './agents/agents.js';
 import type { KnowledgeEntry } from './knowledge/knowledge.js';
 import { internWorkEntry, type WorkEntry } from './work/work.js';
 import { createState, type State } from './state.js';
-
-/** Map of string keys to U32Lists, packed. */
-type PackedLists = Array<[string, Uint32Array]>;
-
-function packLists(map: Map<string, U32List>): PackedLists {
-  return [...map].map(([k, list]) => [k, list.toArray()]);
-}
-
-function unpackLists(packed: PackedLists): Map<string, U32List> {
-  return new Map(packed.map(([k, a]) => [k, U32List.of(owned(a))]));
-}
+import type { SnapshotBody } from '../store/snapshot.js';
 
 /**
- * `a` in a buffer of its own. `v8.deserialize` returns typed arrays as views into the snapshot
- * body; keeping any view would keep the whole body (hundreds of MB at 10M records) alive.
+ * The Uint32Arrays of a packed state, stored as body parts of their own (store/snapshot.ts); the
+ * packed objects refer to them by index. Packing appends; unpacking takes each once.
  */
-function owned(a: Uint32Array): Uint32Array {
-  return a.slice();
+class Arrays {
+  constructor(readonly list: Uint32Array[] = []) {}
+
+  /** Stores `a` (trimmed by the caller); returns its index. */
+  put(a: Uint32Array): number {
+    return this.list.push(a) - 1;
+  }
+
+  /** Array `i`. Throws Error for an index the body does not hold (damaged data). */
+  take(i: number): Uint32Array {
+    const a = Number.isInteger(i) ? this.list[i] : undefined;
+    if (a === undefined) throw new Error(`the snapshot refers to array ${i}, which it does not hold`);
+    return a;
+  }
+}
+
+/** Map of string keys to U32Lists, packed: [key, array index]. */
+type PackedLists = Array<[string, number]>;
+
+function packLists(map: Map<string, U32List>, arrays: Arrays): PackedLists {
+  return [...map].map(([k, list]) => [k, arrays.put(list.toArray())]);
+}
+
+function unpackLists(packed: PackedLists, arrays: Arrays): Map<string, U32List> {
+  return new Map(packed.map(([k, i]) => [k, U32List.of(arrays.take(i))]));
+}
+
+/** A packed RowHashTable: its two arrays by index. */
+type PackedTable = { slots: number; keys: number; count: number };
+
+function packTable(t: RowHashTable, arrays: Arrays): PackedTable {
+  const p = t.pack();
+  return { slots: arrays.put(p.slots), keys: arrays.put(p.keys), count: p.count };
+}
+
+function unpackTable(p: PackedTable, arrays: Arrays): RowHashTable {
+  return RowHashTable.unpack({ slots: arrays.take(p.slots), keys: arrays.take(p.keys), count: p.count });
 }
 
 /**
  * The state and the record locations as one serialised buffer. Input: the state (its records
  * must be the log's segments) and the locations of every record it includes. Output: bytes.
  */
-export function packState(state: State, locations: RecordLocations): Buffer {
+export function packState(state: State, locations: RecordLocations): SnapshotBody {
   const { forum, feeds, knowledge } = state;
-  const packed = {
-    locations: locations.pack(),
+  const arrays = new Arrays();
+  const loc = locations.pack();
+  const packed: Packed = {
+    locations: { offsets: arrays.put(loc.offsets), lengths: arrays.put(loc.lengths), segmentFirst: loc.segmentFirst },
     agents: {
       order: state.agents.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs })),
       participants: state.agents.participants,
@@ -52,63 +79,59 @@ export function packState(state: State, locations: RecordLocations): Buffer {
     forum: {
       roomOrder: forum.roomOrder,
       topicIds: [...forum.topics.keys()],
-      topicOrder: forum.topicOrder.toArray(),
+      topicOrder: arrays.put(forum.topicOrder.toArray()),
       rows: {
-        seq: forum.rows.seq.toArray(),
-        topic: forum.rows.topic.toArray(),
-        author: forum.rows.author.toArray(),
-        replyTo: forum.rows.replyTo.toArray(),
+        seq: arrays.put(forum.rows.seq.toArray()),
+        topic: arrays.put(forum.rows.topic.toArray()),
+        author: arrays.put(forum.rows.author.toArray()),
+        replyTo: arrays.put(forum.rows.replyTo.toArray()),
       },
-      byTopic: packLists(forum.byTopic),
-      byAuthor: packLists(forum.byAuthor),
-      byClientId: forum.byClientId.pack(),
+      byTopic: packLists(forum.byTopic, arrays),
+      byAuthor: packLists(forum.byAuthor, arrays),
+      byClientId: packTable(forum.byClientId, arrays),
       names: forum.names,
     },
     knowledge: { order: knowledge.order },
-    feeds: { discussion: feeds.discussion.toArray(), byTopic: packLists(feeds.byTopic), work: feeds.work.toArray() },
+    feeds: { discussion: arrays.put(feeds.discussion.toArray()), byTopic: packLists(feeds.byTopic, arrays), work: arrays.put(feeds.work.toArray()) },
     work: {
       order: state.work.order,
-      byClientId: state.work.byClientId.pack(),
+      byClientId: packTable(state.work.byClientId, arrays),
     },
     opportunities: state.opportunities,
   };
-  return serialize(packed);
+  return { objects: serialize(packed), arrays: arrays.list };
 }
 
 type Packed = {
-  locations: Parameters<RecordLocations['restore']>[0];
+  locations: { offsets: number; lengths: number; segmentFirst: number[] };
   agents: { order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs'>>; participants: number };
   settings: State['settings'];
   forum: {
     roomOrder: State['forum']['roomOrder'];
     topicIds: string[];
-    topicOrder: Uint32Array;
-    rows: { seq: Uint32Array; topic: Uint32Array; author: Uint32Array; replyTo: Uint32Array };
+    topicOrder: number;
+    rows: { seq: number; topic: number; author: number; replyTo: number };
     byTopic: PackedLists;
     byAuthor: PackedLists;
-    byClientId: Parameters<typeof RowHashTable.unpack>[0];
+    byClientId: PackedTable;
     names: string[];
   };
   knowledge: { order: KnowledgeEntry[] };
-  feeds: { discussion: Uint32Array; byTopic: PackedLists; work: Uint32Array };
-  work: { order: WorkEntry[]; byClientId: Parameters<typeof RowHashTable.unpack>[0] };
+  feeds: { discussion: number; byTopic: PackedLists; work: number };
+  work: { order: WorkEntry[]; byClientId: PackedTable };
   opportunities: State['opportunities'];
 };
-
-/** A row hash table from packed data, in buffers of its own (see `owned`). */
-function unpackTable(p: Parameters<typeof RowHashTable.unpack>[0]): RowHashTable {
-  return RowHashTable.unpack({ slots: owned(p.slots), keys: owned(p.keys), count: p.count });
-}
 
 /**
  * The state packed by `packState`, reading record text from `records`; the locations are
  * restored into `locations` (which must be empty). Throws Error for data that does not unpack
  * (the caller then replays the log instead).
  */
-export function unpackState(body: Buffer, records: RecordSource, locations: RecordLocations): State {
-  const p = deserialize(body) as Packed;
+export function unpackState(body: SnapshotBody, records: RecordSource, locations: RecordLocations): State {
+  const p = deserialize(body.objects) as Packed;
+  const arrays = new Arrays(body.arrays);
   const state = createState(records);
-  locations.restore({ ...p.locations, offsets: owned(p.locations.offsets), lengths: owned(p.locations.lengths) });
+  locations.restore({ offsets: arrays.take(p.locations.offsets), lengths: arrays.take(p.locations.lengths), segmentFirst: p.locations.segmentFirst });
 
   const agents = state.agents;
   for (const a of p.agents.order) {
@@ -125,21 +148,17 @@ export function unpackState(body: Buffer, records: RecordSource, locations: Reco
     forum.rooms.set(r.id, r);
     forum.roomOrder.push(r);
   }
-  if (p.forum.topicIds.length !== p.forum.topicOrder.length) throw new Error('damaged topic index');
-  forum.topicOrder = U32List.of(owned(p.forum.topicOrder));
-  p.forum.topicIds.forEach((id, i) => forum.topics.set(id, p.forum.topicOrder[i]!));
-  const rows = p.forum.rows;
+  const topicOrder = arrays.take(p.forum.topicOrder);
+  if (p.forum.topicIds.length !== topicOrder.length) throw new Error('damaged topic index');
+  forum.topicOrder = U32List.of(topicOrder);
+  p.forum.topicIds.forEach((id, i) => forum.topics.set(id, topicOrder[i]!));
+  const rows = { seq: arrays.take(p.forum.rows.seq), topic: arrays.take(p.forum.rows.topic), author: arrays.take(p.forum.rows.author), replyTo: arrays.take(p.forum.rows.replyTo) };
   const n = rows.seq.length;
   if (rows.topic.length !== n || rows.author.length !== n || rows.replyTo.length !== n) throw new Error('damaged message rows');
-  forum.rows = {
-    seq: U32List.of(owned(rows.seq)),
-    topic: U32List.of(owned(rows.topic)),
-    author: U32List.of(owned(rows.author)),
-    replyTo: U32List.of(owned(rows.replyTo)),
-  };
-  forum.byTopic = unpackLists(p.forum.byTopic);
-  forum.byAuthor = unpackLists(p.forum.byAuthor);
-  forum.byClientId = unpackTable(p.forum.byClientId);
+  forum.rows = { seq: U32List.of(rows.seq), topic: U32List.of(rows.topic), author: U32List.of(rows.author), replyTo: U32List.of(rows.replyTo) };
+  forum.byTopic = unpackLists(p.forum.byTopic, arrays);
+  forum.byAuthor = unpackLists(p.forum.byAuthor, arrays);
+  forum.byClientId = unpackTable(p.forum.byClientId, arrays);
   forum.names = p.forum.names;
   forum.nameIds = new Map(p.forum.names.map((name, i) => [name, i]));
 
@@ -166,16 +185,16 @@ export function unpackState(body: Buffer, records: RecordSource, locations: Reco
     }
   }
 
-  state.feeds.discussion = U32List.of(owned(p.feeds.discussion));
-  state.feeds.byTopic = unpackLists(p.feeds.byTopic);
-  state.feeds.work = U32List.of(owned(p.feeds.work));
+  state.feeds.discussion = U32List.of(arrays.take(p.feeds.discussion));
+  state.feeds.byTopic = unpackLists(p.feeds.byTopic, arrays);
+  state.feeds.work = U32List.of(arrays.take(p.feeds.work));
   for (const e of p.work.order) {
     if (!Array.isArray(e.revSeqs) || e.revSeqs.length !== e.revision) throw new Error('damaged work entry');
     internWorkEntry(state.work, e);
     state.work.items.set(e.id, e);
     state.work.order.push(e);
   }
-  state.work.byClientId = unpackTable(p.work.byClientId);
+  state.work.byClientId = unpackTable(p.work.byClientId, arrays);
   state.opportunities = p.opportunities;
   return state;
 }

@@ -3,11 +3,14 @@
  * records after it (issue 17 "Restart in seconds"). It is derived data: never a source of truth,
  * never a reason to refuse to start.
  *
- * File `<dataDir>/index/state.snapshot`: one JSON header line, then the body (the packed state,
- * `v8.serialize`). The header says which log it belongs to and where:
+ * File `<dataDir>/index/state.snapshot`: one JSON header line, then the body: its parts one
+ * after the other — part 0 the packed state's objects (`v8.serialize`), each later part the raw
+ * bytes of one of its Uint32Arrays (columns, lists, hash tables), so a load reads each array
+ * straight into a buffer of its own and the peak memory of a load is the state itself, not the
+ * state plus a deserialized copy. The header says which log it belongs to and where:
  *
- *     {"format":"agent-forum-state-v1","originId":…,"seq":S,"hash":"<chained hash of record S>",
- *      "lastTime":…,"bodyBytes":N,"bodySha256":…,"created":…}
+ *     {"format":"agent-forum-state-v3","originId":…,"seq":S,"hash":"<chained hash of record S>",
+ *      "lastTime":…,"byteOrder":"LE","partBytes":[…],"bodyBytes":N,"bodySha256":…,"created":…}
  *
  * It is used only when it provably matches the log (see `App.open`): same format and originId,
  * body checksum intact, and record S, read back from its segment at the location the snapshot
@@ -23,7 +26,8 @@
  * so a crash leaves the old snapshot or the new one, never a mix.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { fsyncDirSync, tempPathOf } from './fsutil.js';
 import { listSegments } from './log.js';
@@ -34,7 +38,9 @@ export const INDEX_DIR = 'index';
 export const SEARCH_INDEX_DIR = 'search';
 const SNAPSHOT_FILE = 'state.snapshot';
 /** Bumped whenever the packed state's shape changes: an older snapshot is then rebuilt. */
-export const SNAPSHOT_FORMAT = 'agent-forum-state-v2';
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v3';
+/** Longest header line a snapshot may have (bytes): its segment stamps grow with the segments. */
+const HEADER_BYTES_MAX = 16 * 1024 * 1024;
 
 /** What a snapshot's header records (see the module doc). */
 export interface SnapshotHeader {
@@ -46,6 +52,10 @@ export interface SnapshotHeader {
   hash: string;
   /** Time of record `seq` (ISO 8601), or null for an empty log. */
   lastTime: string | null;
+  /** Byte order of the arrays' parts (`os.endianness()` of the writer); another is not used. */
+  byteOrder: 'LE' | 'BE';
+  /** Length of each body part in bytes: part 0 the objects, then one per Uint32Array (a multiple of 4). */
+  partBytes: number[];
   bodyBytes: number;
   bodySha256: string;
   created: string;
@@ -90,26 +100,39 @@ export function snapshotPath(dataDir: string): string {
   return join(dataDir, INDEX_DIR, SNAPSHOT_FILE);
 }
 
+/** A packed state: its objects (`v8.serialize`) and the Uint32Arrays they refer to by index. */
+export interface SnapshotBody {
+  objects: Buffer;
+  arrays: Uint32Array[];
+}
+
+/** The bytes of a typed array, without copying. */
+const bytesOf = (a: Uint32Array): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+
 /**
- * Writes the snapshot of `dataDir` atomically. Input: the header fields (format, bodyBytes and
- * bodySha256 are filled in here) and the body bytes. Throws the file system's error (the caller
- * logs it: a snapshot that could not be written only makes the next start slower).
+ * Writes the snapshot of `dataDir` atomically. Input: the header fields (format, partBytes,
+ * bodyBytes and bodySha256 are filled in here) and the body. Throws the file system's error (the
+ * caller logs it: a snapshot that could not be written only makes the next start slower).
  */
-export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'format' | 'bodyBytes' | 'bodySha256'>, body: Buffer): void {
+export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'format' | 'byteOrder' | 'partBytes' | 'bodyBytes' | 'bodySha256'>, body: SnapshotBody): void {
   const dir = join(dataDir, INDEX_DIR);
   mkdirSync(dir, { recursive: true });
+  const parts = [body.objects, ...body.arrays.map(bytesOf)];
+  const sha = createHash('sha256');
+  for (const part of parts) sha.update(part);
   const full: SnapshotHeader = {
     format: SNAPSHOT_FORMAT,
     ...header,
-    bodyBytes: body.length,
-    bodySha256: createHash('sha256').update(body).digest('hex'),
+    byteOrder: endianness(),
+    partBytes: parts.map((p) => p.length),
+    bodyBytes: parts.reduce((n, p) => n + p.length, 0),
+    bodySha256: sha.digest('hex'),
   };
   const path = snapshotPath(dataDir);
   const tmp = tempPathOf(path);
   const fd = openSync(tmp, 'w', 0o600);
   try {
-    const head = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
-    for (const buf of [head, body]) {
+    for (const buf of [Buffer.from(`${JSON.stringify(full)}\n`, 'utf8'), ...parts]) {
       let w = 0;
       while (w < buf.length) w += writeSync(fd, buf, w, buf.length - w);
     }
@@ -126,32 +149,80 @@ export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'for
 }
 
 /**
- * Reads the snapshot of `dataDir`. Output: `{header, body}`, `null` when there is none, or
- * `{reason}` when the file is not a whole, intact snapshot of the current format (the caller
- * replays the log instead). Never throws for a damaged file.
+ * Reads the snapshot of `dataDir`. Output: `{header, body}` (each array read into a buffer of its
+ * own), `null` when there is none, or `{reason}` when the file is not a whole, intact snapshot of
+ * the current format (the caller replays the log instead). Never throws for a damaged file.
  */
-export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: Buffer } | { reason: string } | null {
+export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } | null {
   const path = snapshotPath(dataDir);
   if (!existsSync(path)) return null;
-  let buf: Buffer;
+  let fd: number;
   try {
-    buf = readFileSync(path);
+    fd = openSync(path, 'r');
   } catch (err) {
     return { reason: `cannot be read (${(err as Error).message})` };
   }
-  const nl = buf.indexOf(10);
-  if (nl === -1) return { reason: 'has no header line' };
+  try {
+    return readOpenSnapshot(fd);
+  } catch (err) {
+    return { reason: `cannot be read (${(err as Error).message})` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** readSnapshot on an open file. Throws only for I/O errors. */
+function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } {
+  const size = fstatSync(fd).size;
+  // The header line: read in growing chunks until its newline.
+  let head = Buffer.alloc(0);
+  let nl = -1;
+  while (nl === -1) {
+    if (head.length >= Math.min(size, HEADER_BYTES_MAX)) return { reason: 'has no header line' };
+    const chunk = Buffer.alloc(Math.min(64 * 1024, size - head.length));
+    const n = readSync(fd, chunk, 0, chunk.length, head.length);
+    if (n === 0) return { reason: 'has no header line' };
+    head = Buffer.concat([head, chunk.subarray(0, n)]);
+    nl = head.indexOf(10);
+  }
   let header: SnapshotHeader;
   try {
-    header = JSON.parse(buf.toString('utf8', 0, nl)) as SnapshotHeader;
+    header = JSON.parse(head.toString('utf8', 0, nl)) as SnapshotHeader;
   } catch {
     return { reason: 'has a header that is not JSON' };
   }
   if (header.format !== SNAPSHOT_FORMAT) return { reason: `is of format ${JSON.stringify(header.format)}, not ${SNAPSHOT_FORMAT}` };
-  const body = buf.subarray(nl + 1);
-  if (body.length !== header.bodyBytes) return { reason: `has ${body.length} body bytes, its header says ${header.bodyBytes} (cut short?)` };
-  if (createHash('sha256').update(body).digest('hex') !== header.bodySha256) return { reason: 'fails its checksum (damaged bytes)' };
-  return { header, body };
+  if (header.byteOrder !== endianness()) return { reason: `was written on a machine of byte order ${header.byteOrder}, this one is ${endianness()}` };
+  const bodyStart = nl + 1;
+  const parts = header.partBytes;
+  if (!Array.isArray(parts) || parts.length === 0 || !parts.every((n, i) => Number.isSafeInteger(n) && n >= 0 && (i === 0 || n % 4 === 0))) {
+    return { reason: 'has a header whose part sizes are not valid' };
+  }
+  const bodyBytes = size - bodyStart;
+  if (bodyBytes !== header.bodyBytes || parts.reduce((a, b) => a + b, 0) !== bodyBytes) {
+    return { reason: `has ${bodyBytes} body bytes, its header says ${header.bodyBytes} (cut short?)` };
+  }
+  const sha = createHash('sha256');
+  let pos = bodyStart;
+  const read = (target: Buffer): void => {
+    let got = 0;
+    while (got < target.length) {
+      const n = readSync(fd, target, got, target.length - got, pos + got);
+      if (n === 0) throw new Error('unexpected end of file');
+      got += n;
+    }
+    sha.update(target);
+    pos += target.length;
+  };
+  const objects = Buffer.allocUnsafe(parts[0]!);
+  read(objects);
+  const arrays = parts.slice(1).map((n) => {
+    const a = new Uint32Array(n / 4);
+    read(bytesOf(a));
+    return a;
+  });
+  if (sha.digest('hex') !== header.bodySha256) return { reason: 'fails its checksum (damaged bytes)' };
+  return { header, body: { objects, arrays } };
 }
 
 /** Removes the snapshot of `dataDir`, if any (after it was found not to match the log). */
