@@ -33,6 +33,11 @@ export interface Config {
   publicUrl: string;
   /** True when FORUM_PUBLIC_URL was given. */
   publicUrlSet: boolean;
+  /**
+   * Port of the metrics listener on 127.0.0.1 (FORUM_METRICS_PORT; unset = no metrics listener;
+   * 0 picks a free port). Never the public listener. Issue 20.
+   */
+  metricsPort: number | null;
   /** One JSON line per request on stdout (FORUM_ACCESS_LOG, `off` default). Issue 20. */
   accessLog: boolean;
   /** Rate limits on (FORUM_RATE_LIMITS, `on` default, `off` disables every rate limit). */
@@ -119,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
     accessLog: flagEnv(env, 'FORUM_ACCESS_LOG', false),
+    metricsPort: intEnv(env, 'FORUM_METRICS_PORT', null),
     trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
     connectionsPerAddress: intEnv(env, 'FORUM_CONNECTIONS_PER_ADDRESS', CONNECTIONS_PER_ADDRESS_DEFAULT)!,

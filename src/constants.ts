@@ -241,6 +241,8 @@ export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
  * every response, logged with every line about the request and put in 5xx bodies.
  */
 export const REQUEST_ID_LENGTH_MAX = 128;
+/** The metrics listener (FORUM_METRICS_PORT) binds here only: loopback, never the public address (ours; issue 20). */
+export const METRICS_HOST = '127.0.0.1';
 /** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */

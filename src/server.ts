@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     records: app.log.headSeq,
     rateLimits: config.rateLimits,
     accessLog: config.accessLog,
+    metricsUrl: service.metricsUrl,
   });
   let stopping = false;
   const stop = (signal: string) => {

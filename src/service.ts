@@ -4,6 +4,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { App } from './app.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -12,10 +13,11 @@ import { publicRoutes } from './api/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver, composeGuards, DiskGuard, RateLimits, ShutdownGate } from './http/limits.js';
 import type { Route } from './http/router.js';
-import { DISK_CHECK_INTERVAL_MS } from './constants.js';
+import { DISK_CHECK_INTERVAL_MS, METRICS_HOST } from './constants.js';
 import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
 import { logger } from './logger.js';
-import type { LogOptions } from './store/log.js';
+import { LOG_DIR, listSegments, type LogOptions } from './store/log.js';
+import { Metrics } from './metrics.js';
 
 /** A running service: the app, both listeners, the bound URL and its protections. */
 export interface Service {
@@ -24,6 +26,8 @@ export interface Service {
   admin: Server;
   /** Base URL the public listener is bound to (http://host:port). */
   url: string;
+  /** URL of the metrics (http://127.0.0.1:port/metrics), or null when FORUM_METRICS_PORT is unset. */
+  metricsUrl: string | null;
   /** The operator protections in front of the routes (issue 7); exposed for tests and status. */
   protections: {
     /** The rate limits, or null when FORUM_RATE_LIMITS=off. */
@@ -65,11 +69,21 @@ export async function startService(
     connectionsMax?: number;
   } = {},
 ): Promise<Service> {
-  const app = await App.open(config, { clock: opts.clock, log: opts.log });
+  // Metrics exist only when their listener is configured; the log's hook is bound before they are.
+  let metrics: Metrics | null = null;
+  const logOptions: LogOptions = {
+    ...opts.log,
+    onFsync: (records, bytes, fsyncMs) => {
+      metrics?.groupCommit(records, bytes, fsyncMs);
+      opts.log?.onFsync?.(records, bytes, fsyncMs);
+    },
+  };
+  const app = await App.open(config, { clock: opts.clock, log: logOptions });
   const admin = await startAdminChannel(app);
   const now = () => app.now();
+  const onLimited = (limit: string) => metrics?.rateLimited(limit);
   const protections = {
-    rateLimits: config.rateLimits ? new RateLimits(now) : null,
+    rateLimits: config.rateLimits ? new RateLimits(now, { onLimited }) : null,
     disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
     shutdown: new ShutdownGate(),
   };
@@ -87,7 +101,18 @@ export async function startService(
     new DiskGuard(protections.disk, config.minFreeBytes, now),
     opts.guards?.(app),
   );
+  if (config.metricsPort !== null) {
+    metrics = new Metrics({
+      headSeq: () => app.log.headSeq,
+      durableSeq: () => app.log.durableSeq,
+      logBytes: () => listSegments(join(config.dataDir, LOG_DIR)).reduce((n, seg) => n + seg.sizeBytes, 0),
+      diskFreeBytes: () => protections.disk.freeBytes(now()),
+      evictions: () => protections.rateLimits?.evictions() ?? {},
+    });
+  }
+  const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);
   const listener = createRequestListener(app, opts.routes ?? publicRoutes(), {
+    metrics,
     guards,
     clientIp: clientIpResolver(config.trustProxy),
     accessLog: config.accessLog,
@@ -112,6 +137,7 @@ export async function startService(
     server,
     admin,
     url: `http://${host}:${addr.port}`,
+    metricsUrl: metricsServer === null ? null : `http://${METRICS_HOST}:${(metricsServer.address() as AddressInfo).port}/metrics`,
     protections,
     close() {
       // Requests that still arrive on kept-alive connections get 503 + Connection: close.
@@ -121,6 +147,7 @@ export async function startService(
         server.closeIdleConnections();
         await closed;
         await new Promise<void>((resolve) => admin.close(() => resolve()));
+        if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
         await app.close();
       })();
       return closing;

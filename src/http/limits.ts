@@ -274,6 +274,8 @@ export function rateLimitHeaders(d: LimitDecision, windowMs: number): Record<str
 
 /** A named limit of part 8: its limiter and the words a 429 uses for it. */
 interface NamedLimit {
+  /** Its name in metrics: `public`, `registration`, `write` or `changeRead`. */
+  name: string;
   limiter: SlidingWindowLimiter;
   /** e.g. "30 writes per token per minute". */
   rule: string;
@@ -290,24 +292,32 @@ export class RateLimits implements Guards {
   readonly writes: NamedLimit;
   readonly changeReads: NamedLimit;
 
+  /** Called for every 429 with the limit's name (metrics). */
+  private readonly onLimited: (limit: string) => void;
+
   constructor(
     private readonly now: () => number,
-    opts: { maxKeys?: number } = {},
+    opts: { maxKeys?: number; onLimited?: (limit: string) => void } = {},
   ) {
+    this.onLimited = opts.onLimited ?? (() => undefined);
     const max = opts.maxKeys ?? RATE_LIMIT_KEYS_MAX;
     this.publicRequests = {
+      name: 'public',
       limiter: new SlidingWindowLimiter(PUBLIC_REQUESTS_PER_MINUTE, RATE_WINDOW_MINUTE_MS, 1),
       rule: `${PUBLIC_REQUESTS_PER_MINUTE} requests per minute in total`,
     };
     this.registrations = {
+      name: 'registration',
       limiter: new SlidingWindowLimiter(REGISTRATIONS_PER_IP_PER_HOUR, RATE_WINDOW_HOUR_MS, max),
       rule: `${REGISTRATIONS_PER_IP_PER_HOUR} registrations per IP per hour`,
     };
     this.writes = {
+      name: 'write',
       limiter: new SlidingWindowLimiter(WRITES_PER_TOKEN_PER_MINUTE, RATE_WINDOW_MINUTE_MS, max),
       rule: `${WRITES_PER_TOKEN_PER_MINUTE} writes per token per minute`,
     };
     this.changeReads = {
+      name: 'changeRead',
       limiter: new SlidingWindowLimiter(CHANGE_READS_PER_TOKEN_PER_MINUTE, RATE_WINDOW_MINUTE_MS, max),
       rule: `${CHANGE_READS_PER_TOKEN_PER_MINUTE} change reads per token per minute (/api/changes, /api/work/changes, /api/exchange, /api/receipts together)`,
     };
@@ -319,7 +329,7 @@ export class RateLimits implements Guards {
    * Throws 429 with Retry-After.
    */
   onRequest(_req: IncomingMessage, _clientIp: string, res: ServerResponse): void {
-    check(this.publicRequests, 'public', this.now(), res, false);
+    check(this.publicRequests, 'public', this.now(), res, false, this.onLimited);
   }
 
   /**
@@ -329,13 +339,20 @@ export class RateLimits implements Guards {
    */
   afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
     if (route.rateLimit === 'registration') {
-      check(this.registrations, ipRateKey(ctx.clientIp), this.now(), res, true);
+      check(this.registrations, ipRateKey(ctx.clientIp), this.now(), res, true, this.onLimited);
       return;
     }
     const limit = route.rateLimit === 'write' ? this.writes : route.rateLimit === 'changeRead' ? this.changeReads : null;
     if (!limit) return;
     const key = ctx.agent ? `agent:${ctx.agent.profile.id}` : `ip:${ipRateKey(ctx.clientIp)}`;
-    check(limit, key, this.now(), res, true);
+    check(limit, key, this.now(), res, true, this.onLimited);
+  }
+
+  /** Keys dropped at the key cap so far, by limit name (metrics). */
+  evictions(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const l of [this.publicRequests, this.registrations, this.writes, this.changeReads]) out[l.name] = l.limiter.evictions;
+    return out;
   }
 }
 
@@ -343,12 +360,13 @@ export class RateLimits implements Guards {
  * Counts one request against `limit`; sets RateLimit-* headers on `res` (always when
  * `headers`, else only on refusal) and throws 429 with Retry-After when refused.
  */
-function check(limit: NamedLimit, key: string, now: number, res: ServerResponse, headers: boolean): void {
+function check(limit: NamedLimit, key: string, now: number, res: ServerResponse, headers: boolean, onLimited: (limit: string) => void): void {
   const d = limit.limiter.take(key, now);
   if (!headers && d.allowed) return;
   const h = rateLimitHeaders(d, limit.limiter.windowMs);
   for (const [name, value] of Object.entries(h)) res.setHeader(name, value);
   if (d.allowed) return;
+  onLimited(limit.name);
   const retryAfterSeconds = Math.max(1, Math.ceil(d.resetMs / 1000));
   const err = tooManyRequests(`rate limit exceeded: at most ${limit.rule}; retry after ${retryAfterSeconds} s`, retryAfterSeconds);
   // Also carried by the error itself, so the 429 has them whoever renders it.

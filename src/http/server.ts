@@ -29,6 +29,7 @@ import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.
 import { readJsonBody } from './body.js';
 import { HttpError, unauthorized, uriTooLong, writeStopped, type ErrorCode } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
@@ -255,9 +256,11 @@ function finish(app: App, reply: Reply | Promise<Reply>): Reply | Promise<Reply>
 export function createRequestListener(
   app: App,
   routes: readonly Route[],
-  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string; accessLog?: boolean } = {},
+  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string; accessLog?: boolean; metrics?: Metrics | null } = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const accessLog = opts.accessLog === true;
+  const metrics = opts.metrics ?? null;
+  const timed = accessLog || metrics !== null;
   const router = new Router(routes);
   // Validators are compiled once per route at startup (Fastify's approach), never per request.
   // A dispatching route's handler validates its envelope with its body schema itself (after its
@@ -293,7 +296,7 @@ export function createRequestListener(
 
   return (req, res) => {
     void (async () => {
-      const started = accessLog ? performance.now() : 0;
+      const started = timed ? performance.now() : 0;
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);
       const requestId = head.requestId;
@@ -345,15 +348,19 @@ export function createRequestListener(
         // A refused body may still be arriving; do not let it keep the connection busy.
         if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
       }
-      if (accessLog) {
-        logger.info('request', `${method} ${route?.path ?? '-'} ${res.statusCode}`, {
-          requestId,
-          method,
-          route: route?.path ?? null,
-          status: res.statusCode,
-          ms: Math.round((performance.now() - started) * 1000) / 1000,
-          agentId: ctx?.agent?.profile.id ?? null,
-        });
+      if (timed) {
+        const ms = performance.now() - started;
+        metrics?.request(method, route?.path ?? null, res.statusCode, ms);
+        if (accessLog) {
+          logger.info('request', `${method} ${route?.path ?? '-'} ${res.statusCode}`, {
+            requestId,
+            method,
+            route: route?.path ?? null,
+            status: res.statusCode,
+            ms: Math.round(ms * 1000) / 1000,
+            agentId: ctx?.agent?.profile.id ?? null,
+          });
+        }
       }
     })();
   };

@@ -37,6 +37,7 @@ import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
+import { performance } from 'node:perf_hooks';
 import { fsyncDir, fsyncDirSync, isNoSpaceError } from './fsutil.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
@@ -71,8 +72,11 @@ export interface SegmentInfo {
 export interface LogOptions {
   /** Segment roll-over size in bytes (default SEGMENT_BYTES_MAX). */
   segmentBytesMax?: number;
-  /** Called once per fdatasync of a batch; instrumentation for tests and benchmarks. */
-  onFsync?: (records: number) => void;
+  /**
+   * Called once per group commit, after its fdatasync: the batch's records and bytes and how long
+   * the fdatasync took (ms). Instrumentation for metrics, tests and benchmarks.
+   */
+  onFsync?: (records: number, bytes: number, fsyncMs: number) => void;
   /** Called when a write or fsync fails; the log refuses further appends after that. */
   onFatal?: (err: Error) => void;
   /** Called for each torn tail truncated at open (file, offset, bytes dropped). */
@@ -753,7 +757,9 @@ export class Log {
         // thread-pool round trip per batch, which is most of the latency at low disk load.
         let written = 0;
         while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
+        const syncStarted = performance.now();
         await handle.datasync();
+        const fsyncMs = performance.now() - syncStarted;
         const records = this.opts.records;
         if (records !== undefined) {
           let offset = this.segmentBytes;
@@ -768,7 +774,7 @@ export class Log {
         this.stats.fsyncs++;
         this.stats.batches++;
         this.stats.records += lines.length;
-        this.opts.onFsync?.(lines.length);
+        this.opts.onFsync?.(lines.length, data.length, fsyncMs);
         this.releaseWaiters();
         try {
           this.onDurable?.(this.durableSeqValue, this.durableHash);
