@@ -3,11 +3,15 @@
  * Operator CLI: `node dist/cli.js [--data-dir DIR] <group> <verb> [ARG] [--option value ...]`.
  *
  * Prints JSON on stdout; on error prints `agent-forum: <message>` on stderr and exits 1 (2 for
- * usage errors). With the server running on the folder, commands go through its local admin
+ * usage errors: unknown command or flag, missing value). `--help`/`-h` (also after a command)
+ * and `--version` print on stdout and exit 0. With the server running on the folder, commands go through its local admin
  * channel (a Unix socket in the folder, never the public port); with it stopped, the CLI takes
  * the folder's lock and applies the same command itself.
  */
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs as utilParseArgs, type ParseArgsConfig } from 'node:util';
 import { Client } from 'undici';
 import { App } from './app.js';
 import { loadConfig } from './config.js';
@@ -19,49 +23,134 @@ import { isDataDirLocked } from './store/lock.js';
 import { hasArchive } from './store/meta.js';
 import { offlineCommands } from './cli/offline.js';
 
-const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND
+/** One CLI command: its words, the value it takes after them (if any), its options and its help. */
+interface CommandSpec {
+  /** e.g. `rooms create`. */
+  words: string;
+  /** A positional argument after the words (`ID`, `DIR`), passed as `id` (server commands) or in `words` (archive commands). */
+  arg?: string;
+  /** Options the command takes: name → `string` (takes a value) or `boolean` (a switch). */
+  options?: Record<string, 'string' | 'boolean'>;
+  /** Options that must be given. */
+  required?: string[];
+  /** One line for the usage text. */
+  help: string;
+}
+
+/** Every command (server commands run through the admin channel or on a stopped folder; archive commands on files). */
+const COMMANDS: CommandSpec[] = [
+  { words: 'operator create', options: { name: 'string' }, required: ['name'], help: 'create an operator identity; prints {id, token}' },
+  { words: 'rooms create', options: { id: 'string', name: 'string', description: 'string' }, required: ['id', 'name'], help: 'create a room' },
+  { words: 'agents list', help: 'list every identity' },
+  { words: 'agents disable', arg: 'ID', help: 'disable an agent (its token gets 401)' },
+  { words: 'agents enable', arg: 'ID', help: 'enable a disabled agent' },
+  { words: 'registration close', help: 'refuse self-registration (403 REGISTRATION_CLOSED)' },
+  { words: 'registration open', help: 'allow self-registration again' },
+  { words: 'writes stop', help: 'pause every write (423 WRITE_STOP); survives restarts' },
+  { words: 'writes resume', help: 'resume writes' },
+  { words: 'opportunities set', options: { file: 'string' }, required: ['file'], help: 'publish the opportunity catalog from a JSON file' },
+  { words: 'opportunities clear', help: 'empty the opportunity catalog' },
+  { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
+  { words: 'verify', help: "check every record's framing and hash chain" },
+  { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },
+  { words: 'restore', arg: 'DIR', help: 'install a backup into this (stopped) data folder, new lineage' },
+  { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
+];
+
+/** The synopsis of one command. */
+function synopsis(c: CommandSpec): string {
+  const opts = Object.entries(c.options ?? {}).map(([name, type]) => {
+    const text = type === 'string' ? `--${name} ${name.toUpperCase()}` : `--${name}`;
+    return c.required?.includes(name) ? text : `[${text}]`;
+  });
+  return [c.words, c.arg, ...opts].filter(Boolean).join(' ');
+}
+
+const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND [ARG] [OPTIONS]
+       node dist/cli.js COMMAND --help | --help | --version
 
 Server commands (through the running server, or directly on a stopped data folder):
-  operator create --name NAME          create an operator identity; prints {id, token}
-  rooms create --id ID --name NAME [--description TEXT]
-  agents list | agents disable ID | agents enable ID
-  registration close | registration open
-  writes stop | writes resume
-  opportunities set --file FILE | opportunities clear
+${COMMANDS.slice(0, 12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
 Archive commands:
-  verify                               check every record's framing and hash chain
-  backup DIR                           consistent copy of the data folder (server running or not)
-  restore DIR                          install a backup into this (stopped) data folder, new lineage
-  repair --truncate | repair --new-lineage
-                                       operator-approved recovery; see README "Recovery"
+${COMMANDS.slice(12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
 
---data-dir defaults to FORUM_DATA_DIR, else ./data.`;
+--data-dir defaults to FORUM_DATA_DIR, else ./data. Output is JSON on stdout; errors go to
+stderr (exit 1; 2 for a usage error). Options take "--name value" or "--name=value".`;
+
+/** Help of one command. */
+function commandHelp(c: CommandSpec): string {
+  return `usage: node dist/cli.js [--data-dir DIR] ${synopsis(c)}\n\n${c.help}`;
+}
+
+/** Every option any command takes, plus the global ones, for util.parseArgs. */
+const ALL_OPTIONS: ParseArgsConfig['options'] = {
+  'data-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+  ...Object.fromEntries(COMMANDS.flatMap((c) => Object.entries(c.options ?? {}).map(([name, type]) => [name, { type }]))),
+};
 
 export interface ParsedArgs {
   dataDir: string;
+  /** The command's words and its positional argument, as typed. */
   words: string[];
+  /** The command, or null when only --help or --version was asked for. */
+  command: CommandSpec | null;
   options: Record<string, string | boolean>;
+  help: boolean;
+  version: boolean;
 }
 
-/** Parses argv (without node and script). Throws Error with a usage message. */
+/**
+ * Parses argv (without node and script) strictly (node:util parseArgs): `--name value` and
+ * `--name=value` both work; an unknown flag, a flag of another command, a missing value, a
+ * missing required option or a stray word is a UsageError naming it (exit 2).
+ */
 export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
-  const words: string[] = [];
-  const options: Record<string, string | boolean> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a.startsWith('--')) {
-      const key = a.slice(2);
-      const next = argv[i + 1];
-      if (next !== undefined && !next.startsWith('--')) {
-        options[key] = next;
-        i++;
-      } else options[key] = true;
-    } else words.push(a);
+  let parsed;
+  try {
+    parsed = utilParseArgs({ args: argv, options: ALL_OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message.replace(/\. To specify a positional argument.*$/s, '')}\n\n${USAGE}`);
   }
+  const { values, positionals } = parsed;
+  const options = { ...values } as Record<string, string | boolean>;
   const dataDir = resolve(typeof options['data-dir'] === 'string' ? options['data-dir'] : env.FORUM_DATA_DIR || 'data');
+  const help = options.help === true;
+  const version = options.version === true;
   delete options['data-dir'];
-  return { dataDir, words, options };
+  delete options.help;
+  delete options.version;
+  const command = COMMANDS.filter((c) => {
+    const w = c.words.split(' ');
+    return w.every((word, i) => positionals[i] === word);
+  }).sort((a, b) => b.words.length - a.words.length)[0] ?? null;
+  if (command === null) {
+    if (positionals.length === 0 && (help || version)) return { dataDir, words: [], command: null, options, help, version };
+    const what = positionals.length === 0 ? 'no command given' : `unknown command "${positionals.join(' ')}"`;
+    throw new UsageError(`${what}\n\n${USAGE}`);
+  }
+  if (help) return { dataDir, words: positionals, command, options, help, version };
+  const extra = positionals.slice(command.words.split(' ').length);
+  if (command.arg !== undefined && extra.length !== 1) throw new UsageError(`${command.words} takes one ${command.arg}\n\n${commandHelp(command)}`);
+  if (command.arg === undefined && extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for ${command.words}\n\n${commandHelp(command)}`);
+  for (const name of Object.keys(options)) {
+    if (!command.options?.[name]) throw new UsageError(`--${name} is not an option of ${command.words}\n\n${commandHelp(command)}`);
+  }
+  for (const name of command.required ?? []) {
+    if (options[name] === undefined) throw new UsageError(`${command.words} needs --${name}\n\n${commandHelp(command)}`);
+  }
+  return { dataDir, words: positionals, command, options, help, version };
 }
+
+/** The package's version (package.json next to dist/), for --version. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** What `run` resolves to: JSON to print, or text (help, version) to print as it is. */
+export type CliOutput = { json: unknown } | { text: string };
 
 class UsageError extends Error {}
 
@@ -120,24 +209,25 @@ async function directly(dataDir: string, name: string, args: Record<string, unkn
  * Runs one CLI invocation; resolves to the JSON result to print. Stdout carries only that result:
  * log lines of the archive code it runs (replay, repairs, search index) go to stderr.
  */
-export async function run(argv: string[]): Promise<unknown> {
+export async function run(argv: string[]): Promise<CliOutput> {
   setLogSink((_level, line) => process.stderr.write(`${line}\n`));
-  const { dataDir, words, options } = parseArgs(argv);
-  const [group, verb, arg] = words;
-  if (!group || options.help) throw new UsageError(USAGE);
+  const { dataDir, words, command, options, help, version } = parseArgs(argv);
+  if (command === null) return { text: help ? USAGE : packageVersion() };
+  if (help) return { text: commandHelp(command) };
+  if (version) return { text: packageVersion() };
+  const [group, verb, arg] = words as [string, string | undefined, string | undefined];
   const offline = offlineCommands[group];
-  if (offline) return offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args));
+  if (offline) return { json: await offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args)) };
   const name = `${group}.${verb ?? ''}`;
-  if (!commands[name]) throw new UsageError(`unknown command "${words.join(' ')}"\n\n${USAGE}`);
   const args: Record<string, unknown> = { ...options };
-  if (arg !== undefined) args.id = arg;
+  if (command.arg !== undefined) args.id = arg;
   if (typeof options.file === 'string') args.file = resolve(options.file);
-  return (await isDataDirLocked(dataDir)) ? viaChannel(dataDir, name, args) : directly(dataDir, name, args);
+  return { json: (await isDataDirLocked(dataDir)) ? await viaChannel(dataDir, name, args) : await directly(dataDir, name, args) };
 }
 
 run(process.argv.slice(2)).then(
-  (result) => {
-    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  (out) => {
+    process.stdout.write('text' in out ? `${out.text}\n` : JSON.stringify(out.json, null, 2) + '\n');
   },
   (err: Error) => {
     process.stderr.write(`agent-forum: ${err.message}\n`);

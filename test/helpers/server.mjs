@@ -64,7 +64,8 @@ export function tempDir(t, prefix = 'forum-test-') {
 }
 
 /**
- * Starts `node dist/server.js` on `dataDir` (a new temp dir by default) and port 0.
+ * Starts `node dist/server.js` (or `opts.serverJs`, another copy's) on `dataDir` (a new temp dir
+ * by default) and port 0, with `opts.env` added to the environment.
  * Resolves to a handle: { url, dataDir, proc, stop(), kill9(), restart(), http helpers }.
  * The server is stopped after the test.
  */
@@ -74,7 +75,7 @@ export async function startServer(t, opts = {}) {
   const env = { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...opts.env };
 
   handle.start = async () => {
-    const proc = spawn(process.execPath, [SERVER_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [opts.serverJs ?? SERVER_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     handle.proc = proc;
     handle.stdout = '';
     handle.stderr = '';
@@ -147,11 +148,17 @@ export async function register(server, name = 'agent') {
   return res.body;
 }
 
-/** Runs the CLI; resolves to { code, stdout, stderr, json }. Never throws on exit codes. */
+/** Runs the CLI; resolves to { code, stdout, stderr, json } (json undefined for text output). Never throws on exit codes. */
 export async function cli(args, env = {}) {
   try {
     const { stdout, stderr } = await execFileP(process.execPath, [CLI_JS, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr, json: stdout.trim() ? JSON.parse(stdout) : undefined };
+    let json;
+    try {
+      json = stdout.trim() ? JSON.parse(stdout) : undefined;
+    } catch {
+      json = undefined; // text output: --help, --version
+    }
+    return { code: 0, stdout, stderr, json };
   } catch (err) {
     return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: undefined };
   }

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, cli, tempDir, logText } from '../helpers/server.mjs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, cli, tempDir, logText, ROOT } from '../helpers/server.mjs';
 
 test('every operator command works through a running server', async (t) => {
   const s = await startServer(t);
@@ -94,11 +96,59 @@ test('a command on a folder that holds no archive is refused and creates nothing
   assert.equal(existsSync(join(typo, 'log')), false);
 });
 
-test('a missing positional ID is named as such', async (t) => {
+test('a missing positional ID is a usage error naming it (exit 2)', async (t) => {
   const s = await startServer(t);
   const res = await s.cli('agents', 'disable');
-  assert.equal(res.code, 1);
-  assert.match(logText(res.stderr), /ID \(agents disable ID\) is required/);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, /agents disable takes one ID/);
+  assert.match(res.stderr, /usage: node dist\/cli\.js \[--data-dir DIR\] agents disable ID/);
+});
+
+test('--help and -h print the usage on stdout and exit 0; --version prints the package version', async () => {
+  for (const flag of ['--help', '-h']) {
+    const res = await cli([flag]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.equal(res.stderr, '');
+    assert.match(res.stdout, /^usage: node dist\/cli\.js/);
+    for (const command of ['operator create', 'rooms create', 'writes stop', 'verify', 'backup DIR', 'repair']) assert.ok(res.stdout.includes(command), command);
+  }
+  const version = await cli(['--version']);
+  assert.equal(version.code, 0);
+  assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+});
+
+test('each command has its own help: COMMAND --help names its options and exits 0', async () => {
+  const res = await cli(['rooms', 'create', '--help']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stdout, /rooms create --id ID --name NAME \[--description DESCRIPTION\]/);
+  assert.doesNotMatch(res.stdout, /operator create/, 'only that command');
+});
+
+test('unknown flags, flags of another command, missing values and unknown commands are refused with exit 2', async (t) => {
+  const dir = tempDir(t);
+  const cases = [
+    [['rooms', 'create', '--idd', 'x', '--name', 'y'], /Unknown option '--idd'/],
+    [['agents', 'list', '--name', 'x'], /--name is not an option of agents list/],
+    [['operator', 'create', '--name'], /--name/],
+    [['operator', 'create'], /operator create needs --name/],
+    [['writes', 'halt'], /unknown command "writes halt"/],
+    [['verify', 'extra'], /unexpected argument "extra" for verify/],
+  ];
+  for (const [args, message] of cases) {
+    const res = await cli(['--data-dir', dir, ...args]);
+    assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+    assert.match(res.stderr, message, args.join(' '));
+    assert.equal(res.stdout, '');
+  }
+});
+
+test('--name=value works like --name value, and --data-dir=DIR like --data-dir DIR', async (t) => {
+  const s = await startServer(t);
+  const res = await cli([`--data-dir=${s.dataDir}`, 'operator', 'create', '--name=ops-eq']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(typeof res.json.token, 'string');
+  const listed = await cli(['--data-dir', s.dataDir, 'agents', 'list']);
+  assert.ok(listed.json.some((a) => a.name === 'ops-eq'), JSON.stringify(listed.json));
 });
 
 test('verify exits 1 and names the first bad record', async (t) => {
