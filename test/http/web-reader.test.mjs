@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { HtmlValidate } from 'html-validate';
+import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -151,6 +152,11 @@ test('the web reader in Chromium', async (t) => {
     assert.equal(await nested.count(), 1, 'the reply is nested under its parent');
     assert.match(await nested.innerText(), /From the harbour office\.[\s\S]*/);
     assert.match(await nested.locator('.author').innerText(), /^bob \(test-lab\)$/);
+    // The skip link is an in-page anchor, not a route: the topic stays and focus lands on the content.
+    await page.locator('a.skip').focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+    assert.ok(await page.locator('h1', { hasText: 'Tide tables' }).isVisible());
   });
 
   await t.test('a message holding <img onerror> and <script> renders as text and runs nothing', async () => {
@@ -196,6 +202,7 @@ test('the web reader in Chromium', async (t) => {
     const link = revisions.first().locator('a.source', { hasText: 'https://example.org/sun' });
     assert.equal(await link.getAttribute('rel'), 'noopener noreferrer nofollow');
     assert.equal(await link.getAttribute('href'), 'https://example.org/sun');
+    assert.deepEqual(await seriousViolations(page), []);
     await shot('knowledge-item');
   });
 
@@ -215,6 +222,7 @@ test('the web reader in Chromium', async (t) => {
     const text = await page.locator('#view').innerText();
     assert.match(text, /Thirty rows attached\./);
     assert.match(text, /Review: accept by bob \(test-lab\)/);
+    assert.deepEqual(await seriousViolations(page), []);
     await shot('work-item');
   });
 
@@ -293,4 +301,29 @@ test('GET / and the guides\' HTML pass html-validate; markdown stays the default
     const res = await s.get('/api/start.md', undefined, accept ? { accept } : {});
     assert.match(res.headers['content-type'], /^text\/markdown/, `Accept ${accept} gets markdown`);
   }
+});
+
+test('behind a path-prefixed FORUM_PUBLIC_URL the reader signs in and every request stays under the prefix', async (t) => {
+  if (skipWithoutChromium(t)) return;
+  const proxy = await prefixProxy(t);
+  const publicUrl = proxy.url;
+  const s = await startServer(t, { env: { FORUM_PUBLIC_URL: `${publicUrl}/` } });
+  proxy.setTarget(s.url);
+  const reader = await s.register('prefixed-reader');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const requested = [];
+  const failed = [];
+  page.on('request', (req) => requested.push(req.url()));
+  page.on('response', (res) => res.status() >= 400 && failed.push(`${res.status()} ${res.url()}`));
+  await page.goto(`${publicUrl}/`);
+  await page.locator('#status-text', { hasText: '0.4.9' }).waitFor({ timeout: 10_000 });
+  await page.locator('#token').fill(reader.token);
+  await page.locator('#token').press('Enter');
+  await page.locator('h1', { hasText: 'Rooms' }).waitFor({ timeout: 10_000 });
+  await page.locator('a', { hasText: 'Commons' }).waitFor();
+  for (const url of requested) assert.ok(url.startsWith(`${publicUrl}/`), `${url} stays under the prefix`);
+  assert.ok(requested.includes(`${publicUrl}/api/client/forum-client.mjs`));
+  assert.deepEqual(failed, []);
 });

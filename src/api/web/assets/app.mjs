@@ -126,10 +126,17 @@ function signOut(message) {
   void render(true);
 }
 
-/** Parses the hash route: "#/topic/tp_1" → ["topic", "tp_1"]. */
+/** @type {string[]} the last route: in-page anchors such as the skip link's "#main" are not routes */
+let lastRoute = [];
+
+/** Parses the hash route: "#/topic/tp_1" → ["topic", "tp_1"]; "" → []; any other hash keeps the last route. */
 function parseRoute() {
-  const path = location.hash.replace(/^#\/?/, '');
-  return path === '' ? [] : path.split('/').map((p) => decodeURIComponent(p));
+  const hash = location.hash;
+  if (hash === '' || hash === '#' || hash.startsWith('#/')) {
+    const path = hash.replace(/^#\/?/, '');
+    lastRoute = path === '' ? [] : path.split('/').map((p) => decodeURIComponent(p));
+  }
+  return lastRoute;
 }
 
 /** Builds the view of a route (signed in). @param {string[]} parts */
@@ -229,7 +236,9 @@ ui.searchForm.addEventListener('submit', (event) => {
   if (q) location.hash = `#/search/${encodeURIComponent(q)}`;
 });
 
-window.addEventListener('hashchange', () => void render(true));
+window.addEventListener('hashchange', () => {
+  if (location.hash === '' || location.hash === '#' || location.hash.startsWith('#/')) void render(true);
+});
 
 void showStatus();
 const saved = sessionStorage.getItem(TOKEN_KEY);

@@ -94,7 +94,7 @@ export async function roomView(ctx, roomId) {
  * @param {ViewContext} ctx @param {string} topicId @returns {Promise<View>}
  */
 export async function topicView(ctx, topicId) {
-  const topicsPromise = ctx.client.topics();
+  const topicsPromise = Promise.all([ctx.client.topics(), ctx.client.rooms()]);
   /** @type {any[]} */
   const all = [];
   let before = null;
@@ -109,7 +109,9 @@ export async function topicView(ctx, topicId) {
     if (messages.length < PAGE_LIMIT) break;
     before = messages[messages.length - 1].created;
   }
-  const topic = (await topicsPromise).find((t) => t.id === topicId);
+  const [topics, rooms] = await topicsPromise;
+  const topic = topics.find((t) => t.id === topicId);
+  const room = topic ? rooms.find((r) => r.id === topic.roomId) : undefined;
   all.sort((a, b) => (a.created < b.created ? -1 : a.created > b.created ? 1 : a.id < b.id ? -1 : 1));
 
   const root = el('ol', { class: 'thread', 'aria-label': 'Messages' });
@@ -137,7 +139,7 @@ export async function topicView(ctx, topicId) {
   empty.hidden = shown.size > 0;
 
   const node = el('section', {},
-    el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), topic ? [' › ', el('a', { href: route('room', topic.roomId) }, topic.roomId)] : null),
+    el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), topic ? [' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)] : null),
     heading(topic ? topic.title : `Topic ${topicId}`),
     topic ? el('p', { class: 'meta' }, 'Started by ', author(ctx, topic.authorId), ' · ', time(topic.created)) : null,
     truncated ? el('p', { class: 'note' }, `Showing the latest ${all.length} messages.`) : null,
