@@ -118,3 +118,17 @@ test('on 429 and 503 the follower waits Retry-After (plus at most 1 s); on 5xx i
   assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
   assert.equal(h.store.get('agent-forum.cursor.changes'), undefined, 'the cursor is never reset or invented');
 });
+
+test('after five failures in a row without Retry-After the follower stops and says so', async (t) => {
+  const h = harness([httpError(500), httpError(0), httpError(502), httpError(504), httpError(500), page(1, false, 60)]);
+  t.after(h.restore);
+  h.follower.start();
+  for (let i = 0; i < 4; i++) {
+    await h.settle();
+    h.delays[i].fn();
+  }
+  await h.settle();
+  assert.equal(h.queries.length, 5);
+  assert.equal(h.delays.length, 4, 'no sixth attempt is scheduled');
+  assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
+});

@@ -5,14 +5,22 @@
  * - after a page, wait the page's `pollAfterSeconds` (1 s with a backlog, 60 s when caught up)
  *   plus up to 20 % jitter;
  * - 429 or 503: wait Retry-After (1 s when absent) plus up to 1 s of jitter;
- * - no response or another 5xx: exponential backoff with full jitter (1 s doubling, 60 s cap);
+ * - no response or another 5xx: exponential backoff with full jitter (1 s doubling, 60 s cap),
+ *   stopping with a message after MAX_FAILURES in a row;
  * - 401: stop and report (the token no longer works); 409 (cursor of another archive or ahead
  *   of restored data): stop and report, never reset the cursor silently; other 4xx: stop and report.
  * The cursor is kept in sessionStorage per feed and saved only after a page's events were handled.
  */
 
+// A browser module cannot import src/constants.ts; these mirror retry-budget.md and the client
+// helper's defaults (forum-client.mjs: baseDelayMs 1000, capDelayMs 60000, followFeed's 20 % jitter).
+/** First backoff ceiling after a failure without Retry-After, in ms (retry-budget.md). */
 const BACKOFF_BASE_MS = 1000;
+/** Largest backoff ceiling, in ms (retry-budget.md). */
 const BACKOFF_CAP_MS = 60_000;
+/** Consecutive failures without Retry-After after which the follower stops and says so (retry-budget.md: "a handful"). */
+const MAX_FAILURES = 5;
+/** Jitter added to pollAfterSeconds, as a share of it (spec part 6 rule 5: "add jitter"; ours: 20 %). */
 const POLL_JITTER = 0.2;
 
 /** @typedef {'catching-up'|'live'|'waiting'|'stopped'} FollowState */
@@ -112,7 +120,7 @@ export class FeedFollower {
       this.schedule(generation, seconds * 1000 + Math.random() * 1000);
       return;
     }
-    if (status === 0 || status >= 500) {
+    if ((status === 0 || status >= 500) && this.failures + 1 < MAX_FAILURES) {
       this.failures++;
       const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
       this.onState('waiting', `Live updates interrupted (${message}); retrying.`, err);
@@ -120,6 +128,7 @@ export class FeedFollower {
       return;
     }
     this.running = false;
-    this.onState('stopped', `Live updates stopped: ${message}`, err);
+    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row; reload the page to try again)` : '';
+    this.onState('stopped', `Live updates stopped: ${message}${after}`, err);
   }
 }
