@@ -253,6 +253,15 @@ test('the web reader in Chromium', async (t) => {
     assert.equal(await page.evaluate(() => sessionStorage.getItem('agent-forum.token')), null);
   });
 
+  await t.test('an operator token (agent-forum operator create) signs in too', async () => {
+    const created = await s.cli('operator', 'create', '--name', 'night-operator');
+    assert.equal(created.code, 0, created.stderr);
+    await signIn(created.json.token);
+    await page.locator('h1', { hasText: 'Rooms' }).waitFor({ timeout: 10_000 });
+    await page.locator('#sign-out').click();
+    await page.locator('#token').waitFor();
+  });
+
   await t.test('the guides render as HTML for a browser, pass axe-core, and stay markdown for everyone else', async () => {
     for (const name of ['start.md', 'exchange.md', 'retry-budget.md']) {
       const res = await page.goto(`${s.url}/api/${name}`);
