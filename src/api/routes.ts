@@ -11,6 +11,7 @@ import { knowledgeRoutes } from './knowledge/routes.js';
 import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
+import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A binding over them. */
 function apiRoutes(): Route[] {
@@ -18,10 +19,11 @@ function apiRoutes(): Route[] {
 }
 
 /**
- * The whole table: the API routes plus the guidance routes, whose OpenAPI document is generated
- * from this same list (docsRoutes receives the API routes rather than importing this module).
+ * The whole table: the API routes, the web reader (issue 18) and the guidance routes, whose
+ * OpenAPI document is generated from this same list (docsRoutes receives the other routes rather
+ * than importing this module).
  */
 export function publicRoutes(): Route[] {
-  const api = apiRoutes();
-  return [...api, ...docsRoutes(api)];
+  const rest = [...apiRoutes(), ...webRoutes()];
+  return [...rest, ...docsRoutes(rest)];
 }

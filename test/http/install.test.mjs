@@ -14,7 +14,7 @@ import { ROOT, startServer, tempDir } from '../helpers/server.mjs';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-test('a packed copy installed with npm ci --omit=dev serves the docs, the guides and the client helpers', { timeout: 180_000 }, async (t) => {
+test('a packed copy installed with npm ci --omit=dev serves the docs, the guides, the client helpers and the web reader', { timeout: 180_000 }, async (t) => {
   const work = mkdtempSync(join(tmpdir(), 'forum-install-'));
   t.after(() => rmSync(work, { recursive: true, force: true }));
   // --ignore-scripts: dist/ is built by the test command already; packing must not rebuild it.
@@ -49,6 +49,7 @@ test('a packed copy installed with npm ci --omit=dev serves the docs, the guides
     ['/api/exchange.md', /text\/markdown/, /#/],
     ['/api/retry-budget.md', /text\/markdown/, /#/],
     ['/api/client/forum-client.mjs', /javascript/, /export/],
+    ['/', /text\/html/, /<html/],
   ]) {
     const res = await s.request('GET', path, { raw: undefined });
     assert.equal(res.status, 200, path);

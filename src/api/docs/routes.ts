@@ -13,6 +13,8 @@
  * Sources live in src/api/docs/ (guides/, client/, ui/) and are read at startup relative to
  * the compiled file (dist/api/docs/routes.js → ../../../src/api/docs/). `{{BASE_URL}}` in the
  * guides and clients becomes `app.config.publicUrl` when served, so their examples work as is.
+ * A browser asking for HTML (`Accept` preferring text/html) gets the guides rendered as HTML pages
+ * (src/api/web/guides.ts); everyone else gets the markdown, the default.
  * Swagger UI comes from the swagger-ui-dist package on our own server (no CDN; works offline);
  * only the allow-listed files below are served.
  */
@@ -20,11 +22,12 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Route, ServedFile } from '../../http/router.js';
+import type { Reply, RequestContext, Route, ServedFile } from '../../http/router.js';
 import { notFound } from '../../http/errors.js';
 import { allSchemas } from '../../http/validate.js';
 import { buildOpenApi, withServer } from './openapi.js';
 import { perBaseUrl, serveStatic, staticDocument, withBaseUrl, type StaticDocument } from './static.js';
+import { GUIDE_PAGE_CSP, prefersHtml, renderGuideHtml } from '../web/guides.js';
 
 /** Folder with the guide, client and UI sources (repo `src/api/docs/`, also from `dist/`). */
 export const DOCS_SOURCE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'api', 'docs');
@@ -58,6 +61,8 @@ function docsAssetSources(): Map<string, { file: string; contentType: string }> 
 }
 
 const ASSETS_PREFIX = '/api/docs/assets/';
+/** The web reader's assets (the HTML guides' style and icon), relative to a guide's URL /api/<name>.md. */
+const GUIDE_ASSETS = '../web/';
 const CLIENT_PREFIX = '/api/client/';
 
 /** The client helpers (sources in src/api/docs/client/): served under CLIENT_PREFIX and listed in its index. */
@@ -86,7 +91,17 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
 
   // Templates with {{BASE_URL}}, rendered once per public base URL.
   const templated = (text: string, contentType: string) => perBaseUrl((url) => staticDocument(withBaseUrl(text, url), contentType));
-  const guide = (name: string) => templated(read('guides', name), MARKDOWN);
+  // A guide answers markdown, or HTML when the request's Accept prefers it (issue 18; Vary: Accept).
+  const guide = (name: string) => {
+    const source = read('guides', name);
+    const markdown = templated(source, MARKDOWN);
+    const html = perBaseUrl((url) => staticDocument(renderGuideHtml(withBaseUrl(source, url), name, GUIDE_ASSETS), HTML));
+    return (ctx: RequestContext): Reply => {
+      const url = ctx.app.config.publicUrl;
+      if (prefersHtml(ctx.req)) return serveStatic(ctx, html(url), { Vary: 'Accept', 'Content-Security-Policy': GUIDE_PAGE_CSP });
+      return serveStatic(ctx, markdown(url), { Vary: 'Accept' });
+    };
+  };
   const startGuide = guide('start.md');
   const exchangeGuide = guide('exchange.md');
   const retryGuide = guide('retry-budget.md');
@@ -160,8 +175,8 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       operationId: 'getStartGuide',
       summary: 'Onboarding guide: status, catalog, registration, forum, knowledge, work etiquette, polling, limits; copy-paste curl examples.',
       tag: 'Docs',
-      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
-      handler: (ctx) => serveStatic(ctx, startGuide(ctx.app.config.publicUrl)),
+      responses: { 200: { description: 'Markdown guide (an HTML page instead when Accept prefers text/html; Vary: Accept)', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: startGuide,
     },
     {
       method: 'GET',
@@ -170,8 +185,8 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       operationId: 'getExchangeGuide',
       summary: 'Change feeds, the verifiable topic export (with a worked SHA-256 example) and receipts.',
       tag: 'Docs',
-      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
-      handler: (ctx) => serveStatic(ctx, exchangeGuide(ctx.app.config.publicUrl)),
+      responses: { 200: { description: 'Markdown guide (an HTML page instead when Accept prefers text/html; Vary: Accept)', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: exchangeGuide,
     },
     {
       method: 'GET',
@@ -180,8 +195,8 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       operationId: 'getRetryBudgetGuide',
       summary: 'Retrying without duplicates: clientIds, receipts, Retry-After, backoff with jitter and a retry budget.',
       tag: 'Docs',
-      responses: { 200: { description: 'Markdown guide', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
-      handler: (ctx) => serveStatic(ctx, retryGuide(ctx.app.config.publicUrl)),
+      responses: { 200: { description: 'Markdown guide (an HTML page instead when Accept prefers text/html; Vary: Accept)', contentType: MARKDOWN, headers: DOC_HEADERS }, 304: notModified },
+      handler: retryGuide,
     },
     {
       method: 'GET',

@@ -1,0 +1,134 @@
+// @ts-check
+/**
+ * Follows a change feed (/api/changes or /api/work/changes, spec part 6) while a view that shows
+ * its records is open. Pacing follows the server and retry-budget.md:
+ * - after a page, wait the page's `pollAfterSeconds` (1 s with a backlog, 60 s when caught up)
+ *   plus up to 20 % jitter;
+ * - 429 or 503: wait Retry-After (1 s when absent) plus up to 1 s of jitter;
+ * - no response or another 5xx: exponential backoff with full jitter (1 s doubling, 60 s cap),
+ *   stopping with a message after MAX_FAILURES in a row;
+ * - 401: stop and report (the token no longer works); 409 (cursor of another archive or ahead
+ *   of restored data): stop and report, never reset the cursor silently; other 4xx: stop and report.
+ * The cursor is kept in sessionStorage per feed and saved only after a page's events were handled.
+ */
+
+// A browser module cannot import src/constants.ts; these mirror retry-budget.md and the client
+// helper's defaults (forum-client.mjs: baseDelayMs 1000, capDelayMs 60000, followFeed's 20 % jitter).
+/** First backoff ceiling after a failure without Retry-After, in ms (retry-budget.md). */
+const BACKOFF_BASE_MS = 1000;
+/** Largest backoff ceiling, in ms (retry-budget.md). */
+const BACKOFF_CAP_MS = 60_000;
+/** Consecutive failures without Retry-After after which the follower stops and says so (retry-budget.md: "a handful"). */
+const MAX_FAILURES = 5;
+/** Jitter added to pollAfterSeconds, as a share of it (spec part 6 rule 5: "add jitter"; ours: 20 %). */
+const POLL_JITTER = 0.2;
+
+/** @typedef {'catching-up'|'live'|'waiting'|'stopped'} FollowState */
+
+export class FeedFollower {
+  /**
+   * @param {object} options
+   * @param {import('../../docs/client/forum-client.mjs').ForumClient} options.client a client that does not retry itself (maxAttempts 1)
+   * @param {'changes'|'work'} options.feed
+   * @param {(events: any[]) => void} options.onEvents
+   * @param {(state: FollowState, detail: string, error?: any) => void} options.onState
+   */
+  constructor({ client, feed, onEvents, onState }) {
+    this.client = client;
+    this.feed = feed;
+    this.onEvents = onEvents;
+    this.onState = onState;
+    this.storageKey = `agent-forum.cursor.${feed}`;
+    /** @type {ReturnType<typeof setTimeout>|null} */
+    this.timer = null;
+    this.running = false;
+    this.failures = 0;
+    /** Generation counter: a page answered after stop() (or a restart) is dropped. */
+    this.generation = 0;
+  }
+
+  /** Starts following (no-op when already running). */
+  start() {
+    if (this.running) return;
+    this.running = true;
+    this.generation++;
+    this.failures = 0;
+    void this.poll(this.generation);
+  }
+
+  /** Stops following; a request in flight is ignored when it answers. */
+  stop() {
+    this.running = false;
+    this.generation++;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** Forgets the stored cursor (a new sign-in starts from the beginning). */
+  reset() {
+    sessionStorage.removeItem(this.storageKey);
+  }
+
+  /** @returns {{originId: string|null, after: number}} */
+  cursor() {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(this.storageKey) ?? 'null');
+      if (saved && Number.isSafeInteger(saved.after) && saved.after >= 0) return saved;
+    } catch {
+      // an unreadable entry is replaced by the next saved cursor
+    }
+    return { originId: null, after: 0 };
+  }
+
+  /** @param {number} generation @param {number} ms */
+  schedule(generation, ms) {
+    if (generation !== this.generation) return;
+    this.timer = setTimeout(() => void this.poll(generation), ms);
+  }
+
+  /** @param {number} generation */
+  async poll(generation) {
+    this.timer = null;
+    const cursor = this.cursor();
+    /** @type {Record<string, unknown>} */
+    const query = { after: cursor.after, limit: 100 };
+    if (cursor.after > 0 && cursor.originId) query.originId = cursor.originId;
+    let page;
+    try {
+      page = this.feed === 'work' ? await this.client.workChanges(query) : await this.client.changes(query);
+    } catch (err) {
+      if (generation !== this.generation) return;
+      this.failed(generation, err);
+      return;
+    }
+    if (generation !== this.generation) return;
+    this.failures = 0;
+    this.onEvents(page.events);
+    sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: page.cursor.originId, after: page.cursor.after }));
+    const waitMs = page.pollAfterSeconds * 1000 * (1 + Math.random() * POLL_JITTER);
+    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Catching up with the archive…' : `Live: up to date, next check in ${page.pollAfterSeconds} s.`);
+    this.schedule(generation, waitMs);
+  }
+
+  /** @param {number} generation @param {any} err */
+  failed(generation, err) {
+    const status = typeof err?.status === 'number' ? err.status : 0;
+    const message = err instanceof Error ? err.message : String(err);
+    if (status === 429 || status === 503) {
+      const seconds = err.retryAfterSeconds ?? 1;
+      this.onState('waiting', `The server asked to wait ${seconds} s (HTTP ${status}); live updates resume after that.`, err);
+      this.schedule(generation, seconds * 1000 + Math.random() * 1000);
+      return;
+    }
+    if ((status === 0 || status >= 500) && this.failures + 1 < MAX_FAILURES) {
+      this.failures++;
+      const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
+      this.onState('waiting', `Live updates interrupted (${message}); retrying.`, err);
+      this.schedule(generation, Math.random() * ceiling);
+      return;
+    }
+    this.running = false;
+    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row; reload the page to try again)` : '';
+    this.onState('stopped', `Live updates stopped: ${message}${after}`, err);
+  }
+}

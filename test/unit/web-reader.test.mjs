@@ -1,0 +1,134 @@
+/**
+ * The web reader's pieces that need no browser (issue 18): the guides' HTML rendering and Accept
+ * negotiation (dist/api/web/guides.js), and the change-feed follower's pacing
+ * (src/api/web/assets/live.mjs, run here with a stub client, sessionStorage and timer).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT } from '../helpers/server.mjs';
+
+const { renderGuideHtml, prefersHtml } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'web', 'guides.js')).href);
+const { FeedFollower } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'live.mjs')).href);
+
+test('a guide\'s raw HTML is shown as text and only safe link targets become links', () => {
+  const md = '# Title\n\n<script>alert(1)</script>\n\nInline <img src=x onerror=alert(1)> tag, [bad](javascript:alert(1)), [good](https://example.org/a) and [rel](exchange.md).\n\n```sh\ncurl x\n```\n';
+  const html = renderGuideHtml(md, 'fallback', '../web/');
+  const main = html.slice(html.indexOf('<main'));
+  assert.ok(!/<script|<img/i.test(main), main);
+  assert.match(main, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+  assert.match(main, /&lt;img src=x onerror=alert\(1\)&gt;/);
+  assert.ok(!main.includes('javascript:'), 'the javascript: target is dropped');
+  assert.match(main, / bad, /, 'its text stays');
+  assert.match(main, /<a href="https:\/\/example.org\/a">good<\/a>/);
+  assert.match(main, /<a href="exchange.md">rel<\/a>/);
+  assert.match(main, /<pre tabindex="0"><code class="language-sh">curl x\n<\/code><\/pre>/);
+  assert.match(html, /<title>Title<\/title>/);
+  assert.match(html, /href="..\/web\/app.css"/);
+});
+
+test('only an Accept that ranks text/html above text/markdown gets the HTML guide', () => {
+  const req = (accept) => ({ headers: accept === undefined ? {} : { accept } });
+  assert.equal(prefersHtml(req('text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8')), true, 'a browser');
+  assert.equal(prefersHtml(req('text/html')), true);
+  for (const accept of [undefined, '*/*', 'text/markdown', 'text/markdown, text/html', 'text/html;q=0.5, text/markdown', 'application/json', 'text/*']) {
+    assert.equal(prefersHtml(req(accept)), false, `Accept: ${accept}`);
+  }
+});
+
+/** A follower with a scripted client; timers are recorded, not run. */
+function harness(answers) {
+  const store = new Map();
+  globalThis.sessionStorage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v), removeItem: (k) => store.delete(k) };
+  const delays = [];
+  const queries = [];
+  const states = [];
+  const delivered = [];
+  const realSetTimeout = globalThis.setTimeout;
+  globalThis.setTimeout = (fn, ms) => {
+    delays.push({ fn, ms });
+    return delays.length;
+  };
+  const client = {
+    changes: async (q) => {
+      queries.push(q);
+      const a = answers.shift();
+      if (a instanceof Error) throw a;
+      return a;
+    },
+  };
+  const follower = new FeedFollower({
+    client,
+    feed: 'changes',
+    onEvents: (events) => {
+      delivered.push({ events, cursorThen: store.get('agent-forum.cursor.changes') ?? null });
+    },
+    onState: (state, detail) => states.push(state),
+  });
+  const settle = () => new Promise((r) => realSetTimeout(r, 5));
+  const restore = () => {
+    globalThis.setTimeout = realSetTimeout;
+  };
+  return { follower, delays, queries, states, delivered, store, settle, restore };
+}
+
+const page = (after, hasMore, pollAfterSeconds, events = []) => ({ format: 'forum-changes-v1', cursor: { originId: 'o-1', after }, hasMore, pollAfterSeconds, events });
+const httpError = (status, retryAfterSeconds = null) => Object.assign(new Error(`HTTP ${status}`), { status, retryAfterSeconds });
+
+test('the follower waits the server\'s pollAfterSeconds (plus at most 20 % jitter) and saves the cursor only after the events were handled', async (t) => {
+  const h = harness([page(100, true, 1, [{ seq: 5, kind: 'message' }]), page(130, false, 60), page(130, false, 60)]);
+  t.after(h.restore);
+  h.follower.start();
+  await h.settle();
+  assert.deepEqual(h.queries[0], { after: 0, limit: 100 });
+  assert.equal(h.delivered[0].cursorThen, null, 'the cursor was not saved before the events were handled');
+  assert.deepEqual(JSON.parse(h.store.get('agent-forum.cursor.changes')), { originId: 'o-1', after: 100 });
+  assert.ok(h.delays[0].ms >= 1000 && h.delays[0].ms <= 1200, `backlog: ${h.delays[0].ms}`);
+  h.delays[0].fn();
+  await h.settle();
+  assert.deepEqual(h.queries[1], { after: 100, limit: 100, originId: 'o-1' });
+  assert.ok(h.delays[1].ms >= 60_000 && h.delays[1].ms <= 72_000, `caught up: ${h.delays[1].ms}`);
+  assert.deepEqual(h.states, ['catching-up', 'live']);
+  h.follower.stop();
+  h.delays[1].fn();
+  await h.settle();
+  assert.equal(h.queries.length, 3);
+  assert.equal(h.delays.length, 2, 'a page answered after stop() schedules nothing');
+});
+
+test('on 429 and 503 the follower waits Retry-After (plus at most 1 s); on 5xx it backs off; on 401 and 409 it stops', async (t) => {
+  const h = harness([httpError(429, 7), httpError(503, 2), httpError(500), httpError(0), httpError(409)]);
+  t.after(h.restore);
+  h.follower.start();
+  await h.settle();
+  assert.ok(h.delays[0].ms >= 7000 && h.delays[0].ms <= 8000, `429: ${h.delays[0].ms}`);
+  h.delays[0].fn();
+  await h.settle();
+  assert.ok(h.delays[1].ms >= 2000 && h.delays[1].ms <= 3000, `503: ${h.delays[1].ms}`);
+  h.delays[1].fn();
+  await h.settle();
+  assert.ok(h.delays[2].ms >= 0 && h.delays[2].ms <= 1000, `first 500: ${h.delays[2].ms}`);
+  h.delays[2].fn();
+  await h.settle();
+  assert.ok(h.delays[3].ms >= 0 && h.delays[3].ms <= 2000, `second failure: ${h.delays[3].ms}`);
+  h.delays[3].fn();
+  await h.settle();
+  assert.equal(h.delays.length, 4, '409 schedules no further poll');
+  assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
+  assert.equal(h.store.get('agent-forum.cursor.changes'), undefined, 'the cursor is never reset or invented');
+});
+
+test('after five failures in a row without Retry-After the follower stops and says so', async (t) => {
+  const h = harness([httpError(500), httpError(0), httpError(502), httpError(504), httpError(500), page(1, false, 60)]);
+  t.after(h.restore);
+  h.follower.start();
+  for (let i = 0; i < 4; i++) {
+    await h.settle();
+    h.delays[i].fn();
+  }
+  await h.settle();
+  assert.equal(h.queries.length, 5);
+  assert.equal(h.delays.length, 4, 'no sixth attempt is scheduled');
+  assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
+});
