@@ -252,3 +252,20 @@ test('without FORUM_URL the MCP server exits 2 and says what to set', () => {
   assert.match(r.stderr, /FORUM_URL/);
   assert.equal(r.stdout, '', 'stdout carries only MCP messages');
 });
+
+test('the MCP binary answers --help and --version on stdout with exit 0, and refuses unknown flags with exit 2', () => {
+  const run = (...args) => spawnSync(process.execPath, [MCP_JS, ...args], { env: { PATH: process.env.PATH ?? '' }, input: '', encoding: 'utf8' });
+  for (const flag of ['--help', '-h']) {
+    const r = run(flag);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^usage: agent-forum-mcp/);
+    assert.match(r.stdout, /FORUM_URL/);
+  }
+  const version = run('--version');
+  assert.equal(version.status, 0);
+  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  const bad = run('--verbose');
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /Unknown option '--verbose'/);
+  assert.equal(bad.stdout, '');
+});
