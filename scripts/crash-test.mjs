@@ -270,6 +270,8 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         const life = lives[w];
         if (life.stale) {
           const res = await api('GET', `/api/work?id=${life.item.id}`, undefined, creators[w].token);
+          // A graceful stop answers reads that still arrive with 503 too: this writer is done.
+          if (res.status === 503 && stopping) throw new Error('stopping');
           check(res.status === 200 && res.body.items.length === 1, `work item ${life.item.id} cannot be read: ${res.status}`);
           life.item = res.body.items[0];
           life.stale = false;
