@@ -24,6 +24,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import {
   BODY_BYTES_MAX,
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
@@ -72,14 +73,16 @@ interface Entry {
 /**
  * Sliding-window-log limiter: at most `limit` counted requests per key in any `windowMs`.
  *
- * Memory: `limit` doubles per key. Keys are kept in a Map in order of their latest counted
- * request (re-inserted on each count), so the front of the Map holds the keys idle longest and
- * expired keys are swept from the front in O(expired) on every call. When `maxKeys` live keys
- * exist and a new key arrives, the least recently counted key is forgotten (its count restarts);
- * `evictions` counts how often that happened.
+ * Memory: `limit` doubles per key. Keys are kept in an lru-cache in order of their latest
+ * counted request, so the least recent end holds the keys idle longest and expired keys are swept
+ * from there in O(expired) on every call. When `maxKeys` live keys exist and a new key arrives,
+ * the least recently counted key is forgotten (its count restarts); `evictions` counts how often
+ * that happened. (lru-cache reorders by relinking typed-array slots; re-inserting into a Map on
+ * every count left a deleted entry in the hot key's hash chain each time, so with thousands of
+ * keys one busy key's lookups walked thousands of them.)
  */
 export class SlidingWindowLimiter {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LRUCache<string, Entry>;
   /** Time never runs backwards inside the limiter (a system clock may step back). */
   private lastNowMs = Number.NEGATIVE_INFINITY;
   /** Keys forgotten early because the cap was reached. */
@@ -93,6 +96,12 @@ export class SlidingWindowLimiter {
     if (!(Number.isInteger(limit) && limit >= 1)) throw new Error('limit must be an integer >= 1');
     if (!(windowMs > 0)) throw new Error('windowMs must be > 0');
     if (!(Number.isInteger(maxKeys) && maxKeys >= 1)) throw new Error('maxKeys must be an integer >= 1');
+    this.entries = new LRUCache<string, Entry>({
+      max: maxKeys,
+      dispose: (_value, _key, reason) => {
+        if (reason === 'evict') this.evictions++;
+      },
+    });
   }
 
   /** Keys currently remembered (bounded by `maxKeys`). */
@@ -108,23 +117,17 @@ export class SlidingWindowLimiter {
   take(key: string, nowMs: number): LimitDecision {
     const now = (this.lastNowMs = Math.max(this.lastNowMs, nowMs));
     this.sweep(now);
-    let e = this.entries.get(key);
+    let e = this.entries.peek(key);
     if (e) this.dropExpired(e, now);
     if (e && e.count >= this.limit) {
       return { allowed: false, limit: this.limit, remaining: 0, resetMs: e.times[e.start]! + this.windowMs - now };
     }
     if (!e) {
-      if (this.entries.size >= this.maxKeys) {
-        const oldest = this.entries.keys().next().value as string;
-        this.entries.delete(oldest);
-        this.evictions++;
-      }
       e = { times: new Float64Array(this.limit), start: 0, count: 0 };
+      this.entries.set(key, e); // At maxKeys this forgets the least recently counted key.
     } else {
-      this.entries.delete(key);
+      this.entries.get(key); // Now the most recently counted key.
     }
-    // Re-insert at the back: the Map stays ordered by latest counted request.
-    this.entries.set(key, e);
     e.times[(e.start + e.count) % this.limit] = now;
     e.count++;
     return { allowed: true, limit: this.limit, remaining: this.limit - e.count, resetMs: e.times[e.start]! + this.windowMs - now };
@@ -132,9 +135,12 @@ export class SlidingWindowLimiter {
 
   /** Forgets every key whose latest counted request has left the window. */
   sweep(nowMs: number): void {
-    for (const [key, e] of this.entries) {
+    for (;;) {
+      const key = this.entries.rkeys().next().value;
+      if (key === undefined) return;
+      const e = this.entries.peek(key)!;
       const newest = e.times[(e.start + e.count - 1) % this.limit]!;
-      if (newest + this.windowMs > nowMs) break; // Map order: every later key is newer.
+      if (newest + this.windowMs > nowMs) return; // Recency order: every other key is newer.
       this.entries.delete(key);
     }
   }

@@ -79,6 +79,25 @@ test('limiter memory stays bounded: 100,000 distinct tokens are forgotten once t
   assert.equal(l.evictions, 0);
 });
 
+test('a key counted again becomes the most recent: the cap and the sweep forget the idle key instead', () => {
+  const l = new SlidingWindowLimiter(5, 60_000, 3);
+  l.take('a', T0);
+  l.take('b', T0 + 1);
+  l.take('c', T0 + 2);
+  l.take('a', T0 + 3);
+  l.take('d', T0 + 4);
+  assert.equal(l.evictions, 1);
+  assert.equal(l.take('a', T0 + 5).remaining, 2, 'a kept its count');
+  assert.equal(l.take('b', T0 + 6).remaining, 4, 'b was forgotten and starts over');
+  const s = new SlidingWindowLimiter(5, 60_000);
+  s.take('x', T0);
+  s.take('y', T0 + 1);
+  s.take('x', T0 + 50_000);
+  s.sweep(T0 + 60_001);
+  assert.equal(s.size, 1, 'y left the window; x was counted 10 s ago');
+  assert.equal(s.take('x', T0 + 60_002).remaining, 3, 'x kept its recent count');
+});
+
 test('limiter memory has a hard cap: at the cap the least recently counted key is forgotten', () => {
   assert.ok(RATE_LIMIT_KEYS_MAX >= 10_000);
   const l = new SlidingWindowLimiter(5, 3_600_000, 1000);

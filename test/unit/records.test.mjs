@@ -35,6 +35,24 @@ test('the record cache keeps the most recently used records within its byte boun
   assert.equal(cache.get(11), undefined, 'a record larger than the whole cache is not kept');
 });
 
+test('a record read from the cache counts as recently used and outlives records not read since', () => {
+  const rec = (n) => ({ payloadJson: 'x'.repeat(400) + n, time: '2026-01-01T00:00:00.000Z' });
+  const cache = new RecordCache(4 * (2 * (401 + 24) + 64) + 10);
+  for (let seq = 1; seq <= 4; seq++) cache.set(seq, rec(seq));
+  assert.deepEqual(cache.get(1), rec(1));
+  cache.set(5, rec(5));
+  assert.equal(cache.get(2), undefined, 'the least recently used record went first');
+  assert.deepEqual(cache.get(1), rec(1), 'the record read after its insertion stayed');
+  assert.deepEqual(cache.stats, { hits: 2, misses: 1 });
+});
+
+test('a cache of 0 bytes keeps nothing', () => {
+  const cache = new RecordCache(0);
+  cache.set(1, { payloadJson: '{}', time: 't' });
+  assert.equal(cache.get(1), undefined);
+  assert.equal(cache.bytes, 0);
+});
+
 test('a U32List grows and answers upper bounds in ascending order', () => {
   const list = new U32List(2);
   for (const v of [1, 3, 3, 7, 10]) list.push(v);
