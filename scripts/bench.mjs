@@ -422,11 +422,20 @@ async function measureReplay(opts) {
   const baseline = JSON.parse(await runNode([path.join(benchDir, 'replay-baseline.mjs'), dir]));
   const baselineSeconds = (performance.now() - t0) / 1000;
 
-  log('replay: starting ours on the archive…');
-  const server = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
-  const peakRss = peakRssBytes(server.pid);
-  await stopChild(server.child);
-  return { archiveBytes, baseline, baselineSeconds, oursSeconds: server.readyMs / 1000, peakRss };
+  // The generator leaves a snapshot (its App closes like a server). The target is about
+  // replaying the log, so the first start runs without any derived file (data/index: snapshot
+  // and search index) and replays every record; it writes a snapshot when it stops, and the
+  // second start shows what an ordinary restart costs.
+  log('replay: starting ours on the archive with no derived files (whole replay)…');
+  rmSync(path.join(dir, 'index'), { recursive: true, force: true });
+  const whole = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+  const peakRss = peakRssBytes(whole.pid);
+  await stopChild(whole.child);
+  log('replay: starting ours again (from the snapshot the first start wrote)…');
+  const again = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+  const snapshotPeakRss = peakRssBytes(again.pid);
+  await stopChild(again.child);
+  return { archiveBytes, baseline, baselineSeconds, oursSeconds: whole.readyMs / 1000, peakRss, snapshotSeconds: again.readyMs / 1000, snapshotPeakRss };
 }
 
 // Deterministic pseudo-words with a skewed frequency, so a query word can hit
@@ -519,9 +528,10 @@ function renderReport({ opts, gen, warning, cells, replay, search }) {
       out.push(`archive: ${fmtInt(replay.baseline.records)} records in ${replay.baseline.files} .jsonl file(s), ${fmtMiB(replay.archiveBytes)} on disk`, '');
       out.push('| measure | value | target |', '|---|---:|---|');
       out.push(`| bare JSON.parse of every line | ${replay.baselineSeconds.toFixed(2)} s (peak RSS ${fmtMiB(replay.baseline.peakRssBytes)}) | |`);
-      out.push(`| ours: spawn → 200 on /api/status | ${replay.oursSeconds.toFixed(2)} s | |`);
+      out.push(`| ours, whole replay (no derived files): spawn → 200 on /api/status | ${replay.oursSeconds.toFixed(2)} s | |`);
       out.push(`| ratio ours/baseline | ${fmtRatio(ratio)} | ≤ 3×: ${ratio <= 3 ? 'met' : 'MISSED'} |`);
-      out.push(`| ours peak RSS (VmHWM) | ${replay.peakRss === null ? 'n/a' : fmtMiB(replay.peakRss)} | ≤ 2× archive: ${replay.peakRss !== null && rssRatio <= 2 ? 'met' : 'MISSED'} (${fmtRatio(rssRatio)}) |`);
+      out.push(`| ours peak RSS (VmHWM), whole replay | ${replay.peakRss === null ? 'n/a' : fmtMiB(replay.peakRss)} | ≤ 2× archive: ${replay.peakRss !== null && rssRatio <= 2 ? 'met' : 'MISSED'} (${fmtRatio(rssRatio)}) |`);
+      out.push(`| ours, restart from the snapshot: spawn → 200 on /api/status | ${replay.snapshotSeconds.toFixed(2)} s (peak RSS ${replay.snapshotPeakRss === null ? 'n/a' : fmtMiB(replay.snapshotPeakRss)}) | |`);
     }
   }
   if (search) {
