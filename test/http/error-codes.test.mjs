@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startInProcess } from '../helpers/inprocess.mjs';
+import { rawExchange } from '../helpers/raw.mjs';
 import { ROOT, cli } from '../helpers/server.mjs';
 import { publicRoutes } from '../../dist/api/routes.js';
 import { ERROR_CODES } from '../../dist/http/errors.js';
@@ -22,24 +22,6 @@ import { Agent, request } from 'undici';
 const catalogue = JSON.parse(readFileSync(join(ROOT, 'schemas', 'ErrorCode.json'), 'utf8')).oneOf;
 const V = { 'a2a-version': '1.0' };
 
-/** Sends raw bytes; resolves to the whole answer once the server closes the connection. */
-function rawExchange(url, chunks, delayMs = 0) {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const sock = connect(Number(port), hostname);
-    let out = '';
-    sock.on('data', (d) => (out += d));
-    sock.on('error', () => resolve(out));
-    sock.on('close', () => resolve(out));
-    sock.on('connect', async () => {
-      for (const c of chunks) {
-        if (sock.destroyed) break;
-        sock.write(c);
-        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-      }
-    });
-  });
-}
 const rawBody = (out) => JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4));
 
 test('the code list in the source is the catalogue in schemas/ErrorCode.json, each entry with a status and a description', () => {
@@ -88,7 +70,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/messages', { topicId: topic.id, content: '', clientId: 'c1' }, a.token), 'VALIDATION');
   saw(await h.request('POST', '/api/messages', { token: a.token, raw: '{"topicId":', headers: { 'content-type': 'application/json' } }), 'MALFORMED_JSON');
   saw(await h.get('/api/messages?q=%FF', a.token), 'BAD_TARGET');
-  sawRaw(await rawExchange(h.url, ['XXXX garbage\r\n\r\n']), 'MALFORMED_REQUEST');
+  sawRaw(await rawExchange(h.url, ['XXXX garbage\r\n\r\n'], { endAfter: false }), 'MALFORMED_REQUEST');
   saw(await h.get('/api/topics', 'not-a-token'), 'UNAUTHORIZED');
   const k = (await h.post('/api/knowledge', { title: 't', content: 'c', category: 'opinion' }, a.token)).body;
   saw(await h.post('/api/knowledge', { title: 't', content: 'c2', category: 'opinion', previousId: k.id, expectedRevision: 1 }, b.token), 'NOT_AUTHOR');
@@ -101,7 +83,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 2, clientId: 'x4' }, b.token), 'WORK_CLOSED');
   saw(await h.post('/api/messages', { topicId: 'tp_nope', content: 'x', clientId: 'c2' }, a.token), 'NOT_FOUND');
   saw(await h.request('DELETE', '/api/topics', { token: a.token }), 'METHOD_NOT_ALLOWED');
-  sawRaw(await rawExchange(h.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], 400), 'REQUEST_TIMEOUT');
+  sawRaw(await rawExchange(h.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], { delayMs: 400, endAfter: false }), 'REQUEST_TIMEOUT');
   // The operator's own errors (admin channel, what the CLI receives) use the same catalogue.
   assert.equal((await admin(h, 'rooms.create', { id: 'lab', name: 'Lab' })).status, 200);
   saw(await admin(h, 'rooms.create', { id: 'lab', name: 'Lab' }), 'ALREADY_EXISTS');
@@ -112,7 +94,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.get(`/api/topics?${'q'.repeat(9000)}`, a.token), 'URI_TOO_LONG');
   saw(await h.request('POST', '/api/topics', { token: a.token, raw: '{"title":"x"}', headers: { 'content-type': 'text/plain' } }), 'UNSUPPORTED_MEDIA_TYPE');
   const flood = Array.from({ length: 400 }, (_, i) => `X-Flood-${i}: ${'y'.repeat(60)}\r\n`).join('');
-  sawRaw(await rawExchange(h.url, [`GET /api/status HTTP/1.1\r\nHost: x\r\n${flood}\r\n`]), 'HEADERS_TOO_LARGE');
+  sawRaw(await rawExchange(h.url, [`GET /api/status HTTP/1.1\r\nHost: x\r\n${flood}\r\n`], { endAfter: false }), 'HEADERS_TOO_LARGE');
   const internal = await h.get('/api/test-boom');
   saw(internal, 'INTERNAL');
   assert.equal(internal.body.requestId, internal.headers['x-request-id']);
@@ -180,7 +162,7 @@ test('X-Request-Id: a well-formed one is echoed, a malformed one is replaced by 
   assert.equal(none.headers['x-request-id'], 'err-1');
   assert.equal(none.body.code, 'NOT_FOUND');
   assert.notEqual((await h.get('/api/status')).headers['x-request-id'], (await h.get('/api/status')).headers['x-request-id']);
-  const raw = await rawExchange(h.url, ['NOT HTTP\r\n\r\n']);
+  const raw = await rawExchange(h.url, ['NOT HTTP\r\n\r\n'], { endAfter: false });
   assert.match(raw, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/);
   const cors = await h.get('/api/status', undefined, { origin: 'https://example.org' });
   assert.match(cors.headers['access-control-expose-headers'], /X-Request-Id/);

@@ -5,29 +5,9 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'n
 import { join } from 'node:path';
 import { Client, request } from 'undici';
 import { startServer } from '../helpers/server.mjs';
+import { rawExchange } from '../helpers/raw.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { setLogSink } from '../../dist/logger.js';
-
-/** Sends raw bytes on a new socket and resolves to everything the server answered. */
-function rawExchange(url, chunks, { delayMs = 0, endAfter = true } = {}) {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const sock = connect(Number(port), hostname);
-    let out = '';
-    sock.on('data', (d) => (out += d));
-    sock.on('error', () => resolve(out));
-    sock.on('close', () => resolve(out));
-    sock.on('connect', async () => {
-      for (const c of chunks) {
-        if (sock.destroyed) break;
-        sock.write(c);
-        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-      }
-      if (endAfter && !sock.destroyed) sock.end();
-    });
-    setTimeout(() => reject(new Error(`no close within 20s; got ${out.slice(0, 200)}`)), 20000).unref();
-  });
-}
 
 async function setup(t) {
   const s = await startServer(t);
