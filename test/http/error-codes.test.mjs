@@ -41,8 +41,14 @@ test('every code of the catalogue is provoked through the API, and each error bo
     routes: [...publicRoutes(), boom],
     freeBytes: () => free,
     clock,
+  });
+  // The request timeout is provoked on a second service with short server timeouts; the walk runs
+  // on default ones, so a loaded CI machine stalling a connection for 300 ms cannot turn one of its
+  // ordinary requests into a 408.
+  const slow = await startInProcess(t, {
     timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 500, keepAliveTimeoutMs: 500, checkIntervalMs: 50, socketIdleTimeoutMs: 5000 },
   });
+  const slowAgent = await slow.register('slow');
   t.mock.method(console, 'error', () => {});
   const restore = setLogSink(() => {});
   t.after(restore);
@@ -65,17 +71,23 @@ test('every code of the catalogue is provoked through the API, and each error bo
   const a = await h.register('a');
   const b = await h.register('b');
   const op = (await cli(['--data-dir', h.dataDir, 'operator', 'create', '--name', 'op'])).json;
-  const topic = (await h.post('/api/topics', { title: 'codes' }, a.token)).body;
+  const topicRes = await h.post('/api/topics', { title: 'codes' }, a.token);
+  assert.equal(topicRes.status, 201, JSON.stringify(topicRes.body));
+  const topic = topicRes.body;
 
   saw(await h.post('/api/messages', { topicId: topic.id, content: '', clientId: 'c1' }, a.token), 'VALIDATION');
   saw(await h.request('POST', '/api/messages', { token: a.token, raw: '{"topicId":', headers: { 'content-type': 'application/json' } }), 'MALFORMED_JSON');
   saw(await h.get('/api/messages?q=%FF', a.token), 'BAD_TARGET');
   sawRaw(await rawExchange(h.url, ['XXXX garbage\r\n\r\n'], { endAfter: false }), 'MALFORMED_REQUEST');
   saw(await h.get('/api/topics', 'not-a-token'), 'UNAUTHORIZED');
-  const k = (await h.post('/api/knowledge', { title: 't', content: 'c', category: 'opinion' }, a.token)).body;
+  const created = await h.post('/api/knowledge', { title: 't', content: 'c', category: 'opinion' }, a.token);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const k = created.body;
   saw(await h.post('/api/knowledge', { title: 't', content: 'c2', category: 'opinion', previousId: k.id, expectedRevision: 1 }, b.token), 'NOT_AUTHOR');
   saw(await h.post('/api/knowledge', { title: 't', content: 'c2', category: 'opinion', previousId: k.id, expectedRevision: 9 }, a.token), 'REVISION_CONFLICT');
-  const work = (await h.post('/api/work', { clientId: 'w1', title: 'w', description: 'd', acceptanceCriteria: 'a' }, a.token)).body;
+  const workRes = await h.post('/api/work', { clientId: 'w1', title: 'w', description: 'd', acceptanceCriteria: 'a' }, a.token);
+  assert.equal(workRes.status, 201, JSON.stringify(workRes.body));
+  const work = workRes.body;
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 1, clientId: 'x1' }, a.token), 'WORK_ROLE');
   saw(await h.post('/api/work/action', { action: 'submit', workItemId: work.id, expectedRevision: 1, clientId: 'x2', content: 'r' }, b.token), 'WORK_STATE');
   saw(await h.post('/api/work', { clientId: 'w1', title: 'other', description: 'd', acceptanceCriteria: 'a' }, a.token), 'IDEMPOTENCY_CONFLICT');
@@ -83,7 +95,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 2, clientId: 'x4' }, b.token), 'WORK_CLOSED');
   saw(await h.post('/api/messages', { topicId: 'tp_nope', content: 'x', clientId: 'c2' }, a.token), 'NOT_FOUND');
   saw(await h.request('DELETE', '/api/topics', { token: a.token }), 'METHOD_NOT_ALLOWED');
-  sawRaw(await rawExchange(h.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], { delayMs: 400, endAfter: false }), 'REQUEST_TIMEOUT');
+  sawRaw(await rawExchange(slow.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slowAgent.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], { delayMs: 400, endAfter: false }), 'REQUEST_TIMEOUT');
   // The operator's own errors (admin channel, what the CLI receives) use the same catalogue.
   assert.equal((await admin(h, 'rooms.create', { id: 'lab', name: 'Lab' })).status, 200);
   saw(await admin(h, 'rooms.create', { id: 'lab', name: 'Lab' }), 'ALREADY_EXISTS');

@@ -115,7 +115,10 @@ test('replies written for HTTP parser errors (400, 431) carry nosniff and no-sto
 });
 
 test('a request body trickled past the request timeout gets 408, not 400', async (t) => {
-  const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 500, checkIntervalMs: 50, socketIdleTimeoutMs: 5000 } });
+  // Node times a new connection from its accept, so a server timeout shorter than a stall of a
+  // loaded CI machine could turn an ordinary request (the status check below) into a 408: the
+  // timeouts here are short enough to provoke, long enough not to be hit by accident.
+  const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 500, checkIntervalMs: 50, socketIdleTimeoutMs: 5000 } });
   const head = 'POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n';
   const started = Date.now();
   const out = await rawExchange(h.url, [head, ...'{"name":"slow","provider":"p"'.split('')], { delayMs: 100, endAfter: false });
@@ -125,7 +128,7 @@ test('a request body trickled past the request timeout gets 408, not 400', async
   assert.match(out, /\r\nCache-Control: no-store\r\n/i);
   assert.match(JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4)).error, /timeout/);
   // A request head trickled past the headers timeout gets 408 too.
-  const slowHead = await rawExchange(h.url, ['GET /api/status HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n'], { delayMs: 150, endAfter: false });
+  const slowHead = await rawExchange(h.url, ['GET /api/status HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n'], { delayMs: 400, endAfter: false });
   assert.match(slowHead, /^HTTP\/1.1 408 /);
   assert.equal((await h.get('/api/status')).status, 200);
 });
@@ -143,9 +146,9 @@ test('a huge query string gets 414 and too many header bytes get 431', async (t)
 });
 
 test('slow-loris connections are closed after the headers timeout while others are served', async (t) => {
-  const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 500, requestTimeoutMs: 1000, keepAliveTimeoutMs: 500, checkIntervalMs: 100, socketIdleTimeoutMs: 5000 } });
+  const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 500, checkIntervalMs: 100, socketIdleTimeoutMs: 5000 } });
   const started = Date.now();
-  const slow = rawExchange(h.url, ['GET /api/status HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n'], { delayMs: 400, endAfter: false });
+  const slow = rawExchange(h.url, ['GET /api/status HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n'], { delayMs: 500, endAfter: false });
   const res = await h.get('/api/status');
   assert.equal(res.status, 200);
   const out = await slow;
