@@ -271,6 +271,8 @@ async function measure(name, dist, dataDir, { waitForIndex }) {
     server = await startServer(dist, dataDir);
     if (server.failed) return { name, failed: `cold start: ${server.failed}` };
     result.coldReadyS = server.readyS;
+    // RSS at the same moment as after the warm start: once the search index reports it covers the log.
+    await indexCaughtUp(server, 600_000);
     result.afterColdStart = memoryOf(server.proc.pid);
     await stopServer(server);
   }
