@@ -265,3 +265,8 @@ export const NGRAM_QUERY_TRIGRAMS_MAX = 4;
 export const NGRAM_ESTIMATE_DOCS_MIN = 1024;
 /** Longest run, in ms, of sealing a shard file's encoding before it yields to the event loop (ours). */
 export const NGRAM_SEAL_SLICE_MS = 5;
+/**
+ * The full garbage collection after loading (src/memory.ts; ours, issue 17) is logged when it
+ * takes at least this many ms — large archives — so small test and demo servers stay quiet.
+ */
+export const START_GC_LOG_MS = 100;
