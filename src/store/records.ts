@@ -211,8 +211,8 @@ export class RecordCache {
    * larger than the whole cache is not kept.
    */
   set(seq: number, r: StoredRecord): void {
-    if (this.lru === undefined || cachedSize(r) > this.maxBytes) return;
-    this.lru.set(seq, r);
+    // lru-cache itself skips a record over maxEntrySize (= maxBytes), sizing it once.
+    this.lru?.set(seq, r);
   }
 
   /** Bytes held now (estimate, see `cachedSize`). */
