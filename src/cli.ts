@@ -17,7 +17,7 @@ import { App } from './app.js';
 import { loadConfig } from './config.js';
 import { adminSocketPath } from './admin/channel.js';
 import { commands } from './admin/commands.js';
-import { HttpError, type ErrorCode } from './http/errors.js';
+import { ServiceError, type ErrorCode } from './errors.js';
 import { setLogSink } from './logger.js';
 import { isDataDirLocked } from './store/lock.js';
 import { hasArchive } from './store/meta.js';
@@ -177,7 +177,7 @@ async function viaChannel(dataDir: string, name: string, args: Record<string, un
       );
     }
     const body = (await res.body.json()) as { error?: string; code?: ErrorCode };
-    if (res.statusCode !== 200) throw new HttpError(res.statusCode, body.code ?? 'INTERNAL', body.error ?? `admin channel answered ${res.statusCode}`);
+    if (res.statusCode !== 200) throw new ServiceError(body.code ?? 'INTERNAL', body.error ?? `admin channel answered ${res.statusCode}`);
     return body;
   } finally {
     await client.close();

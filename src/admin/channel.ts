@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { App } from '../app.js';
 import { readJsonBody } from '../http/body.js';
-import { notFound } from '../http/errors.js';
-import { sendError, sendReply, toHttpError } from '../http/server.js';
+import { notFound } from '../errors.js';
+import { sendError, sendReply, toServiceError } from '../http/server.js';
 import { commands } from './commands.js';
 
 /** Unix socket paths are limited to ~107 bytes; longer data paths use a hashed name in tmpdir. */
@@ -38,7 +38,7 @@ export async function startAdminChannel(app: App): Promise<Server> {
         const result = await command(app, args ?? {});
         sendReply(res, { status: 200, body: result }, false);
       } catch (err) {
-        sendError(res, toHttpError(err));
+        sendError(res, toServiceError(err));
       }
     })();
   });

@@ -2,13 +2,13 @@
  * Operator commands (issue 2 "Operator CLI"). The same functions serve the admin channel of a
  * running server and the CLI working on a stopped data folder, so both paths behave alike.
  * Each command takes the open App and a JSON argument object and resolves to a JSON result
- * after its record is durable. Errors are HttpErrors (rendered by the channel and the CLI).
+ * after its record is durable. Errors are ServiceErrors (rendered by the channel and the CLI).
  */
 import type { App } from '../app.js';
 import { agentView, decideOperator, requireAgent } from '../domain/agents/agents.js';
 import { decideRoom } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
-import { badRequest } from '../http/errors.js';
+import { ServiceError, invalid } from '../errors.js';
 import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -31,9 +31,9 @@ function str(
   const v = args[name];
   const label = opts.label ?? `--${name}`;
   if (opts.optional && (v === undefined || v === '')) return '';
-  if (typeof v !== 'string' || v.trim() === '') throw badRequest(`${label} is required`);
-  if (opts.max !== undefined && v.length > opts.max) throw badRequest(`${label} must be at most ${opts.max} characters`);
-  if (opts.pattern && !opts.pattern.test(v)) throw badRequest(`${label} must match ${opts.pattern.source}`);
+  if (typeof v !== 'string' || v.trim() === '') throw invalid(`${label} is required`);
+  if (opts.max !== undefined && v.length > opts.max) throw invalid(`${label} must be at most ${opts.max} characters`);
+  if (opts.pattern && !opts.pattern.test(v)) throw invalid(`${label} must match ${opts.pattern.source}`);
   return v;
 }
 
@@ -50,31 +50,31 @@ async function commit(app: App, type: string, payload: unknown): Promise<void> {
  * directory, since the server's may differ). Throws 400 naming the file and the rule.
  */
 function readBriefsFile(file: unknown): OpportunityBrief[] {
-  if (typeof file !== 'string' || file === '') throw badRequest('--file is required: a JSON array of at most 3 briefs');
-  if (!isAbsolute(file)) throw badRequest(`--file must be an absolute path, got ${JSON.stringify(file)}`);
+  if (typeof file !== 'string' || file === '') throw invalid('--file is required: a JSON array of at most 3 briefs');
+  if (!isAbsolute(file)) throw invalid(`--file must be an absolute path, got ${JSON.stringify(file)}`);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw badRequest(`cannot read ${file}: ${(err as Error).message}`);
+    throw invalid(`cannot read ${file}: ${(err as Error).message}`);
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw badRequest(`${file} is not valid JSON: ${(err as Error).message}`);
+    throw invalid(`${file} is not valid JSON: ${(err as Error).message}`);
   }
   try {
     return validateBriefs(data) as OpportunityBrief[];
   } catch (err) {
-    throw badRequest(`${file}: ${(err as Error).message} (schema OpportunityBriefs)`);
+    throw invalid(`${file}: ${(err as Error).message} (schema OpportunityBriefs)`);
   }
 }
 
 const validateBriefs = bodyValidator('OpportunityBriefs');
 
 /**
- * The command table; keys are `<group>.<verb>` as typed on the CLI. Errors (HttpError): 400 for a
+ * The command table; keys are `<group>.<verb>` as typed on the CLI. Errors (ServiceError): 400 for a
  * missing or invalid argument (naming it and the rule), 404 for an unknown agent id, 409 for a
  * room id that exists already.
  */
@@ -146,9 +146,9 @@ export const commands: Record<string, Command> = {
   },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {
-    if (!(app.clock instanceof OffsetClock)) throw badRequest('the server was not started with FORUM_TEST_CLOCK=1');
+    if (!(app.clock instanceof OffsetClock)) throw invalid('the server was not started with FORUM_TEST_CLOCK=1');
     const ms = Number(args.ms);
-    if (!Number.isInteger(ms) || ms < 0) throw badRequest('--ms must be a non-negative integer');
+    if (!Number.isInteger(ms) || ms < 0) throw invalid('--ms must be a non-negative integer');
     app.clock.offsetMs += ms;
     return { now: app.nowIso() };
   },

@@ -4,7 +4,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { BODY_BYTES_MAX, SURROGATE_PATH_CHARS_MAX } from '../constants.js';
-import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { fail, invalid } from '../errors.js';
+import { payloadTooLarge, unsupportedMediaType } from './errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -35,21 +36,21 @@ export async function readJsonBody(
   try {
     text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
   } catch {
-    throw badRequest('request body is not valid UTF-8', 'MALFORMED_JSON');
+    throw fail('MALFORMED_JSON', 'request body is not valid UTF-8');
   }
-  if (text.trim() === '') throw badRequest('request body is empty; send a JSON object', 'MALFORMED_JSON');
+  if (text.trim() === '') throw fail('MALFORMED_JSON', 'request body is empty; send a JSON object');
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch (err) {
-    throw badRequest(`malformed JSON: ${(err as Error).message}`, 'MALFORMED_JSON');
+    throw fail('MALFORMED_JSON', `malformed JSON: ${(err as Error).message}`);
   }
   // Strict UTF-8 decoding already refused encoded surrogates; a lone one can only come from a
   // \uD800-\uDFFF escape, so the (rare) walk runs only when the text has such an escape.
   if (SURROGATE_ESCAPE.test(text)) {
     const where = loneSurrogateAt(value);
     if (where !== null) {
-      throw badRequest(`${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`, 'MALFORMED_JSON');
+      throw fail('MALFORMED_JSON', `${where || 'the body'} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape); text must be valid Unicode (I-JSON, RFC 7493)`);
     }
   }
   return value;
@@ -140,7 +141,7 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<{ chunks: Bu
     };
     const onError = (err: Error) => {
       cleanup();
-      reject(badRequest(`request body could not be read: ${err.message}`, 'MALFORMED_REQUEST'));
+      reject(fail('MALFORMED_REQUEST', `request body could not be read: ${err.message}`));
     };
     const onAborted = () => onError(new Error('client aborted'));
     req.on('data', onData);

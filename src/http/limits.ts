@@ -40,7 +40,8 @@ import {
   WRITES_PER_TOKEN_PER_MINUTE,
 } from '../constants.js';
 import type { TrustProxyMode } from '../config.js';
-import { HttpError, insufficientStorage, tooManyRequests } from './errors.js';
+import { ServiceError, fail } from '../errors.js';
+import { tooManyRequests } from './errors.js';
 import type { RequestContext, Route } from './router.js';
 import type { Guards } from './server.js';
 import type { DiskSpace } from '../store/disk.js';
@@ -394,7 +395,7 @@ export class ShutdownGate implements Guards {
   /** Throws 503 (Retry-After: SHUTDOWN_RETRY_AFTER_SECONDS, Connection: close) once stopping. */
   onRequest(): void {
     if (!this.stopping) return;
-    throw new HttpError(503, 'UNAVAILABLE', 'the service is shutting down; retry after Retry-After seconds', {
+    throw new ServiceError('UNAVAILABLE', 'the service is shutting down; retry after Retry-After seconds', {
       'Retry-After': String(SHUTDOWN_RETRY_AFTER_SECONDS),
       Connection: 'close',
     });
@@ -427,9 +428,9 @@ export class DiskGuard implements Guards {
     const floor = this.minFreeBytes + need;
     const free = this.disk.freeBytes(this.now(), floor + DISK_RECHECK_MARGIN_BYTES);
     if (free !== null && free < floor) {
-      throw insufficientStorage(
-        `storage limit: free disk space under the data folder is below FORUM_MIN_FREE_BYTES (${this.minFreeBytes} bytes) once this write is counted; nothing was written; the operator must free space`,
+      throw fail(
         'LOW_DISK_SPACE',
+        `storage limit: free disk space under the data folder is below FORUM_MIN_FREE_BYTES (${this.minFreeBytes} bytes) once this write is counted; nothing was written; the operator must free space`,
       );
     }
     this.disk.reserve(need);

@@ -7,7 +7,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
-import { badRequest, methodNotAllowed, notFound, type HttpError } from './errors.js';
+import { ServiceError, fail, notFound } from '../errors.js';
+import { methodNotAllowed } from './errors.js';
 
 export type Method = 'GET' | 'POST';
 
@@ -44,7 +45,7 @@ export function parseTarget(target: string): RequestTarget {
     try {
       u = new URL(target, 'http://localhost');
     } catch {
-      throw badRequest(`malformed request target ${JSON.stringify(target.slice(0, 200))}: send a path such as /api/status (origin-form) or an absolute http(s) URL`, 'BAD_TARGET');
+      throw fail('BAD_TARGET', `malformed request target ${JSON.stringify(target.slice(0, 200))}: send a path such as /api/status (origin-form) or an absolute http(s) URL`);
     }
     return { pathname: u.pathname, searchParams: u.searchParams };
   }
@@ -69,7 +70,7 @@ function assertUtf8Escapes(query: string): void {
     try {
       strictUtf8.decode(bytes);
     } catch {
-      throw badRequest(`query string holds ${JSON.stringify(run.slice(0, 60))}, which is not percent-encoded UTF-8`, 'BAD_TARGET');
+      throw fail('BAD_TARGET', `query string holds ${JSON.stringify(run.slice(0, 60))}, which is not percent-encoded UTF-8`);
     }
   }
 }
@@ -107,7 +108,7 @@ export interface RouteInput {
 export interface RouteRunner {
   /** The route registered for exactly this method and path, or undefined. */
   find(method: Method, path: string): Route | undefined;
-  /** Runs `route` for the current caller; throws the HttpError the route would answer. */
+  /** Runs `route` for the current caller; throws the ServiceError the route would answer. */
   run(route: Route, input: RouteInput): Promise<Reply>;
 }
 
@@ -120,7 +121,7 @@ export interface ErrorFormat {
   /** Schema name in schemas/ of the error body, for OpenAPI. */
   schema: string;
   /** Renders the error body (JSON text). */
-  render(err: HttpError, app: App): string;
+  render(err: ServiceError, app: App): string;
 }
 
 /** OpenAPI description of one response. */

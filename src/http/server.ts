@@ -27,14 +27,15 @@ import type { App } from '../app.js';
 import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
-import { HttpError, unauthorized, uriTooLong, writeStopped, type ErrorCode } from './errors.js';
+import { ServiceError, invalid, type ErrorCode } from '../errors.js';
+import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
- * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an HttpError, and
+ * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an ServiceError, and
  * may set response headers (RateLimit-*) on `res`.
  * - `onRequest` runs for every request through the listener, whatever its target: the target's
  *   and route's errors (400/414, 404/405) are raised only after it, so it also covers unknown
@@ -114,7 +115,7 @@ function sendPreflight(res: ServerResponse, router: Router, pathname: string, re
  * issue 20; 5xx also carry `requestId`), or as `render(err)` when the route has its own error
  * format. `requestId` is echoed as X-Request-Id when given.
  */
-export function sendError(res: ServerResponse, err: HttpError, render?: (err: HttpError) => string, requestId?: string): void {
+export function sendError(res: ServerResponse, err: ServiceError, render?: (err: ServiceError) => string, requestId?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -133,14 +134,14 @@ export function sendError(res: ServerResponse, err: HttpError, render?: (err: Ht
 }
 
 /**
- * Turns any thrown value into an HttpError; unexpected ones become a 500, logged as one
+ * Turns any thrown value into an ServiceError; unexpected ones become a 500, logged as one
  * `internal_error` line with `context` (request id, method, route, agent; never a token) and the
  * stack.
  */
-export function toHttpError(err: unknown, context: LogFields = {}): HttpError {
-  if (err instanceof HttpError) return err;
+export function toServiceError(err: unknown, context: LogFields = {}): ServiceError {
+  if (err instanceof ServiceError) return err;
   logger.error('internal_error', 'internal error', { ...context, err: err instanceof Error ? err : String(err) });
-  return new HttpError(500, 'INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
+  return new ServiceError('INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
 }
 
 /**
@@ -212,7 +213,7 @@ interface Compiled {
  * and body validators (400) → its handler → await log durability.
  * Input: the app, the guards, the compiled validators, the route, the context (mutated: agent,
  * query, body), the input and the response (guards may set headers on it).
- * Output: the handler's reply, to send only after this resolves. Throws the HttpError to render.
+ * Output: the handler's reply, to send only after this resolves. Throws the ServiceError to render.
  */
 function runRoute(
   app: App,
@@ -342,7 +343,7 @@ export function createRequestListener(
         }
         sendReply(res, reply, method === 'HEAD', requestId);
       } catch (err) {
-        const httpErr = toHttpError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
+        const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
         const format = route?.errorFormat;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         // A refused body may still be arriving; do not let it keep the connection busy.

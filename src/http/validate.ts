@@ -26,7 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { badRequest } from './errors.js';
+import { fail, invalid } from '../errors.js';
 
 // ajv-formats ships CommonJS with a default export; under NodeNext the callable sits on .default.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020, formats: string[]) => Ajv2020;
@@ -163,7 +163,7 @@ export function bodyValidator(name: string): Validator {
       const obj = data as Record<string, unknown>;
       for (const k of trims) if (typeof obj[k] === 'string') obj[k] = (obj[k] as string).trim();
     }
-    if (!fn(data)) throw badRequest(describeError(fn.errors![0]!, 'body'));
+    if (!fn(data)) throw invalid(describeError(fn.errors![0]!, 'body'));
     return data;
   };
 }
@@ -196,20 +196,18 @@ export function queryValidator(name: string): (params: URLSearchParams) => Recor
     const out: Record<string, unknown> = {};
     for (const [key, raw] of params) {
       if (Object.prototype.hasOwnProperty.call(out, key)) {
-        throw badRequest(`query parameter "${key}" is given more than once`);
+        throw invalid(`query parameter "${key}" is given more than once`);
       }
       const type = props[key]?.type;
       if (type === 'integer' && CANONICAL_INT.test(raw)) out[key] = Number(raw);
       else if (type === 'boolean' && (raw === 'true' || raw === 'false')) out[key] = raw === 'true';
       else out[key] = raw;
     }
-    if (!fn(out)) throw badRequest(describeError(fn.errors![0]!, 'query'));
+    if (!fn(out)) throw invalid(describeError(fn.errors![0]!, 'query'));
     for (const key of instants) {
       const v = out[key];
       if (typeof v === 'string' && Number.isNaN(Date.parse(v))) {
-        throw badRequest(
-          `query parameter "${key}" must be a date-time that denotes a real instant (e.g. 2026-06-30T23:59:59Z); leap seconds (second 60) are not accepted`,
-        );
+        throw invalid(`query parameter "${key}" must be a date-time that denotes a real instant (e.g. 2026-06-30T23:59:59Z); leap seconds (second 60) are not accepted`);
       }
     }
     return out;

@@ -12,7 +12,7 @@ import { startInProcess } from '../helpers/inprocess.mjs';
 import { rawExchange } from '../helpers/raw.mjs';
 import { ROOT, cli } from '../helpers/server.mjs';
 import { publicRoutes } from '../../dist/api/routes.js';
-import { ERROR_CODES } from '../../dist/http/errors.js';
+import { ERROR_CATALOGUE, ERROR_CODES } from '../../dist/errors.js';
 import { setLogSink } from '../../dist/logger.js';
 import { ManualClock } from '../../dist/clock.js';
 import { DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
@@ -30,6 +30,11 @@ test('the code list in the source is the catalogue in schemas/ErrorCode.json, ea
     assert.ok(Array.isArray(e['x-status']) && e['x-status'].every((s) => s >= 400 && s <= 599), e.const);
     assert.ok(e.description.length > 20, e.const);
   }
+});
+
+test('the status the source renders for each code is the one schemas/ErrorCode.json documents', () => {
+  for (const e of catalogue) assert.deepEqual([ERROR_CATALOGUE[e.const].status], e['x-status'], e.const);
+  assert.deepEqual(Object.keys(ERROR_CATALOGUE).sort(), [...ERROR_CODES].sort());
 });
 
 test('every code of the catalogue is provoked through the API, and each error body carries the code its status documents', async (t) => {

@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { A2A_ID_LENGTH_MAX, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, ID_LENGTH_MAX, ID_PATTERN } from '../../constants.js';
-import { badRequest, type HttpError } from '../../http/errors.js';
+import { ServiceError, invalid } from '../../errors.js';
 import { describeError, getSchema, schemaCheck, type ErrorObject } from '../../http/validate.js';
 import type { Method, Reply, RequestContext, RouteInput } from '../../http/router.js';
 import type { RequestTarget } from '../../http/router.js';
@@ -235,9 +235,9 @@ function at(node: unknown, ...keys: (string | number)[]): unknown {
  * - an action not in the list: 400 "unknown action" naming the eleven actions;
  * - anything else: 400 naming the field and the rule (src/http/validate.ts `describeError`).
  */
-function envelopeError(err: ErrorObject, body: unknown): HttpError {
+function envelopeError(err: ErrorObject, body: unknown): ServiceError {
   const path = err.instancePath;
-  if (path === '' && err.keyword === 'type') return badRequest('body must be a SendMessageRequest object: {"message": {...}}');
+  if (path === '' && err.keyword === 'type') return invalid('body must be a SendMessageRequest object: {"message": {...}}');
   if (path === '/message/taskId') {
     const taskId = at(body, 'message', 'taskId');
     return taskNotFound(typeof taskId === 'string' ? taskId : JSON.stringify(taskId));
@@ -253,13 +253,13 @@ function envelopeError(err: ErrorObject, body: unknown): HttpError {
     }
     if (/^\/message\/parts\/[0-9]+\/mediaType$/.test(path)) return contentTypeNotSupported(describeError(err, 'body'));
     if (path === '/message/parts' && err.keyword === 'maxItems') {
-      return badRequest(`field "message.parts" must hold exactly one data part, got ${(parts as unknown[]).length}; send one action per message`);
+      return invalid(`field "message.parts" must hold exactly one data part, got ${(parts as unknown[]).length}; send one action per message`);
     }
     if (path === '/message/parts/0/data/action' && err.keyword === 'enum') {
-      return badRequest(`unknown action ${JSON.stringify(at(body, 'message', 'parts', 0, 'data', 'action'))}: data.action must be one of ${ACTION_LIST}`);
+      return invalid(`unknown action ${JSON.stringify(at(body, 'message', 'parts', 0, 'data', 'action'))}: data.action must be one of ${ACTION_LIST}`);
     }
   }
-  return badRequest(describeError(err, 'body'));
+  return invalid(describeError(err, 'body'));
 }
 
 /**
@@ -308,7 +308,7 @@ export function routeInput(env: SendMessageEnvelope): RouteInput {
     for (const [key, value] of Object.entries(input)) {
       if (typeof value === 'string') query.append(key, value);
       else if (typeof value === 'number' || typeof value === 'boolean') query.append(key, String(value));
-      else throw badRequest(`field "input.${key}" must be a string, number or boolean (it is the query parameter "${key}" of GET ${action.path})`);
+      else throw invalid(`field "input.${key}" must be a string, number or boolean (it is the query parameter "${key}" of GET ${action.path})`);
     }
     return { query, body: () => undefined };
   }
@@ -316,15 +316,11 @@ export function routeInput(env: SendMessageEnvelope): RouteInput {
   if (action.clientId !== 'none') {
     const given = body.clientId;
     if (action.clientId === 'messageId' && given !== undefined && given !== env.messageId) {
-      throw badRequest(
-        `field "input.clientId" must be absent or equal to message.messageId for action "${action.action}": the A2A messageId is the clientId (part 1); send a new messageId for a new request`,
-      );
+      throw invalid(`field "input.clientId" must be absent or equal to message.messageId for action "${action.action}": the A2A messageId is the clientId (part 1); send a new messageId for a new request`);
     }
     if (given === undefined) {
       if (env.messageId.length > ID_LENGTH_MAX || !ID_RE.test(env.messageId)) {
-        throw badRequest(
-          `field "message.messageId" becomes the clientId of action "${action.action}", so it must match ${ID_PATTERN} (1..${ID_LENGTH_MAX} characters), e.g. a UUID`,
-        );
+        throw invalid(`field "message.messageId" becomes the clientId of action "${action.action}", so it must match ${ID_PATTERN} (1..${ID_LENGTH_MAX} characters), e.g. a UUID`);
       }
       body.clientId = env.messageId;
     }
@@ -344,7 +340,7 @@ function resultJson(reply: Reply): string {
 
 /**
  * Handles POST /a2a/message:send: version check, envelope, then the action's REST route through
- * the shared pipeline steps (`ctx.runner`). Throws the REST route's HttpError (rendered as
+ * the shared pipeline steps (`ctx.runner`). Throws the REST route's ServiceError (rendered as
  * google.rpc.Status by the route's error format), 400 for an unknown action, 400
  * UnsupportedOperation when the action's REST route is not installed.
  */

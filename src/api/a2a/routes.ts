@@ -5,7 +5,8 @@
  * notifications or an extended card. Every /a2a/* error is a google.rpc.Status (./errors.ts).
  */
 import { A2A_BASE_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
-import { HttpError, methodNotAllowed, notFound } from '../../http/errors.js';
+import { ServiceError, notFound } from '../../errors.js';
+import { methodNotAllowed } from '../../http/errors.js';
 import type { RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';
 import { A2A_ACTIONS, VERSION_PATTERN, sendMessage } from './dispatch.js';
@@ -23,7 +24,7 @@ interface OtherOperation {
   name: string;
   /** The HTTP status of its answer (for OpenAPI). */
   status: 400 | 404;
-  answer: (params: string[]) => HttpError;
+  answer: (params: string[]) => ServiceError;
   summary: string;
 }
 

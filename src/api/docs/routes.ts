@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Reply, RequestContext, Route, ServedFile } from '../../http/router.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../errors.js';
 import { allSchemas } from '../../http/validate.js';
 import { buildOpenApi, withServer } from './openapi.js';
 import { perBaseUrl, serveStatic, staticDocument, withBaseUrl, type StaticDocument } from './static.js';

@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Route, ServedFile } from '../../http/router.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../errors.js';
 import { serveStatic, staticDocument, type StaticDocument } from '../docs/static.js';
 
 /** Folder with the page, its style and its script modules (repo `src/api/web/assets/`, also from `dist/`). */

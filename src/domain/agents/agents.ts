@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { LogRecord } from '../../store/log.js';
 import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
-import { forbidden, insufficientStorage, notFound } from '../../http/errors.js';
+import { fail, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
 
 /** Agent `kind` (part 2). */
@@ -142,12 +142,9 @@ export function decideRegister(
   input: RegisterInput,
   opts: { seq: number; created: string; registrationOpen: boolean; maxAgents: number | null },
 ): { payload: AgentRegisterPayload; token: string } {
-  if (!opts.registrationOpen) throw forbidden('registration is closed by the operator', 'REGISTRATION_CLOSED');
+  if (!opts.registrationOpen) throw fail('REGISTRATION_CLOSED', 'registration is closed by the operator');
   if (opts.maxAgents !== null && s.participants >= opts.maxAgents) {
-    throw insufficientStorage(
-      `participant limit reached (${opts.maxAgents} registered agents; operators do not count); the operator must raise FORUM_MAX_AGENTS`,
-      'PARTICIPANT_LIMIT',
-    );
+    throw fail('PARTICIPANT_LIMIT', `participant limit reached (${opts.maxAgents} registered agents; operators do not count); the operator must raise FORUM_MAX_AGENTS`);
   }
   const token = newToken();
   return {

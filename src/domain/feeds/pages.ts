@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
-import { badRequest, conflict, notFound } from '../../http/errors.js';
+import { fail, invalid, notFound } from '../../errors.js';
 import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
 import { workRecordJson, type WorkBoardState } from '../work/work.js';
 
@@ -52,21 +52,15 @@ export interface CursorQuery {
  */
 export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string): void {
   if (q.after > 0 && q.originId === undefined) {
-    throw badRequest(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
+    throw invalid(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
   }
   if (q.originId !== undefined && q.originId.toLowerCase() !== originId.toLowerCase()) {
-    throw conflict(
-      `cursor originId ${q.originId} does not belong to the ${feed} of this archive (originId ${originId}): ` +
-        'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate',
-      'CURSOR_ORIGIN',
-    );
+    throw fail('CURSOR_ORIGIN', `cursor originId ${q.originId} does not belong to the ${feed} of this archive (originId ${originId}): ` +
+        'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate');
   }
   if (q.after > head) {
-    throw conflict(
-      `cursor after=${q.after} is ahead of this archive, which ends at ${head}: the data was restored from an older backup; ` +
-        'reread from after=0 and reconcile, never continue silently',
-      'CURSOR_AHEAD',
-    );
+    throw fail('CURSOR_AHEAD', `cursor after=${q.after} is ahead of this archive, which ends at ${head}: the data was restored from an older backup; ` +
+        'reread from after=0 and reconcile, never continue silently');
   }
 }
 
@@ -162,15 +156,15 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   const rows = feeds.byTopic.get(q.topicId);
   if (!rows) throw notFound(`no topic with id "${q.topicId}"`);
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
-    throw badRequest('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
+    throw invalid('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
   }
   checkCursor(q, originId, head, 'topic export');
   const through = q.through ?? head;
   if (q.after > through) {
-    throw badRequest(`after=${q.after} is beyond through=${through}: a cursor never passes its pinned bound; send the whole cursor of the previous page`);
+    throw invalid(`after=${q.after} is beyond through=${through}: a cursor never passes its pinned bound; send the whole cursor of the previous page`);
   }
   if (through > head) {
-    throw conflict(`through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`, 'CURSOR_AHEAD');
+    throw fail('CURSOR_AHEAD', `through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`);
   }
   const out: string[] = [];
   let i = rows.upperBound(q.after);

@@ -7,7 +7,7 @@
  */
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
-import { badRequest, conflict, notFound } from '../../http/errors.js';
+import { fail, invalid, notFound } from '../../errors.js';
 import { addDiscussionEvent, discussionRecordOf, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
@@ -192,7 +192,7 @@ export function clientKey(authorId: string, clientId: string): string {
 
 /** Decides `room.create` (operator CLI). Throws 409 when the id exists. */
 export function decideRoom(s: ForumState, input: { id: string; name: string; description?: string }, created: string): Room {
-  if (s.rooms.has(input.id)) throw conflict(`room "${input.id}" already exists`, 'ALREADY_EXISTS');
+  if (s.rooms.has(input.id)) throw fail('ALREADY_EXISTS', `room "${input.id}" already exists`);
   return { id: input.id, name: input.name, description: input.description ?? '', created };
 }
 
@@ -239,10 +239,7 @@ export function decideMessage(
   if (prior !== undefined) {
     const m = messageOf(s, prior);
     if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo) return { existing: prior };
-    throw conflict(
-      `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`,
-      'IDEMPOTENCY_CONFLICT',
-    );
+    throw fail('IDEMPOTENCY_CONFLICT', `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`);
   }
   if (!s.topics.has(input.topicId)) throw notFound(`no topic with id "${input.topicId}"`);
   if (replyTo !== null) {
@@ -250,7 +247,7 @@ export function decideMessage(
     if (parent === undefined) throw notFound(`no message with id "${replyTo}" (replyTo)`);
     const parentTopic = messageTopicOf(s, parent);
     if (parentTopic !== input.topicId) {
-      throw badRequest(`replyTo "${replyTo}" is in topic "${parentTopic}", not "${input.topicId}"; replies must stay in the same topic`);
+      throw invalid(`replyTo "${replyTo}" is in topic "${parentTopic}", not "${input.topicId}"; replies must stay in the same topic`);
     }
   }
   return {

@@ -9,6 +9,7 @@
  * No request holds the event loop: the scan runs in slices of SEARCH_SLICE_MS, one slice per turn
  * of the event loop across all scans (domain/slices.ts), and it stops at `limit` hits.
  */
+import { NgramIndexDamagedError } from '../../store/search/index.js';
 import { SliceTimer } from '../slices.js';
 import { messageJsonOf, type ForumState, type MessageRow, type MessageSearch } from './forum.js';
 import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
@@ -65,7 +66,7 @@ export interface CandidateIndex {
 
 /** Whether `err` is the search index's report of a damaged shard (store/search/index.ts). */
 export function isIndexDamage(err: unknown): boolean {
-  return err instanceof Error && err.name === 'NgramIndexDamagedError';
+  return err instanceof NgramIndexDamagedError;
 }
 
 /** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */

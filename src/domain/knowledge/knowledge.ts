@@ -13,7 +13,7 @@
  */
 import type { LogRecord } from '../../store/log.js';
 import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
-import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
+import { fail, invalid, notFound } from '../../errors.js';
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
@@ -119,10 +119,10 @@ export function decideKnowledge(
   // The schema already enforces both rules; they are repeated here because decideKnowledge is
   // also the entry point for other bindings, and a half-specified revision must never publish.
   if ((input.previousId === undefined) !== (input.expectedRevision === undefined)) {
-    throw badRequest('fields "previousId" and "expectedRevision" must be given together (both to publish a revision, neither for a new item)');
+    throw invalid('fields "previousId" and "expectedRevision" must be given together (both to publish a revision, neither for a new item)');
   }
   if (input.category === 'evidence' && input.sources.length < KNOWLEDGE_EVIDENCE_SOURCES_MIN) {
-    throw badRequest(`category "evidence" requires at least ${KNOWLEDGE_EVIDENCE_SOURCES_MIN} source in field "sources"`);
+    throw invalid(`category "evidence" requires at least ${KNOWLEDGE_EVIDENCE_SOURCES_MIN} source in field "sources"`);
   }
   let id: string;
   let revision: number;
@@ -131,14 +131,11 @@ export function decideKnowledge(
     if (!revisions) throw notFound(`no knowledge item with id "${input.previousId}" (previousId)`);
     const originalAuthorId = revisions[0]!.authorId;
     if (originalAuthorId !== ctx.authorId) {
-      throw forbidden(`knowledge item "${input.previousId}" belongs to another author; only its original author may publish revisions`, 'NOT_AUTHOR');
+      throw fail('NOT_AUTHOR', `knowledge item "${input.previousId}" belongs to another author; only its original author may publish revisions`);
     }
     const current = revisions[revisions.length - 1]!.revision;
     if (input.expectedRevision !== current) {
-      throw conflict(
-        `expectedRevision ${input.expectedRevision} is stale: knowledge item "${input.previousId}" is at revision ${current}; reread it and revise the current revision`,
-        'REVISION_CONFLICT',
-      );
+      throw fail('REVISION_CONFLICT', `expectedRevision ${input.expectedRevision} is stale: knowledge item "${input.previousId}" is at revision ${current}; reread it and revise the current revision`);
     }
     id = input.previousId;
     revision = current + 1;

@@ -9,7 +9,7 @@
  */
 import type { LogRecord } from '../../store/log.js';
 import { CATALOG_BRIEF_FORMAT, CATALOG_FORMAT, CATALOG_ITEMS_MAX, CATALOG_POLL_SECONDS } from '../../constants.js';
-import { badRequest, notFound } from '../../http/errors.js';
+import { invalid, notFound } from '../../errors.js';
 import type { SettingsState } from '../admin/settings.js';
 import { isAvailable, type WorkBoardState, type WorkState } from '../work/work.js';
 
@@ -76,10 +76,10 @@ function toBrief(b: OpportunityBrief): OpportunityBrief {
  * more than CATALOG_ITEMS_MAX (part 8).
  */
 export function decideOpportunities(briefs: OpportunityBrief[]): { briefs: OpportunityBrief[] } {
-  if (briefs.length > CATALOG_ITEMS_MAX) throw badRequest(`at most ${CATALOG_ITEMS_MAX} briefs are allowed (part 8), got ${briefs.length}`);
+  if (briefs.length > CATALOG_ITEMS_MAX) throw invalid(`at most ${CATALOG_ITEMS_MAX} briefs are allowed (part 8), got ${briefs.length}`);
   const seen = new Set<string>();
   for (const b of briefs) {
-    if (seen.has(b.workItemId)) throw badRequest(`two briefs name work item "${b.workItemId}"; each brief needs its own work item`);
+    if (seen.has(b.workItemId)) throw invalid(`two briefs name work item "${b.workItemId}"; each brief needs its own work item`);
     seen.add(b.workItemId);
   }
   return { briefs: briefs.map(toBrief) };

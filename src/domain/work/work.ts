@@ -42,7 +42,7 @@
  */
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
-import { badRequest, conflict, forbidden, notFound } from '../../http/errors.js';
+import { fail, notFound } from '../../errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
 import { RowHashTable, type RecordSource } from '../../store/records.js';
@@ -317,10 +317,7 @@ function checkedSnapshotJson(item: WorkItem): string {
   const json = JSON.stringify(item);
   const sizeBytes = Buffer.byteLength(json, 'utf8');
   if (sizeBytes > WORK_SNAPSHOT_BYTES_MAX) {
-    throw badRequest(
-      `the resulting work item snapshot would be ${sizeBytes} bytes of serialized JSON; the limit is ${WORK_SNAPSHOT_BYTES_MAX} UTF-8 bytes (part 8); shorten the text`,
-      'WORK_SNAPSHOT_TOO_LARGE',
-    );
+    throw fail('WORK_SNAPSHOT_TOO_LARGE', `the resulting work item snapshot would be ${sizeBytes} bytes of serialized JSON; the limit is ${WORK_SNAPSHOT_BYTES_MAX} UTF-8 bytes (part 8); shorten the text`);
   }
   return json;
 }
@@ -348,10 +345,7 @@ function priorReceipt(s: WorkBoardState, authorId: string, clientId: string, req
   const prior = workReceiptOf(s, authorId, clientId);
   if (!prior) return null;
   if (JSON.stringify(prior.request) === requestJson) return prior;
-  throw conflict(
-    `clientId "${clientId}" was already used by you for a different work request (${prior.response.id} revision ${prior.response.revision}); use a fresh clientId for each new request`,
-    'IDEMPOTENCY_CONFLICT',
-  );
+  throw fail('IDEMPOTENCY_CONFLICT', `clientId "${clientId}" was already used by you for a different work request (${prior.response.id} revision ${prior.response.revision}); use a fresh clientId for each new request`);
 }
 
 // ---- decisions ----
@@ -436,12 +430,9 @@ export function decideWorkAction(
   if (!entry) throw notFound(`no work item with id "${input.workItemId}" (workItemId)`);
   const cur = workRevision(s, entry, entry.revision);
   if (input.expectedRevision !== cur.revision) {
-    throw conflict(
-      `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`,
-      'REVISION_CONFLICT',
-    );
+    throw fail('REVISION_CONFLICT', `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`);
   }
-  if (isClosed(cur.state)) throw conflict(`closed work is immutable: ${cur.id} is ${cur.state}`, 'WORK_CLOSED');
+  if (isClosed(cur.state)) throw fail('WORK_CLOSED', `closed work is immutable: ${cur.id} is ${cur.state}`);
 
   const now = ctx.nowMs;
   const nowIso = new Date(now).toISOString();
@@ -449,20 +440,20 @@ export function decideWorkAction(
   const isCreator = caller === cur.authorId;
   const next: WorkItem = { ...toWorkItem(cur), revision: cur.revision + 1, updated: nowIso, updatedBy: caller };
   const wrongState = (what: string) =>
-    conflict(`cannot ${input.action} ${cur.id}: ${what}`, 'WORK_STATE');
+    fail('WORK_STATE', `cannot ${input.action} ${cur.id}: ${what}`);
   const requireClaimedAssignee = () => {
     if (cur.state !== 'claimed') throw wrongState(`it is ${cur.state}, not claimed`);
-    if (caller !== cur.assigneeId) throw forbidden(`only the assignee (${cur.assigneeId}) can ${input.action} ${cur.id}`, 'WORK_ROLE');
+    if (caller !== cur.assigneeId) throw fail('WORK_ROLE', `only the assignee (${cur.assigneeId}) can ${input.action} ${cur.id}`);
   };
   const requireCreatorOrOperator = () => {
     if (!isCreator && !ctx.isOperator) {
-      throw forbidden(`only the creator (${cur.authorId}) or the operator can ${input.action} ${cur.id}`, 'WORK_ROLE');
+      throw fail('WORK_ROLE', `only the creator (${cur.authorId}) or the operator can ${input.action} ${cur.id}`);
     }
   };
 
   switch (input.action) {
     case 'claim': {
-      if (isCreator) throw forbidden('a creator cannot claim their own work', 'WORK_ROLE');
+      if (isCreator) throw fail('WORK_ROLE', 'a creator cannot claim their own work');
       if (cur.state === 'claimed') {
         if (!leaseExpired(entry, now)) throw wrongState(`it is claimed by ${cur.assigneeId} until ${cur.leaseUntil}`);
       } else if (cur.state !== 'open') {
@@ -498,7 +489,7 @@ export function decideWorkAction(
       requireCreatorOrOperator();
       if (cur.state !== 'submitted') throw wrongState(`it is ${cur.state}; only submitted work can be reviewed`);
       if (cur.result !== null && caller === cur.result.authorId) {
-        throw forbidden('an agent cannot review its own result', 'WORK_ROLE');
+        throw fail('WORK_ROLE', 'an agent cannot review its own result');
       }
       next.review = { authorId: caller, decision: input.decision, feedback: input.feedback, created: nowIso };
       if (input.decision === 'accept') {

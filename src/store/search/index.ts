@@ -23,11 +23,11 @@ export type { ShardMeta } from './shard.js';
 /**
  * A shard file failed a checksum while a query read it. The file has been deleted and reported
  * through onDrop; the caller should answer this query by scanning, then truncateFrom(firstSeq)
- * and add the documents from firstSeq on again from the log. Not an HTTP error: a 500 if unhandled.
+ * and add the documents from firstSeq on again from the log. Not a ServiceError: unhandled, it is
+ * answered as 500 `INTERNAL`.
  */
 export class NgramIndexDamagedError extends Error {
   readonly code = 'NGRAM_INDEX_DAMAGED';
-  readonly status = 500;
   constructor(
     readonly file: string,
     readonly firstSeq: number,
