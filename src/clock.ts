@@ -40,11 +40,6 @@ export class OffsetClock implements Clock {
   }
 }
 
-/** ISO 8601 UTC timestamp ending in `Z` for a millisecond time (part 2). */
-export function isoTime(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
 let memoIso = '';
 let memoMs = 0;
 

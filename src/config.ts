@@ -88,7 +88,7 @@ function flagEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
 
 /**
  * Reads FORUM_TRUST_PROXY: `off` (default, also when empty), `xff` or `cloudflare`, any case.
- * Throws for any other value, including the old `on`, which did not say which header to trust.
+ * Throws for any other value, including `on`, which would not say which header to trust.
  */
 function trustProxyEnv(env: NodeJS.ProcessEnv): TrustProxyMode {
   const raw = env.FORUM_TRUST_PROXY;

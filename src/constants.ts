@@ -203,7 +203,7 @@ export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
 /** How long clients and proxies may cache the agent card (ours). */
 export const AGENT_CARD_MAX_AGE_SECONDS = 300;
 
-// HTTP server limits (moved from src/http and src/config)
+// HTTP server limits
 /** Default FORUM_MIN_FREE_BYTES: writes answer 507 below 256 MiB free under the data folder (ours; part 7 507, issue 7). */
 export const MIN_FREE_BYTES_DEFAULT = 256 * 1024 * 1024;
 /**

@@ -16,7 +16,7 @@
  * Node's documentation warns that changing V8 flags after start may behave unpredictably; this
  * one flag only installs a `gc` function in new contexts, and it is the pattern Jest's
  * `--logHeapUsage` has used for years. Should a future V8 refuse it, `gc` is not found and the
- * start goes on without the collection (RSS as before, nothing else changes).
+ * start goes on without the collection (only the RSS after start is higher).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

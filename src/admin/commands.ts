@@ -8,7 +8,7 @@ import type { App } from '../app.js';
 import { agentView, decideOperator, requireAgent } from '../domain/agents/agents.js';
 import { decideRoom } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
-import { ServiceError, invalid } from '../errors.js';
+import { invalid } from '../errors.js';
 import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';

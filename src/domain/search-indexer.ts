@@ -11,7 +11,7 @@
  * ask it for the rest (domain/forum/search.ts `indexedSearch`), so answers never depend on how
  * far it has got.
  */
-import { NgramIndex, NgramIndexDamagedError } from '../store/search/index.js';
+import { type NgramIndex, NgramIndexDamagedError } from '../store/search/index.js';
 import type { SegmentRecords } from '../store/records.js';
 import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
@@ -85,7 +85,7 @@ export class SearchIndexer implements CandidateIndex {
         this.log('warn', `search index: ${err.message}; rebuilding from seq ${err.firstSeq}`);
         this.caughtUp = false;
         this.index.truncateFrom(err.firstSeq);
-        this.startCatchUp();
+        void this.startCatchUp().catch((e: Error) => this.log('warn', `search index: catching up after the rebuild failed (${e.message}); searches scan`));
       }
       throw err;
     }

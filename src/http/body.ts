@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { BODY_BYTES_MAX, SURROGATE_PATH_CHARS_MAX } from '../constants.js';
-import { fail, invalid } from '../errors.js';
+import { fail } from '../errors.js';
 import { payloadTooLarge, unsupportedMediaType } from './errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
-import { ServiceError, fail, notFound } from '../errors.js';
+import { type ServiceError, fail, notFound } from '../errors.js';
 import { methodNotAllowed } from './errors.js';
 
 export type Method = 'GET' | 'POST';

@@ -27,7 +27,7 @@ import type { App } from '../app.js';
 import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
-import { ServiceError, invalid, type ErrorCode } from '../errors.js';
+import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -434,7 +434,7 @@ function responseInFlight(socket: Socket): ServerResponse | null {
  * been answered (issue 21: a committed write's 201 must not be lost to pipelined garbage after
  * it). Node answers pipelined requests in order and hands the socket to the next queued response
  * when one finishes, so this waits on each in turn. A response whose request is not complete is
- * the one the error belongs to (a broken body): the reply is written at once, as before, unless
+ * the one the error belongs to (a broken body): the reply is written at once, unless
  * that response has begun, in which case the connection is dropped.
  */
 function replyAfterAnswered(socket: Socket, reply: string): void {

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
-import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
+import { fsyncDirSync } from './fsutil.js';
 import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from './log.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
 

@@ -184,9 +184,8 @@ function cachedSize(r: StoredRecord): number {
  * Least-recently-used cache of decoded records, bounded by the UTF-16 size of what it holds
  * (about 2 bytes a character, see `cachedSize`). Backed by lru-cache, whose recency order is a
  * linked list over typed arrays: a hit relinks two slots and never mutates the key Map. (A Map
- * re-inserted on every hit, as this cache first was, leaves a deleted entry in the hot key's
- * hash chain each time; with tens of thousands of entries every lookup of a hot record walked
- * hundreds of them, and topic reads fell from ~7k to ~3k req/s after 40k writes.)
+ * re-inserted on every hit leaves a deleted entry in the hot key's hash chain each time; with
+ * tens of thousands of entries every lookup of a hot record would walk hundreds of them.)
  */
 export class RecordCache {
   private readonly lru: LRUCache<number, StoredRecord> | undefined;

@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { A2A_ID_LENGTH_MAX, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, ID_LENGTH_MAX, ID_PATTERN } from '../../constants.js';
-import { ServiceError, invalid } from '../../errors.js';
+import { type ServiceError, invalid } from '../../errors.js';
 import { describeError, getSchema, schemaCheck, type ErrorObject } from '../../http/validate.js';
 import type { Method, Reply, RequestContext, RouteInput } from '../../http/router.js';
 import type { RequestTarget } from '../../http/router.js';

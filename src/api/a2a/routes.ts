@@ -5,7 +5,7 @@
  * notifications or an extended card. Every /a2a/* error is a google.rpc.Status (./errors.ts).
  */
 import { A2A_BASE_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
-import { ServiceError, notFound } from '../../errors.js';
+import { type ServiceError, notFound } from '../../errors.js';
 import { methodNotAllowed } from '../../http/errors.js';
 import type { RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';

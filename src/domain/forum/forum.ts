@@ -10,7 +10,7 @@ import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants
 import { fail, invalid, notFound } from '../../errors.js';
 import { addDiscussionEvent, discussionRecordOf, type FeedsState } from '../feeds/feeds.js';
 import { idHasSeq, makeId } from '../ids.js';
-import { exclusiveBoundMs, parseTimeMs } from '../../clock.js';
+import { exclusiveBoundMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
 import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
 
@@ -181,11 +181,6 @@ export function messageById(s: ForumState, id: string): MessageRow | undefined {
   const seqs = s.rows.seq;
   const at = seqs.upperBound(seq) - 1;
   return at >= 0 && seqs.at(at) === seq && idHasSeq(id, 'msg', seq) ? at : undefined;
-}
-
-/** Key of an (author, clientId) idempotency index (work receipts). */
-export function clientKey(authorId: string, clientId: string): string {
-  return `${authorId}\n${clientId}`;
 }
 
 // ---- decisions ----

@@ -50,7 +50,6 @@ import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 
 export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
-export type WorkAction = 'claim' | 'renew' | 'release' | 'submit' | 'review' | 'cancel';
 
 /** `result` of a WorkItem (part 2). */
 export interface WorkResult {

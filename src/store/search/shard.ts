@@ -19,7 +19,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION } from '../../constants.js';
-import { decodeDeltas, LiveShard } from './live.js';
+import { decodeDeltas, type LiveShard } from './live.js';
 
 /** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
 export interface ShardMeta {
@@ -58,20 +58,11 @@ export function parseShardFileName(name: string): { firstSeq: number; lastSeq: n
 }
 
 /**
- * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file. CPU only;
- * about 0.1 s for a full shard of 32768 typical documents. Throws a RangeError when a section
- * would pass 4 GiB, a seq lies more than 2^32 after firstSeq or lastHash is not 64 hex digits
- * (programmer errors).
+ * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file, yielding to
+ * the event loop whenever a slice has run `sliceMs` ms (about 0.1 s of CPU for a full shard of
+ * 32768 typical documents). Rejects with a RangeError when a section would pass 4 GiB, a seq lies
+ * more than 2^32 after firstSeq or lastHash is not 64 hex digits (programmer errors).
  */
-export function encodeShard(live: LiveShard): Buffer {
-  const steps = encodeSteps(live);
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-  }
-}
-
-/** encodeShard in slices: yields to the event loop whenever a slice has run `sliceMs` ms. */
 export async function encodeShardSliced(live: LiveShard, sliceMs: number): Promise<Buffer> {
   const steps = encodeSteps(live);
   let start = performance.now();
@@ -88,7 +79,7 @@ export async function encodeShardSliced(live: LiveShard, sliceMs: number): Promi
 /** Grams encoded between two points where encodeShardSliced may yield (32 times as many seq-table entries). */
 const ENCODE_STEP_GRAMS = 64;
 
-/** The work of encodeShard, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
+/** The work of encodeShardSliced, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
 function* encodeSteps(live: LiveShard): Generator<void, Buffer, undefined> {
   if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
   const docs = live.docs;
