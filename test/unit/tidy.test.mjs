@@ -1,0 +1,81 @@
+/**
+ * Tidy checks (TigerBeetle's src/tidy.zig): rules of the tree that review kept having to enforce,
+ * now enforced by `npm test` — the layering (nothing under src/domain or src/store imports from
+ * src/http; src/errors.ts imports nothing of ours), comments that tell history instead of why,
+ * the ESLint rule set and the dead-export check (knip). Each check names the file and line it
+ * refuses.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SRC = join(ROOT, 'src');
+const execFileP = promisify(execFile);
+
+/** Every .ts file under `dir`, as paths relative to the repo root. */
+function tsFiles(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
+    else if (name.endsWith('.ts')) out.push(relative(ROOT, p));
+  }
+  return out;
+}
+
+const IMPORT = /^\s*(?:import|export)\b[^'"]*?from\s+'([^']+)'/gm;
+
+/** The relative import specifiers of a file, resolved to repo paths (…/x.js → …/x.ts). */
+function importsOf(file) {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const out = [];
+  for (const m of text.matchAll(IMPORT)) {
+    if (!m[1].startsWith('.')) continue;
+    out.push(relative(ROOT, join(ROOT, file, '..', m[1])).replace(/\.js$/, '.ts'));
+  }
+  return out;
+}
+
+test('nothing under src/domain or src/store imports from src/http', () => {
+  const offenders = [];
+  for (const file of [...tsFiles(join(SRC, 'domain')), ...tsFiles(join(SRC, 'store'))]) {
+    for (const target of importsOf(file)) if (target.startsWith('src/http/')) offenders.push(`${file} imports ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('the error catalogue (src/errors.ts) imports nothing of the service, so every layer can use it', () => {
+  assert.deepEqual(importsOf('src/errors.ts'), []);
+});
+
+/**
+ * Phrases that tell how a line came to be rather than what it guarantees; history belongs in
+ * commit messages (STYLE.md "Comments and docs").
+ */
+const HISTORY = [/\bas before\b/i, /\bmoved from\b/i, /\bthe old `/i, /\bwas\b[^.;]*\bnow\b/i, /\bfell from\b/i, /\bas this \w+ first was\b/i, /\bused to be\b/i];
+
+test('comments say what the code guarantees, not how it came to be ("was … now", "as before", "moved from")', () => {
+  const offenders = [];
+  for (const file of tsFiles(SRC)) {
+    const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+    lines.forEach((line, i) => {
+      const comment = /^\s*(\*|\/\/|\/\*\*)/.test(line) ? line : line.includes('//') ? line.slice(line.indexOf('//')) : '';
+      if (comment !== '' && HISTORY.some((re) => re.test(comment))) offenders.push(`${file}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('the source passes the ESLint rule set and has no export without an importer (npm run lint)', { timeout: 180_000 }, async () => {
+  const run = (bin, args) =>
+    execFileP(join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).catch((err) => {
+      assert.fail(`${bin} ${args.join(' ')} failed:\n${err.stdout}${err.stderr}`);
+    });
+  await run('eslint', ['-c', 'scripts/lint/eslint.config.mjs', 'src']);
+  await run('knip', ['-c', 'scripts/lint/knip.json', '--include', 'exports,types', '--no-progress']);
+});
