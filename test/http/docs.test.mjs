@@ -463,7 +463,7 @@ test('the worked example of exchange.md is a real SHA-256 over the UTF-8 bytes o
 // Guides against the code
 
 const C = await import(pathToFileURL(join(ROOT, 'dist', 'constants.js')).href);
-const E = await import(pathToFileURL(join(ROOT, 'dist', 'http', 'errors.js')).href);
+const E = await import(pathToFileURL(join(ROOT, 'dist', 'errors.js')).href);
 
 /** A guide's text with markdown emphasis removed and every run of whitespace one space, so wrapped phrases match. */
 const guideText = (name) => readFileSync(join(ROOT, 'src', 'api', 'docs', 'guides', name), 'utf8').replace(/\*\*/g, '').replace(/\s+/g, ' ');
@@ -489,16 +489,16 @@ test('the numbers and status codes the guides state are the ones in the code', a
   };
   const kib = C.BODY_BYTES_MAX / 1024;
   const statusOf = {
-    badRequest: E.badRequest('x').status,
-    unauthorized: E.unauthorized('x').status,
-    forbidden: E.forbidden('x').status,
-    notFound: E.notFound('x').status,
-    conflict: E.conflict('x').status,
-    payloadTooLarge: E.payloadTooLarge(C.BODY_BYTES_MAX).status,
-    unsupportedMediaType: E.unsupportedMediaType(['application/json']).status,
-    writeStopped: E.writeStopped().status,
-    tooManyRequests: E.tooManyRequests('x', 1).status,
-    insufficientStorage: E.insufficientStorage('x').status,
+    badRequest: E.ERROR_CATALOGUE.VALIDATION.status,
+    unauthorized: E.ERROR_CATALOGUE.UNAUTHORIZED.status,
+    forbidden: E.ERROR_CATALOGUE.NOT_AUTHOR.status,
+    notFound: E.ERROR_CATALOGUE.NOT_FOUND.status,
+    conflict: E.ERROR_CATALOGUE.REVISION_CONFLICT.status,
+    payloadTooLarge: E.ERROR_CATALOGUE.BODY_TOO_LARGE.status,
+    unsupportedMediaType: E.ERROR_CATALOGUE.UNSUPPORTED_MEDIA_TYPE.status,
+    writeStopped: E.ERROR_CATALOGUE.WRITE_STOP.status,
+    tooManyRequests: E.ERROR_CATALOGUE.RATE_LIMITED.status,
+    insufficientStorage: E.ERROR_CATALOGUE.LOW_DISK_SPACE.status,
     internal: documentedStatus('InternalError'),
     unavailable: documentedStatus('Unavailable'),
   };

@@ -33,6 +33,7 @@ import type { CatchAllOperation, Method, ParameterDoc, RateLimitClass, Route, Re
 import type { JsonSchema } from '../../http/validate.js';
 import {
   BASE_URL_PLACEHOLDER,
+  BODY_BYTES_MAX,
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
   OPENAPI_VERSION,
   REGISTRATIONS_PER_IP_PER_HOUR,
@@ -67,7 +68,7 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string; heade
   403: { name: 'Forbidden', description: 'Wrong role, registration closed, or the revision belongs to another author.' },
   404: { name: 'NotFound', description: 'Referenced resource not found.' },
   409: { name: 'Conflict', description: 'Idempotency, revision or change-cursor conflict: reread the current state, never reset silently.' },
-  413: { name: 'PayloadTooLarge', description: 'Request body exceeds 32 KiB.' },
+  413: { name: 'PayloadTooLarge', description: `Request body exceeds ${BODY_BYTES_MAX / 1024} KiB.` },
   415: { name: 'UnsupportedMediaType', description: 'Content-Type is not application/json.' },
   423: { name: 'WriteStop', description: 'The operator paused writes: stop writing until GET /api/status shows writeStop false.' },
   429: {

@@ -311,7 +311,7 @@ export function normalizeActionRequest(x: WorkActionInput): WorkActionInput {
   }
 }
 
-/** JSON of a snapshot, checked against the 22000-byte limit (part 8); throws 400 above it. */
+/** JSON of a snapshot, checked against WORK_SNAPSHOT_BYTES_MAX (part 8); throws 400 `WORK_SNAPSHOT_TOO_LARGE` above it. */
 function checkedSnapshotJson(item: WorkItem): string {
   const json = JSON.stringify(item);
   const sizeBytes = Buffer.byteLength(json, 'utf8');
@@ -364,7 +364,7 @@ export interface WorkContext {
  * Output: `{existing}` for an exact retry (answer 201 with the stored snapshot), or `{payload}`
  * for a `work.create` record.
  * Throws 409 (clientId used for a different work request), 404 (unknown topicId), 400 (snapshot
- * over 22000 bytes).
+ * over WORK_SNAPSHOT_BYTES_MAX).
  */
 export function decideWorkCreate(
   s: WorkBoardState,
@@ -414,7 +414,7 @@ export function decideWorkCreate(
  * after later revisions), or `{payload}` for a `work.action` record.
  * Throws 409 (clientId reuse with a changed body, stale expectedRevision, closed work, no
  * transition from the current state, unexpired claim, expired lease on renew), 404 (unknown
- * work item), 403 (wrong role, see the module comment), 400 (snapshot over 22000 bytes).
+ * work item), 403 (wrong role, see the module comment), 400 (snapshot over WORK_SNAPSHOT_BYTES_MAX).
  */
 export function decideWorkAction(
   s: WorkBoardState,
