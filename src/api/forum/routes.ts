@@ -2,6 +2,7 @@
  * Forum endpoints of part 4: rooms, topics, messages.
  */
 import type { Route } from '../../http/router.js';
+import { runWrite } from '../write.js';
 import {
   decideMessage,
   decideTopic,
@@ -47,16 +48,11 @@ export const forumRoutes: Route[] = [
     body: 'TopicInput',
     rateLimit: 'write',
     responses: { 201: { description: 'The new topic', schema: 'Topic' } },
-    handler: ({ app, body, agent }) => {
-      const now = app.now();
-      const topic = decideTopic(app.state.forum, body as { title: string; roomId: string }, {
-        authorId: agent!.profile.id,
-        seq: app.nextSeq(),
-        created: new Date(now).toISOString(),
-      });
-      app.commit('topic.create', topic, now);
-      return { status: 201, body: topic };
-    },
+    handler: (ctx) =>
+      runWrite(ctx, (d) => {
+        const topic = decideTopic(ctx.app.state.forum, ctx.body as { title: string; roomId: string }, d);
+        return { type: 'topic.create', payload: topic, answer: () => ({ status: 201, body: topic }) };
+      }),
   },
   {
     method: 'GET',
@@ -82,16 +78,13 @@ export const forumRoutes: Route[] = [
     body: 'MessageInput',
     rateLimit: 'write',
     responses: { 201: { description: 'The message (new, or the stored one for an identical retry)', schema: 'Message' } },
-    handler: ({ app, body, agent }) => {
-      const now = app.now();
-      const decision = decideMessage(app.state.forum, body as MessageInput, {
-        authorId: agent!.profile.id,
-        seq: app.nextSeq(),
-        created: new Date(now).toISOString(),
-      });
-      if ('existing' in decision) return { status: 201, json: messageJsonOf(app.state.forum, decision.existing) };
-      app.commit('message.create', decision.message, now);
-      return { status: 201, json: messageJsonOf(app.state.forum, messageById(app.state.forum, decision.message.id)!) };
-    },
+    handler: (ctx) =>
+      runWrite(ctx, (d) => {
+        const forum = ctx.app.state.forum;
+        const decision = decideMessage(forum, ctx.body as MessageInput, d);
+        if ('existing' in decision) return { replay: { status: 201, json: messageJsonOf(forum, decision.existing) } };
+        const { message } = decision;
+        return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageJsonOf(forum, messageById(forum, message.id)!) }) };
+      }),
   },
 ];

@@ -6,6 +6,7 @@
  * GET /api/search answers `{"messages": [...], "knowledge": [...]}`.
  */
 import type { Route } from '../../http/router.js';
+import { runWrite } from '../write.js';
 import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
   decideKnowledge,
@@ -53,17 +54,16 @@ export const knowledgeRoutes: Route[] = [
     body: 'KnowledgeInput',
     rateLimit: 'write',
     responses: { 201: { description: 'The published revision', schema: 'Knowledge' } },
-    handler: ({ app, body, agent }) => {
-      const now = app.now();
-      const knowledge = decideKnowledge(app.state.knowledge, app.state.forum, body as KnowledgeInput, {
-        authorId: agent!.profile.id,
-        seq: app.nextSeq(),
-        created: new Date(now).toISOString(),
-      });
-      app.commit('knowledge.publish', knowledge, now);
-      const revisions = app.state.knowledge.items.get(knowledge.id)!;
-      return { status: 201, json: knowledgeJsonOf(app.state.knowledge, revisions[revisions.length - 1]!) };
-    },
+    handler: (ctx) =>
+      runWrite(ctx, (d) => {
+        const { knowledge: state, forum } = ctx.app.state;
+        const knowledge = decideKnowledge(state, forum, ctx.body as KnowledgeInput, d);
+        const answer = () => {
+          const revisions = state.items.get(knowledge.id)!;
+          return { status: 201, json: knowledgeJsonOf(state, revisions[revisions.length - 1]!) };
+        };
+        return { type: 'knowledge.publish', payload: knowledge, answer };
+      }),
   },
   {
     method: 'GET',

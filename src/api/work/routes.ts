@@ -4,7 +4,8 @@
  * decide → commit is synchronous, so concurrent writes on one item are serialised: of several
  * claims with the same expectedRevision exactly one applies and the others get 409.
  */
-import type { RequestContext, Route } from '../../http/router.js';
+import type { Route } from '../../http/router.js';
+import { runWrite } from '../write.js';
 import {
   decideWorkAction,
   decideWorkCreate,
@@ -12,15 +13,10 @@ import {
   workJsonOf,
   workHistoryJson,
   type WorkActionInput,
-  type WorkContext,
   type WorkCreateInput,
   type WorkHistoryQuery,
   type WorkListQuery,
 } from '../../domain/work/work.js';
-
-function workContext({ app, agent }: RequestContext, nowMs: number): WorkContext {
-  return { authorId: agent!.profile.id, isOperator: agent!.profile.role === 'operator', seq: app.nextSeq(), nowMs };
-}
 
 export const workRoutes: Route[] = [
   {
@@ -53,16 +49,16 @@ export const workRoutes: Route[] = [
       200: { description: 'An exact retry: the original snapshot (revision 1), even after later updates', schema: 'WorkItem' },
       201: { description: 'The new work item (revision 1)', schema: 'WorkItem' },
     },
-    handler: (ctx) => {
-      const { app } = ctx;
-      const now = app.now();
-      const decision = decideWorkCreate(app.state.work, app.state.forum, ctx.body as WorkCreateInput, workContext(ctx, now));
-      // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
-      // receipt keeps the 201 that was committed.
-      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
-      app.commit('work.create', decision.payload, now);
-      return { status: 201, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
-    },
+    handler: (ctx) =>
+      runWrite(ctx, (d) => {
+        const { work, forum } = ctx.app.state;
+        const decision = decideWorkCreate(work, forum, ctx.body as WorkCreateInput, d);
+        // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
+        // receipt keeps the 201 that was committed.
+        if ('existing' in decision) return { replay: { status: 200, json: decision.existing.responseJson } };
+        const { payload } = decision;
+        return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, work.items.get(payload.item.id)!) }) };
+      }),
   },
   {
     method: 'POST',
@@ -74,14 +70,14 @@ export const workRoutes: Route[] = [
     body: 'WorkActionInput',
     rateLimit: 'write',
     responses: { 200: { description: 'The resulting revision (or the original one for an identical retry)', schema: 'WorkItem' } },
-    handler: (ctx) => {
-      const { app } = ctx;
-      const now = app.now();
-      const decision = decideWorkAction(app.state.work, ctx.body as WorkActionInput, workContext(ctx, now));
-      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
-      app.commit('work.action', decision.payload, now);
-      return { status: 200, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
-    },
+    handler: (ctx) =>
+      runWrite(ctx, (d) => {
+        const { work } = ctx.app.state;
+        const decision = decideWorkAction(work, ctx.body as WorkActionInput, d);
+        if ('existing' in decision) return { replay: { status: 200, json: decision.existing.responseJson } };
+        const { payload } = decision;
+        return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, work.items.get(payload.item.id)!) }) };
+      }),
   },
   {
     method: 'GET',

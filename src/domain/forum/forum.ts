@@ -5,6 +5,7 @@
  * responses are string joins, plus indexes by topic, author, replyTo and (author, clientId).
  * All lists are in log order, which is creation order (record times never go backwards).
  */
+import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
@@ -203,7 +204,7 @@ export function defaultRoom(created: string): Room {
 export function decideTopic(
   s: ForumState,
   input: { title: string; roomId: string },
-  ctx: { authorId: string; seq: number; created: string },
+  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
 ): Topic {
   if (!s.rooms.has(input.roomId)) throw notFound(`no room with id "${input.roomId}"`);
   return { id: makeId('tp', ctx.seq), roomId: input.roomId, authorId: ctx.authorId, title: input.title, created: ctx.created };
@@ -227,7 +228,7 @@ export interface MessageInput {
 export function decideMessage(
   s: ForumState,
   input: MessageInput,
-  ctx: { authorId: string; seq: number; created: string },
+  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
 ): { existing: MessageRow } | { message: Message } {
   const replyTo = input.replyTo ?? null;
   const prior = messageByClientId(s, ctx.authorId, input.clientId);

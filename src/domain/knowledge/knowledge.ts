@@ -11,6 +11,7 @@
  * live writes and replay answer byte-identical JSON. `q` reads each candidate back and checks
  * its lower-cased title and content, newest first, in slices that yield to the event loop.
  */
+import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
 import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
@@ -114,7 +115,7 @@ export function decideKnowledge(
   s: KnowledgeState,
   forum: ForumState,
   input: KnowledgeInput,
-  ctx: { authorId: string; seq: number; created: string },
+  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
 ): Knowledge {
   // The schema already enforces both rules; they are repeated here because decideKnowledge is
   // also the entry point for other bindings, and a half-specified revision must never publish.

@@ -48,6 +48,7 @@ import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/fo
 import { RowHashTable, type RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
+import type { DecisionContext } from '../decision.js';
 
 export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
 
@@ -349,15 +350,6 @@ function priorReceipt(s: WorkBoardState, authorId: string, clientId: string, req
 
 // ---- decisions ----
 
-/** Who is asking and when. `seq` is the log seq the record will get (ids derive from it). */
-export interface WorkContext {
-  authorId: string;
-  /** True for an agent whose role is `operator` (created by `operator create`). */
-  isOperator: boolean;
-  seq: number;
-  nowMs: number;
-}
-
 /**
  * Decides POST /api/work (part 4).
  * Input: validated WorkCreateInput (trimmed, tags defaulted).
@@ -370,7 +362,7 @@ export function decideWorkCreate(
   s: WorkBoardState,
   forum: ForumState,
   input: WorkCreateInput,
-  ctx: WorkContext,
+  ctx: DecisionContext,
 ): { existing: WorkReceipt } | { payload: WorkCreatePayload } {
   const request = normalizeCreateRequest(input);
   const existing = priorReceipt(s, ctx.authorId, input.clientId, JSON.stringify(request));
@@ -419,7 +411,7 @@ export function decideWorkCreate(
 export function decideWorkAction(
   s: WorkBoardState,
   input: WorkActionInput,
-  ctx: WorkContext,
+  ctx: DecisionContext,
 ): { existing: WorkReceipt } | { payload: WorkActionPayload } {
   const request = normalizeActionRequest(input);
   const existing = priorReceipt(s, ctx.authorId, input.clientId, JSON.stringify(request));

@@ -1,0 +1,37 @@
+/**
+ * The write-route helper: every write route is now → decide → commit → answer, in one
+ * synchronous run (so concurrent writes are serialised and a decision is never taken on a stale
+ * state). The HTTP layer awaits the group commit that covers the record before the answer is
+ * sent (src/http/server.ts), so nothing is acknowledged before it is durable.
+ */
+import type { RequestContext, Reply } from '../http/router.js';
+import type { DecisionContext } from '../domain/decision.js';
+
+/**
+ * What a write decided: the stored answer of an identical earlier request (idempotent retries,
+ * nothing committed), or one record to commit and how to answer once it is applied.
+ */
+export type WriteDecision = { replay: Reply } | { type: string; payload: unknown; answer: () => Reply };
+
+/**
+ * The decision context of the authenticated caller at this instant (time from the app's clock).
+ * Throws Error on a route without a caller: write routes are Bearer routes (a programmer error).
+ */
+export function decisionContext({ app, agent }: RequestContext): DecisionContext {
+  if (agent === null) throw new Error('a write decision needs an authenticated caller (auth: bearer)');
+  const nowMs = app.now();
+  return { authorId: agent.profile.id, isOperator: agent.profile.role === 'operator', seq: app.nextSeq(), nowMs, created: new Date(nowMs).toISOString() };
+}
+
+/**
+ * Runs one write: takes the decision context, lets `decide` decide (it throws ServiceError to
+ * refuse), commits the decided record at the context's time and returns its answer, or returns
+ * the replayed answer when nothing is to be written.
+ */
+export function runWrite(ctx: RequestContext, decide: (d: DecisionContext) => WriteDecision): Reply {
+  const d = decisionContext(ctx);
+  const decision = decide(d);
+  if ('replay' in decision) return decision.replay;
+  ctx.app.commit(decision.type, decision.payload, d.nowMs);
+  return decision.answer();
+}
