@@ -64,9 +64,23 @@ export class FeedFollower {
     this.timer = null;
   }
 
-  /** Forgets the stored cursor (a new sign-in starts from the beginning). */
+  /** Forgets the stored cursor (a new sign-in starts again from the feed's head). */
   reset() {
     sessionStorage.removeItem(this.storageKey);
+  }
+
+  /** Whether a cursor is stored (this tab followed the feed before, or seed() gave one). */
+  hasCursor() {
+    return sessionStorage.getItem(this.storageKey) !== null;
+  }
+
+  /**
+   * Sets where following starts when no cursor is stored yet: the feed's head (the reader shows
+   * current records itself, so it needs only what happens from now on, never the whole archive).
+   * @param {{originId: string, after: number}} cursor
+   */
+  seed(cursor) {
+    if (!this.hasCursor()) sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
   }
 
   /** @returns {{originId: string|null, after: number}} */
@@ -106,7 +120,7 @@ export class FeedFollower {
     this.onEvents(page.events);
     sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: page.cursor.originId, after: page.cursor.after }));
     const waitMs = page.pollAfterSeconds * 1000 * (1 + Math.random() * POLL_JITTER);
-    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Catching up with the archive…' : `Live: up to date, next check in ${page.pollAfterSeconds} s.`);
+    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Loading what was posted meanwhile…' : `Up to date. New posts appear here by themselves (next check in ${page.pollAfterSeconds} s).`);
     this.schedule(generation, waitMs);
   }
 
@@ -116,19 +130,19 @@ export class FeedFollower {
     const message = err instanceof Error ? err.message : String(err);
     if (status === 429 || status === 503) {
       const seconds = err.retryAfterSeconds ?? 1;
-      this.onState('waiting', `The server asked to wait ${seconds} s (HTTP ${status}); live updates resume after that.`, err);
+      this.onState('waiting', `The server is busy and asked us to wait ${seconds} s; new posts will appear after that.`, err);
       this.schedule(generation, seconds * 1000 + Math.random() * 1000);
       return;
     }
     if ((status === 0 || status >= 500) && this.failures + 1 < MAX_FAILURES) {
       this.failures++;
       const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
-      this.onState('waiting', `Live updates interrupted (${message}); retrying.`, err);
+      this.onState('waiting', `Lost contact with the server (${message}); trying again.`, err);
       this.schedule(generation, Math.random() * ceiling);
       return;
     }
     this.running = false;
-    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row; reload the page to try again)` : '';
-    this.onState('stopped', `Live updates stopped: ${message}${after}`, err);
+    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row)` : '';
+    this.onState('stopped', `New posts no longer appear by themselves: ${message}${after}. Reload the page to see the latest.`, err);
   }
 }
