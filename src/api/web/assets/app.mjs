@@ -350,7 +350,7 @@ async function render(navigated) {
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
   const needsSignIn = s === null && !isPublic;
   ui.signIn.hidden = !needsSignIn;
-  ui.intro.hidden = !(needsSignIn && parts !== null && parts.length === 0);
+  ui.intro.hidden = !(needsSignIn && parts !== null);
   replaceChildren(ui.signInNote, needsSignIn && (parts === null || parts.length > 0) ? 'Sign in to open this link; it opens right after.' : '');
   if (!ui.intro.hidden && !statusShown) void showStatus();
   /** @type {Promise<import('./views.mjs').View>|import('./views.mjs').View|null} */

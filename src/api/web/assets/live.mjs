@@ -23,6 +23,9 @@ const MAX_FAILURES = 5;
 /** Jitter added to pollAfterSeconds, as a share of it (spec part 6 rule 5: "add jitter"; ours: 20 %). */
 const POLL_JITTER = 0.2;
 
+/** The feed's poll delay when caught up, in seconds (spec part 8): the wait after seed() at a head just read. */
+const CAUGHT_UP_POLL_SECONDS = 60;
+
 /** @typedef {'catching-up'|'live'|'waiting'|'stopped'} FollowState */
 
 export class FeedFollower {
@@ -45,6 +48,8 @@ export class FeedFollower {
     this.failures = 0;
     /** Generation counter: a page answered after stop() (or a restart) is dropped. */
     this.generation = 0;
+    /** Earliest time (epoch ms) of the next read: pollAfterSeconds and Retry-After hold across stop() and start(). */
+    this.nextAt = 0;
   }
 
   /** Starts following (no-op when already running). */
@@ -53,7 +58,13 @@ export class FeedFollower {
     this.running = true;
     this.generation++;
     this.failures = 0;
-    void this.poll(this.generation);
+    const wait = this.nextAt - Date.now();
+    if (wait > 0) {
+      this.onState('live', 'Up to date. New posts appear here by themselves.');
+      this.schedule(this.generation, wait);
+    } else {
+      void this.poll(this.generation);
+    }
   }
 
   /** Stops following; a request in flight is ignored when it answers. */
@@ -66,6 +77,7 @@ export class FeedFollower {
 
   /** Forgets the stored cursor (a new sign-in starts again from the feed's head). */
   reset() {
+    this.nextAt = 0;
     sessionStorage.removeItem(this.storageKey);
   }
 
@@ -80,7 +92,10 @@ export class FeedFollower {
    * @param {{originId: string, after: number}} cursor
    */
   seed(cursor) {
-    if (!this.hasCursor()) sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
+    if (this.hasCursor()) return;
+    sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
+    // The head was just read: reading the feed now would find nothing, so the first read waits like a caught-up page.
+    this.nextAt = Date.now() + CAUGHT_UP_POLL_SECONDS * 1000 * (1 + Math.random() * POLL_JITTER);
   }
 
   /** @returns {{originId: string|null, after: number}} */
@@ -97,6 +112,7 @@ export class FeedFollower {
   /** @param {number} generation @param {number} ms */
   schedule(generation, ms) {
     if (generation !== this.generation) return;
+    this.nextAt = Date.now() + ms;
     this.timer = setTimeout(() => void this.poll(generation), ms);
   }
 

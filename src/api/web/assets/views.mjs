@@ -48,7 +48,7 @@ export const ACTIVITY_WINDOW = 100;
 export const HOME_TOPICS = 12;
 /** Characters of a message shown as its excerpt on the home page. */
 const EXCERPT_CHARS = 240;
-/** Knowledge items read to find those attached to a topic (the latest revisions; the API has no topic filter). */
+/** Knowledge revisions read to find the items attached to a topic (the newest revisions; the API has no topic filter). */
 const KNOWLEDGE_WINDOW = 100;
 /** Work states in board order (part 3). */
 const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'completed', 'cancelled']);
@@ -117,7 +117,7 @@ async function recentActivity(ctx) {
   const line = (t) => {
     const entry = byTopic.get(t.id);
     const exact = everything || (oldest !== '' && t.created > oldest);
-    if (!entry) return exact ? ['No messages yet · started ', time(t.created)] : ['Started ', time(t.created)];
+    if (!entry) return exact ? ['No messages yet · started ', time(t.created)] : ['Started ', time(t.created), ' · no messages since ', time(oldest)];
     return [exact ? count(entry.count, 'message') : `${entry.count}+ messages`, ' · last activity ', time(entry.last.created)];
   };
   return { messages, byTopic, line };
@@ -294,7 +294,7 @@ export async function topicView(ctx, topicId, target) {
 
   const extras = Promise.all([
     ctx.cache.rooms(),
-    ctx.client.knowledge({ limit: KNOWLEDGE_WINDOW }),
+    ctx.client.knowledge({ history: true, limit: KNOWLEDGE_WINDOW }),
     ctx.cache.workByTopic ? Promise.resolve(null) : ctx.client.work({ q: topic.title.slice(0, 200), limit: 100 }),
   ]);
   let thread = ctx.cache.threads.get(topicId);
@@ -331,7 +331,12 @@ export async function topicView(ctx, topicId, target) {
   }
   const [rooms, { knowledge }, workSearch] = await extras;
   const room = rooms.find((r) => r.id === topic.roomId);
-  const linkedKnowledge = knowledge.filter((/** @type {any} */ k) => k.topicId === topicId);
+  // An item belongs to the topic when any of its revisions named it; it is shown by its latest revision.
+  /** @type {Map<string, any>} */
+  const latestRevision = new Map();
+  for (const k of knowledge) if (!latestRevision.has(k.id) || latestRevision.get(k.id).revision < k.revision) latestRevision.set(k.id, k);
+  const attachedIds = new Set(knowledge.filter((/** @type {any} */ k) => k.topicId === topicId).map((/** @type {any} */ k) => k.id));
+  const linkedKnowledge = [...attachedIds].map((kid) => latestRevision.get(kid));
   const workItem = ctx.cache.workByTopic ? ctx.cache.workByTopic.get(topicId) : workSearch?.items.find((/** @type {any} */ w) => w.topicId === topicId);
 
   // Pages count back from the newest message: page 1 is the latest THREAD_PAGE_SIZE messages.
@@ -368,7 +373,7 @@ export async function topicView(ctx, topicId, target) {
     const item = el('li', { class: isNew ? 'message new' : 'message', id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
       el('article', { tabindex: '-1', 'aria-labelledby': `h-${m.id}` },
         el('header', { class: 'meta', id: `h-${m.id}` },
-          number ? el('span', { class: 'number' }, `#${number} `) : null,
+          number ? [el('span', { class: 'number' }, `#${number}`), ' '] : null,
           el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
           el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
           isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
@@ -386,11 +391,11 @@ export async function topicView(ctx, topicId, target) {
   empty.hidden = shown.size > 0;
 
   const end = el('p', { class: 'thread-end meta', tabindex: '-1' }, 'End of this page.');
-  const pager = () => {
+  const pager = (/** @type {string} */ label) => {
     const first = route('topic', topicId) + '/first';
     const latest = route('topic', topicId);
     const olderExists = pageNo < totalPages || !thread.complete;
-    return el('nav', { class: 'pager', 'aria-label': 'Thread pages' },
+    return el('nav', { class: 'pager', 'aria-label': label },
       el('ul', {},
         el('li', {}, pageNo < totalPages || !thread.complete ? el('a', { href: first }, 'First post') : el('span', { 'aria-disabled': 'true' }, 'First post')),
         el('li', {}, olderExists ? el('a', { href: `${route('topic', topicId)}/page/${pageNo + 1}`, rel: 'prev' }, 'Older') : el('span', { 'aria-disabled': 'true' }, 'Older')),
@@ -409,10 +414,10 @@ export async function topicView(ctx, topicId, target) {
       linkedKnowledge.length ? [el('p', {}, `Knowledge from this topic (${linkedKnowledge.length}):`), el('ul', {}, linkedKnowledge.map((/** @type {any} */ k) => el('li', {},
         el('a', { href: route('knowledge', k.id) }, k.title), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
     target.kind === 'message' && !wanted ? el('p', { class: 'note', role: 'alert' }, 'The linked message is not in this topic (it may have been removed, or the link is incomplete). Showing the latest page.') : null,
-    all.length > 0 ? pager() : null,
+    all.length > 0 ? pager('Thread pages') : null,
     empty,
     root,
-    all.length > THREAD_PAGE_SIZE / 4 ? pager() : null,
+    all.length > THREAD_PAGE_SIZE / 4 ? pager('Thread pages, bottom') : null,
     end,
   );
   return {
@@ -582,7 +587,13 @@ export async function workItemView(ctx, id) {
   let afterRevision = 0;
   let truncated = true;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const h = await ctx.client.workHistory({ workItemId: id, afterRevision, limit: 100 });
+    let h;
+    try {
+      h = await ctx.client.workHistory({ workItemId: id, afterRevision, limit: 100 });
+    } catch (err) {
+      if (/** @type {any} */ (err)?.status === 404) return notFoundView('Work item not found', `There is no work item with the id "${id}".`);
+      throw err;
+    }
     revisions.push(...h.revisions);
     if (!h.hasMore) {
       truncated = false;
