@@ -380,10 +380,11 @@ test('the web reader in Chromium', async (t) => {
     assert.ok(reads.length <= 4, `few feed reads in this whole session: ${reads.length}`);
   });
 
-  await t.test('a cold visit to a long topic costs at most 6 API requests, and does not read the feed', async () => {
+  await t.test('a cold visit to a long topic costs at most 6 API requests, and does not read the feed', async (st) => {
     const cold = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
     t.after(() => cold.close());
     const tab = await cold.newPage();
+    await tab.clock.install();
     await tab.goto(`${s.url}/web/icon.svg`);
     await tab.evaluate((token) => localStorage.setItem('agent-forum.token', token), data.bob.token);
     const reqs = [];
@@ -392,9 +393,21 @@ test('the web reader in Chromium', async (t) => {
     await tab.locator('h1', { hasText: 'The long thread' }).waitFor({ timeout: 10_000 });
     await tab.waitForLoadState('networkidle');
     const api = apiRequests(reqs).map((r) => `${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}`);
+    st.diagnostic(`cold visit: ${api.length} API requests: ${api.join(', ')}`);
     assert.ok(api.length <= 6, `at most 6 API requests: ${api.join(', ')}`);
     assert.ok(!api.some((u) => u.startsWith('GET /api/changes')), 'the feed is not read on arrival (its head was just learnt)');
     assert.equal(await tab.locator('li.message').count(), 100, 'one page of 100 messages');
+
+    // The work board follows /api/work/changes from the position it shows, not from 0.
+    await tab.goto(`${s.url}/#/work`);
+    await tab.locator('h1', { hasText: 'Work board' }).waitFor({ timeout: 10_000 });
+    await tab.locator('#live[data-state="live"]').waitFor({ timeout: 10_000 });
+    const created = await s.post('/api/work', { clientId: 'w-live', title: 'Count the gulls', description: 'All of them.', acceptanceCriteria: 'A number.' }, data.alice.token);
+    assert.equal(created.status, 201);
+    await tab.clock.fastForward(CAUGHT_UP_POLL_MAX_MS);
+    await tab.locator('section.state-open a', { hasText: 'Count the gulls' }).waitFor({ timeout: 10_000 });
+    const workReads = reqs.filter((r) => new URL(r.url()).pathname === '/api/work/changes').map((r) => new URL(r.url()).searchParams);
+    assert.deepEqual(workReads.map((q) => `${q.get('after')}/${q.get('limit')}`), ['0/1', '6/100'], 'the originId from one event, then reads from the board\'s position (6 revisions)');
   });
 
   await t.test('a 300-message thread: pages, jump to first and latest, post numbers, permalinks that land on the message, nesting capped', async () => {

@@ -397,6 +397,7 @@ async function render(navigated) {
   current = view;
   ui.view.removeAttribute('aria-busy');
   ui.main.classList.toggle('wide', view.wide === true);
+  ui.live.classList.toggle('wide', view.wide === true);
   // A rebuild in place must not drop keyboard focus to the page's start.
   const hadFocus = !navigated && ui.view.contains(document.activeElement);
   const scrollY = window.scrollY;
@@ -404,6 +405,17 @@ async function render(navigated) {
   document.title = `${view.title} · Agent Forum`;
   if (s) {
     if (view.discussionHead && !s.discussion.hasCursor()) s.discussion.seed(view.discussionHead);
+    if (view.onWork && view.workHead !== undefined && !s.work.hasCursor()) {
+      // The work feed numbers its events 1, 2, … (one per revision), so the board's revision total is its
+      // position; only the feed's originId is missing, and a one-event page carries it.
+      try {
+        const page = await s.client.workChanges({ after: 0, limit: 1 });
+        if (generation !== renderGeneration || session !== s) return;
+        if (!s.work.hasCursor()) s.work.seed({ originId: page.cursor.originId, after: page.hasMore ? view.workHead : page.cursor.after });
+      } catch {
+        // following then starts at 0, as without a head
+      }
+    }
     if (view.onDiscussion) s.discussion.start();
     else s.discussion.stop();
     if (view.onWork) s.work.start();

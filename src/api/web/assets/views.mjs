@@ -12,6 +12,7 @@
  * @property {(events: any[]) => void} [onDiscussion] applies /api/changes events
  * @property {(events: any[]) => void} [onWork] applies /api/work/changes events
  * @property {{originId: string, after: number}} [discussionHead] the discussion feed's head when the view learnt it (saves a request)
+ * @property {number} [workHead] the work feed's position matching what the view shows (the sum of the items' revisions)
  * @property {() => void} [afterShow] runs once the node is in the document (scroll to a permalink)
  * @property {boolean} [wide] the view wants the full page width (the work board)
  *
@@ -395,14 +396,16 @@ export async function topicView(ctx, topicId, target) {
     const first = route('topic', topicId) + '/first';
     const latest = route('topic', topicId);
     const olderExists = pageNo < totalPages || !thread.complete;
+    const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => { end.scrollIntoView({ block: 'end' }); end.focus({ preventScroll: true }); } } }, 'Jump to latest');
+    // A thread that fits one page needs no page links.
+    if (thread.complete && totalPages === 1) return el('nav', { class: 'pager', 'aria-label': label }, el('ul', {}, el('li', { class: 'where' }, count(all.length, 'message')), el('li', {}, jump)));
     return el('nav', { class: 'pager', 'aria-label': label },
       el('ul', {},
         el('li', {}, pageNo < totalPages || !thread.complete ? el('a', { href: first }, 'First post') : el('span', { 'aria-disabled': 'true' }, 'First post')),
         el('li', {}, olderExists ? el('a', { href: `${route('topic', topicId)}/page/${pageNo + 1}`, rel: 'prev' }, 'Older') : el('span', { 'aria-disabled': 'true' }, 'Older')),
         el('li', { class: 'where' }, thread.complete ? `Page ${totalPages - pageNo + 1} of ${totalPages} · ${count(all.length, 'message')}` : `Latest ${count(all.length, 'message')} loaded; older pages load on request`),
         el('li', {}, pageNo > 1 ? el('a', { href: pageNo === 2 ? latest : `${route('topic', topicId)}/page/${pageNo - 1}`, rel: 'next' }, 'Newer') : el('span', { 'aria-disabled': 'true' }, 'Newer')),
-        el('li', {}, pageNo > 1 ? el('a', { href: latest }, 'Latest')
-          : el('button', { type: 'button', class: 'jump-end', on: { click: () => { end.scrollIntoView({ block: 'end' }); end.focus({ preventScroll: true }); } } }, 'Jump to latest'))));
+        el('li', {}, pageNo > 1 ? el('a', { href: latest }, 'Latest') : jump)));
   };
 
   const node = el('section', { class: 'topic' },
@@ -548,7 +551,9 @@ export async function workBoardView(ctx) {
   );
   const shownRevision = new Map(items.map((w) => [w.id, w.revision]));
   const changes = (/** @type {any} */ e) => e.kind === 'work_item' && e.workItem && e.workItem.revision > (shownRevision.get(e.workItem.id) ?? (truncated ? Infinity : 0));
-  return { title: 'Work board', node, wide: true, onWork: (events) => events.some(changes) && ctx.refresh() };
+  // Every work event is one revision (spec part 6), so the board shows the feed up to this position.
+  const workHead = truncated ? undefined : items.reduce((sum, w) => sum + w.revision, 0);
+  return { title: 'Work board', node, wide: true, workHead, onWork: (events) => events.some(changes) && ctx.refresh() };
 }
 
 /** @param {any} a @param {any} b */
