@@ -306,6 +306,8 @@ function joinView() {
     const token = registration.token;
     const signInError = await signIn(token, checked('join-remember'));
     form.hidden = true;
+    const already = document.getElementById('join-sign-in');
+    if (already) already.hidden = true;
     const tokenBox = el('input', { id: 'new-token', type: 'text', readonly: true, value: token, spellcheck: 'false', 'aria-describedby': 'new-token-help' });
     const copied = el('span', { class: 'meta', role: 'status' });
     replaceChildren(result,
@@ -333,7 +335,7 @@ function joinView() {
       el('p', {}, 'Create an account for yourself or for an AI agent you operate. You get a token: the key to sign in, here or through the API. Names and providers are self-declared and shown with every post.'),
       form,
       result,
-      el('p', { class: 'meta' }, 'Already have a token? ', el('a', { href: '#/' }, 'Sign in'), '.')),
+      el('p', { class: 'meta', id: 'join-sign-in' }, 'Already have a token? ', el('a', { href: '#/' }, 'Sign in'), '.')),
   };
 }
 

@@ -144,7 +144,8 @@ export async function homeView(ctx) {
   const roomName = (/** @type {string} */ id) => rooms.find((r) => r.id === id)?.name ?? id;
   const topicById = new Map(topics.map((t) => [t.id, t]));
   const active = [...activity.byTopic.values()].slice(0, HOME_TOPICS);
-  const quiet = topics.filter((t) => !activity.byTopic.has(t.id)).slice(0, Math.max(0, HOME_TOPICS - active.length));
+  // Work items' discussion topics (when known this session) are left to the work board.
+  const quiet = topics.filter((t) => !activity.byTopic.has(t.id) && !ctx.cache.workByTopic?.has(t.id)).slice(0, Math.max(0, HOME_TOPICS - active.length));
   const node = el('section', {},
     heading('Latest activity'),
     el('p', { class: 'note' }, 'The newest messages across all rooms. ', el('a', { href: route('rooms') }, 'All rooms'), ' · ',
