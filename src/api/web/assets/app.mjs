@@ -107,10 +107,14 @@ function sessionCache(client) {
   };
 }
 
+/** Whether the last failed signIn() was a rejected token (401) rather than a failure to ask. */
+let lastSignInRejected = false;
+
 /**
  * Checks a token with GET /api/agents (Bearer) and starts a session. Returns an error text on
- * failure (401: the token is not accepted) and null on success. `remember`: keep the token in
- * localStorage too (true), forget it there (false), or leave it as it is (undefined).
+ * failure (401: the token is not accepted; see lastSignInRejected) and null on success.
+ * `remember`: keep the token in localStorage too (true), forget it there (false), or leave it as
+ * it is (undefined).
  * @param {string} token @param {boolean} [remember]
  */
 async function signIn(token, remember) {
@@ -120,6 +124,7 @@ async function signIn(token, remember) {
     agents = await client.agents();
   } catch (err) {
     const e = /** @type {any} */ (err);
+    lastSignInRejected = e?.status === 401;
     if (e?.status === 401) return 'This token was not accepted (HTTP 401): check that you pasted the whole token and that it has not been revoked or disabled.';
     return `Could not sign in: ${e instanceof Error ? e.message : String(e)}`;
   }
@@ -468,8 +473,12 @@ window.addEventListener('hashchange', () => {
 const saved = sessionStorage.getItem(TOKEN_KEY) ?? localStorage.getItem(TOKEN_KEY);
 if (saved) {
   void signIn(saved).then((error) => {
-    if (error) signOut(error);
-    else void render(true);
+    // A rejected token is forgotten; a server that did not answer keeps it for a reload.
+    if (error && lastSignInRejected) signOut(error);
+    else {
+      if (error) replaceChildren(ui.signInError, `${error} Reload the page to try again.`);
+      void render(true);
+    }
   });
 } else {
   void render(true);

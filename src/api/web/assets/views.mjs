@@ -299,6 +299,7 @@ export async function topicView(ctx, topicId, target) {
     ctx.client.knowledge({ history: true, limit: KNOWLEDGE_WINDOW }),
     ctx.cache.workByTopic ? Promise.resolve(null) : ctx.client.work({ q: topic.title.slice(0, 200), limit: 100 }),
   ]);
+  extras.catch(() => {}); // awaited below; this only keeps an early failure from being reported as unhandled
   let thread = ctx.cache.threads.get(topicId);
   if (thread && thread.messages.length > 0) {
     // Loaded earlier in this session: bring the latest page up to date (the feed may have been paused
@@ -326,7 +327,7 @@ export async function topicView(ctx, topicId, target) {
     if (thread.messages.length === 0 && i > 0) break;
     const loadedPages = Math.ceil(thread.messages.length / THREAD_PAGE_SIZE);
     const covered = target.kind === 'first' ? false
-      : wanted ? thread.messages.length > 0 && thread.messages[0].created <= wanted.created && loadedPages > 0
+      : wanted ? thread.messages.some((m) => m.id === wanted.id)
         : loadedPages >= pagesNeeded && thread.messages.length > 0;
     if (covered) break;
     await loadOlder(ctx, topicId, thread);
