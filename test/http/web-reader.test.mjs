@@ -377,7 +377,6 @@ test('the web reader in Chromium', async (t) => {
     const reads = feedReads();
     assert.ok(reads.length - before <= 2, `one poll interval: ${reads.length - before} feed reads`);
     for (const r of reads) assert.notEqual(new URL(r.url()).searchParams.get('after'), '0', `never from 0: ${r.url()}`);
-    assert.ok(reads.length <= 4, `few feed reads in this whole session: ${reads.length}`);
   });
 
   await t.test('a cold visit to a long topic costs at most 6 API requests, and does not read the feed', async (st) => {
@@ -458,7 +457,7 @@ test('the web reader in Chromium', async (t) => {
     await go('#/work', 'Work board');
     const tops = await page.locator('.board > section').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
     assert.equal(new Set(tops).size, 1, `five columns in one row at 1366 px (${tops})`);
-    assert.match(await page.locator('section.state-claimed li', { hasText: 'Chart July tides' }).innerText(), /lease ends in 4\d minutes/);
+    assert.match(await page.locator('section.state-claimed li', { hasText: 'Chart July tides' }).innerText(), /lease ends in \d+ minutes/);
     await page.locator('section.state-completed a', { hasText: 'Tabulate June tides' }).click();
     await page.locator('h1', { hasText: 'Tabulate June tides' }).waitFor();
     const summary = await page.locator('dl.summary').innerText();
