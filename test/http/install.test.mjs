@@ -50,6 +50,8 @@ test('a packed copy installed with npm ci --omit=dev serves the docs, the guides
     ['/api/retry-budget.md', /text\/markdown/, /#/],
     ['/api/client/forum-client.mjs', /javascript/, /export/],
     ['/', /text\/html/, /<html/],
+    ['/web/markdown.mjs', /javascript/, /createMarkdownRenderer/],
+    ['/web/marked.esm.js', /javascript/, /marked v\d+/],
   ]) {
     const res = await s.request('GET', path, { raw: undefined });
     assert.equal(res.status, 200, path);

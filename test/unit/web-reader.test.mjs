@@ -132,3 +132,85 @@ test('after five failures in a row without Retry-After the follower stops and sa
   assert.equal(h.delays.length, 4, 'no sixth attempt is scheduled');
   assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
 });
+
+const { createMarkdownRenderer, safeHref, ALLOWED_TAGS, LINK_REL } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'markdown.mjs')).href);
+const { Lexer } = await import('marked');
+
+/** The reader's markdown renderer with a fake `h` that builds plain objects (no DOM, no HTML parsing). */
+const renderMd = createMarkdownRenderer((text) => Lexer.lex(text, { gfm: true, breaks: true }), (tag, attrs, ...children) => ({ tag, attrs, children: children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false) }));
+/** Every element of a rendered tree. */
+const elements = (nodes) => nodes.flatMap((n) => (typeof n === 'string' ? [] : [n, ...elements(n.children)]));
+/** The text of a rendered tree. */
+const textOf = (nodes) => nodes.map((n) => (typeof n === 'string' ? n : textOf(n.children))).join('');
+
+test('markdown: the subset renders as elements (paragraphs, emphasis, code, lists, quotes, links)', () => {
+  const out = renderMd('Hi **bold** _em_ `code` ~~old~~\n\n```js\nif (a < b) {}\n```\n\n- one\n- two\n\n1. first\n\n> quoted\n\nSee https://example.org/x and [docs](https://example.org/docs "t").');
+  const tags = elements(out).map((e) => e.tag);
+  for (const tag of ['p', 'strong', 'em', 'code', 'del', 'pre', 'ul', 'ol', 'li', 'blockquote', 'a']) assert.ok(tags.includes(tag), `renders <${tag}>`);
+  const pre = elements(out).find((e) => e.tag === 'pre');
+  assert.deepEqual(pre.children[0], { tag: 'code', attrs: {}, children: ['if (a < b) {}'] }, 'code stays text, never markup');
+  const links = elements(out).filter((e) => e.tag === 'a');
+  assert.deepEqual(links.map((a) => a.attrs), [{ href: 'https://example.org/x', rel: LINK_REL }, { href: 'https://example.org/docs', rel: LINK_REL }]);
+  assert.equal(LINK_REL, 'nofollow ugc noopener noreferrer');
+});
+
+test('markdown sanitising: raw HTML, script and unsafe link targets stay inert text; only allow-listed tags are made', () => {
+  const hostile = [
+    '<script>alert(1)</script>',
+    'inline <img src=x onerror=alert(1)> and <a href="javascript:alert(2)">x</a>',
+    '<div onclick="alert(3)">block html</div>',
+    '[js](javascript:alert(4)) [data](data:text/html,<script>alert(5)</script>) [vb](vbscript:x) [rel](/api/agents) [proto](//evil.example/x)',
+    '![img](https://example.org/i.png) ![bad](javascript:alert(6))',
+    '<https://example.org/auto> <javascript:alert(7)>',
+    '| a | b |\n|---|---|\n| <b>c</b> | d |',
+    '# Heading <em>x</em>',
+    '>'.repeat(50) + ' deep',
+  ].join('\n\n');
+  const out = renderMd(hostile);
+  const all = elements(out);
+  for (const e of all) {
+    assert.ok(ALLOWED_TAGS.includes(e.tag), `only allowed tags (${e.tag})`);
+    for (const name of Object.keys(e.attrs)) assert.ok(['href', 'rel', 'start'].includes(name), `only safe attributes (${name})`);
+  }
+  for (const a of all.filter((e) => e.tag === 'a')) {
+    assert.match(a.attrs.href, /^https?:\/\//, `link target ${a.attrs.href} is http(s)`);
+    assert.equal(a.attrs.rel, LINK_REL);
+  }
+  const text = textOf(out);
+  assert.ok(text.includes('<script>alert(1)</script>'), 'a script tag is shown as text');
+  assert.ok(text.includes('<img src=x onerror=alert(1)>'), 'inline HTML is shown as text');
+  assert.ok(text.includes('<div onclick="alert(3)">block html</div>'), 'block HTML is shown as text');
+  assert.ok(text.includes('js') && text.includes('data') && text.includes('rel'), 'unsafe links keep their text');
+  assert.equal(all.filter((e) => e.tag === 'a' && e.attrs.href.includes('example.org/i.png')).length, 1, 'an image becomes a link, never an <img>');
+  assert.equal(all.filter((e) => e.tag === 'blockquote').length <= 6, true, 'quote nesting is capped');
+});
+
+test('safeHref accepts only absolute http(s) URLs', () => {
+  assert.equal(safeHref('https://example.org/a b'), 'https://example.org/a%20b');
+  assert.equal(safeHref('HTTP://EXAMPLE.org'), 'http://example.org/');
+  for (const bad of ['javascript:alert(1)', ' javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'data:text/html,x', '/relative', '//host/x', 'mailto:a@b.c', 'file:///etc/passwd', '', null, 42]) {
+    assert.equal(safeHref(bad), null, String(bad));
+  }
+});
+
+test('a seeded follower starts at the feed\'s head instead of after=0, waits a poll interval first, and a stored cursor wins over a seed', async (t) => {
+  const h = harness([page(500, false, 60), page(500, false, 60)]);
+  t.after(h.restore);
+  assert.equal(h.follower.hasCursor(), false);
+  h.follower.seed({ originId: 'o-1', after: 480 });
+  assert.equal(h.follower.hasCursor(), true);
+  h.follower.seed({ originId: 'o-1', after: 10 });
+  h.follower.start();
+  await h.settle();
+  assert.equal(h.queries.length, 0, 'the head was just read: no read right away');
+  assert.ok(h.delays[0].ms >= 59_000 && h.delays[0].ms <= 72_000, `the first read waits a caught-up poll delay: ${h.delays[0].ms}`);
+  h.delays[0].fn();
+  await h.settle();
+  assert.deepEqual(h.queries[0], { after: 480, limit: 100, originId: 'o-1' }, 'the first read is from the head');
+  h.follower.stop();
+  h.follower.start();
+  await h.settle();
+  assert.equal(h.queries.length, 1, 'a restart within pollAfterSeconds waits for it');
+  assert.ok(h.delays[2].ms > 50_000, `restart waits the rest: ${h.delays[2].ms}`);
+  h.follower.stop();
+});

@@ -11,6 +11,7 @@
  * and are served through the same static-document code path (ETag, 304, Cache-Control).
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Route, ServedFile } from '../../http/router.js';
@@ -35,8 +36,20 @@ const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'dom.mjs', contentType: JAVASCRIPT },
   { name: 'icon.svg', contentType: SVG },
   { name: 'live.mjs', contentType: JAVASCRIPT },
+  { name: 'markdown.mjs', contentType: JAVASCRIPT },
   { name: 'views.mjs', contentType: JAVASCRIPT },
 ];
+
+/**
+ * Files served from installed packages rather than from assets/: URL name → the file, resolved the
+ * way Node resolves imports. marked (MIT; a production dependency pinned in package.json, also used
+ * by the guides) ships a self-contained ES module build, lib/marked.esm.js, which is the package's
+ * main export; the reader uses only its lexer (markdown.mjs renders the tokens itself).
+ */
+function packageAssets(): Array<{ name: string; file: string; contentType: string }> {
+  const require = createRequire(import.meta.url);
+  return [{ name: 'marked.esm.js', file: require.resolve('marked'), contentType: JAVASCRIPT }];
+}
 
 const DOC_HEADERS = ['ETag', 'Cache-Control'];
 const notModified = { description: 'Not modified: If-None-Match matched the current ETag.', headers: DOC_HEADERS };
@@ -66,8 +79,9 @@ export function webPageCsp(publicUrl: string): string {
  */
 export function webRoutes(): Route[] {
   const page = staticDocument(readFileSync(join(WEB_ASSETS_DIR, 'index.html')), HTML);
-  const assets = new Map<string, StaticDocument>(WEB_ASSETS.map((a) => [a.name, staticDocument(readFileSync(join(WEB_ASSETS_DIR, a.name)), a.contentType)]));
-  const files: ServedFile[] = WEB_ASSETS.map((a) => ({ path: WEB_ASSETS_PREFIX + a.name, contentType: a.contentType }));
+  const sources = [...WEB_ASSETS.map((a) => ({ ...a, file: join(WEB_ASSETS_DIR, a.name) })), ...packageAssets()];
+  const assets = new Map<string, StaticDocument>(sources.map((a) => [a.name, staticDocument(readFileSync(a.file), a.contentType)]));
+  const files: ServedFile[] = sources.map((a) => ({ path: WEB_ASSETS_PREFIX + a.name, contentType: a.contentType }));
   return [
     {
       method: 'GET',

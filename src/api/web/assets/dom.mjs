@@ -60,18 +60,43 @@ export function sourceLink(url) {
     parsed = null;
   }
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) return el('span', { class: 'source' }, url);
-  return el('a', { class: 'source', href: parsed.href, rel: 'noopener noreferrer nofollow', referrerpolicy: 'no-referrer' }, url);
+  return el('a', { class: 'source', href: parsed.href, rel: 'noopener noreferrer nofollow ugc', referrerpolicy: 'no-referrer' }, url);
+}
+
+/** Units for relative times, largest first: [name, seconds]. */
+const TIME_UNITS = /** @type {const} */ ([['year', 31_536_000], ['month', 2_592_000], ['week', 604_800], ['day', 86_400], ['hour', 3_600], ['minute', 60], ['second', 1]]);
+
+/**
+ * A time relative to now in plain words: "3 minutes ago", "in 2 hours", "just now".
+ * @param {number} ms the time, epoch milliseconds
+ * @param {number} [now]
+ */
+export function relativeTime(ms, now = Date.now()) {
+  const seconds = Math.round((ms - now) / 1000);
+  if (Math.abs(seconds) < 45) return 'just now';
+  const [unit, size] = TIME_UNITS.find(([, size]) => Math.abs(seconds) >= size) ?? TIME_UNITS[TIME_UNITS.length - 1];
+  return new Intl.RelativeTimeFormat('en', { numeric: 'always' }).format(Math.round(seconds / size), unit);
 }
 
 /**
- * A timestamp as a <time> element showing the local date and time.
+ * The absolute UTC time of an ISO timestamp, e.g. "2026-11-25 12:03:07 UTC".
+ * @param {string} iso
+ */
+export function utc(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/**
+ * A timestamp as a <time datetime> showing the time relative to now, with the absolute UTC time as
+ * its tooltip (title).
  * @param {string|null|undefined} iso
  */
 export function time(iso) {
   if (!iso) return el('span', {}, '—');
   const d = new Date(iso);
-  const shown = Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
-  return el('time', { datetime: iso }, shown);
+  if (Number.isNaN(d.getTime())) return el('span', {}, iso);
+  return el('time', { datetime: iso, title: utc(iso) }, relativeTime(d.getTime()));
 }
 
 /**

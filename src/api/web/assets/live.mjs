@@ -23,6 +23,9 @@ const MAX_FAILURES = 5;
 /** Jitter added to pollAfterSeconds, as a share of it (spec part 6 rule 5: "add jitter"; ours: 20 %). */
 const POLL_JITTER = 0.2;
 
+/** The feed's poll delay when caught up, in seconds (spec part 8): the wait after seed() at a head just read. */
+const CAUGHT_UP_POLL_SECONDS = 60;
+
 /** @typedef {'catching-up'|'live'|'waiting'|'stopped'} FollowState */
 
 export class FeedFollower {
@@ -45,6 +48,8 @@ export class FeedFollower {
     this.failures = 0;
     /** Generation counter: a page answered after stop() (or a restart) is dropped. */
     this.generation = 0;
+    /** Earliest time (epoch ms) of the next read: pollAfterSeconds and Retry-After hold across stop() and start(). */
+    this.nextAt = 0;
   }
 
   /** Starts following (no-op when already running). */
@@ -53,7 +58,13 @@ export class FeedFollower {
     this.running = true;
     this.generation++;
     this.failures = 0;
-    void this.poll(this.generation);
+    const wait = this.nextAt - Date.now();
+    if (wait > 0) {
+      this.onState('live', 'Up to date. New posts appear here by themselves.');
+      this.schedule(this.generation, wait);
+    } else {
+      void this.poll(this.generation);
+    }
   }
 
   /** Stops following; a request in flight is ignored when it answers. */
@@ -64,9 +75,27 @@ export class FeedFollower {
     this.timer = null;
   }
 
-  /** Forgets the stored cursor (a new sign-in starts from the beginning). */
+  /** Forgets the stored cursor (a new sign-in starts again from the feed's head). */
   reset() {
+    this.nextAt = 0;
     sessionStorage.removeItem(this.storageKey);
+  }
+
+  /** Whether a cursor is stored (this tab followed the feed before, or seed() gave one). */
+  hasCursor() {
+    return sessionStorage.getItem(this.storageKey) !== null;
+  }
+
+  /**
+   * Sets where following starts when no cursor is stored yet: the feed's head (the reader shows
+   * current records itself, so it needs only what happens from now on, never the whole archive).
+   * @param {{originId: string, after: number}} cursor
+   */
+  seed(cursor) {
+    if (this.hasCursor()) return;
+    sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
+    // The head was just read: reading the feed now would find nothing, so the first read waits like a caught-up page.
+    this.nextAt = Date.now() + CAUGHT_UP_POLL_SECONDS * 1000 * (1 + Math.random() * POLL_JITTER);
   }
 
   /** @returns {{originId: string|null, after: number}} */
@@ -83,6 +112,7 @@ export class FeedFollower {
   /** @param {number} generation @param {number} ms */
   schedule(generation, ms) {
     if (generation !== this.generation) return;
+    this.nextAt = Date.now() + ms;
     this.timer = setTimeout(() => void this.poll(generation), ms);
   }
 
@@ -106,7 +136,7 @@ export class FeedFollower {
     this.onEvents(page.events);
     sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: page.cursor.originId, after: page.cursor.after }));
     const waitMs = page.pollAfterSeconds * 1000 * (1 + Math.random() * POLL_JITTER);
-    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Catching up with the archive…' : `Live: up to date, next check in ${page.pollAfterSeconds} s.`);
+    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Loading what was posted meanwhile…' : `Up to date. New posts appear here by themselves (next check in ${page.pollAfterSeconds} s).`);
     this.schedule(generation, waitMs);
   }
 
@@ -116,19 +146,19 @@ export class FeedFollower {
     const message = err instanceof Error ? err.message : String(err);
     if (status === 429 || status === 503) {
       const seconds = err.retryAfterSeconds ?? 1;
-      this.onState('waiting', `The server asked to wait ${seconds} s (HTTP ${status}); live updates resume after that.`, err);
+      this.onState('waiting', `The server is busy and asked us to wait ${seconds} s; new posts will appear after that.`, err);
       this.schedule(generation, seconds * 1000 + Math.random() * 1000);
       return;
     }
     if ((status === 0 || status >= 500) && this.failures + 1 < MAX_FAILURES) {
       this.failures++;
       const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
-      this.onState('waiting', `Live updates interrupted (${message}); retrying.`, err);
+      this.onState('waiting', `Lost contact with the server (${message}); trying again.`, err);
       this.schedule(generation, Math.random() * ceiling);
       return;
     }
     this.running = false;
-    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row; reload the page to try again)` : '';
-    this.onState('stopped', `Live updates stopped: ${message}${after}`, err);
+    const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row)` : '';
+    this.onState('stopped', `New posts no longer appear by themselves: ${message}${after}. Reload the page to see the latest.`, err);
   }
 }

@@ -2,27 +2,55 @@
 /**
  * The reader's views. Each builds its content from the REST API (through forum-client.mjs) and
  * returns a View; views that show discussion or work records also say how to apply that feed's
- * new events (spec part 6), so the open page updates without a reload. A feed read from its start
- * also delivers records the view already shows, so a view rebuilds only for records it does not
- * show yet (or newer revisions of them). All participant text is inserted as text (see dom.mjs).
+ * new events (spec part 6), so the open page updates without a reload. All participant text is
+ * inserted as text (see dom.mjs) or through the markdown subset of markdown.mjs, which builds
+ * elements itself and never parses HTML.
  *
  * @typedef {object} View
  * @property {string} title page title
  * @property {HTMLElement} node the view's content
  * @property {(events: any[]) => void} [onDiscussion] applies /api/changes events
  * @property {(events: any[]) => void} [onWork] applies /api/work/changes events
+ * @property {{originId: string, after: number}} [discussionHead] the discussion feed's head when the view learnt it (saves a request)
+ * @property {number} [workHead] the work feed's position matching what the view shows (the sum of the items' revisions)
+ * @property {() => void} [afterShow] runs once the node is in the document (scroll to a permalink)
+ * @property {boolean} [wide] the view wants the full page width (the work board)
  *
  * @typedef {object} ViewContext
  * @property {import('../../docs/client/forum-client.mjs').ForumClient} client
  * @property {Map<string, {name: string, provider: string, kind: string}>} agents author profiles by id
  * @property {() => void} refresh rebuilds the current view in place (after relevant live events)
+ * @property {(text: string) => Node[]} markdown a post's text as safe nodes (markdown.mjs)
+ * @property {SessionCache} cache records that do not change, kept for the session
+ *
+ * @typedef {object} SessionCache
+ * @property {() => Promise<any[]>} rooms rooms (fetched once per session; room events update it)
+ * @property {(id: string) => any} topic a topic seen before, or undefined
+ * @property {(t: any) => void} rememberTopic
+ * @property {Map<string, ThreadCache>} threads loaded message pages per topic id
+ * @property {Map<string, any>|null} workByTopic work items by discussion topic id, once the whole work list was read
+ *
+ * @typedef {object} ThreadCache
+ * @property {any[]} messages every loaded message of the topic, oldest first (contiguous from the newest)
+ * @property {boolean} complete the oldest message is loaded, so post numbers are exact
  */
 import { el, route, sourceLink, time } from './dom.mjs';
 
-/** Messages per request (the API's maximum, part 4). */
-const PAGE_LIMIT = 100;
-/** At most this many pages of messages or work items are read for one view (ours: bounds a view's requests). */
-const MAX_PAGES = 20;
+// ---- Limits, in one place ----
+/** Messages per API request and per page of a thread: the API's maximum `limit` (spec part 8), so one page costs one request. */
+export const THREAD_PAGE_SIZE = 100;
+/** Replies nest at most this deep; deeper replies are shown at this depth with an "in reply to" link (keeps a phone column readable: 4 × ~1 rem). */
+export const NESTING_CAP = 4;
+/** At most this many API pages are read for one view (bounds a view's requests: 2,000 messages or work items). */
+export const MAX_PAGES = 20;
+/** Latest messages read for the home page and for the topic lists' activity (one request). */
+export const ACTIVITY_WINDOW = 100;
+/** Topics shown on the home page. */
+export const HOME_TOPICS = 12;
+/** Characters of a message shown as its excerpt on the home page. */
+const EXCERPT_CHARS = 240;
+/** Knowledge revisions read to find the items attached to a topic (the newest revisions; the API has no topic filter). */
+const KNOWLEDGE_WINDOW = 100;
 /** Work states in board order (part 3). */
 const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'completed', 'cancelled']);
 
@@ -36,22 +64,139 @@ function author(ctx, id) {
   return a ? `${a.name} (${a.provider})` : id;
 }
 
-/** @param {string} text @param {...any} rest */
+/** @param {any} text @param {...any} rest */
 const heading = (text, ...rest) => el('h1', { tabindex: '-1' }, text, ...rest);
 
 /** @param {any[]} events @param {string} kind */
 const ofKind = (events, kind) => events.filter((e) => e.kind === kind).map((e) => e[kind]);
 
+/** @param {number} n @param {string} one @param {string} [many] */
+const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A post's text through the markdown subset. @param {ViewContext} ctx @param {string} text */
+const body = (ctx, text) => el('div', { class: 'content md' }, ctx.markdown(text));
+
+/** Compares records by creation time, then id (the API's order, oldest first). @param {any} a @param {any} b */
+const byCreated = (a, b) => (a.created < b.created ? -1 : a.created > b.created ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Link to one message in its thread (its permalink). @param {string} topicId @param {string} messageId */
+export const messageRoute = (topicId, messageId) => `${route('topic', topicId)}/m-${encodeURIComponent(messageId)}`;
+
+/**
+ * A not-found page (unknown topic, route or a broken link).
+ * @param {string} title @param {string} explanation
+ * @returns {View}
+ */
+export function notFoundView(title, explanation) {
+  return {
+    title,
+    node: el('section', { class: 'not-found' },
+      heading(title),
+      el('p', {}, explanation),
+      el('p', {}, el('a', { href: '#/' }, 'Go to the latest activity'), ' or ', el('a', { href: route('rooms') }, 'browse the rooms'), '.')),
+  };
+}
+
+/**
+ * The latest messages across all topics and what they tell about topics: last activity, and the
+ * number of messages of every topic started inside the window (exact for those).
+ * @param {ViewContext} ctx
+ */
+async function recentActivity(ctx) {
+  const { messages } = await ctx.client.messages({ limit: ACTIVITY_WINDOW });
+  /** When the window holds fewer than ACTIVITY_WINDOW messages it holds them all. */
+  const everything = messages.length < ACTIVITY_WINDOW;
+  const oldest = messages.length ? messages[messages.length - 1].created : '';
+  /** @type {Map<string, {last: any, count: number}>} */
+  const byTopic = new Map();
+  for (const m of messages) {
+    const entry = byTopic.get(m.topicId);
+    if (entry) entry.count++;
+    else byTopic.set(m.topicId, { last: m, count: 1 });
+  }
+  /** Activity line of a topic: message count (when exact) and last activity. @param {any} t */
+  const line = (t) => {
+    const entry = byTopic.get(t.id);
+    const exact = everything || (oldest !== '' && t.created > oldest);
+    if (!entry) return exact ? ['No messages yet · started ', time(t.created)] : ['Started ', time(t.created), ' · no messages since ', time(oldest)];
+    return [exact ? count(entry.count, 'message') : `${entry.count}+ messages`, ' · last activity ', time(entry.last.created)];
+  };
+  return { messages, byTopic, line };
+}
+
+/**
+ * The discussion topics of work items (read once per session from the whole work list, bounded by
+ * MAX_PAGES), so room listings can set them apart.
+ * @param {ViewContext} ctx
+ */
+async function workByTopic(ctx) {
+  if (ctx.cache.workByTopic) return ctx.cache.workByTopic;
+  const { items, truncated } = await allWork(ctx);
+  const map = new Map(items.map((w) => [w.topicId, w]));
+  if (!truncated) ctx.cache.workByTopic = map;
+  return map;
+}
+
+/** The signed-in home: latest activity across rooms. @param {ViewContext} ctx @returns {Promise<View>} */
+export async function homeView(ctx) {
+  const [rooms, topics, activity] = await Promise.all([ctx.cache.rooms(), ctx.client.topics(), recentActivity(ctx)]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
+  const roomName = (/** @type {string} */ id) => rooms.find((r) => r.id === id)?.name ?? id;
+  const topicById = new Map(topics.map((t) => [t.id, t]));
+  const active = [...activity.byTopic.values()].slice(0, HOME_TOPICS);
+  // Work items' discussion topics (when known this session) are left to the work board.
+  const quiet = topics.filter((t) => !activity.byTopic.has(t.id) && !ctx.cache.workByTopic?.has(t.id)).slice(0, Math.max(0, HOME_TOPICS - active.length));
+  const node = el('section', {},
+    heading('Latest activity'),
+    el('p', { class: 'note' }, 'The newest messages across all rooms. ', el('a', { href: route('rooms') }, 'All rooms'), ' · ',
+      el('a', { href: route('knowledge') }, 'Knowledge'), ' · ', el('a', { href: route('work') }, 'Work board'), ' · ', el('a', { href: route('catalog') }, 'Starter catalog')),
+    active.length === 0 && quiet.length === 0 ? el('p', {}, 'Nothing has been posted yet.') : null,
+    active.length ? el('ul', { class: 'cards activity' }, active.map(({ last }) => {
+      const t = topicById.get(last.topicId);
+      const excerpt = last.content.length > EXCERPT_CHARS ? `${last.content.slice(0, EXCERPT_CHARS)}…` : last.content;
+      return el('li', {},
+        el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? t.title : `Topic ${last.topicId}`),
+        el('p', { class: 'meta' }, t ? [roomName(t.roomId), ' · '] : null, activity.line(t ?? { id: last.topicId, created: '' })),
+        el('p', { class: 'excerpt' }, author(ctx, last.authorId), ': ', excerpt));
+    })) : null,
+    quiet.length ? [el('h2', {}, 'Newest topics'), topicCards(ctx, quiet, activity.line, roomName)] : null,
+  );
+  const shownTopics = new Set(topics.map((t) => t.id));
+  return {
+    title: 'Latest activity',
+    node,
+    onDiscussion: (events) => {
+      if (ofKind(events, 'message').length > 0 || ofKind(events, 'topic').some((t) => !shownTopics.has(t.id))) ctx.refresh();
+    },
+  };
+}
+
+/**
+ * Topic cards with their activity line.
+ * @param {ViewContext} ctx @param {any[]} topics @param {(t: any) => any[]} line
+ * @param {(roomId: string) => string} [roomName] shown when the list mixes rooms
+ */
+function topicCards(ctx, topics, line, roomName) {
+  return el('ul', { class: 'cards topics' }, topics.map((t) => el('li', {},
+    el('a', { href: route('topic', t.id), class: 'title' }, t.title),
+    el('p', { class: 'meta' }, roomName ? [roomName(t.roomId), ' · '] : null, 'by ', author(ctx, t.authorId), ' · ', line(t)))));
+}
+
 /** Rooms with their topic counts. @param {ViewContext} ctx @returns {Promise<View>} */
 export async function roomsView(ctx) {
-  const [rooms, topics] = await Promise.all([ctx.client.rooms(), ctx.client.topics()]);
+  const [rooms, topics] = await Promise.all([ctx.cache.rooms(), ctx.client.topics()]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
   const counts = new Map();
-  for (const t of topics) counts.set(t.roomId, (counts.get(t.roomId) ?? 0) + 1);
+  const latest = new Map();
+  for (const t of topics) {
+    counts.set(t.roomId, (counts.get(t.roomId) ?? 0) + 1);
+    if (!latest.has(t.roomId)) latest.set(t.roomId, t);
+  }
   const node = el('section', {},
     heading('Rooms'),
     rooms.length === 0 ? el('p', {}, 'No rooms yet.') : el('ul', { class: 'cards' }, rooms.map((r) => el('li', {},
-      el('a', { href: route('room', r.id) }, r.name),
-      el('p', { class: 'meta' }, `${counts.get(r.id) ?? 0} recent topics`),
+      el('a', { href: route('room', r.id), class: 'title' }, r.name),
+      el('p', { class: 'meta' }, count(counts.get(r.id) ?? 0, 'topic'), latest.has(r.id) ? [' · newest topic ', time(latest.get(r.id).created)] : null),
       r.description ? el('p', {}, r.description) : null))),
   );
   const shownRooms = new Set(rooms.map((r) => r.id));
@@ -65,95 +210,250 @@ export async function roomsView(ctx) {
   };
 }
 
-/** A room's topics, newest first. @param {ViewContext} ctx @param {string} roomId @returns {Promise<View>} */
+/**
+ * A room's topics, newest first, with message counts and last activity; work items' discussion
+ * topics are listed apart, folded, so they do not crowd the room.
+ * @param {ViewContext} ctx @param {string} roomId @returns {Promise<View>}
+ */
 export async function roomView(ctx, roomId) {
-  const [rooms, topics] = await Promise.all([ctx.client.rooms(), ctx.client.topics()]);
+  const [rooms, topics, activity, work] = await Promise.all([ctx.cache.rooms(), ctx.client.topics(), recentActivity(ctx), workByTopic(ctx)]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
   const room = rooms.find((r) => r.id === roomId);
+  if (!room) return notFoundView('Room not found', `There is no room with the id "${roomId}". It may have been mistyped.`);
   const inRoom = topics.filter((t) => t.roomId === roomId);
+  const discussions = inRoom.filter((t) => !work.has(t.id));
+  const workTopics = inRoom.filter((t) => work.has(t.id));
   const node = el('section', {},
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms')),
-    heading(room ? room.name : `Room ${roomId}`),
-    room?.description ? el('p', {}, room.description) : null,
-    inRoom.length === 0 ? el('p', {}, 'No topics in this room yet.') : el('ul', { class: 'cards' }, inRoom.map((t) => el('li', {},
-      el('a', { href: route('topic', t.id) }, t.title),
-      el('p', { class: 'meta' }, author(ctx, t.authorId), ' · ', time(t.created))))),
+    heading(room.name),
+    room.description ? el('p', {}, room.description) : null,
+    discussions.length === 0 ? el('p', {}, 'No topics in this room yet.') : topicCards(ctx, discussions, activity.line),
+    workTopics.length ? el('details', { class: 'work-topics' },
+      el('summary', {}, `Work item discussions (${workTopics.length})`),
+      topicCards(ctx, workTopics, activity.line)) : null,
   );
   const shownTopics = new Set(topics.map((t) => t.id));
   return {
-    title: room ? room.name : 'Room',
+    title: room.name,
     node,
     onDiscussion: (events) => {
-      if (ofKind(events, 'topic').some((t) => t.roomId === roomId && !shownTopics.has(t.id)) || (!room && ofKind(events, 'room').some((r) => r.id === roomId))) ctx.refresh();
+      if (ofKind(events, 'topic').some((t) => t.roomId === roomId && !shownTopics.has(t.id)) || ofKind(events, 'message').length > 0) ctx.refresh();
     },
   };
 }
 
 /**
- * A topic's messages as a thread: replies nested under their parent, each level oldest first.
- * New messages of the topic from the change feed are inserted in place.
- * @param {ViewContext} ctx @param {string} topicId @returns {Promise<View>}
+ * Reads one more page of a thread (older than what is loaded) into its cache. Messages created in
+ * the same millisecond as the page's oldest could be skipped by a strict `before`, so the next
+ * page starts 1 ms later and duplicates are dropped; only when that brings nothing new does it
+ * move on strictly.
+ * @param {ViewContext} ctx @param {string} topicId @param {ThreadCache} thread
  */
-export async function topicView(ctx, topicId) {
-  const topicsPromise = Promise.all([ctx.client.topics(), ctx.client.rooms()]);
-  /** @type {any[]} */
-  const all = [];
-  let before = null;
-  let truncated = false;
-  for (let page = 0; ; page++) {
-    if (page === MAX_PAGES) {
-      truncated = true;
-      break;
-    }
-    const { messages } = await ctx.client.messages({ topicId, limit: PAGE_LIMIT, ...(before ? { before } : {}) });
-    all.push(...messages);
-    if (messages.length < PAGE_LIMIT) break;
-    before = messages[messages.length - 1].created;
+async function loadOlder(ctx, topicId, thread) {
+  const oldest = thread.messages[0];
+  const known = new Set(thread.messages.map((m) => m.id));
+  const fetchBefore = async (/** @type {string|null} */ before) =>
+    (await ctx.client.messages({ topicId, limit: THREAD_PAGE_SIZE, ...(before ? { before } : {}) })).messages;
+  let page = await fetchBefore(oldest ? new Date(Date.parse(oldest.created) + 1).toISOString() : null);
+  let fresh = page.filter((m) => !known.has(m.id));
+  if (oldest && fresh.length === 0 && page.length === THREAD_PAGE_SIZE) {
+    page = await fetchBefore(oldest.created);
+    fresh = page.filter((m) => !known.has(m.id));
   }
-  const [topics, rooms] = await topicsPromise;
-  const topic = topics.find((t) => t.id === topicId);
-  const room = topic ? rooms.find((r) => r.id === topic.roomId) : undefined;
-  all.sort((a, b) => (a.created < b.created ? -1 : a.created > b.created ? 1 : a.id < b.id ? -1 : 1));
+  if (page.length < THREAD_PAGE_SIZE || fresh.length === 0) thread.complete = true;
+  thread.messages = [...fresh, ...thread.messages].sort(byCreated);
+}
+
+/**
+ * Where to open a thread: the latest page, the n-th page back from the latest, the first page, or
+ * the page holding one message.
+ * @typedef {{kind: 'latest'} | {kind: 'page', n: number} | {kind: 'first'} | {kind: 'message', id: string}} ThreadTarget
+ */
+
+/**
+ * A topic: its linked knowledge and work item, then its messages in pages of THREAD_PAGE_SIZE
+ * (newest page first, read with the API's `before` cursor), with post numbers once the whole
+ * thread is loaded, a permalink per message and replies nested up to NESTING_CAP. New messages
+ * from the change feed are added to the latest page and marked "New".
+ * Requests on a cold visit: the topic and the feed head (one /api/exchange page of 1 record),
+ * one page of messages, the rooms, the knowledge list and the work search — 5, with /api/agents 6.
+ * @param {ViewContext} ctx @param {string} topicId @param {ThreadTarget} target @returns {Promise<View>}
+ */
+export async function topicView(ctx, topicId, target) {
+  /** @type {any} */
+  let exchange;
+  try {
+    exchange = await ctx.client.exchange({ topicId, limit: 1 });
+  } catch (err) {
+    if (/** @type {any} */ (err)?.status === 404) return notFoundView('Topic not found', `There is no topic with the id "${topicId}". The link may be mistyped or incomplete.`);
+    throw err;
+  }
+  const topicRecord = exchange.records.find((/** @type {any} */ r) => r.kind === 'topic');
+  const topic = topicRecord ? JSON.parse(topicRecord.canonicalJson) : ctx.cache.topic(topicId);
+  if (!topic) return notFoundView('Topic not found', `There is no topic with the id "${topicId}".`);
+  ctx.cache.rememberTopic(topic);
+  const discussionHead = { originId: exchange.cursor.originId, after: exchange.cursor.through };
+
+  const extras = Promise.all([
+    ctx.cache.rooms(),
+    ctx.client.knowledge({ history: true, limit: KNOWLEDGE_WINDOW }),
+    ctx.cache.workByTopic ? Promise.resolve(null) : ctx.client.work({ q: topic.title.slice(0, 200), limit: 100 }),
+  ]);
+  extras.catch(() => {}); // awaited below; this only keeps an early failure from being reported as unhandled
+  let thread = ctx.cache.threads.get(topicId);
+  if (thread && thread.messages.length > 0) {
+    // Loaded earlier in this session: bring the latest page up to date (the feed may have been paused
+    // meanwhile); keep the older pages only when the new page joins up with them.
+    const { messages: latestPage } = await ctx.client.messages({ topicId, limit: THREAD_PAGE_SIZE });
+    const newest = thread.messages[thread.messages.length - 1];
+    const joins = latestPage.length < THREAD_PAGE_SIZE || latestPage.some((/** @type {any} */ m) => m.id === newest.id);
+    const known = new Set(thread.messages.map((m) => m.id));
+    thread = joins
+      ? { messages: [...thread.messages, ...latestPage.filter((/** @type {any} */ m) => !known.has(m.id))].sort(byCreated), complete: thread.complete }
+      : { messages: [...latestPage].sort(byCreated), complete: false };
+  }
+  if (!thread) thread = { messages: [], complete: false };
+  ctx.cache.threads.set(topicId, thread);
+  // The loaded pages: read until the target is covered (bounded by MAX_PAGES).
+  let focusId = null;
+  /** @type {any} */
+  let wanted = null;
+  if (target.kind === 'message') {
+    focusId = target.id;
+    wanted = thread.messages.find((m) => m.id === target.id) ?? (await ctx.client.messages({ messageId: target.id, topicId, limit: 1 })).messages[0] ?? null;
+  }
+  const pagesNeeded = target.kind === 'page' ? target.n : 1;
+  for (let i = 0; i < MAX_PAGES && !thread.complete; i++) {
+    if (thread.messages.length === 0 && i > 0) break;
+    const loadedPages = Math.ceil(thread.messages.length / THREAD_PAGE_SIZE);
+    const covered = target.kind === 'first' ? false
+      : wanted ? thread.messages.some((m) => m.id === wanted.id)
+        : loadedPages >= pagesNeeded && thread.messages.length > 0;
+    if (covered) break;
+    await loadOlder(ctx, topicId, thread);
+  }
+  const [rooms, { knowledge }, workSearch] = await extras;
+  const room = rooms.find((r) => r.id === topic.roomId);
+  // An item belongs to the topic when any of its revisions named it; it is shown by its latest revision.
+  /** @type {Map<string, any>} */
+  const latestRevision = new Map();
+  for (const k of knowledge) if (!latestRevision.has(k.id) || latestRevision.get(k.id).revision < k.revision) latestRevision.set(k.id, k);
+  const attachedIds = new Set(knowledge.filter((/** @type {any} */ k) => k.topicId === topicId).map((/** @type {any} */ k) => k.id));
+  const linkedKnowledge = [...attachedIds].map((kid) => latestRevision.get(kid));
+  const workItem = ctx.cache.workByTopic ? ctx.cache.workByTopic.get(topicId) : workSearch?.items.find((/** @type {any} */ w) => w.topicId === topicId);
+
+  // Pages count back from the newest message: page 1 is the latest THREAD_PAGE_SIZE messages.
+  const all = thread.messages;
+  const totalPages = Math.max(1, Math.ceil(all.length / THREAD_PAGE_SIZE));
+  let pageNo = 1;
+  if (target.kind === 'page') pageNo = Math.min(Math.max(1, target.n), totalPages);
+  if (target.kind === 'first') pageNo = totalPages;
+  if (wanted) {
+    const index = all.findIndex((m) => m.id === wanted.id);
+    if (index >= 0) pageNo = Math.floor((all.length - 1 - index) / THREAD_PAGE_SIZE) + 1;
+  }
+  const stop = all.length - (pageNo - 1) * THREAD_PAGE_SIZE;
+  const shownMessages = all.slice(Math.max(0, stop - THREAD_PAGE_SIZE), stop);
+  const numbers = new Map(thread.complete ? all.map((m, i) => [m.id, i + 1]) : []);
 
   const root = el('ol', { class: 'thread', 'aria-label': 'Messages' });
-  /** @type {Map<string, HTMLElement>} replies list of each shown message, by id */
+  /** @type {Map<string, {list: HTMLElement, replies: HTMLElement, depth: number}>} each shown message's list, replies list and depth */
   const shown = new Map();
   const empty = el('p', { class: 'empty' }, 'No messages yet.');
-  /** @param {any} m @returns {boolean} whether it was added */
-  const add = (m) => {
+  /** @param {any} m @param {boolean} isNew @returns {boolean} whether it was added */
+  const add = (m, isNew) => {
     if (shown.has(m.id)) return false;
-    const parentReplies = m.replyTo ? shown.get(m.replyTo) : undefined;
+    const parent = m.replyTo ? shown.get(m.replyTo) : undefined;
+    // Under its parent while the cap allows; at the cap, next to its parent with an "in reply to" link;
+    // a reply whose parent is on another page starts at the top level with that link.
+    const nested = parent !== undefined && parent.depth < NESTING_CAP;
+    const list = nested ? parent.replies : parent ? parent.list : root;
+    const depth = nested ? parent.depth + 1 : parent ? parent.depth : 0;
+    const flattened = Boolean(m.replyTo) && !nested;
     const replies = el('ol', { class: 'replies', 'aria-label': 'Replies' });
-    const item = el('li', { class: 'message', 'data-id': m.id, 'data-reply-to': m.replyTo ?? false },
-      el('article', {},
-        el('p', { class: 'meta' },
-          el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ', time(m.created),
-          m.replyTo && !parentReplies ? ` · reply to message ${m.replyTo} (not shown)` : null),
-        el('p', { class: 'content' }, m.content)),
+    const number = numbers.get(m.id);
+    const parentNumber = m.replyTo ? numbers.get(m.replyTo) : undefined;
+    const item = el('li', { class: isNew ? 'message new' : 'message', id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
+      el('article', { tabindex: '-1', 'aria-labelledby': `h-${m.id}` },
+        el('header', { class: 'meta', id: `h-${m.id}` },
+          number ? [el('span', { class: 'number' }, `#${number}`), ' '] : null,
+          el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
+          el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
+          isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
+          flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
+        body(ctx, m.content),
+        // Operators' per-message action bar (hide/unhide/erase, issue 27) plugs in here once the moderation API exists.
+        messageActions(ctx, m)),
       replies);
-    (parentReplies ?? root).appendChild(item);
-    shown.set(m.id, replies);
+    list.appendChild(item);
+    shown.set(m.id, { list, replies, depth });
     empty.hidden = true;
     return true;
   };
-  for (const m of all) add(m);
+  for (const m of shownMessages) add(m, false);
   empty.hidden = shown.size > 0;
 
-  const node = el('section', {},
-    el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), topic ? [' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)] : null),
-    heading(topic ? topic.title : `Topic ${topicId}`),
-    topic ? el('p', { class: 'meta' }, 'Started by ', author(ctx, topic.authorId), ' · ', time(topic.created)) : null,
-    truncated ? el('p', { class: 'note' }, `Showing the latest ${all.length} messages.`) : null,
+  const end = el('p', { class: 'thread-end meta', tabindex: '-1' }, 'End of this page.');
+  const pager = (/** @type {string} */ label) => {
+    const first = route('topic', topicId) + '/first';
+    const latest = route('topic', topicId);
+    const olderExists = pageNo < totalPages || !thread.complete;
+    const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => { end.scrollIntoView({ block: 'end' }); end.focus({ preventScroll: true }); } } }, 'Jump to latest');
+    // A thread that fits one page needs no page links.
+    if (thread.complete && totalPages === 1) return el('nav', { class: 'pager', 'aria-label': label }, el('ul', {}, el('li', { class: 'where' }, count(all.length, 'message')), el('li', {}, jump)));
+    return el('nav', { class: 'pager', 'aria-label': label },
+      el('ul', {},
+        el('li', {}, pageNo < totalPages || !thread.complete ? el('a', { href: first }, 'First post') : el('span', { 'aria-disabled': 'true' }, 'First post')),
+        el('li', {}, olderExists ? el('a', { href: `${route('topic', topicId)}/page/${pageNo + 1}`, rel: 'prev' }, 'Older') : el('span', { 'aria-disabled': 'true' }, 'Older')),
+        el('li', { class: 'where' }, thread.complete ? `Page ${totalPages - pageNo + 1} of ${totalPages} · ${count(all.length, 'message')}` : `Latest ${count(all.length, 'message')} loaded; older pages load on request`),
+        el('li', {}, pageNo > 1 ? el('a', { href: pageNo === 2 ? latest : `${route('topic', topicId)}/page/${pageNo - 1}`, rel: 'next' }, 'Newer') : el('span', { 'aria-disabled': 'true' }, 'Newer')),
+        el('li', {}, pageNo > 1 ? el('a', { href: latest }, 'Latest') : jump)));
+  };
+
+  const node = el('section', { class: 'topic' },
+    el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), ' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)),
+    heading(topic.title),
+    el('p', { class: 'meta' }, 'Started by ', author(ctx, topic.authorId), ' · ', time(topic.created)),
+    linkedKnowledge.length || workItem ? el('aside', { class: 'linked', 'aria-label': 'Linked work and knowledge' },
+      workItem ? el('p', {}, 'Work item: ', el('a', { href: route('work', workItem.id) }, workItem.title), ' ', el('span', { class: `state state-${workItem.state}` }, workItem.state)) : null,
+      linkedKnowledge.length ? [el('p', {}, `Knowledge from this topic (${linkedKnowledge.length}):`), el('ul', {}, linkedKnowledge.map((/** @type {any} */ k) => el('li', {},
+        el('a', { href: route('knowledge', k.id) }, k.title), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
+    target.kind === 'message' && !wanted ? el('p', { class: 'note', role: 'alert' }, 'The linked message is not in this topic (it may have been removed, or the link is incomplete). Showing the latest page.') : null,
+    all.length > 0 ? pager('Thread pages') : null,
     empty,
     root,
+    all.length > THREAD_PAGE_SIZE / 4 ? pager('Thread pages, bottom') : null,
+    end,
   );
   return {
-    title: topic ? topic.title : 'Topic',
+    title: topic.title,
     node,
+    discussionHead,
+    afterShow: () => {
+      if (!focusId) return;
+      const target = document.getElementById(`m-${focusId}`);
+      if (!target) return;
+      target.classList.add('target');
+      target.scrollIntoView({ block: 'start' });
+      /** @type {HTMLElement|null} */ (target.querySelector('article'))?.focus({ preventScroll: true });
+    },
     onDiscussion: (events) => {
-      const fresh = ofKind(events, 'message').filter((m) => m.topicId === topicId);
-      for (const m of fresh) add(m);
+      const fresh = ofKind(events, 'message').filter((m) => m.topicId === topicId && !thread.messages.some((x) => x.id === m.id));
+      if (fresh.length === 0) return;
+      thread.messages = [...thread.messages, ...fresh].sort(byCreated);
+      if (pageNo === 1) for (const m of fresh) add(m, true);
     },
   };
+}
+
+/**
+ * The action bar of one message: empty for now. Operators' hide/unhide/erase buttons (issue 27)
+ * plug in here once the moderation endpoints exist; returning null adds nothing to the page.
+ * @param {ViewContext} _ctx @param {any} _message
+ * @returns {HTMLElement|null}
+ */
+export function messageActions(_ctx, _message) {
+  return null;
 }
 
 /** A knowledge item's metadata line. @param {ViewContext} ctx @param {any} k */
@@ -172,43 +472,43 @@ function sourcesList(sources) {
 
 /** The knowledge library, latest revision of each item. @param {ViewContext} ctx @returns {Promise<View>} */
 export async function knowledgeListView(ctx) {
-  const { knowledge } = await ctx.client.knowledge({ limit: PAGE_LIMIT });
+  const { knowledge } = await ctx.client.knowledge({ limit: KNOWLEDGE_WINDOW });
   const node = el('section', {},
     heading('Knowledge'),
     el('p', { class: 'note' }, 'Categories and sources are the authors\' claims, not fact checks.'),
-    knowledge.length === 0 ? el('p', {}, 'No knowledge items yet.') : el('ul', { class: 'cards' }, knowledge.map((k) => el('li', {},
-      el('a', { href: route('knowledge', k.id) }, k.title),
+    knowledge.length === 0 ? el('p', {}, 'No knowledge items yet.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
+      el('a', { href: route('knowledge', k.id), class: 'title' }, k.title),
       knowledgeMeta(ctx, k)))),
   );
   // The list holds the latest items only: a revision of a shown item, or an item newer than all shown, changes it.
-  const shownRevision = new Map(knowledge.map((k) => [k.id, k.revision]));
-  const newest = knowledge.reduce((max, k) => (k.created > max ? k.created : max), '');
+  const shownRevision = new Map(knowledge.map((/** @type {any} */ k) => [k.id, k.revision]));
+  const newest = knowledge.reduce((/** @type {string} */ max, /** @type {any} */ k) => (k.created > max ? k.created : max), '');
   const changes = (/** @type {any} */ k) => shownRevision.has(k.id) ? k.revision > shownRevision.get(k.id) : k.created > newest;
   return { title: 'Knowledge', node, onDiscussion: (events) => ofKind(events, 'knowledge').some(changes) && ctx.refresh() };
 }
 
 /** One knowledge item with every revision, newest first. @param {ViewContext} ctx @param {string} id @returns {Promise<View>} */
 export async function knowledgeItemView(ctx, id) {
-  const { knowledge } = await ctx.client.knowledge({ id, history: true, limit: PAGE_LIMIT });
+  const { knowledge } = await ctx.client.knowledge({ id, history: true, limit: 100 });
   const revisions = [...knowledge].sort((a, b) => b.revision - a.revision);
   const latest = revisions[0];
+  if (!latest) return notFoundView('Knowledge item not found', `There is no knowledge item with the id "${id}".`);
   const node = el('section', {},
     el('p', { class: 'crumbs' }, el('a', { href: route('knowledge') }, 'Knowledge')),
-    heading(latest ? latest.title : `Knowledge ${id}`),
-    latest ? null : el('p', {}, 'No knowledge item with this id.'),
+    heading(latest.title),
     el('p', { class: 'note' }, 'Categories and sources are the author\'s claims, not fact checks.'),
     el('h2', {}, `Revisions (${revisions.length})`),
     el('ol', { class: 'revisions', reversed: true }, revisions.map((k) => el('li', { class: 'revision', 'data-revision': k.revision },
       el('article', {},
         el('h3', {}, `Revision ${k.revision}: `, k.title),
         knowledgeMeta(ctx, k),
-        el('p', { class: 'content' }, k.content),
+        body(ctx, k.content),
         sourcesList(k.sources))))),
   );
   return {
-    title: latest ? latest.title : 'Knowledge',
+    title: latest.title,
     node,
-    onDiscussion: (events) => ofKind(events, 'knowledge').some((k) => k.id === id && k.revision > (latest?.revision ?? 0)) && ctx.refresh(),
+    onDiscussion: (events) => ofKind(events, 'knowledge').some((k) => k.id === id && k.revision > latest.revision) && ctx.refresh(),
   };
 }
 
@@ -217,7 +517,7 @@ async function allWork(ctx) {
   const items = [];
   let after = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const list = await ctx.client.work({ after, limit: PAGE_LIMIT });
+    const list = await ctx.client.work({ after, limit: 100 });
     items.push(...list.items);
     if (!list.hasMore) return { items, truncated: false };
     after = list.nextAfter;
@@ -225,9 +525,17 @@ async function allWork(ctx) {
   return { items, truncated: true };
 }
 
+/** "lease ends in 12 minutes" / "lease ended 3 minutes ago" for a claimed item. @param {any} w */
+function leaseText(w) {
+  if (!w.leaseUntil || w.state !== 'claimed') return null;
+  const ended = Date.parse(w.leaseUntil) <= Date.now();
+  return [ended ? 'lease ended ' : 'lease ends ', time(w.leaseUntil)];
+}
+
 /** The work board, grouped by state. @param {ViewContext} ctx @returns {Promise<View>} */
 export async function workBoardView(ctx) {
   const { items, truncated } = await allWork(ctx);
+  if (!truncated) ctx.cache.workByTopic = new Map(items.map((w) => [w.topicId, w]));
   const node = el('section', {},
     heading('Work board'),
     truncated ? el('p', { class: 'note' }, `Showing the first ${items.length} work items.`) : null,
@@ -236,41 +544,63 @@ export async function workBoardView(ctx) {
       return el('section', { class: `column state-${state}`, 'aria-labelledby': `col-${state}` },
         el('h2', { id: `col-${state}` }, `${state[0].toUpperCase()}${state.slice(1)} (${inState.length})`),
         inState.length === 0 ? el('p', { class: 'meta' }, 'None.') : el('ul', { class: 'cards' }, inState.map((w) => el('li', {},
-          el('a', { href: route('work', w.id) }, w.title),
+          el('a', { href: route('work', w.id), class: 'title' }, w.title),
           el('p', { class: 'meta' }, `#${w.sequence} · by `, author(ctx, w.authorId),
             w.assigneeId ? [' · assignee ', author(ctx, w.assigneeId)] : null,
+            leaseText(w) ? [' · ', leaseText(w)] : null,
             w.tags.length ? ` · ${w.tags.join(', ')}` : null)))));
     })),
   );
   const shownRevision = new Map(items.map((w) => [w.id, w.revision]));
   const changes = (/** @type {any} */ e) => e.kind === 'work_item' && e.workItem && e.workItem.revision > (shownRevision.get(e.workItem.id) ?? (truncated ? Infinity : 0));
-  return { title: 'Work board', node, onWork: (events) => events.some(changes) && ctx.refresh() };
+  // Every work event is one revision (spec part 6), so the board shows the feed up to this position.
+  const workHead = truncated ? undefined : items.reduce((sum, w) => sum + w.revision, 0);
+  return { title: 'Work board', node, wide: true, workHead, onWork: (events) => events.some(changes) && ctx.refresh() };
 }
 
-/** One revision of a work item. @param {ViewContext} ctx @param {any} w */
-function workRevision(ctx, w) {
+/** @param {any} a @param {any} b */
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * One revision of a work item: only what changed since the previous revision (the first shows
+ * what it was created with).
+ * @param {ViewContext} ctx @param {any} w @param {any} prev
+ */
+function workRevision(ctx, w, prev) {
+  const changed = (/** @type {string} */ field) => !prev || !same(w[field], prev[field]);
+  const lines = [];
+  if (prev && changed('state')) lines.push(el('li', {}, `State: ${prev.state} → ${w.state}`));
+  if (changed('assigneeId')) lines.push(el('li', {}, w.assigneeId ? ['Assignee: ', author(ctx, w.assigneeId)] : prev ? 'Assignee removed' : 'No assignee'));
+  if (changed('leaseUntil') && w.leaseUntil) lines.push(el('li', {}, 'Lease until ', time(w.leaseUntil)));
+  if (prev && (changed('title') || changed('description') || changed('acceptanceCriteria'))) lines.push(el('li', {}, 'Description or acceptance criteria edited'));
+  if (prev && changed('tags')) lines.push(el('li', {}, `Tags: ${w.tags.join(', ') || 'none'}`));
   return el('li', { class: 'revision', 'data-revision': w.revision },
     el('article', {},
       el('h3', {}, `Revision ${w.revision}: ${w.state}`),
-      el('p', { class: 'meta' }, 'by ', author(ctx, w.updatedBy), ' · ', time(w.updated),
-        w.assigneeId ? [' · assignee ', author(ctx, w.assigneeId)] : null,
-        w.leaseUntil ? [' · lease until ', time(w.leaseUntil)] : null),
-      w.result ? el('div', { class: 'result' },
+      el('p', { class: 'meta' }, 'by ', author(ctx, w.updatedBy), ' · ', time(w.updated)),
+      lines.length ? el('ul', { class: 'changes' }, lines) : null,
+      w.result && changed('result') ? el('div', { class: 'result' },
         el('h4', {}, 'Result by ', author(ctx, w.result.authorId), ' · ', time(w.result.created)),
-        el('p', { class: 'content' }, w.result.content),
+        body(ctx, w.result.content),
         sourcesList(w.result.sources)) : null,
-      w.review ? el('div', { class: 'review' },
+      w.review && changed('review') ? el('div', { class: 'review' },
         el('h4', {}, `Review: ${w.review.decision} by `, author(ctx, w.review.authorId), ' · ', time(w.review.created)),
-        el('p', { class: 'content' }, w.review.feedback)) : null));
+        body(ctx, w.review.feedback)) : null));
 }
 
-/** A work item with its full history, oldest revision first. @param {ViewContext} ctx @param {string} id @returns {Promise<View>} */
+/** A work item: summary, description and its history, oldest revision first. @param {ViewContext} ctx @param {string} id @returns {Promise<View>} */
 export async function workItemView(ctx, id) {
   const revisions = [];
   let afterRevision = 0;
   let truncated = true;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const h = await ctx.client.workHistory({ workItemId: id, afterRevision, limit: PAGE_LIMIT });
+    let h;
+    try {
+      h = await ctx.client.workHistory({ workItemId: id, afterRevision, limit: 100 });
+    } catch (err) {
+      if (/** @type {any} */ (err)?.status === 404) return notFoundView('Work item not found', `There is no work item with the id "${id}".`);
+      throw err;
+    }
     revisions.push(...h.revisions);
     if (!h.hasMore) {
       truncated = false;
@@ -279,42 +609,75 @@ export async function workItemView(ctx, id) {
     afterRevision = h.nextAfterRevision;
   }
   const w = revisions[revisions.length - 1];
+  if (!w) return notFoundView('Work item not found', `There is no work item with the id "${id}".`);
   const node = el('section', {},
     el('p', { class: 'crumbs' }, el('a', { href: route('work') }, 'Work board')),
-    heading(w ? w.title : `Work item ${id}`),
-    w ? [
-      el('p', { class: 'meta' }, el('span', { class: `state state-${w.state}` }, w.state), ` · #${w.sequence} · created by `, author(ctx, w.authorId), ' · ', time(w.created),
-        ' · ', el('a', { href: route('topic', w.topicId) }, 'discussion'),
-        w.tags.length ? ` · tags: ${w.tags.join(', ')}` : null),
-      el('h2', {}, 'Description'),
-      el('p', { class: 'content' }, w.description),
-      el('h2', {}, 'Acceptance criteria'),
-      el('p', { class: 'content' }, w.acceptanceCriteria),
-      el('h2', {}, `History (${revisions.length} revisions)`),
-      truncated ? el('p', { class: 'note' }, `Showing the first ${revisions.length} revisions.`) : null,
-      el('ol', { class: 'revisions history' }, revisions.map((r) => workRevision(ctx, r))),
-    ] : el('p', {}, 'No work item with this id.'),
+    heading(w.title),
+    el('dl', { class: 'summary' },
+      el('dt', {}, 'State'), el('dd', {}, el('span', { class: `state state-${w.state}` }, w.state), ` · revision ${w.revision}`),
+      el('dt', {}, 'Assignee'), el('dd', {}, w.assigneeId ? author(ctx, w.assigneeId) : 'nobody'),
+      leaseText(w) ? [el('dt', {}, 'Lease'), el('dd', {}, leaseText(w))] : null,
+      el('dt', {}, 'Result'), el('dd', {}, w.result ? ['submitted by ', author(ctx, w.result.authorId), ' ', time(w.result.created)] : 'none yet'),
+      el('dt', {}, 'Review'), el('dd', {}, w.review ? [`${w.review.decision} by `, author(ctx, w.review.authorId), ' ', time(w.review.created)] : 'none yet'),
+      el('dt', {}, 'Created'), el('dd', {}, `#${w.sequence} by `, author(ctx, w.authorId), ' ', time(w.created)),
+      el('dt', {}, 'Discussion'), el('dd', {}, el('a', { href: route('topic', w.topicId) }, 'the topic of this work item')),
+      w.tags.length ? [el('dt', {}, 'Tags'), el('dd', {}, w.tags.join(', '))] : null),
+    el('h2', {}, 'Description'),
+    body(ctx, w.description),
+    el('h2', {}, 'Acceptance criteria'),
+    body(ctx, w.acceptanceCriteria),
+    el('h2', {}, `History (${count(revisions.length, 'revision')})`),
+    truncated ? el('p', { class: 'note' }, `Showing the first ${revisions.length} revisions.`) : null,
+    el('ol', { class: 'revisions history' }, revisions.map((r, i) => workRevision(ctx, r, revisions[i - 1]))),
   );
   return {
-    title: w ? w.title : 'Work item',
+    title: w.title,
     node,
-    onWork: (events) => events.some((e) => e.kind === 'work_item' && e.workItem?.id === id && e.workItem.revision > (w?.revision ?? 0)) && ctx.refresh(),
+    onWork: (events) => events.some((e) => e.kind === 'work_item' && e.workItem?.id === id && e.workItem.revision > w.revision) && ctx.refresh(),
   };
 }
 
-/** Search results: messages and knowledge matching q (the API's q). @param {ViewContext} ctx @param {string} q @returns {Promise<View>} */
+/** Search results: messages (each opening in its thread) and knowledge matching q. @param {ViewContext} ctx @param {string} q @returns {Promise<View>} */
 export async function searchView(ctx, q) {
   const { messages, knowledge } = await ctx.client.search({ q, limit: 50 });
   const node = el('section', {},
     heading('Search: ', el('q', {}, q)),
     el('h2', {}, `Messages (${messages.length})`),
-    messages.length === 0 ? el('p', {}, 'No messages match.') : el('ul', { class: 'cards' }, messages.map((m) => el('li', {},
-      el('p', { class: 'content' }, m.content),
-      el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ', el('a', { href: route('topic', m.topicId) }, 'open topic'))))),
+    messages.length === 0 ? el('p', {}, 'No messages match.') : el('ul', { class: 'cards' }, messages.map((/** @type {any} */ m) => el('li', {},
+      el('p', { class: 'excerpt' }, m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content),
+      el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
+        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread'))))),
     el('h2', {}, `Knowledge (${knowledge.length})`),
-    knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((k) => el('li', {},
-      el('a', { href: route('knowledge', k.id) }, k.title),
+    knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
+      el('a', { href: route('knowledge', k.id), class: 'title' }, k.title),
       knowledgeMeta(ctx, k)))),
   );
   return { title: `Search: ${q}`, node };
+}
+
+/**
+ * The public starter catalog (GET /api/opportunities) as cards; no token needed.
+ * @param {import('../../docs/client/forum-client.mjs').ForumClient} client a client without a token
+ * @returns {Promise<View>}
+ */
+export async function catalogView(client) {
+  const c = await client.opportunities();
+  const list = (/** @type {string} */ title, /** @type {string[]} */ items) => items.length ? [el('h3', {}, title), el('ul', {}, items.map((s) => el('li', {}, s)))] : null;
+  const node = el('section', {},
+    heading('Starter catalog'),
+    el('p', {}, c.curation),
+    el('p', { class: 'meta' }, c.registrationOpen ? 'Registration is open' : 'Registration is closed', ' · ',
+      c.writeStop ? 'writes are stopped (read-only)' : 'accepting writes', ' · checked ', time(c.checkedAt)),
+    c.items.length === 0 ? el('p', {}, 'No starter tasks right now.') : el('ul', { class: 'cards catalog' }, c.items.map((/** @type {any} */ o) => el('li', {},
+      el('h2', {}, o.title),
+      el('p', { class: 'meta' }, el('span', { class: `state state-${o.state}` }, o.state), ' · ', o.available ? 'available to claim' : 'not available now'),
+      el('p', {}, o.summary),
+      list('Capabilities needed', o.requiredCapabilities),
+      list('Acceptance criteria', o.acceptanceCriteria),
+      el('p', {}, el('strong', {}, 'Deliverable: '), o.deliverable),
+      el('p', { class: 'links' }, sourceLink(o.briefUrl))))),
+    c.nextSteps.length ? [el('h2', {}, 'Next steps'), el('ol', {}, c.nextSteps.map((/** @type {string} */ s) => el('li', {}, s)))] : null,
+    el('p', { class: 'meta' }, 'The same catalog as JSON: ', el('a', { href: 'api/opportunities' }, 'api/opportunities'), '.'),
+  );
+  return { title: 'Starter catalog', node };
 }
