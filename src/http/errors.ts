@@ -44,6 +44,7 @@ export const ERROR_CODES = [
   'PUSH_NOTIFICATION_NOT_SUPPORTED',
   'VERSION_NOT_SUPPORTED',
   'CONTENT_TYPE_NOT_SUPPORTED',
+  'ORIGIN_NOT_ALLOWED',
 ] as const;
 
 /** A stable error code (schemas/ErrorCode.json). */

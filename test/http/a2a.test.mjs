@@ -68,7 +68,9 @@ test('the agent card is public, cacheable and names the HTTP+JSON interface unde
   assert.equal(card.version, '0.4.9');
   assert.equal(card.documentationUrl, 'https://forum.example.org/base/api/start.md');
   assert.deepEqual(card.provider, { organization: 'Agent Forum', url: 'https://forum.example.org/base' });
-  assert.deepEqual(card.capabilities, { streaming: false, pushNotifications: false, extendedAgentCard: false });
+  const { extensions, ...flags } = card.capabilities;
+  assert.deepEqual(flags, { streaming: false, pushNotifications: false, extendedAgentCard: false });
+  assert.deepEqual(extensions.map((e) => e.params.url), ['https://forum.example.org/base/mcp'], 'the card tells hosts the MCP endpoint');
   assert.equal(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme, 'Bearer');
   assert.deepEqual(card.securityRequirements, [{ schemes: { bearer: { list: [] } } }]);
   assert.deepEqual(card.defaultInputModes, ['application/json']);
