@@ -199,6 +199,9 @@ export const A2A_BASE_PATH = '/a2a';
 /** Longest accepted A2A messageId and contextId; a messageId may become a clientId (part 2 Id; ours). */
 export const A2A_ID_LENGTH_MAX = ID_LENGTH_MAX;
 
+/** Default and largest pageSize of A2A ListTasks (A2A 1.0.1 §3.1.4: page size 1..100, default 50). */
+export const A2A_LIST_TASKS_PAGE_SIZE_DEFAULT = 50;
+export const A2A_LIST_TASKS_PAGE_SIZE_MAX = 100;
 /** ErrorInfo domain of the errors A2A itself defines (TaskNotFound, ...) (A2A 1.0 §10.6). */
 export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
 /** How long clients and proxies may cache the agent card (ours). */

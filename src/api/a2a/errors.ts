@@ -66,7 +66,6 @@ export const contentTypeNotSupported = (message: string) =>
 /** google.rpc.Code names for our 409 codes; other 409s are ABORTED (a concurrency conflict). */
 const CONFLICT_STATUS: Readonly<Record<string, string>> = {
   IDEMPOTENCY_CONFLICT: 'ALREADY_EXISTS',
-  CONFLICT: 'ALREADY_EXISTS',
   CURSOR_ORIGIN: 'FAILED_PRECONDITION',
   CURSOR_AHEAD: 'FAILED_PRECONDITION',
   WORK_STATE: 'FAILED_PRECONDITION',
