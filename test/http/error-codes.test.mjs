@@ -137,7 +137,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   const envelope = (parts, extra = {}) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts, ...extra } });
   const statusPart = [{ data: { action: 'status' }, mediaType: 'application/json' }];
   saw(await h.request('GET', '/a2a/tasks/t1', { token: op.token, headers: V }), 'TASK_NOT_FOUND');
-  saw(await h.request('GET', '/a2a/tasks', { token: op.token, headers: V }), 'UNSUPPORTED_OPERATION');
+  saw(await h.request('GET', '/a2a/extendedAgentCard', { token: op.token, headers: V }), 'UNSUPPORTED_OPERATION');
   saw(await h.request('GET', '/a2a/tasks/t1/pushNotificationConfigs', { token: op.token, headers: V }), 'PUSH_NOTIFICATION_NOT_SUPPORTED');
   saw(await h.post('/a2a/message:send', envelope(statusPart), op.token), 'VERSION_NOT_SUPPORTED');
   saw(await h.post('/a2a/message:send', envelope([{ text: 'hello' }]), op.token, V), 'CONTENT_TYPE_NOT_SUPPORTED');
