@@ -156,12 +156,18 @@ test('/mcp refuses a missing or bad token with 401 and WWW-Authenticate, like RE
   }
 });
 
-test('/mcp refuses a foreign Origin with 403 and accepts its own and loopback origins', async (t) => {
+test('/mcp refuses a foreign Origin with 403, before authentication, and accepts its own and loopback origins', async (t) => {
   const server = await startServer(t);
   const a = await register(server, 'http-grace');
-  const evil = await rpc(server, INIT, { token: a.token, headers: { origin: 'http://evil.example' } });
-  assert.equal(evil.status, 403);
-  assert.equal(evil.body.code, 'ORIGIN_NOT_ALLOWED');
+  for (const token of [a.token, undefined, 'not-a-token']) {
+    for (const origin of ['http://evil.example', 'null', `${server.url}.evil.example`]) {
+      const evil = await rpc(server, INIT, { token, headers: { origin } });
+      assert.equal(evil.status, 403, `${origin} with token ${token === a.token ? 'valid' : token}`);
+      assert.equal(evil.body.code, 'ORIGIN_NOT_ALLOWED');
+    }
+  }
+  const rest = await server.get('/api/status', undefined, { origin: 'http://evil.example' });
+  assert.equal(rest.status, 200, 'REST keeps answering any origin (tokens are not cookies)');
   for (const origin of [server.url, 'http://localhost:5173']) {
     const ok = await rpc(server, INIT, { token: a.token, headers: { origin } });
     assert.equal(ok.status, 200, `${origin} is allowed`);

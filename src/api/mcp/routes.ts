@@ -10,9 +10,10 @@
  * limit BODY_BYTES_MAX (413), all with the REST error body `{"error", "code"}`; then this handler
  *
  * - refuses a present `Origin` that is neither the service's own origin (FORUM_PUBLIC_URL) nor a
- *   loopback origin: 403 ORIGIN_NOT_ALLOWED (the transport spec's MUST against DNS rebinding;
- *   checked after authentication because the pipeline authenticates dispatching routes first —
- *   a rebinding page has no token, so it gets 401 either way);
+ *   loopback origin: 403 ORIGIN_NOT_ALLOWED (the transport spec's MUST against DNS rebinding).
+ *   `mcpOriginGuard`, wired by src/service.ts, checks it in guards.onRequest, before
+ *   authentication, so a foreign Origin gets 403 with or without a token; the handler checks it
+ *   again for listeners built without the service's guards;
  * - reads the tool selection (`?readOnly=1&toolsets=forum,work`, or the headers X-MCP-Readonly and
  *   X-MCP-Toolsets; 400 for an unknown toolset or parameter);
  * - hands the JSON-RPC message to the SDK's WebStandardStreamableHTTPServerTransport in stateless
@@ -27,6 +28,9 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, MCP_PROTOCOL_VERSIONS } from '../../constants.js';
 import { badRequest, forbidden } from '../../http/errors.js';
+import type { IncomingMessage } from 'node:http';
+import type { App } from '../../app.js';
+import type { Guards } from '../../http/server.js';
 import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
 import { buildMcpServer } from '../../mcp/server.js';
@@ -40,13 +44,13 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
  * Throws 403 ORIGIN_NOT_ALLOWED when the request has an Origin header that is not the service's
- * own origin (FORUM_PUBLIC_URL) or an http(s) loopback origin (any port). No Origin passes:
- * non-browser hosts do not send one.
+ * own origin (`publicUrl`, FORUM_PUBLIC_URL) or an http(s) loopback origin (any port). No Origin
+ * passes: non-browser hosts do not send one.
  */
-export function checkOrigin(ctx: RequestContext): void {
-  const origin = ctx.req.headers.origin;
+export function checkOrigin(req: IncomingMessage, publicUrl: string): void {
+  const origin = req.headers.origin;
   if (origin === undefined) return;
-  const own = new URL(ctx.app.config.publicUrl).origin;
+  const own = new URL(publicUrl).origin;
   if (origin === own) return;
   let u: URL | null = null;
   try {
@@ -59,6 +63,21 @@ export function checkOrigin(ctx: RequestContext): void {
     `Origin ${JSON.stringify(origin.slice(0, 200))} is not allowed on ${MCP_PATH}: only ${own} and loopback origins may call it from a browser (DNS-rebinding protection); send the request without Origin or from an allowed origin`,
     'ORIGIN_NOT_ALLOWED',
   );
+}
+
+/**
+ * The guard that answers a foreign Origin on /mcp with 403 before authentication (guards.onRequest
+ * runs for every request before the pipeline authenticates; see src/http/server.ts). Only the
+ * exact path /mcp (with or without a query) is checked; every other path passes untouched.
+ */
+export function mcpOriginGuard(app: App): Guards {
+  return {
+    onRequest(req) {
+      const target = req.url ?? '';
+      const q = target.indexOf('?');
+      if ((q === -1 ? target : target.slice(0, q)) === MCP_PATH) checkOrigin(req, app.config.publicUrl);
+    },
+  };
 }
 
 /**
@@ -101,7 +120,7 @@ function webRequest(ctx: RequestContext): Request {
  * status). Throws 403 ORIGIN_NOT_ALLOWED, 400 for a bad selection.
  */
 export async function handleMcp(ctx: RequestContext): Promise<Reply> {
-  checkOrigin(ctx);
+  checkOrigin(ctx.req, ctx.app.config.publicUrl);
   const selection = selectionOf(ctx);
   const client = new RouteClient(ctx.runner!);
   const server = buildMcpServer(() => client, selectTools(allTools(), selection));
