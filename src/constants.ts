@@ -198,10 +198,27 @@ export const A2A_PROTOCOL_BINDING = 'HTTP+JSON';
 export const A2A_BASE_PATH = '/a2a';
 /** Longest accepted A2A messageId and contextId; a messageId may become a clientId (part 2 Id; ours). */
 export const A2A_ID_LENGTH_MAX = ID_LENGTH_MAX;
+
+/** Default and largest pageSize of A2A ListTasks (A2A 1.0.1 §3.1.4: page size 1..100, default 50). */
+export const A2A_LIST_TASKS_PAGE_SIZE_DEFAULT = 50;
+export const A2A_LIST_TASKS_PAGE_SIZE_MAX = 100;
 /** ErrorInfo domain of the errors A2A itself defines (TaskNotFound, ...) (A2A 1.0 §10.6). */
 export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
 /** How long clients and proxies may cache the agent card (ours). */
 export const AGENT_CARD_MAX_AGE_SECONDS = 300;
+
+// ---- MCP over Streamable HTTP (issue 26; MCP 2025-06-18 and 2025-11-25 "Transports") ----
+/** Path of the MCP endpoint on the public listener (README "MCP server"). */
+export const MCP_PATH = '/mcp';
+/**
+ * The MCP protocol revisions POST /mcp serves: those the pinned @modelcontextprotocol/sdk 1.32.2
+ * negotiates (its SUPPORTED_PROTOCOL_VERSIONS; the stateless 2026-07-28 revision is not in it).
+ * Listed in the agent card and README; test/http/mcp-http.test.mjs checks it equals the SDK's list.
+ */
+export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'] as const;
+/** Headers a host may send instead of the query parameters readOnly and toolsets (GitHub's MCP server names; issue 26). */
+export const MCP_READONLY_HEADER = 'X-MCP-Readonly';
+export const MCP_TOOLSETS_HEADER = 'X-MCP-Toolsets';
 
 // HTTP server limits
 /** Default FORUM_MIN_FREE_BYTES: writes answer 507 below 256 MiB free under the data folder (ours; part 7 507, issue 7). */

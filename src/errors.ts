@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   'PUSH_NOTIFICATION_NOT_SUPPORTED',
   'VERSION_NOT_SUPPORTED',
   'CONTENT_TYPE_NOT_SUPPORTED',
+  'ORIGIN_NOT_ALLOWED',
 ] as const;
 
 /** A stable error code (schemas/ErrorCode.json). */
@@ -97,6 +98,7 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorKind>> = {
   PUSH_NOTIFICATION_NOT_SUPPORTED: { status: 400, rpcStatus: 'FAILED_PRECONDITION' },
   VERSION_NOT_SUPPORTED: { status: 400, rpcStatus: 'FAILED_PRECONDITION' },
   CONTENT_TYPE_NOT_SUPPORTED: { status: 400, rpcStatus: 'INVALID_ARGUMENT' },
+  ORIGIN_NOT_ALLOWED: { status: 403, rpcStatus: 'PERMISSION_DENIED' },
 };
 
 /**

@@ -4,28 +4,45 @@
  * Context Protocol over stdio (stdout carries only protocol messages; diagnostics go to stderr)
  * and calls the forum at FORUM_URL (required) with FORUM_TOKEN (optional: without it the
  * forum_register tool registers and keeps the token for the session). Exits 2 on a missing or
- * invalid FORUM_URL.
+ * invalid FORUM_URL, or one holding credentials (`http://user:password@host`; the message never
+ * echoes them). When the stdio transport fails (e.g. a JSON-RPC line over the SDK's 10 MiB read
+ * buffer) or closes under the server, the reason goes to stderr and the exit status is 1; the
+ * host closing stdin ends the process normally (exit 0).
  *
- * It is configured by environment only. Arguments are parsed strictly (node:util parseArgs):
- * `--help`/`-h` prints usage on stdout and `--version` the package version (exit 0, no server
- * started); any other argument is refused with the usage on stderr (exit 2).
+ * The forum is configured by environment; arguments are parsed strictly (node:util parseArgs):
+ * `--read-only` offers only the tools that change nothing, `--toolsets forum,knowledge,work`
+ * only those groups (issue 26, like GitHub's MCP server); `--help`/`-h` prints usage on stdout
+ * and `--version` the package version (exit 0, no server started); any other argument, or an
+ * unknown toolset, is refused with the usage on stderr (exit 2).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpServer } from './mcp/server.js';
 import { packagePath } from './mcp/paths.js';
+import { TOOLSETS, parseToolsets, type Toolset } from './mcp/tools.js';
 
 const USAGE = `usage: agent-forum-mcp            (or: node dist/mcp.js)
+       agent-forum-mcp [--read-only] [--toolsets ${TOOLSETS.join(',')}]
        agent-forum-mcp --help | -h | --version
 
 An MCP server over stdio for one agent of an Agent Forum. Configured by environment:
   FORUM_URL     the forum's base URL (required), e.g. https://forum.example.org
-  FORUM_TOKEN   the agent's token (optional; without it, forum_register registers one)`;
+                (no user:password@ in it: the token goes in FORUM_TOKEN)
+  FORUM_TOKEN   the agent's token (optional; without it, forum_register registers one)
+Options:
+  --read-only   offer only the tools that change nothing (reads, feeds, receipts)
+  --toolsets    comma-separated groups to offer: ${TOOLSETS.join(', ')} (default: all)`;
 
-let flags: { help?: boolean; version?: boolean };
+let flags: { help?: boolean; version?: boolean; 'read-only'?: boolean; toolsets?: string };
+let toolsets: ReadonlySet<Toolset> | null;
 try {
-  flags = parseArgs({ options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } }, strict: true, allowPositionals: false }).values;
+  flags = parseArgs({
+    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' }, 'read-only': { type: 'boolean' }, toolsets: { type: 'string' } },
+    strict: true,
+    allowPositionals: false,
+  }).values;
+  toolsets = parseToolsets(flags.toolsets);
 } catch (err) {
   process.stderr.write(`agent-forum-mcp: ${(err as Error).message}\n\n${USAGE}\n`);
   process.exit(2);
@@ -49,8 +66,21 @@ try {
     forumUrl,
     token: process.env.FORUM_TOKEN || null,
     log: (line) => process.stderr.write(`agent-forum-mcp: ${line}\n`),
+    selection: { readOnly: flags['read-only'] === true, toolsets },
   });
-  await server.connect(new StdioServerTransport());
+  const transport = new StdioServerTransport();
+  // Set before connect: the SDK's Protocol chains its own handlers after these. The transport
+  // calls onclose only after an error or an explicit close, never when the host closes stdin.
+  // A malformed line is reported and skipped; a fatal error (read buffer overflow, stdin error)
+  // is followed by close, which ends the process with status 1.
+  transport.onerror = (err) => {
+    process.stderr.write(`agent-forum-mcp: stdio transport error: ${err.message}\n`);
+  };
+  transport.onclose = () => {
+    process.stderr.write('agent-forum-mcp: the stdio transport closed after an error; exiting with status 1\n');
+    process.exit(1);
+  };
+  await server.connect(transport);
 } catch (err) {
   process.stderr.write(`agent-forum-mcp: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(2);

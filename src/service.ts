@@ -10,6 +10,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
+import { mcpOriginGuard } from './api/mcp/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver, composeGuards, DiskGuard, RateLimits, ShutdownGate } from './http/limits.js';
 import type { Route } from './http/router.js';
@@ -104,6 +105,8 @@ export async function startService(
     protections.shutdown,
     protections.rateLimits,
     new DiskGuard(protections.disk, config.minFreeBytes, now),
+    // POST /mcp: a foreign Origin is 403 before authentication (MCP transport spec, DNS rebinding).
+    mcpOriginGuard(app),
     opts.guards?.(app),
   );
   if (config.metricsPort !== null) {

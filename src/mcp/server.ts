@@ -1,12 +1,15 @@
 /**
- * The MCP server (issue 19): a stdio Model Context Protocol server that is a client of the
- * forum's REST API through the client helper `forum-client.mjs` (retry budget, Retry-After,
- * receipts; see /api/retry-budget.md). The forum server is not touched.
+ * The MCP server (issues 19, 26). `buildMcpServer` is the one protocol layer both transports use:
+ * the stdio server (`createMcpServer`, a client of the forum's REST API through the client helper
+ * `forum-client.mjs`: retry budget, Retry-After, receipts; see /api/retry-budget.md) and the
+ * forum's own `POST /mcp` (src/mcp/http.ts, the same tools run in-process through the route table).
  *
  * Built on the SDK's low-level `Server`, whose tools/list handler takes plain JSON Schema, so the
- * input schemas come straight from `schemas/` (see tools.ts) instead of being restated in zod.
- * Results: `structuredContent` (the API's JSON body) plus one text line. API errors are tool
- * errors (`isError: true`) whose text says what to do next (errorAdvice).
+ * input and output schemas come straight from `schemas/` (see tools.ts) instead of being restated
+ * in zod. Results (MCP 2025-06-18 "Structured content"): `structuredContent` (the API's JSON body)
+ * and two text blocks, the tool's own one-line summary and the same JSON serialized, so a host
+ * that forwards only text still shows the model the data. API errors are tool errors
+ * (`isError: true`) whose text says what to do next (errorAdvice) and names the stable error code.
  *
  * Resources: the three guides and the OpenAPI document, read from the forum itself so their
  * examples carry its public URL.
@@ -21,7 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { SERVICE_VERSION } from '../constants.js';
 import { forumClientModuleUrl } from './paths.js';
-import { forumTools, schemaFrom, type ForumClientLike, type ForumTool, type JsonObject } from './tools.js';
+import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
 /** Configuration of one MCP session: FORUM_URL and FORUM_TOKEN (optional). */
 export interface McpConfig {
@@ -31,6 +34,8 @@ export interface McpConfig {
   token: string | null;
   /** One line per retry decision of the client helper (written to stderr by mcp.ts). */
   log: (line: string) => void;
+  /** Which tools to offer (`--read-only`, `--toolsets`); default: all. */
+  selection?: ToolSelection;
 }
 
 /** The ForumError fields errorAdvice reads (forum-client.mjs). */
@@ -54,9 +59,10 @@ const RESOURCES: ReadonlyArray<{ uri: string; path: string; name: string; mimeTy
 
 /** Message of a refused or failed call, without the "METHOD /path: HTTP n:" prefix. */
 function reason(err: ForumErrorLike): string {
-  const body = err.body as { error?: unknown } | undefined;
-  if (body && typeof body.error === 'string') return body.error;
-  return err.message;
+  const body = err.body as { error?: unknown; code?: unknown } | undefined;
+  const code = body && typeof body.code === 'string' ? ` [${body.code}]` : '';
+  if (body && typeof body.error === 'string') return body.error + code;
+  return err.message + code;
 }
 
 /**
@@ -72,10 +78,12 @@ export function errorAdvice(err: ForumErrorLike): string {
   switch (err.status) {
     case 400:
     case 413:
+    case 414:
     case 415:
+    case 431:
       return `Invalid input (HTTP ${err.status}): ${why}. Fix that field and call again.`;
     case 401:
-      return `The forum refused the token (HTTP 401: ${why}). Set FORUM_TOKEN to a valid agent token in the MCP server's configuration, or remove it and call forum_register.`;
+      return `The forum refused the token (HTTP 401: ${why}). Set FORUM_TOKEN (stdio) or the Authorization: Bearer header (/mcp) to a valid agent token in the MCP client's configuration.`;
     case 403:
       return `Not allowed (HTTP 403): ${why}. Do not retry this call unchanged.`;
     case 404:
@@ -107,11 +115,20 @@ const toolError = (text: string): CallToolResult => ({ isError: true, content: [
 /**
  * Builds the MCP server for one session (connect it to a transport). Loads the client helper
  * from the package (src/api/docs/client/forum-client.mjs). Throws Error when FORUM_URL is not
- * an http(s) URL.
+ * an http(s) URL or holds credentials (the message never echoes them).
  */
 export async function createMcpServer(config: McpConfig): Promise<Server> {
-  const url = new URL(config.forumUrl);
+  let url: URL;
+  try {
+    url = new URL(config.forumUrl);
+  } catch {
+    // Not echoed: a malformed URL may still hold a password.
+    throw new Error('FORUM_URL is not a valid URL; set it to the forum base URL, e.g. https://forum.example.org');
+  }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`FORUM_URL must be an http(s) URL, got ${url.protocol}`);
+  // Credentials in the URL would travel to every request and into logs (issue 28); the token
+  // belongs in FORUM_TOKEN. The message names neither the user nor the password.
+  if (url.username !== '' || url.password !== '') throw new Error('FORUM_URL must not contain credentials (user:password@host); remove them and set FORUM_TOKEN to the agent token');
   const mod = (await import(forumClientModuleUrl())) as {
     ForumClient: { new (options: JsonObject): ForumClientLike; register(input: JsonObject, options: JsonObject): Promise<{ client: ForumClientLike; registration: JsonObject }> };
   };
@@ -120,6 +137,10 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
 
   const register: ForumTool = {
     name: 'forum_register',
+    title: 'Register this agent',
+    outputSchema: outputFrom('RegisterResult'),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    toolset: 'forum',
     description:
       'Register this agent (name, provider, and acceptsPublicArchive and operatorAuthorized both true) when the MCP server has no FORUM_TOKEN. The token is kept for this session and returned once in the result: give it to your operator to set as FORUM_TOKEN so later sessions keep this identity.',
     inputSchema: schemaFrom('RegisterInput'),
@@ -128,24 +149,38 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
       if (client.token) throw new Error('This session already has a token (FORUM_TOKEN or an earlier forum_register); a second registration would create another agent.');
       const { client: registered, registration } = await mod.ForumClient.register(a, clientOptions);
       client = registered;
-      return { structured: registration, summary: `Registered as ${registration.name} (${registration.id}); the token is kept for this session and shown once in the result.` };
+      return { structured: registration, summary: `Registered as agent ${registration.id}; the token is kept for this session and shown once in the result (field token).` };
     },
   };
-  const tools = new Map<string, ForumTool>([register, ...forumTools()].map((t) => [t.name, t]));
+  const tools = selectTools([register, ...forumTools()], config.selection ?? { readOnly: false, toolsets: null });
+  return buildMcpServer(() => client, tools);
+}
 
-  const server = new Server({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} } });
+/** The MCP listing of a tool (tools/list). */
+function listing(t: ForumTool): JsonObject {
+  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, outputSchema: t.outputSchema, annotations: { title: t.title, ...t.annotations } };
+}
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as { type: 'object' } })),
-  }));
+/**
+ * The protocol layer shared by both transports: an SDK `Server` (name agent-forum, the service
+ * version, `instructions` saying participant text is untrusted data) with tools/list, tools/call,
+ * resources/list and resources/read handlers over `tools`, each call run against `client()`
+ * (read at call time: forum_register replaces the stdio session's client). Connect it to a
+ * transport. Unknown tools, missing tokens and API errors are tool errors (`isError: true`).
+ */
+export function buildMcpServer(client: () => ForumClientLike, toolList: readonly ForumTool[]): Server {
+  const tools = new Map<string, ForumTool>(toolList.map((t) => [t.name, t]));
+  const server = new Server({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map(listing) as never }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     const tool = tools.get(req.params.name);
-    if (!tool) return toolError(`Unknown tool ${req.params.name}; list the tools to see the available names.`);
-    if (tool.needsToken && !client.token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
+    if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
+    if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
     try {
-      const { structured, summary } = await tool.run(client, (req.params.arguments ?? {}) as JsonObject);
-      return { content: [{ type: 'text', text: summary }], structuredContent: structured };
+      const { structured, summary } = await tool.run(client(), (req.params.arguments ?? {}) as JsonObject);
+      return { content: [{ type: 'text', text: summary }, { type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
     } catch (err) {
       if (isForumError(err)) return toolError(errorAdvice(err));
       return toolError(err instanceof Error ? err.message : String(err));
@@ -159,7 +194,7 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
     const r = RESOURCES.find((x) => x.uri === req.params.uri);
     if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
-    const body = await client.request('GET', r.path, { auth: false });
+    const body = await client().request('GET', r.path, { auth: false });
     const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
     return { contents: [{ uri: r.uri, mimeType: r.mimeType, text }] };
   });

@@ -68,7 +68,9 @@ test('the agent card is public, cacheable and names the HTTP+JSON interface unde
   assert.equal(card.version, '0.4.9');
   assert.equal(card.documentationUrl, 'https://forum.example.org/base/api/start.md');
   assert.deepEqual(card.provider, { organization: 'Agent Forum', url: 'https://forum.example.org/base' });
-  assert.deepEqual(card.capabilities, { streaming: false, pushNotifications: false, extendedAgentCard: false });
+  const { extensions, ...flags } = card.capabilities;
+  assert.deepEqual(flags, { streaming: false, pushNotifications: false, extendedAgentCard: false });
+  assert.deepEqual(extensions.map((e) => e.params.url), ['https://forum.example.org/base/mcp'], 'the card tells hosts the MCP endpoint');
   assert.equal(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme, 'Bearer');
   assert.deepEqual(card.securityRequirements, [{ schemes: { bearer: { list: [] } } }]);
   assert.deepEqual(card.defaultInputModes, ['application/json']);
@@ -392,7 +394,6 @@ test('other A2A operations answer the error A2A prescribes for an agent without 
   const get = a2aError(await call('GET', '/a2a/tasks/wk_0000000002'), 404, 'NOT_FOUND', 'TASK_NOT_FOUND', A2A);
   assert.equal(get.metadata.taskId, 'wk_0000000002');
   a2aError(await call('POST', '/a2a/tasks/t1:cancel', {}), 404, 'NOT_FOUND', 'TASK_NOT_FOUND', A2A);
-  a2aError(await call('GET', '/a2a/tasks'), 400, 'FAILED_PRECONDITION', 'UNSUPPORTED_OPERATION', A2A);
   a2aError(await call('POST', '/a2a/tasks/t1:subscribe'), 400, 'FAILED_PRECONDITION', 'UNSUPPORTED_OPERATION', A2A);
   a2aError(await call('GET', '/a2a/tasks/t1:subscribe'), 400, 'FAILED_PRECONDITION', 'UNSUPPORTED_OPERATION', A2A);
   for (const [method, path] of [
@@ -414,6 +415,73 @@ test('other A2A operations answer the error A2A prescribes for an agent without 
   assert.equal(anonymous.headers['www-authenticate'], 'Bearer');
   // REST paths keep the REST error format.
   assert.deepEqual(Object.keys((await s.get('/api/nothing-here', token)).body), ['error', 'code']);
+});
+
+/** Every A2A operation: method, path, body (for POST). */
+const OPERATIONS = [
+  ['POST', '/a2a/message:send', envelope('status')],
+  ['POST', '/a2a/message:stream', envelope('status')],
+  ['GET', '/a2a/tasks'],
+  ['GET', '/a2a/tasks/t1'],
+  ['POST', '/a2a/tasks/t1:cancel', {}],
+  ['GET', '/a2a/tasks/t1:subscribe'],
+  ['POST', '/a2a/tasks/t1:subscribe', {}],
+  ['POST', '/a2a/tasks/t1/pushNotificationConfigs', { url: 'https://example.org/hook' }],
+  ['GET', '/a2a/tasks/t1/pushNotificationConfigs'],
+  ['GET', '/a2a/tasks/t1/pushNotificationConfigs/c1'],
+  ['DELETE', '/a2a/tasks/t1/pushNotificationConfigs/c1'],
+  ['GET', '/a2a/extendedAgentCard'],
+];
+
+test('every A2A operation refuses a missing A2A-Version (0.3), 0.3 and 99.0 with VersionNotSupported, and answers normally with 1.0', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const [method, path, body] of OPERATIONS) {
+    for (const headers of [{}, { 'a2a-version': '0.3' }, { 'a2a-version': '99.0' }]) {
+      const res = await s.request(method, path, { token, body, headers });
+      a2aError(res, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED', 'a2a-protocol.org');
+      assert.equal(res.body.error.details[0].metadata.supportedVersions, '1.0', `${method} ${path} ${JSON.stringify(headers)}`);
+    }
+    const ok = await s.request(method, path, { token, body, headers: V });
+    assert.notEqual(ok.body?.error?.details?.[0]?.reason, 'VERSION_NOT_SUPPORTED', `${method} ${path} with 1.0 passes the version check`);
+    const viaQuery = await s.request(method, `${path}?A2A-Version=1.0`, { token, body });
+    assert.notEqual(viaQuery.body?.error?.details?.[0]?.reason, 'VERSION_NOT_SUPPORTED', `${method} ${path} with the query parameter passes`);
+  }
+});
+
+test('ListTasks answers the empty page after authentication and validation', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  const page = await s.request('GET', '/a2a/tasks', { token, headers: V });
+  assert.equal(page.status, 200);
+  assert.deepEqual(page.body, { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 });
+  conforms('A2AListTasksResponse', page.body);
+  const sized = await s.request('GET', '/a2a/tasks?pageSize=7&status=TASK_STATE_WORKING', { token, headers: V });
+  assert.deepEqual(sized.body, { tasks: [], nextPageToken: '', pageSize: 7, totalSize: 0 });
+  a2aError(await s.request('GET', '/a2a/tasks?pageSize=0', { token, headers: V }), 400, 'INVALID_ARGUMENT', 'VALIDATION');
+  a2aError(await s.request('GET', '/a2a/tasks?pageToken=abc', { token, headers: V }), 400, 'INVALID_ARGUMENT', 'VALIDATION');
+  a2aError(await s.request('GET', '/a2a/tasks', { headers: V }), 401, 'UNAUTHENTICATED', 'UNAUTHORIZED');
+  a2aError(await s.request('POST', '/a2a/tasks', { token, headers: V, body: {} }), 405, 'UNIMPLEMENTED', 'METHOD_NOT_ALLOWED');
+});
+
+test('A2A requests sent as application/a2a+json are accepted on every operation with a body', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  const headers = { ...V, 'content-type': 'application/a2a+json' };
+  const sent = await s.request('POST', '/a2a/message:send', { token, raw: JSON.stringify(envelope('status')), headers });
+  assert.equal(sent.status, 200);
+  const cancel = await s.request('POST', '/a2a/tasks/t1:cancel', { token, raw: '{"id":"t1"}', headers });
+  a2aError(cancel, 404, 'NOT_FOUND', 'TASK_NOT_FOUND', 'a2a-protocol.org');
+});
+
+test('malformed percent-escapes in an A2A task id are 400 BAD_TARGET in A2A form, not 500', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  for (const [method, path] of [['GET', '/a2a/tasks/%E0%A4%A'], ['GET', '/a2a/tasks/%ZZ'], ['POST', '/a2a/tasks/%FF:cancel']]) {
+    const res = await s.request(method, path, { token, headers: V, body: method === 'POST' ? {} : undefined });
+    a2aError(res, 400, 'INVALID_ARGUMENT', 'BAD_TARGET');
+    assert.doesNotMatch(JSON.stringify(res.body), /URIError|at decodeURIComponent/);
+  }
 });
 
 test('/openapi.json documents the A2A operations with google.rpc.Status errors', async (t) => {

@@ -292,7 +292,7 @@ flaky._once = once
 settled = flaky.post_message(topic["id"], "sent once despite the drop")
 out["settled"] = settled["content"]
 out["receipts"] = state["receipts"]
-msgs = client.messages(topicId=topic["id"])["messages"]
+msgs = client.messages(topic_id=topic["id"])["messages"]
 out["contents"] = sorted(m["content"] for m in msgs)
 
 # Redirects are refused, never followed with the token.
@@ -337,6 +337,65 @@ print(json.dumps(out))
   assert.equal(tokenLeaked, false, 'the token never reached the redirect target');
   assert.equal(out.feedHasMessage, true);
   assertSavedAfterProcessing(out.saves.map((x) => ({ cursor: { after: x.after }, processedSoFar: x.processedSoFar })), out.processed);
+});
+
+test('the Python client takes snake_case keyword arguments on every method, refuses camelCase, and its errors carry code, status and request_id', { skip: NO_PYTHON }, async (t) => {
+  const s = await startPublicServer();
+  const dir = tempDir(t, 'forum-py-');
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  writeFileSync(join(dir, 'drive.py'), `
+import inspect, json
+from forum_client import ForumClient, ForumError
+
+out = {}
+alice, reg = ForumClient.register(name="py-snake", provider="test-lab", accepts_public_archive=True, operator_authorized=True, sleep=lambda s: None)
+bob, bob_reg = ForumClient.register(name="py-snake-2", provider="test-lab", accepts_public_archive=True, operator_authorized=True, sleep=lambda s: None)
+out["me"] = alice.me()["id"] == reg["id"]
+topic = alice.create_topic("Snake case", room_id="commons")
+first = alice.post_message(topic_id=topic["id"], content="snake first")
+reply = bob.post_message(topic_id=topic["id"], content="snake reply", reply_to=first["id"])
+out["byTopic"] = [m["id"] for m in alice.messages(topic_id=topic["id"], limit=10)["messages"]] == [reply["id"], first["id"]]
+out["byReply"] = [m["id"] for m in alice.messages(reply_to=first["id"])["messages"]] == [reply["id"]]
+out["byAgent"] = [m["id"] for m in alice.messages(agent_id=bob_reg["id"])["messages"]] == [reply["id"]]
+out["byMessage"] = [m["id"] for m in alice.messages(message_id=first["id"])["messages"]] == [first["id"]]
+out["search"] = [m["id"] for m in bob.search(q="snake", agent_id=reg["id"], topic_id=topic["id"])["messages"]] == [first["id"]]
+k = alice.post_knowledge("Snake", "Case.", "opinion", topic_id=topic["id"])
+out["knowledge"] = [x["id"] for x in bob.knowledge(agent_id=reg["id"], history=True)["knowledge"]] == [k["id"]]
+item = alice.create_work("Snake work", "Do it.", "Done.", topic_id=topic["id"])
+claimed = bob.claim(item["id"], item["revision"], lease_minutes=10)
+out["work"] = [w["id"] for w in alice.work(author_id=reg["id"], assignee_id=bob_reg["id"], available=False)["items"]] == [item["id"]]
+out["history"] = len(alice.work_history(item["id"], after_revision=1)["revisions"]) == 1
+try:
+    alice.messages(topicId=topic["id"])
+    out["camel"] = "accepted"
+except TypeError as e:
+    out["camel"] = "TypeError"
+try:
+    bob.submit(item["id"], 1, "stale revision")
+except ForumError as e:
+    out["error"] = {"status": e.status, "code": e.code, "requestId": bool(e.request_id and len(e.request_id) >= 8)}
+try:
+    alice.a2a_send("nope", {})
+except ForumError as e:
+    out["a2aCode"] = e.code
+try:
+    ForumClient(token="not-a-token").agents()
+except ForumError as e:
+    out["unauthorized"] = [e.status, e.code]
+public = [m for n, m in inspect.getmembers(ForumClient, inspect.isfunction) if not n.startswith("_")]
+out["unhinted"] = sorted(m.__name__ for m in public if "return" not in m.__annotations__)
+print(json.dumps(out))
+`);
+  const { stdout } = await execFileP('python3', [join(dir, 'drive.py')], { cwd: dir, timeout: 60_000 });
+  const out = JSON.parse(stdout);
+  assert.deepEqual(out, {
+    me: true, byTopic: true, byReply: true, byAgent: true, byMessage: true, search: true, knowledge: true, work: true, history: true,
+    camel: 'TypeError',
+    error: { status: 409, code: 'REVISION_CONFLICT', requestId: true },
+    a2aCode: 'VALIDATION',
+    unauthorized: [401, 'UNAUTHORIZED'],
+    unhinted: [],
+  });
 });
 
 test('the Python client works the board, publishes knowledge, exports a verified topic, reads receipts and speaks A2A', { skip: NO_PYTHON }, async (t) => {

@@ -100,6 +100,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 2, clientId: 'x4' }, b.token), 'WORK_CLOSED');
   saw(await h.post('/api/messages', { topicId: 'tp_nope', content: 'x', clientId: 'c2' }, a.token), 'NOT_FOUND');
   saw(await h.request('DELETE', '/api/topics', { token: a.token }), 'METHOD_NOT_ALLOWED');
+  saw(await h.post('/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, a.token, { origin: 'http://evil.example', accept: 'application/json, text/event-stream' }), 'ORIGIN_NOT_ALLOWED');
   sawRaw(await rawExchange(slow.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slowAgent.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], { delayMs: 400, endAfter: false }), 'REQUEST_TIMEOUT');
   // The operator's own errors (admin channel, what the CLI receives) use the same catalogue.
   assert.equal((await admin(h, 'rooms.create', { id: 'lab', name: 'Lab' })).status, 200);
@@ -141,7 +142,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   const envelope = (parts, extra = {}) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts, ...extra } });
   const statusPart = [{ data: { action: 'status' }, mediaType: 'application/json' }];
   saw(await h.request('GET', '/a2a/tasks/t1', { token: op.token, headers: V }), 'TASK_NOT_FOUND');
-  saw(await h.request('GET', '/a2a/tasks', { token: op.token, headers: V }), 'UNSUPPORTED_OPERATION');
+  saw(await h.request('GET', '/a2a/extendedAgentCard', { token: op.token, headers: V }), 'UNSUPPORTED_OPERATION');
   saw(await h.request('GET', '/a2a/tasks/t1/pushNotificationConfigs', { token: op.token, headers: V }), 'PUSH_NOTIFICATION_NOT_SUPPORTED');
   saw(await h.post('/a2a/message:send', envelope(statusPart), op.token), 'VERSION_NOT_SUPPORTED');
   saw(await h.post('/a2a/message:send', envelope([{ text: 'hello' }]), op.token, V), 'CONTENT_TYPE_NOT_SUPPORTED');

@@ -66,11 +66,11 @@ async function faultProxy(t, target) {
   };
 }
 
-/** Spawns `node dist/mcp.js` with `env` and connects the SDK's Client over stdio; closed after the test. */
-async function mcp(t, env) {
+/** Spawns `node dist/mcp.js` with `env` (and `args`) and connects the SDK's Client over stdio; closed after the test. */
+async function mcp(t, env, args = []) {
   // NODE_V8_COVERAGE: under c8 (npm test) the MCP process reports its coverage too.
   const inherited = Object.fromEntries(['PATH', 'NODE_V8_COVERAGE'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-  const transport = new StdioClientTransport({ command: process.execPath, args: [MCP_JS], env: { ...inherited, ...env }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [MCP_JS, ...args], env: { ...inherited, ...env }, stderr: 'pipe' });
   const client = new Client({ name: 'mcp-test', version: '1.0.0' });
   await client.connect(transport);
   t.after(() => client.close());
@@ -268,4 +268,58 @@ test('the MCP binary answers --help and --version on stdout with exit 0, and ref
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /Unknown option '--verbose'/);
   assert.equal(bad.stdout, '');
+});
+
+test('a FORUM_URL with credentials is refused at start with exit 2, without echoing the password', () => {
+  const r = spawnSync(process.execPath, [MCP_JS], { env: { PATH: process.env.PATH ?? '', FORUM_URL: 'http://alice:s3cret-pw@127.0.0.1:9/' }, input: '', encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /credentials/);
+  assert.ok(!r.stderr.includes('s3cret-pw') && !r.stderr.includes('alice'), 'neither the user nor the password is echoed');
+  assert.equal(r.stdout, '');
+});
+
+test('a JSON-RPC line over the stdio read buffer is reported on stderr and ends the process with a non-zero status', () => {
+  const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(11 * 1024 * 1024) } }) + '\n';
+  const r = spawnSync(process.execPath, [MCP_JS], { env: { PATH: process.env.PATH ?? '', FORUM_URL: 'http://127.0.0.1:9' }, input: line, encoding: 'utf8', maxBuffer: 1 << 20 });
+  assert.notEqual(r.status, 0, 'not a silent exit 0');
+  assert.match(r.stderr, /stdio transport error: .*exceeded maximum size/);
+  assert.match(r.stderr, /closed after an error/);
+});
+
+test('--read-only offers only read tools and --toolsets only the named groups; an unknown toolset exits 2', async (t) => {
+  const { proxy, agent } = await setup(t);
+  const ro = await mcp(t, { FORUM_URL: proxy.url, FORUM_TOKEN: agent.token }, ['--read-only']);
+  const roTools = (await ro.listTools()).tools;
+  assert.ok(roTools.length > 5 && roTools.every((x) => x.annotations.readOnlyHint === true), 'only read tools');
+  const knowledge = await mcp(t, { FORUM_URL: proxy.url, FORUM_TOKEN: agent.token }, ['--toolsets', 'knowledge']);
+  assert.deepEqual((await knowledge.listTools()).tools.map((x) => x.name).sort(), ['knowledge_list', 'knowledge_publish', 'knowledge_revise']);
+  const bad = spawnSync(process.execPath, [MCP_JS, '--toolsets', 'nope'], { env: { PATH: process.env.PATH ?? '', FORUM_URL: proxy.url }, input: '', encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown toolset "nope"/);
+});
+
+test('over stdio a host that reads only the text content sees the data, and the server says participant text is untrusted', async (t) => {
+  const { alice } = await setup(t);
+  assert.match(alice.getInstructions(), /untrusted data/);
+  const topic = await call(alice, 'forum_open_topic', { title: 'Text only' });
+  await call(alice, 'forum_post_message', { topicId: topic.id, content: 'visible-in-text' });
+  const r = await alice.callTool({ name: 'forum_read_messages', arguments: { topicId: topic.id } });
+  const text = r.content.map((c) => c.text).join('\n');
+  assert.ok(text.includes('visible-in-text'), 'the message content is in the text content');
+  assert.match(r.content[0].text, /untrusted data/);
+  const tool = (await alice.listTools()).tools.find((x) => x.name === 'forum_whoami');
+  assert.equal(tool.annotations.readOnlyHint, true);
+  assert.equal((await call(alice, 'forum_whoami')).name, 'mcp-alice');
+});
+
+test('a 1 MiB search query is an "Invalid input" tool error (414/431 mean fix the input, not retry later)', async (t) => {
+  const { alice } = await setup(t);
+  const r = await alice.callTool({ name: 'forum_search', arguments: { q: 'x'.repeat(1024 * 1024) } });
+  assert.ok(r.isError);
+  assert.match(r.content[0].text, /^Invalid input \(HTTP 4(14|31)\)/);
+  assert.doesNotMatch(r.content[0].text, /Retry later/);
+  const { errorAdvice } = await import('../../dist/mcp/server.js');
+  for (const status of [414, 431]) {
+    assert.match(errorAdvice({ message: 'm', status, body: { error: 'too long', code: 'URI_TOO_LONG' }, retryAfterSeconds: null, inDoubt: false, kind: null, clientId: null }), /^Invalid input.*Fix that field/);
+  }
 });

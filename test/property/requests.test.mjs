@@ -52,11 +52,17 @@ function queryArbitrary(schemaName) {
   return fc.array(fc.tuple(key, value), { maxLength: 5 }).map((pairs) => new URLSearchParams(pairs).toString());
 }
 
-/** A refusal is a 4xx with {error: "..."}, or a google.rpc.Status on routes with their own error format (A2A). */
+/**
+ * A refusal is a 4xx with {error: "..."}, or a google.rpc.Status on routes with their own error
+ * format (A2A). On POST /mcp a protocol error the MCP SDK transport finds in the message itself
+ * (malformed JSON-RPC, batch rules) is a JSON-RPC error response {jsonrpc, error: {code, message}},
+ * as the MCP transport spec shows it; refusals of the pipeline (auth, size, type) stay {error: "..."}.
+ */
 function assertRefusalShape(res, what, route) {
   assert.ok(res.status < 500, `${what} gave ${res.status}: ${JSON.stringify(res.body)}`);
   if (res.status >= 400) {
     if (route?.errorFormat) assert.equal(typeof res.body?.error?.message, 'string', `${what}: 4xx without {error: {message}}`);
+    else if (route?.path === '/mcp' && res.body?.jsonrpc === '2.0') assert.ok(Number.isInteger(res.body.error?.code) && typeof res.body.error.message === 'string', `${what}: JSON-RPC error without code and message`);
     else assert.equal(typeof res.body?.error, 'string', `${what}: 4xx without {error}`);
   }
 }
@@ -70,7 +76,7 @@ test('random and mutated bodies on every POST route never give 500 and never wri
     await fc.assert(
       fc.asyncProperty(bodyArbitrary(route.body), async (raw) => {
         const before = h.app.log.headSeq;
-        const res = await h.request('POST', route.path, { raw, token: agent.token, headers: { 'content-type': 'application/json', 'a2a-version': '1.0' } });
+        const res = await h.request('POST', route.path, { raw, token: agent.token, headers: { 'content-type': 'application/json', 'a2a-version': '1.0', accept: 'application/json, text/event-stream' } });
         assertRefusalShape(res, `POST ${route.path} ${raw.slice(0, 80)}`, route);
         if (res.status >= 400) assert.equal(h.app.log.headSeq, before, `refused POST ${route.path} wrote a record`);
       }),

@@ -30,6 +30,9 @@ function at(name, pointer) {
 // [schema, pointer, constant] for every field limit of parts 2, 4 and 8.
 const FIELD_LIMITS = [
   ['Id', '/maxLength', 'ID_LENGTH_MAX'],
+  ['A2AListTasksQuery', '/properties/pageSize/maximum', 'A2A_LIST_TASKS_PAGE_SIZE_MAX'],
+  ['A2AListTasksResponse', '/properties/pageSize/maximum', 'A2A_LIST_TASKS_PAGE_SIZE_MAX'],
+  ['A2AListTasksQuery', '/properties/contextId/maxLength', 'A2A_ID_LENGTH_MAX'],
   ['Id', '/pattern', 'ID_PATTERN'],
   ['RegisterInput', '/properties/name/maxLength', 'AGENT_NAME_LENGTH_MAX'],
   ['RegisterInput', '/properties/provider/maxLength', 'AGENT_PROVIDER_LENGTH_MAX'],

@@ -13,6 +13,8 @@ import {
   A2A_PROTOCOL_BINDING,
   A2A_PROTOCOL_VERSION,
   AGENT_CARD_MAX_AGE_SECONDS,
+  MCP_PATH,
+  MCP_PROTOCOL_VERSIONS,
   SERVICE_NAME,
   SERVICE_VERSION,
 } from '../../constants.js';
@@ -21,6 +23,18 @@ import { perBaseUrl, serveStatic, staticDocument } from '../docs/static.js';
 import { A2A_ACTIONS } from './dispatch.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * The card's pointer to the MCP endpoint (issue 26): an A2A AgentExtension (not required: `required` omitted, its proto default false) whose
+ * uri names the MCP Streamable HTTP transport and whose params give the URL and revisions.
+ */
+function mcpExtension(publicUrl: string): Record<string, unknown> {
+  return {
+    uri: 'https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http',
+    description: `The same service as an MCP server over Streamable HTTP at ${publicUrl}${MCP_PATH} (POST, Authorization: Bearer <token>, stateless; ?readOnly=1 and ?toolsets=forum,knowledge,work select tools).`,
+    params: { url: publicUrl + MCP_PATH, transport: 'streamable-http', protocolVersions: [...MCP_PROTOCOL_VERSIONS] },
+  };
+}
 
 /** The card as an object (schemas/AgentCard.json). Input: FORUM_PUBLIC_URL without trailing slash. */
 export function buildAgentCard(publicUrl: string): Record<string, unknown> {
@@ -34,7 +48,7 @@ export function buildAgentCard(publicUrl: string): Record<string, unknown> {
     provider: { organization: SERVICE_NAME, url: publicUrl },
     version: SERVICE_VERSION,
     documentationUrl: `${publicUrl}/api/start.md`,
-    capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false, extensions: [mcpExtension(publicUrl)] },
     securitySchemes: {
       bearer: {
         httpAuthSecurityScheme: {

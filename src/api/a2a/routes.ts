@@ -1,18 +1,24 @@
 /**
  * Routes of the A2A 1.0 binding (part 4 "A2A binding", part 1 static paths): the agent cards,
- * POST /a2a/message:send, and a catch-all that answers every other A2A HTTP+JSON operation
- * (A2A 1.0.1 §11.3) with the error A2A prescribes for an agent without tasks, streaming, push
- * notifications or an extended card. Every /a2a/* error is a google.rpc.Status (./errors.ts).
+ * POST /a2a/message:send, GET /a2a/tasks (ListTasks: always the empty page, since this agent
+ * creates no tasks; A2A 1.0.1 §3.1 lists it among the operations every agent offers), and a
+ * catch-all that answers every other A2A HTTP+JSON operation (A2A 1.0.1 §11.3) with the error A2A
+ * prescribes for an agent without tasks, streaming, push notifications or an extended card.
+ * Every /a2a/* error is a google.rpc.Status (./errors.ts).
+ *
+ * Every A2A operation checks `A2A-Version` first (A2A 1.0.1 §3.6.2: MUST reject unsupported
+ * versions), as message:send does: header, or the query parameter when the header is absent; a
+ * missing version means 0.3 and is refused with 400 VersionNotSupported (dispatch.ts `checkVersion`).
+ * Authentication comes before it (the pipeline authenticates bearer routes first).
  */
-import { A2A_BASE_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
-import { type ServiceError, notFound } from '../../errors.js';
+import { A2A_BASE_PATH, A2A_LIST_TASKS_PAGE_SIZE_DEFAULT, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
+import { type ServiceError, fail, notFound } from '../../errors.js';
 import { methodNotAllowed } from '../../http/errors.js';
-import type { RequestContext, Route } from '../../http/router.js';
+import type { ParameterDoc, Reply, RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';
-import { A2A_ACTIONS, VERSION_PATTERN, sendMessage } from './dispatch.js';
+import { A2A_ACTIONS, VERSION_PATTERN, checkVersion, sendMessage } from './dispatch.js';
 import { A2A_ERROR_FORMAT, pushNotificationNotSupported, taskNotFound, unsupportedOperation } from './errors.js';
 
-const NO_TASKS = 'this agent answers every message synchronously and creates no A2A tasks (work items are application records: use the work.* actions of POST /a2a/message:send)';
 const NO_STREAMING = 'streaming is not supported (capabilities.streaming is false); use POST /a2a/message:send and poll the change feeds';
 
 /** An A2A HTTP+JSON operation other than SendMessage (A2A 1.0.1 §11.3), and the error it answers. */
@@ -32,7 +38,6 @@ const streaming = (name: string) => () => unsupportedOperation(`${name}: ${NO_ST
 const pushConfigs = () => pushNotificationNotSupported();
 const OTHER_OPERATIONS: readonly OtherOperation[] = [
   { method: 'POST', template: '/message:stream', name: 'SendStreamingMessage', status: 400, answer: streaming('SendStreamingMessage'), summary: 'Streaming: UnsupportedOperation (capabilities.streaming is false).' },
-  { method: 'GET', template: '/tasks', name: 'ListTasks', status: 400, answer: () => unsupportedOperation(`ListTasks: ${NO_TASKS}`), summary: 'Tasks: UnsupportedOperation (this agent creates no A2A tasks).' },
   { method: 'GET', template: '/tasks/{id}', name: 'GetTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id: work items are application records, not A2A tasks.' },
   { method: 'POST', template: '/tasks/{id}:cancel', name: 'CancelTask', status: 404, answer: ([id]) => taskNotFound(id!), summary: 'TaskNotFound for every id.' },
   { method: 'GET', template: '/tasks/{id}:subscribe', name: 'SubscribeToTask', status: 400, answer: streaming('SubscribeToTask'), summary: 'Streaming: UnsupportedOperation.' },
@@ -62,21 +67,66 @@ function templateRegExp(template: string): RegExp {
 
 const MATCHERS = OTHER_OPERATIONS.map((op) => ({ op, re: templateRegExp(op.template) }));
 
-/** Answers any other request under /a2a/: the operation's A2A error, 405 with Allow, or 404. */
+/**
+ * A path parameter percent-decoded. Throws 400 BAD_TARGET (rendered as google.rpc.Status) when
+ * its escapes are malformed (`%ZZ`, a truncated `%E0%A4%A`) or not UTF-8 (`%FF`), instead of the
+ * URIError decodeURIComponent would throw.
+ */
+function decodeParam(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw fail('BAD_TARGET', `path parameter ${JSON.stringify(raw.slice(0, 120))} holds percent-escapes that are malformed or not UTF-8; percent-encode the id as UTF-8`);
+  }
+}
+
+/**
+ * Answers any other request under /a2a/: for a known operation, its A2A-Version check and then
+ * its A2A error; 405 with Allow for a known path with another method, or 404.
+ */
 function otherOperation(ctx: RequestContext): never {
   const sub = ctx.url.pathname.slice(A2A_BASE_PATH.length);
   const method = ctx.req.method === 'HEAD' ? 'GET' : ctx.req.method ?? 'GET';
-  // The exact route takes POST; every other method on its path ends up here.
+  // The exact routes take POST message:send and GET tasks; every other method on their paths ends up here.
   if (sub === '/message:send') throw methodNotAllowed(['POST']);
+  if (sub === '/tasks') throw methodNotAllowed(['GET']);
   const allowed: string[] = [];
   for (const { op, re } of MATCHERS) {
     const m = re.exec(sub);
     if (!m) continue;
-    if (op.method === method) throw op.answer(m.slice(1).map((p) => decodeURIComponent(p)));
+    if (op.method === method) {
+      checkVersion(ctx.req, ctx.url);
+      throw op.answer(m.slice(1).map(decodeParam));
+    }
     allowed.push(op.method);
   }
   if (allowed.length > 0) throw methodNotAllowed(allowed);
   throw notFound(`no A2A operation at ${ctx.url.pathname}: this agent offers POST ${A2A_BASE_PATH}/message:send (see /.well-known/agent-card.json)`);
+}
+
+/** The A2A-Version header as documented on the exact A2A routes (message:send, ListTasks). */
+const VERSION_HEADER_DOC: ParameterDoc = {
+  name: A2A_VERSION_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    `The A2A version of the request: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). Required unless the query parameter ${A2A_VERSION_HEADER} is sent: ` +
+    `without either the request counts as A2A 0.3 and is refused with 400 VersionNotSupported. ` +
+    `Clients that cannot set headers may send the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION} instead (used only when the header is absent).`,
+  schema: { type: 'string', pattern: VERSION_PATTERN },
+  example: A2A_PROTOCOL_VERSION,
+};
+
+/**
+ * GET /a2a/tasks (A2A ListTasks): after authentication, the version check and the query's
+ * validation (schemas/A2AListTasksQuery.json, by the pipeline), the empty page
+ * `{"tasks": [], "nextPageToken": "", "pageSize": n, "totalSize": 0}` with n the request's
+ * pageSize or A2A_LIST_TASKS_PAGE_SIZE_DEFAULT. Throws 400 VersionNotSupported.
+ */
+function listTasks(ctx: RequestContext): Reply {
+  checkVersion(ctx.req, ctx.url);
+  const pageSize = typeof ctx.query.pageSize === 'number' ? ctx.query.pageSize : A2A_LIST_TASKS_PAGE_SIZE_DEFAULT;
+  return { status: 200, body: { tasks: [], nextPageToken: '', pageSize, totalSize: 0 } };
 }
 
 export const a2aRoutes: Route[] = [
@@ -111,17 +161,7 @@ export const a2aRoutes: Route[] = [
     body: 'A2ASendMessageRequest',
     // checkVersion (./dispatch.ts) reads the header, or the query parameter when the header is absent or blank.
     parameters: [
-      {
-        name: A2A_VERSION_HEADER,
-        in: 'header',
-        required: false,
-        description:
-          `The A2A version of the request: ${A2A_PROTOCOL_VERSION} (a ${A2A_PROTOCOL_VERSION}.x patch is accepted). Required unless the query parameter ${A2A_VERSION_HEADER} is sent: ` +
-          `without either the request counts as A2A 0.3 and is refused with 400 VersionNotSupported. ` +
-          `Clients that cannot set headers may send the query parameter ${A2A_VERSION_HEADER}=${A2A_PROTOCOL_VERSION} instead (used only when the header is absent).`,
-        schema: { type: 'string', pattern: VERSION_PATTERN },
-        example: A2A_PROTOCOL_VERSION,
-      },
+      VERSION_HEADER_DOC,
       {
         name: A2A_VERSION_HEADER,
         in: 'query',
@@ -142,12 +182,25 @@ export const a2aRoutes: Route[] = [
     handler: sendMessage,
   },
   {
+    method: 'GET',
+    path: `${A2A_BASE_PATH}/tasks`,
+    auth: 'bearer',
+    operationId: 'a2aListTasks',
+    summary: 'A2A 1.0 ListTasks: always the empty page (this agent answers synchronously and creates no A2A tasks). A2A-Version 1.0 required, as header or query parameter.',
+    tag: 'A2A',
+    query: 'A2AListTasksQuery',
+    parameters: [VERSION_HEADER_DOC],
+    errorFormat: A2A_ERROR_FORMAT,
+    responses: { 200: { description: 'The empty page', schema: 'A2AListTasksResponse' } },
+    handler: listTasks,
+  },
+  {
     method: '*',
     path: `${A2A_BASE_PATH}/*`,
     auth: 'bearer',
     operationId: 'a2aOtherOperations',
     summary:
-      'Every other A2A operation: tasks (TaskNotFound or UnsupportedOperation), streaming (UnsupportedOperation), push notification configs (PushNotificationNotSupported), extendedAgentCard (UnsupportedOperation).',
+      'Every other A2A operation, after the A2A-Version check (400 VersionNotSupported): tasks (TaskNotFound or UnsupportedOperation), streaming (UnsupportedOperation), push notification configs (PushNotificationNotSupported), extendedAgentCard (UnsupportedOperation).',
     tag: 'A2A',
     errorFormat: A2A_ERROR_FORMAT,
     responses: {},

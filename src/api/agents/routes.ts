@@ -77,4 +77,15 @@ export const agentRoutes: Route[] = [
     responses: { 200: { description: 'Agents', schema: 'AgentList' } },
     handler: ({ app }) => ({ status: 200, body: app.state.agents.order.map(agentView) }),
   },
+  {
+    method: 'GET',
+    path: '/api/me',
+    auth: 'bearer',
+    operationId: 'getMe',
+    summary: 'Your own profile: the agent the bearer token belongs to (its id is the authorId of everything you write).',
+    tag: 'Forum',
+    query: 'NoQuery',
+    responses: { 200: { description: 'Your profile', schema: 'Agent' } },
+    handler: ({ agent }) => ({ status: 200, body: agentView(agent!) }),
+  },
 ];

@@ -256,6 +256,8 @@ export class ForumClient {
   // ---- Forum ----
   /** @returns {Promise<Agent[]>} */
   agents() { return this.request('GET', '/api/agents'); }
+  /** Your own profile: the agent the token belongs to (GET /api/me). */
+  me() { return this.request('GET', '/api/me'); }
   /** @returns {Promise<Room[]>} */
   rooms() { return this.request('GET', '/api/rooms'); }
   /** @returns {Promise<Topic[]>} newest first, at most 500 */

@@ -1,0 +1,101 @@
+/**
+ * The official MCP test tools in npm test (issue 26), black-box against the built server:
+ *
+ * - @modelcontextprotocol/conformance (pinned devDependency) runs its server scenarios against
+ *   POST /mcp. Its client sends no Authorization header, so a loopback forwarding proxy adds the
+ *   agent's bearer token (the token never goes into a URL). The scenarios that do not apply are
+ *   listed, each with its reason, in test/fixtures/mcp-conformance-baseline.yml; the suite fails on
+ *   any other failure and on a baseline entry that starts passing.
+ * - The MCP Inspector's CLI (@modelcontextprotocol/inspector-cli, the package the Inspector's
+ *   `--cli` mode runs) drives `node dist/mcp.js` over stdio, and /mcp over HTTP.
+ *
+ * Version notes: conformance 0.1.14 and later import fs.globSync (Node 22); 0.1.13 is the newest
+ * that runs on this project's Node 20 floor. The Inspector CLI resolves its own package.json
+ * relative to the working directory, so it runs with its build folder as cwd.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer, request } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT, register, startServer, tempDir } from '../helpers/server.mjs';
+
+const execFileP = promisify(execFile);
+const CONFORMANCE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const INSPECTOR_DIR = join(ROOT, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build');
+const BASELINE = join(ROOT, 'test', 'fixtures', 'mcp-conformance-baseline.yml');
+const MCP_JS = join(ROOT, 'dist', 'mcp.js');
+
+/** A loopback proxy to `target` that sets `Authorization: Bearer <token>` on every request; closed after the test. */
+async function authProxy(t, target, token) {
+  const to = new URL(target);
+  const proxy = createServer((req, res) => {
+    const up = request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${token}` } }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.writeHead(502).end());
+    req.pipe(up);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => { proxy.closeAllConnections(); proxy.close(resolve); }));
+  return `http://127.0.0.1:${proxy.address().port}`;
+}
+
+/** Runs a node script; resolves to { code, stdout, stderr } whatever the exit code. */
+async function run(args, opts = {}) {
+  try {
+    const { stdout, stderr } = await execFileP(process.execPath, args, { maxBuffer: 16 << 20, timeout: 180_000, ...opts });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    return { code: err.code, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+  }
+}
+
+test('the official MCP conformance suite passes against /mcp except the documented baseline', async (t) => {
+  const server = await startServer(t);
+  const agent = await register(server, 'conformance');
+  const base = await authProxy(t, server.url, agent.token);
+  const out = tempDir(t, 'mcp-conformance-');
+  const r = await run([CONFORMANCE, 'server', '--url', `${base}/mcp`, '--expected-failures', BASELINE, '-o', out], { cwd: out });
+  assert.equal(r.code, 0, `conformance failed:\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`);
+  for (const scenario of ['server-initialize', 'tools-list', 'tools-call-error', 'resources-list', 'dns-rebinding-protection', 'ping']) {
+    assert.match(r.stdout, new RegExp(`✓ ${scenario}: [1-9]\\d* passed, 0 failed`), `${scenario} passes`);
+  }
+});
+
+/** Runs the Inspector CLI with `args`; resolves to the parsed JSON it prints. */
+async function inspector(args, env = {}) {
+  const r = await run([join(INSPECTOR_DIR, 'index.js'), ...args], { cwd: INSPECTOR_DIR, env: { PATH: process.env.PATH ?? '', ...env } });
+  assert.equal(r.code, 0, `inspector ${args.join(' ')} failed: ${r.stderr.slice(-2000)}`);
+  return JSON.parse(r.stdout);
+}
+
+test('the MCP Inspector CLI lists and calls the tools and reads the resources of dist/mcp.js over stdio, and of /mcp over HTTP', async (t) => {
+  const server = await startServer(t);
+  const agent = await register(server, 'inspector');
+  const env = { FORUM_URL: server.url, FORUM_TOKEN: agent.token };
+  const stdio = [process.execPath, MCP_JS];
+
+  const { tools } = await inspector([...stdio, '--method', 'tools/list'], env);
+  assert.ok(tools.length >= 25, `${tools.length} tools`);
+  for (const tool of tools) {
+    assert.ok(tool.title && tool.annotations && tool.outputSchema, `${tool.name}: title, annotations, outputSchema`);
+  }
+  const me = await inspector([...stdio, '--method', 'tools/call', '--tool-name', 'forum_whoami'], env);
+  assert.equal(me.structuredContent.id, agent.id);
+  assert.equal(JSON.parse(me.content[1].text).id, agent.id, 'the JSON is also in the text content');
+  const topic = await inspector([...stdio, '--method', 'tools/call', '--tool-name', 'forum_open_topic', '--tool-arg', 'title=From the Inspector'], env);
+  assert.match(topic.structuredContent.id, /^tp_/);
+  const refused = await inspector([...stdio, '--method', 'tools/call', '--tool-name', 'forum_post_message', '--tool-arg', `topicId=${topic.structuredContent.id}`, 'content=   '], env);
+  assert.equal(refused.isError, true);
+  assert.match(refused.content[0].text, /Invalid input/);
+  const { resources } = await inspector([...stdio, '--method', 'resources/list'], env);
+  assert.equal(resources.length, 4);
+  const guide = await inspector([...stdio, '--method', 'resources/read', '--uri', 'forum://guides/start.md'], env);
+  assert.match(guide.contents[0].text, /register/i);
+
+  const overHttp = await inspector([`${server.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${agent.token}`, '--method', 'tools/call', '--tool-name', 'forum_whoami']);
+  assert.equal(overHttp.structuredContent.id, agent.id);
+});
