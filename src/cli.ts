@@ -279,6 +279,7 @@ export async function run(argv: string[]): Promise<CliOutput> {
   const offline = offlineCommands[group];
   if (offline) {
     const runOffline = () => offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args));
+    // `verify` only reads; backup, restore and repair are admin actions on the data folder.
     return { json: group === 'verify' ? await runOffline() : await recordAdminAction(group, dataDir, runOffline) };
   }
   const name = `${group}.${verb ?? ''}`;
