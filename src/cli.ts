@@ -3,8 +3,10 @@
  * Operator CLI: `node dist/cli.js [--data-dir DIR] <group> <verb> [ARG] [--option value ...]`.
  *
  * Prints JSON on stdout; on error prints `agent-forum: <message>` on stderr and exits 1 (2 for
- * usage errors: unknown command or flag, missing value). `--help`/`-h` (also after a command)
- * and `--version` print on stdout and exit 0. With the server running on the folder, commands go through its local admin
+ * usage errors: unknown command or flag, missing value; and for a `restore` that needs --yes).
+ * `--help`/`-h` (also after a command or a group: `agents --help`) and `--version` print on
+ * stdout and exit 0. Every admin action writes one `admin_action` log line (on stderr here, or
+ * in the server's log when it runs the command). With the server running on the folder, commands go through its local admin
  * channel (a Unix socket in the folder, never the public port); with it stopped, the CLI takes
  * the folder's lock and applies the same command itself.
  */
@@ -16,12 +18,12 @@ import { Client } from 'undici';
 import { App } from './app.js';
 import { loadConfig } from './config.js';
 import { adminSocketPath } from './admin/channel.js';
-import { commands } from './admin/commands.js';
+import { commands, recordAdminAction } from './admin/commands.js';
 import { ServiceError, type ErrorCode } from './errors.js';
 import { setLogSink } from './logger.js';
 import { isDataDirLocked } from './store/lock.js';
 import { hasArchive } from './store/meta.js';
-import { offlineCommands } from './cli/offline.js';
+import { ConfirmationRequired, offlineCommands } from './cli/offline.js';
 
 /** One CLI command: its words, the value it takes after them (if any), its options and its help. */
 interface CommandSpec {
@@ -35,7 +37,27 @@ interface CommandSpec {
   required?: string[];
   /** One line for the usage text. */
   help: string;
+  /** More text for `COMMAND --help` (file formats, confirmations), after the line above. */
+  details?: string;
 }
+
+/** The file format `opportunities set --file` reads (schemas/OpportunityBriefs.json), for its help. */
+const BRIEFS_FILE_HELP = `FILE is a JSON array of at most 3 briefs, in catalog order, each for a distinct work item
+(schemas/OpportunityBriefs.json), for example:
+
+  [{"workItemId": "wk_0000000003",
+    "title": "Compare three retrieval papers",
+    "summary": "A one-page comparison for newcomers.",
+    "requiredCapabilities": ["reading papers", "writing"],
+    "acceptanceCriteria": ["one page", "cites each paper"],
+    "deliverable": "A submitted result with the comparison text."}]
+
+Every field is required and no other is allowed; every text must hold a non-space character.
+Lengths: title 1-160 characters; summary and deliverable 1-1000; requiredCapabilities at most 10
+items of 1-200; acceptanceCriteria at most 10 items of 1-500. The file replaces the whole catalog.
+A brief whose work item does not exist (yet) is kept but left out of GET /api/opportunities until
+the item exists; the command then warns on stderr (and still succeeds). A relative FILE is read
+from the current directory.`;
 
 /** Every command (server commands run through the admin channel or on a stopped folder; archive commands on files). */
 const COMMANDS: CommandSpec[] = [
@@ -44,16 +66,26 @@ const COMMANDS: CommandSpec[] = [
   { words: 'agents list', help: 'list every identity' },
   { words: 'agents disable', arg: 'ID', help: 'disable an agent (its token gets 401)' },
   { words: 'agents enable', arg: 'ID', help: 'enable a disabled agent' },
+  { words: 'agents rotate-token', arg: 'ID', help: 'new token for an agent or operator; prints {id, token}; the old one gets 401' },
   { words: 'registration close', help: 'refuse self-registration (403 REGISTRATION_CLOSED)' },
   { words: 'registration open', help: 'allow self-registration again' },
   { words: 'writes stop', help: 'pause every write (423 WRITE_STOP); survives restarts' },
   { words: 'writes resume', help: 'resume writes' },
-  { words: 'opportunities set', options: { file: 'string' }, required: ['file'], help: 'publish the opportunity catalog from a JSON file' },
+  { words: 'opportunities set', options: { file: 'string' }, required: ['file'], help: 'publish the opportunity catalog from a JSON file', details: BRIEFS_FILE_HELP },
   { words: 'opportunities clear', help: 'empty the opportunity catalog' },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
   { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },
-  { words: 'restore', arg: 'DIR', help: 'install a backup into this (stopped) data folder, new lineage' },
+  {
+    words: 'restore',
+    arg: 'DIR',
+    options: { yes: 'boolean' },
+    help: 'install a backup into this (stopped) data folder, new lineage',
+    details:
+      'When the data folder already holds an archive, restore replaces it (the replaced log is kept in\n' +
+      'DATA/log.replaced-<time>/) and asks first: it proceeds with --yes, or after "yes" typed at a\n' +
+      'terminal; without either (a script, no terminal) it changes nothing and exits 2.',
+  },
   { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
 ];
 
@@ -66,20 +98,40 @@ function synopsis(c: CommandSpec): string {
   return [c.words, c.arg, ...opts].filter(Boolean).join(' ');
 }
 
+/** True for the commands that work on the archive files themselves (src/cli/offline.ts). */
+const isArchiveCommand = (c: CommandSpec): boolean => offlineCommands[c.words.split(' ')[0]!] !== undefined;
+
+/** The usage lines of some commands. */
+const listing = (cs: CommandSpec[]): string => cs.map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n');
+
 const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND [ARG] [OPTIONS]
-       node dist/cli.js COMMAND --help | --help | --version
+       node dist/cli.js COMMAND --help | GROUP --help | --help | --version
 
 Server commands (through the running server, or directly on a stopped data folder):
-${COMMANDS.slice(0, 12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
+${listing(COMMANDS.filter((c) => !isArchiveCommand(c)))}
 Archive commands:
-${COMMANDS.slice(12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
+${listing(COMMANDS.filter(isArchiveCommand))}
 
 --data-dir defaults to FORUM_DATA_DIR, else ./data. Output is JSON on stdout; errors go to
-stderr (exit 1; 2 for a usage error). Options take "--name value" or "--name=value".`;
+stderr (exit 1; 2 for a usage error or an unconfirmed restore). Options take "--name value" or "--name=value".`;
 
 /** Help of one command. */
 function commandHelp(c: CommandSpec): string {
-  return `usage: node dist/cli.js [--data-dir DIR] ${synopsis(c)}\n\n${c.help}`;
+  return `usage: node dist/cli.js [--data-dir DIR] ${synopsis(c)}\n\n${c.help}${c.details ? `\n\n${c.details}` : ''}`;
+}
+
+/** The commands of a group (`agents` → agents list, agents disable, …); empty for a word that is no group. */
+function groupCommands(group: string): CommandSpec[] {
+  return COMMANDS.filter((c) => c.words.startsWith(`${group} `));
+}
+
+/** Help of a group (`agents --help`): its subcommands, one line each. */
+function groupHelp(group: string): string {
+  return (
+    `usage: node dist/cli.js [--data-dir DIR] ${group} SUBCOMMAND [ARG] [OPTIONS]\n\n` +
+    `Subcommands:\n${listing(groupCommands(group))}\n\n` +
+    `"node dist/cli.js ${group} SUBCOMMAND --help" shows one subcommand's options.`
+  );
 }
 
 /** Every option any command takes, plus the global ones, for util.parseArgs. */
@@ -94,8 +146,10 @@ export interface ParsedArgs {
   dataDir: string;
   /** The command's words and its positional argument, as typed. */
   words: string[];
-  /** The command, or null when only --help or --version was asked for. */
+  /** The command, or null when only --help or --version was asked for (or a group's help). */
   command: CommandSpec | null;
+  /** The group whose help was asked for (`agents --help`), else undefined. */
+  group?: string;
   options: Record<string, string | boolean>;
   help: boolean;
   version: boolean;
@@ -127,6 +181,11 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
   }).sort((a, b) => b.words.length - a.words.length)[0] ?? null;
   if (command === null) {
     if (positionals.length === 0 && (help || version)) return { dataDir, words: [], command: null, options, help, version };
+    const group = positionals[0]!;
+    if (positionals.length === 1 && groupCommands(group).length > 0) {
+      if (help) return { dataDir, words: positionals, command: null, group, options, help, version };
+      throw new UsageError(`${group} needs a subcommand\n\n${groupHelp(group)}`);
+    }
     const what = positionals.length === 0 ? 'no command given' : `unknown command "${positionals.join(' ')}"`;
     throw new UsageError(`${what}\n\n${USAGE}`);
   }
@@ -211,13 +270,18 @@ async function directly(dataDir: string, name: string, args: Record<string, unkn
  */
 export async function run(argv: string[]): Promise<CliOutput> {
   setLogSink((_level, line) => process.stderr.write(`${line}\n`));
-  const { dataDir, words, command, options, help, version } = parseArgs(argv);
+  const { dataDir, words, command, group: helpGroup, options, help, version } = parseArgs(argv);
+  if (helpGroup !== undefined) return { text: groupHelp(helpGroup) };
   if (command === null) return { text: help ? USAGE : packageVersion() };
   if (help) return { text: commandHelp(command) };
   if (version) return { text: packageVersion() };
   const [group, verb, arg] = words as [string, string | undefined, string | undefined];
   const offline = offlineCommands[group];
-  if (offline) return { json: await offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args)) };
+  if (offline) {
+    const runOffline = () => offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args));
+    // `verify` only reads; backup, restore and repair are admin actions on the data folder.
+    return { json: group === 'verify' ? await runOffline() : await recordAdminAction(group, dataDir, runOffline) };
+  }
   const name = `${group}.${verb ?? ''}`;
   const args: Record<string, unknown> = { ...options };
   if (command.arg !== undefined) args.id = arg;
@@ -228,9 +292,13 @@ export async function run(argv: string[]): Promise<CliOutput> {
 run(process.argv.slice(2)).then(
   (out) => {
     process.stdout.write('text' in out ? `${out.text}\n` : JSON.stringify(out.json, null, 2) + '\n');
+    // A command that succeeded with something to point out (opportunities set naming unknown work
+    // items) lists it in `warnings`; say it on stderr too, where an operator's eyes are.
+    const warnings = 'json' in out ? (out.json as { warnings?: unknown } | null)?.warnings : undefined;
+    if (Array.isArray(warnings)) for (const w of warnings) process.stderr.write(`agent-forum: warning: ${String(w)}\n`);
   },
   (err: Error) => {
     process.stderr.write(`agent-forum: ${err.message}\n`);
-    process.exit(err instanceof UsageError ? 2 : 1);
+    process.exit(err instanceof UsageError || err instanceof ConfirmationRequired ? 2 : 1);
   },
 );

@@ -69,6 +69,11 @@ export interface Config {
   searchShardDocs: number;
   /** Lets tests move the server's clock through the admin channel (FORUM_TEST_CLOCK=1; never in production). */
   testClock: boolean;
+  /**
+   * Access-log lines carry `clientAddress`, the client IP as FORUM_TRUST_PROXY resolves it
+   * (FORUM_ACCESS_LOG_CLIENT_ADDRESS, `off` default: an address is personal data). Issue 25.
+   */
+  accessLogClientAddress: boolean;
 }
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number | null): number | null {
@@ -132,5 +137,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
+    accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
   };
 }

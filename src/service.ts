@@ -124,6 +124,7 @@ export async function startService(
     guards,
     clientIp: clientIpResolver(config.trustProxy),
     accessLog: config.accessLog,
+    accessLogClientAddress: config.accessLogClientAddress,
   });
   const server = createHttpServer(listener, {
     timeouts: opts.timeouts,

@@ -5,15 +5,16 @@
  * after its record is durable. Errors are ServiceErrors (rendered by the channel and the CLI).
  */
 import type { App } from '../app.js';
-import { agentView, decideOperator, requireAgent } from '../domain/agents/agents.js';
+import { agentView, decideOperator, decideRotateToken, requireAgent } from '../domain/agents/agents.js';
 import { decideRoom } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
-import { invalid } from '../errors.js';
+import { ServiceError, invalid } from '../errors.js';
 import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
 import { AGENT_NAME_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { logger } from '../logger.js';
 
 /** An operator command: resolves to its JSON result once its record (if any) is durable. */
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
@@ -74,11 +75,71 @@ function readBriefsFile(file: unknown): OpportunityBrief[] {
 const validateBriefs = bodyValidator('OpportunityBriefs');
 
 /**
+ * Commands that only read (a listing, the position a backup copies): they change nothing, so
+ * they write no `admin_action` line. Every other command in the table is an admin action.
+ */
+const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'archive.position']);
+
+/**
+ * Runs one admin action and writes its one `admin_action` log line (issue 25), on success and on
+ * refusal alike: `{"event": "admin_action", "action", "target", "outcome", "code"?}` where
+ * `action` is `<group>.<verb>` (`agents.disable`, `restore`), `target` what it acted on (an
+ * agent, room or operator id, a folder, else the command's group), `outcome` `ok`, `refused` (a
+ * 4xx ServiceError, with its `code`) or `failed` (any other error, with its class as `error`,
+ * e.g. StoreStateError). Arguments, results and error messages are never logged: they may hold
+ * a token (operator create, rotate-token) or content.
+ * Input: the action's name, the target when known before it runs, the action, and a function
+ * picking the target from its result (operator create learns its id only then).
+ * Output: the action's result; its error is rethrown unchanged.
+ */
+export async function recordAdminAction<T>(
+  action: string,
+  target: string | undefined,
+  run: () => Promise<T>,
+  targetOf: (result: T) => string | undefined = () => undefined,
+): Promise<T> {
+  const fallback = action.split('.')[0]!;
+  try {
+    const result = await run();
+    const t = target ?? targetOf(result) ?? fallback;
+    logger.info('admin_action', `${action} ${t}: ok`, { action, target: t, outcome: 'ok' });
+    return result;
+  } catch (err) {
+    const t = target ?? fallback;
+    if (err instanceof ServiceError && err.status < 500) {
+      logger.info('admin_action', `${action} ${t}: refused (${err.code})`, { action, target: t, outcome: 'refused', code: err.code });
+    } else {
+      const error = err instanceof Error ? err.name : typeof err;
+      logger.info('admin_action', `${action} ${t}: failed (${error})`, { action, target: t, outcome: 'failed', error });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Wraps every command of a table (except READ_ONLY_COMMANDS) in `recordAdminAction`, so the
+ * admin channel and the CLI on a stopped folder, which both run commands from `commands`, log
+ * each admin action once. The target is the `id` argument, else an `id` in the result.
+ */
+function withAdminActionLog(table: Record<string, Command>): Record<string, Command> {
+  const idOf = (v: unknown): string | undefined => {
+    const id = (v as { id?: unknown } | null)?.id;
+    return typeof id === 'string' && id !== '' ? id : undefined;
+  };
+  return Object.fromEntries(
+    Object.entries(table).map(([name, command]): [string, Command] => [
+      name,
+      READ_ONLY_COMMANDS.has(name) ? command : (app, args) => recordAdminAction(name, idOf(args), () => command(app, args), idOf),
+    ]),
+  );
+}
+
+/**
  * The command table; keys are `<group>.<verb>` as typed on the CLI. Errors (ServiceError): 400 for a
  * missing or invalid argument (naming it and the rule), 404 for an unknown agent id, 409 for a
- * room id that exists already.
+ * room id that exists already. Each admin action writes one `admin_action` line (withAdminActionLog).
  */
-export const commands: Record<string, Command> = {
+export const commands: Record<string, Command> = withAdminActionLog({
   'operator.create': async (app, args) => {
     const name = str(args, 'name', { max: AGENT_NAME_LENGTH_MAX });
     const { payload, token } = decideOperator(name, { seq: app.nextSeq(), created: app.nowIso() });
@@ -132,12 +193,20 @@ export const commands: Record<string, Command> = {
   },
   /**
    * Replaces the opportunities catalog with the briefs in `--file` (schema OpportunityBriefs,
-   * at most 3). A brief for an unknown work item is kept but omitted from the catalog.
+   * at most 3). A brief for an unknown work item is kept but omitted from the catalog; the result
+   * then carries `warnings` (one sentence per such brief), which the CLI also prints on stderr.
    */
   'opportunities.set': async (app, args) => {
     const payload = decideOpportunities(readBriefsFile(args.file));
     await commit(app, 'opportunities.set', payload);
-    return payload;
+    const warnings = payload.briefs
+      .filter((b) => !app.state.work.items.has(b.workItemId))
+      .map(
+        (b) =>
+          `brief ${JSON.stringify(b.title)} names work item ${JSON.stringify(b.workItemId)}, which does not exist (yet): ` +
+          'it is kept, but left out of the catalog until that work item exists',
+      );
+    return warnings.length > 0 ? { ...payload, warnings } : payload;
   },
   /** Empties the opportunities catalog. */
   'opportunities.clear': async (app) => {
@@ -152,4 +221,15 @@ export const commands: Record<string, Command> = {
     app.clock.offsetMs += ms;
     return { now: app.nowIso() };
   },
-};
+  /**
+   * Gives an agent or operator a new token (issue 25): one `agent.rotate_token` record carrying
+   * the new token's hash. Output: `{id, token}`, the token shown this once. The old token gets
+   * 401 from the moment the command answers; a disabled agent stays disabled. 404 for an unknown id.
+   */
+  'agents.rotate-token': async (app, args) => {
+    const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents rotate-token ID)' }));
+    const { payload, token } = decideRotateToken(e);
+    await commit(app, 'agent.rotate_token', payload);
+    return { id: e.profile.id, token };
+  },
+});

@@ -3,8 +3,9 @@
  * repair. They never go through the public API.
  */
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from '../store/log.js';
-import { readMeta, type LogMeta } from '../store/meta.js';
+import { hasArchive, readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
 import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
@@ -82,10 +83,73 @@ async function backup(dataDir: string, words: string[], _o: Record<string, strin
   });
 }
 
-/** `restore DIR`: installs a backup into the stopped data folder with a new lineage. */
-async function restore(dataDir: string, words: string[]): Promise<unknown> {
+/**
+ * Thrown when a command that replaces live data was not confirmed (no --yes, and no terminal to
+ * ask, or a "no" typed there). Nothing was changed; the CLI exits 2 with the message.
+ */
+export class ConfirmationRequired extends Error {
+  override name = 'ConfirmationRequired';
+}
+
+/**
+ * What `restore` would replace in `dataDir`, in one sentence, or null when the folder holds no
+ * archive (a new or empty folder: nothing to lose, no question asked).
+ */
+function liveArchiveSummary(dataDir: string): string | null {
+  const segments = listSegments(join(dataDir, LOG_DIR));
+  if (!hasArchive(dataDir) && segments.length === 0) return null;
+  let meta: LogMeta | null = null;
+  try {
+    meta = readMeta(dataDir);
+  } catch {
+    // An unreadable meta.json is still live data; the summary just cannot name its lineage.
+  }
+  const sizeBytes = segments.reduce((n, seg) => n + seg.sizeBytes, 0);
+  const facts = [
+    meta ? `originId ${meta.originId}` : 'no readable meta.json',
+    meta?.checkpoint ? `records up to seq ${meta.checkpoint.seq} at the last checkpoint` : null,
+    `${segments.length} segment file(s), ${sizeBytes} bytes`,
+  ].filter(Boolean);
+  return `the archive in ${dataDir} (${facts.join(', ')})`;
+}
+
+/**
+ * Asks before `restore` replaces live data: passes with --yes, or when "yes" is typed at a
+ * terminal (stdin and stderr both a TTY). Throws ConfirmationRequired (exit 2, nothing changed)
+ * otherwise, saying what would be replaced and how to confirm.
+ */
+async function confirmRestore(dataDir: string, source: string, yes: boolean): Promise<void> {
+  const live = liveArchiveSummary(dataDir);
+  if (live === null || yes) return;
+  const what =
+    `restore would replace ${live} with the backup in ${source}; the replaced log would be kept in ` +
+    `${join(dataDir, 'log.replaced-<time>')}/ and every client cursor would get 409 (new lineage).`;
+  if (process.stdin.isTTY && process.stderr.isTTY) {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      const answer = await rl.question(`${what}\nType "yes" to replace it: `);
+      if (answer.trim().toLowerCase() === 'yes') return;
+    } finally {
+      rl.close();
+    }
+    throw new ConfirmationRequired('restore not confirmed; nothing was changed');
+  }
+  throw new ConfirmationRequired(
+    `${what} Nothing was changed. To confirm, run it again with --yes: ` +
+      `node dist/cli.js --data-dir ${dataDir} restore ${source} --yes`,
+  );
+}
+
+/**
+ * `restore DIR [--yes]`: installs a backup into the stopped data folder with a new lineage. When
+ * the folder already holds an archive it asks first (confirmRestore): exit 2 without --yes and
+ * without a terminal.
+ */
+async function restore(dataDir: string, words: string[], options: Record<string, string | boolean>): Promise<unknown> {
   const source = words[0];
   if (!source) throw new StoreStateError('usage: restore DIR');
+  if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
+  await confirmRestore(dataDir, resolve(source), options.yes === true);
   return whileStopped(dataDir, 'restore', () => restoreArchive(dataDir, resolve(source), new Date().toISOString()));
 }
 

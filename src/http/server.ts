@@ -257,9 +257,17 @@ function finish(app: App, reply: Reply | Promise<Reply>): Reply | Promise<Reply>
 export function createRequestListener(
   app: App,
   routes: readonly Route[],
-  opts: { guards?: Guards; clientIp?: (req: IncomingMessage) => string; accessLog?: boolean; metrics?: Metrics | null } = {},
+  opts: {
+    guards?: Guards;
+    clientIp?: (req: IncomingMessage) => string;
+    accessLog?: boolean;
+    /** Access-log lines carry `clientAddress` (FORUM_ACCESS_LOG_CLIENT_ADDRESS). */
+    accessLogClientAddress?: boolean;
+    metrics?: Metrics | null;
+  } = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const accessLog = opts.accessLog === true;
+  const logClientAddress = opts.accessLogClientAddress === true;
   const metrics = opts.metrics ?? null;
   const timed = accessLog || metrics !== null;
   const router = new Router(routes);
@@ -303,8 +311,10 @@ export function createRequestListener(
       const requestId = head.requestId;
       let route: Route | undefined;
       let ctx: RequestContext | undefined;
+      let clientAddress: string | undefined;
       try {
         const clientIp = clientIpOf(req);
+        clientAddress = clientIp;
         if (head.origin) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
         // Target and route are resolved first, but their errors (414, 400, 404, 405) are thrown
         // only after guards.onRequest: the shutdown 503 and the global limit apply to every
@@ -360,6 +370,7 @@ export function createRequestListener(
             status: res.statusCode,
             ms: Math.round(ms * 1000) / 1000,
             agentId: ctx?.agent?.profile.id ?? null,
+            clientAddress: logClientAddress ? (clientAddress ?? null) : undefined,
           });
         }
       }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startServer, tempDir, SERVER_JS, logText } from '../helpers/server.mjs';
+import { cli, startServer, tempDir, which, CLI_JS, SERVER_JS, logText } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 
 function segment(dir) {
@@ -45,6 +45,7 @@ test('backup while the server runs under writes gives a verified copy holding ev
   // refuses and says to restore it, which gives it a new lineage.
   assert.match(refusedStart(target), /is a copy made by "backup".*restore/s);
   const installed = tempDir(t);
+  // An empty folder holds nothing to replace: restore asks no confirmation there.
   const restored = await cli(['--data-dir', installed, 'restore', target]);
   assert.equal(restored.code, 0, restored.stderr);
   const copy = await startServer(t, { dataDir: installed });
@@ -90,7 +91,7 @@ test('restore installs a backup with a new lineage, keeps the replaced log, and 
   assert.equal(refused.code, 1, 'restore refuses while the server runs');
   assert.match(logText(refused.stderr), /stop the server/);
   await s.stop();
-  const res = await s.cli('restore', target);
+  const res = await s.cli('restore', target, '--yes');
   assert.equal(res.code, 0, res.stderr);
   assert.notEqual(res.json.originId, feed.cursor.originId);
   assert.equal(res.json.restoredFrom, feed.cursor.originId);
@@ -100,6 +101,56 @@ test('restore installs a backup with a new lineage, keeps the replaced log, and 
   assert.equal(stale.status, 409);
   const msgs = (await s.get(`/api/messages?topicId=${topic.id}&limit=100`, a.token)).body.messages;
   assert.equal(msgs.length, 5, 'the archive is the backup, without the later post');
+});
+
+/** Every file of a folder with its bytes, to show that a refused command changed nothing. */
+function folderState(dir) {
+  const out = {};
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out[join(e.parentPath ?? e.path, e.name)] = readFileSync(join(e.parentPath ?? e.path, e.name)).toString('base64');
+  }
+  return out;
+}
+
+test('restore asks for --yes before replacing live data: without it and without a terminal it exits 2, says what it would replace and how to confirm, and changes nothing', async (t) => {
+  const { s, a, topic } = await seeded(t);
+  const target = join(tempDir(t), 'copy');
+  assert.equal((await s.cli('backup', target)).code, 0);
+  await s.post('/api/messages', { topicId: topic.id, content: 'after backup', clientId: 'late' }, a.token);
+  const originId = (await s.get('/api/status')).body.originId;
+  await s.stop();
+  const before = folderState(s.dataDir);
+  const res = await s.cli('restore', target);
+  assert.equal(res.code, 2, res.stderr);
+  assert.equal(res.stdout, '');
+  const said = logText(res.stderr);
+  assert.match(said, new RegExp(`restore would replace the archive in ${s.dataDir} \\(originId ${originId}, records up to seq \\d+`));
+  assert.ok(said.includes(`with the backup in ${target}`), said);
+  assert.match(said, /Nothing was changed\. To confirm, run it again with --yes: node dist\/cli\.js --data-dir .* restore .* --yes/);
+  assert.deepEqual(folderState(s.dataDir), before, 'the data folder is untouched');
+  await s.start();
+  const msgs = (await s.get(`/api/messages?topicId=${topic.id}&limit=100`, a.token)).body.messages;
+  assert.equal(msgs.length, 6, 'the live archive, with the post made after the backup, still serves');
+});
+
+test('restore at a terminal proceeds on "yes" typed there and changes nothing on any other answer', { skip: which('script') ? false : 'util-linux script(1) is not installed: no pseudo-terminal to type into' }, async (t) => {
+  const { s } = await seeded(t);
+  const target = join(tempDir(t), 'copy');
+  assert.equal((await s.cli('backup', target)).code, 0);
+  await s.stop();
+  // script(1) runs the CLI on a pseudo-terminal (stdin and stderr are TTYs) and types our input.
+  const atTerminal = (answer) =>
+    spawnSync('script', ['-qec', `${process.execPath} ${CLI_JS} --data-dir ${s.dataDir} restore ${target}`, '/dev/null'], { input: `${answer}\n`, encoding: 'utf8', timeout: 30000 });
+  const before = folderState(s.dataDir);
+  const declined = atTerminal('no');
+  assert.equal(declined.status, 2, declined.stdout);
+  assert.match(declined.stdout, /restore would replace the archive in .*Type "yes" to replace it: /s);
+  assert.match(declined.stdout, /restore not confirmed; nothing was changed/);
+  assert.deepEqual(folderState(s.dataDir), before);
+  const accepted = atTerminal('yes');
+  assert.equal(accepted.status, 0, accepted.stdout);
+  assert.match(accepted.stdout, /"restoredFrom"/);
+  assert.ok(readdirSync(s.dataDir).some((f) => f.startsWith('log.replaced-')), 'the replaced log is kept');
 });
 
 test('an interrupted restore refuses to start and says to rerun restore', async (t) => {
@@ -212,7 +263,7 @@ test('restore of a damaged backup refuses, names the backup file and offset, and
   bytes[offset + 12] = 0x4d; // m2 → M2: the record's hash no longer matches
   writeFileSync(seg, bytes);
   const lineStart = bytes.lastIndexOf(10, offset) + 1;
-  const res = await s.cli('restore', target);
+  const res = await s.cli('restore', target, '--yes');
   assert.equal(res.code, 1);
   assert.match(logText(res.stderr), new RegExp(`log damaged in ${seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte offset ${lineStart}`));
   assert.match(logText(res.stderr), /The damaged folder is the backup .*restore another backup/s);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, cli, tempDir, logText, ROOT } from '../helpers/server.mjs';
 
@@ -170,4 +170,59 @@ test('usage errors exit 2 with the usage text', async (t) => {
   const res = await cli(['--data-dir', dir, 'frobnicate']);
   assert.equal(res.code, 2);
   assert.match(logText(res.stderr), /usage: node dist\/cli.js/);
+});
+
+test('a group\'s --help (agents, opportunities and every other group) exits 0 and lists its subcommands', async () => {
+  const groups = {
+    agents: ['agents list', 'agents disable ID', 'agents enable ID', 'agents rotate-token ID'],
+    opportunities: ['opportunities set --file FILE', 'opportunities clear'],
+    operator: ['operator create --name NAME'],
+    rooms: ['rooms create --id ID'],
+    registration: ['registration close', 'registration open'],
+    writes: ['writes stop', 'writes resume'],
+    clock: ['clock advance --ms MS'],
+  };
+  for (const [group, subcommands] of Object.entries(groups)) {
+    for (const flag of ['--help', '-h']) {
+      const res = await cli([group, flag]);
+      assert.equal(res.code, 0, `${group} ${flag}: ${res.stderr}`);
+      assert.equal(res.stderr, '');
+      assert.match(res.stdout, new RegExp(`^usage: node dist/cli\\.js \\[--data-dir DIR\\] ${group} SUBCOMMAND`));
+      for (const sub of subcommands) assert.ok(res.stdout.includes(sub), `${group} --help lists ${sub}`);
+      assert.doesNotMatch(res.stdout, /backup DIR/, 'only the group');
+    }
+  }
+});
+
+test('a group without a subcommand is a usage error (exit 2) that lists the subcommands', async (t) => {
+  const res = await cli(['--data-dir', tempDir(t), 'agents']);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, /agents needs a subcommand/);
+  assert.match(res.stderr, /agents rotate-token ID/);
+  assert.equal(res.stdout, '');
+});
+
+test('opportunities set --help documents the file format with an example that opportunities set accepts, warning on stderr about its unknown work item', async (t) => {
+  const help = await cli(['opportunities', 'set', '--help']);
+  assert.equal(help.code, 0, help.stderr);
+  for (const field of ['workItemId', 'title', 'summary', 'requiredCapabilities', 'acceptanceCriteria', 'deliverable']) assert.ok(help.stdout.includes(`"${field}"`), field);
+  assert.match(help.stdout, /at most 3 briefs/);
+  const example = help.stdout.slice(help.stdout.indexOf('[{'), help.stdout.indexOf('}]') + 2);
+  const file = join(tempDir(t, 'briefs-'), 'briefs.json');
+  writeFileSync(file, example);
+  const s = await startServer(t);
+  const set = await s.cli('opportunities', 'set', '--file', file);
+  assert.equal(set.code, 0, set.stderr);
+  assert.equal(set.json.briefs.length, 1, 'the example is a valid file');
+  assert.match(set.stderr, /agent-forum: warning: brief "Compare three retrieval papers" names work item "wk_0000000003", which does not exist \(yet\)/);
+  assert.deepEqual(set.json.warnings.length, 1);
+  assert.deepEqual((await s.get('/api/opportunities')).body.items, [], 'the brief is kept but omitted from the catalog');
+
+  const agent = await s.register('creator');
+  const work = await s.post('/api/work', { clientId: 'w1', title: 'real', description: 'd', acceptanceCriteria: 'a' }, agent.token);
+  writeFileSync(file, example.replace('wk_0000000003', work.body.id));
+  const known = await s.cli('opportunities', 'set', '--file', file);
+  assert.equal(known.code, 0, known.stderr);
+  assert.doesNotMatch(known.stderr, /warning/, 'no warning when every work item exists');
+  assert.equal(known.json.warnings, undefined);
 });

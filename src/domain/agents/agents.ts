@@ -1,5 +1,7 @@
 /**
- * Agents: registration, tokens, roles, disable/enable (parts 2 Agent, 4 POST /api/register, 5).
+ * Agents: registration, tokens, roles, disable/enable, token rotation (parts 2 Agent, 4 POST
+ * /api/register, 5; issue 25). Records: `agent.register`, `agent.disable`, `agent.enable`,
+ * `agent.rotate_token {agentId, tokenHash}`.
  *
  * Tokens are 32 random bytes (base64url, prefixed `af_`), shown once; only their SHA-256 is kept,
  * in the log and in memory. `lastActive` is kept in memory (updated on every authenticated
@@ -189,6 +191,23 @@ export function requireAgent(s: AgentsState, id: string): AgentEntry {
   return e;
 }
 
+/** Payload of an `agent.rotate_token` record: the agent's new token hash (never the token). */
+export interface AgentRotateTokenPayload {
+  agentId: string;
+  tokenHash: string;
+}
+
+/**
+ * Decides a token rotation (issue 25) for an existing agent or operator (`requireAgent` first).
+ * Output: the record payload and the new clear token (to show once). From the moment the record
+ * is applied the old token authenticates nobody (401) and the new one does; a disabled agent
+ * stays disabled.
+ */
+export function decideRotateToken(e: AgentEntry): { payload: AgentRotateTokenPayload; token: string } {
+  const token = newToken();
+  return { token, payload: { agentId: e.profile.id, tokenHash: hashToken(token) } };
+}
+
 /** Applies `agent.*` records; returns false for other types. */
 export function applyAgents(s: AgentsState, record: LogRecord): boolean {
   switch (record.type) {
@@ -206,6 +225,18 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
       const { agentId } = record.payload as { agentId: string };
       const e = s.byId.get(agentId);
       if (e) e.disabled = record.type === 'agent.disable' ? 1 : 0;
+      return true;
+    }
+    case 'agent.rotate_token': {
+      const { agentId, tokenHash } = record.payload as AgentRotateTokenPayload;
+      const e = s.byId.get(agentId);
+      if (e) {
+        s.byTokenHash.delete(e.profile.tokenHash);
+        // A new profile object: the registration payload may be shared with the record it came
+        // from, and the snapshot packs the profile, so it carries the current hash.
+        e.profile = { ...e.profile, tokenHash };
+        s.byTokenHash.set(tokenHash, e);
+      }
       return true;
     }
     default:
