@@ -20,7 +20,7 @@ import { readMeta } from './store/meta.js';
 import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot, type SnapshotHeader } from './store/snapshot.js';
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
-import { SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
+import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
 import { indexedSearch } from './domain/forum/search.js';
 import { SearchIndexer } from './domain/search-indexer.js';
@@ -30,7 +30,6 @@ import { randomBytes } from 'node:crypto';
 import { loadDerivedKey } from './store/derived-key.js';
 import { Integrity } from './integrity.js';
 import { Scrub, type ScrubCounters } from './store/scrub.js';
-import { DERIVED_KEY_BYTES } from './constants.js';
 
 /**
  * Opens the log and builds its index: from the state snapshot when it matches the log (replaying
@@ -66,14 +65,16 @@ async function openIndexed(
     if (header.originId !== meta.originId) discard(`belongs to archive ${header.originId}, not ${meta.originId}`);
     else if (changed !== null) discard(changed);
     else {
+      let unpacked = false;
       try {
         state = unpackState(snap.body, records, records.locations);
+        unpacked = true;
         const mismatch = snapshotMismatch(header, records);
         if (mismatch !== null) throw new Error(mismatch);
         resume = { seq: header.seq, hash: header.hash };
         lastTime = header.lastTime;
       } catch (err) {
-        discard(`does not match the log (${(err as Error).message})`);
+        discard(`${unpacked ? 'does not match the log' : 'does not unpack'} (${(err as Error).message})`);
         records.close();
         ({ records, state } = fresh());
       }
@@ -271,13 +272,13 @@ export class App {
   }
 
   /**
-   * Starts the background scrub of sealed segments at FORUM_SCRUB_MB_PER_MINUTE (store/scrub.ts),
-   * unless it is 0 or already running. `passIntervalMs` overrides the pause between passes (tests).
-   * Called by the service once it serves; offline tools never scrub.
+   * Starts the background scrub of sealed segments at FORUM_SCRUB_MB_PER_MINUTE, its first pass
+   * FORUM_SCRUB_START_DELAY_S from now (store/scrub.ts), unless the pace is 0 or it is already
+   * running. Called by the service once it serves; offline tools never scrub.
    */
-  startScrub(passIntervalMs?: number): void {
+  startScrub(): void {
     if (this.scrub !== null || this.config.scrubMbPerMinute <= 0) return;
-    this.scrub = new Scrub(join(this.config.dataDir, LOG_DIR), this.config.scrubMbPerMinute, this.integrity, passIntervalMs);
+    this.scrub = new Scrub(join(this.config.dataDir, LOG_DIR), this.config.scrubMbPerMinute, this.integrity, this.config.scrubStartDelayS * 1000);
   }
 
   /** The scrub's counters (all 0 while it is off). */

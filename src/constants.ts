@@ -284,6 +284,11 @@ export const SNAPSHOT_HEADER_BYTES_MAX = 16 * 1024 * 1024;
 export const SHARD_MAC_READ_BYTES = 1024 * 1024;
 /** Default pace of the background scrub of sealed segments, MB per minute; 0 turns it off (ours; FORUM_SCRUB_MB_PER_MINUTE). */
 export const SCRUB_MB_PER_MINUTE_DEFAULT = 256;
+/**
+ * Default wait after a start before the scrub's first pass, seconds (FORUM_SCRUB_START_DELAY_S):
+ * it never competes with the start's own work (replay, search-index catch-up) (ours).
+ */
+export const SCRUB_START_DELAY_S_DEFAULT = 60;
 /** Pause between two scrub passes, ms: a pass that finishes early waits this long before the next (ours; README "Scrub"). */
 export const SCRUB_PASS_INTERVAL_MS = 60 * 60 * 1000;
 /** Time the scrub worker sleeps at least when it is ahead of its pace, ms (ours). */

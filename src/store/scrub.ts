@@ -6,8 +6,9 @@
  * find bit rot before a reader meets it.
  *
  * It runs in a worker thread (store/scrub-worker.ts), never on the event loop, at
- * FORUM_SCRUB_MB_PER_MINUTE (0 = off): the worker sleeps whenever it is ahead of that pace. A pass
- * that ends waits SCRUB_PASS_INTERVAL_MS before the next. Each damaged place is reported once to
+ * FORUM_SCRUB_MB_PER_MINUTE (0 = off): the worker sleeps whenever it is ahead of that pace. The
+ * worker starts FORUM_SCRUB_START_DELAY_S after the server, so it never competes with the start's
+ * own work; a pass that ends waits SCRUB_PASS_INTERVAL_MS before the next. Each damaged place is reported once to
  * `Integrity` (one `error` log line naming file, offset and seq; `/api/status` then says the
  * archive is damaged); each pass ends with one `info` line; the counters feed metrics.
  */
@@ -35,23 +36,31 @@ type WorkerMessage =
 /** A running scrub; `stop()` ends it. */
 export class Scrub {
   readonly counters: ScrubCounters = { bytes: 0, passes: 0, damage: 0 };
-  private readonly worker: Worker;
+  private worker: Worker | null = null;
+  private readonly timer: NodeJS.Timeout;
   private readonly control = new Int32Array(new SharedArrayBuffer(4));
   private stopped = false;
 
   /**
-   * Starts scrubbing `logDir` at `mbPerMinute` (MB = 10^6 bytes; > 0), reporting damage to
-   * `integrity`. `passIntervalMs` is the pause between passes (default SCRUB_PASS_INTERVAL_MS).
-   * The worker does not keep the process alive.
+   * Starts scrubbing `logDir` at `mbPerMinute` (MB = 10^6 bytes; > 0) after `startDelayMs`,
+   * reporting damage to `integrity`. `passIntervalMs` is the pause between passes (default
+   * SCRUB_PASS_INTERVAL_MS). Neither the wait nor the worker keeps the process alive.
    */
-  constructor(logDir: string, mbPerMinute: number, private readonly integrity: Integrity, passIntervalMs: number = SCRUB_PASS_INTERVAL_MS) {
+  constructor(logDir: string, mbPerMinute: number, private readonly integrity: Integrity, startDelayMs: number, passIntervalMs: number = SCRUB_PASS_INTERVAL_MS) {
     if (!(mbPerMinute > 0)) throw new RangeError('Scrub: mbPerMinute must be positive');
-    this.worker = new Worker(new URL('./scrub-worker.js', import.meta.url), {
+    this.timer = setTimeout(() => this.startWorker(logDir, mbPerMinute, passIntervalMs), startDelayMs);
+    this.timer.unref();
+  }
+
+  private startWorker(logDir: string, mbPerMinute: number, passIntervalMs: number): void {
+    if (this.stopped) return;
+    const worker = new Worker(new URL('./scrub-worker.js', import.meta.url), {
       workerData: { logDir, bytesPerMs: (mbPerMinute * 1e6) / 60_000, passIntervalMs, control: this.control },
     });
-    this.worker.unref();
-    this.worker.on('message', (m: WorkerMessage) => this.onMessage(m));
-    this.worker.on('error', (err) => {
+    this.worker = worker;
+    worker.unref();
+    worker.on('message', (m: WorkerMessage) => this.onMessage(m));
+    worker.on('error', (err) => {
       if (!this.stopped) logger.warn('scrub', `scrub stopped: ${err.message}; sealed segments are checked again at the next start`, { err });
     });
     logger.info('scrub', `scrub: re-verifying sealed segments in the background at ${mbPerMinute} MB per minute`);
@@ -76,8 +85,9 @@ export class Scrub {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    clearTimeout(this.timer);
     Atomics.store(this.control, 0, 1);
     Atomics.notify(this.control, 0);
-    await this.worker.terminate();
+    await this.worker?.terminate();
   }
 }

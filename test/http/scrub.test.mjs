@@ -15,7 +15,7 @@ import { tempDir } from '../helpers/server.mjs';
 import { setLogSink } from '../../dist/logger.js';
 
 /** 4 KiB segments: a few dozen messages fill several. A fast pace: a pass over them is immediate. */
-const OPTS = { log: { segmentBytesMax: 4096 }, env: { FORUM_SCRUB_MB_PER_MINUTE: '600', FORUM_METRICS_PORT: '0' } };
+const OPTS = { log: { segmentBytesMax: 4096 }, env: { FORUM_SCRUB_MB_PER_MINUTE: '600', FORUM_SCRUB_START_DELAY_S: '0', FORUM_METRICS_PORT: '0' } };
 
 async function metric(h, name) {
   const text = await (await request(h.service.metricsUrl)).body.text();
