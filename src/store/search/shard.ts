@@ -26,7 +26,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { DERIVED_KEY_BYTES, NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION, SHARD_MAC_READ_BYTES } from '../../constants.js';
-import { decodeDeltas, LiveShard } from './live.js';
+import { decodeDeltas, type LiveShard } from './live.js';
 
 /** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
 export interface ShardMeta {
@@ -72,20 +72,12 @@ export function assertKey(key: unknown): asserts key is Buffer {
 }
 
 /**
- * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file, its MAC
- * made with `key` (32 bytes). CPU only; about 0.1 s for a full shard of 32768 typical documents.
- * Throws a RangeError when a section would pass 4 GiB, a seq lies more than 2^32 after firstSeq,
- * lastHash is not 64 hex digits or the key is not 32 bytes (programmer errors).
+ * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file, yielding to
+ * the event loop whenever a slice has run `sliceMs` ms (about 0.1 s of CPU for a full shard of
+ * 32768 typical documents). Rejects with a RangeError when a section would pass 4 GiB, a seq lies
+ * more than 2^32 after firstSeq or lastHash is not 64 hex digits (programmer errors). The file's
+ * MAC is made with `key` (32 bytes; a RangeError otherwise).
  */
-export function encodeShard(live: LiveShard, key: Buffer): Buffer {
-  const steps = encodeSteps(live, key);
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-  }
-}
-
-/** encodeShard in slices: yields to the event loop whenever a slice has run `sliceMs` ms. */
 export async function encodeShardSliced(live: LiveShard, sliceMs: number, key: Buffer): Promise<Buffer> {
   const steps = encodeSteps(live, key);
   let start = performance.now();
@@ -102,7 +94,7 @@ export async function encodeShardSliced(live: LiveShard, sliceMs: number, key: B
 /** Grams encoded between two points where encodeShardSliced may yield (32 times as many seq-table entries). */
 const ENCODE_STEP_GRAMS = 64;
 
-/** The work of encodeShard, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
+/** The work of encodeShardSliced, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
 function* encodeSteps(live: LiveShard, key: Buffer): Generator<void, Buffer, undefined> {
   assertKey(key);
   if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
