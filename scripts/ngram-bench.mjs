@@ -19,6 +19,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 
+/** Shard files are authenticated with the data folder's derived-file key; any 32 bytes do here. */
+const BENCH_KEY = Buffer.alloc(32, 1);
+
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { NgramIndex } = await import(join(ROOT, 'dist/store/search/index.js'));
 const { NGRAM_SHARD_DOCS_MAX } = await import(join(ROOT, 'dist/constants.js'));
@@ -70,7 +73,7 @@ function pct(sorted, p) {
 
 const dir = mkdtempSync(join(tmpdir(), 'ngram-bench-'));
 try {
-  let index = NgramIndex.open(dir);
+  let index = NgramIndex.open(dir, { key: BENCH_KEY });
   let addMs = 0;
   let sealMs = 0;
   let seals = 0;
@@ -119,7 +122,7 @@ try {
   global.gc?.();
 
   const o = performance.now();
-  index = NgramIndex.open(dir, { onDrop: (f, r) => console.log(`dropped ${f}: ${r}`) });
+  index = NgramIndex.open(dir, { key: BENCH_KEY, onDrop: (f, r) => console.log(`dropped ${f}: ${r}`) });
   const openMs = performance.now() - o;
   const m2 = index.memoryBytes();
   global.gc?.();

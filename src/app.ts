@@ -15,28 +15,34 @@ import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SegmentRecords } from './store/records.js';
+import { SegmentRecords, segmentName } from './store/records.js';
 import { readMeta } from './store/meta.js';
-import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot } from './store/snapshot.js';
+import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot, type SnapshotHeader } from './store/snapshot.js';
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
-import { SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
+import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
 import { indexedSearch } from './domain/forum/search.js';
 import { SearchIndexer } from './domain/search-indexer.js';
 import { NgramIndex } from './store/search/index.js';
 import type { MessageSearch } from './domain/forum/forum.js';
+import { randomBytes } from 'node:crypto';
+import { loadDerivedKey } from './store/derived-key.js';
+import { Integrity } from './integrity.js';
+import { Scrub, type ScrubCounters } from './store/scrub.js';
 
 /**
  * Opens the log and builds its index: from the state snapshot when it matches the log (replaying
- * only the records after it), else by replaying the whole log. A snapshot that does not match is
- * reported on stderr and removed; it is never a reason to refuse to start.
+ * only the records after it), else by replaying the whole log. A snapshot that does not match —
+ * its MAC under `key`, any header field, or the log — is reported as a warning and removed; it is
+ * never a reason to refuse to start, and nothing of it is served or written into the next one.
  * Output: the log, the state, the record source, the last record's time, and the seq the replay
  * resumed at (0 for a whole replay). Throws what Log.open throws for a damaged log.
  */
 async function openIndexed(
   config: Config,
   logOptions: LogOptions,
+  key: Buffer,
 ): Promise<{ log: Log; state: State; records: SegmentRecords; lastTime: string | null; resumedAt: number }> {
   const dataDir = config.dataDir;
   const fresh = () => {
@@ -47,23 +53,29 @@ async function openIndexed(
   let resume: { seq: number; hash: string } | undefined;
   let lastTime: string | null = null;
   const meta = readMeta(dataDir);
-  const snap = meta === null ? null : readSnapshot(dataDir);
+  const snap = meta === null ? null : readSnapshot(dataDir, key);
   const discard = (reason: string) => {
     logger.warn('snapshot_not_used', `state snapshot ${snapshotPath(dataDir)} not used: it ${reason}; replaying the whole log`);
     removeSnapshot(dataDir);
   };
   if (snap !== null && 'reason' in snap) discard(snap.reason);
   else if (snap !== null && meta !== null) {
-    const changed = segmentsChangedSince(join(dataDir, LOG_DIR), snap.header.segments ?? []);
-    if (snap.header.originId !== meta.originId) discard(`belongs to archive ${snap.header.originId}, not ${meta.originId}`);
+    const { header } = snap;
+    const changed = segmentsChangedSince(join(dataDir, LOG_DIR), header.segments);
+    if (header.originId !== meta.originId) discard(`belongs to archive ${header.originId}, not ${meta.originId}`);
     else if (changed !== null) discard(changed);
     else {
+      let unpacked = false;
       try {
         state = unpackState(snap.body, records, records.locations);
-        resume = { seq: snap.header.seq, hash: snap.header.hash };
-        lastTime = snap.header.lastTime;
+        unpacked = true;
+        const mismatch = snapshotMismatch(header, records);
+        if (mismatch !== null) throw new Error(mismatch);
+        resume = { seq: header.seq, hash: header.hash };
+        lastTime = header.lastTime;
       } catch (err) {
-        discard(`does not unpack (${(err as Error).message})`);
+        discard(`${unpacked ? 'does not match the log' : 'does not unpack'} (${(err as Error).message})`);
+        records.close();
         ({ records, state } = fresh());
       }
     }
@@ -86,6 +98,23 @@ async function openIndexed(
   }
 }
 
+/**
+ * Why an unpacked snapshot's header disagrees with its body or with the log, or null when it
+ * agrees: its body must locate exactly records 1..seq, in a segment its `segments` stamps cover,
+ * and record `seq`, read back from the log, must carry the header's `lastTime` (its chained hash
+ * is checked by Log.open when it resumes). Reads one record; throws what reading it throws.
+ */
+function snapshotMismatch(header: SnapshotHeader, records: SegmentRecords): string | null {
+  if (records.locations.count !== header.seq) return `its body locates ${records.locations.count} records, its header says ${header.seq}`;
+  const loc = records.locations.locate(header.seq);
+  if (loc === undefined || !header.segments.some((st) => st.name === segmentName(loc.segmentFirstSeq))) {
+    return `record ${header.seq} lies outside the segments it recorded`;
+  }
+  const time = records.read(header.seq, false).time;
+  if (time !== header.lastTime) return `record ${header.seq} was written at ${time}, its header says ${header.lastTime}`;
+  return null;
+}
+
 /** The open archive and its index; one per data folder (it holds the folder's lock). */
 export class App {
   /** Time of the last record, ms; record times never go backwards, so log order is time order. */
@@ -99,7 +128,15 @@ export class App {
     private readonly releaseLock: () => Promise<void>,
     /** Record text read back from the log's segment files (bounded cache, FORUM_RECORD_CACHE_MB). */
     readonly records: SegmentRecords,
+    /** The key whose HMAC authenticates derived files (store/derived-key.ts). */
+    private readonly derivedKey: Buffer,
   ) {}
+
+  /** Damage found in the archive (scrub, proven reads); `/api/status` reports it (src/integrity.ts). */
+  readonly integrity = new Integrity();
+
+  /** The background scrub of sealed segments, once started (startScrub), else null. */
+  private scrub: Scrub | null = null;
 
   /** The n-gram search index kept in step with the log, or null when it could not be opened. */
   indexer: SearchIndexer | null = null;
@@ -130,10 +167,18 @@ export class App {
           logger.warn('recovered', `recovered: the final record at ${file} was whole but lacked its newline; kept it and wrote the newline at offset ${offset}`),
         ...opts.log,
       };
-      const opened = await openIndexed(config, logOptions);
+      let key: Buffer;
+      try {
+        key = loadDerivedKey(join(config.dataDir, INDEX_DIR), (line) => logger.warn('derived_key', line));
+      } catch (err) {
+        // Without its key no derived file can be trusted: a key of this run only rebuilds them.
+        logger.warn('derived_key', `the derived-file key could not be read or written (${(err as Error).message}); the snapshot and search index are rebuilt from the log`);
+        key = randomBytes(DERIVED_KEY_BYTES);
+      }
+      const opened = await openIndexed(config, logOptions, key);
       const { log, state, records } = opened;
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
-      const app = new App(config, log, state, clock, release, records);
+      const app = new App(config, log, state, clock, release, records, key);
       app.lastTimeMs = opened.lastTime === null ? 0 : Date.parse(opened.lastTime);
       if (log.headSeq === 0) {
         app.commit('room.create', defaultRoom(app.nowIso()));
@@ -187,6 +232,7 @@ export class App {
     try {
       const index = NgramIndex.open(join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR), {
         shardDocsMax: this.config.searchShardDocs,
+        key: this.derivedKey,
         onDrop: (file, reason) => logger.warn('search_index', `search index: dropped ${file}: ${reason}; its documents are added again from the log`),
       });
       const log = this.log;
@@ -219,14 +265,30 @@ export class App {
         lastTime: this.lastTimeMs === 0 ? null : new Date(this.lastTimeMs).toISOString(),
         created: new Date().toISOString(),
         segments: segmentStamps(join(this.config.dataDir, LOG_DIR)),
-      }, body);
+      }, body, this.derivedKey);
     } catch (err) {
       logger.warn('snapshot_not_written', `state snapshot not written (the next start replays the whole log): ${(err as Error).message}`);
     }
   }
 
+  /**
+   * Starts the background scrub of sealed segments at FORUM_SCRUB_MB_PER_MINUTE, its first pass
+   * FORUM_SCRUB_START_DELAY_S from now (store/scrub.ts), unless the pace is 0 or it is already
+   * running. Called by the service once it serves; offline tools never scrub.
+   */
+  startScrub(): void {
+    if (this.scrub !== null || this.config.scrubMbPerMinute <= 0) return;
+    this.scrub = new Scrub(join(this.config.dataDir, LOG_DIR), this.config.scrubMbPerMinute, this.integrity, this.config.scrubStartDelayS * 1000);
+  }
+
+  /** The scrub's counters (all 0 while it is off). */
+  scrubCounters(): ScrubCounters {
+    return this.scrub?.counters ?? { bytes: 0, passes: 0, damage: 0 };
+  }
+
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
+    await this.scrub?.stop();
     await this.indexer?.close();
     await this.log.close();
     if (this.log.writable) this.saveSnapshot();

@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CONNECTIONS_PER_ADDRESS_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT } from './constants.js';
+import { CONNECTIONS_PER_ADDRESS_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -67,6 +67,13 @@ export interface Config {
    * (tests use it to cross shard boundaries with few messages). Issue 17.
    */
   searchShardDocs: number;
+  /**
+   * Pace of the background scrub that re-verifies sealed segments, MB (10^6 bytes) per minute
+   * (FORUM_SCRUB_MB_PER_MINUTE, default SCRUB_MB_PER_MINUTE_DEFAULT = 256; 0 = off). Issue 28.
+   */
+  scrubMbPerMinute: number;
+  /** Seconds after a start before the scrub's first pass (FORUM_SCRUB_START_DELAY_S, default 60). Issue 28. */
+  scrubStartDelayS: number;
   /** Lets tests move the server's clock through the admin channel (FORUM_TEST_CLOCK=1; never in production). */
   testClock: boolean;
   /**
@@ -138,5 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
+    scrubMbPerMinute: intEnv(env, 'FORUM_SCRUB_MB_PER_MINUTE', SCRUB_MB_PER_MINUTE_DEFAULT)!,
+    scrubStartDelayS: intEnv(env, 'FORUM_SCRUB_START_DELAY_S', SCRUB_START_DELAY_S_DEFAULT)!,
   };
 }

@@ -270,8 +270,12 @@ export const HEADER_BYTES_MAX = 16 * 1024;
 export const NGRAM_SHARD_DOCS_MAX = 32768;
 /** Dictionary entries per block of a shard file; one block is read per gram lookup and one key per block is kept in memory (ours). */
 export const NGRAM_DICT_BLOCK_ENTRIES = 64;
-/** Version of the shard file format; a file of another version is dropped and rebuilt from the log (ours). */
-export const NGRAM_FORMAT_VERSION = 1;
+/**
+ * Version of the shard file format; a file of another version is dropped and rebuilt from the log
+ * (ours). 2: the file ends in an HMAC-SHA-256 of everything before it (issue 28); version 1 files
+ * carry no MAC and are rebuilt once.
+ */
+export const NGRAM_FORMAT_VERSION = 2;
 /**
  * Trigrams of a query looked up per shard file: the rarest (estimated from the live shard or the
  * newest shard file). Any subset of a query's trigrams gives a superset of its matches, which the
@@ -287,3 +291,24 @@ export const NGRAM_SEAL_SLICE_MS = 5;
  * takes at least this many ms — large archives — so small test and demo servers stay quiet.
  */
 export const START_GC_LOG_MS = 100;
+
+// Derived files and scrub (issue 28 "Derived files are authenticated and checked whole", "Background scrub")
+/** Bytes of the random key (data/index/derived.key) whose HMAC-SHA-256 authenticates derived files (ours; README "State snapshot"). */
+export const DERIVED_KEY_BYTES = 32;
+/** Longest header line a state snapshot may have, in bytes: its segment stamps grow with the segments (ours; store/snapshot.ts). */
+export const SNAPSHOT_HEADER_BYTES_MAX = 16 * 1024 * 1024;
+/** Bytes read per step when a shard file's HMAC is checked at open (ours; store/search/shard.ts). */
+export const SHARD_MAC_READ_BYTES = 1024 * 1024;
+/** Default pace of the background scrub of sealed segments, MB per minute; 0 turns it off (ours; FORUM_SCRUB_MB_PER_MINUTE). */
+export const SCRUB_MB_PER_MINUTE_DEFAULT = 256;
+/**
+ * Default wait after a start before the scrub's first pass, seconds (FORUM_SCRUB_START_DELAY_S):
+ * it never competes with the start's own work (replay, search-index catch-up) (ours).
+ */
+export const SCRUB_START_DELAY_S_DEFAULT = 60;
+/** Pause between two scrub passes, ms: a pass that finishes early waits this long before the next (ours; README "Scrub"). */
+export const SCRUB_PASS_INTERVAL_MS = 60 * 60 * 1000;
+/** Time the scrub worker sleeps at least when it is ahead of its pace, ms (ours). */
+export const SCRUB_SLEEP_MS_MIN = 10;
+/** Damage findings kept in memory for /api/status and logs; later ones are only counted (ours; src/integrity.ts). */
+export const INTEGRITY_FINDINGS_MAX = 100;

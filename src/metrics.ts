@@ -12,6 +12,8 @@
  *   `forum_group_commit_bytes` — one observation per group commit (fdatasync);
  * - `forum_log_head_seq`, `forum_log_durable_seq`, `forum_log_bytes`, `forum_disk_free_bytes`
  *   (read when scraped);
+ * - `forum_scrub_bytes_total`, `forum_scrub_passes_total` and `forum_archive_damage_found_total`
+ *   — the background scrub's progress and the damaged places found (issue 28; read when scraped);
  * - prom-client's default process metrics (`process_*`, `nodejs_*`: CPU, memory, event-loop lag,
  *   GC).
  *
@@ -29,6 +31,8 @@ export interface MetricsSources {
   diskFreeBytes(): number | null;
   /** Rate-limiter evictions so far, by limit name. */
   evictions(): Record<string, number>;
+  /** The background scrub's counters (store/scrub.ts); absent = not reported. */
+  scrub?(): { bytes: number; passes: number; damage: number };
 }
 
 /** The service's metrics registry and the hooks that feed it. */
@@ -81,6 +85,14 @@ export class Metrics {
         for (const [limit, n] of Object.entries(sources.evictions())) this.set({ limit }, n);
       },
     });
+    const scrub = sources.scrub;
+    if (scrub !== undefined) {
+      const counter = (name: string, help: string, pick: (c: { bytes: number; passes: number; damage: number }) => number) =>
+        new Gauge({ name, help, registers, collect() { this.set(pick(scrub())); } });
+      counter('forum_scrub_bytes_total', 'Bytes of sealed log segments re-verified by the background scrub since the start.', (c) => c.bytes);
+      counter('forum_scrub_passes_total', 'Passes of the background scrub over every sealed segment completed since the start.', (c) => c.passes);
+      counter('forum_archive_damage_found_total', 'Damaged places in the log found by the background scrub since the start (each counted once).', (c) => c.damage);
+    }
   }
 
   /** One answered request: method, route pattern (or null when no route matched), status, ms. */

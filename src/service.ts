@@ -116,6 +116,7 @@ export async function startService(
       logBytes: () => listSegments(join(config.dataDir, LOG_DIR)).reduce((n, seg) => n + seg.sizeBytes, 0),
       diskFreeBytes: () => protections.disk.freeBytes(now()),
       evictions: () => protections.rateLimits?.evictions() ?? {},
+      scrub: () => app.scrubCounters(),
     });
   }
   const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);
@@ -140,6 +141,7 @@ export async function startService(
   // No request has been handled yet (this runs in the same turn as 'listening'), so links built
   // from publicUrl never show the configured port 0.
   if (!config.publicUrlSet) app.config.publicUrl = `http://${host}:${addr.port}`;
+  app.startScrub();
   let closing: Promise<void> | null = null;
   return {
     app,

@@ -9,38 +9,50 @@
  * straight into a buffer of its own and the peak memory of a load is the state itself, not the
  * state plus a deserialized copy. The header says which log it belongs to and where:
  *
- *     {"format":"agent-forum-state-v3","originId":…,"seq":S,"hash":"<chained hash of record S>",
- *      "lastTime":…,"byteOrder":"LE","partBytes":[…],"bodyBytes":N,"bodySha256":…,"created":…}
+ *     {"format":"agent-forum-state-v4","originId":…,"seq":S,"hash":"<chained hash of record S>",
+ *      "lastTime":…,"byteOrder":"LE","partBytes":[…],"bodyBytes":N,"created":…,"segments":[…],
+ *      "mac":"<64 hex>"}
+ *
+ * `mac` is HMAC-SHA-256, under the data folder's derived-file key (store/derived-key.ts), of the
+ * header line's bytes before `,"mac":` followed by every body byte: it authenticates the header
+ * and the body together, so a field changed without the key (a rewound `seq`, another
+ * `lastTime`, `segments` removed, a body edited with any checksum recomputed) is detected.
  *
  * It is used only when it provably matches the log (see `App.open`): same format and originId,
- * body checksum intact, and record S, read back from its segment at the location the snapshot
- * recorded, is record S and carries exactly the chained hash H — the hash chain then vouches for
- * every record before it as it did when the snapshot was written; and every segment it covers is
- * still there with the size and modification time it had then (the last may have grown), so an
- * edited, cut or removed segment is caught by a whole replay. Any mismatch (missing,
- * damaged, another lineage, a log that was cut or replaced) means a full replay and a new
- * snapshot. A snapshot older than the log (a crash since it was written) is fine: the records
- * after S are replayed from the log, with their hashes chained from H.
+ * MAC intact, every header field well-formed and cross-checked — record S, read back from its
+ * segment at the location the snapshot recorded, is record S, carries exactly the chained hash H
+ * (the hash chain then vouches for every record before it as it did when the snapshot was
+ * written) and the time `lastTime`; the body locates exactly records 1..S; and every segment it
+ * covers is still there with the size and modification time it had then (the last may have
+ * grown), so an edited, cut or removed segment is caught by a whole replay. Any mismatch
+ * (missing, damaged, forged, another lineage, a log that was cut or replaced) means a full replay
+ * and a new snapshot — never a refusal to start, never a state served from it. A snapshot older
+ * than the log (a crash since it was written) is fine: the records after S are replayed from the
+ * log, with their hashes chained from H.
  *
  * Written with the store's crash-safe sequence (temp file → fsync → rename → fsync directory),
  * so a crash leaves the old snapshot or the new one, never a mix.
  */
-import { createHash } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { fsyncDirSync, tempPathOf } from './fsutil.js';
 import { listSegments } from './log.js';
+import { SNAPSHOT_HEADER_BYTES_MAX } from '../constants.js';
 
 /** Folder of derived index files inside the data folder. */
 export const INDEX_DIR = 'index';
 /** Folder of the n-gram search index's shard files, inside INDEX_DIR (store/search). */
 export const SEARCH_INDEX_DIR = 'search';
 const SNAPSHOT_FILE = 'state.snapshot';
-/** Bumped whenever the packed state's shape changes: an older snapshot is then rebuilt. */
-export const SNAPSHOT_FORMAT = 'agent-forum-state-v3';
-/** Longest header line a snapshot may have (bytes): its segment stamps grow with the segments. */
-const HEADER_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * Bumped whenever the header or the packed state's shape changes: an older snapshot is then
+ * rebuilt once. v4: the header carries `mac` (HMAC of header and body) instead of `bodySha256`.
+ */
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v4';
+/** What precedes the MAC at the end of a header line: `<fields>,"mac":"<64 hex>"}`. */
+const MAC_FIELD = ',"mac":"';
 
 /** What a snapshot's header records (see the module doc). */
 export interface SnapshotHeader {
@@ -57,7 +69,6 @@ export interface SnapshotHeader {
   /** Length of each body part in bytes: part 0 the objects, then one per Uint32Array (a multiple of 4). */
   partBytes: number[];
   bodyBytes: number;
-  bodySha256: string;
   created: string;
   /** Every segment file when the snapshot was written: name, size and modification time. */
   segments: SegmentStamp[];
@@ -110,29 +121,36 @@ export interface SnapshotBody {
 const bytesOf = (a: Uint32Array): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
 /**
- * Writes the snapshot of `dataDir` atomically. Input: the header fields (format, partBytes,
- * bodyBytes and bodySha256 are filled in here) and the body. Throws the file system's error (the
- * caller logs it: a snapshot that could not be written only makes the next start slower).
+ * Writes the snapshot of `dataDir` atomically. Input: the header fields (format, byteOrder,
+ * partBytes and bodyBytes are filled in here), the body, and the derived-file key (32 bytes) its
+ * MAC is made with. Throws the file system's error (the caller logs it: a snapshot that could not
+ * be written only makes the next start slower).
  */
-export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'format' | 'byteOrder' | 'partBytes' | 'bodyBytes' | 'bodySha256'>, body: SnapshotBody): void {
+export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'format' | 'byteOrder' | 'partBytes' | 'bodyBytes'>, body: SnapshotBody, key: Buffer): void {
   const dir = join(dataDir, INDEX_DIR);
   mkdirSync(dir, { recursive: true });
   const parts = [body.objects, ...body.arrays.map(bytesOf)];
-  const sha = createHash('sha256');
-  for (const part of parts) sha.update(part);
   const full: SnapshotHeader = {
     format: SNAPSHOT_FORMAT,
-    ...header,
+    originId: header.originId,
+    seq: header.seq,
+    hash: header.hash,
+    lastTime: header.lastTime,
     byteOrder: endianness(),
     partBytes: parts.map((p) => p.length),
     bodyBytes: parts.reduce((n, p) => n + p.length, 0),
-    bodySha256: sha.digest('hex'),
+    created: header.created,
+    segments: header.segments,
   };
+  const fields = Buffer.from(JSON.stringify(full).slice(0, -1), 'utf8');
+  const mac = createHmac('sha256', key).update(fields);
+  for (const part of parts) mac.update(part);
+  const headLine = Buffer.concat([fields, Buffer.from(`${MAC_FIELD}${mac.digest('hex')}"}\n`, 'latin1')]);
   const path = snapshotPath(dataDir);
   const tmp = tempPathOf(path);
   const fd = openSync(tmp, 'w', 0o600);
   try {
-    for (const buf of [Buffer.from(`${JSON.stringify(full)}\n`, 'utf8'), ...parts]) {
+    for (const buf of [headLine, ...parts]) {
       let w = 0;
       while (w < buf.length) w += writeSync(fd, buf, w, buf.length - w);
     }
@@ -149,11 +167,13 @@ export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'for
 }
 
 /**
- * Reads the snapshot of `dataDir`. Output: `{header, body}` (each array read into a buffer of its
- * own), `null` when there is none, or `{reason}` when the file is not a whole, intact snapshot of
- * the current format (the caller replays the log instead). Never throws for a damaged file.
+ * Reads the snapshot of `dataDir` and checks it under `key` (the derived-file key). Output:
+ * `{header, body}` (each array read into a buffer of its own), `null` when there is none, or
+ * `{reason}` when the file is not a whole, authentic snapshot of the current format with
+ * well-formed header fields (the caller replays the log instead). What the header says is checked
+ * against the log by the caller (App.open). Never throws for a damaged file.
  */
-export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } | null {
+export function readSnapshot(dataDir: string, key: Buffer): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } | null {
   const path = snapshotPath(dataDir);
   if (!existsSync(path)) return null;
   let fd: number;
@@ -163,7 +183,7 @@ export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: S
     return { reason: `cannot be read (${(err as Error).message})` };
   }
   try {
-    return readOpenSnapshot(fd);
+    return readOpenSnapshot(fd, key);
   } catch (err) {
     return { reason: `cannot be read (${(err as Error).message})` };
   } finally {
@@ -172,13 +192,13 @@ export function readSnapshot(dataDir: string): { header: SnapshotHeader; body: S
 }
 
 /** readSnapshot on an open file. Throws only for I/O errors. */
-function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } {
+function readOpenSnapshot(fd: number, key: Buffer): { header: SnapshotHeader; body: SnapshotBody } | { reason: string } {
   const size = fstatSync(fd).size;
   // The header line: read in growing chunks until its newline.
   let head = Buffer.alloc(0);
   let nl = -1;
   while (nl === -1) {
-    if (head.length >= Math.min(size, HEADER_BYTES_MAX)) return { reason: 'has no header line' };
+    if (head.length >= Math.min(size, SNAPSHOT_HEADER_BYTES_MAX)) return { reason: 'has no header line' };
     const chunk = Buffer.alloc(Math.min(64 * 1024, size - head.length));
     const n = readSync(fd, chunk, 0, chunk.length, head.length);
     if (n === 0) return { reason: 'has no header line' };
@@ -191,7 +211,16 @@ function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotB
   } catch {
     return { reason: 'has a header that is not JSON' };
   }
+  if (header === null || typeof header !== 'object') return { reason: 'has a header that is not a JSON object' };
   if (header.format !== SNAPSHOT_FORMAT) return { reason: `is of format ${JSON.stringify(header.format)}, not ${SNAPSHOT_FORMAT}` };
+  // The MAC is the header line's last field, so what it covers is the line's bytes before it.
+  const macAt = nl - (MAC_FIELD.length + 64 + 2);
+  if (macAt < 0 || head.toString('latin1', macAt, macAt + MAC_FIELD.length) !== MAC_FIELD || head.toString('latin1', nl - 2, nl) !== '"}') {
+    return { reason: 'has no MAC at the end of its header (fails its authentication)' };
+  }
+  const storedMac = Buffer.from(head.toString('latin1', macAt + MAC_FIELD.length, nl - 2), 'hex');
+  if (storedMac.length !== 32) return { reason: 'has a malformed MAC (fails its authentication)' };
+  const mac = createHmac('sha256', key).update(head.subarray(0, macAt));
   if (header.byteOrder !== endianness()) return { reason: `was written on a machine of byte order ${header.byteOrder}, this one is ${endianness()}` };
   const bodyStart = nl + 1;
   const parts = header.partBytes;
@@ -202,7 +231,6 @@ function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotB
   if (bodyBytes !== header.bodyBytes || parts.reduce((a, b) => a + b, 0) !== bodyBytes) {
     return { reason: `has ${bodyBytes} body bytes, its header says ${header.bodyBytes} (cut short?)` };
   }
-  const sha = createHash('sha256');
   let pos = bodyStart;
   const read = (target: Buffer): void => {
     let got = 0;
@@ -211,7 +239,7 @@ function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotB
       if (n === 0) throw new Error('unexpected end of file');
       got += n;
     }
-    sha.update(target);
+    mac.update(target);
     pos += target.length;
   };
   const objects = Buffer.allocUnsafe(parts[0]!);
@@ -221,8 +249,36 @@ function readOpenSnapshot(fd: number): { header: SnapshotHeader; body: SnapshotB
     read(bytesOf(a));
     return a;
   });
-  if (sha.digest('hex') !== header.bodySha256) return { reason: 'fails its checksum (damaged bytes)' };
+  if (!timingSafeEqual(mac.digest(), storedMac)) return { reason: 'fails its authentication (HMAC of header and body: damaged bytes, or written without this folder\'s key)' };
+  const malformed = malformedField(header);
+  if (malformed !== null) return { reason: `has a header whose ${malformed}` };
   return { header, body: { objects, arrays } };
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const SEGMENT_FILE = /^\d{16}\.jsonl$/;
+
+/**
+ * Which header field is not of its shape (a phrase for the log), or null when all are. Defence in
+ * depth behind the MAC: a snapshot an older or buggy writer produced is rebuilt, not trusted.
+ */
+function malformedField(h: SnapshotHeader): string | null {
+  if (typeof h.originId !== 'string' || h.originId === '') return 'originId is not a string';
+  if (!Number.isSafeInteger(h.seq) || h.seq < 1) return 'seq is not a positive integer';
+  if (typeof h.hash !== 'string' || !HEX64.test(h.hash)) return 'hash is not 64 hex digits';
+  if (typeof h.lastTime !== 'string' || Number.isNaN(Date.parse(h.lastTime)) || new Date(Date.parse(h.lastTime)).toISOString() !== h.lastTime) {
+    return 'lastTime is not an ISO 8601 UTC time';
+  }
+  if (typeof h.created !== 'string') return 'created is not a string';
+  if (!Array.isArray(h.segments) || h.segments.length === 0) return 'segments are missing';
+  let previous = '';
+  for (const st of h.segments as unknown[]) {
+    const s = st as Partial<SegmentStamp> | null;
+    if (s === null || typeof s !== 'object' || typeof s.name !== 'string' || !SEGMENT_FILE.test(s.name) || s.name <= previous) return 'segments are not segment files in order';
+    if (!Number.isSafeInteger(s.sizeBytes) || s.sizeBytes! < 0 || typeof s.mtimeMs !== 'number' || !Number.isFinite(s.mtimeMs)) return 'segments have malformed stamps';
+    previous = s.name;
+  }
+  return null;
 }
 
 /** Removes the snapshot of `dataDir`, if any (after it was found not to match the log). */

@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { startServer, logText } from '../helpers/server.mjs';
 
 const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
+const KEY = (dir) => join(dir, 'index', 'derived.key');
 
 /** Raw response text, so answers are compared byte for byte. */
 async function raw(server, path, token) {
@@ -115,16 +116,22 @@ test('a damaged or foreign state snapshot is not used: the server says so, repla
   await s.stop();
   const good = readFileSync(SNAPSHOT(s.dataDir));
   const damages = {
-    'fails its checksum': () => {
+    'fails its authentication': () => {
       const bad = Buffer.from(good);
       bad[bad.length - 10] ^= 0x01;
       writeFileSync(SNAPSHOT(s.dataDir), bad);
     },
     'body bytes': () => writeFileSync(SNAPSHOT(s.dataDir), good.subarray(0, good.length - 100)),
     'no header line': () => writeFileSync(SNAPSHOT(s.dataDir), Buffer.alloc(64, 0)),
-    'belongs to archive': () => {
+    // Another archive's snapshot under this folder's key: a forgery without it fails its MAC.
+    'fails its authentication \\(HMAC': () => {
       mkdirSync(join(s.dataDir, 'index'), { recursive: true });
       copyFileSync(SNAPSHOT(other.dataDir), SNAPSHOT(s.dataDir));
+    },
+    // …and with the other folder's key copied too, the lineage check refuses it.
+    'belongs to archive': () => {
+      copyFileSync(SNAPSHOT(other.dataDir), SNAPSHOT(s.dataDir));
+      copyFileSync(KEY(other.dataDir), KEY(s.dataDir));
     },
   };
   for (const [reason, damage] of Object.entries(damages)) {
@@ -193,12 +200,24 @@ test('searches answer the same through the n-gram index, with its shards deleted
   const other = await startServer(t, { env });
   const otherCtx = await fill(other);
   await other.stop();
-  rmSync(SEARCH_DIR(s.dataDir), { recursive: true });
-  mkdirSync(SEARCH_DIR(s.dataDir), { recursive: true });
-  for (const f of shardFiles(other.dataDir)) copyFileSync(join(SEARCH_DIR(other.dataDir), f), join(SEARCH_DIR(s.dataDir), f));
+  const copyForeignShards = () => {
+    rmSync(SEARCH_DIR(s.dataDir), { recursive: true });
+    mkdirSync(SEARCH_DIR(s.dataDir), { recursive: true });
+    for (const f of shardFiles(other.dataDir)) copyFileSync(join(SEARCH_DIR(other.dataDir), f), join(SEARCH_DIR(s.dataDir), f));
+  };
+  copyForeignShards();
+  await s.start();
+  await settle(s);
+  assert.match(logText(s.stderr), /fails its authentication/, "another folder's shards fail this folder's key");
+  assertSameAnswers(await answers(s, ctx), live, "another archive's shards");
+  await s.stop();
+
+  // With the other folder's key too, they pass their MAC but not the match against the log.
+  copyForeignShards();
+  copyFileSync(KEY(other.dataDir), KEY(s.dataDir));
   await s.start();
   await settle(s);
   assert.match(logText(s.stderr), /does not match the log/, 'foreign shards are refused');
-  assertSameAnswers(await answers(s, ctx), live, "another archive's shards");
+  assertSameAnswers(await answers(s, ctx), live, "another archive's shards under its own key");
   assert.ok(otherCtx.ids.length > 0);
 });

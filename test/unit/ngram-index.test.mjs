@@ -8,6 +8,8 @@ import { forEachGram, gramOfKey, queryKeys } from '../../dist/store/search/ngram
 import { tempDir } from '../helpers/server.mjs';
 
 const hashOf = (seq) => seq.toString(16).padStart(64, '0');
+/** The derived-file key the shards of these tests are authenticated with. */
+const KEY = Buffer.alloc(32, 7);
 
 /** The rule the index must serve: documents with a text containing lq, newest first. */
 function naive(docs, lq, beforeSeq = Infinity) {
@@ -62,7 +64,7 @@ test('grams of a text are every run of 1, 2 and 3 code units, and keys round-tri
 
 test('candidates come from live and sealed shards, newest first, and respect beforeSeq', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 10 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 10 });
   const docs = makeDocs(45, 3, 2);
   await feed(index, docs);
   assert.equal(index.shards().length, 4);
@@ -82,7 +84,7 @@ test('candidates come from live and sealed shards, newest first, and respect bef
 
 test('shards are contiguous, record lastSeq and lastHash, and reopen the same', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 8 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 8 });
   const docs = makeDocs(30, 1, 3);
   await feed(index, docs);
   const shards = index.shards();
@@ -96,7 +98,7 @@ test('shards are contiguous, record lastSeq and lastHash, and reopen the same', 
   }
   index.close();
   const drops = [];
-  const reopened = NgramIndex.open(dir, { shardDocsMax: 8, onDrop: (f, r) => drops.push(r) });
+  const reopened = NgramIndex.open(dir, { key: KEY, shardDocsMax: 8, onDrop: (f, r) => drops.push(r) });
   assert.deepEqual(drops, []);
   assert.deepEqual(reopened.shards(), shards);
   assert.equal(reopened.throughSeq, shards[2].lastSeq);
@@ -108,7 +110,7 @@ test('shards are contiguous, record lastSeq and lastHash, and reopen the same', 
 
 test('a shard is sealed only when its documents are durable', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 2 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 2 });
   index.add(5, ['one']);
   index.add(6, ['two']);
   await index.durable(5, hashOf(5));
@@ -124,7 +126,7 @@ test('a shard is sealed only when its documents are durable', async (t) => {
 
 test('truncateFrom drops the shards at and after seq and the live shard', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 5 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 5 });
   const docs = makeDocs(23);
   await feed(index, docs);
   assert.equal(index.shards().length, 4);
@@ -145,7 +147,7 @@ test('truncateFrom drops the shards at and after seq and the live shard', async 
 
 test('truncateFrom during a seal abandons the shard being written', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 3 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 3 });
   for (const d of makeDocs(3)) index.add(d.seq, d.texts);
   const sealing = index.durable(3, hashOf(3));
   index.truncateFrom(2);
@@ -158,7 +160,7 @@ test('truncateFrom during a seal abandons the shard being written', async (t) =>
 
 /** Builds an index of 3 sealed shards in `dir` and returns its shard file names. */
 async function threeShards(dir) {
-  const index = NgramIndex.open(dir, { shardDocsMax: 4 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 4 });
   await feed(index, makeDocs(12));
   index.close();
   return shardFiles(dir);
@@ -166,7 +168,7 @@ async function threeShards(dir) {
 
 function reopenWithDrops(dir) {
   const drops = [];
-  const index = NgramIndex.open(dir, { shardDocsMax: 4, onDrop: (file, reason) => drops.push({ file, reason }) });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 4, onDrop: (file, reason) => drops.push({ file, reason }) });
   return { index, drops };
 }
 
@@ -267,10 +269,10 @@ test('property: candidates hold every matching document, newest first, exactly f
       let seq = 0;
       const docs = raw.map((texts, i) => ({ seq: (seq += gaps[i]), texts: texts.map((s) => s.toLowerCase()) }));
       const cut = raw.length === 0 ? 0 : reopenAt % (raw.length + 1);
-      let index = NgramIndex.open(dir, { shardDocsMax });
+      let index = NgramIndex.open(dir, { key: KEY, shardDocsMax });
       await feed(index, docs.slice(0, cut), durableEvery);
       index.close();
-      index = NgramIndex.open(dir, { shardDocsMax, onDrop: (f, r) => assert.fail(`dropped ${f}: ${r}`) });
+      index = NgramIndex.open(dir, { key: KEY, shardDocsMax, onDrop: (f, r) => assert.fail(`dropped ${f}: ${r}`) });
       // Documents after the last persisted shard were in memory only; feed them again, as the log would.
       await feed(index, docs.filter((d) => d.seq > index.throughSeq), durableEvery);
       for (const q of queries) {
@@ -296,7 +298,7 @@ test('property: candidates hold every matching document, newest first, exactly f
 
 test('a live shard past its planned size keeps frequent grams exact (bitmap, then a varint tail)', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 16 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 16 });
   const docs = [];
   for (let seq = 1; seq <= 70; seq++) docs.push({ seq, texts: [seq % 3 === 0 ? 'the cat' : 'a dog'] });
   for (const d of docs) index.add(d.seq, d.texts);
@@ -310,7 +312,7 @@ test('a live shard past its planned size keeps frequent grams exact (bitmap, the
 test('a long query asks shard files for its rarest trigrams only and still finds every match', async (t) => {
   const dir = tempDir(t);
   // 1100 documents in a shard file, 1050 live: the live shard is large enough to estimate rarity.
-  const index = NgramIndex.open(dir, { shardDocsMax: 1100 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 1100 });
   const docs = [];
   for (let seq = 1; seq <= 2150; seq++) {
     const text = seq % 97 === 0 ? `the common words and a rare zebraquokka ${seq}` : `the common words and more words ${seq % 13}`;
@@ -330,7 +332,7 @@ test('a long query asks shard files for its rarest trigrams only and still finds
 
 test('a seal whose write fails keeps answering from memory and is written before the next one', async (t) => {
   const dir = tempDir(t);
-  const index = NgramIndex.open(dir, { shardDocsMax: 3 });
+  const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 3 });
   const { mkdirSync, rmdirSync } = await import('node:fs');
   // A folder where the temp file must go makes the write fail (EISDIR), as a full disk would.
   const blocker = join(dir, '0000000000000001-0000000000000003.ngram.tmp');
@@ -349,16 +351,24 @@ test('a seal whose write fails keeps answering from memory and is written before
   index.close();
 });
 
-test('shard files of format version 1 (committed fixture) still open and answer', async (t) => {
-  // test/fixtures/ngram-v1 holds the two shards an index with shardDocsMax 4 wrote for these
-  // texts (seq i + 1, lastHash 'a…a' + seq in hex). A format change must keep reading them or
-  // bump NGRAM_FORMAT_VERSION (then they are dropped and rebuilt from the log).
-  const texts = ['Élan vital', 'ΣΊΣΥΦΟΣ and straße', 'İstanbul 😀', 'line\nbreak "quoted" back\\slash', 'alpha beta', 'gamma alpha', 'beta', 'the end'];
-  const docs = texts.map((text, i) => ({ seq: i + 1, texts: [text.toLowerCase()] }));
-  const dir = tempDir(t);
+const FIXTURE_TEXTS = ['Élan vital', 'ΣΊΣΥΦΟΣ and straße', 'İstanbul 😀', 'line\nbreak "quoted" back\\slash', 'alpha beta', 'gamma alpha', 'beta', 'the end'];
+
+/** Copies the committed fixture folder `name` (test/fixtures/<name>) into `dir`; returns its file names. */
+async function copyFixture(name, dir) {
   const { copyFileSync } = await import('node:fs');
-  const fixtures = new URL('../fixtures/ngram-v1/', import.meta.url);
-  for (const f of readdirSync(fixtures)) copyFileSync(new URL(f, fixtures), join(dir, f));
+  const fixtures = new URL(`../fixtures/${name}/`, import.meta.url);
+  const files = readdirSync(fixtures).sort();
+  for (const f of files) copyFileSync(new URL(f, fixtures), join(dir, f));
+  return files;
+}
+
+test('shard files of format version 2 (committed fixture, key 07…07) still open and answer', async (t) => {
+  // test/fixtures/ngram-v2 holds the two shards an index with shardDocsMax 4 and KEY wrote for
+  // FIXTURE_TEXTS (seq i + 1, lastHash 'a…a' + seq in hex). A format change must keep reading
+  // them or bump NGRAM_FORMAT_VERSION (then they are dropped and rebuilt from the log).
+  const docs = FIXTURE_TEXTS.map((text, i) => ({ seq: i + 1, texts: [text.toLowerCase()] }));
+  const dir = tempDir(t);
+  await copyFixture('ngram-v2', dir);
   const { index, drops } = reopenWithDrops(dir);
   assert.deepEqual(drops, []);
   assert.deepEqual(index.shards().map((s) => [s.firstSeq, s.lastSeq, s.docs, s.lastHash.slice(-2)]), [[1, 4, 4, 'a4'], [5, 8, 4, 'a8']]);
@@ -368,5 +378,62 @@ test('shard files of format version 1 (committed fixture) still open and answer'
     else assert.ok(includesAll(got, naive(docs, lq)), lq);
   }
   assert.deepEqual([...index.candidates('alpha')], [6, 5]);
+  index.close();
+});
+
+test('shard files of format version 1 (committed fixture, no MAC) are dropped, so the index rebuilds them from the log', async (t) => {
+  const dir = tempDir(t);
+  const files = await copyFixture('ngram-v1', dir);
+  const { index, drops } = reopenWithDrops(dir);
+  assert.deepEqual(drops.map((d) => d.file), files.map((f) => join(dir, f)));
+  assert.match(drops[0].reason, /format version 1, expected 2/);
+  assert.deepEqual(shardFiles(dir), []);
+  assert.equal(index.throughSeq, 0);
+  index.close();
+});
+
+test('a shard file opened under another key is dropped (it was not written with this folder\'s key)', async (t) => {
+  const dir = tempDir(t);
+  await copyFixture('ngram-v2', dir);
+  const drops = [];
+  const index = NgramIndex.open(dir, { key: Buffer.alloc(32, 8), shardDocsMax: 4, onDrop: (file, reason) => drops.push(reason) });
+  assert.equal(drops.length, 2);
+  assert.match(drops[0], /fails its authentication/);
+  assert.equal(index.throughSeq, 0);
+  index.close();
+  assert.throws(() => NgramIndex.open(dir, { shardDocsMax: 4 }), RangeError, 'a key is required');
+});
+
+test('postings removed with every CRC recomputed (an edit made without the key) are caught by the MAC at open', async (t) => {
+  const { crc32 } = await import('node:zlib');
+  const dir = tempDir(t);
+  const files = await copyFixture('ngram-v2', dir);
+  const path = join(dir, files[1]);
+  const b = readFileSync(path);
+  // Clear every posting bit/varint of the gram 'alpha' would need: zero each posting list of the
+  // dictionary, then recompute each entry CRC, each block CRC in the sample, metaCrc and headerCrc.
+  const grams = b.readUInt32LE(64);
+  const sampleOff = b.readUInt32LE(76);
+  const dictOff = b.readUInt32LE(80);
+  const postingsOff = b.readUInt32LE(84);
+  for (let g = 0; g < grams; g++) {
+    const e = dictOff + g * 24;
+    const off = postingsOff + b.readUInt32LE(e + 8);
+    const bytes = b.readUInt32LE(e + 12);
+    if (b.readUInt32LE(e + 16) & 0x80000000) b.fill(0, off, off + bytes); // a bitmap: no documents
+    b.writeUInt32LE(crc32(b.subarray(off, off + bytes)), e + 20);
+  }
+  const blocks = Math.ceil(grams / 64);
+  for (let k = 0; k < blocks; k++) {
+    const first = dictOff + k * 64 * 24;
+    b.writeUInt32LE(crc32(b.subarray(first, Math.min(postingsOff, first + 64 * 24))), sampleOff + k * 12 + 8);
+  }
+  b.writeUInt32LE(crc32(b.subarray(128, dictOff)), 92);
+  b.writeUInt32LE(crc32(b.subarray(0, 124)), 124);
+  writeFileSync(path, b);
+  const { index, drops } = reopenWithDrops(dir);
+  assert.deepEqual(drops.map((d) => d.file), [path]);
+  assert.match(drops[0].reason, /fails its authentication/);
+  assert.equal(index.throughSeq, 4, 'the shard before it is kept; the rest is added again from the log');
   index.close();
 });

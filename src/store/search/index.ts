@@ -16,7 +16,7 @@ import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS,
 import { fsyncDir } from '../fsutil.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
-import { encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
+import { assertKey, encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
 
 export type { ShardMeta } from './shard.js';
 
@@ -44,6 +44,11 @@ export interface NgramIndexOptions {
   shardDocsMax?: number;
   /** Told about every shard file deleted as damaged, stale or unusable: its path and why. */
   onDrop?: (file: string, reason: string) => void;
+  /**
+   * The derived-file key (32 bytes; store/derived-key.ts): every shard file is written with an
+   * HMAC under it and one that fails it at open is dropped. Required.
+   */
+  key: Buffer;
 }
 
 /** A shard a query visits: in memory (live or being sealed) or a file. */
@@ -65,6 +70,7 @@ export class NgramIndex {
   private closed = false;
   private readonly shardDocsMax: number;
   private readonly onDrop: (file: string, reason: string) => void;
+  private readonly key: Buffer;
 
   private constructor(
     private readonly dir: string,
@@ -75,17 +81,20 @@ export class NgramIndex {
       throw new RangeError('NgramIndex: shardDocsMax must be a positive integer');
     }
     this.onDrop = opts.onDrop ?? (() => {});
+    assertKey(opts.key);
+    this.key = opts.key;
     this.live = new LiveShard(1, this.shardDocsMax);
   }
 
   /**
-   * Opens (creating) `dir` synchronously; checks each shard file's header, seq table and sample
-   * (not its postings: those are checked on every read). A damaged or unreadable shard file, a
+   * Opens (creating) `dir` synchronously; checks each shard file's header, seq table and sample,
+   * and its MAC over the whole file under opts.key (its postings' CRCs are checked on every read,
+   * against damage after open). A forged (MAC), damaged or unreadable shard file, a
    * leftover temp file, and a shard not contiguous with the ones before it (the first must start
    * at seq 1) are deleted and reported through opts.onDrop; damage never throws. Throws only for
    * programmer errors (bad options) or when `dir` cannot be created or listed.
    */
-  static open(dir: string, opts: NgramIndexOptions = {}): NgramIndex {
+  static open(dir: string, opts: NgramIndexOptions): NgramIndex {
     const index = new NgramIndex(dir, opts);
     mkdirSync(dir, { recursive: true });
     const found: { name: string; firstSeq: number; lastSeq: number }[] = [];
@@ -106,7 +115,7 @@ export class NgramIndex {
       }
       let reader: ShardReader;
       try {
-        reader = ShardReader.open(join(dir, f.name), f);
+        reader = ShardReader.open(join(dir, f.name), f, index.key);
       } catch (err) {
         index.drop(f.name, err instanceof ShardDamage ? err.reason : `unreadable: ${(err as Error).message}`);
         continue;
@@ -210,7 +219,7 @@ export class NgramIndex {
     try {
       let file = this.encoded.get(shard);
       if (file === undefined) {
-        file = await encodeShardSliced(shard, NGRAM_SEAL_SLICE_MS);
+        file = await encodeShardSliced(shard, NGRAM_SEAL_SLICE_MS, this.key);
         if (!shard.cancelled) this.encoded.set(shard, file);
       }
       await this.writeShardFile(shard, file);
@@ -244,7 +253,7 @@ export class NgramIndex {
       return;
     }
     if (this.closed) return;
-    this.persisted.push(ShardReader.open(path, shard));
+    this.persisted.push(ShardReader.open(path, shard, this.key, true));
   }
 
   /**

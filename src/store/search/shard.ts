@@ -10,15 +10,22 @@
  *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
  *   dictionary: grams × 24-byte entries sorted by key: key (f64), postings offset (u32, from the
  *     postings section), postings bytes (u32), docs (u32; bit 31 set = bitmap), crc32 of the list;
- *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits.
+ *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits;
+ *   mac (format 2): HMAC-SHA-256 under the data folder's derived-file key (store/derived-key.ts)
+ *     of every byte before it. File bytes (header) count it.
  * Every byte after the header is covered by a checksum: the table and sample by metaCrc (checked
  * on open), each dictionary block by its sample crc and each posting list by its entry crc
- * (checked on every read), so opening reads a few hundred KiB, not the whole file.
+ * (checked on every read), against accidental damage found after open. The CRCs can be recomputed
+ * by anyone, so they do not detect a deliberate edit (postings removed to hide a message from
+ * `q`); the MAC does: it is checked over the whole file when the file is opened (about 1 ms per
+ * MB, once per start), and a file that fails it is dropped and rebuilt from the log. A version 1
+ * file carries no MAC and is rebuilt once.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
-import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION } from '../../constants.js';
+import { DERIVED_KEY_BYTES, NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION, SHARD_MAC_READ_BYTES } from '../../constants.js';
 import { decodeDeltas, type LiveShard } from './live.js';
 
 /** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
@@ -42,6 +49,8 @@ const MAGIC = Buffer.from('AFNGRAM\n', 'latin1');
 /** Header bytes. */
 export const SHARD_HEADER_BYTES = 128;
 const ENTRY_BYTES = 24;
+/** Bytes of the MAC that ends the file. */
+const MAC_BYTES = 32;
 const SAMPLE_BYTES = 12;
 const BITMAP_FLAG = 0x80000000;
 const FILE_NAME = /^(\d{16})-(\d{16})\.ngram$/;
@@ -57,14 +66,20 @@ export function parseShardFileName(name: string): { firstSeq: number; lastSeq: n
   return m ? { firstSeq: Number(m[1]), lastSeq: Number(m[2]) } : null;
 }
 
+/** Throws a RangeError unless `key` is a derived-file key (DERIVED_KEY_BYTES bytes). */
+export function assertKey(key: unknown): asserts key is Buffer {
+  if (!Buffer.isBuffer(key) || key.length !== DERIVED_KEY_BYTES) throw new RangeError(`shard key must be a Buffer of ${DERIVED_KEY_BYTES} bytes`);
+}
+
 /**
  * Encodes a frozen live shard (lastSeq, lastHash set) as the bytes of its shard file, yielding to
  * the event loop whenever a slice has run `sliceMs` ms (about 0.1 s of CPU for a full shard of
  * 32768 typical documents). Rejects with a RangeError when a section would pass 4 GiB, a seq lies
- * more than 2^32 after firstSeq or lastHash is not 64 hex digits (programmer errors).
+ * more than 2^32 after firstSeq or lastHash is not 64 hex digits (programmer errors). The file's
+ * MAC is made with `key` (32 bytes; a RangeError otherwise).
  */
-export async function encodeShardSliced(live: LiveShard, sliceMs: number): Promise<Buffer> {
-  const steps = encodeSteps(live);
+export async function encodeShardSliced(live: LiveShard, sliceMs: number, key: Buffer): Promise<Buffer> {
+  const steps = encodeSteps(live, key);
   let start = performance.now();
   for (;;) {
     const step = steps.next();
@@ -80,7 +95,8 @@ export async function encodeShardSliced(live: LiveShard, sliceMs: number): Promi
 const ENCODE_STEP_GRAMS = 64;
 
 /** The work of encodeShardSliced, as steps of ENCODE_STEP_GRAMS grams; returns the file's bytes. */
-function* encodeSteps(live: LiveShard): Generator<void, Buffer, undefined> {
+function* encodeSteps(live: LiveShard, key: Buffer): Generator<void, Buffer, undefined> {
+  assertKey(key);
   if (!/^[0-9a-f]{64}$/.test(live.lastHash)) throw new RangeError('encodeShard: lastHash is not 64 lower-case hex digits');
   const docs = live.docs;
   const keys = live.sortedKeys();
@@ -99,7 +115,7 @@ function* encodeSteps(live: LiveShard): Generator<void, Buffer, undefined> {
   const sampleOff = seqTableOff + docs * 4;
   const dictOff = sampleOff + blocks * SAMPLE_BYTES;
   const postingsOff = dictOff + grams * ENTRY_BYTES;
-  const fileBytes = postingsOff + postingsBytes;
+  const fileBytes = postingsOff + postingsBytes + MAC_BYTES;
   if (fileBytes > 0xffffffff) throw new RangeError('encodeShard: shard file would pass 4 GiB');
   const buf = Buffer.alloc(fileBytes);
 
@@ -159,7 +175,34 @@ function* encodeSteps(live: LiveShard): Generator<void, Buffer, undefined> {
   buf.writeUInt32LE(fileBytes, 88);
   buf.writeUInt32LE(crc32(buf.subarray(seqTableOff, dictOff)), 92);
   buf.writeUInt32LE(crc32(buf.subarray(0, 124)), 124);
+  const macEnd = fileBytes - MAC_BYTES;
+  const mac = createHmac('sha256', key);
+  for (let at = 0; at < macEnd; at += SHARD_MAC_READ_BYTES) {
+    mac.update(buf.subarray(at, Math.min(macEnd, at + SHARD_MAC_READ_BYTES)));
+    yield;
+  }
+  mac.digest().copy(buf, macEnd);
   return buf;
+}
+
+/**
+ * Whether the MAC at the end of the open shard file `fd` (`size` bytes) is the HMAC under `key`
+ * of every byte before it. Reads the whole file in SHARD_MAC_READ_BYTES steps. Throws ShardDamage
+ * for a short read.
+ */
+function macMatches(fd: number, size: number, key: Buffer): boolean {
+  const macEnd = size - MAC_BYTES;
+  const mac = createHmac('sha256', key);
+  const buf = scratchOf(Math.min(SHARD_MAC_READ_BYTES, Math.max(macEnd, MAC_BYTES)));
+  for (let at = 0; at < macEnd; ) {
+    const n = readSync(fd, buf, 0, Math.min(buf.length, macEnd - at), at);
+    if (n === 0) throw new ShardDamage('short read');
+    mac.update(buf.subarray(0, n));
+    at += n;
+  }
+  const stored = Buffer.alloc(MAC_BYTES);
+  if (readSync(fd, stored, 0, MAC_BYTES, macEnd) !== MAC_BYTES) throw new ShardDamage('short read');
+  return timingSafeEqual(mac.digest(), stored);
 }
 
 /** A dictionary entry: where a gram's posting list lies and how many documents it holds. */
@@ -191,6 +234,8 @@ export class ShardReader {
   private readonly grams: number;
   private readonly dictOff: number;
   private readonly postingsOff: number;
+  /** End of the postings section: the MAC follows. */
+  private readonly postingsEnd: number;
   /** What the file covers. */
   readonly meta: ShardMeta;
 
@@ -201,6 +246,7 @@ export class ShardReader {
     const sampleOff = header.readUInt32LE(76);
     this.dictOff = header.readUInt32LE(80);
     this.postingsOff = header.readUInt32LE(84);
+    this.postingsEnd = meta.bytes - MAC_BYTES;
     const docs = meta.docs;
     this.seqDeltas = new Uint32Array(docs);
     for (let i = 0; i < docs; i++) this.seqDeltas[i] = body.readUInt32LE(i * 4);
@@ -216,10 +262,13 @@ export class ShardReader {
 
   /**
    * Opens `path` and checks its header (magic, version, header crc, offsets, size, the seqs its
-   * name promises) and its table and sample (metaCrc). Throws ShardDamage naming the failed check;
-   * file-system errors (ENOENT, EACCES) propagate as they are.
+   * name promises), its table and sample (metaCrc) and its MAC under `key` over the whole file —
+   * unless `macChecked` (a file this process just wrote from a buffer it made the MAC of). Throws
+   * ShardDamage naming the failed check; file-system errors (ENOENT, EACCES) propagate as they
+   * are; a key that is not 32 bytes is a RangeError.
    */
-  static open(path: string, expect: { firstSeq: number; lastSeq: number }): ShardReader {
+  static open(path: string, expect: { firstSeq: number; lastSeq: number }, key: Buffer, macChecked = false): ShardReader {
+    assertKey(key);
     const fd = openSync(path, 'r');
     try {
       const size = fstatSync(fd).size;
@@ -248,7 +297,7 @@ export class ShardReader {
         sampleOff !== seqTableOff + docs * 4 ||
         dictOff !== sampleOff + blocks * SAMPLE_BYTES ||
         postingsOff !== dictOff + grams * ENTRY_BYTES ||
-        fileBytes < postingsOff
+        fileBytes < postingsOff + MAC_BYTES
       ) {
         throw new ShardDamage('inconsistent section offsets');
       }
@@ -256,6 +305,7 @@ export class ShardReader {
       const body = Buffer.alloc(dictOff - SHARD_HEADER_BYTES);
       if (readSync(fd, body, 0, body.length, SHARD_HEADER_BYTES) !== body.length) throw new ShardDamage('short read');
       if (crc32(body) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch');
+      if (!macChecked && !macMatches(fd, size, key)) throw new ShardDamage('fails its authentication (HMAC: edited, or written without this folder\'s key)');
       const meta: ShardMeta = { firstSeq, lastSeq, lastHash: header.toString('hex', 32, 64), docs, bytes: size };
       return new ShardReader(fd, meta, header, body);
     } catch (err) {
@@ -317,7 +367,7 @@ export class ShardReader {
   private readList(entry: PostingEntry): Buffer {
     const buf = scratchOf(entry.bytes);
     const at = this.postingsOff + entry.offset;
-    if (at + entry.bytes > this.meta.bytes) throw new ShardDamage('posting list beyond the end of the file');
+    if (at + entry.bytes > this.postingsEnd) throw new ShardDamage('posting list beyond the end of the file');
     if (readSync(this.fd, buf, 0, entry.bytes, at) !== entry.bytes) throw new ShardDamage('short read of a posting list');
     if (crc32(buf.subarray(0, entry.bytes)) !== entry.crc) throw new ShardDamage('posting list checksum mismatch');
     return buf;
