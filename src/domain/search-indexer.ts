@@ -33,6 +33,8 @@ export class SearchIndexer implements CandidateIndex {
   /** True once every document up to the log head is in the index; live commits then add theirs. */
   private caughtUp = false;
   private catchingUp: Promise<void> | null = null;
+  /** Set when shards were dropped during a catch-up: it restarts from the index's new end. */
+  private rewound = false;
   private closed = false;
 
   /**
@@ -91,6 +93,18 @@ export class SearchIndexer implements CandidateIndex {
     }
   }
 
+  /**
+   * Records `seqs` are being erased (the erasure contract): the shards from the one holding the
+   * lowest of them on are dropped and their documents added again from the log, without them.
+   */
+  erased(seqs: readonly number[]): void {
+    if (seqs.length === 0) return;
+    this.caughtUp = false;
+    this.index.truncateFrom(Math.min(...seqs));
+    this.rewound = true;
+    void this.startCatchUp().catch((err: Error) => this.log('warn', `search index: catching up after an erasure failed (${err.message})`));
+  }
+
   /** After a commit (apply done): adds the record's document when the index is caught up. */
   committed(record: LogRecord, payloadJson: string): void {
     if (!this.caughtUp) return;
@@ -124,14 +138,22 @@ export class SearchIndexer implements CandidateIndex {
     let m = forum.rows.seq.upperBound(this.index.throughSeq);
     let k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
     let added = 0;
+    this.rewound = false;
     for (;;) {
       if (this.closed) return;
+      if (this.rewound) {
+        this.rewound = false;
+        m = forum.rows.seq.upperBound(this.index.throughSeq);
+        k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
+      }
       const mSeq = m < forum.rows.seq.length ? forum.rows.seq.at(m) : Infinity;
       const kSeq = k < knowledge.order.length ? knowledge.order[k]!.seq : Infinity;
       const seq = Math.min(mSeq, kSeq);
       if (seq === Infinity) break;
       if (seq === mSeq) m++;
       else k++;
+      // An erased record (erasure contract) is no document, even before its line is rewritten.
+      if (this.records.isErased(seq)) continue;
       const r = this.records.read(seq, false);
       const texts = documentTexts(r.type, r.payloadJson);
       if (texts !== null) this.index.add(seq, texts);

@@ -15,7 +15,8 @@ const statusMemo = new WeakMap<App, { key: string; untilMs: number; body: string
 function statusBody(app: App): string {
   const s = app.state;
   const nowMs = app.now();
-  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}`;
+  const archiveDamaged = app.records.damaged.size > 0;
+  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}:${archiveDamaged}`;
   const memo = statusMemo.get(app);
   if (memo && memo.key === key && nowMs < memo.untilMs) return memo.body;
   const body = JSON.stringify({
@@ -27,6 +28,7 @@ function statusBody(app: App): string {
       registrationOpen: s.settings.registrationOpen,
       originId: app.log.originId,
       time: new Date(nowMs).toISOString(),
+      archiveDamaged,
   });
   statusMemo.set(app, { key, untilMs: nowMs + STATUS_CACHE_MS, body });
   return body;
