@@ -13,6 +13,7 @@
  */
 import { NgramIndex, NgramIndexDamagedError } from '../store/search/index.js';
 import type { SegmentRecords } from '../store/records.js';
+import { RecordDamagedError } from '../store/errors.js';
 import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
 import type { CandidateIndex } from './forum/search.js';
@@ -154,7 +155,14 @@ export class SearchIndexer implements CandidateIndex {
       else k++;
       // An erased record (erasure contract) is no document, even before its line is rewritten.
       if (this.records.isErased(seq)) continue;
-      const r = this.records.read(seq, false);
+      let r;
+      try {
+        r = this.records.read(seq, false);
+      } catch (err) {
+        // A record the chain does not prove is no document (records.ts logged it once).
+        if (err instanceof RecordDamagedError) continue;
+        throw err;
+      }
       const texts = documentTexts(r.type, r.payloadJson);
       if (texts !== null) this.index.add(seq, texts);
       added++;
