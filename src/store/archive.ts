@@ -10,6 +10,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   readSync,
   renameSync,
   rmSync,
@@ -20,7 +21,8 @@ import {
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
-import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from './log.js';
+import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, segmentName, type SegmentInfo } from './log.js';
+import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
 
 /** Present while a restore is being installed; startup refuses to run while it exists. */
@@ -68,6 +70,8 @@ export interface BackupResult {
   bytes: number;
   /** The last record copied. */
   lastSeq: number;
+  /** Records erased in the copy whose erasure had not reached the live segment yet (see completeErasures). */
+  erasedInCopy?: number;
 }
 
 /**
@@ -94,8 +98,53 @@ export function backupArchive(
     bytes += seg.sizeBytes;
   }
   fsyncDirSync(join(targetDir, LOG_DIR));
+  const erasedInCopy = completeErasures(join(targetDir, LOG_DIR));
   writeMeta(targetDir, { ...meta, backup: { created: nowIso, lastSeq } });
-  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq };
+  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq, ...(erasedInCopy > 0 ? { erasedInCopy } : {}) };
+}
+
+/**
+ * Erases, in a copied log, every record that an erase record in the copy names but whose line is
+ * still the original (erasure contract): a copy taken while the server ran can hold an erase
+ * record whose rewrite had not reached the segment yet, and a backup must never carry erased
+ * bytes. Reads the copy twice (erase targets, then their lines); rewrites each affected segment in
+ * place through a temp file, fsync and rename. Output: how many records were erased.
+ * Throws LogCorruptError for a damaged copy.
+ */
+function completeErasures(logDir: string): number {
+  const vouched = replaySegments(logDir, () => undefined).vouched;
+  if (vouched.size === 0) return 0;
+  const pending = new Map<number, Array<{ seq: number; offset: number; end: number }>>();
+  replaySegments(logDir, (record, _json, segmentFirstSeq, offset, length) => {
+    if (record.erased || !vouched.has(record.seq)) return;
+    const list = pending.get(segmentFirstSeq) ?? [];
+    list.push({ seq: record.seq, offset, end: offset + length + HASH_SUFFIX_LENGTH + 1 });
+    pending.set(segmentFirstSeq, list);
+  });
+  let erased = 0;
+  for (const [first, lines] of pending) {
+    const path = join(logDir, segmentName(first));
+    const buf = readFileSync(path);
+    for (const l of lines) tombstoneLine(buf.subarray(l.offset, l.end), l.seq).copy(buf, l.offset);
+    writeFileAtomicBytesSync(path, buf);
+    erased += lines.length;
+  }
+  if (erased > 0) fsyncDirSync(logDir);
+  return erased;
+}
+
+/** Writes `content` to a temp file beside `path`, fsyncs it and renames it over `path`. */
+function writeFileAtomicBytesSync(path: string, content: Buffer): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    let w = 0;
+    while (w < content.length) w += writeSync(fd, content, w, content.length - w);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
 }
 
 export interface RestoreResult {

@@ -375,7 +375,8 @@ export class SegmentRecords implements RecordSource {
     const need = PREV_HASH_LEAD + lineBytes;
     if (this.scratch.length < need) this.scratch = Buffer.allocUnsafe(Math.max(need, this.scratch.length * 2));
     const buf = this.scratch;
-    const file = join(this.logDir, segmentName(loc.segmentFirstSeq));
+    // The file name is built only for a damage report (path joins cost as much as the hash).
+    const file = () => join(this.logDir, segmentName(loc.segmentFirstSeq));
     let prevHash: string;
     let ok: boolean;
     if (seq > loc.segmentFirstSeq && loc.offset >= PREV_HASH_LEAD) {
@@ -417,7 +418,8 @@ export class SegmentRecords implements RecordSource {
   }
 
   /** Records, logs (once) and throws the damage of record `seq` at `file`:`offset`. */
-  private damaged_(seq: number, file: string, offset: number, reason: string): never {
+  private damaged_(seq: number, fileOf: () => string, offset: number, reason: string): never {
+    const file = fileOf();
     const err = new RecordDamagedError(file, offset, seq, reason);
     this.damage.set(seq, err);
     logger.error('record_damaged', `record ${seq} in ${file} at byte offset ${offset} is not served: ${reason}. ${err.advice}`, { file, offset, seq });

@@ -234,3 +234,18 @@ test('kill -9 at any moment of an erasure loses nothing: the store starts, every
     assert.equal(verified.lastSeq, log.headSeq);
   }
 });
+
+test('a backup taken before an erasure reached its segment erases the record in the copy: no backup carries erased bytes', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 4);
+  await appendErase(log, [3]);
+  await log.close(); // the erase record is durable, the segment still holds the original line
+  const target = join(tempDir(t), 'copy');
+  const res = await cli(['--data-dir', dir, 'backup', target]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.json.erasedInCopy, 1);
+  assert.deepEqual(filesContaining(target, secret(3)), []);
+  const verify = await cli(['--data-dir', target, 'verify']);
+  assert.equal(verify.code, 0, verify.stderr);
+  assert.equal(verify.json.erasedRecords, 1);
+});
