@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
+import { writeWithMtimeKept } from '../helpers/tamper.mjs';
 
 /**
  * An archive of 30 messages in small segments (so the early ones lie in SEALED segments), closed
@@ -61,18 +61,6 @@ async function walkChanges(s, token) {
     if (!res.body.hasMore) return { bodies, status: 200 };
     ({ after, originId } = res.body.cursor);
   }
-}
-
-/**
- * Overwrites `file` and restores its modification time to the nanosecond, as silent corruption
- * leaves it (fs.utimesSync takes seconds as a double, which cannot hold every nanosecond; the
- * snapshot compares mtimes exactly), through touch -d @SECONDS.NANOSECONDS.
- */
-export function writeWithMtimeKept(file, buf) {
-  const ns = statSync(file, { bigint: true }).mtimeNs;
-  writeFileSync(file, buf);
-  execFileSync('touch', ['-m', '-d', `@${ns / 1000000000n}.${String(ns % 1000000000n).padStart(9, '0')}`, file]);
-  assert.equal(statSync(file, { bigint: true }).mtimeNs, ns, 'mtime restored');
 }
 
 const seqOf = (id) => Number(id.slice(4));
