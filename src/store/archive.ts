@@ -260,27 +260,38 @@ export function repairArchive(dataDir: string, mode: 'truncate' | 'new-lineage',
     damage = err;
   }
   const moved: string[] = [];
-  if (damage) {
-    const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
-    mkdirSync(quarantine, { recursive: true });
-    const damagedName = basename(damage.file);
-    // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
-    const tailName = `${damagedName}.from-${damage.offset}`;
-    const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
-    copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
-    moved.push(join(quarantine, tailName));
-    truncateSync(damage.file, damage.offset);
-    for (const seg of listSegments(logDir)) {
-      if (seg.name > damagedName) {
-        renameSync(join(logDir, seg.name), join(quarantine, seg.name));
-        moved.push(join(quarantine, seg.name));
+  // Cut at the damage; what is left must replay whole. It may not at once: a tombstone (erased
+  // record) before the cut whose vouching erase record was after it is no longer vouched for, so
+  // the log is cut again there — each pass shortens it, and everything cut is kept aside.
+  let left: ReturnType<typeof replaySegments> | null = null;
+  while (left === null) {
+    if (damage) {
+      const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
+      mkdirSync(quarantine, { recursive: true });
+      const damagedName = basename(damage.file);
+      // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
+      const tailName = `${damagedName}.from-${damage.offset}`;
+      const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
+      copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
+      moved.push(join(quarantine, tailName));
+      truncateSync(damage.file, damage.offset);
+      for (const seg of listSegments(logDir)) {
+        if (seg.name > damagedName) {
+          renameSync(join(logDir, seg.name), join(quarantine, seg.name));
+          moved.push(join(quarantine, seg.name));
+        }
       }
+      fsyncDirSync(logDir);
+      fsyncDirSync(quarantine);
     }
-    fsyncDirSync(logDir);
-    fsyncDirSync(quarantine);
+    try {
+      left = replaySegments(logDir, () => undefined);
+    } catch (err) {
+      if (!(err instanceof LogCorruptError)) throw err;
+      damage = err;
+    }
   }
   // What is left is whole: record its head as the new lineage's checkpoint.
-  const left = replaySegments(logDir, () => undefined);
   const checkpoint = left.lastSeq > 0 ? { seq: left.lastSeq, hash: left.lastHash } : undefined;
   const created = writeNewMeta(dataDir, nowIso, { repairedFrom: meta.originId, checkpoint });
   return { action: 'truncate', keptRecords: left.records, quarantined: moved, originId: created.originId, repairedFrom: meta.originId };

@@ -75,8 +75,9 @@ export async function eraseRecords(host: EraseHost, targets: ReadonlyArray<Erase
     }
     if (changed.length === 0) continue;
     await replaceFile(path, buf);
-    await fsyncDir(host.logDir);
+    // Reads open the new file from here on (the old descriptor still shows the old inode).
     records.segmentReplaced(segmentFirstSeq, changed);
+    await fsyncDir(host.logDir);
     rewritten.push(...changed);
   }
   return rewritten;

@@ -35,7 +35,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
-import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
+import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDir, fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
 import { eraseRecords, type EraseHost } from './erase.js';
@@ -456,7 +456,12 @@ export class Log {
     const cp = meta.checkpoint;
     if (start !== undefined && cp !== undefined && cp.seq < start.seq) {
       // The checkpoint lies inside the snapshot's part of the log: its record's stored hash field.
-      replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records.locations.locate(cp.seq) ? records.storedHashOf(cp.seq) : null;
+      try {
+        replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records.locations.locate(cp.seq) ? records.storedHashOf(cp.seq) : null;
+      } catch (err) {
+        if (err instanceof RecordDamagedError) throw new LogCorruptError(err.file, err.offset, `record ${err.seq} (the checkpoint's) ${err.reason}`);
+        throw err;
+      }
     }
     assertReachesCheckpoint(dataDir, meta, replay);
     if (replay.torn) {

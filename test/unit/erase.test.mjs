@@ -249,3 +249,22 @@ test('a backup taken before an erasure reached its segment erases the record in 
   assert.equal(verify.code, 0, verify.stderr);
   assert.equal(verify.json.erasedRecords, 1);
 });
+
+test('repair --truncate cuts before a tombstone whose vouching erase record lay after the damage, keeping everything cut aside', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 5);
+  await log.erase(await appendErase(log, [2]));
+  await log.close();
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const buf = readFileSync(seg);
+  const at = buf.indexOf(Buffer.from(secret(4)));
+  buf[at] ^= 1; // damage record 4: the erase record (6) is cut away with it
+  writeFileSync(seg, buf);
+  const res = await cli(['--data-dir', dir, 'repair', '--truncate']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.json.keptRecords, 1, 'only record 1 is proven without the cut-away erase record');
+  assert.equal(res.json.quarantined.length, 2);
+  assert.equal((await cli(['--data-dir', dir, 'verify'])).code, 0);
+  const kept = Buffer.concat(res.json.quarantined.map((f) => readFileSync(f)));
+  assert.ok(kept.includes(Buffer.from(secret(3))) && kept.includes(Buffer.from('moderation.erase')), 'the cut records are in quarantine');
+});
