@@ -1,7 +1,8 @@
 /**
  * The append-only log: JSONL segment files under `<dataDir>/log/`, one record per line.
  *
- * Record line (the on-disk format, `agent-forum-log-v1`):
+ * Record line (the on-disk format, `agent-forum-log-v1`; record-format.ts is the one module that
+ * builds, splits and proves lines):
  *
  *     {"payload":{...},"seq":7,"time":"2026-01-01T00:00:00.000Z","type":"message.create","hash":"<64 hex>"}
  *
@@ -10,6 +11,10 @@
  * for the first record) followed by that canonical JSON, so every record carries both a checksum
  * and a link in a hash chain that `verify` walks end to end. The hash fields are private: they
  * never appear in feeds or exports (part 6 rule 6).
+ *
+ * An erased record's line is a tombstone of the same length keeping the original hash (issue 25,
+ * erase.ts, `Log#erase`): replay accepts it only when a later `moderation.erase` record names its
+ * seq and hash (the vouched map, kept in `records`), and hands it on with `erased: true`.
  *
  * Segments are named by the zero-padded `seq` of their first record (`0000000000000001.jsonl`)
  * and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
@@ -483,20 +488,21 @@ export class Log {
     const log = new Log(dataDir, meta, replay, opts, records);
     if (!opts.readOnly) {
       await log.writeCheckpointUnlessNoSpace();
-      await log.completePendingErasures(replay.vouched);
+      await log.completePendingErasures();
     }
     return log;
   }
 
   /**
-   * Finishes erasures a crash interrupted (the erasure contract): every target named by an erase
-   * record replayed at this open whose line is still the original is erased now, before serving.
-   * A target that cannot be erased (its line does not carry the named hash) is logged, not thrown:
-   * the record stays as it is and the start goes on.
+   * Finishes erasures a crash interrupted (the erasure contract): every target an erase record
+   * names (the vouched map: from the state snapshot and this replay) whose line is still the
+   * original is erased now, before serving. Costs one 14-byte read per erased record. A target
+   * that cannot be erased (its line does not carry the named hash) is logged, not thrown: the
+   * record stays as it is and the start goes on.
    */
-  private async completePendingErasures(vouched: ReadonlyMap<number, string>): Promise<void> {
+  private async completePendingErasures(): Promise<void> {
     const pending: EraseTarget[] = [];
-    for (const [seq, hash] of vouched) if (seq <= this.durableSeqValue && !this.records.isTombstone(seq)) pending.push({ seq, hash });
+    for (const [seq, hash] of this.records.locations.vouched) if (seq <= this.durableSeqValue && !this.records.isTombstone(seq)) pending.push({ seq, hash });
     for (const t of pending) {
       try {
         this.erasedAtOpenValue.push(...(await eraseRecords(this.eraseHost(), [t])));

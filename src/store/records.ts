@@ -49,7 +49,11 @@ const ERASED_PREFIX_BYTES = Buffer.from(ERASED_PREFIX, 'latin1');
 
 /** Where records can be read back from, by log seq. */
 export interface RecordSource {
-  /** The payload JSON and time of record `seq` (1..head). Throws Error for an unknown seq. */
+  /**
+   * The payload JSON, time and type of record `seq` (1..head); `erased: true` with payloadJson
+   * `'null'` for an erased record. Throws Error for an unknown seq, and (segment reads)
+   * RecordDamagedError (500 INTERNAL) for a record the hash chain does not prove.
+   */
   read(seq: number): StoredRecord;
 }
 
