@@ -168,7 +168,13 @@ export class SearchIndexer implements CandidateIndex {
       added++;
       // A full live shard is sealed once its documents' records are on disk.
       if (this.index.liveDocs >= this.shardDocsMax && seq <= this.head().durableSeq) {
-        const hash = this.records.storedHashOf(seq);
+        let hash: string | null = null;
+        try {
+          hash = this.records.storedHashOf(seq);
+        } catch (err) {
+          // A damaged record: the live shard is not sealed on it (it stays in memory).
+          if (!(err instanceof RecordDamagedError)) throw err;
+        }
         if (hash !== null) void this.index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message})`));
       }
       if ((added & 63) === 0 && slice.due()) await slice.next();
