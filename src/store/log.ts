@@ -776,6 +776,8 @@ export class Log {
         await this.handle.close();
         this.handle = null;
       }
+      // The record store the log made for itself (no caller's) has read descriptors to close.
+      if (this.opts.records === undefined) this.records.close();
     }
   }
 }
