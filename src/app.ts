@@ -239,8 +239,11 @@ export class App {
       const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
         level === 'info' ? logger.info('search_index', line) : logger.warn('search_index', line),
       );
+      // Erasure (issue 25): shards holding an erased record are dropped and rebuilt without it.
+      if (log.erasedAtOpen.length > 0) index.truncateFrom(Math.min(...log.erasedAtOpen));
       indexer.validate();
       log.onDurable = (seq, hash) => indexer.durable(seq, hash);
+      log.onErase = (seqs) => indexer.erased(seqs);
       this.indexer = indexer;
       void indexer.startCatchUp().catch((err: Error) => logger.error('search_index', `search index: catching up failed (${err.message}); searches scan`, { err }));
     } catch (err) {

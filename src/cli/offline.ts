@@ -19,7 +19,8 @@ export type OfflineCommand = (
 
 /**
  * `verify`: reads every segment, checking framing, canonical form, seq continuity and the hash
- * chain, and that the log reaches meta.json's checkpoint. Output: `{ok, records, lastSeq, originId,
+ * chain (an erased record's tombstone must be vouched for by a later erase record), and that the
+ * log reaches meta.json's checkpoint. Output: `{ok, records, erasedRecords, lastSeq, originId,
  * backup?}` (`backup` for a folder made by `backup`). Throws LogCorruptError naming the first bad
  * record's file and offset (exit 1). Safe while the server runs: bytes after the last newline are
  * then its write in progress, reported as `writeInProgressBytes`; on a stopped folder they are
@@ -28,11 +29,12 @@ export type OfflineCommand = (
 async function verify(dataDir: string): Promise<unknown> {
   const meta = readMeta(dataDir);
   if (!meta) throw new StoreStateError(`${join(dataDir, 'meta.json')} is missing`);
-  const result = replaySegments(join(dataDir, LOG_DIR), () => undefined, { strict: true, hashAtSeq: meta.checkpoint?.seq });
+  let erasedRecords = 0;
+  const result = replaySegments(join(dataDir, LOG_DIR), (r) => void (r.erased === true && erasedRecords++), { strict: true, hashAtSeq: meta.checkpoint?.seq });
   assertReachesCheckpoint(dataDir, meta, result);
   if (result.torn && !result.torn.complete && (await isDataDirLocked(dataDir))) {
     // A server runs on the folder: bytes after the last newline are its write in progress.
-    return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId, writeInProgressBytes: result.torn.bytes };
+    return { ok: true, records: result.records, erasedRecords, lastSeq: result.lastSeq, originId: meta.originId, writeInProgressBytes: result.torn.bytes };
   }
   if (result.torn && !result.torn.complete) {
     throw new LogCorruptError(
@@ -41,7 +43,7 @@ async function verify(dataDir: string): Promise<unknown> {
       `incomplete final line (${result.torn.bytes} bytes) after record ${result.lastSeq}: a crash mid-write (the server truncates it at its next start) or a write in progress`,
     );
   }
-  return { ok: true, records: result.records, lastSeq: result.lastSeq, originId: meta.originId, ...(meta.backup ? { backup: meta.backup } : {}) };
+  return { ok: true, records: result.records, erasedRecords, lastSeq: result.lastSeq, originId: meta.originId, ...(meta.backup ? { backup: meta.backup } : {}) };
 }
 
 /** Runs `fn` holding the folder's lock; refuses when a server is running on it. */

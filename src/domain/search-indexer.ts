@@ -13,6 +13,7 @@
  */
 import { type NgramIndex, NgramIndexDamagedError } from '../store/search/index.js';
 import type { SegmentRecords } from '../store/records.js';
+import { RecordDamagedError } from '../store/errors.js';
 import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
 import type { CandidateIndex } from './forum/search.js';
@@ -33,6 +34,8 @@ export class SearchIndexer implements CandidateIndex {
   /** True once every document up to the log head is in the index; live commits then add theirs. */
   private caughtUp = false;
   private catchingUp: Promise<void> | null = null;
+  /** Set when shards were dropped during a catch-up: it restarts from the index's new end. */
+  private rewound = false;
   private closed = false;
 
   /**
@@ -91,6 +94,18 @@ export class SearchIndexer implements CandidateIndex {
     }
   }
 
+  /**
+   * Records `seqs` are being erased (the erasure contract): the shards from the one holding the
+   * lowest of them on are dropped and their documents added again from the log, without them.
+   */
+  erased(seqs: readonly number[]): void {
+    if (seqs.length === 0) return;
+    this.caughtUp = false;
+    this.index.truncateFrom(Math.min(...seqs));
+    this.rewound = true;
+    void this.startCatchUp().catch((err: Error) => this.log('warn', `search index: catching up after an erasure failed (${err.message})`));
+  }
+
   /** After a commit (apply done): adds the record's document when the index is caught up. */
   committed(record: LogRecord, payloadJson: string): void {
     if (!this.caughtUp) return;
@@ -124,21 +139,42 @@ export class SearchIndexer implements CandidateIndex {
     let m = forum.rows.seq.upperBound(this.index.throughSeq);
     let k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
     let added = 0;
+    this.rewound = false;
     for (;;) {
       if (this.closed) return;
+      if (this.rewound) {
+        this.rewound = false;
+        m = forum.rows.seq.upperBound(this.index.throughSeq);
+        k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
+      }
       const mSeq = m < forum.rows.seq.length ? forum.rows.seq.at(m) : Infinity;
       const kSeq = k < knowledge.order.length ? knowledge.order[k]!.seq : Infinity;
       const seq = Math.min(mSeq, kSeq);
       if (seq === Infinity) break;
       if (seq === mSeq) m++;
       else k++;
-      const r = this.records.read(seq, false);
+      // An erased record (erasure contract) is no document, even before its line is rewritten.
+      if (this.records.isErased(seq)) continue;
+      let r;
+      try {
+        r = this.records.read(seq, false);
+      } catch (err) {
+        // A record the chain does not prove is no document (records.ts logged it once).
+        if (err instanceof RecordDamagedError) continue;
+        throw err;
+      }
       const texts = documentTexts(r.type, r.payloadJson);
       if (texts !== null) this.index.add(seq, texts);
       added++;
       // A full live shard is sealed once its documents' records are on disk.
       if (this.index.liveDocs >= this.shardDocsMax && seq <= this.head().durableSeq) {
-        const hash = this.records.storedHashOf(seq);
+        let hash: string | null = null;
+        try {
+          hash = this.records.storedHashOf(seq);
+        } catch (err) {
+          // A damaged record: the live shard is not sealed on it (it stays in memory).
+          if (!(err instanceof RecordDamagedError)) throw err;
+        }
         if (hash !== null) void this.index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message})`));
       }
       if ((added & 63) === 0 && slice.due()) await slice.next();

@@ -70,7 +70,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
   const arrays = new Arrays();
   const loc = locations.pack();
   const packed: Packed = {
-    locations: { offsets: arrays.put(loc.offsets), lengths: arrays.put(loc.lengths), segmentFirst: loc.segmentFirst },
+    locations: { offsets: arrays.put(loc.offsets), lengths: arrays.put(loc.lengths), segmentFirst: loc.segmentFirst, vouched: loc.vouched },
     agents: {
       order: state.agents.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs })),
       participants: state.agents.participants,
@@ -103,7 +103,8 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
 }
 
 type Packed = {
-  locations: { offsets: number; lengths: number; segmentFirst: number[] };
+  /** `vouched`: the erasure contract's seq → hash pairs (absent in snapshots from before erasure). */
+  locations: { offsets: number; lengths: number; segmentFirst: number[]; vouched?: Array<[number, string]> };
   agents: { order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs'>>; participants: number };
   settings: State['settings'];
   forum: {
@@ -131,7 +132,7 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   const p = deserialize(body.objects) as Packed;
   const arrays = new Arrays(body.arrays);
   const state = createState(records);
-  locations.restore({ offsets: arrays.take(p.locations.offsets), lengths: arrays.take(p.locations.lengths), segmentFirst: p.locations.segmentFirst });
+  locations.restore({ offsets: arrays.take(p.locations.offsets), lengths: arrays.take(p.locations.lengths), segmentFirst: p.locations.segmentFirst, vouched: p.locations.vouched });
 
   const agents = state.agents;
   for (const a of p.agents.order) {

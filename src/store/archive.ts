@@ -10,6 +10,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   readSync,
   renameSync,
   rmSync,
@@ -20,7 +21,8 @@ import {
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDirSync } from './fsutil.js';
-import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from './log.js';
+import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, segmentName, type SegmentInfo } from './log.js';
+import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
 
 /** Present while a restore is being installed; startup refuses to run while it exists. */
@@ -68,6 +70,8 @@ export interface BackupResult {
   bytes: number;
   /** The last record copied. */
   lastSeq: number;
+  /** Records erased in the copy whose erasure had not reached the live segment yet (see completeErasures). */
+  erasedInCopy?: number;
 }
 
 /**
@@ -94,8 +98,53 @@ export function backupArchive(
     bytes += seg.sizeBytes;
   }
   fsyncDirSync(join(targetDir, LOG_DIR));
+  const erasedInCopy = completeErasures(join(targetDir, LOG_DIR));
   writeMeta(targetDir, { ...meta, backup: { created: nowIso, lastSeq } });
-  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq };
+  return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq, ...(erasedInCopy > 0 ? { erasedInCopy } : {}) };
+}
+
+/**
+ * Erases, in a copied log, every record that an erase record in the copy names but whose line is
+ * still the original (erasure contract): a copy taken while the server ran can hold an erase
+ * record whose rewrite had not reached the segment yet, and a backup must never carry erased
+ * bytes. Reads the copy twice (erase targets, then their lines); rewrites each affected segment in
+ * place through a temp file, fsync and rename. Output: how many records were erased.
+ * Throws LogCorruptError for a damaged copy.
+ */
+function completeErasures(logDir: string): number {
+  const vouched = replaySegments(logDir, () => undefined).vouched;
+  if (vouched.size === 0) return 0;
+  const pending = new Map<number, Array<{ seq: number; offset: number; end: number }>>();
+  replaySegments(logDir, (record, _json, segmentFirstSeq, offset, length) => {
+    if (record.erased || !vouched.has(record.seq)) return;
+    const list = pending.get(segmentFirstSeq) ?? [];
+    list.push({ seq: record.seq, offset, end: offset + length + HASH_SUFFIX_LENGTH + 1 });
+    pending.set(segmentFirstSeq, list);
+  });
+  let erased = 0;
+  for (const [first, lines] of pending) {
+    const path = join(logDir, segmentName(first));
+    const buf = readFileSync(path);
+    for (const l of lines) tombstoneLine(buf.subarray(l.offset, l.end), l.seq).copy(buf, l.offset);
+    writeFileAtomicBytesSync(path, buf);
+    erased += lines.length;
+  }
+  if (erased > 0) fsyncDirSync(logDir);
+  return erased;
+}
+
+/** Writes `content` to a temp file beside `path`, fsyncs it and renames it over `path`. */
+function writeFileAtomicBytesSync(path: string, content: Buffer): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    let w = 0;
+    while (w < content.length) w += writeSync(fd, content, w, content.length - w);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
 }
 
 export interface RestoreResult {
@@ -211,27 +260,38 @@ export function repairArchive(dataDir: string, mode: 'truncate' | 'new-lineage',
     damage = err;
   }
   const moved: string[] = [];
-  if (damage) {
-    const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
-    mkdirSync(quarantine, { recursive: true });
-    const damagedName = basename(damage.file);
-    // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
-    const tailName = `${damagedName}.from-${damage.offset}`;
-    const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
-    copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
-    moved.push(join(quarantine, tailName));
-    truncateSync(damage.file, damage.offset);
-    for (const seg of listSegments(logDir)) {
-      if (seg.name > damagedName) {
-        renameSync(join(logDir, seg.name), join(quarantine, seg.name));
-        moved.push(join(quarantine, seg.name));
+  // Cut at the damage; what is left must replay whole. It may not at once: a tombstone (erased
+  // record) before the cut whose vouching erase record was after it is no longer vouched for, so
+  // the log is cut again there — each pass shortens it, and everything cut is kept aside.
+  let left: ReturnType<typeof replaySegments> | null = null;
+  while (left === null) {
+    if (damage) {
+      const quarantine = join(dataDir, 'quarantine', nowIso.replace(/[:.]/g, '-'));
+      mkdirSync(quarantine, { recursive: true });
+      const damagedName = basename(damage.file);
+      // Keep the damaged segment's bytes after the offset as a separate file, then cut it there.
+      const tailName = `${damagedName}.from-${damage.offset}`;
+      const size = listSegments(logDir).find((s) => s.name === damagedName)?.sizeBytes ?? 0;
+      copyRange(damage.file, join(quarantine, tailName), damage.offset, size);
+      moved.push(join(quarantine, tailName));
+      truncateSync(damage.file, damage.offset);
+      for (const seg of listSegments(logDir)) {
+        if (seg.name > damagedName) {
+          renameSync(join(logDir, seg.name), join(quarantine, seg.name));
+          moved.push(join(quarantine, seg.name));
+        }
       }
+      fsyncDirSync(logDir);
+      fsyncDirSync(quarantine);
     }
-    fsyncDirSync(logDir);
-    fsyncDirSync(quarantine);
+    try {
+      left = replaySegments(logDir, () => undefined);
+    } catch (err) {
+      if (!(err instanceof LogCorruptError)) throw err;
+      damage = err;
+    }
   }
   // What is left is whole: record its head as the new lineage's checkpoint.
-  const left = replaySegments(logDir, () => undefined);
   const checkpoint = left.lastSeq > 0 ? { seq: left.lastSeq, hash: left.lastHash } : undefined;
   const created = writeNewMeta(dataDir, nowIso, { repairedFrom: meta.originId, checkpoint });
   return { action: 'truncate', keptRecords: left.records, quarantined: moved, originId: created.originId, repairedFrom: meta.originId };

@@ -1,6 +1,8 @@
 /**
- * Errors raised by the store. They are operator-facing (startup, CLI), never HTTP responses.
+ * Errors raised by the store. They are operator-facing (startup, CLI), never HTTP responses —
+ * except RecordDamagedError, which a read raises while serving (500 INTERNAL, no detail).
  */
+import { ServiceError } from '../errors.js';
 
 /** What to do about a damaged log in the data folder the server runs on. */
 export const DATA_DIR_DAMAGE_ADVICE =
@@ -40,5 +42,29 @@ export class SnapshotMismatchError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SnapshotMismatchError';
+  }
+}
+
+/** What to do about a record that a read found damaged while the server runs. */
+export const RECORD_DAMAGE_ADVICE =
+  'The record is not served (requests that need it answer 500). Stop the server and run node dist/cli.js verify ' +
+  'to find every damaged record; then restore data/ from a backup (node dist/cli.js restore DIR), or keep the ' +
+  'records before the first damage with node dist/cli.js repair --truncate (the rest is moved to data/quarantine/).';
+
+/**
+ * A record read back from a segment is not proven by the hash chain (issue 28): it is never
+ * served. A ServiceError with code INTERNAL, so the HTTP layer answers 500 without logging it
+ * again (records.ts logs it once, with file, offset and seq); the client sees no path.
+ */
+export class RecordDamagedError extends ServiceError {
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly seq: number,
+    readonly reason: string,
+    readonly advice: string = RECORD_DAMAGE_ADVICE,
+  ) {
+    super('INTERNAL', 'internal error: a record of the archive failed its integrity check; the operator was told in the server log');
+    this.name = 'RecordDamagedError';
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The append-only log: JSONL segment files under `<dataDir>/log/`, one record per line.
  *
- * Record line (the on-disk format, `agent-forum-log-v1`):
+ * Record line (the on-disk format, `agent-forum-log-v1`; record-format.ts is the one module that
+ * builds, splits and proves lines):
  *
  *     {"payload":{...},"seq":7,"time":"2026-01-01T00:00:00.000Z","type":"message.create","hash":"<64 hex>"}
  *
@@ -10,6 +11,10 @@
  * for the first record) followed by that canonical JSON, so every record carries both a checksum
  * and a link in a hash chain that `verify` walks end to end. The hash fields are private: they
  * never appear in feeds or exports (part 6 rule 6).
+ *
+ * An erased record's line is a tombstone of the same length keeping the original hash (issue 25,
+ * erase.ts, `Log#erase`): replay accepts it only when a later `moderation.erase` record names its
+ * seq and hash (the vouched map, kept in `records`), and hands it on with `erased: true`.
  *
  * Segments are named by the zero-padded `seq` of their first record (`0000000000000001.jsonl`)
  * and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
@@ -30,36 +35,36 @@
  * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
  * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
  */
-import { hash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
-import { LogCorruptError, SnapshotMismatchError, StoreStateError } from './errors.js';
+import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
-import { fsyncDir, fsyncDirSync, isNoSpaceError } from './fsutil.js';
+import { fsyncDir, fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
+import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
-import { segmentName, type SegmentRecords } from './records.js';
+import { SegmentRecords } from './records.js';
+import {
+  ERASE_RECORD_TYPE,
+  GENESIS_HASH,
+  HASH_SUFFIX_LENGTH,
+  SEGMENT_NAME,
+  chainHash,
+  encodeLine,
+  eraseTargetsOf,
+  parseLine,
+  recordJson,
+  segmentName,
+  startsLikeRecord,
+  type EraseTarget,
+  type LogRecord,
+  type ParsedLine,
+} from './record-format.js';
 
 export const LOG_DIR = 'log';
-const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
-const GENESIS_HASH = '0'.repeat(64);
-/** `,"hash":"` + 64 hex + `"}` — the fixed-length suffix of every record line. */
-const HASH_SUFFIX_LENGTH = 9 + 64 + 2;
-const HASH_PREFIX = ',"hash":"';
-
-/** One record of the log, as replayed and as appended. */
-export interface LogRecord<P = unknown> {
-  /** Log position, from 1, without gaps. Feed cursors, exchange positions and receipts use it. */
-  seq: number;
-  /** ISO 8601 UTC time the record was appended. */
-  time: string;
-  /** Record type, `<area>.<verb>` (e.g. `message.create`). */
-  type: string;
-  payload: P;
-}
 
 /** Where a segment starts and how long its durable part is; used by backup. */
 export interface SegmentInfo {
@@ -107,7 +112,7 @@ export interface LogOptions {
   resume?: { seq: number; hash: string };
 }
 
-export { segmentName };
+export { chainHash, segmentName, type LogRecord };
 
 /** Lists the segments of a log directory in seq order. */
 export function listSegments(logDir: string): SegmentInfo[] {
@@ -119,36 +124,6 @@ export function listSegments(logDir: string): SegmentInfo[] {
     out.push({ name, firstSeq: Number(m[1]), sizeBytes: statSync(join(logDir, name)).size });
   }
   return out.sort((a, b) => a.firstSeq - b.firstSeq);
-}
-
-/**
- * The canonical JSON of a record whose payload is already canonical: sorted keys put `payload`
- * first and `seq`, `time`, `type` last, so the record is assembled around the payload's text.
- * Equal to stableStringify(record); `type` and `time` are ASCII tokens (see SEQ_KEY).
- */
-function recordJson(payloadJson: string, seq: number, time: string, type: string): string {
-  return `${PAYLOAD_PREFIX}${payloadJson},"seq":${seq},"time":"${time}","type":"${type}"}`;
-}
-const PAYLOAD_PREFIX = '{"payload":';
-
-/** Computes the chained hash of a record body (canonical JSON) after `prevHash`. */
-export function chainHash(prevHash: string, body: string): string {
-  return hash('sha256', prevHash + body);
-}
-
-/**
- * Reusable scratch buffer for hashing `prevHash + body` during replay without building strings:
- * the record's bytes are copied next to the previous hash and hashed in one call.
- */
-let scratch = Buffer.allocUnsafe(64 * 1024);
-
-function chainHashBytes(prevHash: string, buf: Buffer, start: number, end: number): string {
-  const n = 64 + (end - start) + 1;
-  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, scratch.length * 2));
-  scratch.write(prevHash, 0, 64, 'latin1');
-  buf.copy(scratch, 64, start, end);
-  scratch[n - 1] = 0x7d; // '}' closes the body where the hash field was cut off
-  return hash('sha256', scratch.subarray(0, n));
 }
 
 /** Result of reading a log directory from disk. */
@@ -164,6 +139,11 @@ export interface ReplayResult {
   torn: { file: string; offset: number; bytes: number; complete: boolean } | null;
   /** The chained hash of record `hashAtSeq` (a replay option), or null when the log ends before it. */
   hashAt: string | null;
+  /**
+   * Every erase target named by the `moderation.erase` records replayed (seq → original chained
+   * hash), in log order: the vouched map's entries from this replay (see record-format.ts).
+   */
+  vouched: Map<number, string>;
 }
 
 /**
@@ -188,7 +168,11 @@ export interface ReplayStart {
  * Reads every segment in order (from `opts.start` when given), checking framing, hash chain and
  * seq continuity, and calls
  * `onRecord` for each record with its payload's canonical JSON (as stored) and its location.
- * Throws LogCorruptError for damage other than a torn final line of the last segment.
+ * A tombstone (an erased record's line, record-format.ts) is accepted provisionally and handed to
+ * `onRecord` with `erased: true` and payload null; the replay fails if the log ends without a later
+ * `moderation.erase` record naming its seq and stored hash (the erasure contract's chain rule).
+ * Throws LogCorruptError for damage other than a torn final line of the last segment, and for a
+ * tombstone nobody vouched for (naming its file and offset).
  */
 export function replaySegments(
   logDir: string,
@@ -202,6 +186,18 @@ export function replaySegments(
   let prevHash = start?.prevHash ?? GENESIS_HASH;
   let torn: ReplayResult['torn'] = null;
   let hashAt: string | null = null;
+  const vouched = new Map<number, string>();
+  /** Tombstones seen and not yet vouched for (seq → stored hash and where the line is). */
+  const unvouched = new Map<number, { hash: string; file: string; offset: number }>();
+  const follow = (parsed: ParsedLine, file: string, offset: number) => {
+    if (parsed.erased) unvouched.set(parsed.record.seq, { hash: parsed.hash, file, offset });
+    else if (parsed.record.type === ERASE_RECORD_TYPE) {
+      for (const t of eraseTargetsOf(parsed.record.payload)) {
+        vouched.set(t.seq, t.hash);
+        if (unvouched.get(t.seq)?.hash === t.hash) unvouched.delete(t.seq);
+      }
+    }
+  };
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!;
     const file = join(logDir, seg.name);
@@ -225,13 +221,15 @@ export function replaySegments(
         const tail = unterminatedTail(buf, pos, prevHash, expectedSeq, file, strict);
         torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
         if (tail === null) break;
+        follow(tail, file, pos);
         onRecord(tail.record, tail.payloadJson, seg.firstSeq, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
         if (expectedSeq === opts.hashAtSeq) hashAt = tail.hash;
         prevHash = tail.hash;
         expectedSeq++;
         break;
       }
-      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, strict);
+      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, strict, stableStringify);
+      follow(parsed, file, pos);
       onRecord(parsed.record, parsed.payloadJson, seg.firstSeq, pos, nl - HASH_SUFFIX_LENGTH - pos);
       if (expectedSeq === opts.hashAtSeq) hashAt = parsed.hash;
       prevHash = parsed.hash;
@@ -239,11 +237,15 @@ export function replaySegments(
       pos = nl + 1;
     }
   }
-  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn, hashAt };
+  for (const [seq, t] of unvouched) {
+    throw new LogCorruptError(
+      t.file,
+      t.offset,
+      `record ${seq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`,
+    );
+  }
+  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn, hashAt, vouched };
 }
-
-/** The first bytes of every record line we write (see recordJson). */
-const FRAME_START = Buffer.from(PAYLOAD_PREFIX, 'latin1');
 
 /**
  * Whether `buf[pos..]` could be what a write cut short by a crash left behind: the start of a
@@ -254,9 +256,7 @@ const FRAME_START = Buffer.from(PAYLOAD_PREFIX, 'latin1');
  * cannot come from our writes: it is damage.
  */
 function couldBeTornWrite(buf: Buffer, pos: number): boolean {
-  const length = buf.length - pos;
-  const compared = Math.min(length, FRAME_START.length);
-  if (buf.compare(FRAME_START, 0, compared, pos, pos + compared) === 0) return true;
+  if (startsLikeRecord(buf, pos)) return true;
   for (let i = pos; i < buf.length; i++) if (buf[i] !== 0) return false;
   return true;
 }
@@ -277,7 +277,7 @@ function unterminatedTail(
   expectedSeq: number,
   file: string,
   strict: boolean,
-): ReturnType<typeof parseLine> | null {
+): ParsedLine | null {
   if (!couldBeTornWrite(buf, pos)) {
     throw new LogCorruptError(
       file,
@@ -288,12 +288,12 @@ function unterminatedTail(
     );
   }
   try {
-    return parseLine(buf, pos, buf.length, prevHash, expectedSeq, file, strict);
+    return parseLine(buf, pos, buf.length, prevHash, expectedSeq, file, strict, stableStringify);
   } catch {
     // not a whole record: a torn write, unless it is a whole record and one more byte (below)
   }
   try {
-    parseLine(buf, pos, buf.length - 1, prevHash, expectedSeq, file, strict);
+    parseLine(buf, pos, buf.length - 1, prevHash, expectedSeq, file, strict, stableStringify);
   } catch {
     return null;
   }
@@ -339,164 +339,6 @@ export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: 
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
 const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
 
-/**
- * The record fields after the payload, as the canonical form writes them (ASCII only): sorted
- * keys put `seq`, `time` and `type` last, right before the hash field:
- * `,"seq":<digits>,"time":"<[0-9T:.Z+-]>","type":"<[a-z0-9_.-]>"`. Read backwards from the
- * hash field, byte by byte, with these keys and bounds.
- */
-const SEQ_KEY = Buffer.from(',"seq":', 'latin1');
-const TIME_KEY = Buffer.from(',"time":"', 'latin1');
-const TYPE_KEY = Buffer.from('","type":"', 'latin1');
-const PAYLOAD_PREFIX_BYTES = Buffer.from(PAYLOAD_PREFIX, 'latin1');
-const HASH_PREFIX_BYTES = Buffer.from(HASH_PREFIX, 'latin1');
-const SEQ_DIGITS_MAX = 16;
-const TIME_BYTES_MAX = 40;
-const TYPE_BYTES_MAX = 60;
-
-/** Whether `buf` holds the bytes of `expected` at offset `at`. */
-function bytesAt(buf: Buffer, at: number, expected: Buffer): boolean {
-  if (at < 0) return false;
-  for (let i = 0; i < expected.length; i++) if (buf[at + i] !== expected[i]) return false;
-  return true;
-}
-
-function isTypeByte(b: number): boolean {
-  return (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x5f || b === 0x2e || b === 0x2d;
-}
-
-function isTimeByte(b: number): boolean {
-  return (b >= 0x30 && b <= 0x39) || b === 0x54 || b === 0x3a || b === 0x2e || b === 0x5a || b === 0x2b || b === 0x2d;
-}
-
-/** Start of the run of bytes before `end` (at most `max`, not before `floor`) that pass `accept`. */
-function runStart(buf: Buffer, floor: number, end: number, max: number, accept: (b: number) => boolean): number {
-  let i = end;
-  while (i > floor && end - i < max && accept(buf[i - 1]!)) i--;
-  return i;
-}
-
-/**
- * An ASCII token decoded from a segment, reused while consecutive records repeat it: records of
- * one group commit share their time, and runs of records share their type.
- */
-class TokenCache {
-  private text = '';
-  private bytes = Buffer.alloc(0);
-
-  /** The token `buf[start, end)` as a string (latin1). */
-  get(buf: Buffer, start: number, end: number): string {
-    const known = this.bytes;
-    if (end - start === known.length) {
-      let i = 0;
-      while (i < known.length && buf[start + i] === known[i]) i++;
-      if (i === known.length) return this.text;
-    }
-    this.text = buf.toString('latin1', start, end);
-    this.bytes = Buffer.from(buf.subarray(start, end));
-    return this.text;
-  }
-}
-const times = new TokenCache();
-const types = new TokenCache();
-
-/**
- * Checks and parses the line `buf[pos, nl)`. The hash is computed over the line's bytes up to
- * the hash field, closed with `}` — the record's canonical JSON — without building that string,
- * and compared with the stored hex in place. Only the payload's bytes are decoded into a string
- * (the one the index keeps); seq, time and type are read from the ASCII tail byte by byte. So
- * no whole-line string is made, and nothing the index keeps holds on to one.
- */
-function parseLine(
-  buf: Buffer,
-  pos: number,
-  nl: number,
-  prevHash: string,
-  expectedSeq: number,
-  file: string,
-  strict: boolean,
-): { record: LogRecord; payloadJson: string; hash: string } {
-  const cutByte = nl - HASH_SUFFIX_LENGTH;
-  const notFramed = () => new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {"payload":...,"seq":...,"time":...,"type":...,"hash":"<64 hex>"}`);
-  if (
-    cutByte - pos < PAYLOAD_PREFIX.length ||
-    !bytesAt(buf, cutByte, HASH_PREFIX_BYTES) ||
-    buf[nl - 2] !== 0x22 ||
-    buf[nl - 1] !== 0x7d ||
-    !bytesAt(buf, pos, PAYLOAD_PREFIX_BYTES)
-  ) {
-    throw notFramed();
-  }
-  const hash = chainHashBytes(prevHash, buf, pos, cutByte);
-  const storedAt = cutByte + HASH_PREFIX.length;
-  for (let i = 0; i < 64; i++) {
-    if (hash.charCodeAt(i) !== buf[storedAt + i]) {
-      throw new LogCorruptError(file, pos, `record ${expectedSeq} fails its hash check (damaged bytes or broken chain)`);
-    }
-  }
-  const floor = pos + PAYLOAD_PREFIX.length;
-  const typeEnd = cutByte - 1;
-  const typeStart = runStart(buf, floor, typeEnd, TYPE_BYTES_MAX, isTypeByte);
-  const timeEnd = typeStart - TYPE_KEY.length;
-  if (buf[typeEnd] !== 0x22 || typeStart === typeEnd || !bytesAt(buf, timeEnd, TYPE_KEY)) throw notFramed();
-  const timeStart = runStart(buf, floor, timeEnd, TIME_BYTES_MAX, isTimeByte);
-  const digitsEnd = timeStart - TIME_KEY.length;
-  if (timeStart === timeEnd || !bytesAt(buf, digitsEnd, TIME_KEY)) throw notFramed();
-  const digitsStart = runStart(buf, floor, digitsEnd, SEQ_DIGITS_MAX, (b) => b >= 0x30 && b <= 0x39);
-  const payloadEnd = digitsStart - SEQ_KEY.length;
-  if (digitsStart === digitsEnd || payloadEnd < floor || !bytesAt(buf, payloadEnd, SEQ_KEY)) throw notFramed();
-  let seq = 0;
-  for (let i = digitsStart; i < digitsEnd; i++) seq = seq * 10 + (buf[i]! - 0x30);
-  if (seq !== expectedSeq) {
-    throw new LogCorruptError(file, pos, `record has seq ${seq} but ${expectedSeq} was expected`);
-  }
-  const payloadJson = buf.toString('utf8', floor, payloadEnd);
-  const record = new ReplayedRecord(seq, times.get(buf, timeStart, timeEnd), types.get(buf, typeStart, typeEnd), payloadJson, file, pos);
-  if (strict) {
-    void record.payload; // parses: throws LogCorruptError for JSON that is not valid
-    if (stableStringify(record.toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${buf.toString('latin1', payloadEnd, cutByte)}}`) {
-      throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
-    }
-  }
-  return { record, payloadJson, hash };
-}
-
-/**
- * A record read back from a segment. Its payload is parsed from `payloadJson` on first access:
- * an area that reads its record from the canonical JSON (messages, most of a large log) costs no
- * JSON.parse at startup. The bytes are already proven intact by the hash chain; an invalid
- * payload throws LogCorruptError (file, byte offset) when read, and `verify` (strict) reads all.
- */
-class ReplayedRecord implements LogRecord {
-  private parsed: unknown = UNPARSED;
-
-  constructor(
-    readonly seq: number,
-    readonly time: string,
-    readonly type: string,
-    private readonly payloadJson: string,
-    private readonly file: string,
-    private readonly offset: number,
-  ) {}
-
-  get payload(): unknown {
-    if (this.parsed === UNPARSED) {
-      try {
-        this.parsed = JSON.parse(this.payloadJson);
-      } catch {
-        throw new LogCorruptError(this.file, this.offset, `record ${this.seq} is not valid JSON`);
-      }
-    }
-    return this.parsed;
-  }
-
-  /** The plain record `{payload, seq, time, type}` (what stableStringify and JSON.stringify see). */
-  toJSON(): LogRecord {
-    return { payload: this.payload, seq: this.seq, time: this.time, type: this.type };
-  }
-}
-const UNPARSED: unique symbol = Symbol('unparsed');
-
 interface Waiter {
   seq: number;
   resolve: () => void;
@@ -538,6 +380,8 @@ export class Log {
     meta: LogMeta,
     replay: ReplayResult,
     private readonly opts: LogOptions,
+    /** Record locations (and the vouched map), kept for read-back and erasure. */
+    readonly records: SegmentRecords,
   ) {
     this.logDir = join(dataDir, LOG_DIR);
     this.segmentBytesMax = opts.segmentBytesMax ?? SEGMENT_BYTES_MAX;
@@ -585,21 +429,24 @@ export class Log {
       );
     }
     mkdirSync(logDir, { recursive: true });
-    const records = opts.records;
-    const visit: RecordVisitor =
-      records === undefined
-        ? onRecord
-        : (record, payloadJson, segmentFirstSeq, offset, length) => {
-            records.located(record.seq, segmentFirstSeq, offset, length);
-            onRecord(record, payloadJson, segmentFirstSeq, offset, length);
-          };
+    if (!opts.readOnly) {
+      // Holding the lock, no other process writes here: a temporary file is an interrupted erasure's.
+      for (const name of removeStaleTempFiles(logDir)) logger.warn('temp_file_removed', `removed ${join(logDir, name)}, a temporary file left by an interrupted erasure`);
+    }
+    // Without a caller's record store the log keeps one of its own (no cache): erasure and
+    // proven reads need every record's location.
+    const records = opts.records ?? new SegmentRecords(logDir, 0);
+    const visit: RecordVisitor = (record, payloadJson, segmentFirstSeq, offset, length) => {
+      records.located(record.seq, segmentFirstSeq, offset, length);
+      onRecord(record, payloadJson, segmentFirstSeq, offset, length);
+    };
     let start: ReplayStart | undefined;
     if (opts.resume !== undefined) {
       const { seq, hash } = opts.resume;
-      const loc = records?.locations.locate(seq);
+      const loc = records.locations.locate(seq);
       let stored: string | null = null;
       try {
-        stored = records === undefined || loc === undefined ? null : records.storedHashOf(seq);
+        stored = loc === undefined ? null : records.storedHashOf(seq);
       } catch {
         // An unreadable segment is a mismatch too: the whole replay then names the damage.
       }
@@ -614,7 +461,12 @@ export class Log {
     const cp = meta.checkpoint;
     if (start !== undefined && cp !== undefined && cp.seq < start.seq) {
       // The checkpoint lies inside the snapshot's part of the log: its record's stored hash field.
-      replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records!.locations.locate(cp.seq) ? records!.storedHashOf(cp.seq) : null;
+      try {
+        replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records.locations.locate(cp.seq) ? records.storedHashOf(cp.seq) : null;
+      } catch (err) {
+        if (err instanceof RecordDamagedError) throw new LogCorruptError(err.file, err.offset, `record ${err.seq} (the checkpoint's) ${err.reason}`);
+        throw err;
+      }
     }
     assertReachesCheckpoint(dataDir, meta, replay);
     if (replay.torn) {
@@ -632,9 +484,93 @@ export class Log {
       if (replay.torn.complete) opts.onComplete?.(replay.torn.file, replay.torn.offset + replay.torn.bytes);
       else opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
     }
-    const log = new Log(dataDir, meta, replay, opts);
-    if (!opts.readOnly) await log.writeCheckpointUnlessNoSpace();
+    for (const [seq, hash] of replay.vouched) records.vouch(seq, hash);
+    const log = new Log(dataDir, meta, replay, opts, records);
+    if (!opts.readOnly) {
+      await log.writeCheckpointUnlessNoSpace();
+      await log.completePendingErasures();
+    }
     return log;
+  }
+
+  /**
+   * Finishes erasures a crash interrupted (the erasure contract): every target an erase record
+   * names (the vouched map: from the state snapshot and this replay) whose line is still the
+   * original is erased now, before serving. Costs one 14-byte read per erased record. A target
+   * that cannot be erased (its line does not carry the named hash) is logged, not thrown: the
+   * record stays as it is and the start goes on.
+   */
+  private async completePendingErasures(): Promise<void> {
+    const pending: EraseTarget[] = [];
+    for (const [seq, hash] of this.records.locations.vouched) if (seq <= this.durableSeqValue && !this.records.isTombstone(seq)) pending.push({ seq, hash });
+    for (const t of pending) {
+      try {
+        this.erasedAtOpenValue.push(...(await eraseRecords(this.eraseHost(), [t])));
+      } catch (err) {
+        logger.error('erase_not_completed', `an interrupted erasure of record ${t.seq} could not be completed: ${(err as Error).message}`, { seq: t.seq });
+      }
+    }
+    if (this.erasedAtOpenValue.length > 0) logger.warn('recovered', `recovered: completed an interrupted erasure of records ${this.erasedAtOpenValue.join(', ')}`);
+  }
+
+  /** Seqs whose erasure an earlier crash interrupted and this open completed (derived indexes drop them). */
+  get erasedAtOpen(): readonly number[] {
+    return this.erasedAtOpenValue;
+  }
+  private readonly erasedAtOpenValue: number[] = [];
+
+  /**
+   * Called with the seqs about to be erased, before any segment is rewritten: derived files that
+   * hold their text (the search index's shards) drop them here (the erasure contract).
+   */
+  onErase: ((seqs: readonly number[]) => void) | null = null;
+
+  /** The next batch rolls over to a new segment (set while erasure seals the active one). */
+  private sealRequested = false;
+  private erasing: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Erases records (issue 25; the erasure contract, store/erase.ts): replaces each target's line
+   * by a tombstone of the same length carrying the same hash. Precondition: the
+   * `moderation.erase` record naming exactly these `{seq, hash}` targets was appended and is
+   * durable (`await sync()`). Erasures run one at a time. Rejects with Error (nothing changed)
+   * for a target that is not vouched for or does not carry that hash; on a file-system error the
+   * segment is the old or the new file, and the next start completes the erasure.
+   */
+  erase(targets: ReadonlyArray<EraseTarget>): Promise<void> {
+    const run = this.erasing.then(async () => {
+      await this.sync();
+      await eraseRecords(this.eraseHost(), targets);
+    });
+    this.erasing = run.catch(() => undefined);
+    return run;
+  }
+
+  private eraseHost(): EraseHost {
+    return {
+      logDir: this.logDir,
+      records: this.records,
+      durableSeq: this.durableSeqValue,
+      sealSegment: (first) => this.sealSegment(first),
+      beforeRewrite: (seqs) => {
+        try {
+          this.onErase?.(seqs);
+        } catch (err) {
+          logger.error('erase_hook', `dropping derived copies of erased records failed: ${(err as Error).message}`);
+        }
+      },
+    };
+  }
+
+  /**
+   * Resolves once the segment starting at `segmentFirstSeq` takes no more writes: a sealed
+   * segment at once; the active one after the next batch is made to roll over to a new segment
+   * and any write to it in progress has finished.
+   */
+  private async sealSegment(segmentFirstSeq: number): Promise<void> {
+    if (segmentFirstSeq !== this.segmentFirstSeq) return;
+    this.sealRequested = true;
+    while (this.flushing && this.segmentFirstSeq === segmentFirstSeq) await new Promise((r) => setImmediate(r));
   }
 
   /** The log's metadata (originId, checkpoint); replaced, never mutated, when it changes. */
@@ -708,13 +644,12 @@ export class Log {
     const body = recordJson(payloadJson, seq, record.time, type);
     const hash = chainHash(this.lastHash, body);
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
-    const line = body.slice(0, -1) + HASH_PREFIX + hash + '"}\n';
+    const line = encodeLine(body, hash);
     this.pending.push(line);
-    const records = this.opts.records;
-    if (records !== undefined) {
-      this.pendingBytes.push(Buffer.byteLength(line, 'utf8'));
-      records.appended(seq, { payloadJson, time: record.time, type });
-    }
+    this.pendingBytes.push(Buffer.byteLength(line, 'utf8'));
+    this.records.appended(seq, { payloadJson, time: record.time, type });
+    // The erasure contract: an erase record vouches for the tombstones it will leave.
+    if (type === ERASE_RECORD_TYPE) for (const t of eraseTargetsOf(payload)) this.records.vouch(t.seq, t.hash);
     this.lastHash = hash;
     this.headSeqValue = seq;
     if (!this.flushing) {
@@ -760,13 +695,10 @@ export class Log {
         const syncStarted = performance.now();
         await handle.datasync();
         const fsyncMs = performance.now() - syncStarted;
-        const records = this.opts.records;
-        if (records !== undefined) {
-          let offset = this.segmentBytes;
-          for (let i = 0; i < lineBytes.length; i++) {
-            records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
-            offset += lineBytes[i]!;
-          }
+        let offset = this.segmentBytes;
+        for (let i = 0; i < lineBytes.length; i++) {
+          this.records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
+          offset += lineBytes[i]!;
         }
         this.segmentBytes += data.length;
         this.durableSeqValue = firstSeq + lines.length - 1;
@@ -807,8 +739,9 @@ export class Log {
 
   /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
   private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
-    const full = this.segmentBytes > 0 && this.segmentBytes + batchBytes > this.segmentBytesMax;
+    const full = this.segmentBytes > 0 && (this.sealRequested || this.segmentBytes + batchBytes > this.segmentBytesMax);
     if (this.handle && !full) return;
+    this.sealRequested = false;
     // Closing a full segment: record that the log reaches its last record, so a later loss of
     // the segments after it cannot go unnoticed at startup.
     if (full) await this.writeCheckpoint();
@@ -833,6 +766,7 @@ export class Log {
    * was removed under us: then there is no log left to protect), then closes the segment.
    */
   async close(): Promise<void> {
+    await this.erasing;
     if (!this.failed) await this.sync().catch(() => undefined);
     while (this.flushing) await new Promise((r) => setImmediate(r));
     try {
@@ -842,6 +776,8 @@ export class Log {
         await this.handle.close();
         this.handle = null;
       }
+      // The record store the log made for itself (no caller's) has read descriptors to close.
+      if (this.opts.records === undefined) this.records.close();
     }
   }
 }

@@ -10,25 +10,50 @@
  *
  * What a read returns is the record's payload JSON exactly as stored (canonical, sorted keys) and
  * the record's time, so responses built from it are byte-identical to ones built at append time.
- * The bytes were checked by the hash chain when the log was replayed or written; a read checks
- * the framing and the seq of the line it got, so a segment replaced under a running server fails
- * loudly (500) instead of serving another record.
+ *
+ * Proven reads (issue 28): every line read back from a segment is proven against the hash chain
+ * before any byte of it is used: sha256(previous record's stored hash + record text) must equal
+ * its stored hash (record-format.ts `proveLine`). The previous hash is read in the same
+ * positional read when the previous line is in the same segment (the 67 bytes before the line),
+ * else from the last line of the previous segment. An erased record's tombstone is proven by
+ * the vouched map instead (seq → hash named by a later `moderation.erase` record). Only proven
+ * records enter the cache, so a hit costs nothing more. A line that is not proven is never
+ * returned: the read throws RecordDamagedError (500 INTERNAL), logged once per record as one
+ * `record_damaged` error line naming file, byte offset and seq, and `damaged` reports it
+ * (`/api/status` `archiveDamaged`).
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { RECORD_CACHE_BYTES_DEFAULT, SEGMENT_FDS_MAX } from '../constants.js';
+import { logger } from '../logger.js';
+import { RecordDamagedError } from './errors.js';
+import {
+  ERASED_PREFIX,
+  GENESIS_HASH,
+  HASH_HEX_LENGTH,
+  HASH_SUFFIX_LENGTH,
+  proveLine,
+  segmentName,
+  splitRecordText,
+  storedHashOfTail,
+  type StoredRecord,
+} from './record-format.js';
 
-/** A record as the index needs it back: its payload's canonical JSON, its time (ISO 8601) and type. */
-export interface StoredRecord {
-  payloadJson: string;
-  time: string;
-  type: string;
-}
+export { segmentName, splitRecordText, type StoredRecord };
+
+/** Bytes before a line that a proven read takes with it: the previous line's hash, `"}` and newline. */
+const PREV_HASH_LEAD = HASH_HEX_LENGTH + 3;
+const PREV_LINE_END = Buffer.from('"}\n', 'latin1');
+const ERASED_PREFIX_BYTES = Buffer.from(ERASED_PREFIX, 'latin1');
 
 /** Where records can be read back from, by log seq. */
 export interface RecordSource {
-  /** The payload JSON and time of record `seq` (1..head). Throws Error for an unknown seq. */
+  /**
+   * The payload JSON, time and type of record `seq` (1..head); `erased: true` with payloadJson
+   * `'null'` for an erased record. Throws Error for an unknown seq, and (segment reads)
+   * RecordDamagedError (500 INTERNAL) for a record the hash chain does not prove.
+   */
   read(seq: number): StoredRecord;
 }
 
@@ -121,6 +146,12 @@ export class RecordLocations {
   private lengths: U32List = new U32List(1024);
   /** First seq of each segment, ascending, and the segment's file name. */
   private readonly segmentFirst: number[] = [];
+  /**
+   * The vouched map (erasure contract): seq → original chained hash, for every record a
+   * `moderation.erase` record names. A tombstone at seq is proven when its stored hash equals it.
+   * Kept here so that it travels in the state snapshot with the locations.
+   */
+  readonly vouched = new Map<number, string>();
 
   /** Number of located records (they are seqs 1..count). */
   get count(): number {
@@ -160,18 +191,22 @@ export class RecordLocations {
     return this.offsets.bytes + this.lengths.bytes + this.segmentFirst.length * 8;
   }
 
-  /** The locations as plain data (for snapshots). */
-  pack(): { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[] } {
-    return { offsets: this.offsets.toArray(), lengths: this.lengths.toArray(), segmentFirst: [...this.segmentFirst] };
+  /** The locations and the vouched map (as [seq, hash] pairs) as plain data (for snapshots). */
+  pack(): { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[]; vouched: Array<[number, string]> } {
+    return { offsets: this.offsets.toArray(), lengths: this.lengths.toArray(), segmentFirst: [...this.segmentFirst], vouched: [...this.vouched] };
   }
 
-  /** Replaces every location with packed ones (snapshot load; the table must be empty). */
-  restore(p: { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[] }): void {
+  /**
+   * Replaces every location with packed ones (snapshot load; the table must be empty). A snapshot
+   * written before erasure existed has no `vouched` pairs.
+   */
+  restore(p: { offsets: Uint32Array; lengths: Uint32Array; segmentFirst: number[]; vouched?: Array<[number, string]> }): void {
     if (this.count !== 0) throw new Error('record locations can only be restored into an empty table');
     if (p.offsets.length !== p.lengths.length) throw new Error('damaged record locations');
     this.offsets = U32List.of(p.offsets);
     this.lengths = U32List.of(p.lengths);
     this.segmentFirst.push(...p.segmentFirst);
+    for (const [seq, hash] of p.vouched ?? []) this.vouched.set(seq, hash);
   }
 }
 
@@ -214,42 +249,15 @@ export class RecordCache {
     this.lru?.set(seq, r);
   }
 
+  /** Forgets record `seq` (its line was rewritten: erasure). */
+  delete(seq: number): void {
+    this.lru?.delete(seq);
+  }
+
   /** Bytes held now (estimate, see `cachedSize`). */
   get bytes(): number {
     return this.lru?.calculatedSize ?? 0;
   }
-}
-
-/** Segment file name for a first seq (`0000000000000001.jsonl`). */
-export function segmentName(firstSeq: number): string {
-  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
-}
-
-const PAYLOAD_PREFIX = '{"payload":';
-/** `,"hash":"` + 64 hex + `"}`: what follows a record's text on its line. */
-const HASH_FIELD_BYTES = 9 + 64 + 2;
-const SEQ_KEY = ',"seq":';
-const TIME_KEY = ',"time":"';
-const TYPE_KEY = '","type":"';
-
-/**
- * Splits a record text `{"payload":<json>,"seq":N,"time":"T","type":"X"` (the line up to its hash
- * field) into payload JSON, time and type, checking that it is record `seq`. The keys after the payload
- * are found from the end: the payload cannot contain them unescaped after its last byte.
- * Throws Error when the text is not that record (a segment changed under the server).
- */
-export function splitRecordText(text: string, seq: number): StoredRecord {
-  const typeAt = text.lastIndexOf(TYPE_KEY);
-  const timeAt = typeAt === -1 ? -1 : text.lastIndexOf(TIME_KEY, typeAt);
-  const seqAt = timeAt === -1 ? -1 : text.lastIndexOf(SEQ_KEY, timeAt);
-  if (seqAt === -1 || !text.startsWith(PAYLOAD_PREFIX) || text.slice(seqAt + SEQ_KEY.length, timeAt) !== String(seq)) {
-    throw new Error(`record ${seq} is not where the index located it (was a segment file changed while the server ran?)`);
-  }
-  return {
-    payloadJson: text.slice(PAYLOAD_PREFIX.length, seqAt),
-    time: text.slice(timeAt + TIME_KEY.length, typeAt),
-    type: text.slice(typeAt + TYPE_KEY.length, text.length - 1),
-  };
 }
 
 /**
@@ -293,52 +301,132 @@ export class SegmentRecords implements RecordSource {
   }
 
   /**
-   * Record `seq` (see RecordSource). `keep` false reads it without adding it to the cache (bulk
-   * passes such as building the search index must not evict what responses use).
+   * Record `seq` (see RecordSource), proven against the hash chain (see the module doc). `keep`
+   * false reads it without adding it to the cache (bulk passes such as building the search index
+   * must not evict what responses use). An erased record reads back as `erased: true` with
+   * payloadJson `'null'`. Throws RecordDamagedError (500 INTERNAL) when its line is not proven,
+   * Error when `seq` is not in the log.
    */
   read(seq: number, keep = true): StoredRecord {
     const cached = this.cache.get(seq);
     if (cached !== undefined) return cached;
     const held = this.unlocated.get(seq);
     if (held !== undefined) return held;
-    const loc = this.locations.locate(seq);
-    if (loc === undefined) throw new Error(`record ${seq} is not in the log`);
-    if (this.scratch.length < loc.length) this.scratch = Buffer.allocUnsafe(Math.max(loc.length, this.scratch.length * 2));
-    const fd = this.fd(loc.segmentFirstSeq);
-    let got = 0;
-    while (got < loc.length) {
-      const n = readSync(fd, this.scratch, got, loc.length - got, loc.offset + got);
-      if (n === 0) throw new Error(`record ${seq}: segment ${segmentName(loc.segmentFirstSeq)} ends before it (was it truncated?)`);
-      got += n;
-    }
-    const record = splitRecordText(this.scratch.toString('utf8', 0, loc.length), seq);
+    const record = this.readProven(seq).record;
     if (keep) this.cache.set(seq, record);
     return record;
   }
 
   /**
-   * The chained hash stored in record `seq`'s line (64 hex), read from its segment after checking
-   * that the line is record `seq`; null when the line there is not framed as a record.
+   * The chained hash stored in record `seq`'s line (64 hex), once the line is proven (see
+   * `read`); null when `seq` has no location. Throws RecordDamagedError when it is not proven.
    */
   storedHashOf(seq: number): string | null {
+    if (this.locations.locate(seq) === undefined) return null;
+    return this.readProven(seq).hash;
+  }
+
+  /** Damaged records found by reads since start (seq → where), for `/api/status` and tests. */
+  get damaged(): ReadonlyMap<number, RecordDamagedError> {
+    return this.damage;
+  }
+  private readonly damage = new Map<number, RecordDamagedError>();
+
+  /** Records that `seq` is named, with its original chained hash, by a `moderation.erase` record. */
+  vouch(seq: number, hash: string): void {
+    this.locations.vouched.set(seq, hash);
+  }
+
+  /** Whether a `moderation.erase` record names `seq` (its line is a tombstone, or is about to be). */
+  isErased(seq: number): boolean {
+    return this.locations.vouched.has(seq);
+  }
+
+  /** Whether record `seq`'s line on disk is a tombstone (reads its first bytes; false when unlocated). */
+  isTombstone(seq: number): boolean {
     const loc = this.locations.locate(seq);
+    if (loc === undefined) return false;
+    const buf = Buffer.alloc(ERASED_PREFIX_BYTES.length);
+    const n = readSync(this.fd(loc.segmentFirstSeq), buf, 0, buf.length, loc.offset);
+    return n === buf.length && buf.equals(ERASED_PREFIX_BYTES);
+  }
+
+  /**
+   * Forgets what is cached of segment `segmentFirstSeq` and of records `seqs` after the segment
+   * file was replaced (erasure): the next read opens the new file.
+   */
+  segmentReplaced(segmentFirstSeq: number, seqs: readonly number[]): void {
+    const fd = this.fds.get(segmentFirstSeq);
+    if (fd !== undefined) {
+      this.fds.delete(segmentFirstSeq);
+      closeSync(fd);
+    }
+    for (const seq of seqs) this.cache.delete(seq);
+  }
+
+  /**
+   * Reads record `seq`'s line with the hash before it and proves it (record-format.ts
+   * `proveLine`). Output: the record and its stored hash. Throws RecordDamagedError (logged once
+   * per record) when it is not proven, Error when `seq` is not in the log.
+   */
+  private readProven(seq: number): { record: StoredRecord; hash: string } {
+    const known = this.damage.get(seq);
+    if (known !== undefined) throw known;
+    const loc = this.locations.locate(seq);
+    if (loc === undefined) throw new Error(`record ${seq} is not in the log`);
+    const lineBytes = loc.length + HASH_SUFFIX_LENGTH + 1;
+    const need = PREV_HASH_LEAD + lineBytes;
+    if (this.scratch.length < need) this.scratch = Buffer.allocUnsafe(Math.max(need, this.scratch.length * 2));
+    const buf = this.scratch;
+    // The file name is built only for a damage report (path joins cost as much as the hash).
+    const file = () => join(this.logDir, segmentName(loc.segmentFirstSeq));
+    let prevHash: string;
+    let ok: boolean;
+    if (seq > loc.segmentFirstSeq && loc.offset >= PREV_HASH_LEAD) {
+      // The previous line ends right before this one: one read takes its hash and this line.
+      ok = this.readFully(loc.segmentFirstSeq, buf, 0, need, loc.offset - PREV_HASH_LEAD);
+      if (ok && !buf.subarray(HASH_HEX_LENGTH, PREV_HASH_LEAD).equals(PREV_LINE_END)) return this.damaged_(seq, file, loc.offset, 'the line before it does not end as a record line');
+      prevHash = buf.toString('latin1', 0, HASH_HEX_LENGTH);
+    } else {
+      const prev = seq === 1 ? GENESIS_HASH : this.lastHashBefore(seq);
+      if (prev === null) return this.damaged_(seq, file, loc.offset, 'the hash of the record before it cannot be read');
+      prevHash = prev;
+      ok = this.readFully(loc.segmentFirstSeq, buf, PREV_HASH_LEAD, lineBytes, loc.offset);
+    }
+    if (!ok) return this.damaged_(seq, file, loc.offset, 'its segment ends before the line (was it truncated?)');
+    const proven = proveLine(buf, PREV_HASH_LEAD, loc.length, seq, prevHash, this.locations.vouched.get(seq));
+    if (proven.damage !== null) return this.damaged_(seq, file, loc.offset, proven.damage);
+    return { record: proven.record, hash: proven.hash };
+  }
+
+  /** The stored hash (unproven) at the end of record `seq - 1`'s line, or null when it is not a hash field. */
+  private lastHashBefore(seq: number): string | null {
+    const loc = this.locations.locate(seq - 1);
     if (loc === undefined) return null;
-    const n = loc.length + HASH_FIELD_BYTES;
-    const buf = Buffer.allocUnsafe(n);
-    const fd = this.fd(loc.segmentFirstSeq);
+    const buf = Buffer.allocUnsafe(HASH_SUFFIX_LENGTH);
+    if (!this.readFully(loc.segmentFirstSeq, buf, 0, HASH_SUFFIX_LENGTH, loc.offset + loc.length)) return null;
+    return storedHashOfTail(buf, HASH_SUFFIX_LENGTH);
+  }
+
+  /** Reads `n` bytes at `position` of a segment into `buf[at..]`; false when the file ends first. */
+  private readFully(segmentFirstSeq: number, buf: Buffer, at: number, n: number, position: number): boolean {
+    const fd = this.fd(segmentFirstSeq);
     let got = 0;
     while (got < n) {
-      const r = readSync(fd, buf, got, n - got, loc.offset + got);
-      if (r === 0) return null;
+      const r = readSync(fd, buf, at + got, n - got, position + got);
+      if (r === 0) return false;
       got += r;
     }
-    try {
-      splitRecordText(buf.toString('utf8', 0, loc.length), seq);
-    } catch {
-      return null;
-    }
-    const field = buf.toString('latin1', loc.length, n);
-    return field.startsWith(',"hash":"') && field.endsWith('"}') ? field.slice(9, 73) : null;
+    return true;
+  }
+
+  /** Records, logs (once) and throws the damage of record `seq` at `file`:`offset`. */
+  private damaged_(seq: number, fileOf: () => string, offset: number, reason: string): never {
+    const file = fileOf();
+    const err = new RecordDamagedError(file, offset, seq, reason);
+    this.damage.set(seq, err);
+    logger.error('record_damaged', `record ${seq} in ${file} at byte offset ${offset} is not served: ${reason}. ${err.advice}`, { file, offset, seq });
+    throw err;
   }
 
   /** The open descriptor of a segment, opening it (and closing the least recently used) as needed. */

@@ -92,3 +92,29 @@ test('messages read back from the segments after a restart are byte-identical to
   assert.equal(messageByClientId(app.state.forum, 'ag_1', 'c37'), 37);
   assert.equal(messageByClientId(app.state.forum, 'ag_2', 'c37'), undefined, 'clientIds are per author');
 });
+
+test('the vouched map travels with the packed locations, so a tombstone read after a snapshot load is proven', async (t) => {
+  const { Log } = await import('../../dist/store/log.js');
+  const { SegmentRecords } = await import('../../dist/store/records.js');
+  const { join } = await import('node:path');
+  const dir = tempDir(t);
+  const log = await Log.open(dir, () => undefined);
+  for (let i = 1; i <= 3; i++) log.append('message.create', { content: `text ${i}` }, Date.UTC(2026, 0, 1, 0, 0, i));
+  await log.sync();
+  const target = { seq: 2, hash: log.records.storedHashOf(2) };
+  log.append('moderation.erase', { targets: [target] }, Date.UTC(2026, 0, 2));
+  await log.sync();
+  await log.erase([target]);
+  const packed = log.records.locations.pack();
+  await log.close();
+  assert.deepEqual(packed.vouched, [[2, target.hash]]);
+  const loaded = new SegmentRecords(join(dir, 'log'), 0);
+  loaded.locations.restore(packed);
+  t.after(() => loaded.close());
+  assert.deepEqual(loaded.read(2), { payloadJson: 'null', time: '2026-01-01T00:00:02.000Z', type: 'message.create', erased: true });
+  assert.equal(loaded.read(3).payloadJson, '{"content":"text 3"}', 'the record after the tombstone is proven with its stored hash');
+  const unvouched = new SegmentRecords(join(dir, 'log'), 0);
+  unvouched.locations.restore({ ...packed, vouched: [] });
+  t.after(() => unvouched.close());
+  assert.throws(() => unvouched.read(2), (err) => err.name === 'RecordDamagedError' && err.seq === 2 && /no erase record vouches/.test(err.reason));
+});

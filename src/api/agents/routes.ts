@@ -15,7 +15,9 @@ const statusMemo = new WeakMap<App, { key: string; untilMs: number; body: string
 function statusBody(app: App): string {
   const s = app.state;
   const nowMs = app.now();
-  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}:${app.integrity.damaged}`;
+  // Damage found by a proven read (store/records.ts) or by the scrub (src/integrity.ts).
+  const archiveDamaged = app.integrity.damaged || app.records.damaged.size > 0;
+  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}:${archiveDamaged}`;
   const memo = statusMemo.get(app);
   if (memo && memo.key === key && nowMs < memo.untilMs) return memo.body;
   const body = JSON.stringify({
@@ -27,7 +29,7 @@ function statusBody(app: App): string {
       registrationOpen: s.settings.registrationOpen,
       originId: app.log.originId,
       time: new Date(nowMs).toISOString(),
-      archiveDamaged: app.integrity.damaged,
+      archiveDamaged,
   });
   statusMemo.set(app, { key, untilMs: nowMs + STATUS_CACHE_MS, body });
   return body;

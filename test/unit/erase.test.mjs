@@ -1,0 +1,270 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Log, listSegments, replaySegments } from '../../dist/store/log.js';
+import { LogCorruptError } from '../../dist/store/errors.js';
+import { tombstoneLine } from '../../dist/store/record-format.js';
+import { tempDir, cli, ROOT } from '../helpers/server.mjs';
+
+const secret = (i) => `secret-text-${i}-${'x'.repeat(40)}`;
+
+/** A log in `dir` with `n` message records (content secret(i)), closed. */
+async function writeLog(dir, n, opts = {}) {
+  const log = await Log.open(dir, () => undefined, opts);
+  for (let i = 1; i <= n; i++) log.append('message.create', { content: secret(i), topicId: 'top_1' }, Date.UTC(2026, 0, 1, 0, 0, i));
+  await log.sync();
+  return log;
+}
+
+/** Every file under `dir` (recursively). */
+function filesUnder(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...filesUnder(p));
+    else out.push(p);
+  }
+  return out;
+}
+
+/** Files under `dir` whose bytes contain `text`. */
+function filesContaining(dir, text) {
+  return filesUnder(dir).filter((f) => readFileSync(f).includes(Buffer.from(text)));
+}
+
+/** Appends the erase record for `seqs` (original hashes read back from the log) and syncs. */
+async function appendErase(log, seqs) {
+  const targets = seqs.map((seq) => ({ seq, hash: log.records.storedHashOf(seq) }));
+  log.append('moderation.erase', { targets, reason: 'test', operatorId: 'ag_op' }, Date.UTC(2026, 0, 2));
+  await log.sync();
+  return targets;
+}
+
+test('an erased record becomes a tombstone of the same length with the same hash; the log replays, verifies and reads it back as erased', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 5);
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const targets = await appendErase(log, [2, 4]);
+  const before = readFileSync(seg);
+  await log.erase(targets);
+  const after = readFileSync(seg);
+  assert.equal(after.length, before.length, 'the segment keeps its length');
+  const lines = after.toString('utf8').split('\n');
+  assert.match(lines[1], /^\{"erased":true,"seq":2,"time":"2026-01-01T00:00:02.000Z","type":"message.create" *,"hash":"[0-9a-f]{64}"\}$/);
+  assert.equal(lines[1].length, before.toString('utf8').split('\n')[1].length);
+  assert.ok(lines[1].endsWith(`,"hash":"${targets[0].hash}"}`), 'the original hash stays');
+  assert.deepEqual(log.records.read(2), { payloadJson: 'null', time: '2026-01-01T00:00:02.000Z', type: 'message.create', erased: true });
+  assert.equal(log.records.storedHashOf(2), targets[0].hash);
+  assert.match(log.records.read(3).payloadJson, /secret-text-3-/);
+  assert.deepEqual(filesContaining(dir, secret(2)), [], 'the erased text is nowhere under the data folder');
+  await log.close();
+
+  const replayed = [];
+  const again = await Log.open(dir, (r) => replayed.push(r));
+  assert.equal(replayed.length, 6);
+  assert.equal(replayed[1].erased, true);
+  assert.equal(replayed[1].payload, null);
+  assert.equal(again.records.read(4).erased, true);
+  assert.deepEqual(again.erasedAtOpen, []);
+  await again.close();
+  const verified = replaySegments(join(dir, 'log'), () => undefined, { strict: true });
+  assert.equal(verified.lastSeq, 6);
+  const res = await cli(['--data-dir', dir, 'verify']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.json.ok, true);
+});
+
+test('a tombstone that no later erase record vouches for is damage naming its file and offset', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  await log.close();
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const buf = readFileSync(seg);
+  const start = buf.indexOf(10) + 1;
+  const end = buf.indexOf(10, start) + 1;
+  tombstoneLine(buf.subarray(start, end), 2).copy(buf, start);
+  writeFileSync(seg, buf);
+  assert.throws(
+    () => replaySegments(join(dir, 'log'), () => undefined),
+    (err) => err instanceof LogCorruptError && err.file === seg && err.offset === start && /tombstone/.test(err.reason),
+  );
+  await assert.rejects(Log.open(dir, () => undefined), LogCorruptError);
+  const res = await cli(['--data-dir', dir, 'verify']);
+  assert.equal(res.code, 1);
+  assert.match(res.stderr, /tombstone/);
+});
+
+test('a tombstone vouched for with another hash is damage', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  log.append('moderation.erase', { targets: [{ seq: 2, hash: 'a'.repeat(64) }] }, Date.UTC(2026, 0, 2));
+  await log.sync();
+  await log.close();
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const buf = readFileSync(seg);
+  const start = buf.indexOf(10) + 1;
+  const end = buf.indexOf(10, start) + 1;
+  tombstoneLine(buf.subarray(start, end), 2).copy(buf, start);
+  writeFileSync(seg, buf);
+  assert.throws(() => replaySegments(join(dir, 'log'), () => undefined), (err) => err instanceof LogCorruptError && err.offset === start);
+});
+
+test('erase refuses a target no erase record names, and changes nothing', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const before = readFileSync(seg);
+  await assert.rejects(log.erase([{ seq: 2, hash: log.records.storedHashOf(2) }]), /not named/);
+  assert.deepEqual(readFileSync(seg), before);
+  await log.close();
+});
+
+test('erasing a record in the active segment rolls the log over: later appends go to a new segment', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  const targets = await appendErase(log, [3]);
+  await log.erase(targets);
+  log.append('message.create', { content: 'after' }, Date.UTC(2026, 0, 3));
+  await log.sync();
+  const segs = listSegments(join(dir, 'log'));
+  assert.deepEqual(segs.map((s) => s.firstSeq), [1, 5]);
+  assert.equal(log.records.read(5).payloadJson, '{"content":"after"}');
+  await log.close();
+  const again = await Log.open(dir, () => undefined);
+  assert.equal(again.headSeq, 5);
+  await again.close();
+});
+
+test('a temp file left by an interrupted rewrite is removed at the next start and the log is intact', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  await log.close();
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const tmp = `${seg}.tmp-999999`;
+  writeFileSync(tmp, readFileSync(seg).subarray(0, 50)); // a copy cut short by the crash
+  const again = await Log.open(dir, () => undefined);
+  assert.equal(existsSync(tmp), false);
+  assert.equal(again.headSeq, 3);
+  assert.match(again.records.read(2).payloadJson, /secret-text-2-/);
+  await again.close();
+});
+
+test('a durable erase record whose target was not rewritten (crash before the rename) is completed at the next start', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 4);
+  await appendErase(log, [2, 3]);
+  await log.close(); // the crash: erase() never ran
+  assert.equal(filesContaining(dir, secret(2)).length, 1);
+  const again = await Log.open(dir, () => undefined);
+  assert.deepEqual([...again.erasedAtOpen].sort(), [2, 3]);
+  assert.equal(again.records.read(2).erased, true);
+  assert.equal(again.records.read(3).erased, true);
+  assert.deepEqual(filesContaining(dir, secret(2)), []);
+  assert.deepEqual(filesContaining(dir, secret(3)), []);
+  await again.close();
+});
+
+test('after an erasure, cli backup of the stopped folder holds none of the erased bytes and verifies', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 4);
+  await log.erase(await appendErase(log, [1, 4]));
+  await log.close();
+  const target = join(tempDir(t), 'copy');
+  const res = await cli(['--data-dir', dir, 'backup', target]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.deepEqual(filesContaining(target, secret(1)), []);
+  assert.deepEqual(filesContaining(target, secret(4)), []);
+  assert.equal(filesContaining(target, secret(2)).length, 1, 'the other records are in the backup');
+  const verified = replaySegments(join(target, 'log'), () => undefined, { strict: true });
+  assert.equal(verified.lastSeq, 5);
+});
+
+test('kill -9 at any moment of an erasure loses nothing: the store starts, every acknowledged erasure is complete, every other record intact', async (t) => {
+  const logUrl = pathToFileURL(join(ROOT, 'dist', 'store', 'log.js')).href;
+  // The child writes a few MiB so that a rewrite takes long enough to be hit mid-way.
+  const child = `
+    const { Log } = await import(${JSON.stringify(logUrl)});
+    const dir = process.argv[1];
+    const log = await Log.open(dir, () => undefined);
+    const pad = 'p'.repeat(2000);
+    for (let i = 1; i <= 3000; i++) log.append('message.create', { content: 'secret-' + i + '-' + pad }, Date.UTC(2026, 0, 1) + i);
+    await log.sync();
+    process.stdout.write('ready\\n');
+    for (let seq = 10; ; seq += 97) {
+      const hash = log.records.storedHashOf(seq);
+      log.append('moderation.erase', { targets: [{ seq, hash }] }, Date.UTC(2026, 0, 2));
+      await log.sync();
+      process.stdout.write('acked ' + seq + '\\n');
+      await log.erase([{ seq, hash }]);
+      process.stdout.write('erased ' + seq + '\\n');
+    }
+  `;
+  for (const delayMs of [0, 7, 23, 61, 150]) {
+    const dir = tempDir(t);
+    const proc = spawn(process.execPath, ['--input-type=module', '-e', child, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    proc.stderr.on('data', (d) => (err += d));
+    await new Promise((resolve, reject) => {
+      proc.stdout.on('data', (d) => {
+        out += d;
+        if (out.includes('ready\n')) resolve();
+      });
+      proc.once('exit', () => reject(new Error(`child exited before ready: ${err}`)));
+    });
+    await new Promise((r) => setTimeout(r, delayMs));
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGKILL');
+    await exited;
+    const acked = [...out.matchAll(/acked (\d+)/g)].map((m) => Number(m[1]));
+    const records = [];
+    const log = await Log.open(dir, (r) => records.push(r));
+    assert.ok(log.headSeq >= 3000 + acked.length, `delay ${delayMs}: every acknowledged record is there`);
+    assert.equal(readdirSync(join(dir, 'log')).filter((n) => n.includes('.tmp-')).length, 0, 'no temp file is left');
+    for (const seq of acked) {
+      assert.equal(log.records.read(seq).erased, true, `delay ${delayMs}: acknowledged erasure of ${seq} is complete`);
+      assert.deepEqual(filesContaining(dir, `secret-${seq}-p`), [], `delay ${delayMs}: record ${seq}'s text is gone`);
+    }
+    for (const seq of [1, 9, 11, 2999]) if (!acked.includes(seq)) assert.match(log.records.read(seq).payloadJson, new RegExp(`secret-${seq}-p`));
+    await log.close();
+    const verified = replaySegments(join(dir, 'log'), () => undefined, { strict: true });
+    assert.equal(verified.lastSeq, log.headSeq);
+  }
+});
+
+test('a backup taken before an erasure reached its segment erases the record in the copy: no backup carries erased bytes', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 4);
+  await appendErase(log, [3]);
+  await log.close(); // the erase record is durable, the segment still holds the original line
+  const target = join(tempDir(t), 'copy');
+  const res = await cli(['--data-dir', dir, 'backup', target]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.json.erasedInCopy, 1);
+  assert.deepEqual(filesContaining(target, secret(3)), []);
+  const verify = await cli(['--data-dir', target, 'verify']);
+  assert.equal(verify.code, 0, verify.stderr);
+  assert.equal(verify.json.erasedRecords, 1);
+});
+
+test('repair --truncate cuts before a tombstone whose vouching erase record lay after the damage, keeping everything cut aside', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 5);
+  await log.erase(await appendErase(log, [2]));
+  await log.close();
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const buf = readFileSync(seg);
+  const at = buf.indexOf(Buffer.from(secret(4)));
+  buf[at] ^= 1; // damage record 4: the erase record (6) is cut away with it
+  writeFileSync(seg, buf);
+  const res = await cli(['--data-dir', dir, 'repair', '--truncate']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.json.keptRecords, 1, 'only record 1 is proven without the cut-away erase record');
+  assert.equal(res.json.quarantined.length, 2);
+  assert.equal((await cli(['--data-dir', dir, 'verify'])).code, 0);
+  const kept = Buffer.concat(res.json.quarantined.map((f) => readFileSync(f)));
+  assert.ok(kept.includes(Buffer.from(secret(3))) && kept.includes(Buffer.from('moderation.erase')), 'the cut records are in quarantine');
+});
