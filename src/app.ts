@@ -225,6 +225,19 @@ export class App {
     }
   }
 
+  /**
+   * Removes the bytes of erased records from the store (issue 25, the erasure contract): called
+   * once the `moderation.erase` record naming `targets` is durable. Readers already see those
+   * records as placeholders (domain/moderation); the store's `Log#erase` (branch `proof`)
+   * replaces each target's line by a same-length tombstone. Until that merge this only waits for
+   * durability and logs; the merge replaces the marked line with `await this.log.erase(targets);`.
+   */
+  async eraseRecords(targets: ReadonlyArray<{ seq: number; hash: string }>): Promise<void> {
+    await this.log.sync();
+    // MERGE(proof): replace the next line with `await this.log.erase(targets);`
+    logger.warn('erase_pending', `${targets.length} erased record(s) are hidden from every reader; their bytes stay in the segment files until the store's erasure (Log#erase) is merged`, { records: targets.length });
+  }
+
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
     await this.indexer?.close();

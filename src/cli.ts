@@ -50,12 +50,22 @@ const COMMANDS: CommandSpec[] = [
   { words: 'writes resume', help: 'resume writes' },
   { words: 'opportunities set', options: { file: 'string' }, required: ['file'], help: 'publish the opportunity catalog from a JSON file' },
   { words: 'opportunities clear', help: 'empty the opportunity catalog' },
+  { words: 'moderation hide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'hide content (--type message|topic|knowledge|work; --revision N: one knowledge revision); reversible' },
+  { words: 'moderation unhide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'show hidden content again (--type as for hide, or agent to undo a purge hide)' },
+  { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (its bytes leave the archive)' },
+  { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
+  { words: 'moderation actions', help: 'list the newest moderation actions' },
+  { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
+  { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
   { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },
   { words: 'restore', arg: 'DIR', help: 'install a backup into this (stopped) data folder, new lineage' },
   { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
 ];
+
+/** How many of COMMANDS (from the start) are server commands; the rest work on archive files. */
+const SERVER_COMMANDS = COMMANDS.findIndex((c) => c.words === 'verify');
 
 /** The synopsis of one command. */
 function synopsis(c: CommandSpec): string {
@@ -70,9 +80,9 @@ const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND [ARG] [OPTIONS]
        node dist/cli.js COMMAND --help | --help | --version
 
 Server commands (through the running server, or directly on a stopped data folder):
-${COMMANDS.slice(0, 12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
+${COMMANDS.slice(0, SERVER_COMMANDS).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
 Archive commands:
-${COMMANDS.slice(12).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
+${COMMANDS.slice(SERVER_COMMANDS).map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n')}
 
 --data-dir defaults to FORUM_DATA_DIR, else ./data. Output is JSON on stdout; errors go to
 stderr (exit 1; 2 for a usage error). Options take "--name value" or "--name=value".`;

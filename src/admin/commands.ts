@@ -13,7 +13,9 @@ import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
-import { AGENT_NAME_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { AGENT_NAME_LENGTH_MAX, MODERATION_LIST_LIMIT_DEFAULT, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { CLI_OPERATOR_ID, listActions, listFlags, moderate, resolveFlag } from './moderation.js';
+import type { ModerationTarget } from '../domain/moderation/moderation.js';
 
 /** An operator command: resolves to its JSON result once its record (if any) is durable. */
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
@@ -72,6 +74,39 @@ function readBriefsFile(file: unknown): OpportunityBrief[] {
 }
 
 const validateBriefs = bodyValidator('OpportunityBriefs');
+
+const TARGET_TYPES = ['message', 'topic', 'knowledge', 'work', 'agent'] as const;
+
+/**
+ * The target of a `moderation` command: `--type TYPE` and `ID` (and `--revision N` for one
+ * knowledge revision). `agent` is implied for purge. Throws 400 naming the argument.
+ */
+function moderationTarget(args: Record<string, unknown>, verb: string): ModerationTarget {
+  const id = str(args, 'id', { pattern: ID, label: `ID (moderation ${verb} ID)` });
+  const type = verb === 'purge' ? 'agent' : str(args, 'type', { label: '--type (message, topic, knowledge, work or agent)' });
+  if (!(TARGET_TYPES as readonly string[]).includes(type)) throw invalid(`--type must be one of ${TARGET_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
+  const target: ModerationTarget = { type: type as ModerationTarget['type'], id };
+  if (args.revision !== undefined) {
+    const n = Number(args.revision);
+    if (!Number.isInteger(n) || n < 1) throw invalid('--revision must be a positive integer');
+    target.revision = n;
+  }
+  return target;
+}
+
+/** A `moderation hide|unhide|erase|purge` command (src/admin/moderation.ts does the work). */
+function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command {
+  return async (app, args) => {
+    const mode = args.mode === undefined ? undefined : str(args, 'mode');
+    if (mode !== undefined && mode !== 'hide' && mode !== 'erase') throw invalid('--mode must be hide or erase');
+    return moderate(app, CLI_OPERATOR_ID, {
+      action: verb,
+      target: moderationTarget(args, verb),
+      reason: str(args, 'reason', { max: MODERATION_REASON_LENGTH_MAX }).trim(),
+      ...(mode === undefined ? {} : { mode }),
+    });
+  };
+}
 
 /**
  * The command table; keys are `<group>.<verb>` as typed on the CLI. Errors (ServiceError): 400 for a
@@ -143,6 +178,25 @@ export const commands: Record<string, Command> = {
   'opportunities.clear': async (app) => {
     if (app.state.opportunities.briefs.length > 0) await commit(app, 'opportunities.set', { briefs: [] });
     return { briefs: [] };
+  },
+  'moderation.hide': moderationCommand('hide'),
+  'moderation.unhide': moderationCommand('unhide'),
+  'moderation.erase': moderationCommand('erase'),
+  'moderation.purge': moderationCommand('purge'),
+  /** Moderation actions, newest first. */
+  'moderation.actions': async (app) => listActions(app, MODERATION_LIST_LIMIT_DEFAULT),
+  /** Flags by `--state` (open by default), newest first. */
+  'moderation.flags': async (app, args) => {
+    const state = args.state === undefined ? 'open' : str(args, 'state');
+    if (state !== 'open' && state !== 'resolved' && state !== 'all') throw invalid('--state must be open, resolved or all');
+    return listFlags(app, state, MODERATION_LIST_LIMIT_DEFAULT);
+  },
+  /** Resolves flag ID with `--resolution hide|erase|dismiss`. */
+  'moderation.resolve': async (app, args) => {
+    const resolution = str(args, 'resolution');
+    if (resolution !== 'hide' && resolution !== 'erase' && resolution !== 'dismiss') throw invalid('--resolution must be hide, erase or dismiss');
+    const note = str(args, 'note', { optional: true, max: MODERATION_REASON_LENGTH_MAX }).trim();
+    return resolveFlag(app, CLI_OPERATOR_ID, { flagId: str(args, 'id', { pattern: ID, label: 'ID (moderation resolve ID)' }), resolution, note });
   },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {

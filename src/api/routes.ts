@@ -10,12 +10,13 @@ import { feedRoutes } from './feeds/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
 import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
+import { moderationRoutes } from './moderation/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A binding over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...a2aRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...moderationRoutes, ...a2aRoutes];
 }
 
 /**

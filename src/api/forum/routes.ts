@@ -7,12 +7,13 @@ import {
   decideTopic,
   listTopicsJson,
   messageById,
-  messageJsonOf,
+  messageViewOf,
   messagesJson,
   queryMessages,
   type MessageInput,
   type MessageQuery,
 } from '../../domain/forum/forum.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
 
 export const forumRoutes: Route[] = [
   {
@@ -35,7 +36,7 @@ export const forumRoutes: Route[] = [
     tag: 'Forum',
     query: 'NoQuery',
     responses: { 200: { description: 'Topics', schema: 'TopicList' } },
-    handler: ({ app }) => ({ status: 200, json: listTopicsJson(app.state.forum) }),
+    handler: ({ app, agent }) => ({ status: 200, json: listTopicsJson(app.state.forum, readerOf(app.state.moderation, agent?.profile.role)) }),
   },
   {
     method: 'POST',
@@ -67,9 +68,10 @@ export const forumRoutes: Route[] = [
     tag: 'Forum',
     query: 'MessagesQuery',
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
-    handler: async ({ app, query }) => {
-      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search);
-      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found)}}` };
+    handler: async ({ app, query, agent }) => {
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search, reader);
+      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found, reader)}}` };
     },
   },
   {
@@ -89,9 +91,10 @@ export const forumRoutes: Route[] = [
         seq: app.nextSeq(),
         created: new Date(now).toISOString(),
       });
-      if ('existing' in decision) return { status: 201, json: messageJsonOf(app.state.forum, decision.existing) };
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      if ('existing' in decision) return { status: 201, json: messageViewOf(app.state.forum, reader, decision.existing) };
       app.commit('message.create', decision.message, now);
-      return { status: 201, json: messageJsonOf(app.state.forum, messageById(app.state.forum, decision.message.id)!) };
+      return { status: 201, json: messageViewOf(app.state.forum, reader, messageById(app.state.forum, decision.message.id)!) };
     },
   },
 ];

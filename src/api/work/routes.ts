@@ -16,7 +16,9 @@ import {
   type WorkCreateInput,
   type WorkHistoryQuery,
   type WorkListQuery,
+  workReceiptView,
 } from '../../domain/work/work.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
 
 function workContext({ app, agent }: RequestContext, nowMs: number): WorkContext {
   return { authorId: agent!.profile.id, isOperator: agent!.profile.role === 'operator', seq: app.nextSeq(), nowMs };
@@ -32,11 +34,12 @@ export const workRoutes: Route[] = [
     tag: 'Work',
     query: 'WorkListQuery',
     responses: { 200: { description: 'One page of work items', schema: 'WorkList' } },
-    handler: async ({ app, query }) => ({
+    handler: async ({ app, query, agent }) => ({
       status: 200,
       json: await listWorkJson(app.state.work, query as unknown as WorkListQuery, {
         nowMs: app.now(),
         writeStop: app.state.settings.writeStop,
+        reader: readerOf(app.state.moderation, agent?.profile.role),
       }),
     }),
   },
@@ -59,9 +62,9 @@ export const workRoutes: Route[] = [
       const decision = decideWorkCreate(app.state.work, app.state.forum, ctx.body as WorkCreateInput, workContext(ctx, now));
       // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
       // receipt keeps the 201 that was committed.
-      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
+      if ('existing' in decision) return { status: 200, json: workReceiptView(app.state.work, decision.existing, readerOf(app.state.moderation, ctx.agent?.profile.role)).responseJson };
       app.commit('work.create', decision.payload, now);
-      return { status: 201, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
+      return { status: 201, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!, readerOf(app.state.moderation, ctx.agent?.profile.role)) };
     },
   },
   {
@@ -78,9 +81,9 @@ export const workRoutes: Route[] = [
       const { app } = ctx;
       const now = app.now();
       const decision = decideWorkAction(app.state.work, ctx.body as WorkActionInput, workContext(ctx, now));
-      if ('existing' in decision) return { status: 200, json: decision.existing.responseJson };
+      if ('existing' in decision) return { status: 200, json: workReceiptView(app.state.work, decision.existing, readerOf(app.state.moderation, ctx.agent?.profile.role)).responseJson };
       app.commit('work.action', decision.payload, now);
-      return { status: 200, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!) };
+      return { status: 200, json: workJsonOf(app.state.work, app.state.work.items.get(decision.payload.item.id)!, readerOf(app.state.moderation, ctx.agent?.profile.role)) };
     },
   },
   {
@@ -93,6 +96,9 @@ export const workRoutes: Route[] = [
     query: 'WorkHistoryQuery',
     errors: [404],
     responses: { 200: { description: 'One page of revisions', schema: 'WorkHistory' } },
-    handler: ({ app, query }) => ({ status: 200, json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery) }),
+    handler: ({ app, query, agent }) => ({
+      status: 200,
+      json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery, readerOf(app.state.moderation, agent?.profile.role)),
+    }),
   },
 ];
