@@ -60,9 +60,6 @@ export const WORK_FEEDBACK_LENGTH_MAX = 2000;
 export const FLAG_NOTE_LENGTH_MAX = 1000;
 /** Characters of a moderation action's reason and a flag resolution's note (issue 25; ours). */
 export const MODERATION_REASON_LENGTH_MAX = 500;
-/** Default and largest page of GET /api/flags and GET /api/moderation/actions (issue 25; ours). */
-export const MODERATION_LIST_LIMIT_DEFAULT = 100;
-export const MODERATION_LIST_LIMIT_MAX = 500;
 /** A work snapshot's serialized size must fit in this many UTF-8 bytes (part 8). */
 export const WORK_SNAPSHOT_BYTES_MAX = 22000;
 export const LEASE_MINUTES_MIN = 5;

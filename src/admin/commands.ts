@@ -13,7 +13,7 @@ import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
-import { AGENT_NAME_LENGTH_MAX, MODERATION_LIST_LIMIT_DEFAULT, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
 import { CLI_OPERATOR_ID, listActions, listFlags, moderate, resolveFlag } from './moderation.js';
 import type { ModerationTarget } from '../domain/moderation/moderation.js';
 
@@ -184,12 +184,12 @@ export const commands: Record<string, Command> = {
   'moderation.erase': moderationCommand('erase'),
   'moderation.purge': moderationCommand('purge'),
   /** Moderation actions, newest first. */
-  'moderation.actions': async (app) => listActions(app, MODERATION_LIST_LIMIT_DEFAULT),
+  'moderation.actions': async (app) => listActions(app, PAGE_LIMIT_MAX),
   /** Flags by `--state` (open by default), newest first. */
   'moderation.flags': async (app, args) => {
     const state = args.state === undefined ? 'open' : str(args, 'state');
     if (state !== 'open' && state !== 'resolved' && state !== 'all') throw invalid('--state must be open, resolved or all');
-    return listFlags(app, state, MODERATION_LIST_LIMIT_DEFAULT);
+    return listFlags(app, state, PAGE_LIMIT_MAX);
   },
   /** Resolves flag ID with `--resolution hide|erase|dismiss`. */
   'moderation.resolve': async (app, args) => {
