@@ -9,7 +9,8 @@ import { lockDataDir } from './store/lock.js';
 import { removeStaleTempFiles } from './store/fsutil.js';
 import { logger } from './logger.js';
 import { assertNoRestoreInProgress } from './store/archive.js';
-import { apply, createState, type State } from './domain/state.js';
+import { apply, createState, ErasedRecordError, type State } from './domain/state.js';
+import type { ErasedRecord, ModerationPayload } from './domain/moderation/moderation.js';
 import { defaultRoom } from './domain/forum/forum.js';
 import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -21,7 +22,7 @@ import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamp
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
-import { LOG_DIR } from './store/log.js';
+import { LOG_DIR, replaySegments } from './store/log.js';
 import { indexedSearch } from './domain/forum/search.js';
 import { SearchIndexer } from './domain/search-indexer.js';
 import { NgramIndex } from './store/search/index.js';
@@ -72,18 +73,51 @@ async function openIndexed(
     apply(state, record, payloadJson);
     lastTime = record.time;
   };
+  /** A whole replay that knows every erased record's emptied payload before it meets its tombstone. */
+  const replayKnowingErasures = async () => {
+    const erased = erasedPayloads(join(dataDir, LOG_DIR));
+    ({ records, state } = fresh());
+    for (const e of erased) state.moderation.erased.set(e.seq, e);
+    lastTime = null;
+    const log = await Log.open(dataDir, visit, { ...logOptions, records });
+    return { log, state, records, lastTime, resumedAt: 0 };
+  };
   try {
     const log = await Log.open(dataDir, visit, { ...logOptions, records, resume });
     return { log, state, records, lastTime, resumedAt: resume?.seq ?? 0 };
   } catch (err) {
+    if (err instanceof ErasedRecordError) {
+      // A tombstone came before the erasure record that holds its emptied payload (issue 25).
+      records.close();
+      return replayKnowingErasures();
+    }
     if (!(err instanceof SnapshotMismatchError)) throw err;
     discard(`does not match the log (${err.message})`);
     records.close();
     ({ records, state } = fresh());
     lastTime = null;
-    const log = await Log.open(dataDir, visit, { ...logOptions, records });
-    return { log, state, records, lastTime, resumedAt: 0 };
+    try {
+      const log = await Log.open(dataDir, visit, { ...logOptions, records });
+      return { log, state, records, lastTime, resumedAt: 0 };
+    } catch (again) {
+      if (!(again instanceof ErasedRecordError)) throw again;
+      records.close();
+      return replayKnowingErasures();
+    }
   }
+}
+
+/**
+ * The emptied payloads of every erased record, read from the `moderation.erase` records of the log
+ * in `logDir` (one pass that parses only those records). Used when a replay meets a tombstone
+ * before the record that vouches for it.
+ */
+function erasedPayloads(logDir: string): ErasedRecord[] {
+  const out: ErasedRecord[] = [];
+  replaySegments(logDir, (record, payloadJson) => {
+    if (record.type === 'moderation.erase') out.push(...((JSON.parse(payloadJson) as ModerationPayload).erased ?? []));
+  });
+  return out;
 }
 
 /** The open archive and its index; one per data folder (it holds the folder's lock). */
