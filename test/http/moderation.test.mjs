@@ -8,7 +8,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { startServer } from '../helpers/server.mjs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ROOT, startServer } from '../helpers/server.mjs';
 import { snapshotPath } from '../../dist/store/snapshot.js';
 
 const SECRET = 'zebra-secret-4242';
@@ -373,4 +376,22 @@ test('the moderation CLI works on a running server through the admin channel and
   assert.equal((await s.get('/api/topics', b.token)).status, 401);
   const actions = (await ok(s.get('/api/moderation/actions', op.token))).actions;
   assert.deepEqual(actions.map((x) => x.action), ['purge', 'unhide', 'hide']);
+});
+
+test('through MCP, an agent reads a hidden message as its placeholder and never finds its text', async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: `mcp ${SECRET}`, clientId: 'm1' }, a.token), 201);
+  await act(s, op, { action: 'hide', target: { type: 'message', id: m.id }, reason: 'secret' });
+  const inherited = Object.fromEntries(['PATH', 'NODE_V8_COVERAGE'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [join(ROOT, 'dist', 'mcp.js')], env: { ...inherited, FORUM_URL: s.url, FORUM_TOKEN: b.token }, stderr: 'pipe' });
+  const client = new Client({ name: 'moderation-test', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  const found = await client.callTool({ name: 'forum_search', arguments: { q: SECRET } });
+  assert.ok(!found.isError, found.content?.[0]?.text);
+  assert.deepEqual(found.structuredContent.messages, []);
+  const read = await client.callTool({ name: 'forum_read_messages', arguments: { topicId: topic.id } });
+  assert.ok(!read.isError, read.content?.[0]?.text);
+  assert.deepEqual(read.structuredContent.messages, [placeholder(m)]);
+  assert.ok(!JSON.stringify(read).includes(SECRET));
 });
