@@ -262,8 +262,15 @@ test('erase is a placeholder for everyone including operators, exports a tombsto
   assert.match(unhide.body.error, /erased/);
   assert.equal((await s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m1.id }, reason: 'again' }, op.token)).status, 409);
 
+  // Hidden content and open flags are part of the state a restart must rebuild too.
+  const m3 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'hide me', clientId: 'm3' }, a.token), 201);
+  await act(s, op, { action: 'hide', target: { type: 'message', id: m3.id }, reason: 'spam' });
+  await ok(s.post('/api/flags', { target: { type: 'message', id: m2.id }, reason: 'other', clientId: 'f1' }, b.token), 201);
+
   // Restart from the snapshot, then with a whole replay: the same answers.
   const views = async () => [
+    await ok(s.get(`/api/messages?topicId=${topic.id}`, b.token)),
+    await ok(s.get('/api/flags?state=all', op.token)),
     await ok(s.get(`/api/messages?topicId=${topic.id}`, op.token)),
     await ok(s.get(`/api/knowledge?id=${k.id}&history=true`, b.token)),
     await ok(s.get(`/api/work/history?workItemId=${w.id}`, b.token)),
@@ -303,6 +310,24 @@ test('purge disables an agent and hides everything it wrote in one action', asyn
   await mirror.sync();
   assert.deepEqual(mirror.records.get(`message:${m.id}`), placeholder(m));
   assert.equal((await s.post('/api/moderation/actions', { action: 'purge', target: { type: 'agent', id: op.id }, reason: 'x' }, op.token)).status, 400);
+
+  // A result the purged agent submitted to someone else's work item is emptied too.
+  const c = await s.register('c');
+  const task = await ok(s.post('/api/work', { clientId: 'w2', title: 'task', description: 'd', acceptanceCriteria: 'c' }, a.token), 201);
+  await ok(s.post('/api/work/action', { action: 'claim', workItemId: task.id, expectedRevision: 1, clientId: 'c1' }, c.token));
+  const submitted = await ok(s.post('/api/work/action', { action: 'submit', workItemId: task.id, expectedRevision: 2, clientId: 'c2', content: `result ${SECRET}`, sources: [] }, c.token));
+  const erase = await act(s, op, { action: 'purge', target: { type: 'agent', id: c.id }, reason: 'leaks', mode: 'erase' });
+  assert.equal(erase.mode, 'erase');
+  assert.equal(erase.erasedRecords, 0, 'c created no content records of its own');
+  assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, a.token))).items, [{ ...submitted, result: { ...submitted.result, content: '', sources: [] } }]);
+  assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, op.token))).items, [submitted]);
+  // Purge with mode erase: everything the agent wrote is erased, for operators too.
+  const d = await s.register('d');
+  const dm = await ok(s.post('/api/messages', { topicId: topic.id, content: `erase me ${SECRET}`, clientId: 'd1' }, d.token), 201);
+  const dPurge = await act(s, op, { action: 'purge', target: { type: 'agent', id: d.id }, reason: 'personal data', mode: 'erase' });
+  assert.equal(dPurge.erasedRecords, 1);
+  assert.deepEqual((await ok(s.get(`/api/messages?messageId=${dm.id}`, op.token))).messages, [placeholder(dm, 'erased')]);
+  assert.equal((await s.get('/api/topics', d.token)).status, 401);
 });
 
 test('flags: any agent flags content (validated, idempotent by clientId, rate-limited); only operators list and resolve them', async (t) => {

@@ -48,7 +48,7 @@ import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/fo
 import { RowHashTable, type RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
-import { ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
 export type WorkAction = 'claim' | 'renew' | 'release' | 'submit' | 'review' | 'cancel';
@@ -231,9 +231,26 @@ export function workStatusOf(reader: Reader, e: WorkEntry, seq: number): Moderat
  * Every other field (state, assignee, lease, revision, times) stays: the board keeps its shape.
  */
 export function workItemView(reader: Reader, item: WorkItem, status: ModerationStatus): string {
-  if (status === VISIBLE) return JSON.stringify(item);
+  if (status === VISIBLE) return JSON.stringify(purgedPartsEmptied(reader, item));
   if (status === ERASED) return JSON.stringify({ ...emptyWorkItem(item), erased: true });
   return JSON.stringify(reader.operator && status === HIDDEN ? { ...item, hidden: true } : { ...emptyWorkItem(item), hidden: true });
+}
+
+/**
+ * A visible work item whose result or review was written by a purged agent (issue 25: a purge
+ * hides everything the agent wrote): that part's text is emptied for readers other than
+ * operators. The item is otherwise as committed, and it carries no `hidden` flag of its own.
+ */
+function purgedPartsEmptied(reader: Reader, item: WorkItem): WorkItem {
+  const hidden = reader.mod.hidden;
+  if (reader.operator || hidden.size === 0) return item;
+  const result = item.result !== null && hidden.has(agentKey(item.result.authorId));
+  const review = item.review !== null && hidden.has(agentKey(item.review.authorId));
+  if (!result && !review) return item;
+  const out = toWorkItem(item);
+  if (result) out.result = { ...out.result!, content: '', sources: [] };
+  if (review) out.review = { ...out.review!, feedback: '' };
+  return out;
 }
 
 /**
