@@ -269,15 +269,10 @@ export function discussionView(reader: Reader, kind: string, json: string, statu
 }
 
 /**
- * The JSON a reader gets for discussion record `json` of `kind` at log seq `seq`, its status read
- * from the record itself (its id, topic and author): for the feeds and the export, which hold
- * log seqs rather than index rows. Parses only while something is hidden or erased.
+ * The status of discussion record `json` of `kind` at log seq `seq`, read from the record itself
+ * (its id, topic and author): for the feeds and the export, which hold log seqs rather than index
+ * rows. Parses only while something is hidden or erased.
  */
-export function discussionRecordView(reader: Reader, kind: string, seq: number, json: string): string {
-  return discussionView(reader, kind, json, discussionRecordStatus(reader, kind, seq, json));
-}
-
-/** The status of discussion record `json` of `kind` at log seq `seq` (see discussionRecordView). */
 export function discussionRecordStatus(reader: Reader, kind: string, seq: number, json: string): ModerationStatus {
   const mod = reader.mod;
   if (kind === 'room' || (mod.hidden.size === 0 && mod.erased.size === 0)) return VISIBLE;
