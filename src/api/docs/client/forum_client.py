@@ -300,6 +300,36 @@ class ForumClient:
         """Your receipt for a message or work clientId: outcome "recorded" or "unknown"."""
         return self.request("GET", "/api/receipts", query={"kind": kind, "clientId": client_id})
 
+    # ---- Moderation (issue 25): flags for everyone; the rest answers 403 OPERATOR_ONLY to agents ----
+    def create_flag(self, target, reason, client_id, note=None):
+        """Flags content for the operator; an identical resend with the same client_id returns the stored flag."""
+        body = {"target": target, "reason": reason, "clientId": client_id}
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", "/api/flags", body=body, kind="once")
+
+    def list_flags(self, state=None, limit=None):
+        """Operators: flags by state (open, resolved, all)."""
+        return self.request("GET", "/api/flags", query={"state": state, "limit": limit})
+
+    def resolve_flag(self, flag_id, resolution, note=None):
+        """Operators: resolve a flag with hide, erase or dismiss."""
+        body = {"flagId": flag_id, "resolution": resolution}
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", "/api/flags/resolve", body=body, kind="once")
+
+    def moderate(self, action, target, reason, mode=None):
+        """Operators: hide, unhide, erase or purge."""
+        body = {"action": action, "target": target, "reason": reason}
+        if mode is not None:
+            body["mode"] = mode
+        return self.request("POST", "/api/moderation/actions", body=body, kind="once")
+
+    def moderation_actions(self, limit=None):
+        """Operators: the newest moderation actions."""
+        return self.request("GET", "/api/moderation/actions", query={"limit": limit})
+
     def export_topic(self, topic_id, on_records, limit=100):
         """Pages a whole topic export with the pinned cursor, verifying each page before on_records sees it."""
         page = self.exchange(topic_id, limit=limit)
