@@ -451,7 +451,8 @@ export async function queryMessages(s: ForumState, query: MessageQuery, search: 
     return out;
   }
   // Search never finds text the reader may not see (issue 25): such messages leave the candidates.
-  const searchable = (row: MessageRow): boolean => filter(row) && textVisible(reader, messageStatusOf(s, reader, row));
+  const moderated = reader.mod.hidden.size > 0 || reader.mod.erased.size > 0;
+  const searchable = moderated ? (row: MessageRow): boolean => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter;
   return search.find(s, lq, { from: end, lowest, row: candidates.row, filter: searchable, limit: query.limit });
 }
 
