@@ -52,7 +52,7 @@ const COMMANDS: CommandSpec[] = [
   { words: 'opportunities clear', help: 'empty the opportunity catalog' },
   { words: 'moderation hide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'hide content (--type message|topic|knowledge|work; --revision N: one knowledge revision); reversible' },
   { words: 'moderation unhide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'show hidden content again (--type as for hide, or agent to undo a purge hide)' },
-  { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (its bytes leave the archive)' },
+  { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (see README "Moderation")' },
   { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
   { words: 'moderation actions', help: 'list the newest moderation actions' },
   { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
