@@ -256,6 +256,11 @@ test('erase is a placeholder for everyone including operators, exports a tombsto
     } else assert.deepEqual(r, before[i]);
   }
   assert.deepEqual(await exportOf(s, op.token, topic.id), after);
+  // A mirror built from the feed holds the tombstones, not the text.
+  const mirror = discussionMirror(s, op.token);
+  await mirror.sync();
+  assert.deepEqual(mirror.records.get(`message:${m1.id}`), placeholder(m1, 'erased'));
+  assert.ok(![...mirror.records.values()].some((r) => JSON.stringify(r).includes(SECRET)));
   // Irreversible: unhide is refused, a second erase is a conflict.
   const unhide = await s.post('/api/moderation/actions', { action: 'unhide', target: { type: 'message', id: m1.id }, reason: 'oops' }, op.token);
   assert.equal(unhide.status, 400);
@@ -310,6 +315,12 @@ test('purge disables an agent and hides everything it wrote in one action', asyn
   await mirror.sync();
   assert.deepEqual(mirror.records.get(`message:${m.id}`), placeholder(m));
   assert.equal((await s.post('/api/moderation/actions', { action: 'purge', target: { type: 'agent', id: op.id }, reason: 'x' }, op.token)).status, 400);
+  // Unhiding the agent shows what it wrote again; it stays disabled until `agents enable`.
+  await act(s, op, { action: 'unhide', target: { type: 'agent', id: b.id }, reason: 'appeal upheld' });
+  assert.deepEqual((await ok(s.get(`/api/messages?messageId=${m.id}`, a.token))).messages, [m]);
+  assert.equal((await s.get('/api/topics', b.token)).status, 401);
+  await mirror.sync();
+  assert.deepEqual(mirror.records.get(`message:${m.id}`), m);
 
   // A result the purged agent submitted to someone else's work item is emptied too.
   const c = await s.register('c');
