@@ -108,6 +108,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
       workItems: [...state.moderation.workItems],
       flags: state.moderation.flagOrder,
       version: state.moderation.version,
+      topicsByAuthor: [...state.moderation.topicsByAuthor],
     },
   };
   return { objects: serialize(packed), arrays: arrays.list };
@@ -140,6 +141,7 @@ type Packed = {
     workItems: Array<[number, string[]]>;
     flags: FlagEntry[];
     version: number;
+    topicsByAuthor: Array<[string, number[]]>;
   };
 };
 
@@ -231,5 +233,6 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
     mod.flagByClientId.set(flagClientKey(f.flag.authorId, f.flag.clientId), f.flag.id);
   }
   mod.version = p.moderation.version;
+  for (const [author, seqs] of p.moderation.topicsByAuthor) mod.topicsByAuthor.set(author, seqs);
   return state;
 }

@@ -13,7 +13,7 @@ import { applyForum, createForumState, messageAuthorOf, type ForumState } from '
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
-import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, type ModerationState } from './moderation/moderation.js';
+import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationState } from './moderation/moderation.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -86,6 +86,12 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       if (e) e.disabled = 1;
     });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  // Topics by author, for a purge (their payloads are parsed on apply anyway).
+  if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);
+  else if (record.type === 'work.create') {
+    const topic = (record.payload as { topic: { authorId: string } | null }).topic;
+    if (topic !== null) noteTopicAuthor(state.moderation, topic.authorId, record.seq);
+  }
   if (record.type.startsWith('moderation.')) {
     addModerationEvents(state.feeds, record.seq, (state.moderation.events.get(record.seq)?.length ?? 0) > 0, state.moderation.workItems.get(record.seq)?.length ?? 0);
   }

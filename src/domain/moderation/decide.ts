@@ -96,15 +96,11 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       const rows = forum.byAuthor.get(target.id);
       for (let i = 0; rows !== undefined && i < rows.length; i++) events.push(forum.rows.seq.at(rows.at(i)));
       records.push(...events);
-      // Topics carry their author only in their JSON: read each (an operator action, not a request path).
-      for (let i = 0; i < forum.topicOrder.length; i++) {
-        const seq = forum.topicOrder.at(i);
-        const r = forum.records.read(seq);
-        if (r.type !== 'topic.create') continue;
-        if ((JSON.parse(r.payloadJson) as { authorId: string }).authorId === target.id) {
-          events.push(seq);
-          records.push(seq);
-        }
+      // The topics it opened; a work item's discussion topic lives in the item's first record,
+      // which the work items below cover.
+      for (const seq of state.moderation.topicsByAuthor.get(target.id) ?? []) {
+        events.push(seq);
+        if (work.items.get(makeId('wk', seq)) === undefined) records.push(seq);
       }
       for (const e of knowledge.byAuthor.get(target.id) ?? []) {
         events.push(e.seq);
@@ -115,8 +111,6 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
         if (e.authorId !== target.id) continue;
         workItems.push(e.id);
         records.push(...e.revSeqs);
-        // The discussion topic created with the item is the agent's too.
-        if (forum.topics.get(e.topicId) === e.revSeqs[0]) events.push(e.revSeqs[0]!);
       }
       const asc = (a: number, b: number) => a - b;
       return { key: agentKey(target.id), events: [...new Set(events)].sort(asc), workItems, records: [...new Set(records)].sort(asc) };

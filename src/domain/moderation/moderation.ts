@@ -126,6 +126,11 @@ export interface ModerationState {
   flagByClientId: Map<string, string>;
   /** Raised by every moderation record: cached feed pages older than it are stale. */
   version: number;
+  /**
+   * Author id → log seqs of the topics they opened (`topic.create`, and the discussion topic of a
+   * `work.create`), ascending: what a purge covers, found without reading every topic.
+   */
+  topicsByAuthor: Map<string, number[]>;
 }
 
 /** An empty moderation index. */
@@ -141,7 +146,15 @@ export function createModerationState(): ModerationState {
     flagOrder: [],
     flagByClientId: new Map(),
     version: 0,
+    topicsByAuthor: new Map(),
   };
+}
+
+/** Files the topic at log seq `seq` under its author (see ModerationState.topicsByAuthor). */
+export function noteTopicAuthor(s: ModerationState, authorId: string, seq: number): void {
+  const list = s.topicsByAuthor.get(authorId);
+  if (list) list.push(seq);
+  else s.topicsByAuthor.set(authorId, [seq]);
 }
 
 /** The hide key of one record. */
