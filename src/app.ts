@@ -9,7 +9,8 @@ import { lockDataDir } from './store/lock.js';
 import { removeStaleTempFiles } from './store/fsutil.js';
 import { logger } from './logger.js';
 import { assertNoRestoreInProgress } from './store/archive.js';
-import { apply, createState, type State } from './domain/state.js';
+import { apply, createState, ErasedRecordError, type State } from './domain/state.js';
+import type { ErasedRecord, ModerationPayload } from './domain/moderation/moderation.js';
 import { defaultRoom } from './domain/forum/forum.js';
 import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -21,7 +22,7 @@ import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamp
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
-import { LOG_DIR } from './store/log.js';
+import { LOG_DIR, replaySegments } from './store/log.js';
 import { indexedSearch } from './domain/forum/search.js';
 import { SearchIndexer } from './domain/search-indexer.js';
 import { NgramIndex } from './store/search/index.js';
@@ -84,17 +85,37 @@ async function openIndexed(
     apply(state, record, payloadJson);
     lastTime = record.time;
   };
+  /** A whole replay that knows every erased record's emptied payload before it meets its tombstone. */
+  const replayKnowingErasures = async () => {
+    const erased = erasedPayloads(join(dataDir, LOG_DIR));
+    ({ records, state } = fresh());
+    for (const e of erased) state.moderation.erased.set(e.seq, e);
+    lastTime = null;
+    const log = await Log.open(dataDir, visit, { ...logOptions, records });
+    return { log, state, records, lastTime, resumedAt: 0 };
+  };
   try {
     const log = await Log.open(dataDir, visit, { ...logOptions, records, resume });
     return { log, state, records, lastTime, resumedAt: resume?.seq ?? 0 };
   } catch (err) {
+    if (err instanceof ErasedRecordError) {
+      // A tombstone came before the erasure record that holds its emptied payload (issue 25).
+      records.close();
+      return replayKnowingErasures();
+    }
     if (!(err instanceof SnapshotMismatchError)) throw err;
     discard(`does not match the log (${err.message})`);
     records.close();
     ({ records, state } = fresh());
     lastTime = null;
-    const log = await Log.open(dataDir, visit, { ...logOptions, records });
-    return { log, state, records, lastTime, resumedAt: 0 };
+    try {
+      const log = await Log.open(dataDir, visit, { ...logOptions, records });
+      return { log, state, records, lastTime, resumedAt: 0 };
+    } catch (again) {
+      if (!(again instanceof ErasedRecordError)) throw again;
+      records.close();
+      return replayKnowingErasures();
+    }
   }
 }
 
@@ -113,6 +134,19 @@ function snapshotMismatch(header: SnapshotHeader, records: SegmentRecords): stri
   const time = records.read(header.seq, false).time;
   if (time !== header.lastTime) return `record ${header.seq} was written at ${time}, its header says ${header.lastTime}`;
   return null;
+}
+
+/**
+ * The emptied payloads of every erased record, read from the `moderation.erase` records of the log
+ * in `logDir` (one pass that parses only those records). Used when a replay meets a tombstone
+ * before the record that vouches for it.
+ */
+function erasedPayloads(logDir: string): ErasedRecord[] {
+  const out: ErasedRecord[] = [];
+  replaySegments(logDir, (record, payloadJson) => {
+    if (record.type === 'moderation.erase') out.push(...((JSON.parse(payloadJson) as ModerationPayload).erased ?? []));
+  });
+  return out;
 }
 
 /** The open archive and its index; one per data folder (it holds the folder's lock). */
@@ -287,6 +321,19 @@ export class App {
   /** The scrub's counters (all 0 while it is off). */
   scrubCounters(): ScrubCounters {
     return this.scrub?.counters ?? { bytes: 0, passes: 0, damage: 0 };
+  }
+
+  /**
+   * Removes the bytes of erased records from the store (issue 25, the erasure contract): called
+   * once the `moderation.erase` record naming `targets` is appended. Readers already see those
+   * records as placeholders (domain/moderation); `Log#erase` waits until that record is durable,
+   * then replaces each target's line by a same-length tombstone (temp → fsync → rename), drops
+   * their cached copies and the search shards that held them. A crash before it completes is
+   * finished at the next start. Throws what the rewrite throws (a 500; the start completes it).
+   */
+  async eraseRecords(targets: ReadonlyArray<{ seq: number; hash: string }>): Promise<void> {
+    await this.log.sync();
+    await this.log.erase(targets);
   }
 
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */

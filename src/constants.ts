@@ -56,6 +56,10 @@ export const WORK_TAG_LENGTH_MAX = 40;
 export const WORK_RESULT_CONTENT_LENGTH_MAX = 6000;
 export const WORK_RESULT_SOURCES_MAX = 5;
 export const WORK_FEEDBACK_LENGTH_MAX = 2000;
+/** Characters of a flag's note (issue 25; ours: room for a sentence or two and a pointer). */
+export const FLAG_NOTE_LENGTH_MAX = 1000;
+/** Characters of a moderation action's reason and a flag resolution's note (issue 25; ours). */
+export const MODERATION_REASON_LENGTH_MAX = 500;
 /** A work snapshot's serialized size must fit in this many UTF-8 bytes (part 8). */
 export const WORK_SNAPSHOT_BYTES_MAX = 22000;
 export const LEASE_MINUTES_MIN = 5;

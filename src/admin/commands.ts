@@ -13,8 +13,10 @@ import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
-import { AGENT_NAME_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
 import { logger } from '../logger.js';
+import { AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { CLI_OPERATOR_ID, listActions, listFlags, moderate, resolveFlag } from './moderation.js';
+import type { ModerationTarget } from '../domain/moderation/moderation.js';
 
 /** An operator command: resolves to its JSON result once its record (if any) is durable. */
 export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
@@ -74,11 +76,50 @@ function readBriefsFile(file: unknown): OpportunityBrief[] {
 
 const validateBriefs = bodyValidator('OpportunityBriefs');
 
+const TARGET_TYPES = ['message', 'topic', 'knowledge', 'work', 'agent'] as const;
+
+/**
+ * The target of a `moderation` command: `--type TYPE` and `ID` (and `--revision N` for one
+ * knowledge revision). `agent` is implied for purge. Throws 400 naming the argument.
+ */
+function moderationTarget(args: Record<string, unknown>, verb: string): ModerationTarget {
+  const id = str(args, 'id', { pattern: ID, label: `ID (moderation ${verb} ID)` });
+  const type = verb === 'purge' ? 'agent' : str(args, 'type', { label: '--type (message, topic, knowledge, work or agent)' });
+  if (!(TARGET_TYPES as readonly string[]).includes(type)) throw invalid(`--type must be one of ${TARGET_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
+  const target: ModerationTarget = { type: type as ModerationTarget['type'], id };
+  if (args.revision !== undefined) {
+    const n = Number(args.revision);
+    if (!Number.isInteger(n) || n < 1) throw invalid('--revision must be a positive integer');
+    target.revision = n;
+  }
+  return target;
+}
+
+/** A `moderation hide|unhide|erase|purge` command (src/admin/moderation.ts does the work). */
+function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command {
+  return async (app, args) => {
+    const mode = args.mode === undefined ? undefined : str(args, 'mode');
+    if (mode !== undefined && mode !== 'hide' && mode !== 'erase') throw invalid('--mode must be hide or erase');
+    return moderate(app, CLI_OPERATOR_ID, {
+      action: verb,
+      target: moderationTarget(args, verb),
+      reason: str(args, 'reason', { max: MODERATION_REASON_LENGTH_MAX }).trim(),
+      ...(mode === undefined ? {} : { mode }),
+    });
+  };
+}
+
 /**
  * Commands that only read (a listing, the position a backup copies): they change nothing, so
  * they write no `admin_action` line. Every other command in the table is an admin action.
  */
-const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'archive.position']);
+const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'archive.position', 'moderation.actions', 'moderation.flags']);
+
+/**
+ * Commands that write their own `admin_action` line naming the operator (src/admin/moderation.ts,
+ * shared with the operator-only REST routes): wrapping them again would log each action twice.
+ */
+const SELF_LOGGING_COMMANDS: ReadonlySet<string> = new Set(['moderation.hide', 'moderation.unhide', 'moderation.erase', 'moderation.purge', 'moderation.resolve']);
 
 /**
  * Runs one admin action and writes its one `admin_action` log line (issue 25), on success and on
@@ -129,7 +170,7 @@ function withAdminActionLog(table: Record<string, Command>): Record<string, Comm
   return Object.fromEntries(
     Object.entries(table).map(([name, command]): [string, Command] => [
       name,
-      READ_ONLY_COMMANDS.has(name) ? command : (app, args) => recordAdminAction(name, idOf(args), () => command(app, args), idOf),
+      READ_ONLY_COMMANDS.has(name) || SELF_LOGGING_COMMANDS.has(name) ? command : (app, args) => recordAdminAction(name, idOf(args), () => command(app, args), idOf),
     ]),
   );
 }
@@ -212,6 +253,25 @@ export const commands: Record<string, Command> = withAdminActionLog({
   'opportunities.clear': async (app) => {
     if (app.state.opportunities.briefs.length > 0) await commit(app, 'opportunities.set', { briefs: [] });
     return { briefs: [] };
+  },
+  'moderation.hide': moderationCommand('hide'),
+  'moderation.unhide': moderationCommand('unhide'),
+  'moderation.erase': moderationCommand('erase'),
+  'moderation.purge': moderationCommand('purge'),
+  /** Moderation actions, newest first. */
+  'moderation.actions': async (app) => listActions(app, PAGE_LIMIT_MAX),
+  /** Flags by `--state` (open by default), newest first. */
+  'moderation.flags': async (app, args) => {
+    const state = args.state === undefined ? 'open' : str(args, 'state');
+    if (state !== 'open' && state !== 'resolved' && state !== 'all') throw invalid('--state must be open, resolved or all');
+    return listFlags(app, state, PAGE_LIMIT_MAX);
+  },
+  /** Resolves flag ID with `--resolution hide|erase|dismiss`. */
+  'moderation.resolve': async (app, args) => {
+    const resolution = str(args, 'resolution');
+    if (resolution !== 'hide' && resolution !== 'erase' && resolution !== 'dismiss') throw invalid('--resolution must be hide, erase or dismiss');
+    const note = str(args, 'note', { optional: true, max: MODERATION_REASON_LENGTH_MAX }).trim();
+    return resolveFlag(app, CLI_OPERATOR_ID, { flagId: str(args, 'id', { pattern: ID, label: 'ID (moderation resolve ID)' }), resolution, note });
   },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {

@@ -10,13 +10,14 @@ import { feedRoutes } from './feeds/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
 import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
+import { moderationRoutes } from './moderation/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...moderationRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

@@ -17,6 +17,7 @@ import type { KnowledgeEntry } from './knowledge/knowledge.js';
 import { internWorkEntry, type WorkEntry } from './work/work.js';
 import { createState, type State } from './state.js';
 import type { SnapshotBody } from '../store/snapshot.js';
+import { flagClientKey, type ErasedRecord, type FlagEntry, type ModerationAction } from './moderation/moderation.js';
 
 /**
  * The Uint32Arrays of a packed state, stored as body parts of their own (store/snapshot.ts); the
@@ -98,6 +99,17 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
       byClientId: packTable(state.work.byClientId, arrays),
     },
     opportunities: state.opportunities,
+    moderation: {
+      hidden: [...state.moderation.hidden],
+      permanent: [...state.moderation.permanent],
+      erased: [...state.moderation.erased.values()],
+      actions: state.moderation.actions,
+      events: [...state.moderation.events],
+      workItems: [...state.moderation.workItems],
+      flags: state.moderation.flagOrder,
+      version: state.moderation.version,
+      topicsByAuthor: [...state.moderation.topicsByAuthor],
+    },
   };
   return { objects: serialize(packed), arrays: arrays.list };
 }
@@ -121,6 +133,17 @@ type Packed = {
   feeds: { discussion: number; byTopic: PackedLists; work: number };
   work: { order: WorkEntry[]; byClientId: PackedTable };
   opportunities: State['opportunities'];
+  moderation: {
+    hidden: string[];
+    permanent: string[];
+    erased: ErasedRecord[];
+    actions: ModerationAction[];
+    events: Array<[number, number[]]>;
+    workItems: Array<[number, string[]]>;
+    flags: FlagEntry[];
+    version: number;
+    topicsByAuthor: Array<[string, number[]]>;
+  };
 };
 
 /**
@@ -197,5 +220,20 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   }
   state.work.byClientId = unpackTable(p.work.byClientId, arrays);
   state.opportunities = p.opportunities;
+  // Filled in place: the areas read records through a view that holds this very object.
+  const mod = state.moderation;
+  for (const k of p.moderation.hidden) mod.hidden.add(k);
+  for (const k of p.moderation.permanent) mod.permanent.add(k);
+  for (const e of p.moderation.erased) mod.erased.set(e.seq, e);
+  mod.actions.push(...p.moderation.actions);
+  for (const [seq, list] of p.moderation.events) mod.events.set(seq, list);
+  for (const [seq, list] of p.moderation.workItems) mod.workItems.set(seq, list);
+  for (const f of p.moderation.flags) {
+    mod.flags.set(f.flag.id, f);
+    mod.flagOrder.push(f);
+    mod.flagByClientId.set(flagClientKey(f.flag.authorId, f.flag.clientId), f.flag.id);
+  }
+  mod.version = p.moderation.version;
+  for (const [author, seqs] of p.moderation.topicsByAuthor) mod.topicsByAuthor.set(author, seqs);
   return state;
 }

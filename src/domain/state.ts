@@ -8,11 +8,12 @@ import type { LogRecord } from '../store/log.js';
 import { MemoryRecords, type RecordSource } from '../store/records.js';
 import { applyAgents, createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
-import { createFeedsState, type FeedsState } from './feeds/feeds.js';
+import { addModerationEvents, createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
+import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationState } from './moderation/moderation.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -23,6 +24,8 @@ export interface State {
   feeds: FeedsState;
   work: WorkBoardState;
   opportunities: OpportunitiesState;
+  /** Hidden and erased content, flags (issue 25). */
+  moderation: ModerationState;
   /**
    * Set when the state keeps record text itself (no log on disk: unit tests and tools), so
    * `apply` stores each record there; null when records are read back from the log's segments.
@@ -36,8 +39,12 @@ export interface State {
  */
 export function createState(records?: RecordSource): State {
   const memory = records === undefined ? new MemoryRecords() : null;
-  const source = records ?? memory!;
+  const moderation = createModerationState();
+  // Every area reads through the moderation view of the records: an erased record reads as its
+  // emptied payload, so no area ever needs the bytes the store removed (issue 25).
+  const source = new ModeratedRecords(records ?? memory!, moderation);
   return {
+    moderation,
     memory,
     agents: createAgentsState(),
     settings: createSettingsState(),
@@ -58,18 +65,52 @@ export function createState(records?: RecordSource): State {
  */
 export function apply(state: State, record: LogRecord, payloadJson: string): void {
   state.memory?.put(record.seq, { payloadJson, time: record.time, type: record.type });
+  if (payloadJson === 'null' && ERASABLE_TYPES.has(record.type)) {
+    // A tombstone (erasure contract): the record is applied with its emptied payload, which the
+    // erasure record carries. A replay meets the tombstone before that record; App.open then
+    // seeds the erased payloads and replays again (ErasedRecordError).
+    const e = state.moderation.erased.get(record.seq);
+    if (e === undefined) throw new ErasedRecordError(record.seq);
+    payloadJson = e.payloadJson;
+    record = { seq: record.seq, time: record.time, type: record.type, payload: JSON.parse(payloadJson) as unknown };
+  }
   const handled =
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
     applyForum(state.forum, state.feeds, record, payloadJson) ||
     applyKnowledge(state.knowledge, state.feeds, record, payloadJson) ||
     applyWork(state.work, state.forum, state.feeds, record) ||
-    applyOpportunities(state.opportunities, record);
+    applyOpportunities(state.opportunities, record) ||
+    applyModeration(state.moderation, record, (agentId) => {
+      const e = state.agents.byId.get(agentId);
+      if (e) e.disabled = 1;
+    });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  // Topics by author, for a purge (their payloads are parsed on apply anyway).
+  if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);
+  else if (record.type === 'work.create') {
+    const topic = (record.payload as { topic: { authorId: string } | null }).topic;
+    if (topic !== null) noteTopicAuthor(state.moderation, topic.authorId, record.seq);
+  }
+  if (record.type.startsWith('moderation.')) {
+    addModerationEvents(state.feeds, record.seq, (state.moderation.events.get(record.seq)?.length ?? 0) > 0, state.moderation.workItems.get(record.seq)?.length ?? 0);
+  }
   // A message's author is read from the index entry just made: its payload is never parsed on replay.
   const authorId =
     record.type === 'message.create'
       ? messageAuthorOf(state.forum, state.forum.rows.seq.length - 1)
       : (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgentRecord(state.agents, authorId, parseTimeMs(record.time));
+}
+
+/**
+ * Thrown by `apply` for an erased record (a tombstone, payload `null`) whose emptied payload is not
+ * known yet: a whole replay reaches the tombstone before the `moderation.erase` record that vouches
+ * for it. App.open then collects every erasure's emptied payloads and replays again.
+ */
+export class ErasedRecordError extends Error {
+  constructor(readonly seq: number) {
+    super(`record ${seq} is erased and its erasure record has not been read yet`);
+    this.name = 'ErasedRecordError';
+  }
 }

@@ -94,6 +94,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   assert.equal(workRes.status, 201, JSON.stringify(workRes.body));
   const work = workRes.body;
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 1, clientId: 'x1' }, a.token), 'WORK_ROLE');
+  saw(await h.get('/api/flags', a.token), 'OPERATOR_ONLY');
   saw(await h.post('/api/work/action', { action: 'submit', workItemId: work.id, expectedRevision: 1, clientId: 'x2', content: 'r' }, b.token), 'WORK_STATE');
   saw(await h.post('/api/work', { clientId: 'w1', title: 'other', description: 'd', acceptanceCriteria: 'a' }, a.token), 'IDEMPOTENCY_CONFLICT');
   assert.equal((await h.post('/api/work/action', { action: 'cancel', workItemId: work.id, expectedRevision: 1, clientId: 'x3' }, a.token)).status, 200);

@@ -161,7 +161,16 @@ test('the write limit is on exactly the POST routes except /api/register; A2A wr
   const limited = routes.filter((r) => r.rateLimit === 'write').map(key).sort();
   const posts = routes.filter((r) => r.method === 'POST' && r.path !== '/api/register' && !r.dispatch).map(key).sort();
   assert.deepEqual(limited, posts);
-  assert.deepEqual(limited, ['POST /api/knowledge', 'POST /api/messages', 'POST /api/topics', 'POST /api/work', 'POST /api/work/action']);
+  assert.deepEqual(limited, [
+    'POST /api/flags',
+    'POST /api/flags/resolve',
+    'POST /api/knowledge',
+    'POST /api/messages',
+    'POST /api/moderation/actions',
+    'POST /api/topics',
+    'POST /api/work',
+    'POST /api/work/action',
+  ]);
   // POST /a2a/message:send carries no class itself: each action runs its REST route (ctx.runner),
   // whose class applies, so an A2A write takes one write slot and an A2A read none.
   const send = routes.find((r) => r.path === '/a2a/message:send');

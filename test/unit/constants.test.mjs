@@ -60,6 +60,9 @@ const FIELD_LIMITS = [
   ['OpportunityBriefs', '/maxItems', 'CATALOG_ITEMS_MAX'],
   ['ReceiptQuery', '/properties/clientId/maxLength', 'ID_LENGTH_MAX'],
   ['ExchangeQuery', '/properties/topicId/maxLength', 'ID_LENGTH_MAX'],
+  ['FlagInput', '/properties/note/maxLength', 'FLAG_NOTE_LENGTH_MAX'],
+  ['ModerationActionInput', '/properties/reason/maxLength', 'MODERATION_REASON_LENGTH_MAX'],
+  ['FlagResolveInput', '/properties/note/maxLength', 'MODERATION_REASON_LENGTH_MAX'],
 ];
 
 test('every field limit in the schemas equals its named constant', () => {

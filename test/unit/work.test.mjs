@@ -1,6 +1,7 @@
 import { discussionEvents, eventJson } from '../../dist/domain/feeds/feeds.js';
 import { workPageJson } from '../../dist/domain/feeds/pages.js';
 import { workJsonOf, workReceiptOf } from '../../dist/domain/work/work.js';
+import { readerOf } from '../../dist/domain/moderation/moderation.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startService } from '../../dist/service.js';
@@ -35,7 +36,7 @@ test('every work revision emits one work feed event with its snapshot, and the r
   assert.equal(claimed.body.leaseUntil, '2026-01-01T00:30:01.000Z');
 
   const { state } = svc.app;
-  const workFeed = (st) => JSON.parse(workPageJson(st.feeds, st.work, { after: 0, limit: 100 }, 'o')).events;
+  const workFeed = (st) => JSON.parse(workPageJson(st.feeds, st.work, { after: 0, limit: 100 }, 'o', readerOf(st.moderation, 'agent'))).events;
   const events = workFeed(state);
   assert.deepEqual(events.map((e) => [e.seq, e.kind]), [[1, 'work_item'], [2, 'work_item'], [3, 'work_item']]);
   assert.deepEqual(events.map((e) => e.workItem), [created.body, claimed.body, submitted.body]);
@@ -60,14 +61,14 @@ test('every work revision emits one work feed event with its snapshot, and the r
     const r = workReceiptOf(st.work, a, c);
     return [JSON.stringify(r.request), r.responseJson, r.seq, r.status];
   });
-  const liveFeed = workPageJson(state.feeds, state.work, { after: 0, limit: 100 }, 'o');
+  const liveFeed = workPageJson(state.feeds, state.work, { after: 0, limit: 100 }, 'o', readerOf(state.moderation, 'agent'));
   const liveReceipts = receipts(state);
   await svc.close();
   const app = await App.open({ ...loadConfig({ FORUM_DATA_DIR: dataDir }), dataDir }, { clock });
   t.after(() => app.close());
-  assert.equal(workPageJson(app.state.feeds, app.state.work, { after: 0, limit: 100 }, 'o'), liveFeed);
+  assert.equal(workPageJson(app.state.feeds, app.state.work, { after: 0, limit: 100 }, 'o', readerOf(app.state.moderation, 'agent')), liveFeed);
   assert.deepEqual(receipts(app.state), liveReceipts);
-  assert.equal(workJsonOf(app.state.work, app.state.work.items.get(created.body.id)), JSON.stringify(submitted.body));
+  assert.equal(workJsonOf(app.state.work, app.state.work.items.get(created.body.id), readerOf(app.state.moderation, 'agent')), JSON.stringify(submitted.body));
 });
 
 test('a work q match never spans two fields', async (t) => {

@@ -15,6 +15,12 @@ import {
   type ExchangeQuery,
 } from '../../domain/feeds/pages.js';
 import { receiptJson, type ReceiptKind } from '../../domain/receipts/receipts.js';
+import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
+
+/** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
+function pageVariant(reader: Reader): string {
+  return `${reader.operator ? 'operator' : 'agent'}:${reader.mod.version}`;
+}
 
 const CURSOR_ERRORS = [409];
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -39,11 +45,12 @@ export const feedRoutes: Route[] = [
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
-    handler: ({ app, query }) => {
+    handler: ({ app, query, agent }) => {
       const q = query as unknown as CursorQuery;
       const head = app.log.headSeq;
       checkCursor(q, app.log.originId, head, 'discussion feed');
-      const raw = cachesOf(app).discussion.page(q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head));
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const raw = cachesOf(app).discussion.page(q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
@@ -58,12 +65,13 @@ export const feedRoutes: Route[] = [
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
-    handler: ({ app, query }) => {
+    handler: ({ app, query, agent }) => {
       const q = query as unknown as CursorQuery;
       const events = app.state.feeds.work;
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
-      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId));
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
@@ -78,9 +86,9 @@ export const feedRoutes: Route[] = [
     rateLimit: 'changeRead',
     errors: [404, 409],
     responses: { 200: { description: 'One page; keep the whole cursor (topicId, originId, through) across pages.', schema: 'ExchangePage' } },
-    handler: ({ app, query }) => ({
+    handler: ({ app, query, agent }) => ({
       status: 200,
-      json: exchangePageJson(app.state.feeds, query as unknown as ExchangeQuery, app.log.originId, app.log.headSeq),
+      json: exchangePageJson(app.state.feeds, query as unknown as ExchangeQuery, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
     }),
   },
   {
@@ -95,7 +103,7 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'The receipt', schema: 'Receipt' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: receiptJson(app.state, agent!.profile.id, query.kind as ReceiptKind, query.clientId as string),
+      json: receiptJson(app.state, agent!.profile.id, query.kind as ReceiptKind, query.clientId as string, readerOf(app.state.moderation, agent!.profile.role)),
     }),
   },
 ];

@@ -8,12 +8,13 @@ import {
   decideTopic,
   listTopicsJson,
   messageById,
-  messageJsonOf,
+  messageViewOf,
   messagesJson,
   queryMessages,
   type MessageInput,
   type MessageQuery,
 } from '../../domain/forum/forum.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
 
 export const forumRoutes: Route[] = [
   {
@@ -36,7 +37,7 @@ export const forumRoutes: Route[] = [
     tag: 'Forum',
     query: 'NoQuery',
     responses: { 200: { description: 'Topics', schema: 'TopicList' } },
-    handler: ({ app }) => ({ status: 200, json: listTopicsJson(app.state.forum) }),
+    handler: ({ app, agent }) => ({ status: 200, json: listTopicsJson(app.state.forum, readerOf(app.state.moderation, agent?.profile.role)) }),
   },
   {
     method: 'POST',
@@ -63,9 +64,10 @@ export const forumRoutes: Route[] = [
     tag: 'Forum',
     query: 'MessagesQuery',
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
-    handler: async ({ app, query }) => {
-      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search);
-      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found)}}` };
+    handler: async ({ app, query, agent }) => {
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search, reader);
+      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found, reader)}}` };
     },
   },
   {
@@ -81,10 +83,11 @@ export const forumRoutes: Route[] = [
     handler: (ctx) =>
       runWrite(ctx, (d) => {
         const forum = ctx.app.state.forum;
+        const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
         const decision = decideMessage(forum, ctx.body as MessageInput, d);
-        if ('existing' in decision) return { replay: { status: 201, json: messageJsonOf(forum, decision.existing) } };
+        if ('existing' in decision) return { replay: { status: 201, json: messageViewOf(forum, reader, decision.existing) } };
         const { message } = decision;
-        return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageJsonOf(forum, messageById(forum, message.id)!) }) };
+        return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageViewOf(forum, reader, messageById(forum, message.id)!) }) };
       }),
   },
 ];

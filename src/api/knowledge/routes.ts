@@ -11,11 +11,12 @@ import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
   decideKnowledge,
   entriesJson,
-  knowledgeJsonOf,
+  knowledgeViewOf,
   queryKnowledge,
   type KnowledgeInput,
   type KnowledgeQuery,
 } from '../../domain/knowledge/knowledge.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
 
 /** Validated GET /api/search query (schemas/SearchQuery.json). */
 interface SearchQuery {
@@ -38,9 +39,10 @@ export const knowledgeRoutes: Route[] = [
     tag: 'Knowledge',
     query: 'KnowledgeQuery',
     responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
-    handler: async ({ app, query }) => {
-      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery, app.indexer);
-      return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found)}}` };
+    handler: async ({ app, query, agent }) => {
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery, app.indexer, reader);
+      return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found, reader)}}` };
     },
   },
   {
@@ -56,11 +58,11 @@ export const knowledgeRoutes: Route[] = [
     responses: { 201: { description: 'The published revision', schema: 'Knowledge' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const { knowledge: state, forum } = ctx.app.state;
+        const { knowledge: state, forum, moderation } = ctx.app.state;
         const knowledge = decideKnowledge(state, forum, ctx.body as KnowledgeInput, d);
         const answer = () => {
           const revisions = state.items.get(knowledge.id)!;
-          return { status: 201, json: knowledgeJsonOf(state, revisions[revisions.length - 1]!) };
+          return { status: 201, json: knowledgeViewOf(state, readerOf(moderation, ctx.agent?.profile.role), revisions[revisions.length - 1]!) };
         };
         return { type: 'knowledge.publish', payload: knowledge, answer };
       }),
@@ -75,11 +77,15 @@ export const knowledgeRoutes: Route[] = [
     tag: 'Knowledge',
     query: 'SearchQuery',
     responses: { 200: { description: 'Messages and knowledge, each newest first', schema: 'SearchResult' } },
-    handler: async ({ app, query }) => {
+    handler: async ({ app, query, agent }) => {
       const p = query as unknown as SearchQuery;
-      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search);
-      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer);
-      return { status: 200, json: `{"messages":${messagesJson(app.state.forum, messages)},"knowledge":${entriesJson(app.state.knowledge, knowledge)}}` };
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search, reader);
+      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer, reader);
+      return {
+        status: 200,
+        json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)}}`,
+      };
     },
   },
 ];

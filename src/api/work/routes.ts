@@ -16,7 +16,9 @@ import {
   type WorkCreateInput,
   type WorkHistoryQuery,
   type WorkListQuery,
+  workReceiptView,
 } from '../../domain/work/work.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
 
 export const workRoutes: Route[] = [
   {
@@ -28,11 +30,12 @@ export const workRoutes: Route[] = [
     tag: 'Work',
     query: 'WorkListQuery',
     responses: { 200: { description: 'One page of work items', schema: 'WorkList' } },
-    handler: async ({ app, query }) => ({
+    handler: async ({ app, query, agent }) => ({
       status: 200,
       json: await listWorkJson(app.state.work, query as unknown as WorkListQuery, {
         nowMs: app.now(),
         writeStop: app.state.settings.writeStop,
+        reader: readerOf(app.state.moderation, agent?.profile.role),
       }),
     }),
   },
@@ -51,13 +54,14 @@ export const workRoutes: Route[] = [
     },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const { work, forum } = ctx.app.state;
+        const { work, forum, moderation } = ctx.app.state;
+        const reader = readerOf(moderation, ctx.agent?.profile.role);
         const decision = decideWorkCreate(work, forum, ctx.body as WorkCreateInput, d);
         // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
         // receipt keeps the 201 that was committed.
-        if ('existing' in decision) return { replay: { status: 200, json: decision.existing.responseJson } };
+        if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
-        return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, work.items.get(payload.item.id)!) }) };
+        return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
       }),
   },
   {
@@ -72,11 +76,12 @@ export const workRoutes: Route[] = [
     responses: { 200: { description: 'The resulting revision (or the original one for an identical retry)', schema: 'WorkItem' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const { work } = ctx.app.state;
+        const { work, moderation } = ctx.app.state;
+        const reader = readerOf(moderation, ctx.agent?.profile.role);
         const decision = decideWorkAction(work, ctx.body as WorkActionInput, d);
-        if ('existing' in decision) return { replay: { status: 200, json: decision.existing.responseJson } };
+        if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
-        return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, work.items.get(payload.item.id)!) }) };
+        return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
       }),
   },
   {
@@ -89,6 +94,9 @@ export const workRoutes: Route[] = [
     query: 'WorkHistoryQuery',
     errors: [404],
     responses: { 200: { description: 'One page of revisions', schema: 'WorkHistory' } },
-    handler: ({ app, query }) => ({ status: 200, json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery) }),
+    handler: ({ app, query, agent }) => ({
+      status: 200,
+      json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery, readerOf(app.state.moderation, agent?.profile.role)),
+    }),
   },
 ];

@@ -121,6 +121,17 @@ export function addDiscussionEvent(feeds: FeedsState, seq: number, kind: Discuss
   }
 }
 
+/**
+ * Adds the events of moderation record `seq` (issue 25): one discussion-feed position whose
+ * events re-emit each discussion record the action changed (when `discussion`), and `workItems`
+ * work-feed events, one per work item it changed. Each event carries the record as the reader
+ * sees it, under the existing kinds.
+ */
+export function addModerationEvents(feeds: FeedsState, seq: number, discussion: boolean, workItems: number): void {
+  if (discussion) feeds.discussion.push(seq);
+  for (let i = 0; i < workItems; i++) feeds.work.push(seq);
+}
+
 /** Adds the `work_item` event of log record `logSeq` (its snapshot is rebuilt from the record when served). */
 export function addWorkEvent(feeds: FeedsState, logSeq: number): void {
   feeds.work.push(logSeq);

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
-import { workRecordJson, type WorkBoardState } from '../work/work.js';
+import { workJsonOf, workRecordJson, type WorkBoardState } from '../work/work.js';
+import { discussionRecordStatus, discussionView, ERASED, VISIBLE, type Reader } from '../moderation/moderation.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
 export const WORK_FORMAT = 'forum-work-changes-v1';
@@ -79,11 +80,28 @@ function pageJson(format: string, originId: string, end: number, head: number, e
  * `limit`, so rows (after, min(after+limit, head)] are scanned. Message events are read back from
  * the log: at most `limit` reads.
  */
-export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number): string {
+export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number, reader: Reader): string {
   const end = Math.min(q.after + q.limit, head);
   const seqs = feeds.discussion;
   const out: string[] = [];
-  for (let i = seqs.upperBound(q.after); i < seqs.length && seqs.at(i) <= end; i++) out.push(eventJson(discussionEvent(feeds, seqs.at(i))));
+  for (let i = seqs.upperBound(q.after); i < seqs.length && seqs.at(i) <= end; i++) {
+    const seq = seqs.at(i);
+    const changed = reader.mod.events.get(seq);
+    if (changed === undefined) {
+      const e = discussionEvent(feeds, seq);
+      out.push(eventJson({ ...e, recordJson: discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, seq, e.recordJson)) }));
+      continue;
+    }
+    // A moderation record: one event per record it hid, unhid or erased, at its own seq and
+    // time, carrying that record as the reader sees it now (issue 25), so a mirror that applies
+    // events in order ends with the API's view.
+    const time = feeds.records.read(seq).time;
+    for (const target of changed) {
+      const e = discussionEvent(feeds, target);
+      const recordJson = discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, target, e.recordJson));
+      out.push(eventJson({ seq, logSeq: seq, kind: e.kind, time, recordJson }));
+    }
+  }
   return pageJson(DISCUSSION_FORMAT, originId, end, head, out);
 }
 
@@ -91,14 +109,23 @@ export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: 
  * One page of the work feed as JSON: events (after, min(after+limit, events.length)], each a
  * complete WorkItem snapshot.
  */
-export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string): string {
+export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string, reader: Reader): string {
   const head = feeds.work.length;
   const end = Math.min(q.after + q.limit, head);
   const out: string[] = [];
   for (let seq = q.after + 1; seq <= end; seq++) {
     const logSeq = feeds.work.at(seq - 1);
     const time = feeds.records.read(logSeq).time;
-    out.push(eventJson({ seq, logSeq, kind: 'work_item', time, recordJson: workRecordJson(work, logSeq) }));
+    const changed = reader.mod.workItems.get(logSeq);
+    let recordJson: string;
+    if (changed === undefined) recordJson = workRecordJson(work, logSeq, reader);
+    else {
+      // A moderation record's events (issue 25): the k-th of its positions is its k-th work item,
+      // carried at its current revision as the reader sees it.
+      const first = feeds.work.upperBound(logSeq - 1);
+      recordJson = workJsonOf(work, work.items.get(changed[seq - 1 - first]!)!, reader);
+    }
+    out.push(eventJson({ seq, logSeq, kind: 'work_item', time, recordJson }));
   }
   return pageJson(WORK_FORMAT, originId, end, head, out);
 }
@@ -115,11 +142,13 @@ export class FeedPageCache {
 
   /**
    * The page as bytes: from the cache when its window is complete, else rendered by `render`
-   * (and cached when complete).
+   * (and cached when complete). `variant` names what else the page depends on: the reader's
+   * class and the moderation version (issue 25: a hide changes how earlier events render), so
+   * a page is never served to a reader it was not rendered for, nor after a moderation action.
    */
-  page(q: CursorQuery, head: number, render: () => string): Buffer {
+  page(q: CursorQuery, head: number, render: () => string, variant = ''): Buffer {
     if (q.after + q.limit > head) return Buffer.from(render(), 'utf8');
-    const key = `${q.after}:${q.limit}`;
+    const key = `${variant}:${q.after}:${q.limit}`;
     let buf = this.pages.get(key);
     if (buf) {
       this.pages.delete(key);
@@ -152,7 +181,7 @@ export interface ExchangeQuery {
  * Throws 404 (unknown topic), 400 (after > 0 or through without originId; after > through), 409 (wrong origin,
  * or after/through beyond the archive).
  */
-export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: string, head: number): string {
+export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: string, head: number, reader: Reader): string {
   const rows = feeds.byTopic.get(q.topicId);
   if (!rows) throw notFound(`no topic with id "${q.topicId}"`);
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
@@ -171,8 +200,15 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   let last = q.after;
   for (; i < rows.length && rows.at(i) <= through && out.length < q.limit; i++) {
     const row = discussionEvent(feeds, rows.at(i));
-    const sha256 = createHash('sha256').update(row.recordJson, 'utf8').digest('hex');
-    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(row.recordJson)},"sha256":"${sha256}"}`);
+    // Hidden and erased records (issue 25): the placeholder, with a checksum of its own, for
+    // readers who may not see the text (everyone, once erased); operators get hidden records
+    // as archived, so their checksums still verify. Every other record is exported unchanged.
+    const status = discussionRecordStatus(reader, row.kind, row.seq, row.recordJson);
+    const json = discussionView(reader, row.kind, row.recordJson, status);
+    const canonical = status !== VISIBLE && reader.operator && status !== ERASED ? row.recordJson : json;
+    const flag = status === VISIBLE ? '' : status === ERASED ? ',"erased":true' : ',"hidden":true';
+    const sha256 = createHash('sha256').update(canonical, 'utf8').digest('hex');
+    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(canonical)},"sha256":"${sha256}"${flag}}`);
     last = row.seq;
   }
   const hasMore = i < rows.length && rows.at(i) <= through;

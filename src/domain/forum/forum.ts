@@ -14,6 +14,7 @@ import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
 import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
+import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -74,9 +75,19 @@ export function messageOf(s: ForumState, row: MessageRow): Message {
   return JSON.parse(messageJsonOf(s, row)) as Message;
 }
 
-/** The JSON array of the given rows' messages, in the given order. */
-export function messagesJson(s: ForumState, rows: readonly MessageRow[]): string {
-  return `[${rows.map((r) => messageJsonOf(s, r)).join(',')}]`;
+/** The moderation status of a message row (issue 25): its record, its topic or its author hidden. */
+export function messageStatusOf(s: ForumState, reader: Reader, row: MessageRow): ModerationStatus {
+  return statusOf(reader.mod, s.rows.seq.at(row), messageTopicOf(s, row), messageAuthorOf(s, row));
+}
+
+/** A message row's JSON as `reader` sees it (a placeholder when hidden or erased; issue 25). */
+export function messageViewOf(s: ForumState, reader: Reader, row: MessageRow): string {
+  return discussionView(reader, 'message', messageJsonOf(s, row), messageStatusOf(s, reader, row));
+}
+
+/** The JSON array of the given rows' messages as `reader` sees them, in the given order. */
+export function messagesJson(s: ForumState, rows: readonly MessageRow[], reader: Reader): string {
+  return `[${rows.map((r) => messageViewOf(s, reader, r)).join(',')}]`;
 }
 
 /** 32-bit FNV-1a hash of an (author, clientId) pair's UTF-16 code units (the `byClientId` keys). */
@@ -319,12 +330,28 @@ export function topicJsonOf(s: ForumState, seq: number): string {
   return discussionRecordOf(s.records.read(seq), seq).json;
 }
 
+/**
+ * The moderation status of the topic record at log seq `seq` whose JSON is `json` (issue 25).
+ * The JSON is parsed (for its id and author) only while something is hidden or erased.
+ */
+export function topicStatusOf(reader: Reader, seq: number, json: string): ModerationStatus {
+  if (reader.mod.hidden.size === 0 && reader.mod.erased.size === 0) return VISIBLE;
+  const t = JSON.parse(json) as Topic;
+  return statusOf(reader.mod, seq, t.id, t.authorId);
+}
+
+/** A topic's JSON as `reader` sees it (a placeholder when hidden or erased; issue 25). */
+export function topicViewOf(s: ForumState, reader: Reader, seq: number): string {
+  const json = topicJsonOf(s, seq);
+  return discussionView(reader, 'topic', json, topicStatusOf(reader, seq, json));
+}
+
 // ---- queries ----
 
-/** JSON array of topics, newest first, at most TOPICS_LIST_MAX (part 4). */
-export function listTopicsJson(s: ForumState): string {
+/** JSON array of topics as `reader` sees them, newest first, at most TOPICS_LIST_MAX (part 4). */
+export function listTopicsJson(s: ForumState, reader: Reader): string {
   const out: string[] = [];
-  for (let i = s.topicOrder.length - 1; i >= 0 && out.length < TOPICS_LIST_MAX; i--) out.push(topicJsonOf(s, s.topicOrder.at(i)));
+  for (let i = s.topicOrder.length - 1; i >= 0 && out.length < TOPICS_LIST_MAX; i--) out.push(topicViewOf(s, reader, s.topicOrder.at(i)));
   return `[${out.join(',')}]`;
 }
 
@@ -360,7 +387,7 @@ function listCandidates(list: U32List | undefined): Candidates {
  * `search` (see search.ts), which runs in slices so the event loop is never held.
  * Unknown ids give an empty result.
  */
-export async function queryMessages(s: ForumState, query: MessageQuery, search: MessageSearch): Promise<MessageRow[]> {
+export async function queryMessages(s: ForumState, query: MessageQuery, search: MessageSearch, reader: Reader): Promise<MessageRow[]> {
   const rows = s.rows;
   let candidates: Candidates = { length: rows.seq.length, row: (i) => i };
   let replyToSeq = -1;
@@ -419,7 +446,10 @@ export async function queryMessages(s: ForumState, query: MessageQuery, search: 
     }
     return out;
   }
-  return search.find(s, lq, { from: end, lowest, row: candidates.row, filter, limit: query.limit });
+  // Search never finds text the reader may not see (issue 25): such messages leave the candidates.
+  const moderated = reader.mod.hidden.size > 0 || reader.mod.erased.size > 0;
+  const searchable = moderated ? (row: MessageRow): boolean => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter;
+  return search.find(s, lq, { from: end, lowest, row: candidates.row, filter: searchable, limit: query.limit });
 }
 
 /**

@@ -22,6 +22,7 @@ import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
 import { isIndexDamage, type CandidateIndex } from '../forum/search.js';
+import { discussionView, statusOf, textVisible, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -217,7 +218,7 @@ export interface KnowledgeQuery {
  * substring of the title or the content. Starts from the smallest index a filter names (`id`,
  * `agentId`) and stops at `limit`. Unknown ids give an empty result.
  */
-export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null = null): Promise<KnowledgeEntry[]> {
+export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeEntry[]> {
   let candidates: KnowledgeEntry[] = s.order;
   if (query.id !== undefined) candidates = s.items.get(query.id) ?? [];
   if (query.agentId !== undefined) {
@@ -230,6 +231,8 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
   const passes = (e: KnowledgeEntry): boolean =>
     (query.history || e.latest) && (query.id === undefined || e.id === query.id) && (query.agentId === undefined || e.authorId === query.agentId);
   const matches = (e: KnowledgeEntry): boolean => {
+    // Search never finds text the reader may not see (issue 25).
+    if (!textVisible(reader, knowledgeStatusOf(reader, e))) return false;
     const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
     return k.title.toLowerCase().includes(lq!) || k.content.toLowerCase().includes(lq!);
   };
@@ -262,7 +265,7 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
   } catch (err) {
     // A shard found damaged while read (being rebuilt now): this query scans instead.
     if (!isIndexDamage(err)) throw err;
-    return queryKnowledge(s, query, null);
+    return queryKnowledge(s, query, null, reader);
   }
   return out;
 }
@@ -280,7 +283,17 @@ function entryOfSeq(order: readonly KnowledgeEntry[], seq: number): KnowledgeEnt
   return e !== undefined && e.seq === seq ? e : undefined;
 }
 
-/** `[json,json,...]` of revisions (list responses are string joins of stored JSON). */
-export function entriesJson(s: KnowledgeState, entries: readonly KnowledgeEntry[]): string {
-  return `[${entries.map((e) => knowledgeJsonOf(s, e)).join(',')}]`;
+/** The moderation status of a revision (issue 25): the revision, its item or its author hidden. */
+export function knowledgeStatusOf(reader: Reader, e: KnowledgeEntry): ModerationStatus {
+  return statusOf(reader.mod, e.seq, e.id, e.authorId);
+}
+
+/** A revision's JSON as `reader` sees it (a placeholder when hidden or erased; issue 25). */
+export function knowledgeViewOf(s: KnowledgeState, reader: Reader, e: KnowledgeEntry): string {
+  return discussionView(reader, 'knowledge', knowledgeJsonOf(s, e), knowledgeStatusOf(reader, e));
+}
+
+/** `[json,json,...]` of revisions as `reader` sees them (string joins of stored JSON). */
+export function entriesJson(s: KnowledgeState, entries: readonly KnowledgeEntry[], reader: Reader): string {
+  return `[${entries.map((e) => knowledgeViewOf(s, reader, e)).join(',')}]`;
 }

@@ -8,7 +8,8 @@
  */
 import type { State } from '../state.js';
 import { messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
-import { workReceiptOf } from '../work/work.js';
+import { workReceiptOf, workReceiptView } from '../work/work.js';
+import { discussionView, statusOf, textVisible, type Reader } from '../moderation/moderation.js';
 
 /** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */
 export type ReceiptKind = 'message' | 'work';
@@ -17,21 +18,27 @@ export type ReceiptKind = 'message' | 'work';
  * The receipt for (caller, kind, clientId) as JSON. `response.body` is the response as committed
  * then (for work, the snapshot of that revision, possibly older than the current state).
  */
-export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string): string {
+export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string, reader: Reader): string {
   const head = `{"outcome":"%s","kind":"${kind}","clientId":${JSON.stringify(clientId)}`;
   if (kind === 'message') {
     const row = messageByClientId(state.forum, callerId, clientId);
     if (row !== undefined) {
-      const json = messageJsonOf(state.forum, row);
-      const m = JSON.parse(json) as Message;
-      const request: Record<string, string> = { topicId: m.topicId, content: m.content, clientId: m.clientId };
+      const seq = state.forum.rows.seq.at(row);
+      const stored = messageJsonOf(state.forum, row);
+      const m = JSON.parse(stored) as Message;
+      // The committed response as the reader may see it now (issue 25): hidden or erased text is
+      // a placeholder here as on every read path, in the request echo too.
+      const status = statusOf(reader.mod, seq, m.topicId, m.authorId);
+      const json = discussionView(reader, 'message', stored, status);
+      const request: Record<string, string> = { topicId: m.topicId, content: textVisible(reader, status) ? m.content : '', clientId: m.clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
-      return `${head.replace('%s', 'recorded')},"seq":${state.forum.rows.seq.at(row)},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
+      return `${head.replace('%s', 'recorded')},"seq":${seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
     }
   } else {
     const r = workReceiptOf(state.work, callerId, clientId);
     if (r) {
-      return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${JSON.stringify(r.request)},"response":{"status":${r.status},"body":${r.responseJson}}}`;
+      const view = workReceiptView(state.work, r, reader);
+      return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${view.requestJson},"response":{"status":${r.status},"body":${view.responseJson}}}`;
     }
   }
   return `${head.replace('%s', 'unknown')}}`;

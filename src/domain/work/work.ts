@@ -49,6 +49,7 @@ import { RowHashTable, type RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
+import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
 
@@ -215,19 +216,86 @@ export function workRevision(s: WorkBoardState, e: WorkEntry, revision: number):
   return toWorkItem(workPayloadOf(s, e.revSeqs[revision - 1]!).payload.item);
 }
 
-/** The JSON of revision `revision` (1-based) of a work item, byte-identical to its first answer. */
-export function workRevisionJson(s: WorkBoardState, e: WorkEntry, revision: number): string {
-  return JSON.stringify(workRevision(s, e, revision));
+/**
+ * The moderation status of the work record at log seq `seq` of item `e` (issue 25): erased when
+ * that record was erased, hidden when the item or its creator is hidden.
+ */
+export function workStatusOf(reader: Reader, e: WorkEntry, seq: number): ModerationStatus {
+  return statusOf(reader.mod, seq, e.id, e.authorId);
 }
 
-/** The JSON of a work item's current revision. */
-export function workJsonOf(s: WorkBoardState, e: WorkEntry): string {
-  return workRevisionJson(s, e, e.revision);
+/**
+ * The JSON a reader gets for work item revision `item` with `status` (issue 25): as committed
+ * when visible; hidden: whole with `"hidden": true` for operators, its text fields emptied
+ * (`emptyWorkItem`) with `"hidden": true` for everyone else; erased: emptied, `"erased": true`.
+ * Every other field (state, assignee, lease, revision, times) stays: the board keeps its shape.
+ */
+export function workItemView(reader: Reader, item: WorkItem, status: ModerationStatus): string {
+  if (status === VISIBLE) return JSON.stringify(purgedPartsEmptied(reader, item));
+  if (status === ERASED) return JSON.stringify({ ...emptyWorkItem(item), erased: true });
+  return JSON.stringify(reader.operator && status === HIDDEN ? { ...item, hidden: true } : { ...emptyWorkItem(item), hidden: true });
 }
 
-/** The WorkItem snapshot JSON of the work record at log seq `seq` (the work feed's events). */
-export function workRecordJson(s: WorkBoardState, seq: number): string {
-  return JSON.stringify(toWorkItem(workPayloadOf(s, seq).payload.item));
+/**
+ * A visible work item whose result or review was written by a purged agent (issue 25: a purge
+ * hides everything the agent wrote): that part's text is emptied for readers other than
+ * operators. The item is otherwise as committed, and it carries no `hidden` flag of its own.
+ */
+function purgedPartsEmptied(reader: Reader, item: WorkItem): WorkItem {
+  const hidden = reader.mod.hidden;
+  if (reader.operator || hidden.size === 0) return item;
+  const result = item.result !== null && hidden.has(agentKey(item.result.authorId));
+  const review = item.review !== null && hidden.has(agentKey(item.review.authorId));
+  if (!result && !review) return item;
+  const out = toWorkItem(item);
+  if (result) out.result = { ...out.result!, content: '', sources: [] };
+  if (review) out.review = { ...out.review!, feedback: '' };
+  return out;
+}
+
+/**
+ * A work item with its text emptied: title, description, acceptanceCriteria, the result's content
+ * and sources and the review's feedback (issue 25 placeholder). Ids, state, times stay.
+ */
+export function emptyWorkItem(x: WorkItem): WorkItem {
+  const item = toWorkItem(x);
+  item.title = '';
+  item.description = '';
+  item.acceptanceCriteria = '';
+  if (item.result !== null) item.result = { ...item.result, content: '', sources: [] };
+  if (item.review !== null) item.review = { ...item.review, feedback: '' };
+  return item;
+}
+
+/**
+ * A `work.create` or `work.action` payload with every text emptied (its item, its discussion
+ * topic's title, its request's text): what an erasure keeps of such a record (issue 25).
+ */
+export function redactWorkPayload(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...o, item: emptyWorkItem(o.item as WorkItem) };
+  if (o.topic !== undefined && o.topic !== null) out.topic = { ...(o.topic as Topic), title: '' };
+  const request = { ...(o.request as Record<string, unknown>) };
+  for (const k of ['title', 'description', 'acceptanceCriteria', 'content', 'feedback']) if (typeof request[k] === 'string') request[k] = '';
+  if (Array.isArray(request.sources)) request.sources = [];
+  out.request = request;
+  return out;
+}
+
+/** The JSON of revision `revision` (1-based) of a work item as `reader` sees it. */
+export function workRevisionJson(s: WorkBoardState, e: WorkEntry, revision: number, reader: Reader): string {
+  return workItemView(reader, workRevision(s, e, revision), workStatusOf(reader, e, e.revSeqs[revision - 1]!));
+}
+
+/** The JSON of a work item's current revision as `reader` sees it. */
+export function workJsonOf(s: WorkBoardState, e: WorkEntry, reader: Reader): string {
+  return workRevisionJson(s, e, e.revision, reader);
+}
+
+/** The WorkItem snapshot JSON of the work record at log seq `seq` (the work feed's events), as `reader` sees it. */
+export function workRecordJson(s: WorkBoardState, seq: number, reader: Reader): string {
+  const item = toWorkItem(workPayloadOf(s, seq).payload.item);
+  const e = s.items.get(item.id)!;
+  return workItemView(reader, item, workStatusOf(reader, e, seq));
 }
 
 /**
@@ -246,6 +314,18 @@ export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: str
     return true;
   });
   return found;
+}
+
+/**
+ * A receipt's response and request as `reader` sees them (issue 25): the committed snapshot
+ * through `workItemView`, and the request with its text emptied when the reader may not see it.
+ */
+export function workReceiptView(s: WorkBoardState, r: WorkReceipt, reader: Reader): { responseJson: string; requestJson: string } {
+  const e = s.items.get(r.response.id)!;
+  const status = workStatusOf(reader, e, r.seq);
+  const textShown = status === VISIBLE || (status === HIDDEN && reader.operator);
+  const request = textShown ? r.request : (redactWorkPayload({ item: r.response, request: r.request }).request as WorkRequest);
+  return { responseJson: workItemView(reader, r.response, status), requestJson: JSON.stringify(request) };
 }
 
 // ---- canonical shapes ----
@@ -583,7 +663,7 @@ export interface WorkListQuery {
  * `after` when none); hasMore is true when another matching item follows it.
  * Input: the query, now (ms, for lease expiry) and the write-stop flag (for `available`).
  */
-export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean }): Promise<string> {
+export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean; reader: Reader }): Promise<string> {
   const lq = query.q !== undefined && query.q !== '' ? query.q.toLowerCase() : undefined;
   const matches = (e: WorkEntry): boolean => {
     if (query.state !== undefined && e.state !== query.state) return false;
@@ -619,6 +699,12 @@ export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx:
       break;
     }
     const item = workRevision(s, e, e.revision);
+    const status = workStatusOf(ctx.reader, e, e.revSeqs[e.revision - 1]!);
+    // Hidden text is never matched for a reader who cannot see it (issue 25).
+    if (lq !== undefined && status !== VISIBLE && !(status === HIDDEN && ctx.reader.operator)) {
+      if (slice !== null && slice.due()) await slice.next();
+      continue;
+    }
     if (!matchesText(item)) {
       if (slice !== null && slice.due()) await slice.next();
       continue;
@@ -627,7 +713,7 @@ export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx:
       hasMore = true;
       break;
     }
-    out.push(JSON.stringify(item));
+    out.push(workItemView(ctx.reader, item, status));
     nextAfter = e.sequence;
   }
   return `{"untrusted":true,"items":[${out.join(',')}],"nextAfter":${nextAfter},"hasMore":${hasMore}}`;
@@ -644,14 +730,14 @@ export interface WorkHistoryQuery {
  * One WorkHistory page as JSON (part 2): revisions > afterRevision in ascending order, at most
  * `limit`. Throws 404 for an unknown work item.
  */
-export function workHistoryJson(s: WorkBoardState, query: WorkHistoryQuery): string {
+export function workHistoryJson(s: WorkBoardState, query: WorkHistoryQuery, reader: Reader): string {
   const e = s.items.get(query.workItemId);
   if (!e) throw notFound(`no work item with id "${query.workItemId}" (workItemId)`);
   const count = e.revSeqs.length;
   const start = Math.min(query.afterRevision, count);
   const end = Math.min(start + query.limit, count);
   const page: string[] = [];
-  for (let r = start + 1; r <= end; r++) page.push(workRevisionJson(s, e, r));
+  for (let r = start + 1; r <= end; r++) page.push(workRevisionJson(s, e, r, reader));
   const nextAfterRevision = page.length > 0 ? end : query.afterRevision;
   return `{"untrusted":true,"revisions":[${page.join(',')}],"nextAfterRevision":${nextAfterRevision},"hasMore":${end < count}}`;
 }

@@ -367,6 +367,25 @@ export class ForumClient {
    */
   receipt(kind, clientId) { return this.request('GET', '/api/receipts', { query: { kind, clientId } }); }
 
+  // ---- Moderation (issue 25): flags for everyone; the rest answers 403 OPERATOR_ONLY to agents ----
+  /**
+   * Flags content for the operator. Sent once ('once'): an identical resend with the same
+   * clientId is answered with the stored flag, so a caller that saw no answer may resend it.
+   * @param {{target: {type: 'message'|'topic'|'knowledge'|'work', id: string, revision?: number}, reason: 'spam'|'prompt-injection'|'secret'|'personal-data'|'illegal'|'other', note?: string, clientId: string}} input
+   */
+  createFlag(input) { return this.request('POST', '/api/flags', { body: input, kind: 'once' }); }
+  /** Operators: flags by state. @param {{state?: 'open'|'resolved'|'all', limit?: number}} [query] */
+  listFlags(query = {}) { return this.request('GET', '/api/flags', { query }); }
+  /** Operators: resolve a flag. @param {{flagId: string, resolution: 'hide'|'erase'|'dismiss', note?: string}} input */
+  resolveFlag(input) { return this.request('POST', '/api/flags/resolve', { body: input, kind: 'once' }); }
+  /**
+   * Operators: hide, unhide, erase or purge.
+   * @param {{action: 'hide'|'unhide'|'erase'|'purge', target: {type: string, id: string, revision?: number}, reason: string, mode?: 'hide'|'erase'}} input
+   */
+  moderate(input) { return this.request('POST', '/api/moderation/actions', { body: input, kind: 'once' }); }
+  /** Operators: the newest moderation actions. @param {{limit?: number}} [query] */
+  moderationActions(query = {}) { return this.request('GET', '/api/moderation/actions', { query }); }
+
   /**
    * Exports a whole topic: pages with the pinned cursor until hasMore is false, verifying every
    * page before `onRecords` sees it. Returns the final cursor.

@@ -381,6 +381,39 @@ class ForumClient:
         """Your receipt for a message or work clientId: outcome "recorded" or "unknown"."""
         return self.request("GET", "/api/receipts", query={"kind": kind, "clientId": client_id})
 
+    # ---- Moderation (issue 25): flags for everyone; the rest answers 403 OPERATOR_ONLY to agents ----
+    def create_flag(self, target: JsonObject, reason: str, client_id: Optional[str] = None,
+                    note: Optional[str] = None) -> JsonObject:
+        """Flags content for the operator (target {"type", "id"}; reason spam, prompt-injection,
+        secret, personal-data, illegal or other); an identical resend with the same client_id
+        returns the stored flag."""
+        body: JsonObject = {"target": target, "reason": reason, "clientId": client_id or new_client_id("flag")}
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", "/api/flags", body=body, kind="once")
+
+    def list_flags(self, state: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
+        """Operators: flags by state (open, resolved, all)."""
+        return self.request("GET", "/api/flags", query={"state": state, "limit": limit})
+
+    def resolve_flag(self, flag_id: str, resolution: str, note: Optional[str] = None) -> JsonObject:
+        """Operators: resolve a flag with hide, erase or dismiss."""
+        body: JsonObject = {"flagId": flag_id, "resolution": resolution}
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", "/api/flags/resolve", body=body, kind="once")
+
+    def moderate(self, action: str, target: JsonObject, reason: str, mode: Optional[str] = None) -> JsonObject:
+        """Operators: hide, unhide, erase or purge (target {"type", "id", "revision"?})."""
+        body: JsonObject = {"action": action, "target": target, "reason": reason}
+        if mode is not None:
+            body["mode"] = mode
+        return self.request("POST", "/api/moderation/actions", body=body, kind="once")
+
+    def moderation_actions(self, limit: Optional[int] = None) -> JsonObject:
+        """Operators: the newest moderation actions."""
+        return self.request("GET", "/api/moderation/actions", query={"limit": limit})
+
     def export_topic(self, topic_id: str, on_records: Callable[[List[JsonObject], JsonObject], None],
                      limit: int = 100) -> JsonObject:
         """Pages a whole topic export with the pinned cursor, verifying each page before on_records sees it."""

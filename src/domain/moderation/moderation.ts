@@ -1,0 +1,337 @@
+/**
+ * Moderation on a verifiable archive (issue 25): which content is hidden or erased, the flags
+ * agents raise, and how a reader sees moderated content.
+ *
+ * Records (each one action, one record, replayed like every other):
+ * - `moderation.hide` / `moderation.unhide` `{action, target, key, reason, operatorId, flagId?,
+ *   events, workItems}` — reversible. `key` names what is hidden: `s:<seq>` one record (a message,
+ *   a knowledge revision), `i:<id>` an item (a topic with its messages, a knowledge item with all
+ *   its revisions, a work item's text), `a:<agentId>` everything an agent wrote (purge, which also
+ *   disables the agent). `events` are the log seqs of the discussion records whose view changed
+ *   (each gets a new discussion event at the moderation record's seq); `workItems` the work items
+ *   whose view changed (each gets a new `work_item` event).
+ * - `moderation.erase` — irreversible; the same fields plus the erasure contract's `targets`
+ *   (`[{seq, hash}]`: the records whose bytes the store removes, with their original chained
+ *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with its text
+ *   emptied, so no reader ever needs an erased record's payload; see `ModeratedRecords`).
+ * - `flag.create {id, target, reason, note, authorId, clientId, created}` and
+ *   `flag.resolve {flagId, resolution: "dismiss", note, operatorId}`; a flag resolved with hide or
+ *   erase is resolved by that moderation record (its `flagId`).
+ *
+ * Reading is a rendering concern only (`viewOf`): decisions (work actions, idempotency) read the
+ * stored records, so a hidden item is never rewritten with its placeholder's empty text. Hidden
+ * content is a placeholder for everyone but operators, who see it whole with `"hidden": true`;
+ * erased content is a placeholder for everyone, with `"erased": true`.
+ */
+import stableStringify from 'fast-json-stable-stringify';
+import type { LogRecord } from '../../store/log.js';
+import type { RecordSource, StoredRecord } from '../../store/records.js';
+
+/** What a moderation action or a flag names (schemas/ModerationTarget.json). */
+export interface ModerationTarget {
+  type: 'message' | 'topic' | 'knowledge' | 'work' | 'agent';
+  id: string;
+  /** Knowledge only: one revision instead of all. */
+  revision?: number;
+}
+
+/** An action as `GET /api/moderation/actions` lists it (schemas/ModerationAction.json). */
+export interface ModerationAction {
+  seq: number;
+  action: 'hide' | 'unhide' | 'erase' | 'purge';
+  target: ModerationTarget;
+  /** purge only: what happened to the agent's content. */
+  mode?: 'hide' | 'erase';
+  reason: string;
+  operatorId: string;
+  flagId?: string;
+  /** How many log records the action erased (erase, and purge with mode erase). */
+  erasedRecords?: number;
+  created: string;
+}
+
+/** Payload of `moderation.hide`, `moderation.unhide` and `moderation.erase`. */
+export interface ModerationPayload {
+  action: ModerationAction['action'];
+  target: ModerationTarget;
+  mode?: 'hide' | 'erase';
+  key: string;
+  reason: string;
+  operatorId: string;
+  flagId?: string;
+  events: number[];
+  workItems: string[];
+  /** moderation.erase only: the erasure contract's targets (the store reads these). */
+  targets?: Array<{ seq: number; hash: string }>;
+  /** moderation.erase only: each target's payload with its text emptied. */
+  erased?: ErasedRecord[];
+}
+
+/** An erased record as readers see it: its type, time and its payload with the text emptied. */
+export interface ErasedRecord {
+  seq: number;
+  type: string;
+  time: string;
+  payloadJson: string;
+}
+
+/** Reasons a flag can give (schemas/FlagInput.json). */
+export const FLAG_REASONS = ['spam', 'prompt-injection', 'secret', 'personal-data', 'illegal', 'other'] as const;
+
+/** A flag as raised (payload of `flag.create`). */
+export interface Flag {
+  id: string;
+  target: ModerationTarget;
+  reason: (typeof FLAG_REASONS)[number];
+  note: string;
+  authorId: string;
+  clientId: string;
+  created: string;
+}
+
+/** How a flag was resolved. */
+export interface FlagResolution {
+  resolution: 'hide' | 'erase' | 'dismiss';
+  note: string;
+  operatorId: string;
+  /** Log seq of the record that resolved it. */
+  seq: number;
+  resolved: string;
+}
+
+/** A flag and its state (schemas/FlagView.json is its JSON). */
+export interface FlagEntry {
+  flag: Flag;
+  resolution: FlagResolution | null;
+}
+
+/** The moderation index, derived from the log like every other. */
+export interface ModerationState {
+  /** Keys of what is hidden now (`s:<seq>`, `i:<id>`, `a:<agentId>`; see the module doc). */
+  hidden: Set<string>;
+  /** Keys hidden by an erasure: they can never be unhidden. */
+  permanent: Set<string>;
+  /** Erased records by log seq: their payload with the text emptied. */
+  erased: Map<number, ErasedRecord>;
+  /** Every action, in log order. */
+  actions: ModerationAction[];
+  /** Moderation record seq → the discussion records (log seqs) whose events it re-emits. */
+  events: Map<number, number[]>;
+  /** Moderation record seq → the work items whose `work_item` events it emits. */
+  workItems: Map<number, string[]>;
+  /** Flags by id, and in creation order. */
+  flags: Map<string, FlagEntry>;
+  flagOrder: FlagEntry[];
+  /** `authorId\nclientId` → flag id (POST /api/flags is idempotent per clientId). */
+  flagByClientId: Map<string, string>;
+  /** Raised by every moderation record: cached feed pages older than it are stale. */
+  version: number;
+  /**
+   * Author id → log seqs of the topics they opened (`topic.create`, and the discussion topic of a
+   * `work.create`), ascending: what a purge covers, found without reading every topic.
+   */
+  topicsByAuthor: Map<string, number[]>;
+}
+
+/** An empty moderation index. */
+export function createModerationState(): ModerationState {
+  return {
+    hidden: new Set(),
+    permanent: new Set(),
+    erased: new Map(),
+    actions: [],
+    events: new Map(),
+    workItems: new Map(),
+    flags: new Map(),
+    flagOrder: [],
+    flagByClientId: new Map(),
+    version: 0,
+    topicsByAuthor: new Map(),
+  };
+}
+
+/** Files the topic at log seq `seq` under its author (see ModerationState.topicsByAuthor). */
+export function noteTopicAuthor(s: ModerationState, authorId: string, seq: number): void {
+  const list = s.topicsByAuthor.get(authorId);
+  if (list) list.push(seq);
+  else s.topicsByAuthor.set(authorId, [seq]);
+}
+
+/** The hide key of one record. */
+export const seqKey = (seq: number): string => `s:${seq}`;
+/** The hide key of an item (topic, knowledge item, work item). */
+export const itemKey = (id: string): string => `i:${id}`;
+/** The hide key of everything an agent wrote. */
+export const agentKey = (id: string): string => `a:${id}`;
+
+/** Key of the flag idempotency index. */
+export function flagClientKey(authorId: string, clientId: string): string {
+  return `${authorId}\n${clientId}`;
+}
+
+/**
+ * Applies `moderation.*` and `flag.*` records; returns false for other types. `disableAgent` is
+ * called for a purge (the agents area owns the disabled flag).
+ */
+export function applyModeration(s: ModerationState, record: LogRecord, disableAgent: (agentId: string) => void): boolean {
+  switch (record.type) {
+    case 'moderation.hide':
+    case 'moderation.unhide':
+    case 'moderation.erase': {
+      const p = record.payload as ModerationPayload;
+      if (record.type === 'moderation.unhide') s.hidden.delete(p.key);
+      else s.hidden.add(p.key);
+      if (record.type === 'moderation.erase') {
+        s.permanent.add(p.key);
+        for (const e of p.erased ?? []) s.erased.set(e.seq, e);
+      }
+      if (p.action === 'purge') disableAgent(p.target.id);
+      s.events.set(record.seq, p.events);
+      s.workItems.set(record.seq, p.workItems);
+      const action: ModerationAction = { seq: record.seq, action: p.action, target: p.target, reason: p.reason, operatorId: p.operatorId, created: record.time };
+      if (p.mode !== undefined) action.mode = p.mode;
+      if (p.flagId !== undefined) action.flagId = p.flagId;
+      if (p.targets !== undefined) action.erasedRecords = p.targets.length;
+      s.actions.push(action);
+      if (p.flagId !== undefined) {
+        const f = s.flags.get(p.flagId);
+        if (f && f.resolution === null) {
+          f.resolution = { resolution: record.type === 'moderation.erase' ? 'erase' : 'hide', note: p.reason, operatorId: p.operatorId, seq: record.seq, resolved: record.time };
+        }
+      }
+      s.version++;
+      return true;
+    }
+    case 'flag.create': {
+      const flag = record.payload as Flag;
+      const entry: FlagEntry = { flag, resolution: null };
+      s.flags.set(flag.id, entry);
+      s.flagOrder.push(entry);
+      s.flagByClientId.set(flagClientKey(flag.authorId, flag.clientId), flag.id);
+      return true;
+    }
+    case 'flag.resolve': {
+      const p = record.payload as { flagId: string; resolution: 'dismiss'; note: string; operatorId: string };
+      const f = s.flags.get(p.flagId);
+      if (!f) throw new Error(`flag.resolve at seq ${record.seq} names unknown flag "${p.flagId}"`);
+      f.resolution = { resolution: p.resolution, note: p.note, operatorId: p.operatorId, seq: record.seq, resolved: record.time };
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// ---- what a reader sees ----
+
+/** How one record looks to one reader. */
+export const VISIBLE = 0;
+export const HIDDEN = 1;
+export const ERASED = 2;
+export type ModerationStatus = typeof VISIBLE | typeof HIDDEN | typeof ERASED;
+
+/**
+ * Who reads: operators see hidden content (flagged `"hidden": true`), everyone else its
+ * placeholder. Built per request from the caller (`readerOf`).
+ */
+export interface Reader {
+  mod: ModerationState;
+  operator: boolean;
+}
+
+/** The reader of a request: operator or not. */
+export function readerOf(mod: ModerationState, role: string | undefined): Reader {
+  return { mod, operator: role === 'operator' };
+}
+
+/**
+ * The status of a record: erased when its own record was erased; hidden when the record, its
+ * item (`itemId`: a message's topic, a knowledge item, a work item, a topic itself) or its author
+ * is hidden. Constant time (set lookups, no reads).
+ */
+export function statusOf(mod: ModerationState, seq: number, itemId: string | null, authorId: string | null): ModerationStatus {
+  if (mod.erased.size > 0 && mod.erased.has(seq)) return ERASED;
+  if (mod.hidden.size === 0) return VISIBLE;
+  if (mod.hidden.has(seqKey(seq)) || (itemId !== null && mod.hidden.has(itemKey(itemId))) || (authorId !== null && mod.hidden.has(agentKey(authorId)))) return HIDDEN;
+  return VISIBLE;
+}
+
+/** Whether the reader may see (and search) the text of a record with this status. */
+export function textVisible(reader: Reader, status: ModerationStatus): boolean {
+  return status === VISIBLE || (status === HIDDEN && reader.operator);
+}
+
+/** Discussion record kinds and the text fields their placeholder empties. */
+const TEXT_FIELDS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {
+  message: { content: '' },
+  topic: { title: '' },
+  knowledge: { title: '', content: '', sources: [] },
+};
+
+/**
+ * The JSON a reader gets for discussion record `json` (canonical, sorted keys) of `kind`
+ * (`message`, `topic`, `knowledge`) with `status`: as stored when visible; else canonical JSON
+ * with `"hidden": true` (whole for operators, text emptied for others) or `"erased": true`
+ * (text emptied for everyone). Same shape on every read path (issue 25).
+ */
+export function discussionView(reader: Reader, kind: string, json: string, status: ModerationStatus): string {
+  if (status === VISIBLE) return json;
+  const o = JSON.parse(json) as Record<string, unknown>;
+  if (status === ERASED) return stableStringify({ ...o, ...TEXT_FIELDS[kind], erased: true });
+  return stableStringify(reader.operator ? { ...o, hidden: true } : { ...o, ...TEXT_FIELDS[kind], hidden: true });
+}
+
+/**
+ * The status of discussion record `json` of `kind` at log seq `seq`, read from the record itself
+ * (its id, topic and author): for the feeds and the export, which hold log seqs rather than index
+ * rows. Parses only while something is hidden or erased.
+ */
+export function discussionRecordStatus(reader: Reader, kind: string, seq: number, json: string): ModerationStatus {
+  const mod = reader.mod;
+  if (kind === 'room' || (mod.hidden.size === 0 && mod.erased.size === 0)) return VISIBLE;
+  const o = JSON.parse(json) as { id: string; topicId?: string | null; authorId: string };
+  const item = kind === 'message' ? (o.topicId ?? null) : o.id;
+  return statusOf(mod, seq, item, o.authorId);
+}
+
+/**
+ * A discussion record's payload with its text emptied, for an erasure's `erased` list (the
+ * payload as readers see it once the record is erased). Input: record type and canonical payload
+ * JSON; `emptyWork` empties a work payload's item and request (work.ts `redactWorkPayload`).
+ */
+export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
+  const o = JSON.parse(payloadJson) as Record<string, unknown>;
+  switch (type) {
+    case 'message.create':
+      return stableStringify({ ...o, ...TEXT_FIELDS.message });
+    case 'topic.create':
+      return stableStringify({ ...o, ...TEXT_FIELDS.topic });
+    case 'knowledge.publish':
+      return stableStringify({ ...o, ...TEXT_FIELDS.knowledge });
+    case 'work.create':
+    case 'work.action':
+      return stableStringify(emptyWork(o));
+    default:
+      throw new Error(`a ${type} record is not content and cannot be erased`);
+  }
+}
+
+/** The record types an erasure may target (content; never rooms, agents, settings, moderation). */
+export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action']);
+
+/**
+ * The record source every area reads through: an erased record reads as its emptied payload (from
+ * the erasure record), never from the log, where the store replaces its bytes by a tombstone
+ * (erasure contract). Everything else reads from `inner` unchanged.
+ */
+export class ModeratedRecords implements RecordSource {
+  constructor(
+    private readonly inner: RecordSource,
+    private readonly mod: ModerationState,
+  ) {}
+
+  read(seq: number): StoredRecord {
+    const e = this.mod.erased.size === 0 ? undefined : this.mod.erased.get(seq);
+    return e === undefined ? this.inner.read(seq) : { payloadJson: e.payloadJson, time: e.time, type: e.type };
+  }
+}
