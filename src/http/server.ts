@@ -452,6 +452,27 @@ function replyAfterAnswered(socket: Socket, reply: string): void {
 }
 
 /**
+ * Closes a socket whose idle timer (keep-alive or socketIdleTimeoutMs) fired, unless bytes arrived
+ * that the server had not read yet (issue 28 item 8).
+ *
+ * Why: libuv runs expired timers at the start of a loop iteration, before it polls the sockets.
+ * When the event loop was busy past a kept-alive socket's deadline (a long synchronous step of
+ * background work, e.g. search index catch-up after a heavy write run), a request the client sent
+ * in time is still unread in the kernel buffer when the timer fires; Node's default destroys the
+ * socket, the kernel answers the unread bytes with RST, and the client sees ECONNRESET, or
+ * `write EPIPE` while it is still sending a body. `setImmediate` runs after this iteration's poll
+ * phase, which reads whatever is pending: if `bytesRead` moved, a request is under way (Node
+ * re-armed the timer on read) and it is answered late instead of lost.
+ * Input: the timed-out socket. Output: none; the socket is destroyed or left alone.
+ */
+function closeIfStillIdle(socket: Socket): void {
+  const readBefore = socket.bytesRead;
+  setImmediate(() => {
+    if (!socket.destroyed && socket.bytesRead === readBefore) socket.destroy();
+  });
+}
+
+/**
  * Creates the public HTTP server for the listener (not yet listening).
  * Input: the request listener and HttpServerOptions.
  * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`,
@@ -476,6 +497,9 @@ export function createHttpServer(
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
   // byte would otherwise stay open for ever.
   server.setTimeout(timeouts.socketIdleTimeoutMs);
+  // With a listener here Node no longer destroys a timed-out socket itself (keep-alive idle and
+  // socketIdleTimeoutMs both arrive as this event); `closeIfStillIdle` does, one poll later.
+  server.on('timeout', closeIfStillIdle);
   server.maxConnections = opts.connectionsMax ?? CONNECTIONS_MAX;
   const perAddress = opts.connectionsPerAddress ?? CONNECTIONS_PER_ADDRESS_DEFAULT;
   if (perAddress > 0) {
