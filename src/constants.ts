@@ -247,6 +247,16 @@ export const METRICS_HOST = '127.0.0.1';
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
 export const HEADER_BYTES_MAX = 16 * 1024;
+/**
+ * After refusing a body with 413 the server reads and discards the rest of it, up to this many
+ * bytes, before it answers and closes (ours; issue 28 item 5): a client still sending when the
+ * connection closes gets EPIPE or a reset instead of the 413. Covers what clients send by mistake
+ * (a few MiB); a larger declared Content-Length, or more bytes, is refused at once and the
+ * connection closed, as before.
+ */
+export const BODY_DRAIN_BYTES_MAX = 8 * 1024 * 1024;
+/** ...and for at most this long, in ms, so a stalled sender cannot hold the answer (ours; issue 28 item 5). */
+export const BODY_DRAIN_MS = 5_000;
 
 // Search index (src/store/search; issue 17 "Search that does not scan")
 /** Documents per immutable n-gram index shard; the live (in-memory) shard seals at this count (ours; README "Search index"). */

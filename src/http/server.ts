@@ -24,7 +24,7 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { ServiceError, invalid, type ErrorCode } from '../errors.js';
@@ -297,6 +297,11 @@ export function createRequestListener(
 
   return (req, res) => {
     void (async () => {
+      // A pipelined request (an earlier response on this connection is unfinished) runs only once
+      // that response is done; if the connection closes first — as it does after a 413 — it is
+      // never answered, so it must never run (issue 28 item 5: a refused body followed by a write
+      // committed the write while only the 413 reached the client).
+      if (res.socket === null && !(await turnOf(res, req.socket))) return;
       const started = timed ? performance.now() : 0;
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);
@@ -345,9 +350,12 @@ export function createRequestListener(
       } catch (err) {
         const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
         const format = route?.errorFormat;
+        // A refused body may still be arriving: read it to its end (within bounds) before the 413,
+        // so the client, done sending, reads the answer instead of a reset. Past the bounds the
+        // connection is closed after the answer.
+        const drained = httpErr.status === 413 ? await drainBody(req) : true;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
-        // A refused body may still be arriving; do not let it keep the connection busy.
-        if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
+        if (!drained) req.socket.destroySoon?.();
       }
       if (timed) {
         const ms = performance.now() - started;
@@ -365,6 +373,64 @@ export function createRequestListener(
       }
     })();
   };
+}
+
+/**
+ * Waits until a queued (pipelined) response gets the connection. Output: true when it does, false
+ * when the connection closes first.
+ */
+function turnOf(res: ServerResponse, socket: Socket): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onTurn = (): void => {
+      socket.off('close', onClose);
+      resolve(true);
+    };
+    const onClose = (): void => {
+      res.off('socket', onTurn);
+      resolve(false);
+    };
+    res.once('socket', onTurn);
+    socket.once('close', onClose);
+  });
+}
+
+/**
+ * Reads and discards the rest of a request body refused with 413 (issue 28 item 5).
+ * Bounds: BODY_DRAIN_BYTES_MAX bytes (a larger declared Content-Length is not read at all) and
+ * BODY_DRAIN_MS. Output: true when the body was read to its end, false when a bound was hit or
+ * the request broke off (the caller then closes the connection after answering).
+ */
+function drainBody(req: IncomingMessage): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > BODY_DRAIN_BYTES_MAX) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let read = 0;
+    let done = false;
+    const finish = (whole: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onBroken);
+      req.off('error', onBroken);
+      if (!whole) req.pause();
+      resolve(whole);
+    };
+    const onData = (chunk: Buffer): void => {
+      read += chunk.length;
+      if (read > BODY_DRAIN_BYTES_MAX) finish(false);
+    };
+    const onEnd = (): void => finish(true);
+    const onBroken = (): void => finish(req.complete);
+    const timer = setTimeout(() => finish(false), BODY_DRAIN_MS);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onBroken);
+    req.on('error', onBroken);
+    req.resume();
+  });
 }
 
 /** Server timeouts against slow or idle clients (issue 8), in ms; defaults: SERVER_TIMEOUTS. */

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { rawExchange } from '../helpers/raw.mjs';
+import { startServer } from '../helpers/server.mjs';
+import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS } from '../../dist/constants.js';
 
 /**
  * A client in its own process (so it keeps running while the test blocks the server's event
@@ -84,4 +86,68 @@ test('an idle kept-alive connection is still closed once its keep-alive timeout 
   const out = await rawExchange(h.url, ['GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n'], { endAfter: false });
   assert.match(out, /^HTTP\/1.1 200/);
   assert.ok(Date.now() - started < 5000, 'closed long after the keep-alive timeout');
+});
+
+/** A started server with one agent and one topic. */
+async function withTopic(t) {
+  const s = await startServer(t);
+  const a = await s.register('answers');
+  const topic = (await s.post('/api/topics', { title: 'answers' }, a.token)).body;
+  return { s, a, topic };
+}
+
+test('fetch posting a body of 64 KiB, 1 MiB or 5 MiB reads the 413 JSON answer instead of failing with EPIPE', async (t) => {
+  const { s, a, topic } = await withTopic(t);
+  for (const size of [64 * 1024, 1024 * 1024, 5 * 1024 * 1024]) {
+    const body = JSON.stringify({ topicId: topic.id, content: 'x'.repeat(size), clientId: `big-${size}` });
+    // Node's own fetch, as the MCP binary and most agents use it.
+    const res = await fetch(`${s.url}/api/messages`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body });
+    assert.equal(res.status, 413, `size ${size}`);
+    assert.equal((await res.json()).code, 'BODY_TOO_LARGE', `size ${size}`);
+    assert.ok(res.headers.get('x-request-id'));
+  }
+  // The same through a chunked body (no Content-Length), so the server cannot refuse it up front.
+  const chunks = async function* () {
+    yield Buffer.from(`{"topicId":"${topic.id}","content":"`);
+    for (let i = 0; i < 16; i++) yield Buffer.alloc(64 * 1024, 0x78);
+    yield Buffer.from('"}');
+  };
+  const res = await fetch(`${s.url}/api/messages`, { method: 'POST', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body: chunks(), duplex: 'half' });
+  assert.equal(res.status, 413);
+  assert.equal((await res.json()).code, 'BODY_TOO_LARGE');
+});
+
+test('a write pipelined after a refused (413) body on the same connection is not committed, since it is never answered', async (t) => {
+  const { s, a, topic } = await withTopic(t);
+  const big = 'x'.repeat(40_000);
+  const post = (body) => `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const after = JSON.stringify({ topicId: topic.id, content: 'pipelined after the 413', clientId: 'after-413' });
+  const out = await rawExchange(s.url, [post(JSON.stringify({ topicId: topic.id, content: big, clientId: 'refused' })) + post(after)], { endAfter: false });
+  const statuses = [...out.matchAll(/HTTP\/1.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  assert.deepEqual(statuses, [413], out.slice(0, 400));
+  const receipt = await s.get('/api/receipts?kind=message&clientId=after-413', a.token);
+  assert.equal(receipt.body.outcome, 'unknown', 'the unanswered pipelined write was committed');
+  // The same refused body followed by the write in a later packet.
+  const out2 = await rawExchange(s.url, [post(JSON.stringify({ topicId: topic.id, content: big, clientId: 'refused-2' })), post(after)], { delayMs: 50, endAfter: false });
+  assert.deepEqual([...out2.matchAll(/HTTP\/1.1 (\d{3}) /g)].map((m) => Number(m[1])), [413]);
+  assert.equal((await s.get('/api/receipts?kind=message&clientId=after-413', a.token)).body.outcome, 'unknown');
+});
+
+test('a body declared larger than BODY_DRAIN_BYTES_MAX is not read: 413 at once and the connection closed', async (t) => {
+  const { s, a } = await withTopic(t);
+  const head = `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: ${BODY_DRAIN_BYTES_MAX + 1}\r\n\r\n{"content":"`;
+  const started = Date.now();
+  const out = await rawExchange(s.url, [head], { endAfter: false });
+  assert.match(out, /^HTTP\/1.1 413 /);
+  assert.match(out, /"code":"BODY_TOO_LARGE"/);
+  assert.ok(Date.now() - started < BODY_DRAIN_MS, 'the server waited for a body it will not read');
+});
+
+test('a refused body that stalls is answered 413 once BODY_DRAIN_MS has passed, and the connection closed', async (t) => {
+  const { s, a } = await withTopic(t);
+  const head = `POST /api/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n{"content":"`;
+  const started = Date.now();
+  const out = await rawExchange(s.url, [head], { endAfter: false });
+  assert.match(out, /^HTTP\/1.1 413 /);
+  assert.ok(Date.now() - started >= BODY_DRAIN_MS - 100, `answered after ${Date.now() - started} ms`);
 });
