@@ -70,21 +70,23 @@ const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_LENGTH_MA
 /**
  * What the listener needs from the request head, read from the raw header list in one pass:
  * `req.headers` is built lazily on first access, and requests that need no header
- * (GET /api/status) should not pay for it. Output: whether `Origin` is present, and the request
- * id (the client's `X-Request-Id` when well-formed, else a new UUID).
+ * (GET /api/status) should not pay for it. Output: whether `Origin` is present, how many `Host`
+ * fields there are, and the request id (the client's `X-Request-Id` when well-formed, else a new UUID).
  */
-function scanHead(raw: string[]): { origin: boolean; requestId: string } {
+function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: string } {
   let origin = false;
+  let hosts = 0;
   let requestId: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     if (name.length === 6 && name.toLowerCase() === 'origin') origin = true;
+    else if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
     else if (name.length === 12 && requestId === undefined && name.toLowerCase() === 'x-request-id') {
       const v = raw[i + 1]!;
       if (REQUEST_ID_PATTERN.test(v)) requestId = v;
     }
   }
-  return { origin, requestId: requestId ?? randomUUID() };
+  return { origin, hosts, requestId: requestId ?? randomUUID() };
 }
 
 /** Request headers a browser may send cross-origin (answer to a preflight). */
@@ -317,6 +319,10 @@ export function createRequestListener(
         let url: RequestTarget | undefined;
         let targetError: unknown;
         try {
+          // RFC 9112 section 3.2: an HTTP/1.1 request without Host, or any request with more than
+          // one, is refused with 400. Node's own check (requireHostHeader) is off so that this
+          // 400 has our headers and body.
+          if (head.hosts > 1 || (head.hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor === 1)) throw badHost(head.hosts);
           const target = req.url ?? '/';
           if (target.length > URL_BYTES_MAX / 3 && Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
           url = parseTarget(target);
@@ -433,6 +439,28 @@ function drainBody(req: IncomingMessage): Promise<boolean> {
   });
 }
 
+/**
+ * 400 `MALFORMED_REQUEST` for an HTTP/1.1 request without `Host` (`hosts` 0) or a request with
+ * several; the connection is closed, as Node's own reply to a missing Host did.
+ */
+const badHost = (hosts: number): ServiceError =>
+  new ServiceError(
+    'MALFORMED_REQUEST',
+    hosts === 0 ? 'HTTP/1.1 request without a Host header (RFC 9112 section 3.2); send Host: <server name>' : `request with ${hosts} Host headers; send exactly one (RFC 9112 section 3.2)`,
+    { Connection: 'close' },
+  );
+
+/**
+ * Answers a request Node's HTTP server hands over outside the route table (an `Expect` it cannot
+ * meet), with what every answer carries: X-Request-Id (the client's when well-formed), CORS when
+ * the request has `Origin`, the security headers and the `{error, code}` body.
+ */
+function answerOutsideRoutes(req: IncomingMessage, res: ServerResponse, err: ServiceError): void {
+  const head = scanHead(req.rawHeaders);
+  if (head.origin) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
+  sendError(res, err, undefined, head.requestId);
+}
+
 /** Server timeouts against slow or idle clients (issue 8), in ms; defaults: SERVER_TIMEOUTS. */
 export interface ServerTimeouts {
   /** Whole request head must arrive within this (slow-loris); later gets 408. */
@@ -465,16 +493,26 @@ export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
   if (err.code === 'ECONNRESET') return null;
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const { reason, error, code } = CLIENT_ERRORS[status];
-  const body = JSON.stringify({ error, code });
+  return rawErrorReply(status, reason, { error, code });
+}
+
+/**
+ * A whole error response as raw bytes, for a socket Node hands over without a response object
+ * (parser errors, CONNECT): status line, the security headers, a new X-Request-Id (`requestId`
+ * when given), `extra` headers, `Connection: close` and the JSON body.
+ */
+function rawErrorReply(status: number, reason: string, body: { error: string; code: ErrorCode }, extra: Record<string, string> = {}, requestId?: string): string {
+  const text = JSON.stringify(body);
   const headers = {
     ...BASE_HEADERS,
-    'X-Request-Id': randomUUID(),
+    ...extra,
+    'X-Request-Id': requestId ?? randomUUID(),
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Length': String(Buffer.byteLength(text)),
     Connection: 'close',
   };
   const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`;
+  return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${text}`;
 }
 
 /** Options of `createHttpServer`; every field has a production default. */
@@ -557,6 +595,8 @@ export function createHttpServer(
       keepAliveTimeout: timeouts.keepAliveTimeoutMs,
       connectionsCheckingInterval: timeouts.checkIntervalMs,
       maxHeaderSize: HEADER_BYTES_MAX,
+      // The listener refuses a missing Host itself, with the service's headers and JSON body.
+      requireHostHeader: false,
     },
     listener,
   );
@@ -566,6 +606,17 @@ export function createHttpServer(
   // With a listener here Node no longer destroys a timed-out socket itself (keep-alive idle and
   // socketIdleTimeoutMs both arrive as this event); `closeIfStillIdle` does, one poll later.
   server.on('timeout', closeIfStillIdle);
+  // CONNECT (this is no proxy): without a listener Node drops the connection without a word.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const head = scanHead(req.rawHeaders);
+    const cors = head.origin ? CORS_HEADERS : {};
+    const body = { error: 'method CONNECT is not served: this server is not a proxy; use GET or POST on /api/...', code: 'METHOD_NOT_ALLOWED' as const };
+    socket.end(rawErrorReply(405, 'Method Not Allowed', body, { ...cors, Allow: 'GET, HEAD, POST, OPTIONS' }, head.requestId));
+  });
+  // An `Expect` other than 100-continue: Node would answer a bare 417 itself (issue 28 item 6).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    answerOutsideRoutes(req, res, new ServiceError('EXPECTATION_FAILED', `cannot meet "Expect: ${String(req.headers.expect).slice(0, 60)}": the only expectation this server meets is 100-continue (RFC 9110 section 10.1.1); send the request without Expect`, { Connection: 'close' }));
+  });
   server.maxConnections = opts.connectionsMax ?? CONNECTIONS_MAX;
   const perAddress = opts.connectionsPerAddress ?? CONNECTIONS_PER_ADDRESS_DEFAULT;
   if (perAddress > 0) {
