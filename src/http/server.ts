@@ -31,7 +31,7 @@ import { ServiceError, invalid, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -329,6 +329,16 @@ export function createRequestListener(
           route = router.match(method, url.pathname);
         } catch (err) {
           targetError = err;
+          // A route under whose path a malformed target falls still renders the 400 in its own
+          // error format (e.g. A2A's google.rpc.Status for /a2a/tasks/%FF).
+          const rawPath = route === undefined && url === undefined ? rawPathOf(req.url ?? '/') : undefined;
+          if (rawPath !== undefined) {
+            try {
+              route = router.match(method, rawPath);
+            } catch {
+              // No route there: the 400 is rendered as {error, code}.
+            }
+          }
         }
         guards.onRequest?.(req, clientIp, res);
         const preflight = method === 'OPTIONS' ? req.headers['access-control-request-method'] : undefined;
