@@ -67,10 +67,17 @@ export const FEED_POLL_BACKLOG_SECONDS = 1;
 export const FEED_POLL_CAUGHT_UP_SECONDS = 60;
 export const CATALOG_ITEMS_MAX = 3;
 /**
- * Feed pages whose whole window lies below the log head never change, so the last this many of
- * them are kept as encoded bytes (ours; at most 100 events each, so a few MB).
+ * Feed pages whose whole window lies below the log head never change, so recently served ones are
+ * kept as encoded bytes: at most this many pages (ours)...
  */
 export const FEED_PAGE_CACHE_MAX = 64;
+/**
+ * ...and at most this many bytes for both feeds together (ours; issue 28 item 4;
+ * FORUM_FEED_CACHE_MB overrides it, 0 = no cache). The count alone did not bound memory: a page
+ * of 100 knowledge items of ~31 KB is ~3 MB, and 64 of them took the server from 103 to 303 MiB.
+ * 16 MiB holds 64 pages of ~250 KB (short messages) or five pages of the largest kind.
+ */
+export const FEED_PAGE_CACHE_BYTES_DEFAULT = 16 * 1024 * 1024;
 export const CATALOG_POLL_SECONDS = 300;
 
 // ---- Rate limits (part 8) ----
