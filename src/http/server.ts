@@ -644,9 +644,22 @@ export function createHttpServer(
     });
   }
   const answered = new WeakSet<Socket>();
+  const spared = new WeakSet<Socket>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // The parser reports every later chunk of a broken stream again; the first report answers.
     if (answered.has(socket)) return;
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0 && !spared.has(socket)) {
+      // Nothing read yet: Node measures a new connection's head timeout from its acceptance, and
+      // when the event loop stalled right after it, the head may have arrived in time and still
+      // be unread (timers run before the poll, as in `closeIfStillIdle`). Look once more after the
+      // next poll; bytes by then mean the request is under way, and it gets a fresh head timeout
+      // from its first byte. Once per connection, so a client that never sends still gets 408.
+      spared.add(socket);
+      setImmediate(() => {
+        if (socket.bytesRead === 0) server.emit('clientError', err, socket);
+      });
+      return;
+    }
     answered.add(socket);
     const reply = socket.writable ? clientErrorReply(err) : null;
     if (reply === null) return void socket.destroy();

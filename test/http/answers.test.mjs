@@ -88,6 +88,48 @@ test('an idle kept-alive connection is still closed once its keep-alive timeout 
   assert.ok(Date.now() - started < 5000, 'closed long after the keep-alive timeout');
 });
 
+/**
+ * A client in its own process: connects, sends `GET /api/status` `delayMs` after the connection is
+ * up, and prints the status line it got (or what ended the connection) after `waitMs`.
+ */
+const FRESH_CLIENT = `
+import { connect } from 'node:net';
+const [port, delayMs, waitMs] = process.argv.slice(1).map(Number);
+const sock = connect(port, '127.0.0.1');
+let got = '';
+sock.on('data', (d) => (got += d));
+sock.on('error', (e) => (got += ' [' + e.code + ']'));
+sock.on('connect', () => setTimeout(() => sock.write('GET /api/status HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'), delayMs));
+setTimeout(() => { console.log(JSON.stringify(got.split('\\r\\n')[0] || got)); process.exit(0); }, waitMs);
+`;
+
+test('a request sent in time on a new connection is answered even when the server stalls past the head timeout right after accepting it', async (t) => {
+  const headersTimeoutMs = 1000;
+  const h = await startInProcess(t, {
+    timeouts: { headersTimeoutMs, requestTimeoutMs: 2000, keepAliveTimeoutMs: 5000, checkIntervalMs: 100, socketIdleTimeoutMs: 30_000 },
+  });
+  // Accepted, then the event loop is busy for longer than the head timeout; the head (sent
+  // 200 ms after connecting) waits unread in the socket buffer meanwhile.
+  h.service.server.once('connection', () => setImmediate(() => blockEventLoop(headersTimeoutMs + 1500)));
+  const { port } = new URL(h.url);
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FRESH_CLIENT, String(port), '200', String(headersTimeoutMs + 3000)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => child.kill('SIGKILL'));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  await new Promise((resolve) => child.on('exit', resolve));
+  assert.equal(JSON.parse(out.trim()), 'HTTP/1.1 200 OK');
+});
+
+test('a new connection that sends nothing still gets 408 once the head timeout has passed', async (t) => {
+  const h = await startInProcess(t, {
+    timeouts: { headersTimeoutMs: 500, requestTimeoutMs: 1000, keepAliveTimeoutMs: 5000, checkIntervalMs: 100, socketIdleTimeoutMs: 30_000 },
+  });
+  const started = Date.now();
+  const out = await rawExchange(h.url, [], { endAfter: false });
+  assert.match(out, /^HTTP\/1.1 408 /);
+  assert.ok(Date.now() - started < 5000, `closed after ${Date.now() - started} ms`);
+});
+
 /** A started server with one agent and one topic. */
 async function withTopic(t) {
   const s = await startServer(t);
