@@ -17,7 +17,9 @@
  * Every error is rendered here and only here: as `{"error": "..."}`, or by the route's
  * `errorFormat` (A2A's google.rpc.Status on /a2a/*); an unexpected exception is logged and answered
  * 500 without its stack. Errors Node's HTTP parser finds before a request exists (431, 400, 408)
- * are written by the `clientError` handler of `createHttpServer`, with the same headers.
+ * are written by the `clientError` handler of `createHttpServer`, with the same headers, as are
+ * the other replies Node would write itself (a missing Host 400, an unmet Expect 417, CONNECT 405;
+ * issue 28 item 6).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
