@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CONNECTIONS_PER_ADDRESS_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT } from './constants.js';
+import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -61,6 +61,12 @@ export interface Config {
    * default RECORD_CACHE_BYTES_DEFAULT, 64 MiB; 0 disables it). Issue 17.
    */
   recordCacheBytes: number;
+  /**
+   * Size of the cache of encoded complete feed pages, both feeds together, bytes
+   * (FORUM_FEED_CACHE_MB, in MiB; default FEED_PAGE_CACHE_BYTES_DEFAULT, 16 MiB; 0 disables it).
+   * Issue 28 item 4.
+   */
+  feedCacheBytes: number;
   /**
    * Documents per n-gram search index shard (FORUM_SEARCH_SHARD_DOCS, default
    * NGRAM_SHARD_DOCS_MAX = 32768): a tuning knob; small values make many small shard files
@@ -142,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     connectionsPerAddress: intEnv(env, 'FORUM_CONNECTIONS_PER_ADDRESS', CONNECTIONS_PER_ADDRESS_DEFAULT)!,
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
     recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,
+    feedCacheBytes: intEnv(env, 'FORUM_FEED_CACHE_MB', FEED_PAGE_CACHE_BYTES_DEFAULT / MIB)! * MIB,
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),

@@ -71,10 +71,17 @@ export const FEED_POLL_BACKLOG_SECONDS = 1;
 export const FEED_POLL_CAUGHT_UP_SECONDS = 60;
 export const CATALOG_ITEMS_MAX = 3;
 /**
- * Feed pages whose whole window lies below the log head never change, so the last this many of
- * them are kept as encoded bytes (ours; at most 100 events each, so a few MB).
+ * Feed pages whose whole window lies below the log head never change, so recently served ones are
+ * kept as encoded bytes: at most this many pages (ours)...
  */
 export const FEED_PAGE_CACHE_MAX = 64;
+/**
+ * ...and at most this many bytes for both feeds together (ours; issue 28 item 4;
+ * FORUM_FEED_CACHE_MB overrides it, 0 = no cache). The count alone did not bound memory: a page
+ * of 100 knowledge items of ~31 KB is ~3 MB, and 64 of them took the server from 103 to 303 MiB.
+ * 16 MiB holds 64 pages of ~250 KB (short messages) or five pages of the largest kind.
+ */
+export const FEED_PAGE_CACHE_BYTES_DEFAULT = 16 * 1024 * 1024;
 export const CATALOG_POLL_SECONDS = 300;
 
 // ---- Rate limits (part 8) ----
@@ -268,6 +275,16 @@ export const METRICS_HOST = '127.0.0.1';
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
 export const HEADER_BYTES_MAX = 16 * 1024;
+/**
+ * After refusing a body with 413 the server reads and discards the rest of it, up to this many
+ * bytes, before it answers and closes (ours; issue 28 item 5): a client still sending when the
+ * connection closes gets EPIPE or a reset instead of the 413. Covers what clients send by mistake
+ * (a few MiB); a larger declared Content-Length, or more bytes, is refused at once and the
+ * connection closed, as before.
+ */
+export const BODY_DRAIN_BYTES_MAX = 8 * 1024 * 1024;
+/** ...and for at most this long, in ms, so a stalled sender cannot hold the answer (ours; issue 28 item 5). */
+export const BODY_DRAIN_MS = 5_000;
 
 // Search index (src/store/search; issue 17 "Search that does not scan")
 /** Documents per immutable n-gram index shard; the live (in-memory) shard seals at this count (ours; README "Search index"). */

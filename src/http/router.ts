@@ -37,7 +37,9 @@ export interface RequestTarget {
 /**
  * Splits a request target into path and query without a full URL parse (a hot path: every
  * request). Absolute-form targets (`http://host/path`, sent to proxies) fall back to URL.
- * Throws 400 naming the request target when it cannot be parsed (e.g. `http://[zz/api/status`).
+ * Throws 400 `BAD_TARGET` naming the request target when it cannot be parsed (e.g.
+ * `http://[zz/api/status`), and when its path or query string holds a malformed percent-escape
+ * (`assertEscapes`).
  */
 export function parseTarget(target: string): RequestTarget {
   if (!target.startsWith('/')) {
@@ -50,27 +52,45 @@ export function parseTarget(target: string): RequestTarget {
     return { pathname: u.pathname, searchParams: u.searchParams };
   }
   const q = target.indexOf('?');
-  if (q === -1) return { pathname: target, searchParams: new URLSearchParams() };
+  const pathname = q === -1 ? target : target.slice(0, q);
+  if (pathname.includes('%')) assertEscapes(pathname, 'path');
+  if (q === -1) return { pathname, searchParams: new URLSearchParams() };
   const query = target.slice(q + 1);
-  if (query.includes('%')) assertUtf8Escapes(query);
-  return { pathname: target.slice(0, q), searchParams: new URLSearchParams(query) };
+  if (query.includes('%')) assertEscapes(query, 'query string');
+  return { pathname, searchParams: new URLSearchParams(query) };
+}
+
+/** The path of an origin-form target (`/a/b?x` → `/a/b`), unchecked: to pick a route's error format. */
+export function rawPathOf(target: string): string | undefined {
+  if (!target.startsWith('/')) return undefined;
+  const q = target.indexOf('?');
+  return q === -1 ? target : target.slice(0, q);
 }
 
 const ESCAPE_RUN = /(?:%[0-9a-fA-F]{2})+/g;
+/** A `%` that does not start an escape of two hex digits (RFC 3986 section 2.1). */
+const BARE_PERCENT = /%(?![0-9a-fA-F]{2})/;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Throws 400 when a run of percent-escapes in the query is not UTF-8: URLSearchParams would turn
- * it into U+FFFD, and `q=%FF` would then search for a character the client never sent. A `%` not
- * followed by two hex digits stays a literal `%`, as URL parsing has it.
+ * Throws 400 `BAD_TARGET` when the path or query string `part` holds a malformed escape (issue 28
+ * item 7): a `%` not followed by two hex digits (RFC 3986 section 2.1; a literal % is sent as
+ * %25), or a run of escapes that is not UTF-8. Decoding such text either throws (a handler's
+ * decodeURIComponent, once a 500) or turns it into U+FFFD (URLSearchParams: `q=%FF` would search
+ * for a character the client never sent).
  */
-function assertUtf8Escapes(query: string): void {
-  for (const run of query.match(ESCAPE_RUN) ?? []) {
+function assertEscapes(part: string, where: 'path' | 'query string'): void {
+  const bare = BARE_PERCENT.exec(part);
+  if (bare) {
+    const shown = part.slice(bare.index, bare.index + 3);
+    throw fail('BAD_TARGET', `${where} holds ${JSON.stringify(shown)}, a % that does not start a percent-escape of two hex digits; send a literal % as %25`);
+  }
+  for (const run of part.match(ESCAPE_RUN) ?? []) {
     const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
     try {
       strictUtf8.decode(bytes);
     } catch {
-      throw fail('BAD_TARGET', `query string holds ${JSON.stringify(run.slice(0, 60))}, which is not percent-encoded UTF-8`);
+      throw fail('BAD_TARGET', `${where} holds ${JSON.stringify(run.slice(0, 60))}, which is not percent-encoded UTF-8`);
     }
   }
 }

@@ -17,21 +17,23 @@
  * Every error is rendered here and only here: as `{"error": "..."}`, or by the route's
  * `errorFormat` (A2A's google.rpc.Status on /a2a/*); an unexpected exception is logged and answered
  * 500 without its stack. Errors Node's HTTP parser finds before a request exists (431, 400, 408)
- * are written by the `clientError` handler of `createHttpServer`, with the same headers.
+ * are written by the `clientError` handler of `createHttpServer`, with the same headers, as are
+ * the other replies Node would write itself (a missing Host 400, an unmet Expect 417, CONNECT 405;
+ * issue 28 item 6).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { Router, parseTarget, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -70,21 +72,23 @@ const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_LENGTH_MA
 /**
  * What the listener needs from the request head, read from the raw header list in one pass:
  * `req.headers` is built lazily on first access, and requests that need no header
- * (GET /api/status) should not pay for it. Output: whether `Origin` is present, and the request
- * id (the client's `X-Request-Id` when well-formed, else a new UUID).
+ * (GET /api/status) should not pay for it. Output: whether `Origin` is present, how many `Host`
+ * fields there are, and the request id (the client's `X-Request-Id` when well-formed, else a new UUID).
  */
-function scanHead(raw: string[]): { origin: boolean; requestId: string } {
+function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: string } {
   let origin = false;
+  let hosts = 0;
   let requestId: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     if (name.length === 6 && name.toLowerCase() === 'origin') origin = true;
+    else if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
     else if (name.length === 12 && requestId === undefined && name.toLowerCase() === 'x-request-id') {
       const v = raw[i + 1]!;
       if (REQUEST_ID_PATTERN.test(v)) requestId = v;
     }
   }
-  return { origin, requestId: requestId ?? randomUUID() };
+  return { origin, hosts, requestId: requestId ?? randomUUID() };
 }
 
 /** Request headers a browser may send cross-origin (answer to a preflight). */
@@ -305,6 +309,11 @@ export function createRequestListener(
 
   return (req, res) => {
     void (async () => {
+      // A pipelined request (an earlier response on this connection is unfinished) runs only once
+      // that response is done; if the connection closes first — as it does after a 413 — it is
+      // never answered, so it must never run (issue 28 item 5: a refused body followed by a write
+      // committed the write while only the 413 reached the client).
+      if (res.socket === null && !(await turnOf(res, req.socket))) return;
       const started = timed ? performance.now() : 0;
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);
@@ -322,12 +331,26 @@ export function createRequestListener(
         let url: RequestTarget | undefined;
         let targetError: unknown;
         try {
+          // RFC 9112 section 3.2: an HTTP/1.1 request without Host, or any request with more than
+          // one, is refused with 400. Node's own check (requireHostHeader) is off so that this
+          // 400 has our headers and body.
+          if (head.hosts > 1 || (head.hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor === 1)) throw badHost(head.hosts);
           const target = req.url ?? '/';
           if (target.length > URL_BYTES_MAX / 3 && Buffer.byteLength(target) > URL_BYTES_MAX) throw uriTooLong(URL_BYTES_MAX);
           url = parseTarget(target);
           route = router.match(method, url.pathname);
         } catch (err) {
           targetError = err;
+          // A route under whose path a malformed target falls still renders the 400 in its own
+          // error format (e.g. A2A's google.rpc.Status for /a2a/tasks/%FF).
+          const rawPath = route === undefined && url === undefined ? rawPathOf(req.url ?? '/') : undefined;
+          if (rawPath !== undefined) {
+            try {
+              route = router.match(method, rawPath);
+            } catch {
+              // No route there: the 400 is rendered as {error, code}.
+            }
+          }
         }
         guards.onRequest?.(req, clientIp, res);
         const preflight = method === 'OPTIONS' ? req.headers['access-control-request-method'] : undefined;
@@ -355,9 +378,12 @@ export function createRequestListener(
       } catch (err) {
         const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
         const format = route?.errorFormat;
+        // A refused body may still be arriving: read it to its end (within bounds) before the 413,
+        // so the client, done sending, reads the answer instead of a reset. Past the bounds the
+        // connection is closed after the answer.
+        const drained = httpErr.status === 413 ? await drainBody(req) : true;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
-        // A refused body may still be arriving; do not let it keep the connection busy.
-        if (httpErr.status === 413 && !req.complete) req.socket.destroySoon?.();
+        if (!drained) req.socket.destroySoon?.();
       }
       if (timed) {
         const ms = performance.now() - started;
@@ -376,6 +402,86 @@ export function createRequestListener(
       }
     })();
   };
+}
+
+/**
+ * Waits until a queued (pipelined) response gets the connection. Output: true when it does, false
+ * when the connection closes first.
+ */
+function turnOf(res: ServerResponse, socket: Socket): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onTurn = (): void => {
+      socket.off('close', onClose);
+      resolve(true);
+    };
+    const onClose = (): void => {
+      res.off('socket', onTurn);
+      resolve(false);
+    };
+    res.once('socket', onTurn);
+    socket.once('close', onClose);
+  });
+}
+
+/**
+ * Reads and discards the rest of a request body refused with 413 (issue 28 item 5).
+ * Bounds: BODY_DRAIN_BYTES_MAX bytes (a larger declared Content-Length is not read at all) and
+ * BODY_DRAIN_MS. Output: true when the body was read to its end, false when a bound was hit or
+ * the request broke off (the caller then closes the connection after answering).
+ */
+function drainBody(req: IncomingMessage): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > BODY_DRAIN_BYTES_MAX) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let read = 0;
+    let done = false;
+    const finish = (whole: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onBroken);
+      req.off('error', onBroken);
+      if (!whole) req.pause();
+      resolve(whole);
+    };
+    const onData = (chunk: Buffer): void => {
+      read += chunk.length;
+      if (read > BODY_DRAIN_BYTES_MAX) finish(false);
+    };
+    const onEnd = (): void => finish(true);
+    const onBroken = (): void => finish(req.complete);
+    const timer = setTimeout(() => finish(false), BODY_DRAIN_MS);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onBroken);
+    req.on('error', onBroken);
+    req.resume();
+  });
+}
+
+/**
+ * 400 `MALFORMED_REQUEST` for an HTTP/1.1 request without `Host` (`hosts` 0) or a request with
+ * several; the connection is closed, as Node's own reply to a missing Host did.
+ */
+const badHost = (hosts: number): ServiceError =>
+  new ServiceError(
+    'MALFORMED_REQUEST',
+    hosts === 0 ? 'HTTP/1.1 request without a Host header (RFC 9112 section 3.2); send Host: <server name>' : `request with ${hosts} Host headers; send exactly one (RFC 9112 section 3.2)`,
+    { Connection: 'close' },
+  );
+
+/**
+ * Answers a request Node's HTTP server hands over outside the route table (an `Expect` it cannot
+ * meet), with what every answer carries: X-Request-Id (the client's when well-formed), CORS when
+ * the request has `Origin`, the security headers and the `{error, code}` body.
+ */
+function answerOutsideRoutes(req: IncomingMessage, res: ServerResponse, err: ServiceError): void {
+  const head = scanHead(req.rawHeaders);
+  if (head.origin) for (const [name, value] of CORS_HEADER_ENTRIES) res.setHeader(name, value);
+  sendError(res, err, undefined, head.requestId);
 }
 
 /** Server timeouts against slow or idle clients (issue 8), in ms; defaults: SERVER_TIMEOUTS. */
@@ -410,16 +516,26 @@ export function clientErrorReply(err: NodeJS.ErrnoException): string | null {
   if (err.code === 'ECONNRESET') return null;
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const { reason, error, code } = CLIENT_ERRORS[status];
-  const body = JSON.stringify({ error, code });
+  return rawErrorReply(status, reason, { error, code });
+}
+
+/**
+ * A whole error response as raw bytes, for a socket Node hands over without a response object
+ * (parser errors, CONNECT): status line, the security headers, a new X-Request-Id (`requestId`
+ * when given), `extra` headers, `Connection: close` and the JSON body.
+ */
+function rawErrorReply(status: number, reason: string, body: { error: string; code: ErrorCode }, extra: Record<string, string> = {}, requestId?: string): string {
+  const text = JSON.stringify(body);
   const headers = {
     ...BASE_HEADERS,
-    'X-Request-Id': randomUUID(),
+    ...extra,
+    'X-Request-Id': requestId ?? randomUUID(),
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Length': String(Buffer.byteLength(text)),
     Connection: 'close',
   };
   const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`;
+  return `HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${text}`;
 }
 
 /** Options of `createHttpServer`; every field has a production default. */
@@ -463,6 +579,27 @@ function replyAfterAnswered(socket: Socket, reply: string): void {
 }
 
 /**
+ * Closes a socket whose idle timer (keep-alive or socketIdleTimeoutMs) fired, unless bytes arrived
+ * that the server had not read yet (issue 28 item 8).
+ *
+ * Why: libuv runs expired timers at the start of a loop iteration, before it polls the sockets.
+ * When the event loop was busy past a kept-alive socket's deadline (a long synchronous step of
+ * background work, e.g. search index catch-up after a heavy write run), a request the client sent
+ * in time is still unread in the kernel buffer when the timer fires; Node's default destroys the
+ * socket, the kernel answers the unread bytes with RST, and the client sees ECONNRESET, or
+ * `write EPIPE` while it is still sending a body. `setImmediate` runs after this iteration's poll
+ * phase, which reads whatever is pending: if `bytesRead` moved, a request is under way (Node
+ * re-armed the timer on read) and it is answered late instead of lost.
+ * Input: the timed-out socket. Output: none; the socket is destroyed or left alone.
+ */
+function closeIfStillIdle(socket: Socket): void {
+  const readBefore = socket.bytesRead;
+  setImmediate(() => {
+    if (!socket.destroyed && socket.bytesRead === readBefore) socket.destroy();
+  });
+}
+
+/**
  * Creates the public HTTP server for the listener (not yet listening).
  * Input: the request listener and HttpServerOptions.
  * Request heads over HEADER_BYTES_MAX get 431; parser errors are answered by `clientErrorReply`,
@@ -481,12 +618,28 @@ export function createHttpServer(
       keepAliveTimeout: timeouts.keepAliveTimeoutMs,
       connectionsCheckingInterval: timeouts.checkIntervalMs,
       maxHeaderSize: HEADER_BYTES_MAX,
+      // The listener refuses a missing Host itself, with the service's headers and JSON body.
+      requireHostHeader: false,
     },
     listener,
   );
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
   // byte would otherwise stay open for ever.
   server.setTimeout(timeouts.socketIdleTimeoutMs);
+  // With a listener here Node no longer destroys a timed-out socket itself (keep-alive idle and
+  // socketIdleTimeoutMs both arrive as this event); `closeIfStillIdle` does, one poll later.
+  server.on('timeout', closeIfStillIdle);
+  // CONNECT (this is no proxy): without a listener Node drops the connection without a word.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const head = scanHead(req.rawHeaders);
+    const cors = head.origin ? CORS_HEADERS : {};
+    const body = { error: 'method CONNECT is not served: this server is not a proxy; use GET or POST on /api/...', code: 'METHOD_NOT_ALLOWED' as const };
+    socket.end(rawErrorReply(405, 'Method Not Allowed', body, { ...cors, Allow: 'GET, HEAD, POST, OPTIONS' }, head.requestId));
+  });
+  // An `Expect` other than 100-continue: Node would answer a bare 417 itself (issue 28 item 6).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    answerOutsideRoutes(req, res, new ServiceError('EXPECTATION_FAILED', `cannot meet "Expect: ${String(req.headers.expect).slice(0, 60)}": the only expectation this server meets is 100-continue (RFC 9110 section 10.1.1); send the request without Expect`, { Connection: 'close' }));
+  });
   server.maxConnections = opts.connectionsMax ?? CONNECTIONS_MAX;
   const perAddress = opts.connectionsPerAddress ?? CONNECTIONS_PER_ADDRESS_DEFAULT;
   if (perAddress > 0) {
@@ -504,9 +657,22 @@ export function createHttpServer(
     });
   }
   const answered = new WeakSet<Socket>();
+  const spared = new WeakSet<Socket>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // The parser reports every later chunk of a broken stream again; the first report answers.
     if (answered.has(socket)) return;
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0 && !spared.has(socket)) {
+      // Nothing read yet: Node measures a new connection's head timeout from its acceptance, and
+      // when the event loop stalled right after it, the head may have arrived in time and still
+      // be unread (timers run before the poll, as in `closeIfStillIdle`). Look once more after the
+      // next poll; bytes by then mean the request is under way, and it gets a fresh head timeout
+      // from its first byte. Once per connection, so a client that never sends still gets 408.
+      spared.add(socket);
+      setImmediate(() => {
+        if (socket.bytesRead === 0) server.emit('clientError', err, socket);
+      });
+      return;
+    }
     answered.add(socket);
     const reply = socket.writable ? clientErrorReply(err) : null;
     if (reply === null) return void socket.destroy();

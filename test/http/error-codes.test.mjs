@@ -112,6 +112,7 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.request('POST', '/api/messages', { token: a.token, raw: 'x'.repeat(40000), headers: { 'content-type': 'application/json' } }), 'BODY_TOO_LARGE');
   saw(await h.get(`/api/topics?${'q'.repeat(9000)}`, a.token), 'URI_TOO_LONG');
   saw(await h.request('POST', '/api/topics', { token: a.token, raw: '{"title":"x"}', headers: { 'content-type': 'text/plain' } }), 'UNSUPPORTED_MEDIA_TYPE');
+  sawRaw(await rawExchange(h.url, ['GET /api/status HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'], { endAfter: false }), 'EXPECTATION_FAILED');
   const flood = Array.from({ length: 400 }, (_, i) => `X-Flood-${i}: ${'y'.repeat(60)}\r\n`).join('');
   sawRaw(await rawExchange(h.url, [`GET /api/status HTTP/1.1\r\nHost: x\r\n${flood}\r\n`], { endAfter: false }), 'HEADERS_TOO_LARGE');
   const internal = await h.get('/api/test-boom');

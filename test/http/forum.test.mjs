@@ -265,7 +265,9 @@ test('a query whose percent-escapes are not UTF-8 is refused with 400 instead of
     assert.equal(res.status, 400, qs);
     assert.match(res.body.error, /not percent-encoded UTF-8/, qs);
   }
-  for (const qs of ['q=%E2%82%AC', 'q=100%', 'q=%F0%9F%98%80', 'q=%zz']) assert.equal((await s.get(`/api/messages?${qs}`, token)).status, 200, qs);
+  for (const qs of ['q=%E2%82%AC', 'q=100%25', 'q=%F0%9F%98%80']) assert.equal((await s.get(`/api/messages?${qs}`, token)).status, 200, qs);
+  // A % without two hex digits is malformed too (RFC 3986 section 2.1; issue 28 item 7).
+  for (const qs of ['q=100%', 'q=%zz']) assert.equal((await s.get(`/api/messages?${qs}`, token)).status, 400, qs);
 });
 
 test('lists that take no parameters refuse one instead of ignoring it (a topic list does not filter by room)', async (t) => {

@@ -3,38 +3,65 @@ import assert from 'node:assert/strict';
 import { FeedPageCache } from '../../dist/domain/feeds/pages.js';
 
 test('a feed page whose window lies below the head is rendered once and then served from the cache', () => {
-  const cache = new FeedPageCache(2);
+  const cache = new FeedPageCache(1024 * 1024, 2);
   let renders = 0;
   const render = () => `{"n":${++renders}}`;
-  const first = cache.page({ after: 0, limit: 10 }, 50, render);
-  const again = cache.page({ after: 0, limit: 10 }, 60, render);
+  const first = cache.page('discussion', { after: 0, limit: 10 }, 50, render);
+  const again = cache.page('discussion', { after: 0, limit: 10 }, 60, render);
   assert.equal(renders, 1);
   assert.equal(again, first);
   assert.equal(first.toString(), '{"n":1}');
 });
 
 test('a page that reaches the head is rendered every time, because later records can still join it', () => {
-  const cache = new FeedPageCache(2);
+  const cache = new FeedPageCache(1024 * 1024, 2);
   let renders = 0;
   const render = () => `{"n":${++renders}}`;
-  cache.page({ after: 40, limit: 20 }, 50, render);
-  const later = cache.page({ after: 40, limit: 20 }, 55, render);
+  cache.page('discussion', { after: 40, limit: 20 }, 50, render);
+  const later = cache.page('discussion', { after: 40, limit: 20 }, 55, render);
   assert.equal(renders, 2);
   assert.equal(later.toString(), '{"n":2}');
   assert.equal(cache.size, 0);
 });
 
 test('the page cache stays bounded, dropping the least recently used page', () => {
-  const cache = new FeedPageCache(2);
+  const cache = new FeedPageCache(1024 * 1024, 2);
   let renders = 0;
   const render = () => `{"n":${++renders}}`;
-  cache.page({ after: 0, limit: 1 }, 100, render);
-  cache.page({ after: 1, limit: 1 }, 100, render);
-  cache.page({ after: 0, limit: 1 }, 100, render); // touch page 0
-  cache.page({ after: 2, limit: 1 }, 100, render); // evicts page 1
+  cache.page('discussion', { after: 0, limit: 1 }, 100, render);
+  cache.page('discussion', { after: 1, limit: 1 }, 100, render);
+  cache.page('discussion', { after: 0, limit: 1 }, 100, render); // touch page 0
+  cache.page('discussion', { after: 2, limit: 1 }, 100, render); // evicts page 1
   assert.equal(cache.size, 2);
-  cache.page({ after: 0, limit: 1 }, 100, render);
+  cache.page('discussion', { after: 0, limit: 1 }, 100, render);
   assert.equal(renders, 3, 'page 0 survived');
-  cache.page({ after: 1, limit: 1 }, 100, render);
+  cache.page('discussion', { after: 1, limit: 1 }, 100, render);
   assert.equal(renders, 4, 'page 1 was evicted and rendered again');
+});
+
+test('the page cache stays within its byte bound, dropping least recently used pages, and keeps no page larger than the bound', () => {
+  const cache = new FeedPageCache(100_000, 64);
+  const page = (after, bytes) => cache.page('discussion', { after, limit: 1 }, 1000, () => 'x'.repeat(bytes));
+  for (let after = 0; after < 20; after++) page(after, 30_000);
+  assert.ok(cache.bytes <= 100_000, `${cache.bytes} bytes held`);
+  assert.equal(cache.size, 3);
+  const huge = page(500, 200_000);
+  assert.equal(huge.length, 200_000, 'a page over the bound is still served');
+  assert.ok(cache.bytes <= 100_000);
+});
+
+test('the two feeds share one cache without mixing their pages', () => {
+  const cache = new FeedPageCache(1024 * 1024, 8);
+  const d = cache.page('discussion', { after: 0, limit: 1 }, 10, () => 'discussion');
+  const w = cache.page('work', { after: 0, limit: 1 }, 10, () => 'work');
+  assert.equal(d.toString(), 'discussion');
+  assert.equal(w.toString(), 'work');
+});
+
+test('a cache of 0 bytes keeps nothing and renders every page', () => {
+  const cache = new FeedPageCache(0);
+  let renders = 0;
+  for (let i = 0; i < 3; i++) cache.page('discussion', { after: 0, limit: 1 }, 10, () => `${++renders}`);
+  assert.equal(renders, 3);
+  assert.equal(cache.size, 0);
 });

@@ -3,6 +3,7 @@
  * All four count toward the change-read limit (part 8; the work feed too — our choice, since it
  * is the same kind of polling).
  */
+import type { App } from '../../app.js';
 import type { Route } from '../../http/router.js';
 import {
   checkCursor,
@@ -25,11 +26,14 @@ function pageVariant(reader: Reader): string {
 const CURSOR_ERRORS = [409];
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** Encoded complete pages of each feed, per app (a lineage change means a new app). */
-const pageCaches = new WeakMap<object, { discussion: FeedPageCache; work: FeedPageCache }>();
-function cachesOf(app: object) {
+/**
+ * Encoded complete pages of both feeds, per app (a lineage change means a new app), bounded by
+ * FORUM_FEED_CACHE_MB.
+ */
+const pageCaches = new WeakMap<App, FeedPageCache>();
+function cacheOf(app: App): FeedPageCache {
   let c = pageCaches.get(app);
-  if (!c) pageCaches.set(app, (c = { discussion: new FeedPageCache(), work: new FeedPageCache() }));
+  if (!c) pageCaches.set(app, (c = new FeedPageCache(app.config.feedCacheBytes)));
   return c;
 }
 
@@ -50,7 +54,7 @@ export const feedRoutes: Route[] = [
       const head = app.log.headSeq;
       checkCursor(q, app.log.originId, head, 'discussion feed');
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const raw = cachesOf(app).discussion.page(q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader), pageVariant(reader));
+      const raw = cacheOf(app).page('discussion', q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },
@@ -71,7 +75,7 @@ export const feedRoutes: Route[] = [
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const raw = cachesOf(app).work.page(q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId, reader), pageVariant(reader));
+      const raw = cacheOf(app).page('work', q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
   },

@@ -3,7 +3,8 @@
  * reconciliation", 6). Pure functions over FeedsState; the API layer validates parameters.
  */
 import { createHash } from 'node:crypto';
-import { FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
+import { LRUCache } from 'lru-cache';
+import { FEED_PAGE_CACHE_BYTES_DEFAULT, FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
 import { workJsonOf, workRecordJson, type WorkBoardState } from '../work/work.js';
@@ -130,39 +131,57 @@ export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQ
   return pageJson(WORK_FORMAT, originId, end, head, out);
 }
 
+/** Bytes counted per cached page beyond its body: key, entry and Buffer bookkeeping (an estimate). */
+const PAGE_ENTRY_OVERHEAD_BYTES = 200;
+
 /**
  * Bounded cache of encoded feed pages whose window (after, after + limit] lies wholly at or below
  * the head: such a page can never change (the log is append-only and a lineage keeps its
- * originId), so it is encoded once and served as bytes. Least recently used pages are dropped.
+ * originId), so it is encoded once and served as bytes. One cache serves both feeds (`feed` is
+ * part of the key). Bounded by bytes (`maxBytes`, FORUM_FEED_CACHE_MB; issue 28 item 4) and by
+ * count (`maxPages`); least recently used pages are dropped first, and a page larger than
+ * `maxBytes` is served without being kept. lru-cache keeps the recency order in typed arrays.
  */
 export class FeedPageCache {
-  private readonly pages = new Map<string, Buffer>();
-
-  constructor(private readonly max: number = FEED_PAGE_CACHE_MAX) {}
+  private readonly pages: LRUCache<string, Buffer> | undefined;
 
   /**
-   * The page as bytes: from the cache when its window is complete, else rendered by `render`
-   * (and cached when complete). `variant` names what else the page depends on: the reader's
-   * class and the moderation version (issue 25: a hide changes how earlier events render), so
-   * a page is never served to a reader it was not rendered for, nor after a moderation action.
+   * `maxBytes`: bound on the bytes held (page bodies plus PAGE_ENTRY_OVERHEAD_BYTES each; 0 = no
+   * cache); `maxPages`: bound on the pages held.
    */
-  page(q: CursorQuery, head: number, render: () => string, variant = ''): Buffer {
-    if (q.after + q.limit > head) return Buffer.from(render(), 'utf8');
-    const key = `${variant}:${q.after}:${q.limit}`;
+  constructor(readonly maxBytes: number = FEED_PAGE_CACHE_BYTES_DEFAULT, maxPages: number = FEED_PAGE_CACHE_MAX) {
+    this.pages =
+      maxBytes > 0
+        ? new LRUCache<string, Buffer>({ max: maxPages, maxSize: maxBytes, maxEntrySize: maxBytes, sizeCalculation: (buf, key) => buf.length + key.length + PAGE_ENTRY_OVERHEAD_BYTES })
+        : undefined;
+  }
+
+  /**
+   * The page of feed `feed` (e.g. `discussion`) for `q` as bytes: from the cache when its window
+   * is complete (`q.after + q.limit <= head`), else rendered by `render` (and cached when complete).
+   * `variant` names what else the page depends on: the reader's class and the moderation version
+   * (issue 25: a hide changes how earlier events render), so a page is never served to a reader
+   * it was not rendered for, nor after a moderation action.
+   */
+  page(feed: string, q: CursorQuery, head: number, render: () => string, variant = ''): Buffer {
+    if (this.pages === undefined || q.after + q.limit > head) return Buffer.from(render(), 'utf8');
+    const key = `${feed}:${variant}:${q.after}:${q.limit}`;
     let buf = this.pages.get(key);
-    if (buf) {
-      this.pages.delete(key);
-    } else {
+    if (buf === undefined) {
       buf = Buffer.from(render(), 'utf8');
-      if (this.pages.size >= this.max) this.pages.delete(this.pages.keys().next().value!);
+      this.pages.set(key, buf);
     }
-    this.pages.set(key, buf);
     return buf;
   }
 
-  /** Pages held now (at most FEED_PAGE_CACHE_MAX); for tests. */
+  /** Pages held now; for tests. */
   get size(): number {
-    return this.pages.size;
+    return this.pages?.size ?? 0;
+  }
+
+  /** Bytes held now, as counted against `maxBytes`; for tests. */
+  get bytes(): number {
+    return this.pages?.calculatedSize ?? 0;
   }
 }
 
