@@ -16,7 +16,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createServer, request } from 'node:http';
+import { authProxy } from '../helpers/prefix-proxy.mjs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT, register, startServer, tempDir } from '../helpers/server.mjs';
@@ -26,22 +26,6 @@ const CONFORMANCE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conform
 const INSPECTOR_DIR = join(ROOT, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build');
 const BASELINE = join(ROOT, 'test', 'fixtures', 'mcp-conformance-baseline.yml');
 const MCP_JS = join(ROOT, 'dist', 'mcp.js');
-
-/** A loopback proxy to `target` that sets `Authorization: Bearer <token>` on every request; closed after the test. */
-async function authProxy(t, target, token) {
-  const to = new URL(target);
-  const proxy = createServer((req, res) => {
-    const up = request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: { ...req.headers, authorization: `Bearer ${token}` } }, (r) => {
-      res.writeHead(r.statusCode, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.writeHead(502).end());
-    req.pipe(up);
-  });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise((resolve) => { proxy.closeAllConnections(); proxy.close(resolve); }));
-  return `http://127.0.0.1:${proxy.address().port}`;
-}
 
 /** Runs a node script; resolves to { code, stdout, stderr } whatever the exit code. */
 async function run(args, opts = {}) {

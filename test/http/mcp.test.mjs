@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createServer, request } from 'node:http';
+import { loopbackProxy } from '../helpers/prefix-proxy.mjs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -30,35 +30,30 @@ const addFormats = addFormatsModule.default ?? addFormatsModule;
 async function faultProxy(t, target) {
   const faults = [];
   const seen = [];
-  const proxy = createServer((req, res) => {
-    const path = req.url.split('?')[0];
-    const i = faults.findIndex((f) => f.method === req.method && f.path === path);
-    const fault = i >= 0 ? faults.splice(i, 1)[0] : null;
-    if (fault?.type === 'lose') {
-      req.resume();
-      return req.on('end', () => res.socket.destroy());
-    }
-    if (fault?.type === 'refuse') {
-      req.resume();
-      return res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'rate limit: try again in 1 s' }));
-    }
-    seen.push(`${req.method} ${path}`);
-    const up = request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
-      if (fault?.type === 'drop') {
+  const url = await loopbackProxy(t, {
+    upstream: (req) => `${target}${req.url}`,
+    intercept: (req, res, relay) => {
+      const path = req.url.split('?')[0];
+      const i = faults.findIndex((f) => f.method === req.method && f.path === path);
+      const fault = i >= 0 ? faults.splice(i, 1)[0] : null;
+      if (fault?.type === 'lose') {
+        req.resume();
+        return req.on('end', () => res.socket.destroy());
+      }
+      if (fault?.type === 'refuse') {
+        req.resume();
+        return res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'rate limit: try again in 1 s' }));
+      }
+      seen.push(`${req.method} ${path}`);
+      if (fault?.type !== 'drop') return relay();
+      relay((r) => {
         r.resume();
         r.on('end', () => res.socket.destroy());
-        return;
-      }
-      res.writeHead(r.statusCode, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.writeHead(502).end());
-    req.pipe(up);
+      });
+    },
   });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise((resolve) => { proxy.closeAllConnections(); proxy.close(resolve); }));
   return {
-    url: `http://127.0.0.1:${proxy.address().port}`,
+    url,
     seen,
     refuseOnce: (method, path) => faults.push({ type: 'refuse', method, path }),
     dropOnce: (method, path) => faults.push({ type: 'drop', method, path }),
