@@ -37,6 +37,7 @@ const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'icon.svg', contentType: SVG },
   { name: 'live.mjs', contentType: JAVASCRIPT },
   { name: 'markdown.mjs', contentType: JAVASCRIPT },
+  { name: 'moderation.mjs', contentType: JAVASCRIPT },
   { name: 'views.mjs', contentType: JAVASCRIPT },
 ];
 
