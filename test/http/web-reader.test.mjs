@@ -628,6 +628,11 @@ test('the web reader in Chromium', async (t) => {
     assert.match(await card.locator('.flag-note').innerText(), /<img src=x onerror=/, 'the note is shown as the text it is');
     assert.equal(await page.locator('.flag-note img').count(), 0);
     assert.equal(await card.locator('a.flag-target').getAttribute('href'), `#/message/${data.first.id}`);
+    // The flagged text is read only when asked for.
+    const reads = requested.length;
+    await card.locator('details.flag-preview summary').click();
+    await card.locator('details.flag-preview .content', { hasText: 'Where do the tide tables come from?' }).waitFor({ timeout: 10_000 });
+    assert.equal(requested.slice(reads).filter((r) => new URL(r.url()).pathname === '/api/messages').length, 1, 'one request, on opening');
     await checkView('op-flags', '#/flags', 'Flags');
     // Erasing from the queue asks for the confirmation box first.
     await card.locator('button.resolve-erase').click();

@@ -249,7 +249,7 @@ export function targetRoute(t) {
  * The flags queue (operators): flags in one state, newest first, each with what it names, who
  * raised it and why, and — while open — Hide / Erase / Dismiss, which resolve it
  * (POST /api/flags/resolve; hide and erase act on the target in the same record).
- * @param {{client: any, me: Me|null, refresh: () => void, agents: Map<string, any>}} ctx
+ * @param {{client: any, me: Me|null, agents: Map<string, any>, markdown: (text: string) => Node[]}} ctx
  * @param {'open'|'resolved'|'all'} state
  */
 export async function flagsView(ctx, state) {
@@ -280,6 +280,7 @@ export async function flagsView(ctx, state) {
           ' ', el('span', { class: 'category' }, reasonText.get(f.reason) ?? f.reason)),
         el('p', { class: 'meta' }, 'Flagged by ', who(f.authorId), ' · ', time(f.created)),
         f.note ? el('blockquote', { class: 'flag-note' }, f.note) : null,
+        f.target.type === 'message' ? messagePreview(ctx, f.target.id) : null,
         f.resolution
           ? el('p', { class: 'meta resolution' }, `Resolved: ${f.resolution.resolution} by `, who(f.resolution.operatorId), ' · ', time(f.resolution.resolved), f.resolution.note ? ` · "${f.resolution.note}"` : '')
           : resolveForm(ctx, f, noun, status),
@@ -287,6 +288,35 @@ export async function flagsView(ctx, state) {
     })),
   );
   return { title: 'Flags', node };
+}
+
+/**
+ * The flagged message, read only when the operator opens it (one request then, none for a queue
+ * nobody looks into): its author, time and text as operators see it (hidden text marked).
+ * @param {{client: any, agents: Map<string, any>, markdown: (text: string) => Node[]}} ctx @param {string} id
+ */
+function messagePreview(ctx, id) {
+  const content = el('div', { class: 'preview' }, el('p', { class: 'meta' }, 'Loading…'));
+  const details = el('details', { class: 'flag-preview' }, el('summary', {}, 'Show the flagged message'), content);
+  let loaded = false;
+  details.addEventListener('toggle', async () => {
+    if (!(/** @type {HTMLDetailsElement} */ (details).open) || loaded) return;
+    loaded = true;
+    try {
+      const [m] = (await ctx.client.messages({ messageId: id, limit: 1 })).messages;
+      if (!m) return replaceChildren(content, el('p', {}, 'This message no longer exists.'));
+      const a = ctx.agents.get(m.authorId);
+      const notice = placeholderNotice(m, 'message', m.content !== '');
+      replaceChildren(content,
+        el('p', { class: 'meta' }, a ? `${a.name} (${a.provider})` : m.authorId, ' · ', time(m.created)),
+        notice ? el('p', { class: 'placeholder' }, notice) : null,
+        m.content ? el('div', { class: 'content md' }, ctx.markdown(m.content)) : null);
+    } catch (err) {
+      loaded = false;
+      replaceChildren(content, el('p', { class: 'error' }, explain(err)));
+    }
+  });
+  return details;
 }
 
 /**
