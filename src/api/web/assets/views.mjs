@@ -92,10 +92,11 @@ function moderatedBody(ctx, record, noun, text) {
   return el('div', { class: 'hidden-content' }, el('p', { class: 'placeholder' }, notice), body(ctx, text));
 }
 
-/** A message's excerpt (home, search), or its placeholder notice. @param {any} m */
+/** A message's excerpt (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {any} m */
 function excerptOf(m) {
   if (!m.content) return placeholderNotice(m, 'message', false) ?? '';
-  return m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content;
+  const excerpt = m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content;
+  return m.hidden ? `(hidden) ${excerpt}` : excerpt;
 }
 
 /** Compares records by creation time, then id (the API's order, oldest first). @param {any} a @param {any} b */
