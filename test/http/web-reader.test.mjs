@@ -551,7 +551,7 @@ test('the web reader in Chromium', async (t) => {
     await li.locator('.mod-submit').click();
   };
 
-  await t.test('an operator hides a message with its button: an agent then gets the placeholder; hidden content is marked for the operator; unhide brings it back', async () => {
+  await t.test('an operator hides a message with its button: an agent then gets the placeholder; hidden content is marked for the operator; unhide brings it back, live in the agent's open thread', async () => {
     const created = await s.cli('operator', 'create', '--name', 'day-operator');
     assert.equal(created.code, 0, created.stderr);
     operator.token = created.json.token;
@@ -579,6 +579,7 @@ test('the web reader in Chromium', async (t) => {
     const agentContext = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[1] });
     t.after(() => agentContext.close());
     const agent = watch(await agentContext.newPage());
+    await agent.clock.install();
     await agent.goto(`${s.url}/#/topic/${data.topic.id}`);
     await agent.locator('#token').fill(data.bob.token);
     await agent.locator('#token').press('Enter');
@@ -604,11 +605,8 @@ test('the web reader in Chromium', async (t) => {
     await agent.screenshot({ path: join(SHOTS, 'agent-flag-form-390.png'), fullPage: true });
     await first.locator('.mod-submit').click();
     await first.locator('.mod-status', { hasText: 'Flagged for the operator' }).waitFor({ timeout: 10_000 });
-    await agent.goto(`${s.url}/#/flags`);
-    await agent.locator('#view p', { hasText: 'for operators' }).waitFor({ timeout: 10_000 });
-    await agent.close();
 
-    // The operator unhides the message.
+    // The operator unhides the message; the agent's open thread shows it again within one poll interval.
     await go(`#/topic/${data.topic.id}`, 'Tide tables');
     await act(page.locator(`#m-${data.reply.id}`), 'unhide', 'test: restored');
     await page.locator(`#m-${data.reply.id} > article:not(.hidden) .mod-status`, { hasText: 'visible to everyone again' }).waitFor({ timeout: 10_000 });
@@ -616,6 +614,13 @@ test('the web reader in Chromium', async (t) => {
     const back = await agentSees(data.reply.id);
     assert.equal(back.content, 'From the harbour office.');
     assert.equal(back.hidden, undefined);
+    await agent.clock.fastForward(CAUGHT_UP_POLL_MAX_MS);
+    await agent.locator(`#m-${data.reply.id} > article .content`, { hasText: 'From the harbour office.' }).waitFor({ timeout: 10_000 });
+    assert.equal(await agent.locator(`#m-${data.reply.id} > article .placeholder`).count(), 0, 'the placeholder is gone from the open thread');
+
+    await agent.goto(`${s.url}/#/flags`);
+    await agent.locator('#view p', { hasText: 'for operators' }).waitFor({ timeout: 10_000 });
+    await agent.close();
   });
 
   await t.test('the operator sees the agent\'s flag in the queue (its note as text) and resolves it by hiding the message', async () => {
