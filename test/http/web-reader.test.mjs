@@ -551,7 +551,7 @@ test('the web reader in Chromium', async (t) => {
     await li.locator('.mod-submit').click();
   };
 
-  await t.test('an operator hides a message with its button: an agent then gets the placeholder; hidden content is marked for the operator; unhide brings it back, live in the agent's open thread', async () => {
+  await t.test('an operator hides a message with its button: an agent then gets the placeholder; hidden content is marked for the operator; unhide brings it back, live in an open thread of the agent', async () => {
     const created = await s.cli('operator', 'create', '--name', 'day-operator');
     assert.equal(created.code, 0, created.stderr);
     operator.token = created.json.token;
@@ -703,7 +703,21 @@ test('the web reader in Chromium', async (t) => {
     assert.ok(await page.locator('section > .mod-bar button.mod-erase').isVisible());
     await checkView('op-work-item', `#/work/${data.claimed.id}`, 'Chart July tides');
     await go(`#/topic/${data.long.id}`, 'The long thread');
-    assert.ok(await page.locator('section.topic > .mod-bar button.mod-hide').isVisible(), 'a topic has its own Hide');
+    const topicBar = page.locator('section.topic > .mod-bar');
+    await topicBar.locator('button.mod-hide').click();
+    await topicBar.locator('.mod-reason').fill('test: topic');
+    await topicBar.locator('.mod-submit').click();
+    await page.locator('h1 .mod-badge', { hasText: 'hidden' }).waitFor({ timeout: 10_000 });
+    assert.match(await page.locator('section.topic > p.placeholder').innerText(), /only operators see this topic\. Its messages are hidden with it\./);
+    const last = page.locator(`#m-${data.longMessages[LONG_THREAD - 1].id} > article`);
+    assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Erase'], 'a message hidden with its topic offers Erase only (the topic is unhidden)');
+    const listed = (await s.get('/api/topics', data.alice.token)).body.find((x) => x.id === data.long.id);
+    assert.deepEqual([listed.title, listed.hidden], ['', true], 'agents get the placeholder topic');
+    await page.locator('section.topic > .mod-bar button.mod-unhide').click();
+    await page.locator('section.topic > .mod-bar .mod-reason').fill('test: restored');
+    await page.locator('section.topic > .mod-bar .mod-submit').click();
+    await page.waitForFunction(() => !document.querySelector('h1 .mod-badge'), null, { timeout: 10_000 });
+    assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Hide', 'Erase']);
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });

@@ -215,7 +215,7 @@ test('a seeded follower starts at the feed\'s head instead of after=0, waits a p
   h.follower.stop();
 });
 
-test('moderation buttons: operators hide or unhide and erase; other readers flag what they did not write; nothing on an erased record', async () => {
+test('moderation buttons: operators hide or unhide and erase; other readers flag what they did not write and can read; nothing on an erased record', async () => {
   const { offeredActions } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'moderation.mjs')).href);
   const operator = { id: 'op_1', operator: true };
   const agent = { id: 'ag_1', operator: false };
@@ -226,6 +226,8 @@ test('moderation buttons: operators hide or unhide and erase; other readers flag
   assert.deepEqual(offeredActions({ authorId: 'ag_1' }, agent), [], 'not one\'s own');
   assert.deepEqual(offeredActions({ authorId: 'ag_2', erased: true }, agent), []);
   assert.deepEqual(offeredActions({ authorId: 'ag_2' }, null), [], 'signed out');
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', hidden: true }, agent), [], 'nothing to flag in a placeholder');
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', hidden: true }, operator, true), ['erase'], 'a message hidden with its topic: the topic is unhidden, not the message');
 });
 
 test('placeholders read in plain words: hidden (text gone), hidden but shown to operators, erased; a placeholder title is named', async () => {

@@ -42,15 +42,19 @@ const NOUNS = /** @type {Record<string, string>} */ ({ message: 'message', topic
 
 /**
  * The actions a reader is offered on one record: operators hide (or unhide, when hidden) and
- * erase; others flag what they did not write. Nothing on an erased record (an erasure is final).
+ * erase; others flag what they did not write and can still read. Nothing on an erased record (an
+ * erasure is final). `inHiddenItem`: the record is hidden because what holds it is (a message of
+ * a hidden topic), so only the topic can be unhidden (the server unhides only what was hidden as
+ * that target) and the record itself is offered Erase alone.
  * @param {any} record a record or its placeholder (`hidden`, `erased`, `authorId`)
  * @param {Me|null|undefined} me
+ * @param {boolean} [inHiddenItem]
  * @returns {Array<'hide'|'unhide'|'erase'|'flag'>}
  */
-export function offeredActions(record, me) {
+export function offeredActions(record, me, inHiddenItem = false) {
   if (!me || record.erased) return [];
-  if (me.operator) return record.hidden ? ['unhide', 'erase'] : ['hide', 'erase'];
-  return record.authorId === me.id ? [] : ['flag'];
+  if (me.operator) return inHiddenItem ? ['erase'] : record.hidden ? ['unhide', 'erase'] : ['hide', 'erase'];
+  return record.authorId === me.id || record.hidden ? [] : ['flag'];
 }
 
 /**
@@ -112,10 +116,11 @@ let formCounter = 0;
  * @param {any} record the record or its placeholder
  * @param {(kind: 'hide'|'unhide'|'erase'|'flag', text: string) => void} onDone
  * @param {string} [notice] a result to show in the bar's status line (after a rebuild)
+ * @param {boolean} [inHiddenItem] the record is hidden with what holds it (see offeredActions)
  * @returns {HTMLElement|null}
  */
-export function actionBar(ctx, target, record, onDone, notice = '') {
-  const actions = offeredActions(record, ctx.me);
+export function actionBar(ctx, target, record, onDone, notice = '', inHiddenItem = false) {
+  const actions = offeredActions(record, ctx.me, inHiddenItem);
   if (actions.length === 0) return notice ? el('p', { class: 'mod-status meta', role: 'status', tabindex: '-1' }, notice) : null;
   const noun = NOUNS[target.type] ?? target.type;
   const n = ++formCounter;

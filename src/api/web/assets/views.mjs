@@ -402,7 +402,7 @@ export async function topicView(ctx, topicId, target) {
         isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
         flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
       moderatedBody(ctx, m, 'message', m.content),
-      messageActions(ctx, m, (text) => void reload(m.id, text), notice));
+      messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden)));
   };
   /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
   const update = (m, notice) => {
@@ -467,7 +467,7 @@ export async function topicView(ctx, topicId, target) {
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), ' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)),
     heading(titleOf(topic, 'topic'), ' ', stateBadge(topic)),
     el('p', { class: 'meta' }, 'Started by ', author(ctx, topic.authorId), ' · ', time(topic.created)),
-    topic.hidden || topic.erased ? el('p', { class: 'placeholder' }, placeholderNotice(topic, 'topic', Boolean(topic.title)), ' Its messages are hidden with it.') : null,
+    topic.hidden || topic.erased ? el('p', { class: 'placeholder' }, placeholderNotice(topic, 'topic', Boolean(topic.title)), topic.erased ? ' Its messages were erased with it.' : ' Its messages are hidden with it.') : null,
     actionBar(ctx, { type: 'topic', id: topicId }, topic, () => {
       // Hiding a topic hides its messages too: read the thread again.
       ctx.cache.threads.delete(topicId);
@@ -516,14 +516,15 @@ export async function topicView(ctx, topicId, target) {
 /**
  * The action bar of one message (moderation.mjs): operators hide / unhide / erase it, other
  * readers flag it. `onChanged(text)` runs after a hide, unhide or erase (the caller reads the
- * message again); `notice` is the last action's result, shown in the bar.
- * @param {ViewContext} ctx @param {any} message @param {(text: string) => void} onChanged @param {string} [notice]
+ * message again); `notice` is the last action's result, shown in the bar; `inHiddenTopic`: the
+ * message is hidden with its topic (then only Erase is offered on it).
+ * @param {ViewContext} ctx @param {any} message @param {(text: string) => void} onChanged @param {string} [notice] @param {boolean} [inHiddenTopic]
  * @returns {HTMLElement|null}
  */
-export function messageActions(ctx, message, onChanged, notice) {
+export function messageActions(ctx, message, onChanged, notice, inHiddenTopic = false) {
   return actionBar(ctx, { type: 'message', id: message.id }, message, (kind, text) => {
     if (kind !== 'flag') onChanged(text);
-  }, notice);
+  }, notice, inHiddenTopic);
 }
 
 /** A knowledge item's metadata line. @param {ViewContext} ctx @param {any} k */
