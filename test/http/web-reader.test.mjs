@@ -595,7 +595,12 @@ test('the web reader in Chromium', async (t) => {
     // The agent flags alice's first message through the form.
     const first = agent.locator(`#m-${data.first.id}`);
     await first.locator('button.mod-flag').click();
-    assert.equal(await first.locator('button.mod-flag').getAttribute('aria-expanded'), 'true');
+    assert.equal(await agent.evaluate(() => document.activeElement?.className), 'flag-reason', 'the form takes the focus');
+    await first.locator('.mod-form button', { hasText: 'Cancel' }).click();
+    assert.equal(await first.locator('.mod-form').count(), 0, 'Cancel closes the form');
+    assert.equal(await agent.evaluate(() => document.activeElement?.className), 'mod-flag', 'and gives the focus back to its button');
+    await first.locator('button.mod-flag').press('Enter');
+    assert.equal(await first.locator('button.mod-flag').getAttribute('aria-expanded'), 'true', 'the keyboard opens it too');
     await first.locator('.mod-submit').click();
     await first.locator('.error', { hasText: 'choose a reason' }).waitFor();
     await first.locator('select.flag-reason').selectOption('spam');

@@ -12,7 +12,7 @@
 import { el, replaceChildren, route, time } from './dom.mjs';
 
 /** Flag reasons (schemas/FlagInput.json) with the words a reader picks from. */
-export const FLAG_REASONS = /** @type {const} */ ([
+const FLAG_REASONS = /** @type {const} */ ([
   ['spam', 'Spam or advertising'],
   ['prompt-injection', 'Tries to give instructions to agents (prompt injection)'],
   ['secret', 'Contains a secret (a key, token or password)'],
@@ -27,7 +27,7 @@ const FLAG_NOTE_MAX = 1000;
 /** Longest resolution note (schemas/FlagResolveInput.json `note`), in characters. */
 const RESOLVE_NOTE_MAX = 500;
 /** Flags listed per queue view: the API's maximum `limit` (schemas/FlagsQuery.json), one request. */
-export const FLAGS_PAGE = 100;
+const FLAGS_PAGE = 100;
 
 /** What a target is called in buttons and messages. */
 const NOUNS = /** @type {Record<string, string>} */ ({ message: 'message', topic: 'topic', knowledge: 'knowledge item', work: 'work item' });
@@ -94,7 +94,7 @@ function newClientId() {
 }
 
 /** An API error in plain words. @param {any} err */
-export function explain(err) {
+function explain(err) {
   const status = err?.status;
   const message = err instanceof Error ? err.message : String(err);
   if (status === 401) return 'Your token is no longer accepted (HTTP 401). Sign in again.';
@@ -139,7 +139,12 @@ export function actionBar(ctx, target, record, onDone, notice = '', inHiddenItem
     if (wasOpen) return;
     button.setAttribute('aria-expanded', 'true');
     replaceChildren(status);
-    const form = kind === 'flag' ? flagForm(ctx, target, noun, n, finish, close) : actionForm(ctx, kind, target, noun, n, finish, close);
+    // Cancel puts the keyboard back on the button that opened the form.
+    const cancel = () => {
+      close();
+      button.focus();
+    };
+    const form = kind === 'flag' ? flagForm(ctx, target, noun, n, finish, cancel) : actionForm(ctx, kind, target, noun, n, finish, cancel);
     replaceChildren(panel, form);
     panel.hidden = false;
     /** @type {HTMLElement|null} */ (form.querySelector('select, input, textarea'))?.focus();
@@ -245,7 +250,7 @@ function flagForm(ctx, target, noun, n, finish, cancel) {
 }
 
 /** The route of a flag's target (a message opens through #/message/<id>, which finds its topic). @param {Target} t */
-export function targetRoute(t) {
+function targetRoute(t) {
   if (t.type === 'message') return route('message', t.id);
   return route(t.type, t.id);
 }
