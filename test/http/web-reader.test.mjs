@@ -279,6 +279,7 @@ test('the web reader in Chromium', async (t) => {
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
     assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'focus moves to the new view\'s heading');
     assert.equal(await page.evaluate(() => localStorage.getItem('agent-forum.token')), data.alice.token);
+    assert.deepEqual(JSON.parse(await page.evaluate(() => localStorage.getItem('agent-forum.me'))), { id: data.alice.id, operator: false }, 'whose token it is (GET /api/me) is remembered beside it');
     assert.deepEqual((await context.cookies()).length, 0, 'no cookie');
     const withToken = requested.filter((r) => r.headers().authorization === `Bearer ${data.alice.token}`);
     assert.ok(withToken.length > 0, 'API calls carry the Bearer header');
@@ -289,6 +290,7 @@ test('the web reader in Chromium', async (t) => {
     await tab.locator('#sign-out').click();
     await tab.locator('#token').waitFor();
     assert.equal(await tab.evaluate(() => localStorage.getItem('agent-forum.token')), null, 'sign-out forgets the remembered token');
+    assert.equal(await tab.evaluate(() => localStorage.getItem('agent-forum.me')), null, 'and whose it was');
     const again = watch(await context.newPage());
     await again.goto(`${s.url}/#/knowledge/${data.knowledge.id}`);
     await again.locator('#sign-in-note', { hasText: 'Sign in to open this link' }).waitFor({ timeout: 10_000 });
@@ -382,10 +384,16 @@ test('the web reader in Chromium', async (t) => {
   await t.test('a cold visit to a long topic costs at most 6 API requests, and does not read the feed', async (st) => {
     const cold = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
     t.after(() => cold.close());
+    // Signed in once with "remember" in one tab; the cold visit is a new tab of the same browser.
+    const first = await cold.newPage();
+    await first.goto(`${s.url}/`);
+    await first.locator('#token').fill(data.bob.token);
+    await first.locator('#remember').check();
+    await first.locator('#token').press('Enter');
+    await first.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await first.close();
     const tab = await cold.newPage();
     await tab.clock.install();
-    await tab.goto(`${s.url}/web/icon.svg`);
-    await tab.evaluate((token) => localStorage.setItem('agent-forum.token', token), data.bob.token);
     const reqs = [];
     tab.on('request', (r) => reqs.push(r));
     await tab.goto(`${s.url}/#/topic/${data.long.id}`);
@@ -524,6 +532,197 @@ test('the web reader in Chromium', async (t) => {
     assert.equal(created.code, 0, created.stderr);
     await signIn(created.json.token);
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await page.locator('#sign-out').click();
+    await page.locator('#token').waitFor();
+  });
+
+  // Moderation (issue 27): an operator's buttons, an agent's flag, the flags queue.
+  const operator = { token: '' };
+  /** A message as an agent reads it through the API. */
+  const agentSees = async (messageId) => {
+    const res = await s.get(`/api/messages?messageId=${messageId}`, data.alice.token);
+    assert.equal(res.status, 200);
+    return res.body.messages[0];
+  };
+  /** Opens a moderation form in a message, fills the reason and sends it. */
+  const act = async (li, kind, reason) => {
+    await li.locator(`button.mod-${kind}`).click();
+    await li.locator('.mod-reason').fill(reason);
+    await li.locator('.mod-submit').click();
+  };
+
+  await t.test('an operator hides a message with its button: an agent then gets the placeholder; hidden content is marked for the operator; unhide brings it back, live in an open thread of the agent', async () => {
+    const created = await s.cli('operator', 'create', '--name', 'day-operator');
+    assert.equal(created.code, 0, created.stderr);
+    operator.token = created.json.token;
+    await page.goto(`${s.url}/#/topic/${data.topic.id}`);
+    await signIn(operator.token);
+    await page.locator('h1', { hasText: 'Tide tables' }).waitFor({ timeout: 10_000 });
+    assert.ok(await page.locator('#nav-flags').isVisible(), 'operators see the Flags queue in the navigation');
+    assert.equal(await page.locator('.mod-bar button.mod-flag').count(), 0, 'operators act rather than flag');
+    const li = page.locator(`#m-${data.reply.id}`);
+    assert.ok(await li.locator('> article button.mod-hide').isVisible(), 'a Hide button on the message');
+
+    await act(li, 'hide', 'test: off-topic');
+    // The message is read again and shown in its new state, with the result in its bar.
+    await li.locator('> article.hidden .mod-status', { hasText: 'only operators see it now' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.evaluate(() => document.activeElement?.classList.contains('mod-status')), true, 'focus moves to the result');
+    assert.match(await li.locator('> article .placeholder').innerText(), /Hidden by the operator: only operators see this message/);
+    assert.match(await li.locator('> article .content').innerText(), /From the harbour office/, 'the operator still reads it');
+    assert.ok(await li.locator('> article button.mod-unhide').isVisible(), 'Unhide replaces Hide');
+    const hidden = await agentSees(data.reply.id);
+    assert.equal(hidden.content, '', 'an agent no longer gets the text');
+    assert.equal(hidden.hidden, true, 'but a placeholder');
+    await checkView('op-topic-hidden', `#/topic/${data.topic.id}`, 'Tide tables');
+
+    // The agent's own reader shows the placeholder in plain words, and offers "Flag" on other people's messages only.
+    const agentContext = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[1] });
+    t.after(() => agentContext.close());
+    const agent = watch(await agentContext.newPage());
+    await agent.clock.install();
+    await agent.goto(`${s.url}/#/topic/${data.topic.id}`);
+    await agent.locator('#token').fill(data.bob.token);
+    await agent.locator('#token').press('Enter');
+    await agent.locator('h1', { hasText: 'Tide tables' }).waitFor({ timeout: 10_000 });
+    assert.equal(await agent.locator(`#m-${data.reply.id} > article .placeholder`).innerText(), 'This message was hidden by the operator.');
+    assert.doesNotMatch(await agent.locator('#view').innerText(), /harbour office/);
+    assert.equal(await agent.locator('.mod-hide, .mod-erase, .mod-unhide').count(), 0, 'no operator buttons for an agent');
+    assert.ok(await agent.locator('#nav-flags').isHidden());
+    assert.equal(await agent.locator(`#m-${data.first.id} > article button.mod-flag`).count(), 1, 'Flag on someone else\'s message');
+    assert.equal(await agent.locator(`#m-${data.hostile.id} > article button.mod-flag`).count(), 0, 'not on one\'s own');
+    await agent.screenshot({ path: join(SHOTS, 'agent-topic-hidden-390.png'), fullPage: true });
+
+    // The agent flags alice's first message through the form.
+    const first = agent.locator(`#m-${data.first.id}`);
+    await first.locator('button.mod-flag').click();
+    assert.equal(await agent.evaluate(() => document.activeElement?.className), 'flag-reason', 'the form takes the focus');
+    await first.locator('.mod-form button', { hasText: 'Cancel' }).click();
+    assert.equal(await first.locator('.mod-form').count(), 0, 'Cancel closes the form');
+    assert.equal(await agent.evaluate(() => document.activeElement?.className), 'mod-flag', 'and gives the focus back to its button');
+    await first.locator('button.mod-flag').press('Enter');
+    assert.equal(await first.locator('button.mod-flag').getAttribute('aria-expanded'), 'true', 'the keyboard opens it too');
+    await first.locator('.mod-submit').click();
+    await first.locator('.error', { hasText: 'choose a reason' }).waitFor();
+    await first.locator('select.flag-reason').selectOption('spam');
+    await first.locator('textarea.flag-note').fill(`Posted everywhere ${XSS_IMG}`);
+    assert.deepEqual(await htmlProblems(agent, 'agent-flag-form'), [], 'the flag form is valid HTML');
+    assert.deepEqual(await seriousViolations(agent), [], 'axe-core: the flag form');
+    await agent.screenshot({ path: join(SHOTS, 'agent-flag-form-390.png'), fullPage: true });
+    await first.locator('.mod-submit').click();
+    await first.locator('.mod-status', { hasText: 'Flagged for the operator' }).waitFor({ timeout: 10_000 });
+
+    // The operator unhides the message; the agent's open thread shows it again within one poll interval.
+    await go(`#/topic/${data.topic.id}`, 'Tide tables');
+    await act(page.locator(`#m-${data.reply.id}`), 'unhide', 'test: restored');
+    await page.locator(`#m-${data.reply.id} > article:not(.hidden) .mod-status`, { hasText: 'visible to everyone again' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator(`#m-${data.reply.id} > article .placeholder`).count(), 0);
+    const back = await agentSees(data.reply.id);
+    assert.equal(back.content, 'From the harbour office.');
+    assert.equal(back.hidden, undefined);
+    await agent.clock.fastForward(CAUGHT_UP_POLL_MAX_MS);
+    await agent.locator(`#m-${data.reply.id} > article .content`, { hasText: 'From the harbour office.' }).waitFor({ timeout: 10_000 });
+    assert.equal(await agent.locator(`#m-${data.reply.id} > article .placeholder`).count(), 0, 'the placeholder is gone from the open thread');
+
+    await agent.goto(`${s.url}/#/flags`);
+    await agent.locator('#view p', { hasText: 'for operators' }).waitFor({ timeout: 10_000 });
+    await agent.close();
+  });
+
+  await t.test('the operator sees the agent\'s flag in the queue (its note as text) and resolves it by hiding the message', async () => {
+    await page.locator('#nav-flags a').click();
+    await page.locator('h1', { hasText: 'Flags' }).waitFor({ timeout: 10_000 });
+    const card = page.locator(`li.flag[data-target="${data.first.id}"]`);
+    await card.waitFor({ timeout: 10_000 });
+    assert.match(await card.innerText(), /Spam or advertising/);
+    assert.match(await card.innerText(), /Flagged by bob/);
+    assert.match(await card.locator('.flag-note').innerText(), /<img src=x onerror=/, 'the note is shown as the text it is');
+    assert.equal(await page.locator('.flag-note img').count(), 0);
+    assert.equal(await card.locator('a.flag-target').getAttribute('href'), `#/message/${data.first.id}`);
+    // The flagged text is read only when asked for.
+    const reads = requested.length;
+    await card.locator('details.flag-preview summary').click();
+    await card.locator('details.flag-preview .content', { hasText: 'Where do the tide tables come from?' }).waitFor({ timeout: 10_000 });
+    assert.equal(requested.slice(reads).filter((r) => new URL(r.url()).pathname === '/api/messages').length, 1, 'one request, on opening');
+    await checkView('op-flags', '#/flags', 'Flags');
+    // Erasing from the queue asks for the confirmation box first.
+    await card.locator('button.resolve-erase').click();
+    await card.locator('.error', { hasText: 'cannot be undone' }).waitFor();
+    assert.equal((await s.get('/api/flags?state=open', operator.token)).body.flags.length, 1, 'nothing resolved without the confirmation');
+    await card.locator('.resolve-note').fill('spam wave');
+    await card.locator('button.resolve-hide').click();
+    await card.locator('.flag-status', { hasText: 'Resolved: the message was hidden' }).waitFor({ timeout: 10_000 });
+    const open = await s.get('/api/flags?state=open', operator.token);
+    assert.deepEqual(open.body.flags, [], 'no open flag left');
+    const hidden = await agentSees(data.first.id);
+    assert.equal(hidden.hidden, true);
+    assert.equal(hidden.content, '');
+    await checkView('op-flags-resolved', '#/flags/resolved', 'Flags');
+    assert.match(await page.locator(`li.flag[data-target="${data.first.id}"] .resolution`).innerText(), /Resolved: hide by day-operator/);
+    // The target link opens the message in its thread.
+    await page.locator(`li.flag[data-target="${data.first.id}"] a.flag-target`).click();
+    await page.locator(`#m-${data.first.id}.target`).waitFor({ timeout: 10_000 });
+    assert.match(page.url(), new RegExp(`#/topic/${data.topic.id}/m-${data.first.id}$`));
+    await go('#/flags', 'Flags');
+    await page.locator('#view .empty', { hasText: 'No open flags' }).waitFor();
+  });
+
+  await t.test('erasing a message asks for confirmation; afterwards everyone, the operator included, sees "erased"', async () => {
+    await go(`#/topic/${data.topic.id}`, 'Tide tables');
+    const li = page.locator(`#m-${data.hostile.id}`);
+    await li.locator('button.mod-erase').click();
+    assert.match(await li.locator('.warning').innerText(), /permanent/);
+    await li.locator('.mod-reason').fill('test: hostile markup');
+    await li.locator('.mod-submit').click();
+    await li.locator('.error', { hasText: 'cannot be undone' }).waitFor();
+    assert.equal((await agentSees(data.hostile.id)).erased, undefined, 'not erased without the confirmation');
+    assert.deepEqual(await htmlProblems(page, 'op-erase-form'), [], 'the erase form is valid HTML');
+    assert.deepEqual(await seriousViolations(page), [], 'axe-core: the erase form');
+    await shot('op-erase-form-1366');
+    await li.locator('.mod-confirm').check();
+    await li.locator('.mod-submit').click();
+    await li.locator('> article .placeholder', { hasText: 'This message was erased by the operator.' }).waitFor({ timeout: 10_000 });
+    assert.equal(await li.locator('> article button').count(), 0, 'nothing more to do on an erased message');
+    const erased = await agentSees(data.hostile.id);
+    assert.equal(erased.erased, true);
+    assert.equal(erased.content, '');
+  });
+
+  await t.test('operators get Hide and Erase on a topic, a knowledge item and a work item too', async () => {
+    await go(`#/knowledge/${data.knowledge.id}`, 'Tides are lunar and solar');
+    const bar = page.locator('section > .mod-bar').first();
+    await bar.locator('button.mod-hide').click();
+    await bar.locator('.mod-reason').fill('test: knowledge');
+    await bar.locator('.mod-submit').click();
+    await page.locator('h1 .mod-badge', { hasText: 'hidden' }).waitFor({ timeout: 10_000 });
+    const k = await s.get(`/api/knowledge?id=${data.knowledge.id}`, data.alice.token);
+    assert.equal(k.body.knowledge[0].hidden, true);
+    assert.equal(k.body.knowledge[0].title, '');
+    await checkView('op-knowledge-hidden', `#/knowledge/${data.knowledge.id}`, 'Tides are lunar and solar');
+    await page.locator('section > .mod-bar button.mod-unhide').first().click();
+    await page.locator('section > .mod-bar .mod-reason').fill('test: restored');
+    await page.locator('section > .mod-bar .mod-submit').click();
+    await page.locator('h1', { hasText: 'Tides are lunar and solar' }).waitFor();
+    await page.waitForFunction(() => !document.querySelector('h1 .mod-badge'), null, { timeout: 10_000 });
+    await go(`#/work/${data.claimed.id}`, 'Chart July tides');
+    assert.ok(await page.locator('section > .mod-bar button.mod-hide').isVisible());
+    assert.ok(await page.locator('section > .mod-bar button.mod-erase').isVisible());
+    await checkView('op-work-item', `#/work/${data.claimed.id}`, 'Chart July tides');
+    await go(`#/topic/${data.long.id}`, 'The long thread');
+    const topicBar = page.locator('section.topic > .mod-bar');
+    await topicBar.locator('button.mod-hide').click();
+    await topicBar.locator('.mod-reason').fill('test: topic');
+    await topicBar.locator('.mod-submit').click();
+    await page.locator('h1 .mod-badge', { hasText: 'hidden' }).waitFor({ timeout: 10_000 });
+    assert.match(await page.locator('section.topic > p.placeholder').innerText(), /only operators see this topic\. Its messages are hidden with it\./);
+    const last = page.locator(`#m-${data.longMessages[LONG_THREAD - 1].id} > article`);
+    assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Erase'], 'a message hidden with its topic offers Erase only (the topic is unhidden)');
+    const listed = (await s.get('/api/topics', data.alice.token)).body.find((x) => x.id === data.long.id);
+    assert.deepEqual([listed.title, listed.hidden], ['', true], 'agents get the placeholder topic');
+    await page.locator('section.topic > .mod-bar button.mod-unhide').click();
+    await page.locator('section.topic > .mod-bar .mod-reason').fill('test: restored');
+    await page.locator('section.topic > .mod-bar .mod-submit').click();
+    await page.waitForFunction(() => !document.querySelector('h1 .mod-badge'), null, { timeout: 10_000 });
+    assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Hide', 'Erase']);
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });

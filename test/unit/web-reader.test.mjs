@@ -214,3 +214,29 @@ test('a seeded follower starts at the feed\'s head instead of after=0, waits a p
   assert.ok(h.delays[2].ms > 50_000, `restart waits the rest: ${h.delays[2].ms}`);
   h.follower.stop();
 });
+
+test('moderation buttons: operators hide or unhide and erase; other readers flag what they did not write and can read; nothing on an erased record', async () => {
+  const { offeredActions } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'moderation.mjs')).href);
+  const operator = { id: 'op_1', operator: true };
+  const agent = { id: 'ag_1', operator: false };
+  assert.deepEqual(offeredActions({ authorId: 'ag_2' }, operator), ['hide', 'erase']);
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', hidden: true }, operator), ['unhide', 'erase']);
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', erased: true }, operator), []);
+  assert.deepEqual(offeredActions({ authorId: 'ag_2' }, agent), ['flag']);
+  assert.deepEqual(offeredActions({ authorId: 'ag_1' }, agent), [], 'not one\'s own');
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', erased: true }, agent), []);
+  assert.deepEqual(offeredActions({ authorId: 'ag_2' }, null), [], 'signed out');
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', hidden: true }, agent), [], 'nothing to flag in a placeholder');
+  assert.deepEqual(offeredActions({ authorId: 'ag_2', hidden: true }, operator, true), ['erase'], 'a message hidden with its topic: the topic is unhidden, not the message');
+});
+
+test('placeholders read in plain words: hidden (text gone), hidden but shown to operators, erased; a placeholder title is named', async () => {
+  const { placeholderNotice, titleOf } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'moderation.mjs')).href);
+  assert.equal(placeholderNotice({}, 'message', true), null);
+  assert.equal(placeholderNotice({ hidden: true }, 'message', false), 'This message was hidden by the operator.');
+  assert.equal(placeholderNotice({ hidden: true }, 'message', true), 'Hidden by the operator: only operators see this message.');
+  assert.equal(placeholderNotice({ erased: true }, 'topic', false), 'This topic was erased by the operator.');
+  assert.equal(titleOf({ title: 'Tides', hidden: true }, 'topic'), 'Tides', 'operators keep the title');
+  assert.equal(titleOf({ title: '', hidden: true }, 'topic'), 'Hidden topic');
+  assert.equal(titleOf({ title: '', erased: true }, 'work item'), 'Erased work item');
+});

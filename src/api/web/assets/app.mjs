@@ -6,7 +6,10 @@
  *   #/                      latest activity across rooms
  *   #/rooms, #/room/<id>    rooms and a room's topics
  *   #/topic/<id>            a thread's latest page; …/page/<n> (n-th page back), …/first, …/m-<message id> (permalink)
+ *   #/message/<id>          a message by id alone (opens its permalink once its topic is known)
  *   #/knowledge[/<id>], #/work[/<id>], #/search/<q>, #/catalog
+ *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
+ * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
  * Anything else is a not-found page. The token is kept in sessionStorage (this tab), and in
  * localStorage too only when "remember on this device" is ticked; it is sent only as a Bearer
  * header to this server (never a cookie or a URL). Sign-out forgets both.
@@ -17,11 +20,18 @@ import { Lexer } from './marked.esm.js';
 import { el, replaceChildren } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
+import { flagsView } from './moderation.mjs';
 import {
-  catalogView, homeView, knowledgeItemView, knowledgeListView, notFoundView, roomsView, roomView, searchView, topicView, workBoardView, workItemView,
+  catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
 
 const TOKEN_KEY = 'agent-forum.token';
+/**
+ * Who the token belongs to ({id, operator}, from GET /api/me), kept beside the token in the same
+ * storage and forgotten with it, so a remembered sign-in in a new tab needs no extra request.
+ * Only the buttons shown depend on it; the server decides what an identity may do.
+ */
+const ME_KEY = 'agent-forum.me';
 /** The server's base URL: the folder of this page (works under a path-prefixed FORUM_PUBLIC_URL). */
 const BASE_URL = new URL('.', document.baseURI).href.replace(/\/$/, '');
 /** Routes anyone can open without a token. */
@@ -39,6 +49,7 @@ const ui = {
   signInError: byId('sign-in-error'),
   nav: byId('nav'),
   signOut: byId('sign-out'),
+  navFlags: byId('nav-flags'),
   searchForm: /** @type {HTMLFormElement} */ (byId('search-form')),
   searchQ: /** @type {HTMLInputElement} */ (byId('search-q')),
   live: byId('live'),
@@ -57,6 +68,7 @@ const publicClient = new ForumClient({ baseUrl: BASE_URL });
  * @property {FeedFollower} discussion
  * @property {FeedFollower} work
  * @property {import('./views.mjs').SessionCache} cache
+ * @property {import('./moderation.mjs').Me} me
  */
 /** @type {Session | null} */
 let session = null;
@@ -110,18 +122,33 @@ function sessionCache(client) {
 /** Whether the last failed signIn() was a rejected token (401) rather than a failure to ask. */
 let lastSignInRejected = false;
 
+/** The identity stored beside the token in `storage`, or null. @param {Storage} storage @returns {import('./moderation.mjs').Me|null} */
+function storedMe(storage) {
+  try {
+    const me = JSON.parse(storage.getItem(ME_KEY) ?? 'null');
+    return me && typeof me.id === 'string' && typeof me.operator === 'boolean' ? { id: me.id, operator: me.operator } : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Checks a token with GET /api/agents (Bearer) and starts a session. Returns an error text on
- * failure (401: the token is not accepted; see lastSignInRejected) and null on success.
+ * Checks a token with GET /api/agents (Bearer), learns whose it is with GET /api/me (unless
+ * `knownMe` came from storage) and starts a session. Returns an error text on failure (401: the
+ * token is not accepted; see lastSignInRejected) and null on success.
  * `remember`: keep the token in localStorage too (true), forget it there (false), or leave it as
  * it is (undefined).
- * @param {string} token @param {boolean} [remember]
+ * @param {string} token @param {boolean} [remember] @param {import('./moderation.mjs').Me|null} [knownMe]
  */
-async function signIn(token, remember) {
+async function signIn(token, remember, knownMe = null) {
   const client = makeClient(token);
   let agents;
+  /** @type {import('./moderation.mjs').Me} */
+  let me;
   try {
-    agents = await client.agents();
+    const [list, profile] = await Promise.all([client.agents(), knownMe ? null : client.me()]);
+    agents = list;
+    me = knownMe ?? { id: profile.id, operator: profile.verification === 'operator' };
   } catch (err) {
     const e = /** @type {any} */ (err);
     lastSignInRejected = e?.status === 401;
@@ -129,8 +156,15 @@ async function signIn(token, remember) {
     return `Could not sign in: ${e instanceof Error ? e.message : String(e)}`;
   }
   sessionStorage.setItem(TOKEN_KEY, token);
-  if (remember === true) localStorage.setItem(TOKEN_KEY, token);
-  if (remember === false) localStorage.removeItem(TOKEN_KEY);
+  sessionStorage.setItem(ME_KEY, JSON.stringify(me));
+  if (remember === true) {
+    localStorage.setItem(TOKEN_KEY, token);
+    localStorage.setItem(ME_KEY, JSON.stringify(me));
+  }
+  if (remember === false) {
+    localStorage.removeItem(TOKEN_KEY);
+    localStorage.removeItem(ME_KEY);
+  }
   // A follower's client does not retry itself: live.mjs paces the feed (retry-budget.md).
   const followerClient = makeClient(token, 1);
   const onState = (/** @type {string} */ state, /** @type {string} */ detail, /** @type {any} */ err) => {
@@ -144,6 +178,7 @@ async function signIn(token, remember) {
     discussion: new FeedFollower({ client: followerClient, feed: 'changes', onEvents: (events) => applyEvents('discussion', events), onState }),
     work: new FeedFollower({ client: followerClient, feed: 'work', onEvents: (events) => applyEvents('work', events), onState }),
     cache: sessionCache(client),
+    me,
   };
   return null;
 }
@@ -192,8 +227,10 @@ function signOut(message) {
   }
   session = null;
   current = null;
-  sessionStorage.removeItem(TOKEN_KEY);
-  localStorage.removeItem(TOKEN_KEY);
+  for (const storage of [sessionStorage, localStorage]) {
+    storage.removeItem(TOKEN_KEY);
+    storage.removeItem(ME_KEY);
+  }
   replaceChildren(ui.live);
   delete ui.live.dataset.state;
   replaceChildren(ui.signInError, message ?? '');
@@ -234,7 +271,7 @@ const unknownRoute = () => notFoundView('Page not found', 'This address does not
 
 /** Builds the view of a signed-in route. @param {Session} s @param {string[]} parts @returns {Promise<import('./views.mjs').View>|import('./views.mjs').View} */
 function buildView(s, parts) {
-  const ctx = { client: s.client, agents: s.agents, refresh: () => void render(false), markdown, cache: s.cache };
+  const ctx = { client: s.client, agents: s.agents, refresh: () => void render(false), markdown, cache: s.cache, me: s.me };
   const [name, arg, ...rest] = parts;
   const one = parts.length === 2 && arg !== '';
   switch (name) {
@@ -245,12 +282,29 @@ function buildView(s, parts) {
       const target = arg ? threadTarget(rest) : null;
       return target ? topicView(ctx, arg, target) : unknownRoute();
     }
+    case 'message': return one ? messageView(ctx, arg) : unknownRoute();
+    case 'flags': {
+      if (parts.length > 2 || (arg !== undefined && arg !== 'resolved' && arg !== 'all')) return unknownRoute();
+      return flagsView(ctx, /** @type {'open'|'resolved'|'all'} */ (arg ?? 'open'));
+    }
     case 'knowledge': return parts.length === 1 ? knowledgeListView(ctx) : one ? knowledgeItemView(ctx, arg) : unknownRoute();
     case 'work': return parts.length === 1 ? workBoardView(ctx) : one ? workItemView(ctx, arg) : unknownRoute();
     case 'search': return one ? searchView(ctx, arg) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
     default: return unknownRoute();
   }
+}
+
+/**
+ * A message by its id alone (the flags queue names messages without their topic): reads it once,
+ * puts its permalink in the address bar and shows it in its thread.
+ * @param {any} ctx @param {string} id @returns {Promise<import('./views.mjs').View>}
+ */
+async function messageView(ctx, id) {
+  const [m] = (await ctx.client.messages({ messageId: id, limit: 1 })).messages;
+  if (!m) return notFoundView('Message not found', `There is no message with the id "${id}".`);
+  history.replaceState(null, '', messageRoute(m.topicId, m.id));
+  return topicView(ctx, m.topicId, { kind: 'message', id: m.id });
 }
 
 /** Builds the view of a route anyone can open. @param {string[]} parts @returns {Promise<import('./views.mjs').View>|import('./views.mjs').View} */
@@ -354,6 +408,7 @@ async function render(navigated) {
   const s = session;
   const parts = parseRoute();
   ui.nav.hidden = s === null;
+  ui.navFlags.hidden = !s?.me.operator;
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
   const needsSignIn = s === null && !isPublic;
   ui.signIn.hidden = !needsSignIn;
@@ -469,10 +524,11 @@ window.addEventListener('hashchange', () => {
   if (location.hash === '' || location.hash === '#' || location.hash.startsWith('#/')) void render(true);
 });
 
-// This tab's token, or the one remembered on this device (then kept for this tab too).
-const saved = sessionStorage.getItem(TOKEN_KEY) ?? localStorage.getItem(TOKEN_KEY);
+// This tab's token, or the one remembered on this device (then kept for this tab too), with the identity stored beside it.
+const savedIn = sessionStorage.getItem(TOKEN_KEY) !== null ? sessionStorage : localStorage;
+const saved = savedIn.getItem(TOKEN_KEY);
 if (saved) {
-  void signIn(saved).then((error) => {
+  void signIn(saved, undefined, storedMe(savedIn)).then((error) => {
     // A rejected token is forgotten; a server that did not answer keeps it for a reload.
     if (error && lastSignInRejected) signOut(error);
     else {

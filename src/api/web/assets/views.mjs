@@ -22,6 +22,7 @@
  * @property {() => void} refresh rebuilds the current view in place (after relevant live events)
  * @property {(text: string) => Node[]} markdown a post's text as safe nodes (markdown.mjs)
  * @property {SessionCache} cache records that do not change, kept for the session
+ * @property {import('./moderation.mjs').Me|null} me the signed-in identity (operators get moderation buttons)
  *
  * @typedef {object} SessionCache
  * @property {() => Promise<any[]>} rooms rooms (fetched once per session; room events update it)
@@ -29,12 +30,14 @@
  * @property {(t: any) => void} rememberTopic
  * @property {Map<string, ThreadCache>} threads loaded message pages per topic id
  * @property {Map<string, any>|null} workByTopic work items by discussion topic id, once the whole work list was read
+ * @property {() => void} [forgetRooms] drops the rooms read (a new room arrived)
  *
  * @typedef {object} ThreadCache
  * @property {any[]} messages every loaded message of the topic, oldest first (contiguous from the newest)
  * @property {boolean} complete the oldest message is loaded, so post numbers are exact
  */
 import { el, route, sourceLink, time } from './dom.mjs';
+import { actionBar, placeholderNotice, stateBadge, titleOf } from './moderation.mjs';
 
 // ---- Limits, in one place ----
 /** Messages per API request and per page of a thread: the API's maximum `limit` (spec part 8), so one page costs one request. */
@@ -75,6 +78,26 @@ const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** A post's text through the markdown subset. @param {ViewContext} ctx @param {string} text */
 const body = (ctx, text) => el('div', { class: 'content md' }, ctx.markdown(text));
+
+/**
+ * A record's text, or its placeholder in plain words: "This message was hidden by the operator."
+ * (text gone), or for operators the text under a note that it is hidden.
+ * @param {ViewContext} ctx @param {any} record @param {string} noun @param {string} text
+ */
+function moderatedBody(ctx, record, noun, text) {
+  const textShown = text !== '';
+  const notice = placeholderNotice(record, noun, textShown);
+  if (!notice) return body(ctx, text);
+  if (!textShown) return el('p', { class: 'placeholder' }, notice);
+  return el('div', { class: 'hidden-content' }, el('p', { class: 'placeholder' }, notice), body(ctx, text));
+}
+
+/** A message's excerpt (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {any} m */
+function excerptOf(m) {
+  if (!m.content) return placeholderNotice(m, 'message', false) ?? '';
+  const excerpt = m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content;
+  return m.hidden ? `(hidden) ${excerpt}` : excerpt;
+}
 
 /** Compares records by creation time, then id (the API's order, oldest first). @param {any} a @param {any} b */
 const byCreated = (a, b) => (a.created < b.created ? -1 : a.created > b.created ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -153,9 +176,9 @@ export async function homeView(ctx) {
     active.length === 0 && quiet.length === 0 ? el('p', {}, 'Nothing has been posted yet.') : null,
     active.length ? el('ul', { class: 'cards activity' }, active.map(({ last }) => {
       const t = topicById.get(last.topicId);
-      const excerpt = last.content.length > EXCERPT_CHARS ? `${last.content.slice(0, EXCERPT_CHARS)}…` : last.content;
+      const excerpt = excerptOf(last);
       return el('li', {},
-        el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? t.title : `Topic ${last.topicId}`),
+        el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${last.topicId}`), t ? [' ', stateBadge(t)] : null,
         el('p', { class: 'meta' }, t ? [roomName(t.roomId), ' · '] : null, activity.line(t ?? { id: last.topicId, created: '' })),
         el('p', { class: 'excerpt' }, author(ctx, last.authorId), ': ', excerpt));
     })) : null,
@@ -178,7 +201,7 @@ export async function homeView(ctx) {
  */
 function topicCards(ctx, topics, line, roomName) {
   return el('ul', { class: 'cards topics' }, topics.map((t) => el('li', {},
-    el('a', { href: route('topic', t.id), class: 'title' }, t.title),
+    el('a', { href: route('topic', t.id), class: 'title' }, titleOf(t, 'topic')), ' ', stateBadge(t),
     el('p', { class: 'meta' }, roomName ? [roomName(t.roomId), ' · '] : null, 'by ', author(ctx, t.authorId), ' · ', line(t)))));
 }
 
@@ -289,7 +312,10 @@ export async function topicView(ctx, topicId, target) {
     throw err;
   }
   const topicRecord = exchange.records.find((/** @type {any} */ r) => r.kind === 'topic');
-  const topic = topicRecord ? JSON.parse(topicRecord.canonicalJson) : ctx.cache.topic(topicId);
+  // The export carries hidden/erased on the row (operators get the archived record itself).
+  const topic = topicRecord
+    ? { ...JSON.parse(topicRecord.canonicalJson), ...(topicRecord.hidden ? { hidden: true } : {}), ...(topicRecord.erased ? { erased: true } : {}) }
+    : ctx.cache.topic(topicId);
   if (!topic) return notFoundView('Topic not found', `There is no topic with the id "${topicId}".`);
   ctx.cache.rememberTopic(topic);
   const discussionHead = { originId: exchange.cursor.originId, after: exchange.cursor.through };
@@ -307,9 +333,10 @@ export async function topicView(ctx, topicId, target) {
     const { messages: latestPage } = await ctx.client.messages({ topicId, limit: THREAD_PAGE_SIZE });
     const newest = thread.messages[thread.messages.length - 1];
     const joins = latestPage.length < THREAD_PAGE_SIZE || latestPage.some((/** @type {any} */ m) => m.id === newest.id);
-    const known = new Set(thread.messages.map((m) => m.id));
+    // The page just read wins over the copy loaded earlier (a message may have been hidden since).
+    const fresh = new Set(latestPage.map((/** @type {any} */ m) => m.id));
     thread = joins
-      ? { messages: [...thread.messages, ...latestPage.filter((/** @type {any} */ m) => !known.has(m.id))].sort(byCreated), complete: thread.complete }
+      ? { messages: [...thread.messages.filter((m) => !fresh.has(m.id)), ...latestPage].sort(byCreated), complete: thread.complete }
       : { messages: [...latestPage].sort(byCreated), complete: false };
   }
   if (!thread) thread = { messages: [], complete: false };
@@ -357,8 +384,46 @@ export async function topicView(ctx, topicId, target) {
   const numbers = new Map(thread.complete ? all.map((m, i) => [m.id, i + 1]) : []);
 
   const root = el('ol', { class: 'thread', 'aria-label': 'Messages' });
-  /** @type {Map<string, {list: HTMLElement, replies: HTMLElement, depth: number}>} each shown message's list, replies list and depth */
+  /** @type {Map<string, {list: HTMLElement, replies: HTMLElement, depth: number, item: HTMLElement, isNew: boolean}>} each shown message's list, replies list, depth and item */
   const shown = new Map();
+  /**
+   * One message's <article>: header (number, author, permalink time, "New", "in reply to"), its
+   * text or placeholder, and the action bar (moderation or flag).
+   * @param {any} m @param {boolean} isNew @param {boolean} flattened @param {string} [notice] the last action's result
+   */
+  const article = (m, isNew, flattened, notice) => {
+    const number = numbers.get(m.id);
+    const parentNumber = m.replyTo ? numbers.get(m.replyTo) : undefined;
+    return el('article', { tabindex: '-1', 'aria-labelledby': `h-${m.id}`, class: m.erased ? 'erased' : m.hidden ? 'hidden' : null },
+      el('header', { class: 'meta', id: `h-${m.id}` },
+        number ? [el('span', { class: 'number' }, `#${number}`), ' '] : null,
+        el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
+        el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
+        isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
+        flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
+      moderatedBody(ctx, m, 'message', m.content),
+      messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden)));
+  };
+  /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
+  const update = (m, notice) => {
+    thread.messages = thread.messages.map((x) => (x.id === m.id ? m : x));
+    const entry = shown.get(m.id);
+    if (!entry) return;
+    const old = /** @type {HTMLElement} */ (entry.item.querySelector(':scope > article'));
+    const hadFocus = old.contains(document.activeElement);
+    const next = article(m, entry.isNew, Boolean(m.replyTo) && entry.list !== shown.get(m.replyTo)?.replies, notice);
+    old.replaceWith(next);
+    if (hadFocus || notice) /** @type {HTMLElement|null} */ (next.querySelector('.mod-status'))?.focus();
+  };
+  /** Reads one message again after a moderation action (operators see it with its new state). @param {string} id @param {string} notice */
+  const reload = async (id, notice) => {
+    try {
+      const [m] = (await ctx.client.messages({ messageId: id, topicId, limit: 1 })).messages;
+      if (m) update(m, notice);
+    } catch {
+      ctx.refresh();
+    }
+  };
   const empty = el('p', { class: 'empty' }, 'No messages yet.');
   /** @param {any} m @param {boolean} isNew @returns {boolean} whether it was added */
   const add = (m, isNew) => {
@@ -371,22 +436,10 @@ export async function topicView(ctx, topicId, target) {
     const depth = nested ? parent.depth + 1 : parent ? parent.depth : 0;
     const flattened = Boolean(m.replyTo) && !nested;
     const replies = el('ol', { class: 'replies', 'aria-label': 'Replies' });
-    const number = numbers.get(m.id);
-    const parentNumber = m.replyTo ? numbers.get(m.replyTo) : undefined;
     const item = el('li', { class: isNew ? 'message new' : 'message', id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
-      el('article', { tabindex: '-1', 'aria-labelledby': `h-${m.id}` },
-        el('header', { class: 'meta', id: `h-${m.id}` },
-          number ? [el('span', { class: 'number' }, `#${number}`), ' '] : null,
-          el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
-          el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
-          isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
-          flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
-        body(ctx, m.content),
-        // Operators' per-message action bar (hide/unhide/erase, issue 27) plugs in here once the moderation API exists.
-        messageActions(ctx, m)),
-      replies);
+      article(m, isNew, flattened), replies);
     list.appendChild(item);
-    shown.set(m.id, { list, replies, depth });
+    shown.set(m.id, { list, replies, depth, item, isNew });
     empty.hidden = true;
     return true;
   };
@@ -412,12 +465,18 @@ export async function topicView(ctx, topicId, target) {
 
   const node = el('section', { class: 'topic' },
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), ' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)),
-    heading(topic.title),
+    heading(titleOf(topic, 'topic'), ' ', stateBadge(topic)),
     el('p', { class: 'meta' }, 'Started by ', author(ctx, topic.authorId), ' · ', time(topic.created)),
+    topic.hidden || topic.erased ? el('p', { class: 'placeholder' }, placeholderNotice(topic, 'topic', Boolean(topic.title)), topic.erased ? ' Its messages were erased with it.' : ' Its messages are hidden with it.') : null,
+    actionBar(ctx, { type: 'topic', id: topicId }, topic, () => {
+      // Hiding a topic hides its messages too: read the thread again.
+      ctx.cache.threads.delete(topicId);
+      ctx.refresh();
+    }),
     linkedKnowledge.length || workItem ? el('aside', { class: 'linked', 'aria-label': 'Linked work and knowledge' },
-      workItem ? el('p', {}, 'Work item: ', el('a', { href: route('work', workItem.id) }, workItem.title), ' ', el('span', { class: `state state-${workItem.state}` }, workItem.state)) : null,
+      workItem ? el('p', {}, 'Work item: ', el('a', { href: route('work', workItem.id) }, titleOf(workItem, 'work item')), ' ', el('span', { class: `state state-${workItem.state}` }, workItem.state)) : null,
       linkedKnowledge.length ? [el('p', {}, `Knowledge from this topic (${linkedKnowledge.length}):`), el('ul', {}, linkedKnowledge.map((/** @type {any} */ k) => el('li', {},
-        el('a', { href: route('knowledge', k.id) }, k.title), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
+        el('a', { href: route('knowledge', k.id) }, titleOf(k, 'knowledge item')), ' ', stateBadge(k), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
     target.kind === 'message' && !wanted ? el('p', { class: 'note', role: 'alert' }, 'The linked message is not in this topic (it may have been removed, or the link is incomplete). Showing the latest page.') : null,
     all.length > 0 ? pager('Thread pages') : null,
     empty,
@@ -438,7 +497,15 @@ export async function topicView(ctx, topicId, target) {
       /** @type {HTMLElement|null} */ (target.querySelector('article'))?.focus({ preventScroll: true });
     },
     onDiscussion: (events) => {
-      const fresh = ofKind(events, 'message').filter((m) => m.topicId === topicId && !thread.messages.some((x) => x.id === m.id));
+      const inTopic = ofKind(events, 'message').filter((m) => m.topicId === topicId);
+      // A known message in an event changed (hidden, unhidden or erased, spec part 6 and issue 25): show it as it is now.
+      for (const m of inTopic) if (thread.messages.some((x) => x.id === m.id)) update(m);
+      if (ofKind(events, 'topic').some((t) => t.id === topicId && (Boolean(t.hidden) !== Boolean(topic.hidden) || Boolean(t.erased) !== Boolean(topic.erased)))) {
+        ctx.cache.threads.delete(topicId);
+        ctx.refresh();
+        return;
+      }
+      const fresh = inTopic.filter((m) => !thread.messages.some((x) => x.id === m.id));
       if (fresh.length === 0) return;
       thread.messages = [...thread.messages, ...fresh].sort(byCreated);
       if (pageNo === 1) for (const m of fresh) add(m, true);
@@ -447,13 +514,17 @@ export async function topicView(ctx, topicId, target) {
 }
 
 /**
- * The action bar of one message: empty for now. Operators' hide/unhide/erase buttons (issue 27)
- * plug in here once the moderation endpoints exist; returning null adds nothing to the page.
- * @param {ViewContext} _ctx @param {any} _message
+ * The action bar of one message (moderation.mjs): operators hide / unhide / erase it, other
+ * readers flag it. `onChanged(text)` runs after a hide, unhide or erase (the caller reads the
+ * message again); `notice` is the last action's result, shown in the bar; `inHiddenTopic`: the
+ * message is hidden with its topic (then only Erase is offered on it).
+ * @param {ViewContext} ctx @param {any} message @param {(text: string) => void} onChanged @param {string} [notice] @param {boolean} [inHiddenTopic]
  * @returns {HTMLElement|null}
  */
-export function messageActions(_ctx, _message) {
-  return null;
+export function messageActions(ctx, message, onChanged, notice, inHiddenTopic = false) {
+  return actionBar(ctx, { type: 'message', id: message.id }, message, (kind, text) => {
+    if (kind !== 'flag') onChanged(text);
+  }, notice, inHiddenTopic);
 }
 
 /** A knowledge item's metadata line. @param {ViewContext} ctx @param {any} k */
@@ -477,38 +548,51 @@ export async function knowledgeListView(ctx) {
     heading('Knowledge'),
     el('p', { class: 'note' }, 'Categories and sources are the authors\' claims, not fact checks.'),
     knowledge.length === 0 ? el('p', {}, 'No knowledge items yet.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
-      el('a', { href: route('knowledge', k.id), class: 'title' }, k.title),
+      el('a', { href: route('knowledge', k.id), class: 'title' }, titleOf(k, 'knowledge item')), ' ', stateBadge(k),
       knowledgeMeta(ctx, k)))),
   );
   // The list holds the latest items only: a revision of a shown item, or an item newer than all shown, changes it.
-  const shownRevision = new Map(knowledge.map((/** @type {any} */ k) => [k.id, k.revision]));
+  /** @type {Map<string, any>} */
+  const shownItems = new Map(knowledge.map((/** @type {any} */ k) => [k.id, k]));
   const newest = knowledge.reduce((/** @type {string} */ max, /** @type {any} */ k) => (k.created > max ? k.created : max), '');
-  const changes = (/** @type {any} */ k) => shownRevision.has(k.id) ? k.revision > shownRevision.get(k.id) : k.created > newest;
+  const changes = (/** @type {any} */ k) => {
+    const shownItem = shownItems.get(k.id);
+    if (!shownItem) return k.created > newest;
+    // A newer revision, or the shown one hidden, unhidden or erased since (issue 25).
+    return k.revision > shownItem.revision || (k.revision === shownItem.revision && (Boolean(k.hidden) !== Boolean(shownItem.hidden) || Boolean(k.erased) !== Boolean(shownItem.erased)));
+  };
   return { title: 'Knowledge', node, onDiscussion: (events) => ofKind(events, 'knowledge').some(changes) && ctx.refresh() };
 }
 
 /** One knowledge item with every revision, newest first. @param {ViewContext} ctx @param {string} id @returns {Promise<View>} */
 export async function knowledgeItemView(ctx, id) {
   const { knowledge } = await ctx.client.knowledge({ id, history: true, limit: 100 });
+  /** @type {any[]} revisions or their placeholders (`hidden`, `erased`) */
   const revisions = [...knowledge].sort((a, b) => b.revision - a.revision);
   const latest = revisions[0];
   if (!latest) return notFoundView('Knowledge item not found', `There is no knowledge item with the id "${id}".`);
   const node = el('section', {},
     el('p', { class: 'crumbs' }, el('a', { href: route('knowledge') }, 'Knowledge')),
-    heading(latest.title),
+    heading(titleOf(latest, 'knowledge item'), ' ', stateBadge(latest)),
     el('p', { class: 'note' }, 'Categories and sources are the author\'s claims, not fact checks.'),
+    actionBar(ctx, { type: 'knowledge', id }, latest, ctx.refresh),
     el('h2', {}, `Revisions (${revisions.length})`),
     el('ol', { class: 'revisions', reversed: true }, revisions.map((k) => el('li', { class: 'revision', 'data-revision': k.revision },
       el('article', {},
-        el('h3', {}, `Revision ${k.revision}: `, k.title),
+        el('h3', {}, `Revision ${k.revision}: `, titleOf(k, 'revision'), ' ', stateBadge(k)),
         knowledgeMeta(ctx, k),
-        body(ctx, k.content),
-        sourcesList(k.sources))))),
+        moderatedBody(ctx, k, 'revision', k.content),
+        k.erased || (k.hidden && !k.content) ? null : sourcesList(k.sources))))),
   );
   return {
     title: latest.title,
     node,
-    onDiscussion: (events) => ofKind(events, 'knowledge').some((k) => k.id === id && k.revision > latest.revision) && ctx.refresh(),
+    // A new revision, or a revision hidden, unhidden or erased since (issue 25).
+    onDiscussion: (events) => ofKind(events, 'knowledge').some((k) => {
+      if (k.id !== id) return false;
+      const shownRevision = revisions.find((r) => r.revision === k.revision);
+      return !shownRevision || Boolean(shownRevision.hidden) !== Boolean(k.hidden) || Boolean(shownRevision.erased) !== Boolean(k.erased);
+    }) && ctx.refresh(),
   };
 }
 
@@ -544,15 +628,22 @@ export async function workBoardView(ctx) {
       return el('section', { class: `column state-${state}`, 'aria-labelledby': `col-${state}` },
         el('h2', { id: `col-${state}` }, `${state[0].toUpperCase()}${state.slice(1)} (${inState.length})`),
         inState.length === 0 ? el('p', { class: 'meta' }, 'None.') : el('ul', { class: 'cards' }, inState.map((w) => el('li', {},
-          el('a', { href: route('work', w.id), class: 'title' }, w.title),
+          el('a', { href: route('work', w.id), class: 'title' }, titleOf(w, 'work item')), ' ', stateBadge(w),
           el('p', { class: 'meta' }, `#${w.sequence} · by `, author(ctx, w.authorId),
             w.assigneeId ? [' · assignee ', author(ctx, w.assigneeId)] : null,
             leaseText(w) ? [' · ', leaseText(w)] : null,
             w.tags.length ? ` · ${w.tags.join(', ')}` : null)))));
     })),
   );
-  const shownRevision = new Map(items.map((w) => [w.id, w.revision]));
-  const changes = (/** @type {any} */ e) => e.kind === 'work_item' && e.workItem && e.workItem.revision > (shownRevision.get(e.workItem.id) ?? (truncated ? Infinity : 0));
+  /** @type {Map<string, any>} */
+  const shownItems = new Map(items.map((w) => [w.id, w]));
+  const changes = (/** @type {any} */ e) => {
+    if (e.kind !== 'work_item' || !e.workItem) return false;
+    const shownItem = shownItems.get(e.workItem.id);
+    if (!shownItem) return !truncated;
+    // A newer revision, or the item hidden, unhidden or erased since (issue 25: an event at the same revision).
+    return e.workItem.revision > shownItem.revision || Boolean(e.workItem.hidden) !== Boolean(shownItem.hidden) || Boolean(e.workItem.erased) !== Boolean(shownItem.erased);
+  };
   // Every work event is one revision (spec part 6), so the board shows the feed up to this position.
   const workHead = truncated ? undefined : items.reduce((sum, w) => sum + w.revision, 0);
   return { title: 'Work board', node, wide: true, workHead, onWork: (events) => events.some(changes) && ctx.refresh() };
@@ -581,15 +672,16 @@ function workRevision(ctx, w, prev) {
       lines.length ? el('ul', { class: 'changes' }, lines) : null,
       w.result && changed('result') ? el('div', { class: 'result' },
         el('h4', {}, 'Result by ', author(ctx, w.result.authorId), ' · ', time(w.result.created)),
-        body(ctx, w.result.content),
-        sourcesList(w.result.sources)) : null,
+        moderatedBody(ctx, w, 'result', w.result.content),
+        w.result.content ? sourcesList(w.result.sources) : null) : null,
       w.review && changed('review') ? el('div', { class: 'review' },
         el('h4', {}, `Review: ${w.review.decision} by `, author(ctx, w.review.authorId), ' · ', time(w.review.created)),
-        body(ctx, w.review.feedback)) : null));
+        moderatedBody(ctx, w, 'review', w.review.feedback)) : null));
 }
 
 /** A work item: summary, description and its history, oldest revision first. @param {ViewContext} ctx @param {string} id @returns {Promise<View>} */
 export async function workItemView(ctx, id) {
+  /** @type {any[]} revisions or their placeholders (`hidden`, `erased`) */
   const revisions = [];
   let afterRevision = 0;
   let truncated = true;
@@ -612,7 +704,8 @@ export async function workItemView(ctx, id) {
   if (!w) return notFoundView('Work item not found', `There is no work item with the id "${id}".`);
   const node = el('section', {},
     el('p', { class: 'crumbs' }, el('a', { href: route('work') }, 'Work board')),
-    heading(w.title),
+    heading(titleOf(w, 'work item'), ' ', stateBadge(w)),
+    actionBar(ctx, { type: 'work', id }, w, ctx.refresh),
     el('dl', { class: 'summary' },
       el('dt', {}, 'State'), el('dd', {}, el('span', { class: `state state-${w.state}` }, w.state), ` · revision ${w.revision}`),
       el('dt', {}, 'Assignee'), el('dd', {}, w.assigneeId ? author(ctx, w.assigneeId) : 'nobody'),
@@ -623,9 +716,9 @@ export async function workItemView(ctx, id) {
       el('dt', {}, 'Discussion'), el('dd', {}, el('a', { href: route('topic', w.topicId) }, 'the topic of this work item')),
       w.tags.length ? [el('dt', {}, 'Tags'), el('dd', {}, w.tags.join(', '))] : null),
     el('h2', {}, 'Description'),
-    body(ctx, w.description),
+    moderatedBody(ctx, w, 'work item', w.description),
     el('h2', {}, 'Acceptance criteria'),
-    body(ctx, w.acceptanceCriteria),
+    moderatedBody(ctx, w, 'work item', w.acceptanceCriteria),
     el('h2', {}, `History (${count(revisions.length, 'revision')})`),
     truncated ? el('p', { class: 'note' }, `Showing the first ${revisions.length} revisions.`) : null,
     el('ol', { class: 'revisions history' }, revisions.map((r, i) => workRevision(ctx, r, revisions[i - 1]))),
@@ -633,7 +726,9 @@ export async function workItemView(ctx, id) {
   return {
     title: w.title,
     node,
-    onWork: (events) => events.some((e) => e.kind === 'work_item' && e.workItem?.id === id && e.workItem.revision > w.revision) && ctx.refresh(),
+    // A new revision, or the item hidden, unhidden or erased since (issue 25: an event at the same revision).
+    onWork: (events) => events.some((e) => e.kind === 'work_item' && e.workItem?.id === id
+      && (e.workItem.revision > w.revision || Boolean(e.workItem.hidden) !== Boolean(w.hidden) || Boolean(e.workItem.erased) !== Boolean(w.erased))) && ctx.refresh(),
   };
 }
 
@@ -644,12 +739,12 @@ export async function searchView(ctx, q) {
     heading('Search: ', el('q', {}, q)),
     el('h2', {}, `Messages (${messages.length})`),
     messages.length === 0 ? el('p', {}, 'No messages match.') : el('ul', { class: 'cards' }, messages.map((/** @type {any} */ m) => el('li', {},
-      el('p', { class: 'excerpt' }, m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content),
+      el('p', { class: 'excerpt' }, excerptOf(m)),
       el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
         el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread'))))),
     el('h2', {}, `Knowledge (${knowledge.length})`),
     knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
-      el('a', { href: route('knowledge', k.id), class: 'title' }, k.title),
+      el('a', { href: route('knowledge', k.id), class: 'title' }, titleOf(k, 'knowledge item')), ' ', stateBadge(k),
       knowledgeMeta(ctx, k)))),
   );
   return { title: `Search: ${q}`, node };
