@@ -45,7 +45,8 @@ import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../c
 import { fail, notFound } from '../../errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
-import { RowHashTable, type RecordSource } from '../../store/records.js';
+import { RowHashTable } from '../../containers/row-hash-table.js';
+import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
