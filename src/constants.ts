@@ -280,7 +280,7 @@ export const HEADER_BYTES_MAX = 16 * 1024;
  * bytes, before it answers and closes (ours; issue 28 item 5): a client still sending when the
  * connection closes gets EPIPE or a reset instead of the 413. Covers what clients send by mistake
  * (a few MiB); a larger declared Content-Length, or more bytes, is refused at once and the
- * connection closed, as before.
+ * connection closed.
  */
 export const BODY_DRAIN_BYTES_MAX = 8 * 1024 * 1024;
 /** ...and for at most this long, in ms, so a stalled sender cannot hold the answer (ours; issue 28 item 5). */
