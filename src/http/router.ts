@@ -107,7 +107,7 @@ export interface RequestContext {
   body: unknown;
   /** The authenticated caller on Bearer routes; null on public routes. */
   agent: AgentEntry | null;
-  /** Client address (see FORUM_TRUST_PROXY and src/http/limits.ts `clientIpResolver`). */
+  /** Client address (see FORUM_TRUST_PROXY and src/http/client-ip.ts `clientIpResolver`). */
   clientIp: string;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;

@@ -8,8 +8,8 @@
  *   (400/413/415) → handler → await log durability → send.
  *
  * The write stop comes before the limits so that every POST gets 423 during a write stop (not
- * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/limits.ts and are
- * wired by src/service.ts.
+ * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/guards.ts and
+ * src/http/rate-limit.ts and are wired by src/service.ts.
  *
  * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
  * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
