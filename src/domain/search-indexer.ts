@@ -18,6 +18,7 @@ import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
 import type { CandidateIndex } from './forum/search.js';
 import { SliceTimer } from './slices.js';
+import { upperBound } from '../containers/binary-search.js';
 
 /** The texts record `type` with payload JSON `payloadJson` contributes to the index, or null. */
 export function documentTexts(type: string, payloadJson: string): string[] | null {
@@ -194,12 +195,5 @@ export class SearchIndexer implements CandidateIndex {
 
 /** First index in `order` (ascending by seq) whose seq is greater than `seq`. */
 function firstKnowledgeAfter(order: readonly { seq: number }[], seq: number): number {
-  let lo = 0;
-  let hi = order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (order[mid]!.seq <= seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return upperBound(order.length, (i) => order[i]!.seq, seq);
 }

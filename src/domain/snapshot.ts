@@ -11,7 +11,10 @@
  * The objects are serialised with `v8.serialize` (structured clone: Maps, plain objects).
  */
 import { deserialize, serialize } from 'node:v8';
-import { RowHashTable, U32List, type RecordLocations, type RecordSource } from '../store/records.js';
+import { RowHashTable } from '../containers/row-hash-table.js';
+import { U32List } from '../containers/u32-list.js';
+import type { RecordLocations } from '../store/record-locations.js';
+import type { RecordSource } from '../store/records.js';
 import type { AgentEntry } from './agents/agents.js';
 import type { KnowledgeEntry } from './knowledge/knowledge.js';
 import { internWorkEntry, type WorkEntry } from './work/work.js';

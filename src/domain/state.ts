@@ -12,7 +12,7 @@ import { addModerationEvents, createFeedsState, type FeedsState } from './feeds/
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
-import { applyWork, createWorkState, type WorkBoardState } from './work/work.js';
+import { applyWork, createWorkBoardState, type WorkBoardState } from './work/work.js';
 import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationState } from './moderation/moderation.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
@@ -51,7 +51,7 @@ export function createState(records?: RecordSource): State {
     forum: createForumState(source),
     knowledge: createKnowledgeState(source),
     feeds: createFeedsState(source),
-    work: createWorkState(source),
+    work: createWorkBoardState(source),
     opportunities: createOpportunitiesState(),
   };
 }

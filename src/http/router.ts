@@ -15,6 +15,9 @@ export type Method = 'GET' | 'POST';
 /** Which per-token or per-IP limit of part 8 a route counts toward (beyond the global limit). */
 export type RateLimitClass = 'write' | 'changeRead' | 'registration';
 
+/** The Content-Type of every JSON reply (a `body` or `json`, and raw JSON a handler sends). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** What a handler returns; the server serialises and sends it. */
 export interface Reply {
   status: number;
@@ -107,7 +110,7 @@ export interface RequestContext {
   body: unknown;
   /** The authenticated caller on Bearer routes; null on public routes. */
   agent: AgentEntry | null;
-  /** Client address (see FORUM_TRUST_PROXY and src/http/limits.ts `clientIpResolver`). */
+  /** Client address (see FORUM_TRUST_PROXY and src/http/client-ip.ts `clientIpResolver`). */
   clientIp: string;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;

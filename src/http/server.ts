@@ -8,8 +8,8 @@
  *   (400/413/415) → handler → await log durability → send.
  *
  * The write stop comes before the limits so that every POST gets 423 during a write stop (not
- * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/limits.ts and are
- * wired by src/service.ts.
+ * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/guards.ts and
+ * src/http/rate-limit.ts and are wired by src/service.ts.
  *
  * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
  * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
@@ -33,7 +33,7 @@ import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { JSON_CONTENT_TYPE, Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -131,7 +131,7 @@ export function sendError(res: ServerResponse, err: ServiceError, render?: (err:
     ...BASE_HEADERS,
     ...err.headers,
     ...(requestId === undefined ? {} : { 'X-Request-Id': requestId }),
-    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Type': JSON_CONTENT_TYPE,
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(body);
@@ -154,7 +154,7 @@ export function toServiceError(err: unknown, context: LogFields = {}): ServiceEr
  */
 export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requestId?: string): void {
   let payload: string | Buffer;
-  let contentType = reply.contentType ?? 'application/json; charset=utf-8';
+  let contentType = reply.contentType ?? JSON_CONTENT_TYPE;
   if (reply.raw !== undefined) payload = reply.raw;
   else if (reply.json !== undefined) payload = reply.json;
   else if (reply.body !== undefined) payload = JSON.stringify(reply.body);
@@ -530,7 +530,7 @@ function rawErrorReply(status: number, reason: string, body: { error: string; co
     ...BASE_HEADERS,
     ...extra,
     'X-Request-Id': requestId ?? randomUUID(),
-    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Type': JSON_CONTENT_TYPE,
     'Content-Length': String(Buffer.byteLength(text)),
     Connection: 'close',
   };

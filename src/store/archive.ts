@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
-import { fsyncDirSync } from './fsutil.js';
+import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
 import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, segmentName, type SegmentInfo } from './log.js';
 import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
@@ -108,7 +108,7 @@ export function backupArchive(
  * still the original (erasure contract): a copy taken while the server ran can hold an erase
  * record whose rewrite had not reached the segment yet, and a backup must never carry erased
  * bytes. Reads the copy twice (erase targets, then their lines); rewrites each affected segment in
- * place through a temp file, fsync and rename. Output: how many records were erased.
+ * place through writeFileAtomicSync. Output: how many records were erased.
  * Throws LogCorruptError for a damaged copy.
  */
 function completeErasures(logDir: string): number {
@@ -126,25 +126,10 @@ function completeErasures(logDir: string): number {
     const path = join(logDir, segmentName(first));
     const buf = readFileSync(path);
     for (const l of lines) tombstoneLine(buf.subarray(l.offset, l.end), l.seq).copy(buf, l.offset);
-    writeFileAtomicBytesSync(path, buf);
+    writeFileAtomicSync(path, buf);
     erased += lines.length;
   }
-  if (erased > 0) fsyncDirSync(logDir);
   return erased;
-}
-
-/** Writes `content` to a temp file beside `path`, fsyncs it and renames it over `path`. */
-function writeFileAtomicBytesSync(path: string, content: Buffer): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    let w = 0;
-    while (w < content.length) w += writeSync(fd, content, w, content.length - w);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
 }
 
 export interface RestoreResult {

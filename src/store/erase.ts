@@ -10,17 +10,18 @@
  *      to it is in progress), so the writer never appends to a file being rewritten;
  *   2. the segment is read, each target line is proven (records.storedHashOf equals the
  *      target's hash) and replaced by its tombstone in memory;
- *   3. the result is written to `<segment>.tmp-<pid>` in the log folder, fsynced, renamed over the
- *      segment, and the folder is fsynced. A crash at any instant leaves the old file or the new
+ *   3. the result is written by writeFileAtomic (`<segment>.tmp-<pid>` in the log folder,
+ *      fsynced, renamed over the segment, the folder fsynced). A crash at any instant leaves the old file or the new
  *      one, never a mix; a leftover temp file is removed at the next start (Log.open), and a
  *      target whose line is still the original is erased again at that start.
- *   4. the record cache and the segment's read descriptor are dropped (reads open the new file).
+ *   4. right after the rename, the record cache and the segment's read descriptor are dropped
+ *      (reads open the new file).
  * Derived indexes holding an erased record (the search index's shards) are dropped by the
  * caller's `beforeRewrite` hook, before step 3, so no crash can leave them behind.
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDir, tempPathOf } from './fsutil.js';
+import { writeFileAtomic } from './fsutil.js';
 import { HASH_SUFFIX_LENGTH, isTombstoneAt, segmentName, tombstoneLine, type EraseTarget } from './record-format.js';
 import type { SegmentRecords } from './records.js';
 
@@ -74,27 +75,9 @@ export async function eraseRecords(host: EraseHost, targets: ReadonlyArray<Erase
       changed.push(t.seq);
     }
     if (changed.length === 0) continue;
-    await replaceFile(path, buf);
-    // Reads open the new file from here on (the old descriptor still shows the old inode).
-    records.segmentReplaced(segmentFirstSeq, changed);
-    await fsyncDir(host.logDir);
+    // Reads open the new file from the rename on (the old descriptor still shows the old inode).
+    await writeFileAtomic(path, buf, { onRenamed: () => records.segmentReplaced(segmentFirstSeq, changed) });
     rewritten.push(...changed);
   }
   return rewritten;
-}
-
-/** Writes `content` to `<path>.tmp-<pid>`, fsyncs it and renames it over `path` (the caller fsyncs the folder). */
-async function replaceFile(path: string, content: Buffer): Promise<void> {
-  const tmp = tempPathOf(path);
-  const handle = await fsp.open(tmp, 'w', 0o600);
-  try {
-    await handle.writeFile(content);
-    await handle.sync();
-  } catch (err) {
-    await handle.close().catch(() => undefined);
-    await fsp.rm(tmp, { force: true });
-    throw err;
-  }
-  await handle.close();
-  await fsp.rename(tmp, path);
 }

@@ -81,8 +81,8 @@ export function writeMeta(dataDir: string, meta: LogMeta): void {
 }
 
 /** writeMeta without blocking the event loop (the running log's checkpoints). */
-export function writeMetaAsync(dataDir: string, meta: LogMeta): Promise<void> {
-  return writeFileAtomic(join(dataDir, META_FILE), JSON.stringify(meta, null, 2) + '\n');
+export async function writeMetaAsync(dataDir: string, meta: LogMeta): Promise<void> {
+  await writeFileAtomic(join(dataDir, META_FILE), JSON.stringify(meta, null, 2) + '\n');
 }
 
 /**

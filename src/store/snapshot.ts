@@ -34,10 +34,10 @@
  * so a crash leaves the old snapshot or the new one, never a mix.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
-import { fsyncDirSync, tempPathOf } from './fsutil.js';
+import { writeFileAtomicSync } from './fsutil.js';
 import { listSegments } from './log.js';
 import { SNAPSHOT_HEADER_BYTES_MAX } from '../constants.js';
 
@@ -147,23 +147,9 @@ export function writeSnapshot(dataDir: string, header: Omit<SnapshotHeader, 'for
   for (const part of parts) mac.update(part);
   const headLine = Buffer.concat([fields, Buffer.from(`${MAC_FIELD}${mac.digest('hex')}"}\n`, 'latin1')]);
   const path = snapshotPath(dataDir);
-  const tmp = tempPathOf(path);
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    for (const buf of [headLine, ...parts]) {
-      let w = 0;
-      while (w < buf.length) w += writeSync(fd, buf, w, buf.length - w);
-    }
-    fsyncSync(fd);
-  } catch (err) {
-    // Tens of MB of a half-written snapshot must not stay on a disk that just ran full.
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
-  fsyncDirSync(dir);
+  // A failed write removes its temp file: tens of MB of a half-written snapshot must not stay on
+  // a disk that just ran full.
+  writeFileAtomicSync(path, [headLine, ...parts]);
 }
 
 /**

@@ -1,15 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  SlidingWindowLimiter,
-  RateLimits,
-  DiskGuard,
-  ShutdownGate,
-  clientIpResolver,
-  isProxyAddress,
-  ipRateKey,
-  rateLimitHeaders,
-} from '../../dist/http/limits.js';
+import { SlidingWindowLimiter, RateLimits, rateLimitHeaders } from '../../dist/http/rate-limit.js';
+import { DiskGuard, ShutdownGate } from '../../dist/http/guards.js';
+import { clientIpResolver, isProxyAddress, ipRateKey } from '../../dist/http/client-ip.js';
 import { DiskSpace } from '../../dist/store/disk.js';
 import { loadConfig } from '../../dist/config.js';
 import { clientErrorReply } from '../../dist/http/server.js';

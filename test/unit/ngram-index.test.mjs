@@ -229,7 +229,7 @@ for (const [section, offsetField, reasonPattern] of [
 test('leftover temp files and shards not starting at seq 1 are dropped', async (t) => {
   const dir = tempDir(t);
   const files = await threeShards(dir);
-  writeFileSync(join(dir, `${files[0]}.tmp`), 'partial');
+  writeFileSync(join(dir, `${files[0]}.tmp-424242`), 'partial');
   const { unlinkSync } = await import('node:fs');
   unlinkSync(join(dir, files[0]));
   const { index, drops } = reopenWithDrops(dir);
@@ -335,7 +335,7 @@ test('a seal whose write fails keeps answering from memory and is written before
   const index = NgramIndex.open(dir, { key: KEY, shardDocsMax: 3 });
   const { mkdirSync, rmdirSync } = await import('node:fs');
   // A folder where the temp file must go makes the write fail (EISDIR), as a full disk would.
-  const blocker = join(dir, '0000000000000001-0000000000000003.ngram.tmp');
+  const blocker = join(dir, `0000000000000001-0000000000000003.ngram.tmp-${process.pid}`);
   mkdirSync(blocker);
   const docs = makeDocs(6);
   for (const d of docs.slice(0, 3)) index.add(d.seq, d.texts);

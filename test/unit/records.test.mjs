@@ -1,27 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
-import { RecordCache, RowHashTable, U32List, splitRecordText } from '../../dist/store/records.js';
+import { RecordCache, splitRecordText } from '../../dist/store/records.js';
 import { App } from '../../dist/app.js';
 import { loadConfig } from '../../dist/config.js';
 import { decideMessage, decideTopic, messageByClientId, messageJsonOf } from '../../dist/domain/forum/forum.js';
 import { tempDir } from '../helpers/server.mjs';
-
-test('the row hash table finds every row added under a key, newest first, across growth', () => {
-  fc.assert(
-    fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 3000 }), (keys) => {
-      const table = new RowHashTable();
-      keys.forEach((k, row) => table.add(k * 0x9e3779b1, row));
-      for (let k = 0; k <= 40; k++) {
-        const seen = [];
-        table.find(k * 0x9e3779b1, (row) => (seen.push(row), false));
-        const expected = keys.map((key, row) => (key === k ? row : -1)).filter((r) => r >= 0).reverse();
-        assert.deepEqual(seen, expected);
-      }
-    }),
-    { numRuns: 50 },
-  );
-});
 
 test('the record cache keeps the most recently used records within its byte bound', () => {
   const cache = new RecordCache(2000);
@@ -51,13 +34,6 @@ test('a cache of 0 bytes keeps nothing', () => {
   cache.set(1, { payloadJson: '{}', time: 't' });
   assert.equal(cache.get(1), undefined);
   assert.equal(cache.bytes, 0);
-});
-
-test('a U32List grows and answers upper bounds in ascending order', () => {
-  const list = new U32List(2);
-  for (const v of [1, 3, 3, 7, 10]) list.push(v);
-  assert.deepEqual([0, 1, 3, 6, 10, 11].map((v) => list.upperBound(v)), [0, 1, 3, 3, 5, 5]);
-  assert.equal(list.at(4), 10);
 });
 
 test('a record text read back must be the record the index located', () => {

@@ -18,11 +18,10 @@ import {
   SERVICE_NAME,
   SERVICE_VERSION,
 } from '../../constants.js';
-import type { Reply, RequestContext } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type Reply, type RequestContext } from '../../http/router.js';
 import { perBaseUrl, serveStatic, staticDocument } from '../docs/static.js';
 import { A2A_ACTIONS } from './dispatch.js';
 
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
  * The card's pointer to the MCP endpoint (issue 26): an A2A AgentExtension (not required: `required` omitted, its proto default false) whose

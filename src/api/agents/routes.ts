@@ -1,7 +1,7 @@
 /**
  * Public and agent endpoints of part 4: status, register, agents (parts 4, 5).
  */
-import type { Route } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type Route } from '../../http/router.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
 import { activeAgentCount, agentView, decideRegister, type RegisterInput } from '../../domain/agents/agents.js';
@@ -44,7 +44,7 @@ export const agentRoutes: Route[] = [
     summary: 'Service status: name, version, agent counts, write stop and registration flags.',
     tag: 'Public',
     responses: { 200: { description: 'Status', schema: 'Status' } },
-    handler: ({ app }) => ({ status: 200, raw: statusBody(app), contentType: 'application/json; charset=utf-8' }),
+    handler: ({ app }) => ({ status: 200, raw: statusBody(app), contentType: JSON_CONTENT_TYPE }),
   },
   {
     method: 'POST',

@@ -58,7 +58,7 @@ export interface Operation {
   responses: Record<string, unknown>;
 }
 
-/** The headers of src/http/limits.ts `rateLimitHeaders`, sent with every response a limit counted or refused. */
+/** The headers of src/http/rate-limit.ts `rateLimitHeaders`, sent with every response a limit counted or refused. */
 const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
 
 /** Error statuses of part 7 with their meaning; each becomes `components.responses.<name>`. */
@@ -311,7 +311,7 @@ function successResponses(route: Route, schemas: ReadonlyMap<string, JsonSchema>
   for (const [status, doc] of Object.entries(route.responses)) {
     const d = file && Number(status) === 200 ? { ...doc, contentType: file.contentType } : doc;
     const r: Record<string, unknown> = { description: d.description };
-    // A counted request gets the RateLimit-* headers of its route's limit (src/http/limits.ts);
+    // A counted request gets the RateLimit-* headers of its route's limit (src/http/rate-limit.ts);
     // a dispatched one those of the route its action ran.
     const counted = limited && Number(status) >= 200 && Number(status) < 300;
     const headers = headersObject(counted ? [...(d.headers ?? []), ...RATE_LIMIT_HEADERS] : d.headers);

@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Reply, RequestContext, Route, ServedFile } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route, type ServedFile } from '../../http/router.js';
 import { notFound } from '../../errors.js';
 import { allSchemas } from '../../http/validate.js';
 import { buildOpenApi, withServer } from './openapi.js';
@@ -38,7 +38,6 @@ const PYTHON = 'text/x-python; charset=utf-8';
 const HTML = 'text/html; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
 const PNG = 'image/png';
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 const DOC_HEADERS = ['ETag', 'Cache-Control'];
 const notModified = { description: 'Not modified: If-None-Match matched the current ETag.', headers: DOC_HEADERS };
@@ -110,7 +109,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
   const clientIndex = perBaseUrl((url) =>
     staticDocument(
       JSON.stringify({ files: CLIENT_FILES.map((f) => ({ name: f.name, url: `${url}${CLIENT_PREFIX}${f.name}`, contentType: f.contentType, description: f.description })) }),
-      JSON_TYPE,
+      JSON_CONTENT_TYPE,
     ),
   );
   const page = staticDocument(read('ui', 'index.html'), HTML);
@@ -138,7 +137,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       operationId: 'getOpenApi',
       summary: 'This contract as OpenAPI 3.1.1, generated from the route table and the JSON Schemas.',
       tag: 'Docs',
-      responses: { 200: { description: 'The OpenAPI document', contentType: JSON_TYPE, headers: DOC_HEADERS }, 304: notModified },
+      responses: { 200: { description: 'The OpenAPI document', contentType: JSON_CONTENT_TYPE, headers: DOC_HEADERS }, 304: notModified },
       handler: (ctx) => serveStatic(ctx, openapi!(ctx.app.config.publicUrl)),
     },
     {
@@ -205,7 +204,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       operationId: 'getClientIndex',
       summary: 'Index of the client helpers: each file with its absolute URL, content type and a one-line description.',
       tag: 'Docs',
-      responses: { 200: { description: 'The client files', schema: 'ClientIndex', contentType: JSON_TYPE, headers: DOC_HEADERS }, 304: notModified },
+      responses: { 200: { description: 'The client files', schema: 'ClientIndex', contentType: JSON_CONTENT_TYPE, headers: DOC_HEADERS }, 304: notModified },
       handler: (ctx) => serveStatic(ctx, clientIndex(ctx.app.config.publicUrl)),
     },
     {
@@ -229,7 +228,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
 
   // Generated now, at startup, so a broken schema reference stops the server instead of a request.
   const doc = buildOpenApi([...apiRoutes, ...own], allSchemas());
-  openapi = perBaseUrl((url) => staticDocument(JSON.stringify(withServer(doc, url)), JSON_TYPE));
+  openapi = perBaseUrl((url) => staticDocument(JSON.stringify(withServer(doc, url)), JSON_CONTENT_TYPE));
   return own;
 }
 

@@ -4,7 +4,7 @@
  * is the same kind of polling).
  */
 import type { App } from '../../app.js';
-import type { Route } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route } from '../../http/router.js';
 import {
   checkCursor,
   exchangePageJson,
@@ -24,7 +24,6 @@ function pageVariant(reader: Reader): string {
 }
 
 const CURSOR_ERRORS = [409];
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Encoded complete pages of both feeds, per app (a lineage change means a new app), bounded by
@@ -35,6 +34,19 @@ function cacheOf(app: App): FeedPageCache {
   let c = pageCaches.get(app);
   if (!c) pageCaches.set(app, (c = new FeedPageCache(app.config.feedCacheBytes)));
   return c;
+}
+
+/**
+ * One page of the discussion or work feed for the caller: checks the cursor against the feed's
+ * `originId` and `head` (409 CURSOR_* when it does not belong, part 4), and answers the page from
+ * the page cache, rendering it with `render` for the caller's reader class on a miss.
+ */
+function feedPage(ctx: RequestContext, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string): Reply {
+  const q = ctx.query as unknown as CursorQuery;
+  checkCursor(q, originId, head, `${feed} feed`);
+  const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
+  const raw = cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
+  return { status: 200, raw, contentType: JSON_CONTENT_TYPE };
 }
 
 export const feedRoutes: Route[] = [
@@ -49,13 +61,10 @@ export const feedRoutes: Route[] = [
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
-    handler: ({ app, query, agent }) => {
-      const q = query as unknown as CursorQuery;
+    handler: (ctx) => {
+      const { app } = ctx;
       const head = app.log.headSeq;
-      checkCursor(q, app.log.originId, head, 'discussion feed');
-      const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const raw = cacheOf(app).page('discussion', q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader), pageVariant(reader));
-      return { status: 200, raw, contentType: JSON_TYPE };
+      return feedPage(ctx, 'discussion', app.log.originId, head, (q, reader) => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader));
     },
   },
   {
@@ -69,14 +78,10 @@ export const feedRoutes: Route[] = [
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
-    handler: ({ app, query, agent }) => {
-      const q = query as unknown as CursorQuery;
-      const events = app.state.feeds.work;
+    handler: (ctx) => {
+      const { app } = ctx;
       const originId = workFeedOriginId(app.log.originId);
-      checkCursor(q, originId, events.length, 'work feed');
-      const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const raw = cacheOf(app).page('work', q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId, reader), pageVariant(reader));
-      return { status: 200, raw, contentType: JSON_TYPE };
+      return feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader));
     },
   },
   {

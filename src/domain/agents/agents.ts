@@ -19,8 +19,8 @@ export type AgentKind = 'agent' | 'human' | 'integration';
 /** Roles behind 403 (part 5 item 10, ours): `operator` may review and cancel any work. */
 export type Role = 'agent' | 'operator';
 
-/** The public Agent record (part 2). */
-export interface Agent {
+/** What an agent is registered as (part 2): the fields the public Agent and its register record share. */
+interface AgentIdentity {
   id: string;
   name: string;
   provider: string;
@@ -28,21 +28,18 @@ export interface Agent {
   kind: AgentKind;
   verification: string;
   created: string;
+}
+
+/** The public Agent record (part 2); `agentView` builds it field by field, so no secret leaks. */
+export interface Agent extends AgentIdentity {
   lastActive: string | null;
   disabled: 0 | 1;
 }
 
-/** Payload of an `agent.register` record. */
-export interface AgentRegisterPayload {
-  id: string;
-  name: string;
-  provider: string;
-  description: string;
-  kind: AgentKind;
-  verification: string;
+/** Payload of an `agent.register` record: the identity plus the role and the token's hash. */
+export interface AgentRegisterPayload extends AgentIdentity {
   role: Role;
   tokenHash: string;
-  created: string;
 }
 
 /** An indexed agent: its registration record, disabled flag and in-memory activity time (ms). */

@@ -14,7 +14,8 @@
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
  */
 import stableStringify from 'fast-json-stable-stringify';
-import { U32List, type RecordSource, type StoredRecord } from '../../store/records.js';
+import { U32List } from '../../containers/u32-list.js';
+import type { RecordSource, StoredRecord } from '../../store/records.js';
 
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 

@@ -13,7 +13,10 @@ import { addDiscussionEvent, discussionRecordOf, type FeedsState } from '../feed
 import { idHasSeq, makeId } from '../ids.js';
 import { exclusiveBoundMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
-import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
+import { lowerBound, upperBound } from '../../containers/binary-search.js';
+import { RowHashTable } from '../../containers/row-hash-table.js';
+import { U32List } from '../../containers/u32-list.js';
+import type { RecordSource } from '../../store/records.js';
 import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 /** Room (part 2). */
@@ -409,26 +412,10 @@ export async function queryMessages(s: ForumState, query: MessageQuery, search: 
     if (query.agentId !== undefined) pick(listCandidates(s.byAuthor.get(query.agentId)));
   }
   // Replies come after their parent: candidates (ascending rows) at or before it are skipped.
-  let lowest = 0;
-  if (parent !== undefined) {
-    let hi = candidates.length;
-    while (lowest < hi) {
-      const mid = (lowest + hi) >>> 1;
-      if (candidates.row(mid) <= parent) lowest = mid + 1;
-      else hi = mid;
-    }
-  }
+  const lowest = parent === undefined ? 0 : upperBound(candidates.length, (i) => candidates.row(i), parent);
   let end = candidates.length;
   if (query.before !== undefined) {
-    const beforeMs = exclusiveBoundMs(query.before);
-    let lo = 0;
-    let hi = candidates.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (Date.parse(createdOf(messageJsonOf(s, candidates.row(mid)))) < beforeMs) lo = mid + 1;
-      else hi = mid;
-    }
-    end = lo;
+    end = lowerBound(candidates.length, (i) => Date.parse(createdOf(messageJsonOf(s, candidates.row(i)))), exclusiveBoundMs(query.before));
   }
   const topicNo = query.topicId === undefined ? -1 : s.nameIds.get(query.topicId) ?? -2;
   const authorNo = query.agentId === undefined ? -1 : s.nameIds.get(query.agentId) ?? -2;

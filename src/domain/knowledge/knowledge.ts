@@ -20,6 +20,7 @@ import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
 import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
+import { lowerBound } from '../../containers/binary-search.js';
 import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
 import { isIndexDamage, type CandidateIndex } from '../forum/search.js';
 import { discussionView, statusOf, textVisible, type ModerationStatus, type Reader } from '../moderation/moderation.js';
@@ -272,14 +273,7 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
 
 /** The revision with log seq `seq` in `order` (ascending by seq), or undefined (another record). */
 function entryOfSeq(order: readonly KnowledgeEntry[], seq: number): KnowledgeEntry | undefined {
-  let lo = 0;
-  let hi = order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (order[mid]!.seq < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  const e = order[lo];
+  const e = order[lowerBound(order.length, (i) => order[i]!.seq, seq)];
   return e !== undefined && e.seq === seq ? e : undefined;
 }
 

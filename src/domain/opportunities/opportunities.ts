@@ -11,7 +11,7 @@ import type { LogRecord } from '../../store/log.js';
 import { CATALOG_BRIEF_FORMAT, CATALOG_FORMAT, CATALOG_ITEMS_MAX, CATALOG_POLL_SECONDS } from '../../constants.js';
 import { invalid, notFound } from '../../errors.js';
 import type { SettingsState } from '../admin/settings.js';
-import { isAvailable, type WorkBoardState, type WorkState } from '../work/work.js';
+import { isAvailable, type WorkBoardState, type WorkItemState } from '../work/work.js';
 
 /** One curated brief, as written by the operator (schema OpportunityBriefs). */
 export interface OpportunityBrief {
@@ -25,7 +25,7 @@ export interface OpportunityBrief {
 
 /** A catalog entry (part 2 Opportunity): the brief plus coarse live status and links. */
 export interface Opportunity extends OpportunityBrief {
-  state: WorkState;
+  state: WorkItemState;
   available: boolean;
   workUrl: string;
   discussionUrl: string;

@@ -45,13 +45,15 @@ import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../c
 import { fail, notFound } from '../../errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
-import { RowHashTable, type RecordSource } from '../../store/records.js';
+import { RowHashTable } from '../../containers/row-hash-table.js';
+import type { RecordSource } from '../../store/records.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
 import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
-export type WorkState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
+/** A work item's state (spec part 3); not to be confused with WorkBoardState, the whole board. */
+export type WorkItemState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
 
 /** `result` of a WorkItem (part 2). */
 export interface WorkResult {
@@ -79,7 +81,7 @@ export interface WorkItem {
   acceptanceCriteria: string;
   tags: string[];
   topicId: string;
-  state: WorkState;
+  state: WorkItemState;
   assigneeId: string | null;
   leaseUntil: string | null;
   revision: number;
@@ -151,7 +153,7 @@ export interface WorkEntry {
   authorId: string;
   topicId: string;
   tags: readonly string[];
-  state: WorkState;
+  state: WorkItemState;
   assigneeId: string | null;
   revision: number;
   /** leaseUntil in ms, or null. */
@@ -194,14 +196,14 @@ const NO_TAGS: readonly string[] = Object.freeze([]);
 export function internWorkEntry(s: WorkBoardState, e: WorkEntry): WorkEntry {
   e.authorId = internWorkString(s, e.authorId);
   e.topicId = internWorkString(s, e.topicId);
-  e.state = internWorkString(s, e.state) as WorkState;
+  e.state = internWorkString(s, e.state) as WorkItemState;
   e.assigneeId = e.assigneeId === null ? null : internWorkString(s, e.assigneeId);
   e.tags = e.tags.length === 0 ? NO_TAGS : e.tags.map((t) => internWorkString(s, t));
   return e;
 }
 
 /** An empty work board whose revisions are read from `records`. */
-export function createWorkState(records: RecordSource): WorkBoardState {
+export function createWorkBoardState(records: RecordSource): WorkBoardState {
   return { items: new Map(), order: [], byClientId: new RowHashTable(), records, strings: new Map() };
 }
 
@@ -416,7 +418,7 @@ export function isAvailable(entry: WorkEntry, nowMs: number, writeStop: boolean)
   return entry.state === 'open' || leaseExpired(entry, nowMs);
 }
 
-function isClosed(state: WorkState): boolean {
+function isClosed(state: WorkItemState): boolean {
   return state === 'completed' || state === 'cancelled';
 }
 
@@ -628,7 +630,7 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       if (!entry || item.revision !== entry.revision + 1) {
         throw new Error(`work.action at seq ${record.seq}: ${item.id} revision ${item.revision} does not follow the current revision`);
       }
-      entry.state = internWorkString(s, item.state) as WorkState;
+      entry.state = internWorkString(s, item.state) as WorkItemState;
       entry.assigneeId = item.assigneeId === null ? null : internWorkString(s, item.assigneeId);
       entry.revision = item.revision;
       entry.leaseUntilMs = item.leaseUntil === null ? null : Date.parse(item.leaseUntil);
@@ -649,7 +651,7 @@ export interface WorkListQuery {
   after: number;
   limit: number;
   id?: string;
-  state?: WorkState;
+  state?: WorkItemState;
   tag?: string;
   q?: string;
   authorId?: string;

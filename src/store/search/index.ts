@@ -10,10 +10,10 @@
  * caller has matched its (lastSeq, lastHash) against the log; otherwise it is deleted and its
  * documents are added again from the log.
  */
-import { mkdirSync, readdirSync, unlinkSync, promises as fsp } from 'node:fs';
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
-import { fsyncDir } from '../fsutil.js';
+import { TEMP_FILE_PATTERN, writeFileAtomic } from '../fsutil.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
 import { assertKey, encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
@@ -99,7 +99,7 @@ export class NgramIndex {
     mkdirSync(dir, { recursive: true });
     const found: { name: string; firstSeq: number; lastSeq: number }[] = [];
     for (const name of readdirSync(dir)) {
-      if (name.endsWith('.tmp')) {
+      if (TEMP_FILE_PATTERN.test(name)) {
         index.drop(name, 'unfinished temp file');
         continue;
       }
@@ -234,20 +234,7 @@ export class NgramIndex {
     if (shard.cancelled) return;
     const name = shardFileName(shard.firstSeq, shard.lastSeq);
     const path = join(this.dir, name);
-    const tmp = `${path}.tmp`;
-    const handle = await fsp.open(tmp, 'w', 0o600);
-    try {
-      await handle.writeFile(file);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    if (shard.cancelled) {
-      await fsp.unlink(tmp);
-      return;
-    }
-    await fsp.rename(tmp, path);
-    await fsyncDir(this.dir);
+    if (!(await writeFileAtomic(path, file, { abandon: () => shard.cancelled }))) return;
     if (shard.cancelled) {
       this.unlink(name);
       return;

@@ -26,6 +26,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { DERIVED_KEY_BYTES, NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION, SHARD_MAC_READ_BYTES } from '../../constants.js';
+import { lowerBound, upperBound } from '../../containers/binary-search.js';
 import { decodeDeltas, type LiveShard } from './live.js';
 
 /** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
@@ -327,40 +328,26 @@ export class ShardReader {
   /** Where `key`'s posting list lies, or null when no document of this shard holds it. Throws ShardDamage when its dictionary block fails its checksum. */
   lookup(key: number): PostingEntry | null {
     const sample = this.sampleKeys;
-    let lo = 0;
-    let hi = sample.length - 1;
-    if (hi < 0 || key < sample[0]!) return null;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (sample[mid]! <= key) lo = mid;
-      else hi = mid - 1;
-    }
+    // The last dictionary block whose first key is at most `key` (none: no block can hold it).
+    const lo = upperBound(sample.length, (i) => sample[i]!, key) - 1;
+    if (lo < 0) return null;
     const entries = Math.min(NGRAM_DICT_BLOCK_ENTRIES, this.grams - lo * NGRAM_DICT_BLOCK_ENTRIES);
     const len = entries * ENTRY_BYTES;
     const buf = scratchOf(len);
     const at = this.dictOff + lo * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
     if (readSync(this.fd, buf, 0, len, at) !== len) throw new ShardDamage('short read of a dictionary block');
     if (crc32(buf.subarray(0, len)) !== this.blockCrcs[lo]) throw new ShardDamage(`dictionary block ${lo} checksum mismatch`);
-    let a = 0;
-    let b = entries - 1;
-    while (a <= b) {
-      const mid = (a + b) >>> 1;
-      const k = buf.readDoubleLE(mid * ENTRY_BYTES);
-      if (k === key) {
-        const e = mid * ENTRY_BYTES;
-        const countAndFlag = buf.readUInt32LE(e + 16);
-        return {
-          count: countAndFlag & 0x7fffffff,
-          offset: buf.readUInt32LE(e + 8),
-          bytes: buf.readUInt32LE(e + 12),
-          bitmap: (countAndFlag & BITMAP_FLAG) !== 0,
-          crc: buf.readUInt32LE(e + 20),
-        };
-      }
-      if (k < key) a = mid + 1;
-      else b = mid - 1;
-    }
-    return null;
+    const found = lowerBound(entries, (i) => buf.readDoubleLE(i * ENTRY_BYTES), key);
+    if (found === entries || buf.readDoubleLE(found * ENTRY_BYTES) !== key) return null;
+    const e = found * ENTRY_BYTES;
+    const countAndFlag = buf.readUInt32LE(e + 16);
+    return {
+      count: countAndFlag & 0x7fffffff,
+      offset: buf.readUInt32LE(e + 8),
+      bytes: buf.readUInt32LE(e + 12),
+      bitmap: (countAndFlag & BITMAP_FLAG) !== 0,
+      crc: buf.readUInt32LE(e + 20),
+    };
   }
 
   /** Reads and checks one posting list; returns a buffer valid until the next read. Throws ShardDamage. */

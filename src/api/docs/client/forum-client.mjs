@@ -40,8 +40,8 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @typedef {{id: string, topicId: string, authorId: string, content: string, replyTo: string|null, clientId: string, created: string}} Message
  * @typedef {{id: string, revision: number, authorId: string, title: string, content: string, category: 'evidence'|'hypothesis'|'opinion'|'correction', sources: string[], topicId: string|null, created: string}} Knowledge
  * @typedef {{title: string, content: string, category: Knowledge['category'], sources?: string[], topicId?: string, previousId?: string, expectedRevision?: number}} KnowledgeInput
- * @typedef {'open'|'claimed'|'submitted'|'completed'|'cancelled'} WorkState
- * @typedef {{id: string, sequence: number, authorId: string, title: string, description: string, acceptanceCriteria: string, tags: string[], topicId: string, state: WorkState, assigneeId: string|null, leaseUntil: string|null, revision: number, created: string, updated: string, updatedBy: string, result: {authorId: string, content: string, sources: string[], created: string}|null, review: {authorId: string, decision: 'accept'|'revise', feedback: string, created: string}|null}} WorkItem
+ * @typedef {'open'|'claimed'|'submitted'|'completed'|'cancelled'} WorkItemState
+ * @typedef {{id: string, sequence: number, authorId: string, title: string, description: string, acceptanceCriteria: string, tags: string[], topicId: string, state: WorkItemState, assigneeId: string|null, leaseUntil: string|null, revision: number, created: string, updated: string, updatedBy: string, result: {authorId: string, content: string, sources: string[], created: string}|null, review: {authorId: string, decision: 'accept'|'revise', feedback: string, created: string}|null}} WorkItem
  * @typedef {{untrusted: true, items: WorkItem[], nextAfter: number, hasMore: boolean}} WorkList
  * @typedef {{untrusted: true, revisions: WorkItem[], nextAfterRevision: number, hasMore: boolean}} WorkHistory
  * @typedef {{clientId?: string, title: string, description: string, acceptanceCriteria: string, tags?: string[], topicId?: string}} WorkCreateInput
@@ -307,7 +307,7 @@ export class ForumClient {
 
   // ---- Work ----
   /**
-   * @param {{after?: number, limit?: number, id?: string, state?: WorkState, tag?: string, q?: string, authorId?: string, assigneeId?: string, available?: boolean}} [query]
+   * @param {{after?: number, limit?: number, id?: string, state?: WorkItemState, tag?: string, q?: string, authorId?: string, assigneeId?: string, available?: boolean}} [query]
    * @returns {Promise<WorkList>}
    */
   work(query = {}) { return this.request('GET', '/api/work', { query }); }
