@@ -15,6 +15,7 @@ import { exclusiveBoundMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
 import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
 import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -344,6 +345,58 @@ export function topicStatusOf(reader: Reader, seq: number, json: string): Modera
 export function topicViewOf(s: ForumState, reader: Reader, seq: number): string {
   const json = topicJsonOf(s, seq);
   return discussionView(reader, 'topic', json, topicStatusOf(reader, seq, json));
+}
+
+// ---- snapshot ----
+
+/** The forum index as a state snapshot keeps it: typed arrays by index into the body's arrays. */
+export interface PackedForum {
+  roomOrder: Room[];
+  topicIds: string[];
+  topicOrder: number;
+  rows: { seq: number; topic: number; author: number; replyTo: number };
+  byTopic: PackedLists;
+  byAuthor: PackedLists;
+  byClientId: PackedTable;
+  names: string[];
+}
+
+/** Packs the forum index; its arrays go to `arrays`. */
+export function packForum(s: ForumState, arrays: PackedArrays): PackedForum {
+  return {
+    roomOrder: s.roomOrder,
+    topicIds: [...s.topics.keys()],
+    topicOrder: arrays.putList(s.topicOrder),
+    rows: { seq: arrays.putList(s.rows.seq), topic: arrays.putList(s.rows.topic), author: arrays.putList(s.rows.author), replyTo: arrays.putList(s.rows.replyTo) },
+    byTopic: packLists(s.byTopic, arrays),
+    byAuthor: packLists(s.byAuthor, arrays),
+    byClientId: packTable(s.byClientId, arrays),
+    names: s.names,
+  };
+}
+
+/**
+ * Fills the empty index `s` from `p`, as replaying the log would have built it. Throws Error for
+ * data that does not fit together (the caller replays the log instead).
+ */
+export function unpackForum(s: ForumState, p: PackedForum, arrays: PackedArrays): void {
+  for (const r of p.roomOrder) {
+    s.rooms.set(r.id, r);
+    s.roomOrder.push(r);
+  }
+  const topicOrder = arrays.take(p.topicOrder);
+  if (p.topicIds.length !== topicOrder.length) throw new Error('damaged topic index');
+  s.topicOrder = U32List.of(topicOrder);
+  p.topicIds.forEach((id, i) => s.topics.set(id, topicOrder[i]!));
+  const rows = { seq: arrays.takeList(p.rows.seq), topic: arrays.takeList(p.rows.topic), author: arrays.takeList(p.rows.author), replyTo: arrays.takeList(p.rows.replyTo) };
+  const n = rows.seq.length;
+  if (rows.topic.length !== n || rows.author.length !== n || rows.replyTo.length !== n) throw new Error('damaged message rows');
+  s.rows = rows;
+  s.byTopic = unpackLists(p.byTopic, arrays);
+  s.byAuthor = unpackLists(p.byAuthor, arrays);
+  s.byClientId = unpackTable(p.byClientId, arrays);
+  s.names = p.names;
+  s.nameIds = new Map(p.names.map((name, i) => [name, i]));
 }
 
 // ---- queries ----

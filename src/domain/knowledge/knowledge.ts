@@ -199,6 +199,43 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   return true;
 }
 
+// ---- snapshot ----
+
+/** The knowledge index as a state snapshot keeps it: every revision's entry, in log order. */
+export interface PackedKnowledge {
+  order: KnowledgeEntry[];
+}
+
+/** Packs the knowledge index (the other indexes are rebuilt from the entries). */
+export function packKnowledge(s: KnowledgeState): PackedKnowledge {
+  return { order: s.order };
+}
+
+/** Fills the empty index `s` from `p`, as replaying the log would have built it. */
+export function unpackKnowledge(s: KnowledgeState, p: PackedKnowledge): void {
+  // Each deserialized entry brings its own copy of its ids; share the index's one, as apply does.
+  for (const e of p.order) {
+    const revisions = s.items.get(e.id);
+    if (revisions) {
+      e.id = revisions[0]!.id;
+      revisions.push(e);
+    } else s.items.set(e.id, [e]);
+    s.order.push(e);
+    const byAuthor = s.byAuthor.get(e.authorId);
+    if (byAuthor) {
+      e.authorId = byAuthor[0]!.authorId;
+      byAuthor.push(e);
+    } else s.byAuthor.set(e.authorId, [e]);
+    if (e.topicId !== null) {
+      const byTopic = s.byTopic.get(e.topicId);
+      if (byTopic) {
+        e.topicId = byTopic[0]!.topicId;
+        byTopic.push(e);
+      } else s.byTopic.set(e.topicId, [e]);
+    }
+  }
+}
+
 // ---- queries ----
 
 /** GET /api/knowledge query (schemas/KnowledgeQuery.json), also the knowledge half of /api/search. */
