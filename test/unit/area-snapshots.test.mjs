@@ -21,7 +21,6 @@ import {
   createForumState, decideMessage, decideRoom, decideTopic, defaultRoom, listTopicsJson, messageByClientId, messageById, messageIdOf,
   messagesJson, packForum, queryMessages, topicViewOf, unpackForum,
 } from '../../dist/domain/forum/forum.js';
-import { scanSearch } from '../../dist/domain/forum/search.js';
 import { createKnowledgeState, decideKnowledge, entriesJson, packKnowledge, queryKnowledge, unpackKnowledge } from '../../dist/domain/knowledge/knowledge.js';
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
@@ -212,7 +211,7 @@ const READS = {
       for (const id of log.made.topics) queries.push({ topicId: id, limit: 1000 }, { topicId: id, limit: 3, q: 'alpha' });
       for (const id of log.made.agents) queries.push({ agentId: id, limit: 1000 });
       for (const id of log.made.messages.slice(0, 40)) queries.push({ replyTo: id, limit: 1000 }, { messageId: id, limit: 1 });
-      for (const q of queries) out.push(messagesJson(st.forum, await queryMessages(st.forum, q, scanSearch, reader), reader));
+      for (const q of queries) out.push(messagesJson(st.forum, await queryMessages(st.forum, q, null, reader), reader));
     }
     for (const id of log.made.messages) out.push(String(messageById(st.forum, id)));
     for (const c of log.made.messageClients) out.push(String(messageByClientId(st.forum, c.authorId, c.clientId)));

@@ -66,7 +66,7 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
     handler: async ({ app, query, agent }) => {
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search, reader);
+      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.indexer, reader);
       return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found, reader)}}` };
     },
   },

@@ -80,7 +80,7 @@ export const knowledgeRoutes: Route[] = [
     handler: async ({ app, query, agent }) => {
       const p = query as unknown as SearchQuery;
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search, reader);
+      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.indexer, reader);
       const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer, reader);
       return {
         status: 200,

@@ -15,6 +15,8 @@ import { exclusiveBoundMs } from '../../clock.js';
 import { createdOf, readMessageFields } from './message-json.js';
 import { RowHashTable, U32List, type RecordSource } from '../../store/records.js';
 import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { contentIncludes, rowOfSeq } from './search.js';
+import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
 
 /** Room (part 2). */
@@ -436,11 +438,11 @@ function listCandidates(list: U32List | undefined): Candidates {
  * (part 4 GET /api/messages), as rows. Starts from the smallest index a filter names (the topic's
  * or author's rows; a reply's parent bounds the scan from below, since replies come after their
  * parent in its topic); `before` is found by binary search on creation time. `q` is
- * `content.toLowerCase().includes(q.toLowerCase())`, checked on each candidate's stored JSON by
- * `search` (see search.ts), which runs in slices so the event loop is never held.
- * Unknown ids give an empty result.
+ * `content.toLowerCase().includes(q.toLowerCase())`, checked on each candidate's stored JSON
+ * (search.ts) by the one indexed scan (domain/indexed-scan.ts: `index` proposes candidates, null
+ * scans), which runs in slices so the event loop is never held. Unknown ids give an empty result.
  */
-export async function queryMessages(s: ForumState, query: MessageQuery, search: MessageSearch, reader: Reader): Promise<MessageRow[]> {
+export async function queryMessages(s: ForumState, query: MessageQuery, index: CandidateIndex | null, reader: Reader): Promise<MessageRow[]> {
   const rows = s.rows;
   let candidates: Candidates = { length: rows.seq.length, row: (i) => i };
   let replyToSeq = -1;
@@ -501,19 +503,14 @@ export async function queryMessages(s: ForumState, query: MessageQuery, search: 
   }
   // Search never finds text the reader may not see (issue 25): such messages leave the candidates.
   const moderated = reader.mod.hidden.size > 0 || reader.mod.erased.size > 0;
-  const searchable = moderated ? (row: MessageRow): boolean => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter;
-  return search.find(s, lq, { from: end, lowest, row: candidates.row, filter: searchable, limit: query.limit });
-}
-
-/**
- * How `queryMessages` runs a `q` search over candidate positions [lowest, from) newest first:
- * `row(i)` maps a position to a message row, `filter` applies the other filters (no reads), and
- * at most `limit` rows whose content contains `lq` are returned, newest first.
- */
-export interface MessageSearch {
-  find(
-    s: ForumState,
-    lq: string,
-    c: { from: number; lowest: number; row: (i: number) => MessageRow; filter: (row: MessageRow) => boolean; limit: number },
-  ): Promise<MessageRow[]>;
+  return indexedScan(index, lq, {
+    lowest,
+    from: end,
+    at: candidates.row,
+    seqOf: (row) => rows.seq.at(row),
+    bySeq: (seq) => rowOfSeq(s, seq),
+    filter: moderated ? (row) => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter,
+    matches: (row) => contentIncludes(messageJsonOf(s, row), lq),
+    limit: query.limit,
+  });
 }
