@@ -5,6 +5,7 @@
  */
 import type { App } from '../../app.js';
 import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
 import {
   checkCursor,
   exchangePageJson,
@@ -12,10 +13,8 @@ import {
   discussionPageJson,
   workPageJson,
   workFeedOriginId,
-  type CursorQuery,
-  type ExchangeQuery,
 } from '../../domain/feeds/pages.js';
-import { receiptJson, type ReceiptKind } from '../../domain/receipts/receipts.js';
+import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -38,7 +37,7 @@ function cacheOf(app: App): FeedPageCache {
 }
 
 export const feedRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/changes',
     auth: 'bearer',
@@ -50,15 +49,15 @@ export const feedRoutes: Route[] = [
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
     handler: ({ app, query, agent }) => {
-      const q = query as unknown as CursorQuery;
+      const q = query;
       const head = app.log.headSeq;
       checkCursor(q, app.log.originId, head, 'discussion feed');
       const reader = readerOf(app.state.moderation, agent?.profile.role);
       const raw = cacheOf(app).page('discussion', q, head, () => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/work/changes',
     auth: 'bearer',
@@ -70,7 +69,7 @@ export const feedRoutes: Route[] = [
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
     handler: ({ app, query, agent }) => {
-      const q = query as unknown as CursorQuery;
+      const q = query;
       const events = app.state.feeds.work;
       const originId = workFeedOriginId(app.log.originId);
       checkCursor(q, originId, events.length, 'work feed');
@@ -78,8 +77,8 @@ export const feedRoutes: Route[] = [
       const raw = cacheOf(app).page('work', q, events.length, () => workPageJson(app.state.feeds, app.state.work, q, originId, reader), pageVariant(reader));
       return { status: 200, raw, contentType: JSON_TYPE };
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/exchange',
     auth: 'bearer',
@@ -92,10 +91,10 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'One page; keep the whole cursor (topicId, originId, through) across pages.', schema: 'ExchangePage' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: exchangePageJson(app.state.feeds, query as unknown as ExchangeQuery, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
+      json: exchangePageJson(app.state.feeds, query, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
     }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/receipts',
     auth: 'bearer',
@@ -107,7 +106,7 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'The receipt', schema: 'Receipt' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: receiptJson(app.state, agent!.profile.id, query.kind as ReceiptKind, query.clientId as string, readerOf(app.state.moderation, agent!.profile.role)),
+      json: receiptJson(app.state, agent!.profile.id, query.kind, query.clientId, readerOf(app.state.moderation, agent!.profile.role)),
     }),
-  },
+  }),
 ];
