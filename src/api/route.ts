@@ -10,7 +10,7 @@
  * because the pipeline validates against exactly the schema the route names before the handler.
  */
 import type { Reply, RequestContext, Route } from '../http/router.js';
-import type { RegisterInput } from '../domain/agents/agents.js';
+import type { AgentEntry, RegisterInput } from '../domain/agents/agents.js';
 import type { CursorQuery, ExchangeQuery } from '../domain/feeds/pages.js';
 import type { MessageInput, MessageQuery } from '../domain/forum/forum.js';
 import type { KnowledgeInput, KnowledgeQuery } from '../domain/knowledge/knowledge.js';
@@ -46,23 +46,32 @@ export interface RequestSchemas {
 /** A request schema's name. */
 type SchemaName = keyof RequestSchemas;
 
-/** The request context of a typed route: `query` and `body` of the schemas it names. */
-export type TypedContext<Q extends SchemaName, B extends SchemaName | undefined> = Omit<RequestContext, 'query' | 'body'> & {
+/**
+ * The request context of a typed route: `query` and `body` of the schemas it names, and on a
+ * Bearer route the caller, never null (the pipeline answers 401 before the handler otherwise); on
+ * a public route the caller when one is known (a dispatched run), else null.
+ */
+export type TypedContext<Q extends SchemaName, B extends SchemaName | undefined, A extends Route['auth']> = Omit<RequestContext, 'query' | 'body' | 'agent'> & {
   query: RequestSchemas[Q];
   body: B extends SchemaName ? RequestSchemas[B] : undefined;
+  agent: A extends 'bearer' ? AgentEntry : AgentEntry | null;
 };
 
-/** A route whose handler is written against the types of the schemas it names. */
-export type TypedRoute<Q extends SchemaName, B extends SchemaName | undefined> = Omit<Route, 'query' | 'body' | 'handler'> & {
+/** A route whose handler is written against the types of the schemas it names and its auth. */
+export type TypedRoute<Q extends SchemaName, B extends SchemaName | undefined, A extends Route['auth']> = Omit<Route, 'query' | 'body' | 'auth' | 'handler'> & {
   query?: Q;
   body?: B;
-  handler: (ctx: TypedContext<Q, B>) => Reply | Promise<Reply>;
+  auth: A;
+  handler: (ctx: TypedContext<Q, B, A>) => Reply | Promise<Reply>;
 };
 
 /**
  * A row of the route table from a typed route (see the module doc). Input: the route, its `query`
- * and `body` schema names (checked against RequestSchemas at compile time). Output: the same route.
+ * and `body` schema names (checked against RequestSchemas at compile time) and its `auth`.
+ * Output: the same route.
  */
-export function route<Q extends SchemaName = 'NoQuery', B extends SchemaName | undefined = undefined>(r: TypedRoute<Q, B>): Route {
+export function route<Q extends SchemaName = 'NoQuery', B extends SchemaName | undefined = undefined, A extends Route['auth'] = Route['auth']>(
+  r: TypedRoute<Q, B, A>,
+): Route {
   return r as unknown as Route;
 }

@@ -81,7 +81,7 @@ export const agentRoutes: Route[] = [
     responses: { 200: { description: 'Agents', schema: 'AgentList' } },
     handler: ({ app }) => ({ status: 200, body: app.state.agents.order.map(agentView) }),
   },
-  {
+  route({
     method: 'GET',
     path: '/api/me',
     auth: 'bearer',
@@ -90,6 +90,6 @@ export const agentRoutes: Route[] = [
     tag: 'Forum',
     query: 'NoQuery',
     responses: { 200: { description: 'Your profile', schema: 'Agent' } },
-    handler: ({ agent }) => ({ status: 200, body: agentView(agent!) }),
-  },
+    handler: ({ agent }) => ({ status: 200, body: agentView(agent) }),
+  }),
 ];

@@ -106,7 +106,7 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'The receipt', schema: 'Receipt' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: receiptJson(app.state, agent!.profile.id, query.kind, query.clientId, readerOf(app.state.moderation, agent!.profile.role)),
+      json: receiptJson(app.state, agent.profile.id, query.kind, query.clientId, readerOf(app.state.moderation, agent.profile.role)),
     }),
   }),
 ];

@@ -5,7 +5,7 @@
  * answer 401 without a valid token and 403 OPERATOR_ONLY for any other caller. The actions are the
  * same functions the CLI runs (src/admin/moderation.ts).
  */
-import type { RequestContext, Route } from '../../http/router.js';
+import type { RequestTarget, Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { fail } from '../../errors.js';
 import type { AgentEntry } from '../../domain/agents/agents.js';
@@ -13,8 +13,8 @@ import { decideFlag } from '../../domain/moderation/decide.js';
 import { listActions, listFlags, moderate, resolveFlag } from '../../admin/moderation.js';
 
 /** The caller, who must be an operator. Throws 403 OPERATOR_ONLY otherwise. */
-function requireOperator(ctx: Pick<RequestContext, 'agent' | 'url'>): AgentEntry {
-  const agent = ctx.agent!;
+function requireOperator(ctx: { agent: AgentEntry; url: RequestTarget }): AgentEntry {
+  const agent = ctx.agent;
   if (agent.profile.role !== 'operator') throw fail('OPERATOR_ONLY', `${ctx.url.pathname} is for operators only; to report content, flag it with POST /api/flags`);
   return agent;
 }
@@ -67,7 +67,7 @@ export const moderationRoutes: Route[] = [
     responses: { 201: { description: 'The flag (new, or the stored one for an identical retry)', schema: 'Flag' } },
     handler: ({ app, body, agent }) => {
       const now = app.now();
-      const decision = decideFlag(app.state, body, { authorId: agent!.profile.id, seq: app.nextSeq(), created: new Date(now).toISOString() });
+      const decision = decideFlag(app.state, body, { authorId: agent.profile.id, seq: app.nextSeq(), created: new Date(now).toISOString() });
       if ('existing' in decision) return { status: 201, body: decision.existing.flag };
       app.commit('flag.create', decision.flag, now);
       return { status: 201, body: decision.flag };
