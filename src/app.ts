@@ -23,10 +23,8 @@ import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR, replaySegments } from './store/log.js';
-import { indexedSearch } from './domain/forum/search.js';
 import { SearchIndexer } from './domain/search-indexer.js';
 import { NgramIndex } from './store/search/index.js';
-import type { MessageSearch } from './domain/forum/forum.js';
 import { randomBytes } from 'node:crypto';
 import { loadDerivedKey } from './store/derived-key.js';
 import { Integrity } from './integrity.js';
@@ -172,11 +170,11 @@ export class App {
   /** The background scrub of sealed segments, once started (startScrub), else null. */
   private scrub: Scrub | null = null;
 
-  /** The n-gram search index kept in step with the log, or null when it could not be opened. */
+  /**
+   * The n-gram search index kept in step with the log, or null when it could not be opened: what
+   * every `q` search (messages and knowledge) is handed (domain/indexed-scan.ts; null scans).
+   */
   indexer: SearchIndexer | null = null;
-
-  /** How `q` searches messages: through the n-gram index, scanning what it does not cover. */
-  readonly search: MessageSearch = indexedSearch(() => this.indexer);
 
   /**
    * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.

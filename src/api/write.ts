@@ -17,7 +17,7 @@ export type WriteDecision = { replay: Reply } | { type: string; payload: unknown
  * The decision context of the authenticated caller at this instant (time from the app's clock).
  * Throws Error on a route without a caller: write routes are Bearer routes (a programmer error).
  */
-export function decisionContext({ app, agent }: RequestContext): DecisionContext {
+export function decisionContext({ app, agent }: Pick<RequestContext, 'app' | 'agent'>): DecisionContext {
   if (agent === null) throw new Error('a write decision needs an authenticated caller (auth: bearer)');
   const nowMs = app.now();
   return { authorId: agent.profile.id, isOperator: agent.profile.role === 'operator', seq: app.nextSeq(), nowMs, created: new Date(nowMs).toISOString() };
@@ -28,7 +28,7 @@ export function decisionContext({ app, agent }: RequestContext): DecisionContext
  * refuse), commits the decided record at the context's time and returns its answer, or returns
  * the replayed answer when nothing is to be written.
  */
-export function runWrite(ctx: RequestContext, decide: (d: DecisionContext) => WriteDecision): Reply {
+export function runWrite(ctx: Pick<RequestContext, 'app' | 'agent'>, decide: (d: DecisionContext) => WriteDecision): Reply {
   const d = decisionContext(ctx);
   const decision = decide(d);
   if ('replay' in decision) return decision.replay;

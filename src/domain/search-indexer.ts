@@ -8,7 +8,7 @@
  * content (two texts: a match never spans them). Their ids are their log seqs.
  *
  * Until the index covers the log head, searches scan the newest messages it does not cover and
- * ask it for the rest (domain/forum/search.ts `indexedSearch`), so answers never depend on how
+ * ask it for the rest (domain/indexed-scan.ts `indexedScan`), so answers never depend on how
  * far it has got.
  */
 import { type NgramIndex, NgramIndexDamagedError } from '../store/search/index.js';
@@ -16,7 +16,7 @@ import type { SegmentRecords } from '../store/records.js';
 import { RecordDamagedError } from '../store/errors.js';
 import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
-import type { CandidateIndex } from './forum/search.js';
+import type { CandidateIndex } from './indexed-scan.js';
 import { SliceTimer } from './slices.js';
 import { upperBound } from '../containers/binary-search.js';
 

@@ -2,9 +2,10 @@
  * Public and agent endpoints of part 4: status, register, agents (parts 4, 5).
  */
 import { JSON_CONTENT_TYPE, type Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
-import { activeAgentCount, agentView, decideRegister, type RegisterInput } from '../../domain/agents/agents.js';
+import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
 
 const statusMemo = new WeakMap<App, { key: string; untilMs: number; body: string }>();
 
@@ -46,7 +47,7 @@ export const agentRoutes: Route[] = [
     responses: { 200: { description: 'Status', schema: 'Status' } },
     handler: ({ app }) => ({ status: 200, raw: statusBody(app), contentType: JSON_CONTENT_TYPE }),
   },
-  {
+  route({
     method: 'POST',
     path: '/api/register',
     auth: 'public',
@@ -58,7 +59,7 @@ export const agentRoutes: Route[] = [
     responses: { 201: { description: 'Registered; store `token`, it is shown only now.', schema: 'RegisterResult' } },
     handler: ({ app, body }) => {
       const now = app.now();
-      const { payload, token } = decideRegister(app.state.agents, body as RegisterInput, {
+      const { payload, token } = decideRegister(app.state.agents, body, {
         seq: app.nextSeq(),
         created: new Date(now).toISOString(),
         registrationOpen: app.state.settings.registrationOpen,
@@ -68,7 +69,7 @@ export const agentRoutes: Route[] = [
       const entry = app.state.agents.byId.get(payload.id)!;
       return { status: 201, body: { ...agentView(entry), token } };
     },
-  },
+  }),
   {
     method: 'GET',
     path: '/api/agents',
@@ -80,7 +81,7 @@ export const agentRoutes: Route[] = [
     responses: { 200: { description: 'Agents', schema: 'AgentList' } },
     handler: ({ app }) => ({ status: 200, body: app.state.agents.order.map(agentView) }),
   },
-  {
+  route({
     method: 'GET',
     path: '/api/me',
     auth: 'bearer',
@@ -89,6 +90,6 @@ export const agentRoutes: Route[] = [
     tag: 'Forum',
     query: 'NoQuery',
     responses: { 200: { description: 'Your profile', schema: 'Agent' } },
-    handler: ({ agent }) => ({ status: 200, body: agentView(agent!) }),
-  },
+    handler: ({ agent }) => ({ status: 200, body: agentView(agent) }),
+  }),
 ];

@@ -5,6 +5,7 @@
  */
 import type { App } from '../../app.js';
 import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route } from '../../http/router.js';
+import { route } from '../route.js';
 import {
   checkCursor,
   exchangePageJson,
@@ -13,9 +14,8 @@ import {
   workPageJson,
   workFeedOriginId,
   type CursorQuery,
-  type ExchangeQuery,
 } from '../../domain/feeds/pages.js';
-import { receiptJson, type ReceiptKind } from '../../domain/receipts/receipts.js';
+import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -41,8 +41,8 @@ function cacheOf(app: App): FeedPageCache {
  * `originId` and `head` (409 CURSOR_* when it does not belong, part 4), and answers the page from
  * the page cache, rendering it with `render` for the caller's reader class on a miss.
  */
-function feedPage(ctx: RequestContext, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string): Reply {
-  const q = ctx.query as unknown as CursorQuery;
+function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string): Reply {
+  const q = ctx.query;
   checkCursor(q, originId, head, `${feed} feed`);
   const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
   const raw = cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
@@ -50,7 +50,7 @@ function feedPage(ctx: RequestContext, feed: 'discussion' | 'work', originId: st
 }
 
 export const feedRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/changes',
     auth: 'bearer',
@@ -66,8 +66,8 @@ export const feedRoutes: Route[] = [
       const head = app.log.headSeq;
       return feedPage(ctx, 'discussion', app.log.originId, head, (q, reader) => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader));
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/work/changes',
     auth: 'bearer',
@@ -83,8 +83,8 @@ export const feedRoutes: Route[] = [
       const originId = workFeedOriginId(app.log.originId);
       return feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader));
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/exchange',
     auth: 'bearer',
@@ -97,10 +97,10 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'One page; keep the whole cursor (topicId, originId, through) across pages.', schema: 'ExchangePage' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: exchangePageJson(app.state.feeds, query as unknown as ExchangeQuery, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
+      json: exchangePageJson(app.state.feeds, query, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
     }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/receipts',
     auth: 'bearer',
@@ -112,7 +112,7 @@ export const feedRoutes: Route[] = [
     responses: { 200: { description: 'The receipt', schema: 'Receipt' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: receiptJson(app.state, agent!.profile.id, query.kind as ReceiptKind, query.clientId as string, readerOf(app.state.moderation, agent!.profile.role)),
+      json: receiptJson(app.state, agent.profile.id, query.kind, query.clientId, readerOf(app.state.moderation, agent.profile.role)),
     }),
-  },
+  }),
 ];

@@ -2,6 +2,7 @@
  * Forum endpoints of part 4: rooms, topics, messages.
  */
 import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { runWrite } from '../write.js';
 import {
   decideMessage,
@@ -11,8 +12,6 @@ import {
   messageViewOf,
   messagesJson,
   queryMessages,
-  type MessageInput,
-  type MessageQuery,
 } from '../../domain/forum/forum.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 
@@ -39,7 +38,7 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Topics', schema: 'TopicList' } },
     handler: ({ app, agent }) => ({ status: 200, json: listTopicsJson(app.state.forum, readerOf(app.state.moderation, agent?.profile.role)) }),
   },
-  {
+  route({
     method: 'POST',
     path: '/api/topics',
     auth: 'bearer',
@@ -51,11 +50,11 @@ export const forumRoutes: Route[] = [
     responses: { 201: { description: 'The new topic', schema: 'Topic' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const topic = decideTopic(ctx.app.state.forum, ctx.body as { title: string; roomId: string }, d);
+        const topic = decideTopic(ctx.app.state.forum, ctx.body, d);
         return { type: 'topic.create', payload: topic, answer: () => ({ status: 201, body: topic }) };
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/messages',
     auth: 'bearer',
@@ -66,11 +65,11 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
     handler: async ({ app, query, agent }) => {
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const found = await queryMessages(app.state.forum, query as unknown as MessageQuery, app.search, reader);
+      const found = await queryMessages(app.state.forum, query, app.indexer, reader);
       return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found, reader)}}` };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/messages',
     auth: 'bearer',
@@ -84,10 +83,10 @@ export const forumRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const forum = ctx.app.state.forum;
         const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
-        const decision = decideMessage(forum, ctx.body as MessageInput, d);
+        const decision = decideMessage(forum, ctx.body, d);
         if ('existing' in decision) return { replay: { status: 201, json: messageViewOf(forum, reader, decision.existing) } };
         const { message } = decision;
         return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageViewOf(forum, reader, messageById(forum, message.id)!) }) };
       }),
-  },
+  }),
 ];

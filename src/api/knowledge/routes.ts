@@ -6,6 +6,7 @@
  * GET /api/search answers `{"messages": [...], "knowledge": [...]}`.
  */
 import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { runWrite } from '../write.js';
 import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
@@ -13,24 +14,11 @@ import {
   entriesJson,
   knowledgeViewOf,
   queryKnowledge,
-  type KnowledgeInput,
-  type KnowledgeQuery,
 } from '../../domain/knowledge/knowledge.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 
-/** Validated GET /api/search query (schemas/SearchQuery.json). */
-interface SearchQuery {
-  q?: string;
-  agentId?: string;
-  topicId?: string;
-  before?: string;
-  id?: string;
-  history: boolean;
-  limit: number;
-}
-
 export const knowledgeRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/knowledge',
     auth: 'bearer',
@@ -41,11 +29,11 @@ export const knowledgeRoutes: Route[] = [
     responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
     handler: async ({ app, query, agent }) => {
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const found = await queryKnowledge(app.state.knowledge, query as unknown as KnowledgeQuery, app.indexer, reader);
+      const found = await queryKnowledge(app.state.knowledge, query, app.indexer, reader);
       return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found, reader)}}` };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/knowledge',
     auth: 'bearer',
@@ -59,15 +47,15 @@ export const knowledgeRoutes: Route[] = [
     handler: (ctx) =>
       runWrite(ctx, (d) => {
         const { knowledge: state, forum, moderation } = ctx.app.state;
-        const knowledge = decideKnowledge(state, forum, ctx.body as KnowledgeInput, d);
+        const knowledge = decideKnowledge(state, forum, ctx.body, d);
         const answer = () => {
           const revisions = state.items.get(knowledge.id)!;
           return { status: 201, json: knowledgeViewOf(state, readerOf(moderation, ctx.agent?.profile.role), revisions[revisions.length - 1]!) };
         };
         return { type: 'knowledge.publish', payload: knowledge, answer };
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/search',
     auth: 'bearer',
@@ -78,14 +66,14 @@ export const knowledgeRoutes: Route[] = [
     query: 'SearchQuery',
     responses: { 200: { description: 'Messages and knowledge, each newest first', schema: 'SearchResult' } },
     handler: async ({ app, query, agent }) => {
-      const p = query as unknown as SearchQuery;
+      const p = query;
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.search, reader);
+      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.indexer, reader);
       const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer, reader);
       return {
         status: 200,
         json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)}}`,
       };
     },
-  },
+  }),
 ];

@@ -5,21 +5,22 @@
  * answer 401 without a valid token and 403 OPERATOR_ONLY for any other caller. The actions are the
  * same functions the CLI runs (src/admin/moderation.ts).
  */
-import type { RequestContext, Route } from '../../http/router.js';
+import type { RequestTarget, Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { fail } from '../../errors.js';
 import type { AgentEntry } from '../../domain/agents/agents.js';
-import { decideFlag, type FlagInput, type ModerationInput } from '../../domain/moderation/decide.js';
+import { decideFlag } from '../../domain/moderation/decide.js';
 import { listActions, listFlags, moderate, resolveFlag } from '../../admin/moderation.js';
 
 /** The caller, who must be an operator. Throws 403 OPERATOR_ONLY otherwise. */
-function requireOperator(ctx: RequestContext): AgentEntry {
-  const agent = ctx.agent!;
+function requireOperator(ctx: { agent: AgentEntry; url: RequestTarget }): AgentEntry {
+  const agent = ctx.agent;
   if (agent.profile.role !== 'operator') throw fail('OPERATOR_ONLY', `${ctx.url.pathname} is for operators only; to report content, flag it with POST /api/flags`);
   return agent;
 }
 
 export const moderationRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/moderation/actions',
     auth: 'bearer',
@@ -33,11 +34,11 @@ export const moderationRoutes: Route[] = [
     responses: { 201: { description: 'The action as recorded', schema: 'ModerationAction' } },
     handler: async (ctx) => {
       const operator = requireOperator(ctx);
-      const action = await moderate(ctx.app, operator.profile.id, ctx.body as ModerationInput);
+      const action = await moderate(ctx.app, operator.profile.id, ctx.body);
       return { status: 201, body: action };
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/moderation/actions',
     auth: 'bearer',
@@ -49,10 +50,10 @@ export const moderationRoutes: Route[] = [
     responses: { 200: { description: 'Actions in field `actions`', schema: 'ModerationActionList' } },
     handler: (ctx) => {
       requireOperator(ctx);
-      return { status: 200, body: { actions: listActions(ctx.app, ctx.query.limit as number) } };
+      return { status: 200, body: { actions: listActions(ctx.app, ctx.query.limit) } };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/flags',
     auth: 'bearer',
@@ -66,13 +67,13 @@ export const moderationRoutes: Route[] = [
     responses: { 201: { description: 'The flag (new, or the stored one for an identical retry)', schema: 'Flag' } },
     handler: ({ app, body, agent }) => {
       const now = app.now();
-      const decision = decideFlag(app.state, body as FlagInput, { authorId: agent!.profile.id, seq: app.nextSeq(), created: new Date(now).toISOString() });
+      const decision = decideFlag(app.state, body, { authorId: agent.profile.id, seq: app.nextSeq(), created: new Date(now).toISOString() });
       if ('existing' in decision) return { status: 201, body: decision.existing.flag };
       app.commit('flag.create', decision.flag, now);
       return { status: 201, body: decision.flag };
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/flags',
     auth: 'bearer',
@@ -84,10 +85,10 @@ export const moderationRoutes: Route[] = [
     responses: { 200: { description: 'Flags in field `flags`', schema: 'FlagList' } },
     handler: (ctx) => {
       requireOperator(ctx);
-      return { status: 200, body: { flags: listFlags(ctx.app, ctx.query.state as 'open' | 'resolved' | 'all', ctx.query.limit as number) } };
+      return { status: 200, body: { flags: listFlags(ctx.app, ctx.query.state, ctx.query.limit) } };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/flags/resolve',
     auth: 'bearer',
@@ -100,8 +101,8 @@ export const moderationRoutes: Route[] = [
     responses: { 200: { description: 'The resolved flag and the action it performed (null for dismiss)', schema: 'FlagResolution' } },
     handler: async (ctx) => {
       const operator = requireOperator(ctx);
-      const out = await resolveFlag(ctx.app, operator.profile.id, ctx.body as { flagId: string; resolution: 'hide' | 'erase' | 'dismiss'; note: string });
+      const out = await resolveFlag(ctx.app, operator.profile.id, ctx.body);
       return { status: 200, body: out };
     },
-  },
+  }),
 ];

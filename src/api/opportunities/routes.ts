@@ -4,6 +4,7 @@
  * cached for the catalog poll delay (part 8).
  */
 import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { CATALOG_CACHE_CONTROL } from '../../constants.js';
 import { buildBrief, buildCatalog, type CatalogContext } from '../../domain/opportunities/opportunities.js';
 import type { App } from '../../app.js';
@@ -27,7 +28,7 @@ export const opportunityRoutes: Route[] = [
       headers: { 'Cache-Control': CATALOG_CACHE_CONTROL },
     }),
   },
-  {
+  route({
     method: 'GET',
     path: '/api/opportunities/brief',
     auth: 'public',
@@ -39,8 +40,8 @@ export const opportunityRoutes: Route[] = [
     responses: { 200: { description: 'The brief', schema: 'OpportunityBrief', headers: ['Cache-Control'] } },
     handler: ({ app, query }) => ({
       status: 200,
-      body: buildBrief(app.state.opportunities, query.workItemId as string, catalogContext(app)),
+      body: buildBrief(app.state.opportunities, query.workItemId, catalogContext(app)),
       headers: { 'Cache-Control': CATALOG_CACHE_CONTROL },
     }),
-  },
+  }),
 ];

@@ -5,6 +5,7 @@
  * claims with the same expectedRevision exactly one applies and the others get 409.
  */
 import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
 import { runWrite } from '../write.js';
 import {
   decideWorkAction,
@@ -12,16 +13,12 @@ import {
   listWorkJson,
   workJsonOf,
   workHistoryJson,
-  type WorkActionInput,
-  type WorkCreateInput,
-  type WorkHistoryQuery,
-  type WorkListQuery,
   workReceiptView,
 } from '../../domain/work/work.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 
 export const workRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/work',
     auth: 'bearer',
@@ -32,14 +29,14 @@ export const workRoutes: Route[] = [
     responses: { 200: { description: 'One page of work items', schema: 'WorkList' } },
     handler: async ({ app, query, agent }) => ({
       status: 200,
-      json: await listWorkJson(app.state.work, query as unknown as WorkListQuery, {
+      json: await listWorkJson(app.state.work, query, {
         nowMs: app.now(),
         writeStop: app.state.settings.writeStop,
         reader: readerOf(app.state.moderation, agent?.profile.role),
       }),
     }),
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/work',
     auth: 'bearer',
@@ -56,15 +53,15 @@ export const workRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const { work, forum, moderation } = ctx.app.state;
         const reader = readerOf(moderation, ctx.agent?.profile.role);
-        const decision = decideWorkCreate(work, forum, ctx.body as WorkCreateInput, d);
+        const decision = decideWorkCreate(work, forum, ctx.body, d);
         // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
         // receipt keeps the 201 that was committed.
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
         return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
       }),
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/work/action',
     auth: 'bearer',
@@ -78,13 +75,13 @@ export const workRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const { work, moderation } = ctx.app.state;
         const reader = readerOf(moderation, ctx.agent?.profile.role);
-        const decision = decideWorkAction(work, ctx.body as WorkActionInput, d);
+        const decision = decideWorkAction(work, ctx.body, d);
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
         return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/work/history',
     auth: 'bearer',
@@ -96,7 +93,7 @@ export const workRoutes: Route[] = [
     responses: { 200: { description: 'One page of revisions', schema: 'WorkHistory' } },
     handler: ({ app, query, agent }) => ({
       status: 200,
-      json: workHistoryJson(app.state.work, query as unknown as WorkHistoryQuery, readerOf(app.state.moderation, agent?.profile.role)),
+      json: workHistoryJson(app.state.work, query, readerOf(app.state.moderation, agent?.profile.role)),
     }),
-  },
+  }),
 ];

@@ -30,3 +30,14 @@ export function applySettings(s: SettingsState, record: LogRecord): boolean {
       return false;
   }
 }
+
+/** The settings as a state snapshot keeps them (a copy). */
+export function packSettings(s: SettingsState): SettingsState {
+  return { writeStop: s.writeStop, registrationOpen: s.registrationOpen };
+}
+
+/** Sets `s` from packed settings. */
+export function unpackSettings(s: SettingsState, p: SettingsState): void {
+  s.writeStop = p.writeStop;
+  s.registrationOpen = p.registrationOpen;
+}

@@ -240,3 +240,29 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
       return false;
   }
 }
+
+/**
+ * The agents index as a state snapshot keeps it (issue 17): each entry's profile, disabled flag and
+ * latest record time, in registration order. `lastActive` from requests is left out, as a replay
+ * would not know it either.
+ */
+export interface PackedAgents {
+  order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs'>>;
+  participants: number;
+}
+
+/** Packs the agents index (see PackedAgents). */
+export function packAgents(s: AgentsState): PackedAgents {
+  return { order: s.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs })), participants: s.participants };
+}
+
+/** Fills the empty index `s` from `p`, as replaying the log would have built it. */
+export function unpackAgents(s: AgentsState, p: PackedAgents): void {
+  for (const a of p.order) {
+    const e: AgentEntry = { profile: a.profile, disabled: a.disabled, lastActiveMs: a.lastRecordMs, lastRecordMs: a.lastRecordMs };
+    s.byId.set(e.profile.id, e);
+    s.byTokenHash.set(e.profile.tokenHash, e);
+    s.order.push(e);
+  }
+  s.participants = p.participants;
+}

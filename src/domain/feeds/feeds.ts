@@ -16,6 +16,7 @@
 import stableStringify from 'fast-json-stable-stringify';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
+import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
 
 export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
 
@@ -136,4 +137,23 @@ export function addModerationEvents(feeds: FeedsState, seq: number, discussion: 
 /** Adds the `work_item` event of log record `logSeq` (its snapshot is rebuilt from the record when served). */
 export function addWorkEvent(feeds: FeedsState, logSeq: number): void {
   feeds.work.push(logSeq);
+}
+
+/** The feed indexes as a state snapshot keeps them: typed arrays by index into the body's arrays. */
+export interface PackedFeeds {
+  discussion: number;
+  byTopic: PackedLists;
+  work: number;
+}
+
+/** Packs the feed indexes; their arrays go to `arrays`. */
+export function packFeeds(feeds: FeedsState, arrays: PackedArrays): PackedFeeds {
+  return { discussion: arrays.putList(feeds.discussion), byTopic: packLists(feeds.byTopic, arrays), work: arrays.putList(feeds.work) };
+}
+
+/** Fills the empty feeds `feeds` from `p`. Throws Error for damaged data. */
+export function unpackFeeds(feeds: FeedsState, p: PackedFeeds, arrays: PackedArrays): void {
+  feeds.discussion = arrays.takeList(p.discussion);
+  feeds.byTopic = unpackLists(p.byTopic, arrays);
+  feeds.work = arrays.takeList(p.work);
 }

@@ -18,6 +18,9 @@ import { RowHashTable } from '../../containers/row-hash-table.js';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource } from '../../store/records.js';
 import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { contentIncludes, rowOfSeq } from './search.js';
+import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
+import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -349,6 +352,58 @@ export function topicViewOf(s: ForumState, reader: Reader, seq: number): string 
   return discussionView(reader, 'topic', json, topicStatusOf(reader, seq, json));
 }
 
+// ---- snapshot ----
+
+/** The forum index as a state snapshot keeps it: typed arrays by index into the body's arrays. */
+export interface PackedForum {
+  roomOrder: Room[];
+  topicIds: string[];
+  topicOrder: number;
+  rows: { seq: number; topic: number; author: number; replyTo: number };
+  byTopic: PackedLists;
+  byAuthor: PackedLists;
+  byClientId: PackedTable;
+  names: string[];
+}
+
+/** Packs the forum index; its arrays go to `arrays`. */
+export function packForum(s: ForumState, arrays: PackedArrays): PackedForum {
+  return {
+    roomOrder: s.roomOrder,
+    topicIds: [...s.topics.keys()],
+    topicOrder: arrays.putList(s.topicOrder),
+    rows: { seq: arrays.putList(s.rows.seq), topic: arrays.putList(s.rows.topic), author: arrays.putList(s.rows.author), replyTo: arrays.putList(s.rows.replyTo) },
+    byTopic: packLists(s.byTopic, arrays),
+    byAuthor: packLists(s.byAuthor, arrays),
+    byClientId: packTable(s.byClientId, arrays),
+    names: s.names,
+  };
+}
+
+/**
+ * Fills the empty index `s` from `p`, as replaying the log would have built it. Throws Error for
+ * data that does not fit together (the caller replays the log instead).
+ */
+export function unpackForum(s: ForumState, p: PackedForum, arrays: PackedArrays): void {
+  for (const r of p.roomOrder) {
+    s.rooms.set(r.id, r);
+    s.roomOrder.push(r);
+  }
+  const topicOrder = arrays.take(p.topicOrder);
+  if (p.topicIds.length !== topicOrder.length) throw new Error('damaged topic index');
+  s.topicOrder = U32List.of(topicOrder);
+  p.topicIds.forEach((id, i) => s.topics.set(id, topicOrder[i]!));
+  const rows = { seq: arrays.takeList(p.rows.seq), topic: arrays.takeList(p.rows.topic), author: arrays.takeList(p.rows.author), replyTo: arrays.takeList(p.rows.replyTo) };
+  const n = rows.seq.length;
+  if (rows.topic.length !== n || rows.author.length !== n || rows.replyTo.length !== n) throw new Error('damaged message rows');
+  s.rows = rows;
+  s.byTopic = unpackLists(p.byTopic, arrays);
+  s.byAuthor = unpackLists(p.byAuthor, arrays);
+  s.byClientId = unpackTable(p.byClientId, arrays);
+  s.names = p.names;
+  s.nameIds = new Map(p.names.map((name, i) => [name, i]));
+}
+
 // ---- queries ----
 
 /** JSON array of topics as `reader` sees them, newest first, at most TOPICS_LIST_MAX (part 4). */
@@ -386,11 +441,11 @@ function listCandidates(list: U32List | undefined): Candidates {
  * (part 4 GET /api/messages), as rows. Starts from the smallest index a filter names (the topic's
  * or author's rows; a reply's parent bounds the scan from below, since replies come after their
  * parent in its topic); `before` is found by binary search on creation time. `q` is
- * `content.toLowerCase().includes(q.toLowerCase())`, checked on each candidate's stored JSON by
- * `search` (see search.ts), which runs in slices so the event loop is never held.
- * Unknown ids give an empty result.
+ * `content.toLowerCase().includes(q.toLowerCase())`, checked on each candidate's stored JSON
+ * (search.ts) by the one indexed scan (domain/indexed-scan.ts: `index` proposes candidates, null
+ * scans), which runs in slices so the event loop is never held. Unknown ids give an empty result.
  */
-export async function queryMessages(s: ForumState, query: MessageQuery, search: MessageSearch, reader: Reader): Promise<MessageRow[]> {
+export async function queryMessages(s: ForumState, query: MessageQuery, index: CandidateIndex | null, reader: Reader): Promise<MessageRow[]> {
   const rows = s.rows;
   let candidates: Candidates = { length: rows.seq.length, row: (i) => i };
   let replyToSeq = -1;
@@ -435,19 +490,14 @@ export async function queryMessages(s: ForumState, query: MessageQuery, search: 
   }
   // Search never finds text the reader may not see (issue 25): such messages leave the candidates.
   const moderated = reader.mod.hidden.size > 0 || reader.mod.erased.size > 0;
-  const searchable = moderated ? (row: MessageRow): boolean => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter;
-  return search.find(s, lq, { from: end, lowest, row: candidates.row, filter: searchable, limit: query.limit });
-}
-
-/**
- * How `queryMessages` runs a `q` search over candidate positions [lowest, from) newest first:
- * `row(i)` maps a position to a message row, `filter` applies the other filters (no reads), and
- * at most `limit` rows whose content contains `lq` are returned, newest first.
- */
-export interface MessageSearch {
-  find(
-    s: ForumState,
-    lq: string,
-    c: { from: number; lowest: number; row: (i: number) => MessageRow; filter: (row: MessageRow) => boolean; limit: number },
-  ): Promise<MessageRow[]>;
+  return indexedScan(index, lq, {
+    lowest,
+    from: end,
+    at: candidates.row,
+    seqOf: (row) => rows.seq.at(row),
+    bySeq: (seq) => rowOfSeq(s, seq),
+    filter: moderated ? (row) => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter,
+    matches: (row) => contentIncludes(messageJsonOf(s, row), lq),
+    limit: query.limit,
+  });
 }

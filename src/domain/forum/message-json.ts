@@ -14,7 +14,7 @@
 const AUTHOR_KEY = '{"authorId":"';
 const CLIENT_ID_KEY = '","clientId":"';
 /** The JSON text before the content's string (its opening quote included). */
-const CONTENT_KEY = ',"content":"';
+export const CONTENT_KEY = ',"content":"';
 const ID_KEY = '","id":"';
 const REPLY_TO_KEY = '","replyTo":';
 const TOPIC_ID_KEY = ',"topicId":"';
@@ -85,5 +85,5 @@ function fieldsOfParsed(json: string): MessageFields {
   return { id: m.id, topicId: m.topicId, authorId: m.authorId, replyTo: m.replyTo, clientId: m.clientId, created: m.created };
 }
 
-/** The JSON text right after the content's string (the next sorted key is `created`). */
-const AFTER_CONTENT = '","created":"';
+/** The JSON text right after the content's string (its closing quote included; the next sorted key is `created`). */
+export const AFTER_CONTENT = '","created":"';

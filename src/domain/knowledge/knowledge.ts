@@ -9,7 +9,8 @@
  * whether it is the latest); the public JSON is the record's stored canonical JSON (sorted keys),
  * read back from the log when a response needs it (issue 17: text is not kept in memory), so
  * live writes and replay answer byte-identical JSON. `q` reads each candidate back and checks
- * its lower-cased title and content, newest first, in slices that yield to the event loop.
+ * its lower-cased title and content, newest first, through the one indexed scan
+ * (domain/indexed-scan.ts).
  */
 import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
@@ -19,10 +20,8 @@ import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
 import { makeId } from '../ids.js';
 import type { RecordSource } from '../../store/records.js';
-import { SliceTimer } from '../slices.js';
 import { lowerBound } from '../../containers/binary-search.js';
-import { SEARCH_SCAN_CANDIDATES_MAX } from '../../constants.js';
-import { isIndexDamage, type CandidateIndex } from '../forum/search.js';
+import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { discussionView, statusOf, textVisible, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
@@ -200,6 +199,43 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   return true;
 }
 
+// ---- snapshot ----
+
+/** The knowledge index as a state snapshot keeps it: every revision's entry, in log order. */
+export interface PackedKnowledge {
+  order: KnowledgeEntry[];
+}
+
+/** Packs the knowledge index (the other indexes are rebuilt from the entries). */
+export function packKnowledge(s: KnowledgeState): PackedKnowledge {
+  return { order: s.order };
+}
+
+/** Fills the empty index `s` from `p`, as replaying the log would have built it. */
+export function unpackKnowledge(s: KnowledgeState, p: PackedKnowledge): void {
+  // Each deserialized entry brings its own copy of its ids; share the index's one, as apply does.
+  for (const e of p.order) {
+    const revisions = s.items.get(e.id);
+    if (revisions) {
+      e.id = revisions[0]!.id;
+      revisions.push(e);
+    } else s.items.set(e.id, [e]);
+    s.order.push(e);
+    const byAuthor = s.byAuthor.get(e.authorId);
+    if (byAuthor) {
+      e.authorId = byAuthor[0]!.authorId;
+      byAuthor.push(e);
+    } else s.byAuthor.set(e.authorId, [e]);
+    if (e.topicId !== null) {
+      const byTopic = s.byTopic.get(e.topicId);
+      if (byTopic) {
+        e.topicId = byTopic[0]!.topicId;
+        byTopic.push(e);
+      } else s.byTopic.set(e.topicId, [e]);
+    }
+  }
+}
+
 // ---- queries ----
 
 /** GET /api/knowledge query (schemas/KnowledgeQuery.json), also the knowledge half of /api/search. */
@@ -216,8 +252,10 @@ export interface KnowledgeQuery {
  * at most `limit` (part 4). history=false returns only the latest revision of each item, which
  * must itself match (an item whose older revision matched `q` but whose current one does not is
  * not returned); history=true returns every matching revision. `q` is a case-insensitive
- * substring of the title or the content. Starts from the smallest index a filter names (`id`,
- * `agentId`) and stops at `limit`. Unknown ids give an empty result.
+ * substring of the title or the content, checked on each candidate's stored JSON by the one
+ * indexed scan (domain/indexed-scan.ts: `index` proposes candidates, null scans; in slices).
+ * Starts from the smallest index a filter names (`id`, `agentId`) and stops at `limit`. Unknown
+ * ids give an empty result.
  */
 export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeEntry[]> {
   let candidates: KnowledgeEntry[] = s.order;
@@ -226,49 +264,31 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
     const byAuthor = s.byAuthor.get(query.agentId) ?? [];
     if (byAuthor.length < candidates.length) candidates = byAuthor;
   }
-  const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
-  const out: KnowledgeEntry[] = [];
-  const slice = await SliceTimer.start();
   const passes = (e: KnowledgeEntry): boolean =>
     (query.history || e.latest) && (query.id === undefined || e.id === query.id) && (query.agentId === undefined || e.authorId === query.agentId);
-  const matches = (e: KnowledgeEntry): boolean => {
+  const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
+  if (lq === undefined) {
+    const out: KnowledgeEntry[] = [];
+    for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
+      const e = candidates[i]!;
+      if (passes(e)) out.push(e);
+    }
+    return out;
+  }
+  return indexedScan(index, lq, {
+    lowest: 0,
+    from: candidates.length,
+    at: (i) => candidates[i]!,
+    seqOf: (e) => e.seq,
+    bySeq: (seq) => entryOfSeq(s.order, seq),
     // Search never finds text the reader may not see (issue 25).
-    if (!textVisible(reader, knowledgeStatusOf(reader, e))) return false;
-    const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
-    return k.title.toLowerCase().includes(lq!) || k.content.toLowerCase().includes(lq!);
-  };
-  // Without q, or over a small candidate set, or without an index: newest first, one by one.
-  const scanAll = lq === undefined || index === null || candidates.length <= SEARCH_SCAN_CANDIDATES_MAX;
-  // Revisions after `through` are not in the index yet (or all are scanned): read one by one.
-  const through = scanAll ? -1 : index.throughSeq;
-  let i = candidates.length - 1;
-  for (; i >= 0 && out.length < query.limit; i--) {
-    const e = candidates[i]!;
-    if (e.seq <= through) break;
-    if (!passes(e)) continue;
-    if (lq !== undefined) {
-      if (!matches(e)) continue;
-      if (slice.due()) await slice.next();
-    }
-    out.push(e);
-  }
-  if (i < 0 || out.length >= query.limit || scanAll) return out;
-  // The rest through the n-gram index: candidates newest first, below the revisions scanned.
-  try {
-    for (const seq of index!.candidates(lq!, { beforeSeq: candidates[i]!.seq + 1 })) {
-      const e = entryOfSeq(s.order, seq);
-      if (e !== undefined && passes(e) && matches(e)) {
-        out.push(e);
-        if (out.length >= query.limit) break;
-      }
-      if (slice.due()) await slice.next();
-    }
-  } catch (err) {
-    // A shard found damaged while read (being rebuilt now): this query scans instead.
-    if (!isIndexDamage(err)) throw err;
-    return queryKnowledge(s, query, null, reader);
-  }
-  return out;
+    filter: (e) => passes(e) && textVisible(reader, knowledgeStatusOf(reader, e)),
+    matches: (e) => {
+      const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
+      return k.title.toLowerCase().includes(lq) || k.content.toLowerCase().includes(lq);
+    },
+    limit: query.limit,
+  });
 }
 
 /** The revision with log seq `seq` in `order` (ascending by seq), or undefined (another record). */

@@ -157,6 +157,54 @@ export function noteTopicAuthor(s: ModerationState, authorId: string, seq: numbe
   else s.topicsByAuthor.set(authorId, [seq]);
 }
 
+/** The moderation index as a state snapshot keeps it (maps and sets as entry lists). */
+export interface PackedModeration {
+  hidden: string[];
+  permanent: string[];
+  erased: ErasedRecord[];
+  actions: ModerationAction[];
+  events: Array<[number, number[]]>;
+  workItems: Array<[number, string[]]>;
+  flags: FlagEntry[];
+  version: number;
+  topicsByAuthor: Array<[string, number[]]>;
+}
+
+/** Packs the moderation index. */
+export function packModeration(s: ModerationState): PackedModeration {
+  return {
+    hidden: [...s.hidden],
+    permanent: [...s.permanent],
+    erased: [...s.erased.values()],
+    actions: s.actions,
+    events: [...s.events],
+    workItems: [...s.workItems],
+    flags: s.flagOrder,
+    version: s.version,
+    topicsByAuthor: [...s.topicsByAuthor],
+  };
+}
+
+/**
+ * Fills the empty index `s` from `p`, in place: the other areas read records through a view
+ * (ModeratedRecords) that holds this very object.
+ */
+export function unpackModeration(s: ModerationState, p: PackedModeration): void {
+  for (const k of p.hidden) s.hidden.add(k);
+  for (const k of p.permanent) s.permanent.add(k);
+  for (const e of p.erased) s.erased.set(e.seq, e);
+  for (const a of p.actions) s.actions.push(a);
+  for (const [seq, list] of p.events) s.events.set(seq, list);
+  for (const [seq, list] of p.workItems) s.workItems.set(seq, list);
+  for (const f of p.flags) {
+    s.flags.set(f.flag.id, f);
+    s.flagOrder.push(f);
+    s.flagByClientId.set(flagClientKey(f.flag.authorId, f.flag.clientId), f.flag.id);
+  }
+  s.version = p.version;
+  for (const [author, seqs] of p.topicsByAuthor) s.topicsByAuthor.set(author, seqs);
+}
+
 /** The hide key of one record. */
 export const seqKey = (seq: number): string => `s:${seq}`;
 /** The hide key of an item (topic, knowledge item, work item). */

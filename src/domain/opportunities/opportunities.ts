@@ -92,6 +92,16 @@ export function applyOpportunities(s: OpportunitiesState, record: LogRecord): bo
   return true;
 }
 
+/** The catalog's briefs as a state snapshot keeps them. */
+export function packOpportunities(s: OpportunitiesState): OpportunitiesState {
+  return { briefs: s.briefs };
+}
+
+/** Sets `s` from packed briefs (already in the documented key order, as applied). */
+export function unpackOpportunities(s: OpportunitiesState, p: OpportunitiesState): void {
+  s.briefs = p.briefs;
+}
+
 /** What catalog building reads besides the briefs. */
 export interface CatalogContext {
   work: WorkBoardState;

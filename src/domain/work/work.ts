@@ -47,6 +47,7 @@ import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
 import { RowHashTable } from '../../containers/row-hash-table.js';
 import type { RecordSource } from '../../store/records.js';
+import { packTable, unpackTable, type PackedArrays, type PackedTable } from '../packing.js';
 import { SliceTimer } from '../slices.js';
 import { makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
@@ -182,7 +183,7 @@ export interface WorkBoardState {
 }
 
 /** The board's one copy of `text` (see WorkBoardState.strings). */
-export function internWorkString(s: WorkBoardState, text: string): string {
+function internWorkString(s: WorkBoardState, text: string): string {
   const known = s.strings.get(text);
   if (known !== undefined) return known;
   s.strings.set(text, text);
@@ -193,7 +194,7 @@ export function internWorkString(s: WorkBoardState, text: string): string {
 const NO_TAGS: readonly string[] = Object.freeze([]);
 
 /** The entry's fields from an item revision, with interned strings (creation and snapshot load). */
-export function internWorkEntry(s: WorkBoardState, e: WorkEntry): WorkEntry {
+function internWorkEntry(s: WorkBoardState, e: WorkEntry): WorkEntry {
   e.authorId = internWorkString(s, e.authorId);
   e.topicId = internWorkString(s, e.topicId);
   e.state = internWorkString(s, e.state) as WorkItemState;
@@ -642,6 +643,33 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
     default:
       return false;
   }
+}
+
+// ---- snapshot ----
+
+/** The work board as a state snapshot keeps it: the entries in creation order, the receipts table. */
+export interface PackedWork {
+  order: WorkEntry[];
+  byClientId: PackedTable;
+}
+
+/** Packs the work board; the table's arrays go to `arrays`. */
+export function packWork(s: WorkBoardState, arrays: PackedArrays): PackedWork {
+  return { order: s.order, byClientId: packTable(s.byClientId, arrays) };
+}
+
+/**
+ * Fills the empty board `s` from `p`, as replaying the log would have built it (strings interned
+ * again). Throws Error for an entry whose revisions do not fit (damaged data).
+ */
+export function unpackWork(s: WorkBoardState, p: PackedWork, arrays: PackedArrays): void {
+  for (const e of p.order) {
+    if (!Array.isArray(e.revSeqs) || e.revSeqs.length !== e.revision) throw new Error('damaged work entry');
+    internWorkEntry(s, e);
+    s.items.set(e.id, e);
+    s.order.push(e);
+  }
+  s.byClientId = unpackTable(p.byClientId, arrays);
 }
 
 // ---- queries ----
