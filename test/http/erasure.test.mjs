@@ -100,7 +100,8 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
   await ok(s.post('/api/work/action', { action: 'submit', workItemId: w.id, expectedRevision: 2, clientId: 'c2', content: `done ${MARK.workSubmission}` }, b.token));
   const wKept = await ok(s.post('/api/work', { clientId: 'w2', title: `kept ${KEPT}`, description: 'd', acceptanceCriteria: 'c' }, a.token), 201);
 
-  // A restart first, so the state snapshot and the search index hold every text before the erasure.
+  // A restart first, so a state snapshot and search-index shards are on disk before the erasure:
+  // whatever of the erased texts they hold must go too.
   await s.restart();
   assert.ok(existsSync(snapshotPath(s.dataDir)), 'a snapshot holding the texts was written');
   for (const marker of [MARK.message, MARK.topicTitle]) assert.ok(filesHolding(s.dataDir, marker).length > 0, `${marker} is stored before the erasure`);
@@ -164,9 +165,24 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
     workChanges: await feedFrom0(s, '/api/work/changes', op.token),
     export: await exportOf(s, b.token, kept.id),
     goneExport: await exportOf(s, op.token, gone.id),
+    receipts: [
+      await ok(s.get('/api/receipts?kind=message&clientId=m1', a.token)),
+      await ok(s.get('/api/receipts?kind=message&clientId=m3', a.token)),
+      await ok(s.get('/api/receipts?kind=message&clientId=g1', b.token)),
+      await ok(s.get('/api/receipts?kind=work&clientId=w1', a.token)),
+      await ok(s.get('/api/receipts?kind=work&clientId=c2', b.token)),
+    ],
   });
   const live = await views();
   assert.ok(!Object.values(MARK).some((m) => JSON.stringify(live).includes(m)), 'no answer holds erased text');
+  assert.equal(live.receipts[0].response.body.erased, true, 'the receipt of an erased message holds its placeholder');
+  // A retry of an erased write with its clientId and its original body never echoes the text.
+  const retries = [
+    await s.post('/api/messages', { topicId: kept.id, content: `leaked ${MARK.message}`, clientId: 'm1' }, a.token),
+    await s.post('/api/work', { clientId: 'w1', title: `task ${MARK.workTitle}`, description: `do ${MARK.workDescription}`, acceptanceCriteria: 'c' }, a.token),
+    await s.post('/api/work/action', { action: 'submit', workItemId: w.id, expectedRevision: 2, clientId: 'c2', content: `done ${MARK.workSubmission}` }, b.token),
+  ];
+  for (const r of retries) assert.ok(!Object.values(MARK).some((m) => JSON.stringify(r.body).includes(m)), `a retry answers without erased text: ${r.status} ${JSON.stringify(r.body)}`);
 
   await s.stop();
   const verify = await s.cli('verify');
