@@ -32,13 +32,16 @@
  *   placeholder with `"erased": true` and empty content, `q` does not find it, the discussion
  *   feed's latest event for it is that placeholder, and no file of the data folder — segments,
  *   snapshot, search shards — holds its marker), that an in-doubt erasure is either all of that
- *   or not at all (the message whole, found by `q`), and that every other write is intact.
+ *   or not at all (the message whole, found by `q`), and that every other write is intact; after
+ *   the last restart the topic export holds each erased message as a tombstone and every
+ *   record's checksum matches its canonical JSON.
  *
  * Usage: node scripts/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]
  * Prints one line per iteration and a summary; exits 1 on the first violation.
  * The test suite runs a short form through `runCrashTest` (test/crash/crash.test.mjs).
  */
 import { spawn, execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -470,7 +473,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
     const api = (method, path, body, token) => call(dispatcher, server.url, method, path, body, token);
     try {
       const erased = acked.filter((w) => w.erasure !== undefined);
-      checked += await verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token: creators[0].token, topicId, stats });
+      checked += await verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token: creators[0].token, topicId, stats, final: true });
     } finally {
       await new Promise((resolve) => {
         server.once('exit', resolve);
@@ -615,10 +618,11 @@ async function checkInDoubtAction(api, w, token, stats) {
  * Checks every erasure sent so far (`erased`: acknowledged erasee messages with `erasure` set):
  * an acknowledged one, and an in-doubt one that took effect, reads as the placeholder, is not
  * found by `q`, and its marker is in no file of the data folder; an in-doubt one that did not take
- * effect reads whole, is found by `q`, and its marker is still in a segment. Resolves 'doubt' to
- * 'acked' or 'kept'. Returns the number of checks.
+ * effect reads whole, is found by `q`, and its marker is still in a segment; with `final`, the
+ * topic export agrees (checkExport). Resolves 'doubt' to 'acked' or 'kept'. Returns the number of
+ * checks.
  */
-async function checkErasures(api, { dataDir, erased, token, topicId, stats }) {
+async function checkErasures(api, { dataDir, erased, token, topicId, stats, final }) {
   const onDisk = markersOnDisk(dataDir);
   let checked = 0;
   for (const w of erased) {
@@ -642,12 +646,43 @@ async function checkErasures(api, { dataDir, erased, token, topicId, stats }) {
     }
     checked++;
   }
+  if (final) checked += await checkExport(api, { erased, token, topicId });
   return checked;
 }
 
-async function verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token, topicId, stats }) {
-  // 0. Erasures: acknowledged ones in effect, in-doubt ones all or nothing (resolved here).
-  let checked = await checkErasures(api, { dataDir, erased, token, topicId, stats });
+/**
+ * The topic export after the last restart: every record's checksum is the SHA-256 of its
+ * canonical JSON; an erased message is a tombstone (`erased: true`, no marker), a message whose
+ * erasure never took effect is whole. Returns the number of checks.
+ */
+async function checkExport(api, { erased, token, topicId }) {
+  const byId = new Map();
+  let q = `topicId=${topicId}`;
+  for (;;) {
+    const res = await api('GET', `/api/exchange?${q}`, undefined, token);
+    check(res.status === 200, `export of ${topicId} gave ${res.status} ${JSON.stringify(res.body)}`);
+    for (const r of res.body.records) {
+      check(createHash('sha256').update(r.canonicalJson, 'utf8').digest('hex') === r.sha256, `export record ${r.seq}: its checksum is not the SHA-256 of its canonical JSON`);
+      byId.set(JSON.parse(r.canonicalJson).id, r);
+    }
+    if (!res.body.hasMore) break;
+    const c = res.body.cursor;
+    q = `topicId=${topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}`;
+  }
+  for (const w of erased) {
+    const r = byId.get(w.response.id);
+    const marker = w.request.content.slice(-ERASE_MARK_LENGTH);
+    check(r !== undefined, `export of ${topicId} lacks message ${w.response.id}`);
+    if (w.erasure === 'acked') check(r.erased === true && !r.canonicalJson.includes(marker), `export: erased message ${w.response.id} is not a tombstone: ${JSON.stringify(r)}`);
+    else check(r.erased !== true && r.canonicalJson.includes(marker), `export: message ${w.response.id}, whose erasure never took effect, is not whole: ${JSON.stringify(r)}`);
+  }
+  return erased.length;
+}
+
+async function verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token, topicId, stats, final = false }) {
+  // 0. Erasures: acknowledged ones in effect, in-doubt ones all or nothing (resolved here); after
+  //    the last restart, in the topic export too.
+  let checked = await checkErasures(api, { dataDir, erased, token, topicId, stats, final });
   // 1. Every acknowledged write is present with identical content (erased messages as placeholders).
   for (const w of acked) {
     if (w.kind === 'message' && w.erasure === 'acked') {
