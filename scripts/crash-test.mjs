@@ -25,12 +25,23 @@
  *        body resolves to exactly one record; for a work action: 200 with the revision that
  *        carries it (the original snapshot, or a fresh application if it never was applied), or
  *        409 for a stale revision, and then its receipt is `unknown` and no revision carries it.
+ *   Erasures in flight (issue 25): an operator (made with `cli operator create`) erases, through
+ *   POST /api/moderation/actions, acknowledged messages of a dedicated agent (`crash-erasee`, whose
+ *   messages carry a unique marker) while the server may die at any instant. After each restart
+ *   the checker requires that every acknowledged erasure is in effect (the message reads as a
+ *   placeholder with `"erased": true` and empty content, `q` does not find it, the discussion
+ *   feed's latest event for it is that placeholder, and no file of the data folder — segments,
+ *   snapshot, search shards — holds its marker), that an in-doubt erasure is either all of that
+ *   or not at all (the message whole, found by `q`), and that every other write is intact; after
+ *   the last restart the topic export holds each erased message as a tombstone and every
+ *   record's checksum matches its canonical JSON.
  *
  * Usage: node scripts/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]
  * Prints one line per iteration and a summary; exits 1 on the first violation.
  * The test suite runs a short form through `runCrashTest` (test/crash/crash.test.mjs).
  */
 import { spawn, execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -59,6 +70,46 @@ function prng(seed) {
 }
 
 export class Violation extends Error {}
+
+/**
+ * Prefix of the marker in each message of the dedicated erasee agent: the marker is this prefix
+ * and 8 base-36 digits, unique per message, so a byte scan of the data folder can tell which
+ * erased messages still have bytes on disk (see markersOnDisk).
+ */
+const ERASE_MARK = 'zqerase-';
+const ERASE_MARK_LENGTH = ERASE_MARK.length + 8;
+
+/**
+ * The placeholder an erased message reads as (issue 25): same fields, content emptied, `erased`;
+ * keys sorted, as the server writes records (canonical JSON), so `same` can compare it.
+ */
+const erasedPlaceholder = (m) => Object.fromEntries(Object.entries({ ...m, content: '', erased: true }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+
+/**
+ * Every erasee marker found in the files of `dataDir` (recursively: segments, snapshot, search
+ * shards, temp files), as marker → relative paths. Files that vanish meanwhile are skipped.
+ */
+function markersOnDisk(dataDir) {
+  const found = new Map();
+  const mark = Buffer.from(ERASE_MARK, 'latin1');
+  for (const entry of readdirSync(dataDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath ?? entry.path, entry.name);
+    let buf;
+    try {
+      buf = readFileSync(path);
+    } catch {
+      continue; // a temp or shard file replaced while we walked
+    }
+    for (let i = buf.indexOf(mark); i !== -1; i = buf.indexOf(mark, i + 1)) {
+      const marker = buf.subarray(i, i + ERASE_MARK_LENGTH).toString('latin1');
+      const list = found.get(marker) ?? [];
+      list.push(path.slice(dataDir.length + 1));
+      found.set(marker, list);
+    }
+  }
+  return found;
+}
 
 function check(cond, message) {
   if (!cond) throw new Violation(message);
@@ -208,8 +259,10 @@ function carries(op, prev, rev) {
  * keep (keep the data folder), inject (self-test only: 'changed-ack' alters one acknowledged
  * work revision, 'forgotten-clientId' adds an in-doubt action that duplicates an applied one under
  * another clientId, 'lost-feed-event' makes the last round's feed reads miss the event of one
- * acknowledged message; each must end in a Violation). Resolves to {iterations, checked,
- * acknowledged, actions, inDoubtRetries, seed, dataDir}; rejects with a Violation on the first
+ * acknowledged message, 'phantom-erasure' counts an erasure as acknowledged that was never sent;
+ * each must end in a Violation). Resolves to {iterations, checked,
+ * acknowledged, actions, inDoubtRetries, erasures: {acked, inDoubt, inDoubtInEffect,
+ * inDoubtNotInEffect}, seed, dataDir}; rejects with a Violation on the first
  * broken guarantee.
  */
 export async function runCrashTest({ iterations = 100, writers = 12, seed = Date.now() & 0xffffffff, log = console.log, keep = false, inject } = {}) {
@@ -235,6 +288,13 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   const stats = { actions, inDoubtRetries };
   const indexDisturbances = Object.fromEntries(INDEX_DISTURBANCES.map((d) => [d, 0]));
   const searchIndexDisturbances = Object.fromEntries(SEARCH_INDEX_DISTURBANCES.map((d) => [d, 0]));
+  // Erasures (issue 25): an operator erases acknowledged messages of `erasee`; each such write
+  // gets `erasure`: 'acked' (201 seen), 'doubt' (no answer; resolved after the restart to
+  // 'acked' when in effect or 'kept' when not).
+  let operator = null;
+  let erasee = null;
+  const erasures = { acked: 0, inDoubt: 0, inDoubtInEffect: 0, inDoubtNotInEffect: 0 };
+  stats.erasures = erasures;
   try {
     for (let it = 1; it <= iterations; it++) {
       const server = await startServer(dataDir);
@@ -248,11 +308,16 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         for (const a of [...creators, ...workers]) byId.set(a.id, a);
         for (let w = 0; w < writers; w++) lives.push({ item: null, stale: false });
         topicId = (await api('POST', '/api/topics', { title: 'crash test' }, creators[0].token)).body.id;
+        erasee = await reg('crash-erasee');
+        const made = await execFileP(process.execPath, [CLI_JS, '--data-dir', dataDir, 'operator', 'create', '--name', 'crash-operator']);
+        operator = JSON.parse(made.stdout);
+        check(typeof operator.token === 'string', `operator create gave ${made.stdout}`);
       } else {
         // Half of the in-doubt work actions wait one more round of writes before their retry, so
         // the item may move on meanwhile and the retry meets a stale revision.
         const due = inDoubt.filter((d) => !d.deferred || d.it < it - 1);
-        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), inDoubt: due, cursors, feedSeen, token: creators[0].token, topicId, stats });
+        const erased = acked.filter((w) => w.erasure !== undefined);
+        checked += await verifyAfterCrash(api, { dataDir, acked: acked.slice(unchecked), erased, inDoubt: due, cursors, feedSeen, token: creators[0].token, topicId, stats });
         unchecked = acked.length;
         inDoubt.splice(0, inDoubt.length, ...inDoubt.filter((d) => !due.includes(d)));
         for (const life of lives) life.stale = life.item !== null; // in-doubt retries may have moved it on
@@ -321,7 +386,10 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
           const pick = random();
           let op;
           try {
-            if (pick < 0.3) op = { kind: 'message', path: '/api/messages', token: creators[w].token, request: { topicId, content: `it${it} w${w} n${n} ✓`, clientId: `m-${it}-${w}-${n}` } };
+            if (pick < 0.12) {
+              const marker = ERASE_MARK + n.toString(36).padStart(8, '0');
+              op = { kind: 'message', erasee: true, path: '/api/messages', token: erasee.token, request: { topicId, content: `erasee it${it} ${marker}`, clientId: `e-${it}-${w}-${n}` } };
+            } else if (pick < 0.3) op = { kind: 'message', path: '/api/messages', token: creators[w].token, request: { topicId, content: `it${it} w${w} n${n} ✓`, clientId: `m-${it}-${w}-${n}` } };
             else if (pick < 0.4) op = { kind: 'knowledge', path: '/api/knowledge', token: creators[w].token, request: { title: `k ${n}`, content: `knowledge ${it}/${n}`, category: 'opinion', topicId } };
             else if (pick < 0.9) op = await lifecycleOp(w, n);
             else {
@@ -359,7 +427,30 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
           }
         }
       };
-      const loops = Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
+      /** Erases a random acknowledged erasee message now and then until the kill. */
+      const eraser = async () => {
+        while (!dead) {
+          await new Promise((r) => setTimeout(r, 5 + Math.floor(random() * 30)));
+          const candidates = acked.filter((w) => w.erasee && w.erasure === undefined);
+          if (candidates.length === 0 || dead) continue;
+          const w = candidates[Math.floor(random() * candidates.length)];
+          w.erasure = 'sent';
+          let res;
+          try {
+            res = await api('POST', '/api/moderation/actions', { action: 'erase', target: { type: 'message', id: w.response.id }, reason: 'crash test' }, operator.token);
+            if (res.status === 503 && stopping) throw new Error('stopping');
+          } catch {
+            w.erasure = 'doubt';
+            erasures.inDoubt++;
+            killedInDoubt++;
+            return;
+          }
+          check(res.status === 201 && res.body.erasedRecords === 1, `erasure of message ${w.response.id} gave ${res.status} ${JSON.stringify(res.body)}`);
+          w.erasure = 'acked';
+          erasures.acked++;
+        }
+      };
+      const loops = Promise.all([...Array.from({ length: writers }, (_, w) => writer(w)), eraser()]);
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 350)));
       // One stop in four is a graceful one, which writes the state snapshot; the kills after it
       // leave that snapshot stale (records after it), and between stops it is also damaged or
@@ -381,14 +472,15 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
     const server = await startServer(dataDir);
     const api = (method, path, body, token) => call(dispatcher, server.url, method, path, body, token);
     try {
-      checked += await verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSeen, token: creators[0].token, topicId, stats });
+      const erased = acked.filter((w) => w.erasure !== undefined);
+      checked += await verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token: creators[0].token, topicId, stats, final: true });
     } finally {
       await new Promise((resolve) => {
         server.once('exit', resolve);
         server.kill('SIGTERM');
       });
     }
-    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, indexDisturbances, searchIndexDisturbances, seed, dataDir };
+    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, erasures, indexDisturbances, searchIndexDisturbances, seed, dataDir };
   } finally {
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
@@ -397,6 +489,13 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
 
 /** Self-test faults (see runCrashTest); each must make the final verification fail. */
 function injectFault(kind, acked, inDoubt, feedSeen) {
+  if (kind === 'phantom-erasure') {
+    // As if the server had acknowledged an erasure it never performed.
+    const victim = acked.findLast((w) => w.erasee && w.erasure === undefined);
+    check(victim !== undefined, 'inject: no unerased erasee message to build a fault on');
+    victim.erasure = 'acked';
+    return;
+  }
   if (kind === 'lost-feed-event') {
     // As if the feed had skipped one acknowledged message: its event is dropped from the reads.
     const victim = acked.findLast((w) => w.kind === 'message');
@@ -462,8 +561,10 @@ async function follow(api, path, token, cursor, seen, drop) {
       if (!found) continue;
       const [key, record] = found;
       const entry = seen.get(key);
-      if (entry) entry.count++;
-      else seen.set(key, { count: 1, record });
+      if (entry) {
+        entry.count++;
+        entry.last = record;
+      } else seen.set(key, { count: 1, record, last: record });
     }
     c = res.body.cursor;
     check(c.after >= last, `${path} returned cursor ${c.after} behind its last event ${last}`);
@@ -513,11 +614,80 @@ async function checkInDoubtAction(api, w, token, stats) {
   }
 }
 
-async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSeen, token, topicId, stats }) {
+/**
+ * Checks every erasure sent so far (`erased`: acknowledged erasee messages with `erasure` set):
+ * an acknowledged one, and an in-doubt one that took effect, reads as the placeholder, is not
+ * found by `q`, and its marker is in no file of the data folder; an in-doubt one that did not take
+ * effect reads whole, is found by `q`, and its marker is still in a segment; with `final`, the
+ * topic export agrees (checkExport). Resolves 'doubt' to 'acked' or 'kept'. Returns the number of
+ * checks.
+ */
+async function checkErasures(api, { dataDir, erased, token, topicId, stats, final }) {
+  const onDisk = markersOnDisk(dataDir);
   let checked = 0;
-  // 1. Every acknowledged write is present with identical content.
+  for (const w of erased) {
+    if (w.erasure === 'kept') continue; // an in-doubt erasure that never took effect: a normal message
+    const m = (await api('GET', `/api/messages?messageId=${w.response.id}`, undefined, token)).body.messages[0];
+    const marker = w.request.content.slice(-ERASE_MARK_LENGTH);
+    const found = await api('GET', `/api/messages?topicId=${topicId}&q=${encodeURIComponent(marker)}&limit=100`, undefined, token);
+    const label = `${w.erasure === 'doubt' ? 'in-doubt' : 'acknowledged'} erasure of message ${w.response.id}`;
+    const inEffect = same(m, erasedPlaceholder(w.response));
+    if (w.erasure === 'doubt') {
+      check(inEffect || same(m, w.response), `${label}: the message is neither whole nor the erased placeholder: ${JSON.stringify(m)}`);
+      w.erasure = inEffect ? 'acked' : 'kept';
+      stats.erasures[inEffect ? 'inDoubtInEffect' : 'inDoubtNotInEffect']++;
+    } else check(inEffect, `${label} is not in effect: the message reads ${JSON.stringify(m)}`);
+    if (inEffect) {
+      check(found.body.messages.length === 0, `${label}: q=${marker} still finds ${JSON.stringify(found.body.messages)}`);
+      check(!onDisk.has(marker), `${label}: its bytes are still in ${onDisk.get(marker)?.join(', ')}`);
+    } else {
+      check(found.body.messages.some((x) => same(x, w.response)), `${label} did not take effect, yet q=${marker} does not find the message`);
+      check(onDisk.get(marker)?.some((p) => p.startsWith('log')) === true, `${label} did not take effect, yet its bytes are gone from the segments`);
+    }
+    checked++;
+  }
+  if (final) checked += await checkExport(api, { erased, token, topicId });
+  return checked;
+}
+
+/**
+ * The topic export after the last restart: every record's checksum is the SHA-256 of its
+ * canonical JSON; an erased message is a tombstone (`erased: true`, no marker), a message whose
+ * erasure never took effect is whole. Returns the number of checks.
+ */
+async function checkExport(api, { erased, token, topicId }) {
+  const byId = new Map();
+  let q = `topicId=${topicId}`;
+  for (;;) {
+    const res = await api('GET', `/api/exchange?${q}`, undefined, token);
+    check(res.status === 200, `export of ${topicId} gave ${res.status} ${JSON.stringify(res.body)}`);
+    for (const r of res.body.records) {
+      check(createHash('sha256').update(r.canonicalJson, 'utf8').digest('hex') === r.sha256, `export record ${r.seq}: its checksum is not the SHA-256 of its canonical JSON`);
+      byId.set(JSON.parse(r.canonicalJson).id, r);
+    }
+    if (!res.body.hasMore) break;
+    const c = res.body.cursor;
+    q = `topicId=${topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}`;
+  }
+  for (const w of erased) {
+    const r = byId.get(w.response.id);
+    const marker = w.request.content.slice(-ERASE_MARK_LENGTH);
+    check(r !== undefined, `export of ${topicId} lacks message ${w.response.id}`);
+    if (w.erasure === 'acked') check(r.erased === true && !r.canonicalJson.includes(marker), `export: erased message ${w.response.id} is not a tombstone: ${JSON.stringify(r)}`);
+    else check(r.erased !== true && r.canonicalJson.includes(marker), `export: message ${w.response.id}, whose erasure never took effect, is not whole: ${JSON.stringify(r)}`);
+  }
+  return erased.length;
+}
+
+async function verifyAfterCrash(api, { dataDir, acked, erased, inDoubt, cursors, feedSeen, token, topicId, stats, final = false }) {
+  // 0. Erasures: acknowledged ones in effect, in-doubt ones all or nothing (resolved here); after
+  //    the last restart, in the topic export too.
+  let checked = await checkErasures(api, { dataDir, erased, token, topicId, stats, final });
+  // 1. Every acknowledged write is present with identical content (erased messages as placeholders).
   for (const w of acked) {
-    if (w.kind === 'message') {
+    if (w.kind === 'message' && w.erasure === 'acked') {
+      checked++; // checked by checkErasures
+    } else if (w.kind === 'message') {
       const m = (await api('GET', `/api/messages?messageId=${w.response.id}`, undefined, token)).body.messages[0];
       check(same(m, w.response), `acknowledged message ${w.response.id} is missing or changed`);
       // Found by `q` too, through whatever the search index holds after the disturbance.
@@ -544,6 +714,13 @@ async function verifyAfterCrash(api, { dataDir, acked, inDoubt, cursors, feedSee
     const key = ackedKey(w);
     const entry = seen.get(key);
     check(entry !== undefined, `acknowledged ${key} is missing from the ${feed} read from the saved cursor`);
+    if (w.erasure === 'acked') {
+      // The message's own event (read before or after the erasure) and the erasure's event.
+      check(entry.count <= 2, `erased ${key} appears ${entry.count} times in the ${feed}`);
+      check(same(entry.last, erasedPlaceholder(w.response)), `erased ${key}: the ${feed}'s latest event for it is not the placeholder: ${JSON.stringify(entry.last)}`);
+      checked++;
+      continue;
+    }
     check(entry.count === 1, `acknowledged ${key} appears ${entry.count} times in the ${feed}`);
     check(same(entry.record, w.response), `acknowledged ${key} differs in the ${feed}: ${JSON.stringify(entry.record)}`);
     checked++;
@@ -592,6 +769,7 @@ async function main() {
   console.log(
     `work actions acknowledged: ${ACTIONS.map((a) => `${a} ${result.actions[a]}`).join(', ')}; ` +
       `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409); ` +
+      `erasures: ${result.erasures.acked} acknowledged, ${result.erasures.inDoubt} in doubt (${result.erasures.inDoubtInEffect} in effect, ${result.erasures.inDoubtNotInEffect} not); ` +
       `state snapshot between stops: ${INDEX_DISTURBANCES.map((d) => `${d} ${result.indexDisturbances[d]}`).join(', ')}`,
       `search index between stops: ${SEARCH_INDEX_DISTURBANCES.map((d) => `${d} ${result.searchIndexDisturbances[d]}`).join(', ')}`,
   );

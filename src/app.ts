@@ -22,7 +22,8 @@ import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamp
 import { SnapshotMismatchError } from './store/errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
-import { LOG_DIR, replaySegments } from './store/log.js';
+import { LOG_DIR } from './store/log.js';
+import { scanEraseRecordPayloads } from './store/erase.js';
 import { SearchIndexer } from './domain/search-indexer.js';
 import { NgramIndex } from './store/search/index.js';
 import { randomBytes } from 'node:crypto';
@@ -83,13 +84,29 @@ async function openIndexed(
     apply(state, record, payloadJson);
     lastTime = record.time;
   };
-  /** A whole replay that knows every erased record's emptied payload before it meets its tombstone. */
+  /**
+   * A whole replay that knows every erased record's emptied payload before it meets its tombstone:
+   * the payloads come from a byte scan of the log for erasure records (store/erase.ts
+   * `scanEraseRecordPayloads`, one read instead of a parsing and hashing pass), then the replay
+   * confirms them: the chained erasure records it applies overwrite each seed (an entry they do
+   * not name was never used: every tombstone needs a chained erasure record naming it), and one
+   * that differs means the log holds an erasure line outside the chain, which is damage.
+   */
   const replayKnowingErasures = async () => {
-    const erased = erasedPayloads(join(dataDir, LOG_DIR));
+    const erased = scannedErasedPayloads(join(dataDir, LOG_DIR));
     ({ records, state } = fresh());
     for (const e of erased) state.moderation.erased.set(e.seq, e);
     lastTime = null;
     const log = await Log.open(dataDir, visit, { ...logOptions, records });
+    for (const e of erased) {
+      const chained = state.moderation.erased.get(e.seq);
+      if (chained === e) state.moderation.erased.delete(e.seq);
+      else if (JSON.stringify(chained) !== JSON.stringify(e)) {
+        await log.close();
+        records.close();
+        throw new Error(`record ${e.seq}: an erasure line outside the hash chain holds another emptied payload than the chained erasure record (run \`verify\`, then \`repair\`)`);
+      }
+    }
     return { log, state, records, lastTime, resumedAt: 0 };
   };
   try {
@@ -135,15 +152,16 @@ function snapshotMismatch(header: SnapshotHeader, records: SegmentRecords): stri
 }
 
 /**
- * The emptied payloads of every erased record, read from the `moderation.erase` records of the log
- * in `logDir` (one pass that parses only those records). Used when a replay meets a tombstone
- * before the record that vouches for it.
+ * The emptied payloads named by the `moderation.erase` lines of the log in `logDir`, unproven
+ * (see `scanEraseRecordPayloads`): seeds for a whole replay that meets a tombstone before the
+ * record that vouches for it.
  */
-function erasedPayloads(logDir: string): ErasedRecord[] {
+function scannedErasedPayloads(logDir: string): ErasedRecord[] {
   const out: ErasedRecord[] = [];
-  replaySegments(logDir, (record, payloadJson) => {
-    if (record.type === 'moderation.erase') out.push(...((JSON.parse(payloadJson) as ModerationPayload).erased ?? []));
-  });
+  for (const payload of scanEraseRecordPayloads(logDir)) {
+    const list = (payload as Partial<ModerationPayload>).erased;
+    if (Array.isArray(list)) out.push(...list);
+  }
   return out;
 }
 

@@ -19,10 +19,10 @@
  * Derived indexes holding an erased record (the search index's shards) are dropped by the
  * caller's `beforeRewrite` hook, before step 3, so no crash can leave them behind.
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './fsutil.js';
-import { HASH_SUFFIX_LENGTH, isTombstoneAt, segmentName, tombstoneLine, type EraseTarget } from './record-format.js';
+import { ERASE_RECORD_TYPE, HASH_PREFIX, HASH_SUFFIX_LENGTH, SEGMENT_NAME, isTombstoneAt, segmentName, tombstoneLine, type EraseTarget } from './record-format.js';
 import type { SegmentRecords } from './records.js';
 
 /** What erasure needs from the log (Log implements it). */
@@ -80,4 +80,39 @@ export async function eraseRecords(host: EraseHost, targets: ReadonlyArray<Erase
     rewritten.push(...changed);
   }
   return rewritten;
+}
+
+/**
+ * The bytes that end the record text of every `moderation.erase` line and of nothing else:
+ * `type` is a line's last field before its hash (record-format.ts), inside a payload canonical
+ * JSON sorts `hash` before `type`, and quotes inside strings are escaped.
+ */
+const ERASE_LINE_MARK = Buffer.from(`,"type":"${ERASE_RECORD_TYPE}"${HASH_PREFIX}`, 'utf8');
+
+/**
+ * The payloads of the `moderation.erase` lines in the segments of `logDir`, in log order, found
+ * by a byte search for their fixed ending and parsing only those lines (issue 25): what a whole
+ * replay that meets a tombstone before its erasure record needs first, for one read of the log
+ * instead of parsing and hashing every record. Not proven: the chain is not checked here and a
+ * line that does not parse (a torn tail) is skipped, so the caller must confirm every payload it
+ * used against the records the chained replay applies (App.open does). Synchronous: startup only.
+ */
+export function scanEraseRecordPayloads(logDir: string): unknown[] {
+  const out: unknown[] = [];
+  const names = readdirSync(logDir).filter((n) => SEGMENT_NAME.test(n)).sort();
+  for (const name of names) {
+    const buf = readFileSync(join(logDir, name));
+    for (let i = buf.indexOf(ERASE_LINE_MARK); i !== -1; i = buf.indexOf(ERASE_LINE_MARK, i + 1)) {
+      const start = buf.lastIndexOf(0x0a, i) + 1;
+      const end = buf.indexOf(0x0a, i);
+      if (end === -1) break; // an unfinished last line is never a durable record
+      try {
+        const line = JSON.parse(buf.toString('utf8', start, end)) as { payload?: unknown };
+        if (typeof line === 'object' && line !== null && line.payload !== undefined) out.push(line.payload);
+      } catch {
+        // Damage: the chained replay reports it (or never reaches it).
+      }
+    }
+  }
+  return out;
 }
