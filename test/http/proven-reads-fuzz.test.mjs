@@ -42,11 +42,20 @@ test('random bytes flipped in random segments (mtime kept) are never served: eve
   const segments = readdirSync(join(base, 'log')).filter((f) => f.endsWith('.jsonl')).sort();
   assert.ok(segments.length >= 3);
   // The snapshot's anchor is the last record (the last line of the last segment): a start reads
-  // it back, and damage there makes the start replay the whole log, which refuses a damaged log
-  // (the log's own rule, README "Proven reads"). Flips stay off it, so every start must succeed.
-  const lastSeg = join(base, 'log', segments.at(-1));
-  const lastBuf = readFileSync(lastSeg);
-  const anchorStart = lastBuf.lastIndexOf(10, lastBuf.length - 2) + 1;
+  // it back and proves it, which also reads the stored hash of the record before it; damage to
+  // either makes the start replay the whole log, which refuses a damaged log (the log's own rule,
+  // README "Proven reads"). Flips stay off both lines, so every start must succeed. `limits` maps
+  // a segment to the first byte flips may not reach (the anchor's line, or the line before it).
+  const lineStart = (buf, end) => buf.lastIndexOf(10, end - 2) + 1;
+  const lastBuf = readFileSync(join(base, 'log', segments.at(-1)));
+  const anchorStart = lineStart(lastBuf, lastBuf.length);
+  const limits = new Map();
+  if (anchorStart > 0) limits.set(segments.at(-1), lineStart(lastBuf, anchorStart));
+  else {
+    limits.set(segments.at(-1), 0);
+    const prevBuf = readFileSync(join(base, 'log', segments.at(-2)));
+    limits.set(segments.at(-2), lineStart(prevBuf, prevBuf.length));
+  }
 
   const flip = fc.record({ segment: fc.nat(), at: fc.nat(), xor: fc.integer({ min: 1, max: 255 }) });
   await fc.assert(
@@ -57,7 +66,8 @@ test('random bytes flipped in random segments (mtime kept) are never served: eve
         const name = segments[f.segment % segments.length];
         const file = join(dir, 'log', name);
         const buf = readFileSync(file);
-        const limit = name === segments.at(-1) ? anchorStart : buf.length;
+        const limit = limits.get(name) ?? buf.length;
+        if (limit === 0) continue;
         buf[f.at % limit] ^= f.xor;
         writeWithMtimeKept(file, buf);
         assert.equal(statSync(file).size, buf.length);

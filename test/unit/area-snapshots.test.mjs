@@ -25,7 +25,7 @@ import { createKnowledgeState, decideKnowledge, entriesJson, packKnowledge, quer
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
 import {
-  createWorkState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workHistoryJson, workReceiptOf, workReceiptView,
+  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workHistoryJson, workReceiptOf, workReceiptView,
 } from '../../dist/domain/work/work.js';
 import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpportunities } from '../../dist/domain/opportunities/opportunities.js';
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
@@ -317,7 +317,7 @@ function withUnpacked(st, area) {
     }
     case 'work': {
       const { packed, arrays } = throughSnapshot((a) => packWork(st.work, a));
-      const s = createWorkState(records);
+      const s = createWorkBoardState(records);
       unpackWork(s, packed, arrays);
       return { ...st, work: s };
     }
