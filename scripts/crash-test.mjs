@@ -57,8 +57,8 @@ const execFileP = promisify(execFile);
 /** Work actions the workload drives (part 3). */
 export const ACTIONS = ['claim', 'renew', 'release', 'submit', 'review', 'cancel'];
 
-/** Small deterministic PRNG (mulberry32) so a failing run can be replayed with --seed. */
-function prng(seed) {
+/** Small deterministic PRNG (mulberry32) so a failing run can be replayed with --seed (also seeds test/unit/area-snapshots.test.mjs). */
+export function prng(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -7,11 +7,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { snapshotPath } from '../../dist/store/snapshot.js';
+import { exportOf, ok } from '../helpers/reads.mjs';
 
 /** Distinctive strings, one per erased text, and one that stays (so the byte search can fail). */
 const MARK = {
@@ -26,11 +26,6 @@ const MARK = {
 };
 const KEPT = 'qx7-kept-marker';
 
-async function ok(resPromise, status = 200) {
-  const res = await resPromise;
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  return res.body;
-}
 
 /** Every file under `dir` (recursively) whose bytes contain `text` as UTF-8 or UTF-16LE. */
 function filesHolding(dir, text) {
@@ -63,21 +58,6 @@ async function feedFrom0(s, path, token) {
   }
 }
 
-/** Every record of a topic export, each checksum checked over its canonical JSON. */
-async function exportOf(s, token, topicId) {
-  const out = [];
-  let q = `topicId=${topicId}`;
-  for (;;) {
-    const page = await ok(s.get(`/api/exchange?${q}`, token));
-    for (const r of page.records) {
-      assert.equal(createHash('sha256').update(r.canonicalJson, 'utf8').digest('hex'), r.sha256, `checksum of record ${r.seq}`);
-      out.push(r);
-    }
-    if (!page.hasMore) return out;
-    const c = page.cursor;
-    q = `topicId=${topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}`;
-  }
-}
 
 test('erasing a message, a knowledge revision, a topic and a work item (REST and CLI) leaves none of their bytes in the data folder or a backup, verify passes, and restarts with and without the snapshot serve the same answers', async (t) => {
   const s = await startServer(t);

@@ -6,13 +6,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ROOT, startServer } from '../helpers/server.mjs';
 import { snapshotPath } from '../../dist/store/snapshot.js';
+import { exportOf, ok } from '../helpers/reads.mjs';
 
 const SECRET = 'zebra-secret-4242';
 
@@ -27,11 +28,6 @@ async function setup(t, opts = {}) {
   return { s, a, b, op, topic };
 }
 
-async function ok(resPromise, status = 200) {
-  const res = await resPromise;
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  return res.body;
-}
 
 const act = (s, op, body) => ok(s.post('/api/moderation/actions', body, op.token), 201);
 
@@ -77,21 +73,6 @@ function workMirror(s, token) {
   };
 }
 
-/** Every record of a topic export, checking each checksum over its canonical JSON. */
-async function exportOf(s, token, topicId) {
-  const out = [];
-  let q = `topicId=${topicId}`;
-  for (;;) {
-    const page = await ok(s.get(`/api/exchange?${q}`, token));
-    for (const r of page.records) {
-      assert.equal(createHash('sha256').update(r.canonicalJson, 'utf8').digest('hex'), r.sha256, `checksum of ${r.seq}`);
-      out.push(r);
-    }
-    if (!page.hasMore) return out;
-    const c = page.cursor;
-    q = `topicId=${topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}`;
-  }
-}
 
 /** The message placeholder of `m` for agents (issue 25: same fields, content emptied). */
 const placeholder = (m, flag = 'hidden') => ({ ...m, content: '', [flag]: true });

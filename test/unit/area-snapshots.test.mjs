@@ -31,23 +31,13 @@ import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpport
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
 import { decideFlag, decideModeration } from '../../dist/domain/moderation/decide.js';
 import { receiptJson } from '../../dist/domain/receipts/receipts.js';
+import { prng } from '../../scripts/crash-test.mjs';
 
 const START_MS = Date.parse('2026-01-01T00:00:00.000Z');
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'Ünïcode', 'lease', 'shard', 'needle', 'haystack', 'zeta'];
 const SEEDS = [1, 7, 29];
 const STEPS = 500;
 
-/** A small deterministic PRNG (mulberry32): the same seed gives the same log. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Generates and replays a varied log. Output: the replayed state, the ids and clientIds it made,
