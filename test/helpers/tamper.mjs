@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 
 /** Sets `file`'s mtime to `ns` (bigint nanoseconds) exactly; fs.utimesSync's double seconds cannot hold every nanosecond. */
 export function setMtimeNs(file, ns) {
@@ -27,4 +28,31 @@ export function copyArchive(from, to) {
   for (const name of readdirSync(join(from, 'log'))) {
     if (name.endsWith('.jsonl')) setMtimeNs(join(to, 'log', name), statSync(join(from, 'log', name), { bigint: true }).mtimeNs);
   }
+}
+
+/**
+ * A search shard file's bytes (store/search/shard.ts, format 2) with every bitmap posting list
+ * zeroed and every CRC recomputed (entry, dictionary block, meta, header), so all CRCs pass: an
+ * edit made without the derived-file key, which only the shard's MAC can catch. Changes `b` in
+ * place and returns it.
+ */
+export function withPostingsRemoved(b) {
+  const grams = b.readUInt32LE(64);
+  const sampleOff = b.readUInt32LE(76);
+  const dictOff = b.readUInt32LE(80);
+  const postingsOff = b.readUInt32LE(84);
+  for (let g = 0; g < grams; g++) {
+    const e = dictOff + g * 24;
+    const off = postingsOff + b.readUInt32LE(e + 8);
+    const bytes = b.readUInt32LE(e + 12);
+    if (b.readUInt32LE(e + 16) & 0x80000000) b.fill(0, off, off + bytes); // a bitmap: no documents
+    b.writeUInt32LE(crc32(b.subarray(off, off + bytes)), e + 20);
+  }
+  for (let k = 0; k < Math.ceil(grams / 64); k++) {
+    const first = dictOff + k * 64 * 24;
+    b.writeUInt32LE(crc32(b.subarray(first, Math.min(postingsOff, first + 64 * 24))), sampleOff + k * 12 + 8);
+  }
+  b.writeUInt32LE(crc32(b.subarray(128, dictOff)), 92);
+  b.writeUInt32LE(crc32(b.subarray(0, 124)), 124);
+  return b;
 }

@@ -43,6 +43,17 @@ async function appendErase(log, seqs) {
   return targets;
 }
 
+/** Replaces record 2's line in the first segment of `dir`'s log by its tombstone, as an erasure would; returns the segment and the line's offset. */
+function tombstoneSecondRecord(dir) {
+  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
+  const buf = readFileSync(seg);
+  const start = buf.indexOf(10) + 1;
+  const end = buf.indexOf(10, start) + 1;
+  tombstoneLine(buf.subarray(start, end), 2).copy(buf, start);
+  writeFileSync(seg, buf);
+  return { seg, start };
+}
+
 test('an erased record becomes a tombstone of the same length with the same hash; the log replays, verifies and reads it back as erased', async (t) => {
   const dir = tempDir(t);
   const log = await writeLog(dir, 5);
@@ -81,12 +92,7 @@ test('a tombstone that no later erase record vouches for is damage naming its fi
   const dir = tempDir(t);
   const log = await writeLog(dir, 3);
   await log.close();
-  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
-  const buf = readFileSync(seg);
-  const start = buf.indexOf(10) + 1;
-  const end = buf.indexOf(10, start) + 1;
-  tombstoneLine(buf.subarray(start, end), 2).copy(buf, start);
-  writeFileSync(seg, buf);
+  const { seg, start } = tombstoneSecondRecord(dir);
   assert.throws(
     () => replaySegments(join(dir, 'log'), () => undefined),
     (err) => err instanceof LogCorruptError && err.file === seg && err.offset === start && /tombstone/.test(err.reason),
@@ -103,12 +109,7 @@ test('a tombstone vouched for with another hash is damage', async (t) => {
   log.append('moderation.erase', { targets: [{ seq: 2, hash: 'a'.repeat(64) }] }, Date.UTC(2026, 0, 2));
   await log.sync();
   await log.close();
-  const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
-  const buf = readFileSync(seg);
-  const start = buf.indexOf(10) + 1;
-  const end = buf.indexOf(10, start) + 1;
-  tombstoneLine(buf.subarray(start, end), 2).copy(buf, start);
-  writeFileSync(seg, buf);
+  const { seg, start } = tombstoneSecondRecord(dir);
   assert.throws(() => replaySegments(join(dir, 'log'), () => undefined), (err) => err instanceof LogCorruptError && err.offset === start);
 });
 
