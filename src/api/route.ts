@@ -4,44 +4,25 @@
  *
  * `RequestSchemas` maps each request schema a route names (schemas/<Name>.json) to the TypeScript
  * type of a value that schema accepts once the pipeline has validated it (defaults applied, text
- * trimmed; src/http/validate.ts). `route()` takes a route whose `query`/`body` are such names and
+ * trimmed; src/http/validate.ts), derived by json-schema-to-ts's `FromSchema` (a defaulted
+ * property counts as present) from the literals in schema-consts.ts, which
+ * scripts/gen-schema-types.mjs writes from schemas/*.json (test/unit/schema-types.test.mjs keeps
+ * it current). A handler passing such a value to a domain function is thus checked by tsc against
+ * the schema itself. `route()` takes a route whose `query`/`body` are such names and
  * whose handler is written against those types, and returns it as a row of the route table: the
  * one place the pipeline's `Record<string, unknown>`/`unknown` meets the schema's type, sound
  * because the pipeline validates against exactly the schema the route names before the handler.
  */
 import type { Reply, RequestContext, Route } from '../http/router.js';
-import type { AgentEntry, RegisterInput } from '../domain/agents/agents.js';
-import type { CursorQuery, ExchangeQuery } from '../domain/feeds/pages.js';
-import type { MessageInput, MessageQuery } from '../domain/forum/forum.js';
-import type { KnowledgeInput, KnowledgeQuery } from '../domain/knowledge/knowledge.js';
-import type { FlagInput, ModerationInput } from '../domain/moderation/decide.js';
-import type { ReceiptKind } from '../domain/receipts/receipts.js';
-import type { WorkActionInput, WorkCreateInput, WorkHistoryQuery, WorkListQuery } from '../domain/work/work.js';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { AgentEntry } from '../domain/agents/agents.js';
+import type * as Schemas from './schema-consts.js';
+import type { References, RouteSchemaName } from './schema-consts.js';
 
-/** The validated value of each request schema a typed route names (see the module doc). */
-export interface RequestSchemas {
-  NoQuery: Record<never, never>;
-  ChangesQuery: CursorQuery;
-  ExchangeQuery: ExchangeQuery;
-  ReceiptQuery: { kind: ReceiptKind; clientId: string };
-  TopicInput: { title: string; roomId: string };
-  MessagesQuery: MessageQuery;
-  MessageInput: MessageInput;
-  KnowledgeQuery: KnowledgeQuery;
-  KnowledgeInput: KnowledgeInput;
-  SearchQuery: { q?: string; agentId?: string; topicId?: string; before?: string; id?: string; history: boolean; limit: number };
-  WorkListQuery: WorkListQuery;
-  WorkHistoryQuery: WorkHistoryQuery;
-  WorkCreateInput: WorkCreateInput;
-  WorkActionInput: WorkActionInput;
-  RegisterInput: RegisterInput;
-  OpportunityBriefQuery: { workItemId: string };
-  ModerationActionInput: ModerationInput;
-  ModerationListQuery: { limit: number };
-  FlagInput: FlagInput;
-  FlagsQuery: { state: 'open' | 'resolved' | 'all'; limit: number };
-  FlagResolveInput: { flagId: string; resolution: 'hide' | 'erase' | 'dismiss'; note: string };
-}
+/** The validated value of each request schema a route names (see the module doc). */
+export type RequestSchemas = {
+  [N in RouteSchemaName]: FromSchema<(typeof Schemas)[N], { references: References }>;
+};
 
 /** A request schema's name. */
 type SchemaName = keyof RequestSchemas;
