@@ -13,8 +13,11 @@
 //   /usr/share/dict/words) is shuffled with a fixed seed, and each word's rank r is drawn
 //   log-uniformly in [1, list length] (r = floor(e^(U·ln(len+1))), so a word's frequency falls as
 //   1/r, like natural text). Every --marker-every-th message (100,000) ends with the marker word
-//   `zephyrine`, which is in no dictionary. Progress (messages/s) goes to stderr every 10 s; the
-//   last line is a JSON summary. Then it stops the server (SIGTERM: it writes its snapshot).
+//   `zephyrine`, which is in no dictionary. With --knowledge-every K (default 0: messages only, as
+//   in the issue), every K-th post is a knowledge item instead (POST /api/knowledge, category
+//   `opinion`, a 3–10 word title and the same kind of text, the marker in one of --marker-every
+//   of them too), so /api/knowledge has something to search. Progress (posts/s) goes to stderr
+//   every 10 s; the last line is a JSON summary. Then it stops the server (SIGTERM: it writes its snapshot).
 //   Missing word list: `apt-get update && apt-get install -y wamerican` (Debian/Ubuntu).
 //
 // Measure: node scripts/post-archive.mjs --dir DIR --measure [--before]
@@ -30,8 +33,8 @@
 //   (.json).
 //
 // Flags: --dir DIR (required) · --messages N · --agents 32 · --topics 200 · --connections 64 ·
-// --marker-every 100000 · --seed 30 · --words FILE (/usr/share/dict/words) · --dist DIR (the
-// server's build, default dist) · --measure · --before · --requests 100 · --load-seconds 10 ·
+// --marker-every 100000 · --knowledge-every 0 · --seed 30 · --words FILE (/usr/share/dict/words) ·
+// --dist DIR (the server's build, default dist) · --measure · --before · --requests 100 · --load-seconds 10 ·
 // --start-timeout 900 · --index-timeout 1800 · --out FILE · --help
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -56,6 +59,7 @@ const { values: opts } = parseArgs({
     topics: { type: 'string', default: '200' },
     connections: { type: 'string', default: '64' },
     'marker-every': { type: 'string', default: '100000' },
+    'knowledge-every': { type: 'string', default: '0' },
     seed: { type: 'string', default: '30' },
     words: { type: 'string', default: '/usr/share/dict/words' },
     dist: { type: 'string', default: path.join(root, 'dist') },
@@ -114,6 +118,9 @@ async function build() {
   const agentCount = int('agents');
   const topicCount = int('topics');
   const markerEvery = int('marker-every');
+  const knowledgeEvery = int('knowledge-every');
+  let knowledgeItems = 0;
+  let messages = 0;
   const connections = Math.max(1, int('connections'));
   const server = await startServer(opts.dist, dataDir, { timeoutMs: startTimeoutMs });
   if (server.failed) throw new Error(`server: ${server.failed}`);
@@ -126,7 +133,7 @@ async function build() {
   }
   const topics = [];
   for (let i = 0; i < topicCount; i++) {
-    const title = contentFor(words, random, 3, 10);
+    const title = contentFor(words, random, 3, 10).slice(0, 160).trim();
     topics.push((await request(pool, 'POST', '/api/topics', { token: tokens[i % agentCount], body: { title } })).id);
   }
 
@@ -139,7 +146,7 @@ async function build() {
     const now = performance.now();
     const rate = (done - lastDone) / ((now - lastAt) / 1000);
     const left = rate > 0 ? (total - done) / rate : Infinity;
-    log(`posted ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')}: ${rate.toFixed(0)} messages/s now, ${(done / ((now - started) / 1000)).toFixed(0)} on average; ~${(left / 60).toFixed(1)} min left`);
+    log(`posted ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')}: ${rate.toFixed(0)} posts/s now, ${(done / ((now - started) / 1000)).toFixed(0)} on average; ~${(left / 60).toFixed(1)} min left`);
     lastDone = done;
     lastAt = now;
   }, 10_000);
@@ -147,9 +154,15 @@ async function build() {
     while (next < total) {
       const i = next++;
       let content = contentFor(words, random, 15, 90);
-      if (markerEvery > 0 && (i + 1) % markerEvery === 0) content += ' zephyrine';
       const topicId = topics[Math.floor(random() * topics.length)];
-      await request(pool, 'POST', '/api/messages', { token: tokens[i % agentCount], body: { topicId, content, clientId: `post-${i}` } });
+      if (knowledgeEvery > 0 && (i + 1) % knowledgeEvery === 0) {
+        if (markerEvery > 0 && ++knowledgeItems % markerEvery === 0) content += ' zephyrine';
+        const body = { title: contentFor(words, random, 3, 10).slice(0, 160).trim(), content, category: 'opinion', topicId };
+        await request(pool, 'POST', '/api/knowledge', { token: tokens[i % agentCount], body });
+      } else {
+        if (markerEvery > 0 && ++messages % markerEvery === 0) content += ' zephyrine';
+        await request(pool, 'POST', '/api/messages', { token: tokens[i % agentCount], body: { topicId, content, clientId: `post-${i}` } });
+      }
       done++;
     }
   };
@@ -165,12 +178,13 @@ async function build() {
   await stopServer(server);
   const summary = {
     dir: dataDir,
-    messages: total,
+    posts: total,
+    knowledgeItems,
     agents: agentCount,
     topics: topicCount,
     connections,
     seconds: Number(seconds.toFixed(1)),
-    messagesPerSecond: Math.round(total / seconds),
+    postsPerSecond: Math.round(total / seconds),
     stopSeconds: Number(((performance.now() - t) / 1000).toFixed(1)),
     segmentBytes: segmentBytes(dataDir),
   };
