@@ -52,7 +52,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BEFORE_COMMIT, baselineDist } from './bench/baseline.mjs';
+import { BEFORE_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -75,7 +75,7 @@ function parseOptions(argv) {
   const { values } = parseArgs({
     args: argv,
     options: {
-      servers: { type: 'string', default: 'ours,before,fastify,bare' },
+      servers: { type: 'string' },
       ours: { type: 'string', default: path.join(root, 'dist', 'server.js') },
       before: { type: 'string' },
       scenarios: { type: 'string' },
@@ -107,7 +107,10 @@ function parseOptions(argv) {
   };
   const opts = {
     help: values.help,
-    servers: list(values.servers),
+    servers: list(values.servers ?? 'ours,before,fastify,bare'),
+    // By default `before` is dropped with a warning when it cannot be had (no such commit in a
+    // shallow clone, no network for its npm ci); asked for by name, its absence is an error.
+    beforeOptional: values.servers === undefined && !values.before,
     scenarios: values.scenarios ? list(values.scenarios) : Object.keys(SCENARIOS),
     connections: list(values.connections).map(Number),
     rounds: int('rounds'),
@@ -593,7 +596,16 @@ async function main() {
 
   // Work items: two per connection, so no connection ever waits for a free item.
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
-  if (opts.servers.includes('before') && !opts.beforeEntry) opts.beforeEntry = path.join(baselineDist(BEFORE_COMMIT, { log }), 'server.js');
+  if (opts.servers.includes('before') && !opts.beforeEntry) {
+    try {
+      if (!commitAvailable(BEFORE_COMMIT)) throw new Error(`commit ${BEFORE_COMMIT} is not in this clone (shallow?)`);
+      opts.beforeEntry = path.join(baselineDist(BEFORE_COMMIT, { log }), 'server.js');
+    } catch (err) {
+      if (!opts.beforeOptional) throw err;
+      log(`warning: server "before" skipped: ${err.message}`);
+      opts.servers = opts.servers.filter((k) => k !== 'before');
+    }
+  }
   const servers = [];
   for (const kind of opts.servers) {
     const server = await startServer(kind, opts);

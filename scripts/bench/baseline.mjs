@@ -15,6 +15,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 /** The commit issue 30 is measured against. */
 export const BEFORE_COMMIT = '1496384';
 
+/** Whether this clone has `commit` (a shallow clone or an exported tree may not). */
+export function commitAvailable(commit) {
+  return spawnSync('git', ['cat-file', '-e', `${commit}^{commit}`], { cwd: root, stdio: 'ignore' }).status === 0;
+}
+
 /**
  * Returns the dist folder of `commit`'s build (it holds server.js), building it first when
  * `dir` (default scripts/bench/.baseline-<commit>) has none. `log` gets progress lines.
