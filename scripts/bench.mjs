@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 // Agent Forum benchmark harness (`npm run bench`).
 //
-// Compares "ours" (node dist/server.js) with a conventional Fastify + SQLite
-// implementation of the same API subset and with a bare node:http ceiling.
+// Compares "ours" (node dist/server.js) with the same server at commit 1496384
+// ("before", issue 30's starting point, built once under
+// scripts/bench/.baseline-1496384), a conventional Fastify + SQLite
+// implementation of the same API subset and a bare node:http ceiling.
 // Each server runs as a child process on a free 127.0.0.1 port with fresh data,
 // is seeded over HTTP (8 agents, 1 topic, N messages), and is measured with wrk
 // (autocannon as fallback). Servers alternate cell by cell over several rounds;
 // the table shows medians and the min–max spread across rounds.
 //
 // Usage: node scripts/bench.mjs [flags]
-//   --servers LIST         ours,fastify,bare (default: all three)
+//   --servers LIST         ours,before,fastify,bare (default: all four)
 //   --ours FILE            entry script for "ours", default dist/server.js
+//   --before FILE          entry script for "before", default the server.js of
+//                          commit 1496384, exported and built on first use
 //   --scenarios LIST       status,read,changes,exchange,work,write (default: all;
 //                          each server runs only the ones it implements)
 //   --connections LIST     default 1,16,64
@@ -21,20 +25,21 @@
 //   --loadgen NAME         wrk | autocannon (default: wrk, installed via apt-get
 //                          when root, else autocannon)
 //   --seed-messages N      messages seeded per server, default 2000
-//   --replay / --no-replay ours: archive replay time and peak RSS (default on,
+//   --replay / --no-replay ours and before: archive replay time and peak RSS (default on,
 //                          off with --smoke); needs scripts/gen-archive.mjs
 //   --replay-records N     records in the generated archive, default 1000000
 //   --gen-archive FILE     archive generator (takes --dir D --records N),
 //                          default scripts/gen-archive.mjs
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
-//   --search / --no-search ours: q search latency (default on, off with --smoke)
+//   --search / --no-search ours and before: q search latency (default on, off with --smoke)
 //   --search-messages N    messages seeded for --search, default 100000
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
 //                          messages, no replay or search
 //   --scale N              run the scale benchmark instead (scripts/scale-bench.mjs:
-//                          an N-record archive, this tree against commit 8a2aac2)
+//                          an N-record archive, this tree against commit 1496384;
+//                          its flags: node scripts/scale-bench.mjs --help)
 //   --help
 //
 // Exit status: 0 when every server started and every cell stayed at or below 1%
@@ -47,6 +52,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { BEFORE_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -69,8 +75,9 @@ function parseOptions(argv) {
   const { values } = parseArgs({
     args: argv,
     options: {
-      servers: { type: 'string', default: 'ours,fastify,bare' },
+      servers: { type: 'string' },
       ours: { type: 'string', default: path.join(root, 'dist', 'server.js') },
+      before: { type: 'string' },
       scenarios: { type: 'string' },
       connections: { type: 'string', default: '1,16,64' },
       rounds: { type: 'string', default: '3' },
@@ -100,7 +107,10 @@ function parseOptions(argv) {
   };
   const opts = {
     help: values.help,
-    servers: list(values.servers),
+    servers: list(values.servers ?? 'ours,before,fastify,bare'),
+    // By default `before` is dropped with a warning when it cannot be had (no such commit in a
+    // shallow clone, no network for its npm ci); asked for by name, its absence is an error.
+    beforeOptional: values.servers === undefined && !values.before,
     scenarios: values.scenarios ? list(values.scenarios) : Object.keys(SCENARIOS),
     connections: list(values.connections).map(Number),
     rounds: int('rounds'),
@@ -117,6 +127,7 @@ function parseOptions(argv) {
     searchMessages: int('search-messages'),
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
+    beforeEntry: values.before ? path.resolve(values.before) : null,
     smoke: values.smoke,
   };
   if (opts.smoke) {
@@ -137,6 +148,11 @@ const SERVERS = {
     env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
     missing: 'entry script not found: run `npm run build` first (or pass --ours FILE)',
   },
+  before: {
+    entry: (opts) => opts.beforeEntry,
+    env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
+    missing: 'entry script not found (pass --before FILE or remove it to rebuild)',
+  },
   fastify: {
     entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
     env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
@@ -148,22 +164,26 @@ const SERVERS = {
 };
 
 // Order matters: write runs last in each round so that reads see the seeded data set.
+// `reference` is the server the scenario's ratio and target compare with.
 const SCENARIOS = {
-  status: { servers: ['ours', 'fastify', 'bare'], mode: 'static', auth: false, path: () => '/api/status' },
-  read: { servers: ['ours', 'fastify'], mode: 'static', path: (s) => `/api/messages?topicId=${s.seed.topicId}&limit=50` },
-  changes: { servers: ['ours', 'fastify'], mode: 'static', path: () => '/api/changes?after=0&limit=100' },
-  exchange: { servers: ['ours'], mode: 'static', path: (s) => `/api/exchange?topicId=${s.seed.topicId}&limit=100` },
-  work: { servers: ['ours'], mode: 'work', path: () => '/api/work/action' },
-  write: { servers: ['ours', 'fastify'], mode: 'write', path: () => '/api/messages' },
+  status: { servers: ['ours', 'before', 'fastify', 'bare'], reference: 'bare', mode: 'static', auth: false, path: () => '/api/status' },
+  read: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'static', path: (s) => `/api/messages?topicId=${s.seed.topicId}&limit=50` },
+  changes: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'static', path: () => '/api/changes?after=0&limit=100' },
+  exchange: { servers: ['ours', 'before'], reference: null, mode: 'static', path: (s) => `/api/exchange?topicId=${s.seed.topicId}&limit=100` },
+  work: { servers: ['ours', 'before'], reference: null, mode: 'work', path: () => '/api/work/action' },
+  write: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'write', path: () => '/api/messages' },
 };
 
-// Per "scenario|connections": which comparison the target needs and whether a ratio row meets it.
+// Issue 30's targets per "scenario|connections": `met` gets {vsRef, ours} (ours: the cell's summary).
 const TARGETS = {
-  'write|64': { vs: 'fastify', text: 'ours/fastify ≥ 5 and ours p99 ≤ 15 ms', met: (r) => r.vsFastify >= 5 && r.ours.p99Ms <= 15 },
-  'read|64': { vs: 'fastify', text: 'ours/fastify ≥ 4', met: (r) => r.vsFastify >= 4 },
-  'changes|64': { vs: 'fastify', text: 'ours/fastify ≥ 4', met: (r) => r.vsFastify >= 4 },
-  'status|64': { vs: 'bare', text: 'ours/bare ≥ 0.8', met: (r) => r.vsBare >= 0.8 },
+  'status|64': { text: 'ours/bare ≥ 0.9', met: (r) => r.vsRef >= 0.9 },
+  'read|64': { text: 'ours/fastify ≥ 4', met: (r) => r.vsRef >= 4 },
+  'changes|64': { text: 'ours/fastify ≥ 8', met: (r) => r.vsRef >= 8 },
+  'write|64': { text: 'ours/fastify ≥ 5 and ours p99 ≤ 15 ms', met: (r) => r.vsRef >= 5 && r.ours.p99Ms <= 15 },
+  'write|1': { text: 'ours/fastify ≥ 1.2', met: (r) => r.vsRef >= 1.2 },
 };
+// Servers that speak our API (seeded with work items; measured by the replay and search steps).
+const FORUM_SERVERS = new Set(['ours', 'before']);
 
 // ---- process bookkeeping: everything started is stopped, whatever happens ---
 
@@ -406,9 +426,9 @@ async function runCell(gen, server, scenarioName, connections, seconds) {
   });
 }
 
-// ---- extra measurements (ours only) ----------------------------------------
+// ---- extra measurements (ours and before) ----------------------------------
 
-async function measureReplay(opts) {
+async function measureReplay(opts, kinds) {
   const generator = opts.genArchive;
   if (!existsSync(generator)) return { skipped: `${path.relative(root, generator)} not found` };
   const dir = tempDir('replay');
@@ -426,16 +446,21 @@ async function measureReplay(opts) {
   // replaying the log, so the first start runs without any derived file (data/index: snapshot
   // and search index) and replays every record; it writes a snapshot when it stops, and the
   // second start shows what an ordinary restart costs.
-  log('replay: starting ours on the archive with no derived files (whole replay)…');
-  rmSync(path.join(dir, 'index'), { recursive: true, force: true });
-  const whole = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
-  const peakRss = peakRssBytes(whole.pid);
-  await stopChild(whole.child);
-  log('replay: starting ours again (from the snapshot the first start wrote)…');
-  const again = await startServer('ours', opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
-  const snapshotPeakRss = peakRssBytes(again.pid);
-  await stopChild(again.child);
-  return { archiveBytes, baseline, baselineSeconds, oursSeconds: whole.readyMs / 1000, peakRss, snapshotSeconds: again.readyMs / 1000, snapshotPeakRss };
+  // Each server starts with no derived files of the other (their formats differ).
+  const servers = {};
+  for (const kind of kinds) {
+    log(`replay: starting ${kind} on the archive with no derived files (whole replay)…`);
+    rmSync(path.join(dir, 'index'), { recursive: true, force: true });
+    const whole = await startServer(kind, opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+    const peakRss = peakRssBytes(whole.pid);
+    await stopChild(whole.child);
+    log(`replay: starting ${kind} again (from the snapshot the first start wrote)…`);
+    const again = await startServer(kind, opts, { dataDir: dir, timeoutMs: opts.replayTimeoutMs });
+    const snapshotPeakRss = peakRssBytes(again.pid);
+    await stopChild(again.child);
+    servers[kind] = { seconds: whole.readyMs / 1000, peakRss, snapshotSeconds: again.readyMs / 1000, snapshotPeakRss };
+  }
+  return { archiveBytes, baseline, baselineSeconds, servers };
 }
 
 // Deterministic pseudo-words with a skewed frequency, so a query word can hit
@@ -450,10 +475,10 @@ function searchCorpus() {
   return { contentFor, queries: { frequent: vocab[0], rare: vocab[vocab.length - 1], absent: 'qqzzjx' } };
 }
 
-async function measureSearch(opts) {
-  const server = await startServer('ours', opts);
+async function measureSearch(opts, kind) {
+  const server = await startServer(kind, opts);
   const { contentFor, queries } = searchCorpus();
-  log(`search: seeding ${fmtInt(opts.searchMessages)} messages over HTTP…`);
+  log(`search: seeding ${fmtInt(opts.searchMessages)} messages into ${kind} over HTTP…`);
   server.seed = await seedForum(server, { messages: opts.searchMessages, contentFor });
   const rows = [];
   for (const [kind, word] of Object.entries(queries)) {
@@ -508,36 +533,48 @@ function renderReport({ opts, gen, warning, cells, replay, search }) {
   for (const c of cells.values()) {
     if (c.kind !== 'ours') continue;
     const other = (server) => cells.get(`${c.scenario}|${c.connections}|${server}`)?.summary;
-    const row = { ours: c.summary, vsFastify: c.summary.rps / other('fastify')?.rps, vsBare: c.summary.rps / other('bare')?.rps };
+    const refKind = SCENARIOS[c.scenario].reference;
+    const ref = refKind ? other(refKind) : undefined;
+    const before = other('before');
+    const cell = (s) => (s ? `${fmtInt(s.rps)} (p99 ${fmtMs(s.p99Ms)})` : '—');
+    const row = { ours: c.summary, vsRef: ref ? c.summary.rps / ref.rps : NaN };
     const target = TARGETS[`${c.scenario}|${c.connections}`];
     let verdict = '';
-    if (target) verdict = `${target.text}: ${!other(target.vs) ? 'n/a' : target.met(row) ? 'met' : 'MISSED'}`;
-    ratioRows.push(`| ${c.scenario} | ${c.connections} | ${fmtRatio(row.vsFastify)} | ${fmtRatio(row.vsBare)} | ${verdict} |`);
+    if (target) verdict = `${target.text}: ${!ref ? 'n/a' : target.met(row) ? 'met' : 'MISSED'}`;
+    ratioRows.push(`| ${c.scenario} | ${c.connections} | ${cell(c.summary)} | ${cell(before)} | ${ref ? `${refKind} ${cell(ref)}` : '—'} | ${ref ? fmtRatio(row.vsRef) : '—'} | ${ref && before ? fmtRatio(before.rps / ref.rps) : '—'} | ${before ? fmtRatio(c.summary.rps / before.rps) : '—'} | ${verdict} |`);
   }
   if (ratioRows.length) {
-    out.push('', '## Ratios (req/s of ours ÷ req/s of the other)', '');
-    out.push('| scenario | conns | ours/fastify | ours/bare | target |', '|---|---:|---:|---:|---|', ...ratioRows);
+    out.push('', `## Ours beside before (commit ${BEFORE_COMMIT}) and the reference (req/s, median across rounds; p99 in ms)`, '');
+    out.push('| scenario | conns | ours | before | reference | ours/ref | before/ref | ours/before | target (issue 30) |', '|---|---:|---:|---:|---:|---:|---:|---:|---|', ...ratioRows);
   }
 
   if (replay) {
-    out.push('', '## Replay (ours)', '');
+    out.push('', '## Replay', '');
     if (replay.skipped) out.push(`skipped: ${replay.skipped}`);
     else {
-      const ratio = replay.oursSeconds / replay.baselineSeconds;
-      const rssRatio = replay.peakRss / replay.archiveBytes;
       out.push(`archive: ${fmtInt(replay.baseline.records)} records in ${replay.baseline.files} .jsonl file(s), ${fmtMiB(replay.archiveBytes)} on disk`, '');
-      out.push('| measure | value | target |', '|---|---:|---|');
-      out.push(`| bare JSON.parse of every line | ${replay.baselineSeconds.toFixed(2)} s (peak RSS ${fmtMiB(replay.baseline.peakRssBytes)}) | |`);
-      out.push(`| ours, whole replay (no derived files): spawn → 200 on /api/status | ${replay.oursSeconds.toFixed(2)} s | |`);
-      out.push(`| ratio ours/baseline | ${fmtRatio(ratio)} | ≤ 3×: ${ratio <= 3 ? 'met' : 'MISSED'} |`);
-      out.push(`| ours peak RSS (VmHWM), whole replay | ${replay.peakRss === null ? 'n/a' : fmtMiB(replay.peakRss)} | ≤ 2× archive: ${replay.peakRss !== null && rssRatio <= 2 ? 'met' : 'MISSED'} (${fmtRatio(rssRatio)}) |`);
-      out.push(`| ours, restart from the snapshot: spawn → 200 on /api/status | ${replay.snapshotSeconds.toFixed(2)} s (peak RSS ${replay.snapshotPeakRss === null ? 'n/a' : fmtMiB(replay.snapshotPeakRss)}) | |`);
+      out.push('| measure | server | value | target |', '|---|---|---:|---|');
+      out.push(`| bare JSON.parse of every line | — | ${replay.baselineSeconds.toFixed(2)} s (peak RSS ${fmtMiB(replay.baseline.peakRssBytes)}) | |`);
+      for (const [kind, r] of Object.entries(replay.servers)) {
+        const ratio = r.seconds / replay.baselineSeconds;
+        const rssRatio = r.peakRss / replay.archiveBytes;
+        out.push(`| whole replay (no derived files): spawn → 200 on /api/status | ${kind} | ${r.seconds.toFixed(2)} s | |`);
+        out.push(`| ratio to the JSON.parse floor | ${kind} | ${fmtRatio(ratio)} | ≤ 3×: ${ratio <= 3 ? 'met' : 'MISSED'} |`);
+        out.push(`| peak RSS (VmHWM), whole replay | ${kind} | ${r.peakRss === null ? 'n/a' : fmtMiB(r.peakRss)} | ≤ 2× archive: ${r.peakRss !== null && rssRatio <= 2 ? 'met' : 'MISSED'} (${fmtRatio(rssRatio)}) |`);
+        out.push(`| restart from the snapshot: spawn → 200 on /api/status | ${kind} | ${r.snapshotSeconds.toFixed(2)} s (peak RSS ${r.snapshotPeakRss === null ? 'n/a' : fmtMiB(r.snapshotPeakRss)}) | |`);
+      }
     }
   }
   if (search) {
-    out.push('', `## q search over ${fmtInt(search.messages)} messages (ours, sequential, 200 requests each)`, '');
-    out.push('| query | word | p50 ms | p99 ms | target p50 ≤ 20 ms |', '|---|---|---:|---:|---|');
-    for (const r of search.rows) out.push(`| ${r.kind} | ${r.word} | ${fmtMs(r.p50Ms)} | ${fmtMs(r.p99Ms)} | ${r.p50Ms <= 20 ? 'met' : 'MISSED'} |`);
+    const kinds = Object.keys(search);
+    const first = search[kinds[0]];
+    out.push('', `## q search over ${fmtInt(first.messages)} messages (/api/search, sequential, 200 requests each)`, '');
+    out.push(`| query | word | ${kinds.map((k) => `${k} p50 / p99 ms`).join(' | ')} | target: ours p50 ≤ 20 ms |`, `|---|---|${kinds.map(() => '---:|').join('')}---|`);
+    first.rows.forEach((r, i) => {
+      const cols = kinds.map((k) => `${fmtMs(search[k].rows[i].p50Ms)} / ${fmtMs(search[k].rows[i].p99Ms)}`);
+      const ours = search.ours?.rows[i];
+      out.push(`| ${r.kind} | ${r.word} | ${cols.join(' | ')} | ${ours ? (ours.p50Ms <= 20 ? 'met' : 'MISSED') : 'n/a'} |`);
+    });
   }
   return out.join('\n') + '\n';
 }
@@ -559,14 +596,25 @@ async function main() {
 
   // Work items: two per connection, so no connection ever waits for a free item.
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
+  if (opts.servers.includes('before') && !opts.beforeEntry) {
+    try {
+      if (!commitAvailable(BEFORE_COMMIT)) throw new Error(`commit ${BEFORE_COMMIT} is not in this clone (shallow?)`);
+      opts.beforeEntry = path.join(baselineDist(BEFORE_COMMIT, { log }), 'server.js');
+    } catch (err) {
+      if (!opts.beforeOptional) throw err;
+      log(`warning: server "before" skipped: ${err.message}`);
+      opts.servers = opts.servers.filter((k) => k !== 'before');
+    }
+  }
   const servers = [];
   for (const kind of opts.servers) {
     const server = await startServer(kind, opts);
     log(`${kind}: ready on ${server.base} after ${server.readyMs.toFixed(0)} ms`);
     if (kind !== 'bare') {
       const t0 = performance.now();
-      server.seed = await seedForum(server, { messages: opts.seedMessages, workItems: kind === 'ours' ? workItems : 0 });
-      log(`${kind}: seeded ${AGENTS} agents, 1 topic, ${opts.seedMessages} messages${kind === 'ours' && workItems ? `, ${workItems} work items` : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      const items = FORUM_SERVERS.has(kind) ? workItems : 0;
+      server.seed = await seedForum(server, { messages: opts.seedMessages, workItems: items });
+      log(`${kind}: seeded ${AGENTS} agents, 1 topic, ${opts.seedMessages} messages${items ? `, ${items} work items` : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
     servers.push(server);
   }
@@ -600,10 +648,14 @@ async function main() {
   for (const cell of cells.values()) cell.summary = summarize(cell.rounds);
   await Promise.all(servers.map((s) => stopChild(s.child)));
 
-  const wantsOurs = opts.servers.includes('ours');
-  const replay = opts.replay && wantsOurs ? await measureReplay(opts) : null;
+  const forumKinds = opts.servers.filter((k) => FORUM_SERVERS.has(k));
+  const replay = opts.replay && forumKinds.length ? await measureReplay(opts, forumKinds) : null;
   if (replay?.skipped) log(`replay skipped: ${replay.skipped}`);
-  const search = opts.search && wantsOurs ? await measureSearch(opts) : null;
+  let search = null;
+  if (opts.search && forumKinds.length) {
+    search = {};
+    for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
+  }
 
   const report = renderReport({ opts, gen, warning, cells, replay, search });
   log(`\n${report}`);

@@ -5,11 +5,14 @@
  * replay benchmark (issue 10). No HTTP.
  *
  * Usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]
+ *        [--rare-knowledge-every 20000]
  * DIR must be empty or missing; it becomes a data folder the server can start on.
  * Mix: agents and topics first, then messages (~92 %), knowledge items (~4 %) and work items
  * (~4 %), with realistic text sizes (60..600 characters). Every `--rare-every`-th message (default
- * 500000) ends with the word `zephyrine`, so a search for it has a few hits spread over the
- * archive (scripts/scale-bench.mjs); `quixotry` occurs nowhere; `benchmark` is in most messages.
+ * 500000) and every `--rare-knowledge-every`-th knowledge item (default 20000) ends with the word
+ * `zephyrine`, so a search for it has a few hits spread over the archive on both search routes
+ * (scripts/scale-bench.mjs); `quixotry` and the letter `q` occur nowhere; `benchmark` is in most
+ * messages.
  * The search index is not built here (the server builds it on its first start).
  */
 import { existsSync, readdirSync } from 'node:fs';
@@ -28,7 +31,7 @@ const opt = (name, fallback) => {
   return i === -1 ? fallback : args[i + 1];
 };
 if (args.includes('--help') || !opt('dir')) {
-  console.log('usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]');
+  console.log('usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000] [--rare-knowledge-every 20000]');
   process.exit(args.includes('--help') ? 0 : 2);
 }
 const dir = resolve(opt('dir'));
@@ -36,6 +39,7 @@ const records = Number(opt('records', 1_000_000));
 const agentCount = Number(opt('agents', 50));
 const topicCount = Number(opt('topics', 200));
 const rareEvery = Number(opt('rare-every', 500_000));
+const rareKnowledgeEvery = Number(opt('rare-knowledge-every', 20_000));
 /** The word planted every --rare-every messages (scripts/scale-bench.mjs searches for it). */
 const RARE_WORD = 'zephyrine';
 if (existsSync(dir) && readdirSync(dir).length > 0) {
@@ -82,6 +86,8 @@ for (let i = 0; i < topicCount && app.log.headSeq < records; i++) {
   await flush();
 }
 let n = 0;
+let knowledgeCount = 0;
+let workCount = 0;
 while (app.log.headSeq < records) {
   n++;
   const authorId = agents[n % agents.length];
@@ -89,15 +95,17 @@ while (app.log.headSeq < records) {
   const roll = random();
   const now = created();
   if (roll < 0.04) {
+    knowledgeCount++;
+    const content = rareKnowledgeEvery > 0 && knowledgeCount % rareKnowledgeEvery === 0 ? `${text(100, 580)} ${RARE_WORD}` : text(100, 600);
     app.commit('knowledge.publish', {
-      id: `kn_${String(app.nextSeq()).padStart(10, '0')}`, revision: 1, authorId, title: text(10, 80), content: text(100, 600),
+      id: `kn_${String(app.nextSeq()).padStart(10, '0')}`, revision: 1, authorId, title: text(10, 80), content,
       category: 'evidence', sources: ['https://example.org/paper'], topicId, created: now,
     });
   } else if (roll < 0.08) {
     const seq = app.nextSeq();
     const id = `wk_${String(seq).padStart(10, '0')}`;
     const item = {
-      id, sequence: app.state.work.order.length + 1, authorId, title: text(10, 80), description: text(60, 400), acceptanceCriteria: text(20, 200),
+      id, sequence: ++workCount, authorId, title: text(10, 80), description: text(60, 400), acceptanceCriteria: text(20, 200),
       tags: ['gen'], topicId, state: 'open', assigneeId: null, leaseUntil: null, revision: 1, created: now, updated: now, updatedBy: authorId, result: null, review: null,
     };
     const request = { clientId: `gen-${seq}`, title: item.title, description: item.description, acceptanceCriteria: item.acceptanceCriteria, tags: item.tags, topicId };
