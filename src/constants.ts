@@ -239,8 +239,9 @@ export const MIN_FREE_BYTES_DEFAULT = 256 * 1024 * 1024;
  * headersTimeoutMs: the whole request head must arrive within this; requestTimeoutMs: the whole
  * request, head and body (a request not complete by then gets 408); keepAliveTimeoutMs: idle
  * kept-alive connections are closed after this; checkIntervalMs: how often the two request
- * timeouts are checked (Node's default is 30 s); socketIdleTimeoutMs: a socket with no bytes in
- * either direction for this long is closed (idle-connection floods).
+ * timeouts are checked (Node's default is 30 s) and idle sockets are swept for; socketIdleTimeoutMs:
+ * a socket with no bytes in either direction for this long is closed (idle-connection floods,
+ * clients that stop reading), within checkIntervalMs after the deadline.
  */
 export const SERVER_TIMEOUTS = {
   headersTimeoutMs: 10_000,

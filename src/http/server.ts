@@ -70,10 +70,31 @@ const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 const REQUEST_ID_PATTERN = new RegExp(`^[A-Za-z0-9._:-]{1,${REQUEST_ID_LENGTH_MAX}}$`);
 
 /**
+ * The first 24 hex digits (with their dashes) of a random version-4 UUID drawn once per process;
+ * `newRequestId` appends a 12-hex-digit counter. One crypto call per process instead of one per
+ * request (issue 30 "hot paths").
+ */
+const REQUEST_ID_PREFIX = randomUUID().slice(0, 24);
+let requestIdCount = 0;
+
+/**
+ * A new request id: a UUID-shaped string (8-4-4-4-12 lower-case hex, version 4 and variant bits
+ * of the random prefix) whose first 74 random bits are fixed per process and whose last group
+ * counts this process's ids from 1. Unique within a process for 2^48 ids and, with overwhelming
+ * likelihood, across processes; predictable within a process (an id is a correlation handle,
+ * never a secret).
+ */
+function newRequestId(): string {
+  requestIdCount++;
+  const hex = requestIdCount.toString(16);
+  return REQUEST_ID_PREFIX + (hex.length >= 12 ? hex.slice(-12) : '000000000000'.slice(hex.length) + hex);
+}
+
+/**
  * What the listener needs from the request head, read from the raw header list in one pass:
  * `req.headers` is built lazily on first access, and requests that need no header
  * (GET /api/status) should not pay for it. Output: whether `Origin` is present, how many `Host`
- * fields there are, and the request id (the client's `X-Request-Id` when well-formed, else a new UUID).
+ * fields there are, and the request id (the client's `X-Request-Id` when well-formed, else `newRequestId()`).
  */
 function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: string } {
   let origin = false;
@@ -88,7 +109,7 @@ function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: s
       if (REQUEST_ID_PATTERN.test(v)) requestId = v;
     }
   }
-  return { origin, hosts, requestId: requestId ?? randomUUID() };
+  return { origin, hosts, requestId: requestId ?? newRequestId() };
 }
 
 /** Request headers a browser may send cross-origin (answer to a preflight). */
@@ -492,9 +513,12 @@ export interface ServerTimeouts {
   requestTimeoutMs: number;
   /** Idle keep-alive connections are closed after this. */
   keepAliveTimeoutMs: number;
-  /** How often the server checks the two timeouts above (Node's default is 30 s). */
+  /** How often the server checks the two request timeouts above (Node's default is 30 s) and sweeps for idle sockets. */
   checkIntervalMs: number;
-  /** A socket with no bytes in either direction for this long is closed (idle connection floods). */
+  /**
+   * A socket with no bytes in either direction for this long is closed (idle connection floods,
+   * clients that stop reading); checked every checkIntervalMs.
+   */
   socketIdleTimeoutMs: number;
 }
 
@@ -529,7 +553,7 @@ function rawErrorReply(status: number, reason: string, body: { error: string; co
   const headers = {
     ...BASE_HEADERS,
     ...extra,
-    'X-Request-Id': requestId ?? randomUUID(),
+    'X-Request-Id': requestId ?? newRequestId(),
     'Content-Type': JSON_CONTENT_TYPE,
     'Content-Length': String(Buffer.byteLength(text)),
     Connection: 'close',
@@ -599,6 +623,56 @@ function closeIfStillIdle(socket: Socket): void {
   });
 }
 
+/** What the idle sweep last saw of a socket: its byte progress and since when it has not moved. */
+interface IdleMark {
+  progress: number;
+  sinceMs: number;
+}
+
+/**
+ * Bytes that moved on a socket: read, plus written and taken by the kernel (`bytesWritten` counts
+ * bytes handed to the socket, `writableLength` those not yet written out). A client that stops
+ * reading stops this number once the kernel's buffers are full.
+ */
+function progressOf(socket: Socket): number {
+  return socket.bytesRead + (socket.bytesWritten ?? 0) - socket.writableLength;
+}
+
+/**
+ * Closes (via `closeIfStillIdle`) every connection of `server` on which no byte moved in either
+ * direction for `idleMs`: one that never sends, one that stops mid-request, a client that stops
+ * reading its response (issue 8; README "Connections"). One coarse sweep every `sweepMs` over the
+ * open connections replaces Node's per-socket idle timer (`server.setTimeout`), which is re-armed
+ * on every read and write and re-created twice per keep-alive request (issue 30 "hot paths"); a
+ * connection is closed between idleMs and idleMs + sweepMs after its last byte.
+ * Input: the server, the idle time and the sweep period in ms. The sweep stops when the server
+ * closes and never keeps the process alive.
+ */
+function watchIdleSockets(server: Server, idleMs: number, sweepMs: number): void {
+  const marks = new Map<Socket, IdleMark>();
+  server.on('connection', (socket: Socket) => {
+    marks.set(socket, { progress: progressOf(socket), sinceMs: performance.now() });
+    socket.once('close', () => marks.delete(socket));
+  });
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    for (const [socket, mark] of marks) {
+      const progress = progressOf(socket);
+      if (progress !== mark.progress) {
+        mark.progress = progress;
+        mark.sinceMs = now;
+      } else if (now - mark.sinceMs >= idleMs) {
+        // Counted from now again: a socket `closeIfStillIdle` spares (bytes were waiting) gets
+        // a whole new idle period.
+        mark.sinceMs = now;
+        closeIfStillIdle(socket);
+      }
+    }
+  }, Math.max(1, Math.min(sweepMs, idleMs)));
+  sweep.unref();
+  server.once('close', () => clearInterval(sweep));
+}
+
 /**
  * Creates the public HTTP server for the listener (not yet listening).
  * Input: the request listener and HttpServerOptions.
@@ -624,10 +698,10 @@ export function createHttpServer(
     listener,
   );
   // Node applies headersTimeout only once a request has begun; a connection that never sends a
-  // byte would otherwise stay open for ever.
-  server.setTimeout(timeouts.socketIdleTimeoutMs);
-  // With a listener here Node no longer destroys a timed-out socket itself (keep-alive idle and
-  // socketIdleTimeoutMs both arrive as this event); `closeIfStillIdle` does, one poll later.
+  // byte, or a client that stops reading, would otherwise hold its socket for ever.
+  watchIdleSockets(server, timeouts.socketIdleTimeoutMs, timeouts.checkIntervalMs);
+  // With a listener here Node no longer destroys a socket whose keep-alive timer fired;
+  // `closeIfStillIdle` does, one poll later.
   server.on('timeout', closeIfStillIdle);
   // CONNECT (this is no proxy): without a listener Node drops the connection without a word.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {

@@ -1,39 +1,66 @@
 /**
  * Public and agent endpoints of part 4: status, register, agents (parts 4, 5).
  */
-import { JSON_CONTENT_TYPE, type Route } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type Reply, type Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
 import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
 
-const statusMemo = new WeakMap<App, { key: string; untilMs: number; body: string }>();
+/** The status reply as sent, and the values it was built from. */
+interface StatusMemo {
+  reply: Reply;
+  untilMs: number;
+  registeredAgents: number;
+  writeStop: boolean;
+  registrationOpen: boolean;
+  originId: string;
+  archiveDamaged: boolean;
+}
+
+const statusMemo = new WeakMap<App, StatusMemo>();
 
 /**
- * The status body, rebuilt when a reported flag or count changes or STATUS_CACHE_MS has passed
- * (so `activeAgents` and `time` are at most that old).
+ * The GET /api/status reply: its body as prebuilt bytes, served as is while every field it
+ * reports is unchanged, and rebuilt when one changes (a registration, a write stop or resume,
+ * registration opened or closed, damage found) or STATUS_CACHE_MS has passed (so `activeAgents`
+ * and `time` are at most that old). The check is a few field comparisons: no string is built per
+ * request (issue 30 "hot paths").
  */
-function statusBody(app: App): string {
+function statusReply(app: App): Reply {
   const s = app.state;
   const nowMs = app.now();
+  const registeredAgents = s.agents.order.length;
+  const { writeStop, registrationOpen } = s.settings;
+  const originId = app.log.originId;
   // Damage found by a proven read (store/records.ts) or by the scrub (src/integrity.ts).
   const archiveDamaged = app.integrity.damaged || app.records.damaged.size > 0;
-  const key = `${s.agents.order.length}:${s.settings.writeStop}:${s.settings.registrationOpen}:${app.log.originId}:${archiveDamaged}`;
   const memo = statusMemo.get(app);
-  if (memo && memo.key === key && nowMs < memo.untilMs) return memo.body;
+  if (
+    memo !== undefined &&
+    nowMs < memo.untilMs &&
+    memo.registeredAgents === registeredAgents &&
+    memo.writeStop === writeStop &&
+    memo.registrationOpen === registrationOpen &&
+    memo.originId === originId &&
+    memo.archiveDamaged === archiveDamaged
+  ) {
+    return memo.reply;
+  }
   const body = JSON.stringify({
-      name: SERVICE_NAME,
-      version: SERVICE_VERSION,
-      registeredAgents: s.agents.order.length,
-      activeAgents: activeAgentCount(s.agents, nowMs),
-      writeStop: s.settings.writeStop,
-      registrationOpen: s.settings.registrationOpen,
-      originId: app.log.originId,
-      time: new Date(nowMs).toISOString(),
-      archiveDamaged,
+    name: SERVICE_NAME,
+    version: SERVICE_VERSION,
+    registeredAgents,
+    activeAgents: activeAgentCount(s.agents, nowMs),
+    writeStop,
+    registrationOpen,
+    originId,
+    time: new Date(nowMs).toISOString(),
+    archiveDamaged,
   });
-  statusMemo.set(app, { key, untilMs: nowMs + STATUS_CACHE_MS, body });
-  return body;
+  const reply: Reply = { status: 200, raw: Buffer.from(body, 'utf8'), contentType: JSON_CONTENT_TYPE };
+  statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, registrationOpen, originId, archiveDamaged });
+  return reply;
 }
 
 export const agentRoutes: Route[] = [
@@ -45,7 +72,7 @@ export const agentRoutes: Route[] = [
     summary: 'Service status: name, version, agent counts, write stop and registration flags.',
     tag: 'Public',
     responses: { 200: { description: 'Status', schema: 'Status' } },
-    handler: ({ app }) => ({ status: 200, raw: statusBody(app), contentType: JSON_CONTENT_TYPE }),
+    handler: ({ app }) => statusReply(app),
   },
   route({
     method: 'POST',
