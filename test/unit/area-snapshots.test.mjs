@@ -21,7 +21,10 @@ import {
   createForumState, decideMessage, decideRoom, decideTopic, defaultRoom, listTopicsJson, messageByClientId, messageById, messageIdOf,
   messagesJson, packForum, queryMessages, topicViewOf, unpackForum,
 } from '../../dist/domain/forum/forum.js';
-import { createKnowledgeState, decideKnowledge, entriesJson, packKnowledge, queryKnowledge, unpackKnowledge } from '../../dist/domain/knowledge/knowledge.js';
+import {
+  createKnowledgeState, decideKnowledge, entriesJson, knowledgeEntryOf, knowledgeLatestOf, knowledgeRevisionsOf, knowledgeSeqOf, packKnowledge, queryKnowledge,
+  unpackKnowledge,
+} from '../../dist/domain/knowledge/knowledge.js';
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
 import {
@@ -101,8 +104,8 @@ function replayedLog(seed) {
       const revise = made.knowledge.length > 0 && rnd() < 0.5 ? pick(made.knowledge) : undefined;
       const input = { title: text(3), content: text(8), category: pick(['evidence', 'hypothesis', 'opinion', 'correction']), sources: rnd() < 0.5 ? ['https://example.org/a'] : [] };
       if (made.topics.length > 0 && rnd() < 0.5) input.topicId = pick(made.topics);
-      if (revise) Object.assign(input, { previousId: revise, expectedRevision: state.knowledge.items.get(revise).at(-1).revision });
-      const k = tryDecide(() => decideKnowledge(state.knowledge, state.forum, input, ctx(revise ? state.knowledge.items.get(revise)[0].authorId : author)));
+      if (revise) Object.assign(input, { previousId: revise, expectedRevision: knowledgeEntryOf(state.knowledge, knowledgeLatestOf(state.knowledge, revise)).revision });
+      const k = tryDecide(() => decideKnowledge(state.knowledge, state.forum, input, ctx(revise ? knowledgeEntryOf(state.knowledge, knowledgeRevisionsOf(state.knowledge, revise)[0]).authorId : author)));
       if (k) (k.revision === 1 && made.knowledge.push(k.id), commit('knowledge.publish', k));
     },
     () => {
@@ -209,7 +212,11 @@ const READS = {
     return out;
   },
   knowledge: async (st, log) => {
-    const out = [JSON.stringify([...st.knowledge.byTopic].map(([k, l]) => [k, l.map((e) => e.seq)]))];
+    const kn = st.knowledge;
+    const out = [JSON.stringify([...kn.byTopic].map(([k, l]) => [k, [...l.toArray()].map((row) => knowledgeSeqOf(kn, row))]))];
+    // The columns' reads: every revision's fields, and each item's revision chain and latest row.
+    for (let row = 0; row < kn.rows.seq.length; row++) out.push(JSON.stringify(knowledgeEntryOf(kn, row)));
+    for (const id of [...log.made.knowledge, 'kn_0000000001', 'kn_x']) out.push(JSON.stringify([knowledgeRevisionsOf(kn, id), knowledgeLatestOf(kn, id)]));
     for (const reader of readers(st.moderation)) {
       const queries = [{ history: true, limit: 1000 }, { history: false, limit: 1000 }, { history: true, limit: 5, q: 'gamma' }, { history: false, limit: 1000, q: 'ünïcode' }];
       for (const id of log.made.knowledge) queries.push({ id, history: true, limit: 1000 });
@@ -294,9 +301,9 @@ function withUnpacked(st, area) {
       return { ...st, forum: s };
     }
     case 'knowledge': {
-      const { packed } = throughSnapshot(() => packKnowledge(st.knowledge));
+      const { packed, arrays } = throughSnapshot((a) => packKnowledge(st.knowledge, a));
       const s = createKnowledgeState(records);
-      unpackKnowledge(s, packed);
+      unpackKnowledge(s, packed, arrays);
       return { ...st, knowledge: s };
     }
     case 'feeds': {
@@ -355,7 +362,7 @@ const logs = SEEDS.map(replayedLog);
 test('the generated logs are varied: every kind of record and moderation action occurs', () => {
   for (const log of logs) {
     const st = log.state;
-    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.order.length > 10 && st.work.order.length > 5);
+    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.rows.seq.length > 10 && st.work.order.length > 5);
     assert.ok(st.work.order.some((e) => e.revision > 2), 'work items move through transitions');
     assert.ok(st.moderation.hidden.size > 0 && st.moderation.erased.size > 0 && st.moderation.flagOrder.length > 0);
     assert.ok(st.opportunities.briefs.length > 0);

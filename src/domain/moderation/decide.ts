@@ -16,6 +16,7 @@
 import { fail, invalid, notFound } from '../../errors.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
+import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
 import { makeId } from '../ids.js';
 import { redactWorkPayload } from '../work/work.js';
 import {
@@ -73,14 +74,15 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
     }
     case 'knowledge': {
-      const revisions = knowledge.items.get(target.id);
+      const revisions = knowledgeRevisionsOf(knowledge, target.id);
       if (revisions === undefined) throw notFound(`no knowledge item with id "${target.id}"`);
       if (target.revision !== undefined) {
-        const e = revisions[target.revision - 1];
-        if (e === undefined) throw notFound(`knowledge item "${target.id}" has no revision ${target.revision} (it has ${revisions.length})`);
-        return { key: seqKey(e.seq), events: [e.seq], workItems: [], records: [e.seq] };
+        const row = revisions[target.revision - 1];
+        if (row === undefined) throw notFound(`knowledge item "${target.id}" has no revision ${target.revision} (it has ${revisions.length})`);
+        const seq = knowledgeSeqOf(knowledge, row);
+        return { key: seqKey(seq), events: [seq], workItems: [], records: [seq] };
       }
-      const seqs = revisions.map((e) => e.seq);
+      const seqs = revisions.map((row) => knowledgeSeqOf(knowledge, row));
       return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
     }
     case 'work': {
@@ -102,9 +104,9 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
         events.push(seq);
         if (work.items.get(makeId('wk', seq)) === undefined) records.push(seq);
       }
-      for (const e of knowledge.byAuthor.get(target.id) ?? []) {
-        events.push(e.seq);
-        records.push(e.seq);
+      for (const row of knowledgeRowsByAuthor(knowledge, target.id)) {
+        events.push(knowledgeSeqOf(knowledge, row));
+        records.push(knowledgeSeqOf(knowledge, row));
       }
       const workItems: string[] = [];
       for (const e of work.order) {
