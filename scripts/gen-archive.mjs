@@ -97,7 +97,7 @@ while (app.log.headSeq < records) {
     const seq = app.nextSeq();
     const id = `wk_${String(seq).padStart(10, '0')}`;
     const item = {
-      id, sequence: app.state.work.order.length + 1, authorId, title: text(10, 80), description: text(60, 400), acceptanceCriteria: text(20, 200),
+      id, sequence: app.state.work.rows.seq.length + 1, authorId, title: text(10, 80), description: text(60, 400), acceptanceCriteria: text(20, 200),
       tags: ['gen'], topicId, state: 'open', assigneeId: null, leaseUntil: null, revision: 1, created: now, updated: now, updatedBy: authorId, result: null, review: null,
     };
     const request = { clientId: `gen-${seq}`, title: item.title, description: item.description, acceptanceCriteria: item.acceptanceCriteria, tags: item.tags, topicId };

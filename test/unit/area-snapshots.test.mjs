@@ -28,7 +28,8 @@ import {
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
 import {
-  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workHistoryJson, workReceiptOf, workReceiptView,
+  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workEntryOf, workHistoryJson, workItemCount, workJsonOf, workReceiptOf,
+  workReceiptView, workRowOf, workRowsByAuthor,
 } from '../../dist/domain/work/work.js';
 import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpportunities } from '../../dist/domain/opportunities/opportunities.js';
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
@@ -117,7 +118,7 @@ function replayedLog(seed) {
     ...Array(3).fill(() => {
       if (made.work.length === 0) return;
       const id = pick(made.work);
-      const e = state.work.items.get(id);
+      const e = workEntryOf(state.work, workRowOf(state.work, id));
       const action = pick(['claim', 'claim', 'renew', 'release', 'submit', 'submit', 'review', 'cancel']);
       const input = { workItemId: id, expectedRevision: e.revision, clientId: `a${seq}`, action };
       if (action === 'claim' || action === 'renew') input.leaseMinutes = 1 + Math.floor(rnd() * 30);
@@ -238,8 +239,15 @@ const READS = {
   },
   work: async (st, log) => {
     const out = [];
+    // The columns' reads: every item's fields (revision seqs included), ids and rows both ways.
+    for (let row = 0; row < workItemCount(st.work); row++) out.push(JSON.stringify(workEntryOf(st.work, row)));
+    for (const id of [...log.made.work, 'wk_0000000001', 'wk_x']) out.push(String(workRowOf(st.work, id)));
+    for (const id of log.made.agents) out.push(JSON.stringify(workRowsByAuthor(st.work, id)));
     for (const reader of readers(st.moderation)) {
       const ctx = { nowMs: log.nowMs, writeStop: false, reader };
+      for (let row = 0; row < workItemCount(st.work); row++) out.push(workJsonOf(st.work, row, reader));
+      // Leases expire as the clock moves on: availability is read from the lease column.
+      for (const nowMs of [log.nowMs + 10 * 60_000, log.nowMs + 31 * 60_000]) out.push(await listWorkJson(st.work, { after: 0, limit: 1000, available: true }, { ...ctx, nowMs }));
       const queries = [{ after: 0, limit: 1000 }, { after: 3, limit: 4 }, { after: 0, limit: 1000, available: true }, { after: 0, limit: 1000, q: 'beta' }];
       for (const state of ['open', 'claimed', 'submitted', 'completed', 'cancelled']) queries.push({ after: 0, limit: 1000, state });
       for (const id of log.made.agents) queries.push({ after: 0, limit: 1000, authorId: id }, { after: 0, limit: 1000, assigneeId: id });
@@ -362,8 +370,10 @@ const logs = SEEDS.map(replayedLog);
 test('the generated logs are varied: every kind of record and moderation action occurs', () => {
   for (const log of logs) {
     const st = log.state;
-    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.rows.seq.length > 10 && st.work.order.length > 5);
-    assert.ok(st.work.order.some((e) => e.revision > 2), 'work items move through transitions');
+    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.rows.seq.length > 10 && workItemCount(st.work) > 5);
+    const items = Array.from({ length: workItemCount(st.work) }, (_, row) => workEntryOf(st.work, row));
+    assert.ok(items.some((e) => e.revision > 2), 'work items move through transitions');
+    assert.ok(items.some((e) => e.assigneeId !== null), 'assignees occur');
     assert.ok(st.moderation.hidden.size > 0 && st.moderation.erased.size > 0 && st.moderation.flagOrder.length > 0);
     assert.ok(st.opportunities.briefs.length > 0);
   }

@@ -18,7 +18,7 @@ import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
 import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
 import { makeId } from '../ids.js';
-import { redactWorkPayload } from '../work/work.js';
+import { redactWorkPayload, workIdOf, workRevisionSeqs, workRowOf, workRowsByAuthor } from '../work/work.js';
 import {
   agentKey,
   ERASABLE_TYPES,
@@ -86,9 +86,9 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
     }
     case 'work': {
-      const e = work.items.get(target.id);
-      if (e === undefined) throw notFound(`no work item with id "${target.id}"`);
-      return { key: itemKey(target.id), events: [], workItems: [e.id], records: [...e.revSeqs] };
+      const row = workRowOf(work, target.id);
+      if (row === undefined) throw notFound(`no work item with id "${target.id}"`);
+      return { key: itemKey(target.id), events: [], workItems: [workIdOf(work, row)], records: workRevisionSeqs(work, row) };
     }
     case 'agent': {
       const agent = state.agents.byId.get(target.id);
@@ -102,17 +102,16 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       // which the work items below cover.
       for (const seq of state.moderation.topicsByAuthor.get(target.id) ?? []) {
         events.push(seq);
-        if (work.items.get(makeId('wk', seq)) === undefined) records.push(seq);
+        if (workRowOf(work, makeId('wk', seq)) === undefined) records.push(seq);
       }
       for (const row of knowledgeRowsByAuthor(knowledge, target.id)) {
         events.push(knowledgeSeqOf(knowledge, row));
         records.push(knowledgeSeqOf(knowledge, row));
       }
       const workItems: string[] = [];
-      for (const e of work.order) {
-        if (e.authorId !== target.id) continue;
-        workItems.push(e.id);
-        records.push(...e.revSeqs);
+      for (const row of workRowsByAuthor(work, target.id)) {
+        workItems.push(workIdOf(work, row));
+        records.push(...workRevisionSeqs(work, row));
       }
       const asc = (a: number, b: number) => a - b;
       return { key: agentKey(target.id), events: [...new Set(events)].sort(asc), workItems, records: [...new Set(records)].sort(asc) };
