@@ -15,12 +15,11 @@
  */
 import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
-import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
+import { ID_SEQ_DIGITS, KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
 import { idHasSeq, makeId } from '../ids.js';
-import { ID_SEQ_DIGITS } from '../../constants.js';
 import { U32List } from '../../containers/u32-list.js';
 import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
 import type { RecordSource } from '../../store/records.js';
