@@ -132,3 +132,23 @@ test('an F64List keeps doubles exactly (NaN included) through its Uint32 form, a
   assert.equal(unaligned.at(0), START + 0.5);
   assert.throws(() => F64List.fromU32(new Uint32Array(3)), /damaged float column/);
 });
+
+test('a work item whose id is not wk_<seq of its create> (a hand-made log) is found by that id only, also after a pack and unpack', () => {
+  const state = createState();
+  const T = new Date(START).toISOString();
+  const item = {
+    id: 'wk_hand', sequence: 1, authorId: 'ag_a', title: 't', description: 'd', acceptanceCriteria: 'a', tags: [], topicId: 'tp_1', state: 'open',
+    assigneeId: null, leaseUntil: null, revision: 1, created: T, updated: T, updatedBy: 'ag_a', result: null, review: null,
+  };
+  const payload = { item, topic: null, request: {}, authorId: 'ag_a', clientId: 'h1' };
+  apply(state, { seq: 4, time: T, type: 'work.create', payload }, JSON.stringify(payload));
+  assert.equal(workRowOf(state.work, 'wk_hand'), 0);
+  assert.equal(workRowOf(state.work, 'wk_0000000004'), undefined, 'the seq form does not name a hand-made item');
+  const arrays = new PackedArrays();
+  const packed = deserialize(serialize(packWork(state.work, arrays)));
+  const copy = createWorkBoardState(state.work.records);
+  unpackWork(copy, packed, new PackedArrays(arrays.list.map((a) => a.slice())));
+  assert.equal(workRowOf(copy, 'wk_hand'), 0);
+  assert.equal(workEntryOf(copy, 0).id, 'wk_hand');
+  assert.throws(() => apply(state, { seq: 5, time: T, type: 'work.create', payload: { ...payload, item: { ...item, sequence: 2 } } }, '{}'), /does not follow/, 'one id, one item');
+});
