@@ -8,6 +8,7 @@ import type { App } from '../app.js';
 import { agentView, decideOperator, decideRotateToken, requireAgent } from '../domain/agents/agents.js';
 import { decideRoom } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
+import { workRowOf } from '../domain/work/work.js';
 import { ServiceError, invalid } from '../errors.js';
 import { bodyValidator } from '../http/validate.js';
 import { readFileSync } from 'node:fs';
@@ -241,7 +242,7 @@ export const commands: Record<string, Command> = withAdminActionLog({
     const payload = decideOpportunities(readBriefsFile(args.file));
     await commit(app, 'opportunities.set', payload);
     const warnings = payload.briefs
-      .filter((b) => !app.state.work.items.has(b.workItemId))
+      .filter((b) => workRowOf(app.state.work, b.workItemId) === undefined)
       .map(
         (b) =>
           `brief ${JSON.stringify(b.title)} names work item ${JSON.stringify(b.workItemId)}, which does not exist (yet): ` +

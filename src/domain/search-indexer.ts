@@ -18,7 +18,6 @@ import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
 import type { CandidateIndex } from './indexed-scan.js';
 import { SliceTimer } from './slices.js';
-import { upperBound } from '../containers/binary-search.js';
 
 /** The texts record `type` with payload JSON `payloadJson` contributes to the index, or null. */
 export function documentTexts(type: string, payloadJson: string): string[] | null {
@@ -138,7 +137,7 @@ export class SearchIndexer implements CandidateIndex {
     const slice = new SliceTimer();
     // Two ascending seq lists merged: message rows and knowledge revisions after throughSeq.
     let m = forum.rows.seq.upperBound(this.index.throughSeq);
-    let k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
+    let k = knowledge.rows.seq.upperBound(this.index.throughSeq);
     let added = 0;
     this.rewound = false;
     for (;;) {
@@ -146,10 +145,10 @@ export class SearchIndexer implements CandidateIndex {
       if (this.rewound) {
         this.rewound = false;
         m = forum.rows.seq.upperBound(this.index.throughSeq);
-        k = firstKnowledgeAfter(knowledge.order, this.index.throughSeq);
+        k = knowledge.rows.seq.upperBound(this.index.throughSeq);
       }
       const mSeq = m < forum.rows.seq.length ? forum.rows.seq.at(m) : Infinity;
-      const kSeq = k < knowledge.order.length ? knowledge.order[k]!.seq : Infinity;
+      const kSeq = k < knowledge.rows.seq.length ? knowledge.rows.seq.at(k) : Infinity;
       const seq = Math.min(mSeq, kSeq);
       if (seq === Infinity) break;
       if (seq === mSeq) m++;
@@ -191,9 +190,4 @@ export class SearchIndexer implements CandidateIndex {
     await this.index.flush();
     this.index.close();
   }
-}
-
-/** First index in `order` (ascending by seq) whose seq is greater than `seq`. */
-function firstKnowledgeAfter(order: readonly { seq: number }[], seq: number): number {
-  return upperBound(order.length, (i) => order[i]!.seq, seq);
 }

@@ -8,7 +8,7 @@
  * replay would) — so a state unpacked from a snapshot and a state replayed from the log answer
  * byte-identical responses. Typed arrays are trimmed to their used length and stored as body
  * parts of their own (read back into buffers of their own); objects that several indexes share
- * (an agent entry, a knowledge revision) are packed once and the indexes rebuilt, their repeated
+ * (an agent entry) are packed once and the indexes rebuilt, their repeated
  * ids shared again as a replay shares them. The objects are serialised with `v8.serialize`
  * (structured clone: Maps, plain objects).
  */
@@ -52,7 +52,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
     agents: packAgents(state.agents),
     settings: packSettings(state.settings),
     forum: packForum(state.forum, arrays),
-    knowledge: packKnowledge(state.knowledge),
+    knowledge: packKnowledge(state.knowledge, arrays),
     feeds: packFeeds(state.feeds, arrays),
     work: packWork(state.work, arrays),
     opportunities: packOpportunities(state.opportunities),
@@ -74,7 +74,7 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   unpackAgents(state.agents, p.agents);
   unpackSettings(state.settings, p.settings);
   unpackForum(state.forum, p.forum, arrays);
-  unpackKnowledge(state.knowledge, p.knowledge);
+  unpackKnowledge(state.knowledge, p.knowledge, arrays);
   unpackFeeds(state.feeds, p.feeds, arrays);
   unpackWork(state.work, p.work, arrays);
   unpackOpportunities(state.opportunities, p.opportunities);

@@ -44,6 +44,16 @@ function writeSnap(dir, header, body, key) {
   rewrite(SNAPSHOT(dir), Buffer.concat([Buffer.from(`${text}${MAC_FIELD}${newMac}"}\n`), body]));
 }
 
+/** Body part `i + 1` of a snapshot (typed array `i` of the packed state), as a Uint32Array over a copy of its bytes, and where it starts in the body. */
+function arrayPart(header, body, i) {
+  const start = header.partBytes.slice(0, i + 1).reduce((a, b) => a + b, 0);
+  const bytes = Buffer.from(body.subarray(start, start + header.partBytes[i + 1]));
+  return { start, words: new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4) };
+}
+
+/** The work states' numbers in the packed state column (domain/work/work.ts WORK_STATES). */
+const WORK_STATE_NO = { open: 0, claimed: 1, submitted: 2, completed: 3, cancelled: 4 };
+
 const folderKey = (dir) => Buffer.from(readFileSync(KEY(dir), 'latin1').trim(), 'hex');
 
 /** A small archive: two agents, a topic, messages, a work item claimed; then the server stops (snapshot written). */
@@ -122,9 +132,13 @@ test('a snapshot body edited to open writes, swap tokens and move work (header k
   packed.settings.writeStop = false;
   const [e0, e1] = packed.agents.order;
   [e0.profile.tokenHash, e1.profile.tokenHash] = [e1.profile.tokenHash, e0.profile.tokenHash];
-  packed.work.order[0].state = 'done';
+  // The work item's state moved to completed in its column (an array part of the body).
+  const states = arrayPart(header, body, packed.work.rows.state);
+  assert.equal(states.words[0], WORK_STATE_NO.claimed);
+  const arraysPart = Buffer.from(body.subarray(objectsBytes));
+  arraysPart.writeUInt32LE(WORK_STATE_NO.completed, states.start - objectsBytes);
   const objects = serialize(packed);
-  const forged = Buffer.concat([objects, body.subarray(objectsBytes)]);
+  const forged = Buffer.concat([objects, arraysPart]);
   writeSnap(s.dataDir, { ...header, partBytes: [objects.length, ...header.partBytes.slice(1)], bodyBytes: forged.length }, forged);
 
   await s.start();
@@ -139,9 +153,10 @@ test('a snapshot body edited to open writes, swap tokens and move work (header k
   assert.equal(item.state, 'claimed');
   await s.stop();
   // The snapshot written at this stop holds the log's state, not the forgery.
-  const again = deserialize(readSnap(s.dataDir).body.subarray(0, readSnap(s.dataDir).header.partBytes[0]));
+  const snapAgain = readSnap(s.dataDir);
+  const again = deserialize(snapAgain.body.subarray(0, snapAgain.header.partBytes[0]));
   assert.equal(again.settings.writeStop, true);
-  assert.equal(again.work.order[0].state, 'claimed');
+  assert.equal(arrayPart(snapAgain.header, snapAgain.body, again.work.rows.state).words[0], WORK_STATE_NO.claimed);
   await s.start();
   assert.doesNotMatch(logText(s.stderr), /not used/);
   assert.equal((await s.get('/api/status')).body.writeStop, true);

@@ -21,11 +21,15 @@ import {
   createForumState, decideMessage, decideRoom, decideTopic, defaultRoom, listTopicsJson, messageByClientId, messageById, messageIdOf,
   messagesJson, packForum, queryMessages, topicViewOf, unpackForum,
 } from '../../dist/domain/forum/forum.js';
-import { createKnowledgeState, decideKnowledge, entriesJson, packKnowledge, queryKnowledge, unpackKnowledge } from '../../dist/domain/knowledge/knowledge.js';
+import {
+  createKnowledgeState, decideKnowledge, entriesJson, knowledgeEntryOf, knowledgeLatestOf, knowledgeRevisionsOf, knowledgeSeqOf, packKnowledge, queryKnowledge,
+  unpackKnowledge,
+} from '../../dist/domain/knowledge/knowledge.js';
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
 import {
-  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workHistoryJson, workReceiptOf, workReceiptView,
+  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workEntryOf, workHistoryJson, workItemCount, workJsonOf, workReceiptOf,
+  workReceiptView, workRowOf, workRowsByAuthor,
 } from '../../dist/domain/work/work.js';
 import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpportunities } from '../../dist/domain/opportunities/opportunities.js';
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
@@ -101,8 +105,8 @@ function replayedLog(seed) {
       const revise = made.knowledge.length > 0 && rnd() < 0.5 ? pick(made.knowledge) : undefined;
       const input = { title: text(3), content: text(8), category: pick(['evidence', 'hypothesis', 'opinion', 'correction']), sources: rnd() < 0.5 ? ['https://example.org/a'] : [] };
       if (made.topics.length > 0 && rnd() < 0.5) input.topicId = pick(made.topics);
-      if (revise) Object.assign(input, { previousId: revise, expectedRevision: state.knowledge.items.get(revise).at(-1).revision });
-      const k = tryDecide(() => decideKnowledge(state.knowledge, state.forum, input, ctx(revise ? state.knowledge.items.get(revise)[0].authorId : author)));
+      if (revise) Object.assign(input, { previousId: revise, expectedRevision: knowledgeEntryOf(state.knowledge, knowledgeLatestOf(state.knowledge, revise)).revision });
+      const k = tryDecide(() => decideKnowledge(state.knowledge, state.forum, input, ctx(revise ? knowledgeEntryOf(state.knowledge, knowledgeRevisionsOf(state.knowledge, revise)[0]).authorId : author)));
       if (k) (k.revision === 1 && made.knowledge.push(k.id), commit('knowledge.publish', k));
     },
     () => {
@@ -114,7 +118,7 @@ function replayedLog(seed) {
     ...Array(3).fill(() => {
       if (made.work.length === 0) return;
       const id = pick(made.work);
-      const e = state.work.items.get(id);
+      const e = workEntryOf(state.work, workRowOf(state.work, id));
       const action = pick(['claim', 'claim', 'renew', 'release', 'submit', 'submit', 'review', 'cancel']);
       const input = { workItemId: id, expectedRevision: e.revision, clientId: `a${seq}`, action };
       if (action === 'claim' || action === 'renew') input.leaseMinutes = 1 + Math.floor(rnd() * 30);
@@ -209,7 +213,11 @@ const READS = {
     return out;
   },
   knowledge: async (st, log) => {
-    const out = [JSON.stringify([...st.knowledge.byTopic].map(([k, l]) => [k, l.map((e) => e.seq)]))];
+    const kn = st.knowledge;
+    const out = [JSON.stringify([...kn.byTopic].map(([k, l]) => [k, [...l.toArray()].map((row) => knowledgeSeqOf(kn, row))]))];
+    // The columns' reads: every revision's fields, and each item's revision chain and latest row.
+    for (let row = 0; row < kn.rows.seq.length; row++) out.push(JSON.stringify(knowledgeEntryOf(kn, row)));
+    for (const id of [...log.made.knowledge, 'kn_0000000001', 'kn_x']) out.push(JSON.stringify([knowledgeRevisionsOf(kn, id), knowledgeLatestOf(kn, id)]));
     for (const reader of readers(st.moderation)) {
       const queries = [{ history: true, limit: 1000 }, { history: false, limit: 1000 }, { history: true, limit: 5, q: 'gamma' }, { history: false, limit: 1000, q: 'ünïcode' }];
       for (const id of log.made.knowledge) queries.push({ id, history: true, limit: 1000 });
@@ -231,8 +239,15 @@ const READS = {
   },
   work: async (st, log) => {
     const out = [];
+    // The columns' reads: every item's fields (revision seqs included), ids and rows both ways.
+    for (let row = 0; row < workItemCount(st.work); row++) out.push(JSON.stringify(workEntryOf(st.work, row)));
+    for (const id of [...log.made.work, 'wk_0000000001', 'wk_x']) out.push(String(workRowOf(st.work, id)));
+    for (const id of log.made.agents) out.push(JSON.stringify(workRowsByAuthor(st.work, id)));
     for (const reader of readers(st.moderation)) {
       const ctx = { nowMs: log.nowMs, writeStop: false, reader };
+      for (let row = 0; row < workItemCount(st.work); row++) out.push(workJsonOf(st.work, row, reader));
+      // Leases expire as the clock moves on: availability is read from the lease column.
+      for (const nowMs of [log.nowMs + 10 * 60_000, log.nowMs + 31 * 60_000]) out.push(await listWorkJson(st.work, { after: 0, limit: 1000, available: true }, { ...ctx, nowMs }));
       const queries = [{ after: 0, limit: 1000 }, { after: 3, limit: 4 }, { after: 0, limit: 1000, available: true }, { after: 0, limit: 1000, q: 'beta' }];
       for (const state of ['open', 'claimed', 'submitted', 'completed', 'cancelled']) queries.push({ after: 0, limit: 1000, state });
       for (const id of log.made.agents) queries.push({ after: 0, limit: 1000, authorId: id }, { after: 0, limit: 1000, assigneeId: id });
@@ -294,9 +309,9 @@ function withUnpacked(st, area) {
       return { ...st, forum: s };
     }
     case 'knowledge': {
-      const { packed } = throughSnapshot(() => packKnowledge(st.knowledge));
+      const { packed, arrays } = throughSnapshot((a) => packKnowledge(st.knowledge, a));
       const s = createKnowledgeState(records);
-      unpackKnowledge(s, packed);
+      unpackKnowledge(s, packed, arrays);
       return { ...st, knowledge: s };
     }
     case 'feeds': {
@@ -355,8 +370,10 @@ const logs = SEEDS.map(replayedLog);
 test('the generated logs are varied: every kind of record and moderation action occurs', () => {
   for (const log of logs) {
     const st = log.state;
-    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.order.length > 10 && st.work.order.length > 5);
-    assert.ok(st.work.order.some((e) => e.revision > 2), 'work items move through transitions');
+    assert.ok(st.forum.rows.seq.length > 50 && st.forum.topics.size > 5 && st.knowledge.rows.seq.length > 10 && workItemCount(st.work) > 5);
+    const items = Array.from({ length: workItemCount(st.work) }, (_, row) => workEntryOf(st.work, row));
+    assert.ok(items.some((e) => e.revision > 2), 'work items move through transitions');
+    assert.ok(items.some((e) => e.assigneeId !== null), 'assignees occur');
     assert.ok(st.moderation.hidden.size > 0 && st.moderation.erased.size > 0 && st.moderation.flagOrder.length > 0);
     assert.ok(st.opportunities.briefs.length > 0);
   }

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import stableStringify from 'fast-json-stable-stringify';
 import { apply, createState } from '../../dist/domain/state.js';
 import { queryMessages } from '../../dist/domain/forum/forum.js';
-import { queryKnowledge } from '../../dist/domain/knowledge/knowledge.js';
+import { knowledgeSeqOf, queryKnowledge } from '../../dist/domain/knowledge/knowledge.js';
 import { readerOf } from '../../dist/domain/moderation/moderation.js';
 import { indexedScan } from '../../dist/domain/indexed-scan.js';
 import { NgramIndexDamagedError } from '../../dist/store/search/index.js';
@@ -123,7 +123,7 @@ test('hidden text is never found through the index, for messages and for knowled
   assert.ok(before.length > 2 && kBefore.length > 2);
   const hiddenSeq = state.forum.rows.seq.at(before[1]);
   state.moderation.hidden.add(`s:${hiddenSeq}`);
-  state.moderation.hidden.add(`s:${kBefore[1].seq}`);
+  state.moderation.hidden.add(`s:${knowledgeSeqOf(state.knowledge, kBefore[1])}`);
   const after = await queryMessages(state.forum, { q: 'needle', limit: 1000 }, everySeqIndex(head), reader);
   const kAfter = await queryKnowledge(state.knowledge, { q: 'needle', history: true, limit: 1000 }, everySeqIndex(head), reader);
   assert.deepEqual(after, before.filter((_, i) => i !== 1));

@@ -1,6 +1,6 @@
 import { discussionEvents, eventJson } from '../../dist/domain/feeds/feeds.js';
 import { workPageJson } from '../../dist/domain/feeds/pages.js';
-import { workJsonOf, workReceiptOf } from '../../dist/domain/work/work.js';
+import { workJsonOf, workReceiptOf, workRowOf } from '../../dist/domain/work/work.js';
 import { readerOf } from '../../dist/domain/moderation/moderation.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,7 +68,7 @@ test('every work revision emits one work feed event with its snapshot, and the r
   t.after(() => app.close());
   assert.equal(workPageJson(app.state.feeds, app.state.work, { after: 0, limit: 100 }, 'o', readerOf(app.state.moderation, 'agent')), liveFeed);
   assert.deepEqual(receipts(app.state), liveReceipts);
-  assert.equal(workJsonOf(app.state.work, app.state.work.items.get(created.body.id), readerOf(app.state.moderation, 'agent')), JSON.stringify(submitted.body));
+  assert.equal(workJsonOf(app.state.work, workRowOf(app.state.work, created.body.id), readerOf(app.state.moderation, 'agent')), JSON.stringify(submitted.body));
 });
 
 test('a work q match never spans two fields', async (t) => {

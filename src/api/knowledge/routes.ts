@@ -12,6 +12,7 @@ import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import {
   decideKnowledge,
   entriesJson,
+  knowledgeLatestOf,
   knowledgeViewOf,
   queryKnowledge,
 } from '../../domain/knowledge/knowledge.js';
@@ -49,8 +50,8 @@ export const knowledgeRoutes: Route[] = [
         const { knowledge: state, forum, moderation } = ctx.app.state;
         const knowledge = decideKnowledge(state, forum, ctx.body, d);
         const answer = () => {
-          const revisions = state.items.get(knowledge.id)!;
-          return { status: 201, json: knowledgeViewOf(state, readerOf(moderation, ctx.agent?.profile.role), revisions[revisions.length - 1]!) };
+          const latest = knowledgeLatestOf(state, knowledge.id)!;
+          return { status: 201, json: knowledgeViewOf(state, readerOf(moderation, ctx.agent?.profile.role), latest) };
         };
         return { type: 'knowledge.publish', payload: knowledge, answer };
       }),

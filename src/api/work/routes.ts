@@ -14,6 +14,7 @@ import {
   workJsonOf,
   workHistoryJson,
   workReceiptView,
+  workRowOf,
 } from '../../domain/work/work.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 
@@ -58,7 +59,7 @@ export const workRoutes: Route[] = [
         // receipt keeps the 201 that was committed.
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
-        return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
+        return { type: 'work.create', payload, answer: () => ({ status: 201, json: workJsonOf(work, workRowOf(work, payload.item.id)!, reader) }) };
       }),
   }),
   route({
@@ -78,7 +79,7 @@ export const workRoutes: Route[] = [
         const decision = decideWorkAction(work, ctx.body, d);
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
-        return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, work.items.get(payload.item.id)!, reader) }) };
+        return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, workRowOf(work, payload.item.id)!, reader) }) };
       }),
   }),
   route({

@@ -7,7 +7,7 @@ import { LRUCache } from 'lru-cache';
 import { FEED_PAGE_CACHE_BYTES_DEFAULT, FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
-import { workJsonOf, workRecordJson, type WorkBoardState } from '../work/work.js';
+import { workJsonOf, workRecordJson, workRowOf, type WorkBoardState } from '../work/work.js';
 import { discussionRecordStatus, discussionView, ERASED, VISIBLE, type Reader } from '../moderation/moderation.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
@@ -124,7 +124,7 @@ export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQ
       // A moderation record's events (issue 25): the k-th of its positions is its k-th work item,
       // carried at its current revision as the reader sees it.
       const first = feeds.work.upperBound(logSeq - 1);
-      recordJson = workJsonOf(work, work.items.get(changed[seq - 1 - first]!)!, reader);
+      recordJson = workJsonOf(work, workRowOf(work, changed[seq - 1 - first]!)!, reader);
     }
     out.push(eventJson({ seq, logSeq, kind: 'work_item', time, recordJson }));
   }

@@ -5,8 +5,9 @@
  * record; a revision keeps the item id and raises `revision` by one. Nothing is overwritten:
  * every revision stays in the log, in the index, in the discussion feed and in the topic export.
  *
- * The index keeps, per revision, only what filters need (id, revision, author, topic, log seq,
- * whether it is the latest); the public JSON is the record's stored canonical JSON (sorted keys),
+ * The index keeps, per revision, only what filters need, as typed columns (issue 30: log seq,
+ * item number, revision, interned author and topic, the item's previous revision; ids derived
+ * from seqs); the public JSON is the record's stored canonical JSON (sorted keys),
  * read back from the log when a response needs it (issue 17: text is not kept in memory), so
  * live writes and replay answer byte-identical JSON. `q` reads each candidate back and checks
  * its lower-cased title and content, newest first, through the one indexed scan
@@ -14,13 +15,14 @@
  */
 import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
-import { KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
+import { ID_SEQ_DIGITS, KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { addDiscussionEvent, type FeedsState } from '../feeds/feeds.js';
 import type { ForumState } from '../forum/forum.js';
-import { makeId } from '../ids.js';
+import { idHasSeq, makeId } from '../ids.js';
+import { U32List } from '../../containers/u32-list.js';
+import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
 import type { RecordSource } from '../../store/records.js';
-import { lowerBound } from '../../containers/binary-search.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { discussionView, statusOf, textVisible, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
@@ -42,7 +44,141 @@ export interface Knowledge {
   created: string;
 }
 
-/** One indexed revision: no text (see the module doc). */
+/**
+ * Knowledge revisions in log (= creation) order as columns, one row per revision (issue 30: 24
+ * bytes a revision, no objects, no text): its log seq, its item's number, its revision number,
+ * interned author and topic (topic + 1, 0 for none) and the row of the item's previous revision
+ * (+ 1, 0 for revision 1), so an item's revisions are a chain of rows.
+ */
+export interface KnowledgeRows {
+  seq: U32List;
+  item: U32List;
+  revision: U32List;
+  author: U32List;
+  topic: U32List;
+  prev: U32List;
+}
+
+/** A revision's row index in `KnowledgeRows` (0-based, log order). */
+export type KnowledgeRow = number;
+
+/**
+ * Knowledge revisions as row columns, with per-item, per-author and per-topic indexes of rows.
+ * An item is numbered in order of its first publication; its id is `kn_<seq of revision 1>` (how
+ * decideKnowledge names it), so no id is held — except for ids of another form (hand-made logs),
+ * kept in `otherIds`.
+ */
+export interface KnowledgeState {
+  /** Every revision, in log order (columns; see KnowledgeRows). */
+  rows: KnowledgeRows;
+  /** Item number → row of its first revision. */
+  itemFirst: U32List;
+  /** Item number → row of its latest revision. */
+  itemLast: U32List;
+  /** Author id → every revision by that author (rows, ascending). */
+  byAuthor: Map<string, U32List>;
+  /**
+   * Topic id → every revision attached to that topic (rows, ascending). A revision is filed under
+   * its own topicId, so an item whose revision moves it to another topic appears under both,
+   * each revision once.
+   */
+  byTopic: Map<string, U32List>;
+  /** Interned author and topic ids: `names[n]` is the id numbered n in the row columns. */
+  names: string[];
+  nameIds: Map<string, number>;
+  /** Item ids not of the form `kn_<seq of revision 1>` → item number, and back (empty for logs this service wrote). */
+  otherIds: Map<string, number>;
+  otherIdOf: Map<number, string>;
+  /** Where revisions' JSON is read back from. */
+  records: RecordSource;
+}
+
+/** An empty knowledge index whose revisions' JSON is read from `records`. */
+export function createKnowledgeState(records: RecordSource): KnowledgeState {
+  return {
+    rows: { seq: new U32List(256), item: new U32List(256), revision: new U32List(256), author: new U32List(256), topic: new U32List(256), prev: new U32List(256) },
+    itemFirst: new U32List(256),
+    itemLast: new U32List(256),
+    byAuthor: new Map(),
+    byTopic: new Map(),
+    names: [],
+    nameIds: new Map(),
+    otherIds: new Map(),
+    otherIdOf: new Map(),
+    records,
+  };
+}
+
+/** The number of id `id` in `s.names` (added on first sight). */
+function nameId(s: KnowledgeState, id: string): number {
+  const known = s.nameIds.get(id);
+  if (known !== undefined) return known;
+  s.nameIds.set(id, s.names.length);
+  s.names.push(id);
+  return s.names.length - 1;
+}
+
+function pushTo(map: Map<string, U32List>, key: string, value: number): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else {
+    const l = new U32List(4);
+    l.push(value);
+    map.set(key, l);
+  }
+}
+
+/** A knowledge id's seq: `kn_` and at least ID_SEQ_DIGITS digits (ids.ts). */
+const KNOWLEDGE_ID = new RegExp(`^kn_(\\d{${ID_SEQ_DIGITS},})$`);
+
+/** The row with log seq `seq`, or undefined (another record). */
+function rowOfSeq(s: KnowledgeState, seq: number): KnowledgeRow | undefined {
+  const at = s.rows.seq.upperBound(seq) - 1;
+  return at >= 0 && s.rows.seq.at(at) === seq ? at : undefined;
+}
+
+/**
+ * The number of the item with id `id`, or undefined: the seq the id carries names its first
+ * revision's row (a binary search of the seq column), so no id → item map is kept.
+ */
+function itemOf(s: KnowledgeState, id: string): number | undefined {
+  const other = s.otherIds.get(id);
+  if (other !== undefined) return other;
+  const m = KNOWLEDGE_ID.exec(id);
+  if (m === null) return undefined;
+  const row = rowOfSeq(s, Number(m[1]));
+  if (row === undefined || s.rows.revision.at(row) !== 1) return undefined;
+  const item = s.rows.item.at(row);
+  return s.otherIdOf.has(item) || !idHasSeq(id, 'kn', s.rows.seq.at(row)) ? undefined : item;
+}
+
+/** The id of item number `item`. */
+function itemIdOf(s: KnowledgeState, item: number): string {
+  return s.otherIdOf.get(item) ?? makeId('kn', s.rows.seq.at(s.itemFirst.at(item)));
+}
+
+/** The rows of every revision of item `id`, ascending (index i holds revision i + 1), or undefined for an unknown id. */
+export function knowledgeRevisionsOf(s: KnowledgeState, id: string): KnowledgeRow[] | undefined {
+  const item = itemOf(s, id);
+  if (item === undefined) return undefined;
+  const out: KnowledgeRow[] = [];
+  for (let row = s.itemLast.at(item) + 1; row !== 0; row = s.rows.prev.at(row - 1)) out.push(row - 1);
+  return out.reverse();
+}
+
+/** The row of the latest revision of item `id`, or undefined for an unknown id. */
+export function knowledgeLatestOf(s: KnowledgeState, id: string): KnowledgeRow | undefined {
+  const item = itemOf(s, id);
+  return item === undefined ? undefined : s.itemLast.at(item);
+}
+
+/** The rows of every revision by `authorId`, ascending (empty for an unknown author). */
+export function knowledgeRowsByAuthor(s: KnowledgeState, authorId: string): readonly KnowledgeRow[] {
+  const list = s.byAuthor.get(authorId);
+  return list === undefined ? [] : Array.from(list.toArray());
+}
+
+/** One revision's indexed fields, no text (tests and rare paths; lists read the columns). */
 export interface KnowledgeEntry {
   id: string;
   revision: number;
@@ -54,38 +190,37 @@ export interface KnowledgeEntry {
   latest: boolean;
 }
 
-/** Knowledge revisions by item, author and topic, all in log order. */
-export interface KnowledgeState {
-  /** Item id → every revision, ascending (index i holds revision i + 1). */
-  items: Map<string, KnowledgeEntry[]>;
-  /** Every revision of every item, in log order (= creation order). */
-  order: KnowledgeEntry[];
-  /** Author id → every revision by that author, in log order. */
-  byAuthor: Map<string, KnowledgeEntry[]>;
-  /**
-   * Topic id → every revision attached to that topic, in log order (the `knowledgeByTopic` index
-   * the topic export reads). A revision is filed under its own topicId, so an item whose revision
-   * moves it to another topic appears under both, each revision once.
-   */
-  byTopic: Map<string, KnowledgeEntry[]>;
-  /** Where revisions' JSON is read back from. */
-  records: RecordSource;
+/** The fields of revision row `row`. */
+export function knowledgeEntryOf(s: KnowledgeState, row: KnowledgeRow): KnowledgeEntry {
+  const topic = s.rows.topic.at(row);
+  return {
+    id: knowledgeIdOf(s, row),
+    revision: s.rows.revision.at(row),
+    authorId: s.names[s.rows.author.at(row)]!,
+    topicId: topic === 0 ? null : s.names[topic - 1]!,
+    seq: s.rows.seq.at(row),
+    latest: isLatest(s, row),
+  };
 }
 
-/** An empty knowledge index whose revisions' JSON is read from `records`. */
-export function createKnowledgeState(records: RecordSource): KnowledgeState {
-  return { items: new Map(), order: [], byAuthor: new Map(), byTopic: new Map(), records };
+/** The item id of revision row `row`. */
+export function knowledgeIdOf(s: KnowledgeState, row: KnowledgeRow): string {
+  return itemIdOf(s, s.rows.item.at(row));
+}
+
+/** Whether row `row` is its item's latest revision. */
+function isLatest(s: KnowledgeState, row: KnowledgeRow): boolean {
+  return s.itemLast.at(s.rows.item.at(row)) === row;
+}
+
+/** The log seq of revision row `row`. */
+export function knowledgeSeqOf(s: KnowledgeState, row: KnowledgeRow): number {
+  return s.rows.seq.at(row);
 }
 
 /** The public JSON of a revision: its record's canonical payload JSON, as stored. */
-export function knowledgeJsonOf(s: KnowledgeState, e: KnowledgeEntry): string {
-  return s.records.read(e.seq).payloadJson;
-}
-
-function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
+export function knowledgeJsonOf(s: KnowledgeState, row: KnowledgeRow): string {
+  return s.records.read(s.rows.seq.at(row)).payloadJson;
 }
 
 // ---- decision ----
@@ -129,13 +264,13 @@ export function decideKnowledge(
   let id: string;
   let revision: number;
   if (input.previousId !== undefined) {
-    const revisions = s.items.get(input.previousId);
-    if (!revisions) throw notFound(`no knowledge item with id "${input.previousId}" (previousId)`);
-    const originalAuthorId = revisions[0]!.authorId;
+    const item = itemOf(s, input.previousId);
+    if (item === undefined) throw notFound(`no knowledge item with id "${input.previousId}" (previousId)`);
+    const originalAuthorId = s.names[s.rows.author.at(s.itemFirst.at(item))]!;
     if (originalAuthorId !== ctx.authorId) {
       throw fail('NOT_AUTHOR', `knowledge item "${input.previousId}" belongs to another author; only its original author may publish revisions`);
     }
-    const current = revisions[revisions.length - 1]!.revision;
+    const current = s.rows.revision.at(s.itemLast.at(item));
     if (input.expectedRevision !== current) {
       throw fail('REVISION_CONFLICT', `expectedRevision ${input.expectedRevision} is stale: knowledge item "${input.previousId}" is at revision ${current}; reread it and revise the current revision`);
     }
@@ -174,66 +309,101 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
   // The payload is the Knowledge record; its canonical JSON from the log is served as is, so
   // responses are byte-identical before and after a restart and replay serialises nothing.
   const knowledge = record.payload as Knowledge;
-  const revisions = s.items.get(knowledge.id);
-  const expected = (revisions?.length ?? 0) + 1;
+  const existing = itemOf(s, knowledge.id);
+  const expected = existing === undefined ? 1 : s.rows.revision.at(s.itemLast.at(existing)) + 1;
   if (knowledge.revision !== expected) {
     throw new Error(`knowledge.publish at seq ${record.seq}: item "${knowledge.id}" revision ${knowledge.revision}, expected ${expected}`);
   }
-  // Ids already held by an index are shared, not copied per revision (issue 17 memory).
-  const entry: KnowledgeEntry = {
-    id: revisions?.[0]?.id ?? knowledge.id,
-    revision: knowledge.revision,
-    authorId: s.byAuthor.get(knowledge.authorId)?.[0]?.authorId ?? knowledge.authorId,
-    topicId: knowledge.topicId === null ? null : (s.byTopic.get(knowledge.topicId)?.[0]?.topicId ?? knowledge.topicId),
-    seq: record.seq,
-    latest: true,
-  };
-  if (revisions) {
-    revisions[revisions.length - 1]!.latest = false;
-    revisions.push(entry);
-  } else s.items.set(knowledge.id, [entry]);
-  s.order.push(entry);
-  pushTo(s.byAuthor, knowledge.authorId, entry);
-  if (knowledge.topicId !== null) pushTo(s.byTopic, knowledge.topicId, entry);
+  const row = s.rows.seq.length;
+  let item: number;
+  let prev = 0;
+  if (existing === undefined) {
+    item = s.itemFirst.length;
+    s.itemFirst.push(row);
+    s.itemLast.push(row);
+    if (!idHasSeq(knowledge.id, 'kn', record.seq)) {
+      s.otherIds.set(knowledge.id, item);
+      s.otherIdOf.set(item, knowledge.id);
+    }
+  } else {
+    item = existing;
+    prev = s.itemLast.at(item) + 1;
+    s.itemLast.set(item, row);
+  }
+  s.rows.seq.push(record.seq);
+  s.rows.item.push(item);
+  s.rows.revision.push(knowledge.revision);
+  s.rows.author.push(nameId(s, knowledge.authorId));
+  s.rows.topic.push(knowledge.topicId === null ? 0 : nameId(s, knowledge.topicId) + 1);
+  s.rows.prev.push(prev);
+  pushTo(s.byAuthor, knowledge.authorId, row);
+  if (knowledge.topicId !== null) pushTo(s.byTopic, knowledge.topicId, row);
   addDiscussionEvent(feeds, record.seq, 'knowledge', knowledge.topicId);
   return true;
 }
 
 // ---- snapshot ----
 
-/** The knowledge index as a state snapshot keeps it: every revision's entry, in log order. */
+/** The knowledge index as a state snapshot keeps it: each column and list an array of its own (by index). */
 export interface PackedKnowledge {
-  order: KnowledgeEntry[];
+  rows: { seq: number; item: number; revision: number; author: number; topic: number; prev: number };
+  itemFirst: number;
+  itemLast: number;
+  names: string[];
+  otherIds: Array<[string, number]>;
+  byAuthor: PackedLists;
+  byTopic: PackedLists;
 }
 
-/** Packs the knowledge index (the other indexes are rebuilt from the entries). */
-export function packKnowledge(s: KnowledgeState): PackedKnowledge {
-  return { order: s.order };
+/** Packs the knowledge index; its arrays go to `arrays`. */
+export function packKnowledge(s: KnowledgeState, arrays: PackedArrays): PackedKnowledge {
+  const r = s.rows;
+  return {
+    rows: {
+      seq: arrays.putList(r.seq),
+      item: arrays.putList(r.item),
+      revision: arrays.putList(r.revision),
+      author: arrays.putList(r.author),
+      topic: arrays.putList(r.topic),
+      prev: arrays.putList(r.prev),
+    },
+    itemFirst: arrays.putList(s.itemFirst),
+    itemLast: arrays.putList(s.itemLast),
+    names: s.names,
+    otherIds: [...s.otherIds],
+    byAuthor: packLists(s.byAuthor, arrays),
+    byTopic: packLists(s.byTopic, arrays),
+  };
 }
 
-/** Fills the empty index `s` from `p`, as replaying the log would have built it. */
-export function unpackKnowledge(s: KnowledgeState, p: PackedKnowledge): void {
-  // Each deserialized entry brings its own copy of its ids; share the index's one, as apply does.
-  for (const e of p.order) {
-    const revisions = s.items.get(e.id);
-    if (revisions) {
-      e.id = revisions[0]!.id;
-      revisions.push(e);
-    } else s.items.set(e.id, [e]);
-    s.order.push(e);
-    const byAuthor = s.byAuthor.get(e.authorId);
-    if (byAuthor) {
-      e.authorId = byAuthor[0]!.authorId;
-      byAuthor.push(e);
-    } else s.byAuthor.set(e.authorId, [e]);
-    if (e.topicId !== null) {
-      const byTopic = s.byTopic.get(e.topicId);
-      if (byTopic) {
-        e.topicId = byTopic[0]!.topicId;
-        byTopic.push(e);
-      } else s.byTopic.set(e.topicId, [e]);
-    }
+/**
+ * Fills the empty index `s` from `p`, as replaying the log would have built it. Throws Error for
+ * columns of unequal lengths (damaged data; the caller then replays the log).
+ */
+export function unpackKnowledge(s: KnowledgeState, p: PackedKnowledge, arrays: PackedArrays): void {
+  const rows: KnowledgeRows = {
+    seq: arrays.takeList(p.rows.seq),
+    item: arrays.takeList(p.rows.item),
+    revision: arrays.takeList(p.rows.revision),
+    author: arrays.takeList(p.rows.author),
+    topic: arrays.takeList(p.rows.topic),
+    prev: arrays.takeList(p.rows.prev),
+  };
+  const n = rows.seq.length;
+  const itemFirst = arrays.takeList(p.itemFirst);
+  const itemLast = arrays.takeList(p.itemLast);
+  if (Object.values(rows).some((c) => c.length !== n) || itemFirst.length !== itemLast.length || !Array.isArray(p.names)) {
+    throw new Error('damaged knowledge index');
   }
+  s.rows = rows;
+  s.itemFirst = itemFirst;
+  s.itemLast = itemLast;
+  s.names = p.names;
+  s.nameIds = new Map(p.names.map((name, i) => [name, i]));
+  s.otherIds = new Map(p.otherIds);
+  s.otherIdOf = new Map(p.otherIds.map(([id, item]) => [item, id]));
+  s.byAuthor = unpackLists(p.byAuthor, arrays);
+  s.byTopic = unpackLists(p.byTopic, arrays);
 }
 
 // ---- queries ----
@@ -257,57 +427,68 @@ export interface KnowledgeQuery {
  * Starts from the smallest index a filter names (`id`, `agentId`) and stops at `limit`. Unknown
  * ids give an empty result.
  */
-export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeEntry[]> {
-  let candidates: KnowledgeEntry[] = s.order;
-  if (query.id !== undefined) candidates = s.items.get(query.id) ?? [];
-  if (query.agentId !== undefined) {
-    const byAuthor = s.byAuthor.get(query.agentId) ?? [];
-    if (byAuthor.length < candidates.length) candidates = byAuthor;
+export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeRow[]> {
+  // Candidates: positions 0..count-1 of every row, one item's revisions or one author's rows.
+  let count = s.rows.seq.length;
+  let at = (i: number): KnowledgeRow => i;
+  let itemNo: number | undefined;
+  if (query.id !== undefined) {
+    const revisions = knowledgeRevisionsOf(s, query.id) ?? [];
+    itemNo = itemOf(s, query.id);
+    count = revisions.length;
+    at = (i) => revisions[i]!;
   }
-  const passes = (e: KnowledgeEntry): boolean =>
-    (query.history || e.latest) && (query.id === undefined || e.id === query.id) && (query.agentId === undefined || e.authorId === query.agentId);
+  const authorNo = query.agentId === undefined ? undefined : s.nameIds.get(query.agentId);
+  if (query.agentId !== undefined) {
+    const byAuthor = s.byAuthor.get(query.agentId);
+    const length = byAuthor?.length ?? 0;
+    if (length < count) {
+      count = length;
+      at = (i) => byAuthor!.at(i);
+    }
+  }
+  const passes = (row: KnowledgeRow): boolean =>
+    (query.history || isLatest(s, row)) &&
+    (query.id === undefined || s.rows.item.at(row) === itemNo) &&
+    (query.agentId === undefined || s.rows.author.at(row) === authorNo);
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
   if (lq === undefined) {
-    const out: KnowledgeEntry[] = [];
-    for (let i = candidates.length - 1; i >= 0 && out.length < query.limit; i--) {
-      const e = candidates[i]!;
-      if (passes(e)) out.push(e);
+    const out: KnowledgeRow[] = [];
+    for (let i = count - 1; i >= 0 && out.length < query.limit; i--) {
+      const row = at(i);
+      if (passes(row)) out.push(row);
     }
     return out;
   }
   return indexedScan(index, lq, {
     lowest: 0,
-    from: candidates.length,
-    at: (i) => candidates[i]!,
-    seqOf: (e) => e.seq,
-    bySeq: (seq) => entryOfSeq(s.order, seq),
+    from: count,
+    at,
+    seqOf: (row) => s.rows.seq.at(row),
+    bySeq: (seq) => rowOfSeq(s, seq),
     // Search never finds text the reader may not see (issue 25).
-    filter: (e) => passes(e) && textVisible(reader, knowledgeStatusOf(reader, e)),
-    matches: (e) => {
-      const k = JSON.parse(knowledgeJsonOf(s, e)) as Knowledge;
+    filter: (row) => passes(row) && textVisible(reader, knowledgeStatusOf(s, reader, row)),
+    matches: (row) => {
+      const k = JSON.parse(knowledgeJsonOf(s, row)) as Knowledge;
       return k.title.toLowerCase().includes(lq) || k.content.toLowerCase().includes(lq);
     },
     limit: query.limit,
   });
 }
 
-/** The revision with log seq `seq` in `order` (ascending by seq), or undefined (another record). */
-function entryOfSeq(order: readonly KnowledgeEntry[], seq: number): KnowledgeEntry | undefined {
-  const e = order[lowerBound(order.length, (i) => order[i]!.seq, seq)];
-  return e !== undefined && e.seq === seq ? e : undefined;
-}
-
 /** The moderation status of a revision (issue 25): the revision, its item or its author hidden. */
-export function knowledgeStatusOf(reader: Reader, e: KnowledgeEntry): ModerationStatus {
-  return statusOf(reader.mod, e.seq, e.id, e.authorId);
+export function knowledgeStatusOf(s: KnowledgeState, reader: Reader, row: KnowledgeRow): ModerationStatus {
+  // With nothing hidden the id and author are not consulted: no id is built per candidate.
+  if (reader.mod.hidden.size === 0) return statusOf(reader.mod, s.rows.seq.at(row), null, null);
+  return statusOf(reader.mod, s.rows.seq.at(row), knowledgeIdOf(s, row), s.names[s.rows.author.at(row)]!);
 }
 
 /** A revision's JSON as `reader` sees it (a placeholder when hidden or erased; issue 25). */
-export function knowledgeViewOf(s: KnowledgeState, reader: Reader, e: KnowledgeEntry): string {
-  return discussionView(reader, 'knowledge', knowledgeJsonOf(s, e), knowledgeStatusOf(reader, e));
+export function knowledgeViewOf(s: KnowledgeState, reader: Reader, row: KnowledgeRow): string {
+  return discussionView(reader, 'knowledge', knowledgeJsonOf(s, row), knowledgeStatusOf(s, reader, row));
 }
 
 /** `[json,json,...]` of revisions as `reader` sees them (string joins of stored JSON). */
-export function entriesJson(s: KnowledgeState, entries: readonly KnowledgeEntry[], reader: Reader): string {
-  return `[${entries.map((e) => knowledgeViewOf(s, reader, e)).join(',')}]`;
+export function entriesJson(s: KnowledgeState, rows: readonly KnowledgeRow[], reader: Reader): string {
+  return `[${rows.map((row) => knowledgeViewOf(s, reader, row)).join(',')}]`;
 }

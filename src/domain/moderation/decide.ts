@@ -16,8 +16,9 @@
 import { fail, invalid, notFound } from '../../errors.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
+import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
 import { makeId } from '../ids.js';
-import { redactWorkPayload } from '../work/work.js';
+import { redactWorkPayload, workIdOf, workRevisionSeqs, workRowOf, workRowsByAuthor } from '../work/work.js';
 import {
   agentKey,
   ERASABLE_TYPES,
@@ -73,20 +74,21 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
     }
     case 'knowledge': {
-      const revisions = knowledge.items.get(target.id);
+      const revisions = knowledgeRevisionsOf(knowledge, target.id);
       if (revisions === undefined) throw notFound(`no knowledge item with id "${target.id}"`);
       if (target.revision !== undefined) {
-        const e = revisions[target.revision - 1];
-        if (e === undefined) throw notFound(`knowledge item "${target.id}" has no revision ${target.revision} (it has ${revisions.length})`);
-        return { key: seqKey(e.seq), events: [e.seq], workItems: [], records: [e.seq] };
+        const row = revisions[target.revision - 1];
+        if (row === undefined) throw notFound(`knowledge item "${target.id}" has no revision ${target.revision} (it has ${revisions.length})`);
+        const seq = knowledgeSeqOf(knowledge, row);
+        return { key: seqKey(seq), events: [seq], workItems: [], records: [seq] };
       }
-      const seqs = revisions.map((e) => e.seq);
+      const seqs = revisions.map((row) => knowledgeSeqOf(knowledge, row));
       return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
     }
     case 'work': {
-      const e = work.items.get(target.id);
-      if (e === undefined) throw notFound(`no work item with id "${target.id}"`);
-      return { key: itemKey(target.id), events: [], workItems: [e.id], records: [...e.revSeqs] };
+      const row = workRowOf(work, target.id);
+      if (row === undefined) throw notFound(`no work item with id "${target.id}"`);
+      return { key: itemKey(target.id), events: [], workItems: [workIdOf(work, row)], records: workRevisionSeqs(work, row) };
     }
     case 'agent': {
       const agent = state.agents.byId.get(target.id);
@@ -100,17 +102,16 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       // which the work items below cover.
       for (const seq of state.moderation.topicsByAuthor.get(target.id) ?? []) {
         events.push(seq);
-        if (work.items.get(makeId('wk', seq)) === undefined) records.push(seq);
+        if (workRowOf(work, makeId('wk', seq)) === undefined) records.push(seq);
       }
-      for (const e of knowledge.byAuthor.get(target.id) ?? []) {
-        events.push(e.seq);
-        records.push(e.seq);
+      for (const row of knowledgeRowsByAuthor(knowledge, target.id)) {
+        events.push(knowledgeSeqOf(knowledge, row));
+        records.push(knowledgeSeqOf(knowledge, row));
       }
       const workItems: string[] = [];
-      for (const e of work.order) {
-        if (e.authorId !== target.id) continue;
-        workItems.push(e.id);
-        records.push(...e.revSeqs);
+      for (const row of workRowsByAuthor(work, target.id)) {
+        workItems.push(workIdOf(work, row));
+        records.push(...workRevisionSeqs(work, row));
       }
       const asc = (a: number, b: number) => a - b;
       return { key: agentKey(target.id), events: [...new Set(events)].sort(asc), workItems, records: [...new Set(records)].sort(asc) };

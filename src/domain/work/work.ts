@@ -9,10 +9,12 @@
  * - `work.action {item, request, authorId, clientId}` — the complete next revision of an item.
  *
  * Every record carries the complete snapshot it produces, so apply never re-runs a rule: replay
- * cannot drift from what was answered. Apply keeps each revision's JSON, built once with a fixed
- * key order (the log stores payloads with sorted keys, so the order must not come from the
- * payload object), and the receipts index `byClientId` that answers retries and
- * GET /api/receipts with the snapshot as committed.
+ * cannot drift from what was answered. Apply keeps, per item, typed columns of what rules and
+ * filters need (issue 30: `WorkRows`, the current revision's fields updated in place) and each
+ * revision's log seq; a revision's JSON is read back from its record and rebuilt with a fixed key
+ * order (the log stores payloads with sorted keys, so the order must not come from the payload
+ * object). The receipts index `byClientId` answers retries and GET /api/receipts with the
+ * snapshot as committed.
  *
  * Decisions where the spec says "not shown" (README "Work board"):
  * - Disabled agents: their token gets 401 on every request (part 5 item 6), so they cannot act.
@@ -41,15 +43,17 @@
  *   history); `review` is the latest review, kept through a revise cycle until the next submit.
  */
 import type { LogRecord } from '../../store/log.js';
-import { DEFAULT_ROOM_ID, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
+import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, MS_PER_MINUTE, WORK_SNAPSHOT_BYTES_MAX } from '../../constants.js';
 import { fail, notFound } from '../../errors.js';
 import { addWorkEvent, type FeedsState } from '../feeds/feeds.js';
 import { clientHash, indexTopic, type ForumState, type Topic } from '../forum/forum.js';
 import { RowHashTable } from '../../containers/row-hash-table.js';
+import { U32List } from '../../containers/u32-list.js';
+import { F64List } from '../../containers/f64-list.js';
 import type { RecordSource } from '../../store/records.js';
 import { packTable, unpackTable, type PackedArrays, type PackedTable } from '../packing.js';
 import { SliceTimer } from '../slices.js';
-import { makeId } from '../ids.js';
+import { idHasSeq, makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
 import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 
@@ -143,11 +147,153 @@ export interface WorkReceipt {
   status: 201 | 200;
 }
 
+/** The work item states, numbered in the `state` column by their index. */
+const WORK_STATES: readonly WorkItemState[] = ['open', 'claimed', 'submitted', 'completed', 'cancelled'];
+const OPEN = 0;
+const CLAIMED = 1;
+
 /**
- * An indexed work item: the fields filters and rules need of its current revision (no text), and
- * the log seq of every revision's record; each revision's JSON is rebuilt from its record when
- * served (issue 17: text stays in the log).
+ * Work items in creation order as columns, one row per item (issue 30: about 32 bytes an item, no
+ * objects, no text): the log seq of its `work.create` record (its id is `wk_<seq>`), interned
+ * author and topic, its tag list's number, and the fields of its current revision that rules and
+ * filters need — state, assignee (+ 1, 0 for none), revision, lease end in ms (NaN for none) —
+ * updated in place by each `work.action`, and its latest revision's position in `revs`.
  */
+export interface WorkRows {
+  seq: U32List;
+  author: U32List;
+  topic: U32List;
+  tags: U32List;
+  state: U32List;
+  assignee: U32List;
+  revision: U32List;
+  leaseUntilMs: F64List;
+  lastRev: U32List;
+}
+
+/**
+ * Every work record (create or action), in log order: its log seq and its item's previous
+ * revision (position + 1, 0 for revision 1), so an item's revisions are a chain of positions.
+ */
+export interface WorkRevisions {
+  seq: U32List;
+  prev: U32List;
+}
+
+/** A work item's row in `WorkRows`: its sequence - 1. */
+export type WorkRow = number;
+
+/** Work items as columns, their revisions, and the receipts index. */
+export interface WorkBoardState {
+  /** Every item, in creation order: the item with sequence n is row n - 1. */
+  rows: WorkRows;
+  revs: WorkRevisions;
+  /**
+   * Hash of (authorId, clientId) → log seq of the record that committed it, across creates and
+   * actions (part 4); confirmed from the record.
+   */
+  byClientId: RowHashTable;
+  /** Where revisions are read back from. */
+  records: RecordSource;
+  /** Interned author, topic and assignee ids: `names[n]` is the id numbered n in the columns. */
+  names: string[];
+  nameIds: Map<string, number>;
+  /** Distinct tag lists (`tags` column numbers), and their JSON → number. */
+  tagLists: Array<readonly string[]>;
+  tagListIds: Map<string, number>;
+  /** Item ids not of the form `wk_<seq of its create>` → row, and back (empty for logs this service wrote). */
+  otherIds: Map<string, WorkRow>;
+  otherIdOf: Map<WorkRow, string>;
+}
+
+/** An empty work board whose revisions are read from `records`. */
+export function createWorkBoardState(records: RecordSource): WorkBoardState {
+  const u = () => new U32List(256);
+  return {
+    rows: { seq: u(), author: u(), topic: u(), tags: u(), state: u(), assignee: u(), revision: u(), leaseUntilMs: new F64List(256), lastRev: u() },
+    revs: { seq: u(), prev: u() },
+    byClientId: new RowHashTable(),
+    records,
+    names: [],
+    nameIds: new Map(),
+    tagLists: [],
+    tagListIds: new Map(),
+    otherIds: new Map(),
+    otherIdOf: new Map(),
+  };
+}
+
+/** The number of id `id` in `s.names` (added on first sight). */
+function nameId(s: WorkBoardState, id: string): number {
+  const known = s.nameIds.get(id);
+  if (known !== undefined) return known;
+  s.nameIds.set(id, s.names.length);
+  s.names.push(id);
+  return s.names.length - 1;
+}
+
+/** The number of tag list `tags` in `s.tagLists` (added on first sight). */
+function tagListId(s: WorkBoardState, tags: readonly string[]): number {
+  const key = JSON.stringify(tags);
+  const known = s.tagListIds.get(key);
+  if (known !== undefined) return known;
+  s.tagListIds.set(key, s.tagLists.length);
+  s.tagLists.push(Object.freeze([...tags]));
+  return s.tagLists.length - 1;
+}
+
+/** A work item id's seq: `wk_` and at least ID_SEQ_DIGITS digits (ids.ts). */
+const WORK_ID = new RegExp(`^wk_(\\d{${ID_SEQ_DIGITS},})$`);
+
+/**
+ * The row of the work item with id `id`, or undefined: the seq the id carries is its create
+ * record's (a binary search of the seq column), so no id → item map is kept.
+ */
+export function workRowOf(s: WorkBoardState, id: string): WorkRow | undefined {
+  const other = s.otherIds.get(id);
+  if (other !== undefined) return other;
+  const m = WORK_ID.exec(id);
+  if (m === null) return undefined;
+  const seq = Number(m[1]);
+  const at = s.rows.seq.upperBound(seq) - 1;
+  if (at < 0 || s.rows.seq.at(at) !== seq || s.otherIdOf.has(at) || !idHasSeq(id, 'wk', seq)) return undefined;
+  return at;
+}
+
+/** The id of the work item in row `row`. */
+export function workIdOf(s: WorkBoardState, row: WorkRow): string {
+  return s.otherIdOf.get(row) ?? makeId('wk', s.rows.seq.at(row));
+}
+
+/** The number of work items (the last one's sequence). */
+export function workItemCount(s: WorkBoardState): number {
+  return s.rows.seq.length;
+}
+
+/** The log seqs of every revision of the item in row `row`, ascending (index r - 1 holds revision r). */
+export function workRevisionSeqs(s: WorkBoardState, row: WorkRow): number[] {
+  const out: number[] = [];
+  for (let at = s.rows.lastRev.at(row) + 1; at !== 0; at = s.revs.prev.at(at - 1)) out.push(s.revs.seq.at(at - 1));
+  return out.reverse();
+}
+
+/** The log seq of revision `revision` (1-based, at most the current one) of the item in row `row`. */
+function revisionSeq(s: WorkBoardState, row: WorkRow, revision: number): number {
+  let at = s.rows.lastRev.at(row);
+  for (let r = s.rows.revision.at(row); r > revision; r--) at = s.revs.prev.at(at) - 1;
+  return s.revs.seq.at(at);
+}
+
+/** The rows of the items created by `authorId`, ascending. */
+export function workRowsByAuthor(s: WorkBoardState, authorId: string): WorkRow[] {
+  const author = s.nameIds.get(authorId);
+  const out: WorkRow[] = [];
+  if (author === undefined) return out;
+  for (let row = 0; row < s.rows.seq.length; row++) if (s.rows.author.at(row) === author) out.push(row);
+  return out;
+}
+
+/** An indexed work item's fields (no text): what rules and filters read, as one object (rare paths and tests). */
 export interface WorkEntry {
   id: string;
   sequence: number;
@@ -159,53 +305,27 @@ export interface WorkEntry {
   revision: number;
   /** leaseUntil in ms, or null. */
   leaseUntilMs: number | null;
-  /** Log seq of revision r's record at index r - 1 (a plain array: most items have a few). */
+  /** Log seq of revision r's record at index r - 1. */
   revSeqs: number[];
 }
 
-/** Work items by id and in creation order, and the receipts index. */
-export interface WorkBoardState {
-  items: Map<string, WorkEntry>;
-  /** Creation order: the entry with sequence n is at index n - 1. */
-  order: WorkEntry[];
-  /**
-   * Hash of (authorId, clientId) → log seq of the record that committed it, across creates and
-   * actions (part 4); confirmed from the record.
-   */
-  byClientId: RowHashTable;
-  /** Where revisions are read back from. */
-  records: RecordSource;
-  /**
-   * One copy of each author id, topic id, state and tag the entries hold (every parsed record
-   * brings its own copy; hundreds of thousands of items would keep them all). Derived, not packed.
-   */
-  strings: Map<string, string>;
-}
-
-/** The board's one copy of `text` (see WorkBoardState.strings). */
-function internWorkString(s: WorkBoardState, text: string): string {
-  const known = s.strings.get(text);
-  if (known !== undefined) return known;
-  s.strings.set(text, text);
-  return text;
-}
-
-/** No tags: one shared empty list. */
-const NO_TAGS: readonly string[] = Object.freeze([]);
-
-/** The entry's fields from an item revision, with interned strings (creation and snapshot load). */
-function internWorkEntry(s: WorkBoardState, e: WorkEntry): WorkEntry {
-  e.authorId = internWorkString(s, e.authorId);
-  e.topicId = internWorkString(s, e.topicId);
-  e.state = internWorkString(s, e.state) as WorkItemState;
-  e.assigneeId = e.assigneeId === null ? null : internWorkString(s, e.assigneeId);
-  e.tags = e.tags.length === 0 ? NO_TAGS : e.tags.map((t) => internWorkString(s, t));
-  return e;
-}
-
-/** An empty work board whose revisions are read from `records`. */
-export function createWorkBoardState(records: RecordSource): WorkBoardState {
-  return { items: new Map(), order: [], byClientId: new RowHashTable(), records, strings: new Map() };
+/** The fields of the item in row `row`. */
+export function workEntryOf(s: WorkBoardState, row: WorkRow): WorkEntry {
+  const r = s.rows;
+  const assignee = r.assignee.at(row);
+  const lease = r.leaseUntilMs.at(row);
+  return {
+    id: workIdOf(s, row),
+    sequence: row + 1,
+    authorId: s.names[r.author.at(row)]!,
+    topicId: s.names[r.topic.at(row)]!,
+    tags: s.tagLists[r.tags.at(row)]!,
+    state: WORK_STATES[r.state.at(row)]!,
+    assigneeId: assignee === 0 ? null : s.names[assignee - 1]!,
+    revision: r.revision.at(row),
+    leaseUntilMs: Number.isNaN(lease) ? null : lease,
+    revSeqs: workRevisionSeqs(s, row),
+  };
 }
 
 /** The payload and type of the work record (create or action) at log seq `seq`. */
@@ -214,17 +334,19 @@ function workPayloadOf(s: WorkBoardState, seq: number): { payload: WorkCreatePay
   return { payload: JSON.parse(r.payloadJson) as WorkCreatePayload | WorkActionPayload, type: r.type };
 }
 
-/** Revision `revision` (1-based) of a work item, as committed, in the documented key order. */
-export function workRevision(s: WorkBoardState, e: WorkEntry, revision: number): WorkItem {
-  return toWorkItem(workPayloadOf(s, e.revSeqs[revision - 1]!).payload.item);
+/** Revision `revision` (1-based) of the work item in row `row`, as committed, in the documented key order. */
+function workRevision(s: WorkBoardState, row: WorkRow, revision: number): WorkItem {
+  return toWorkItem(workPayloadOf(s, revisionSeq(s, row, revision)).payload.item);
 }
 
 /**
- * The moderation status of the work record at log seq `seq` of item `e` (issue 25): erased when
- * that record was erased, hidden when the item or its creator is hidden.
+ * The moderation status of the work record at log seq `seq` of the item in row `row` (issue 25):
+ * erased when that record was erased, hidden when the item or its creator is hidden.
  */
-export function workStatusOf(reader: Reader, e: WorkEntry, seq: number): ModerationStatus {
-  return statusOf(reader.mod, seq, e.id, e.authorId);
+function workStatusOf(s: WorkBoardState, reader: Reader, row: WorkRow, seq: number): ModerationStatus {
+  // With nothing hidden the id and creator are not consulted: no id is built per item.
+  if (reader.mod.hidden.size === 0) return statusOf(reader.mod, seq, null, null);
+  return statusOf(reader.mod, seq, workIdOf(s, row), s.names[s.rows.author.at(row)]!);
 }
 
 /**
@@ -284,21 +406,20 @@ export function redactWorkPayload(o: Record<string, unknown>): Record<string, un
   return out;
 }
 
-/** The JSON of revision `revision` (1-based) of a work item as `reader` sees it. */
-export function workRevisionJson(s: WorkBoardState, e: WorkEntry, revision: number, reader: Reader): string {
-  return workItemView(reader, workRevision(s, e, revision), workStatusOf(reader, e, e.revSeqs[revision - 1]!));
+/** The JSON of the work record at log seq `seq` (a revision of the item in row `row`) as `reader` sees it. */
+function workSeqJson(s: WorkBoardState, row: WorkRow, seq: number, reader: Reader): string {
+  return workItemView(reader, toWorkItem(workPayloadOf(s, seq).payload.item), workStatusOf(s, reader, row, seq));
 }
 
-/** The JSON of a work item's current revision as `reader` sees it. */
-export function workJsonOf(s: WorkBoardState, e: WorkEntry, reader: Reader): string {
-  return workRevisionJson(s, e, e.revision, reader);
+/** The JSON of the current revision of the work item in row `row` as `reader` sees it. */
+export function workJsonOf(s: WorkBoardState, row: WorkRow, reader: Reader): string {
+  return workSeqJson(s, row, s.revs.seq.at(s.rows.lastRev.at(row)), reader);
 }
 
 /** The WorkItem snapshot JSON of the work record at log seq `seq` (the work feed's events), as `reader` sees it. */
 export function workRecordJson(s: WorkBoardState, seq: number, reader: Reader): string {
   const item = toWorkItem(workPayloadOf(s, seq).payload.item);
-  const e = s.items.get(item.id)!;
-  return workItemView(reader, item, workStatusOf(reader, e, seq));
+  return workItemView(reader, item, workStatusOf(s, reader, workRowOf(s, item.id)!, seq));
 }
 
 /**
@@ -324,8 +445,7 @@ export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: str
  * through `workItemView`, and the request with its text emptied when the reader may not see it.
  */
 export function workReceiptView(s: WorkBoardState, r: WorkReceipt, reader: Reader): { responseJson: string; requestJson: string } {
-  const e = s.items.get(r.response.id)!;
-  const status = workStatusOf(reader, e, r.seq);
+  const status = workStatusOf(s, reader, workRowOf(s, r.response.id)!, r.seq);
   const textShown = status === VISIBLE || (status === HIDDEN && reader.operator);
   const request = textShown ? r.request : (redactWorkPayload({ item: r.response, request: r.request }).request as WorkRequest);
   return { responseJson: workItemView(reader, r.response, status), requestJson: JSON.stringify(request) };
@@ -405,18 +525,19 @@ function checkedSnapshotJson(item: WorkItem): string {
   return json;
 }
 
-/** True when the item is claimed and its lease has passed at `nowMs`. */
-export function leaseExpired(entry: WorkEntry, nowMs: number): boolean {
-  return entry.state === 'claimed' && entry.leaseUntilMs !== null && nowMs >= entry.leaseUntilMs;
+/** True when the item in row `row` is claimed and its lease has passed at `nowMs`. */
+function leaseExpired(s: WorkBoardState, row: WorkRow, nowMs: number): boolean {
+  // A NaN lease end (none) compares false.
+  return s.rows.state.at(row) === CLAIMED && nowMs >= s.rows.leaseUntilMs.at(row);
 }
 
 /**
  * Whether work can be taken now (part 2 "available", part 4 `available`): open, or claimed with
  * an expired lease — and never while writes are stopped.
  */
-export function isAvailable(entry: WorkEntry, nowMs: number, writeStop: boolean): boolean {
+export function isAvailable(s: WorkBoardState, row: WorkRow, nowMs: number, writeStop: boolean): boolean {
   if (writeStop) return false;
-  return entry.state === 'open' || leaseExpired(entry, nowMs);
+  return s.rows.state.at(row) === OPEN || leaseExpired(s, row, nowMs);
 }
 
 function isClosed(state: WorkItemState): boolean {
@@ -460,7 +581,7 @@ export function decideWorkCreate(
       : null;
   const item: WorkItem = {
     id: makeId('wk', ctx.seq),
-    sequence: s.order.length + 1,
+    sequence: s.rows.seq.length + 1,
     authorId: ctx.authorId,
     title: input.title,
     description: input.description,
@@ -500,9 +621,9 @@ export function decideWorkAction(
   const existing = priorReceipt(s, ctx.authorId, input.clientId, JSON.stringify(request));
   if (existing) return { existing };
 
-  const entry = s.items.get(input.workItemId);
-  if (!entry) throw notFound(`no work item with id "${input.workItemId}" (workItemId)`);
-  const cur = workRevision(s, entry, entry.revision);
+  const row = workRowOf(s, input.workItemId);
+  if (row === undefined) throw notFound(`no work item with id "${input.workItemId}" (workItemId)`);
+  const cur = workRevision(s, row, s.rows.revision.at(row));
   if (input.expectedRevision !== cur.revision) {
     throw fail('REVISION_CONFLICT', `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`);
   }
@@ -529,7 +650,7 @@ export function decideWorkAction(
     case 'claim': {
       if (isCreator) throw fail('WORK_ROLE', 'a creator cannot claim their own work');
       if (cur.state === 'claimed') {
-        if (!leaseExpired(entry, now)) throw wrongState(`it is claimed by ${cur.assigneeId} until ${cur.leaseUntil}`);
+        if (!leaseExpired(s, row, now)) throw wrongState(`it is claimed by ${cur.assigneeId} until ${cur.leaseUntil}`);
       } else if (cur.state !== 'open') {
         throw wrongState(`it is ${cur.state}; only open work or an expired claim can be claimed`);
       }
@@ -540,8 +661,8 @@ export function decideWorkAction(
     }
     case 'renew': {
       requireClaimedAssignee();
-      if (leaseExpired(entry, now)) throw wrongState(`the lease expired at ${cur.leaseUntil}; claim the work again`);
-      next.leaseUntil = new Date(entry.leaseUntilMs! + input.leaseMinutes * MS_PER_MINUTE).toISOString();
+      if (leaseExpired(s, row, now)) throw wrongState(`the lease expired at ${cur.leaseUntil}; claim the work again`);
+      next.leaseUntil = new Date(s.rows.leaseUntilMs.at(row) + input.leaseMinutes * MS_PER_MINUTE).toISOString();
       break;
     }
     case 'release': {
@@ -603,23 +724,27 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       const p = record.payload as WorkCreatePayload;
       if (p.topic) indexTopic(forum, feeds, p.topic, record);
       const item = p.item;
-      if (item.sequence !== s.order.length + 1 || s.items.has(item.id)) {
-        throw new Error(`work.create at seq ${record.seq}: item ${item.id} sequence ${item.sequence} does not follow ${s.order.length}`);
+      const row = s.rows.seq.length;
+      if (item.sequence !== row + 1 || item.revision !== 1 || workRowOf(s, item.id) !== undefined) {
+        throw new Error(`work.create at seq ${record.seq}: item ${item.id} sequence ${item.sequence} revision ${item.revision} does not follow ${row}`);
       }
-      const entry: WorkEntry = internWorkEntry(s, {
-        id: item.id,
-        sequence: item.sequence,
-        authorId: item.authorId,
-        topicId: item.topicId,
-        tags: item.tags,
-        state: item.state,
-        assigneeId: item.assigneeId,
-        revision: item.revision,
-        leaseUntilMs: item.leaseUntil === null ? null : Date.parse(item.leaseUntil),
-        revSeqs: [record.seq],
-      });
-      s.items.set(item.id, entry);
-      s.order.push(entry);
+      const state = stateCode(item, record.seq);
+      const r = s.rows;
+      r.seq.push(record.seq);
+      r.author.push(nameId(s, item.authorId));
+      r.topic.push(nameId(s, item.topicId));
+      r.tags.push(tagListId(s, item.tags));
+      r.state.push(state);
+      r.assignee.push(item.assigneeId === null ? 0 : nameId(s, item.assigneeId) + 1);
+      r.revision.push(1);
+      r.leaseUntilMs.push(item.leaseUntil === null ? NaN : Date.parse(item.leaseUntil));
+      r.lastRev.push(s.revs.seq.length);
+      s.revs.seq.push(record.seq);
+      s.revs.prev.push(0);
+      if (!idHasSeq(item.id, 'wk', record.seq)) {
+        s.otherIds.set(item.id, row);
+        s.otherIdOf.set(row, item.id);
+      }
       s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
       addWorkEvent(feeds, record.seq);
       return true;
@@ -627,15 +752,19 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
     case 'work.action': {
       const p = record.payload as WorkActionPayload;
       const item = p.item;
-      const entry = s.items.get(item.id);
-      if (!entry || item.revision !== entry.revision + 1) {
+      const row = workRowOf(s, item.id);
+      if (row === undefined || item.revision !== s.rows.revision.at(row) + 1) {
         throw new Error(`work.action at seq ${record.seq}: ${item.id} revision ${item.revision} does not follow the current revision`);
       }
-      entry.state = internWorkString(s, item.state) as WorkItemState;
-      entry.assigneeId = item.assigneeId === null ? null : internWorkString(s, item.assigneeId);
-      entry.revision = item.revision;
-      entry.leaseUntilMs = item.leaseUntil === null ? null : Date.parse(item.leaseUntil);
-      entry.revSeqs.push(record.seq);
+      // The current revision's fields are updated in place.
+      const r = s.rows;
+      r.state.set(row, stateCode(item, record.seq));
+      r.assignee.set(row, item.assigneeId === null ? 0 : nameId(s, item.assigneeId) + 1);
+      r.revision.set(row, item.revision);
+      r.leaseUntilMs.set(row, item.leaseUntil === null ? NaN : Date.parse(item.leaseUntil));
+      s.revs.seq.push(record.seq);
+      s.revs.prev.push(r.lastRev.at(row) + 1);
+      r.lastRev.set(row, s.revs.seq.length - 1);
       s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
       addWorkEvent(feeds, record.seq);
       return true;
@@ -647,28 +776,77 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
 
 // ---- snapshot ----
 
-/** The work board as a state snapshot keeps it: the entries in creation order, the receipts table. */
+/** The number of `item.state` in the state column. Throws Error for a state part 3 does not name (a damaged or foreign log). */
+function stateCode(item: WorkItem, seq: number): number {
+  const code = WORK_STATES.indexOf(item.state);
+  if (code < 0) throw new Error(`work record at seq ${seq}: item ${item.id} has unknown state ${JSON.stringify(item.state)}`);
+  return code;
+}
+
+/** The work board as a state snapshot keeps it: each column an array of its own (by index), the receipts table. */
 export interface PackedWork {
-  order: WorkEntry[];
+  rows: { seq: number; author: number; topic: number; tags: number; state: number; assignee: number; revision: number; leaseUntilMs: number; lastRev: number };
+  revs: { seq: number; prev: number };
+  names: string[];
+  tagLists: Array<readonly string[]>;
+  otherIds: Array<[string, number]>;
   byClientId: PackedTable;
 }
 
-/** Packs the work board; the table's arrays go to `arrays`. */
+/** Packs the work board; its arrays go to `arrays`. */
 export function packWork(s: WorkBoardState, arrays: PackedArrays): PackedWork {
-  return { order: s.order, byClientId: packTable(s.byClientId, arrays) };
+  const r = s.rows;
+  return {
+    rows: {
+      seq: arrays.putList(r.seq),
+      author: arrays.putList(r.author),
+      topic: arrays.putList(r.topic),
+      tags: arrays.putList(r.tags),
+      state: arrays.putList(r.state),
+      assignee: arrays.putList(r.assignee),
+      revision: arrays.putList(r.revision),
+      leaseUntilMs: arrays.put(r.leaseUntilMs.toU32()),
+      lastRev: arrays.putList(r.lastRev),
+    },
+    revs: { seq: arrays.putList(s.revs.seq), prev: arrays.putList(s.revs.prev) },
+    names: s.names,
+    tagLists: s.tagLists,
+    otherIds: [...s.otherIds],
+    byClientId: packTable(s.byClientId, arrays),
+  };
 }
 
 /**
- * Fills the empty board `s` from `p`, as replaying the log would have built it (strings interned
- * again). Throws Error for an entry whose revisions do not fit (damaged data).
+ * Fills the empty board `s` from `p`, as replaying the log would have built it. Throws Error for
+ * columns of unequal lengths or a state number part 3 does not name (damaged data; the caller then
+ * replays the log).
  */
 export function unpackWork(s: WorkBoardState, p: PackedWork, arrays: PackedArrays): void {
-  for (const e of p.order) {
-    if (!Array.isArray(e.revSeqs) || e.revSeqs.length !== e.revision) throw new Error('damaged work entry');
-    internWorkEntry(s, e);
-    s.items.set(e.id, e);
-    s.order.push(e);
+  const rows: WorkRows = {
+    seq: arrays.takeList(p.rows.seq),
+    author: arrays.takeList(p.rows.author),
+    topic: arrays.takeList(p.rows.topic),
+    tags: arrays.takeList(p.rows.tags),
+    state: arrays.takeList(p.rows.state),
+    assignee: arrays.takeList(p.rows.assignee),
+    revision: arrays.takeList(p.rows.revision),
+    leaseUntilMs: F64List.fromU32(arrays.take(p.rows.leaseUntilMs)),
+    lastRev: arrays.takeList(p.rows.lastRev),
+  };
+  const revs: WorkRevisions = { seq: arrays.takeList(p.revs.seq), prev: arrays.takeList(p.revs.prev) };
+  const n = rows.seq.length;
+  if (Object.values(rows).some((c: { length: number }) => c.length !== n) || revs.prev.length !== revs.seq.length || !Array.isArray(p.names) || !Array.isArray(p.tagLists)) {
+    throw new Error('damaged work board');
   }
+  for (let row = 0; row < n; row++) if (rows.state.at(row) >= WORK_STATES.length) throw new Error('damaged work board');
+  s.rows = rows;
+  s.revs = revs;
+  s.names = p.names;
+  s.nameIds = new Map(p.names.map((name, i) => [name, i]));
+  s.tagLists = p.tagLists.map((tags) => Object.freeze([...tags]));
+  s.tagListIds = new Map(s.tagLists.map((tags, i) => [JSON.stringify(tags), i]));
+  s.otherIds = new Map(p.otherIds);
+  s.otherIdOf = new Map(p.otherIds.map(([id, row]) => [row, id]));
   s.byClientId = unpackTable(p.byClientId, arrays);
 }
 
@@ -695,41 +873,48 @@ export interface WorkListQuery {
  */
 export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx: { nowMs: number; writeStop: boolean; reader: Reader }): Promise<string> {
   const lq = query.q !== undefined && query.q !== '' ? query.q.toLowerCase() : undefined;
-  const matches = (e: WorkEntry): boolean => {
-    if (query.state !== undefined && e.state !== query.state) return false;
-    if (query.authorId !== undefined && e.authorId !== query.authorId) return false;
-    if (query.assigneeId !== undefined && e.assigneeId !== query.assigneeId) return false;
-    if (query.tag !== undefined && !e.tags.includes(query.tag)) return false;
-    if (query.available !== undefined && isAvailable(e, ctx.nowMs, ctx.writeStop) !== query.available) return false;
+  const r = s.rows;
+  // Filters compare column numbers: an id the board never saw matches no item.
+  const stateNo = query.state === undefined ? undefined : WORK_STATES.indexOf(query.state);
+  const authorNo = query.authorId === undefined ? undefined : (s.nameIds.get(query.authorId) ?? -1);
+  const assigneeNo = query.assigneeId === undefined ? undefined : (s.nameIds.get(query.assigneeId) ?? -2) + 1;
+  const tag = query.tag;
+  const matches = (row: WorkRow): boolean => {
+    if (stateNo !== undefined && r.state.at(row) !== stateNo) return false;
+    if (authorNo !== undefined && r.author.at(row) !== authorNo) return false;
+    if (assigneeNo !== undefined && r.assignee.at(row) !== assigneeNo) return false;
+    if (tag !== undefined && !s.tagLists[r.tags.at(row)]!.includes(tag)) return false;
+    if (query.available !== undefined && isAvailable(s, row, ctx.nowMs, ctx.writeStop) !== query.available) return false;
     return true;
   };
   /** `q`: title, description or acceptanceCriteria of the current revision, each on its own. */
   const matchesText = (it: WorkItem): boolean =>
     lq === undefined || it.title.toLowerCase().includes(lq) || it.description.toLowerCase().includes(lq) || it.acceptanceCriteria.toLowerCase().includes(lq);
-  let candidates: readonly WorkEntry[];
+  // Candidates: rows start..end-1 (one item for `id`).
   let start: number;
+  let end: number;
   if (query.id !== undefined) {
-    const e = s.items.get(query.id);
-    candidates = e && e.sequence > query.after ? [e] : [];
-    start = 0;
+    const row = workRowOf(s, query.id);
+    start = row !== undefined && row + 1 > query.after ? row : 0;
+    end = row !== undefined && row + 1 > query.after ? row + 1 : 0;
   } else {
-    candidates = s.order;
-    start = Math.min(query.after, s.order.length);
+    start = Math.min(query.after, r.seq.length);
+    end = r.seq.length;
   }
   const out: string[] = [];
   let nextAfter = query.after;
   let hasMore = false;
   // Without q only the page's items are read back; with q each candidate is, in slices.
   const slice = lq === undefined ? null : await SliceTimer.start();
-  for (let i = start; i < candidates.length; i++) {
-    const e = candidates[i]!;
-    if (!matches(e)) continue;
+  for (let row = start; row < end; row++) {
+    if (!matches(row)) continue;
     if (out.length === query.limit && lq === undefined) {
       hasMore = true;
       break;
     }
-    const item = workRevision(s, e, e.revision);
-    const status = workStatusOf(ctx.reader, e, e.revSeqs[e.revision - 1]!);
+    const seq = s.revs.seq.at(r.lastRev.at(row));
+    const item = toWorkItem(workPayloadOf(s, seq).payload.item);
+    const status = workStatusOf(s, ctx.reader, row, seq);
     // Hidden text is never matched for a reader who cannot see it (issue 25).
     if (lq !== undefined && status !== VISIBLE && !(status === HIDDEN && ctx.reader.operator)) {
       if (slice !== null && slice.due()) await slice.next();
@@ -744,7 +929,7 @@ export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx:
       break;
     }
     out.push(workItemView(ctx.reader, item, status));
-    nextAfter = e.sequence;
+    nextAfter = row + 1;
   }
   return `{"untrusted":true,"items":[${out.join(',')}],"nextAfter":${nextAfter},"hasMore":${hasMore}}`;
 }
@@ -761,13 +946,14 @@ export interface WorkHistoryQuery {
  * `limit`. Throws 404 for an unknown work item.
  */
 export function workHistoryJson(s: WorkBoardState, query: WorkHistoryQuery, reader: Reader): string {
-  const e = s.items.get(query.workItemId);
-  if (!e) throw notFound(`no work item with id "${query.workItemId}" (workItemId)`);
-  const count = e.revSeqs.length;
+  const row = workRowOf(s, query.workItemId);
+  if (row === undefined) throw notFound(`no work item with id "${query.workItemId}" (workItemId)`);
+  const seqs = workRevisionSeqs(s, row);
+  const count = seqs.length;
   const start = Math.min(query.afterRevision, count);
   const end = Math.min(start + query.limit, count);
   const page: string[] = [];
-  for (let r = start + 1; r <= end; r++) page.push(workRevisionJson(s, e, r, reader));
+  for (let r = start + 1; r <= end; r++) page.push(workSeqJson(s, row, seqs[r - 1]!, reader));
   const nextAfterRevision = page.length > 0 ? end : query.afterRevision;
   return `{"untrusted":true,"revisions":[${page.join(',')}],"nextAfterRevision":${nextAfterRevision},"hasMore":${end < count}}`;
 }
