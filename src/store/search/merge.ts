@@ -18,7 +18,7 @@ import { closeSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_MERGE_WRITE_BYTES, SHARD_MAC_READ_BYTES } from '../../constants.js';
 import { bloomAdd, bloomWords } from './bloom.js';
-import { assertKey, entryOf, keyOfEntry, sampleAndBloom, SHARD_ENTRY_BYTES, SHARD_HEADER_BYTES, shardHeader, ShardReader, writeEntry } from './shard.js';
+import { assertKey, entryOf, keyOfEntry, sampleAndBloom, SHARD_ENTRY_BYTES, SHARD_HEADER_BYTES, SHARD_MAC_BYTES, shardHeader, ShardReader, writeEntry } from './shard.js';
 
 /** One input of a merge: a shard file and the seqs its name says it covers. */
 export interface MergeInput {
@@ -242,13 +242,13 @@ function mergeReaders(readers: ShardReader[], outPath: string, key: Buffer): Mer
     const bloom = new Uint32Array(bloomWords(grams));
     for (let g = 0; g < grams; g++) bloomAdd(bloom, keys[g]!);
     const tail = sampleAndBloom(dictBytes, grams, (g) => keys[g]!, bloom);
-    const fileBytes = dictOff + dictBytes.length + tail.length + 32;
+    const fileBytes = dictOff + dictBytes.length + tail.length + SHARD_MAC_BYTES;
     if (fileBytes > 0xffffffff) throw new RangeError('mergeShardFiles: merged file would pass 4 GiB');
     out.write(dictBytes);
     out.write(tail);
     const header = shardHeader({ docs, firstSeq, lastSeq: last.lastSeq, lastHash: last.lastHash, grams, postingsOff, dictOff, bloomWords: bloom.length, fileBytes, metaCrc: crc32(tail, tableCrc) });
     writeAll(fd, header, 0);
-    writeAll(fd, macOfFile(fd, fileBytes - 32, key), fileBytes - 32);
+    writeAll(fd, macOfFile(fd, fileBytes - SHARD_MAC_BYTES, key), fileBytes - SHARD_MAC_BYTES);
     fsyncSync(fd);
     return { bytes: fileBytes, docs, grams };
   } finally {

@@ -1,21 +1,27 @@
 /**
  * Immutable n-gram shard files: encoding a sealed live shard, and reading one with positional
- * reads (README "Search index"; issue 17).
+ * reads (README "Search index"; issues 17 and 30).
  *
- * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian:
+ * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian, format 3 in this order:
  *   header (128 bytes): magic "AFNGRAM\n", format version, docs, firstSeq, lastSeq (f64), lastHash
- *     (32 bytes), grams, entries per dictionary block, section offsets, file bytes, metaCrc (crc32
- *     of the ordinal → seq table and the sample), headerCrc (crc32 of header bytes 0..124);
+ *     (32 bytes), grams, entries per dictionary block, section offsets (seq table 72, sample 76,
+ *     dictionary 80, postings 84, Bloom filter 96), file bytes (88), metaCrc (92: crc32 of the
+ *     ordinal → seq table continued over the sample and the Bloom filter), Bloom filter words
+ *     (100), headerCrc (124: crc32 of header bytes 0..124);
  *   ordinal → seq table: docs × u32 (seq − firstSeq), ascending;
- *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
+ *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits
+ *     (before the dictionary, so a merge can stream them);
  *   dictionary: grams × 24-byte entries sorted by key: key (f64), postings offset (u32, from the
  *     postings section), postings bytes (u32), docs (u32; bit 31 set = bitmap), crc32 of the list;
- *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits;
- *   mac (format 2): HMAC-SHA-256 under the data folder's derived-file key (store/derived-key.ts)
- *     of every byte before it. File bytes (header) count it.
- * Every byte after the header is covered by a checksum: the table and sample by metaCrc (checked
- * on open), each dictionary block by its sample crc and each posting list by its entry crc
- * (checked on every read), against accidental damage found after open. The CRCs can be recomputed
+ *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
+ *   Bloom filter (bloom.ts): u32 words over the file's gram keys;
+ *   mac: HMAC-SHA-256 under the data folder's derived-file key (store/derived-key.ts) of every
+ *     byte before it. File bytes (header) count it.
+ * Format 2 (still read) has no Bloom filter and the order header, table, sample, dictionary,
+ * postings, mac; its metaCrc covers the table and the sample.
+ * Every byte after the header is covered by a checksum: the table, sample and filter by metaCrc
+ * (checked on open), each dictionary block by its sample crc and each posting list by its entry
+ * crc (checked on every read), against accidental damage found after open. The CRCs can be recomputed
  * by anyone, so they do not detect a deliberate edit (postings removed to hide a message from
  * `q`); the MAC does: it is checked over the whole file when the file is opened (about 1 ms per
  * MB, once per start), and a file that fails it is dropped and rebuilt from the log. A version 1
@@ -23,6 +29,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { DERIVED_KEY_BYTES, NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION, SHARD_MAC_READ_BYTES } from '../../constants.js';
@@ -514,10 +521,18 @@ function readExact(fd: number, at: number, bytes: number): Buffer {
   return buf;
 }
 
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** `count` little-endian u32s of `buf` from byte `at`, as a fresh array (one copy on a little-endian host). */
+function u32sOf(buf: Buffer, at: number, count: number): Uint32Array {
+  const out = new Uint32Array(count);
+  if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(buf.subarray(at, at + count * 4));
+  else for (let i = 0; i < count; i++) out[i] = buf.readUInt32LE(at + i * 4);
+  return out;
+}
+
 function seqTableOf(buf: Buffer, docs: number): Uint32Array {
-  const table = new Uint32Array(docs);
-  for (let i = 0; i < docs; i++) table[i] = buf.readUInt32LE(i * 4);
-  return table;
+  return u32sOf(buf, 0, docs);
 }
 
 function sampleOf(buf: Buffer, blocks: number): { sampleKeys: Float64Array; blockCrcs: Uint32Array } {
@@ -584,9 +599,7 @@ function readLayoutV3(fd: number, header: Buffer, size: number): ReaderLayout {
   const table = readExact(fd, seqTableOff, docs * 4);
   const tail = readExact(fd, sampleOff, fileBytes - MAC_BYTES - sampleOff);
   if (crc32(tail, crc32(table)) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch (or of its Bloom filter)');
-  const bloom = new Uint32Array(bloomWordCount);
-  const at = blocks * SAMPLE_BYTES;
-  for (let w = 0; w < bloomWordCount; w++) bloom[w] = tail.readUInt32LE(at + w * 4);
+  const bloom = u32sOf(tail, blocks * SAMPLE_BYTES, bloomWordCount);
   return { version: 3, grams, dictOff, postingsOff, postingsEnd: dictOff, seqDeltas: seqTableOf(table, docs), ...sampleOf(tail, blocks), bloom };
 }
 
