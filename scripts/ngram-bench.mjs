@@ -129,7 +129,9 @@ async function run(mode) {
     const w = index.writeStats();
     const shards = index.shards();
     console.log(`\n== merging ${mode}${mode === 'on' ? ` (factor ${MERGE_FACTOR})` : ''}: ${N} docs, avg ${(chars / N).toFixed(0)} chars, ${SHARD_DOCS} docs per seal`);
-    console.log(`files ${shards.length} (docs per file: ${shards.map((m) => m.docs).join(' ')}), ${N - shards.reduce((sum, m) => sum + m.docs, 0)} live; ${w.merges} merges`);
+    const sizes = new Map();
+    for (const m of shards) sizes.set(m.docs, (sizes.get(m.docs) ?? 0) + 1);
+    console.log(`files ${shards.length} (oldest first, files × docs: ${[...sizes].map(([d, c]) => `${c} × ${d}`).join(', ')}), ${N - shards.reduce((sum, m) => sum + m.docs, 0)} live; ${w.merges} merges`);
     console.log(`add(): ${(N / (addMs / 1000)).toFixed(0)} docs/s (${(chars / (addMs / 1000) / 1e6).toFixed(1)} M chars/s); overall incl. text generation, seals and merges ${(N / (buildMs / 1000)).toFixed(0)} docs/s (${(buildMs / 1000).toFixed(1)} s)`);
     console.log(`seal: ${seals ? (sealMs / seals).toFixed(0) : '-'} ms per shard (encode in slices + write + fsync), longest event-loop stall during the build ${maxStallMs.toFixed(1)} ms; live shard at seal ${mib(liveBytesAtSeal)} MiB`);
     console.log(`written: seals ${mib(w.sealBytes)} MiB + merges ${mib(w.mergeBytes)} MiB; final files ${mib(diskBytes)} MiB: write amplification ${((w.sealBytes + w.mergeBytes) / diskBytes).toFixed(2)}; ${(diskBytes / N).toFixed(0)} bytes per doc`);
