@@ -350,7 +350,7 @@ export class NgramIndex {
     renameSync(job.tmp, path);
     let merged: ShardReader;
     try {
-      // The worker made the MAC over the file as read back from disk; the header, table, sample and filter are checked here.
+      // The worker checked the written file whole (MAC included); its header, table, sample and filter are read and checked again here.
       merged = ShardReader.open(path, { firstSeq: first.firstSeq, lastSeq: last.lastSeq }, this.key, true);
       if (merged.meta.docs !== job.inputs.reduce((sum, r) => sum + r.meta.docs, 0) || merged.meta.lastHash !== last.lastHash) {
         merged.close();

@@ -146,7 +146,8 @@ function varintBytes(ords: Uint32Array, n: number): number {
  * Merges `inputs` (contiguous, oldest first, at least one) into a new format 3 file at `outPath`
  * (created or truncated; fsynced, not renamed) covering inputs[0].firstSeq..last.lastSeq with the
  * last input's lastHash, its MAC under `key`. Each input's MAC is checked first (a file edited
- * since it was opened is not laundered into a fresh MAC). Throws ShardDamage when an input fails a
+ * since it was opened is not laundered into a fresh MAC), and the written file is opened and
+ * checked whole (MAC included) as any shard file is at open. Throws ShardDamage when an input fails a
  * check, a RangeError when the inputs are not contiguous or the merged file would pass the
  * format's 4 GiB or 2^28 documents, and file-system errors as they come.
  */
@@ -159,7 +160,9 @@ export function mergeShardFiles(inputs: readonly MergeInput[], outPath: string, 
   const readers: ShardReader[] = [];
   try {
     for (const input of inputs) readers.push(ShardReader.open(input.path, input, key));
-    return mergeReaders(readers, outPath, key);
+    const result = mergeReaders(readers, outPath, key);
+    ShardReader.open(outPath, { firstSeq: inputs[0]!.firstSeq, lastSeq: inputs[inputs.length - 1]!.lastSeq }, key).close();
+    return result;
   } finally {
     for (const r of readers) r.close();
   }
