@@ -9,8 +9,10 @@
  *   3. kills the server with SIGKILL at a random instant (one time in four it stops it with
  *      SIGTERM instead, which writes the state snapshot), then leaves the snapshot as it is,
  *      deletes it, flips a byte in it or cuts it short, and does the same to one file of the
- *      search index (small shards: FORUM_SEARCH_SHARD_DOCS=64) or leaves a stray temp file
- *      there (derived data: any of these must still start and answer the same),
+ *      search index (small shards: FORUM_SEARCH_SHARD_DOCS=64, merged two at a time:
+ *      FORUM_SEARCH_MERGE_FACTOR=2, so merges are often in flight when the server dies) or leaves
+ *      a stray temp file, a merge's temp file or a file covered by another there (derived data:
+ *      any of these must still start and answer the same),
  *   4. restarts it and checks that
  *      - every write that got a 2xx is present with identical content, and every message is
  *        found by `q` with its own content (work actions: the
@@ -119,7 +121,7 @@ function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [SERVER_JS], {
       // Small search-index shards, so that many shard files exist to be damaged between stops.
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', FORUM_SEARCH_SHARD_DOCS: String(SEARCH_SHARD_DOCS) },
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', FORUM_SEARCH_SHARD_DOCS: String(SEARCH_SHARD_DOCS), FORUM_SEARCH_MERGE_FACTOR: String(SEARCH_MERGE_FACTOR) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -165,14 +167,18 @@ function disturbIndex(dataDir, random) {
 
 /** Documents per search-index shard in the crash test's server (FORUM_SEARCH_SHARD_DOCS). */
 const SEARCH_SHARD_DOCS = 64;
+/** Search shard files merged at a time in the crash test's server (FORUM_SEARCH_MERGE_FACTOR): 2 makes merges frequent. */
+const SEARCH_MERGE_FACTOR = 2;
 
 /** What may happen to the derived search index between two stops (see disturbSearchIndex). */
-export const SEARCH_INDEX_DISTURBANCES = ['absent', 'kept', 'deleted', 'flipped', 'truncated', 'temp'];
+export const SEARCH_INDEX_DISTURBANCES = ['absent', 'kept', 'deleted', 'flipped', 'truncated', 'temp', 'merge-temp', 'covered'];
 
 /**
  * Leaves the n-gram search index's shard files alone, or deletes, damages or cuts one of them, or
- * leaves a stray temporary file (derived data: every start must survive these and `q` must still
- * find every acknowledged message). Output: one of SEARCH_INDEX_DISTURBANCES.
+ * leaves a stray temporary file, a half-written merge temp file, or a copy of a shard under the
+ * name of a range inside it (as the inputs a crash leaves beside a merged file; it must be
+ * dropped as covered). Derived data: every start must survive these and `q` must still find every
+ * acknowledged message. Output: one of SEARCH_INDEX_DISTURBANCES.
  */
 function disturbSearchIndex(dataDir, random) {
   const dir = join(dataDir, 'index', 'search');
@@ -191,13 +197,26 @@ function disturbSearchIndex(dataDir, random) {
     writeFileSync(file, buf);
     return 'flipped';
   }
-  if (r < 0.95) {
+  if (r < 0.9) {
     const buf = readFileSync(file);
     writeFileSync(file, buf.subarray(0, Math.floor(random() * buf.length)));
     return 'truncated';
   }
-  writeFileSync(`${file}.tmp`, readFileSync(file).subarray(0, 100));
-  return 'temp';
+  if (r < 0.93) {
+    writeFileSync(`${file}.tmp`, readFileSync(file).subarray(0, 100));
+    return 'temp';
+  }
+  if (r < 0.96) {
+    writeFileSync(`${file}.merge.tmp-${process.pid}`, readFileSync(file).subarray(0, 100));
+    return 'merge-temp';
+  }
+  const m = /^(\d{16})-(\d{16})\.ngram$/.exec(file.slice(dir.length + 1));
+  const first = Number(m[1]);
+  const last = Number(m[2]);
+  if (last <= first) return 'kept';
+  const inner = `${String(first).padStart(16, '0')}-${String(last - 1).padStart(16, '0')}.ngram`;
+  writeFileSync(join(dir, inner), readFileSync(file));
+  return 'covered';
 }
 
 /** SIGTERM: the server finishes in-flight requests, flushes and writes its state snapshot. */

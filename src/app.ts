@@ -284,6 +284,8 @@ export class App {
         shardDocsMax: this.config.searchShardDocs,
         key: this.derivedKey,
         onDrop: (file, reason) => logger.warn('search_index', `search index: dropped ${file}: ${reason}; its documents are added again from the log`),
+        mergeFactor: this.config.searchMergeFactor,
+        onMergeError: (message) => logger.warn('search_index', `search index: a shard merge failed (${message}); merging stays off until the next start`),
       });
       const log = this.log;
       const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>

@@ -295,9 +295,10 @@ export const NGRAM_DICT_BLOCK_ENTRIES = 64;
 /**
  * Version of the shard file format; a file of another version is dropped and rebuilt from the log
  * (ours). 2: the file ends in an HMAC-SHA-256 of everything before it (issue 28); version 1 files
- * carry no MAC and are rebuilt once.
+ * carry no MAC and are rebuilt once. 3 (issue 30): postings before the dictionary (a merge writes
+ * them as a stream) and a Bloom filter over the file's grams; version 2 files are still read.
  */
-export const NGRAM_FORMAT_VERSION = 2;
+export const NGRAM_FORMAT_VERSION = 3;
 /**
  * Trigrams of a query looked up per shard file: the rarest (estimated from the live shard or the
  * newest shard file). Any subset of a query's trigrams gives a superset of its matches, which the
@@ -308,6 +309,26 @@ export const NGRAM_QUERY_TRIGRAMS_MAX = 4;
 export const NGRAM_ESTIMATE_DOCS_MIN = 1024;
 /** Longest run, in ms, of sealing a shard file's encoding before it yields to the event loop (ours). */
 export const NGRAM_SEAL_SLICE_MS = 5;
+// Search shard merging (src/store/search/merge*.ts; issue 30 "Search segments that merge")
+/**
+ * Adjacent shard files of one size tier merged at a time, and the ratio between tiers: files of
+ * shardDocs · F^t to shardDocs · F^(t+1) documents form tier t, and F of them in a row are merged
+ * into one of tier t + 1, so at most F − 1 files stay per tier (ours; FORUM_SEARCH_MERGE_FACTOR).
+ */
+export const NGRAM_MERGE_FACTOR = 8;
+/**
+ * Most documents a merged shard file may hold; files this large are not merged further. Keeps
+ * every file well below the format's 4 GiB offsets (about 225–500 bytes a document) and a merge's
+ * I/O bounded (ours).
+ */
+export const NGRAM_MERGE_DOCS_MAX = 2 ** 21;
+/** Bloom filter bits per gram of a shard file (format 3): about 1 % false positives with NGRAM_BLOOM_HASHES probes (ours). */
+export const NGRAM_BLOOM_BITS_PER_KEY = 10;
+/** Bit probes per gram in a shard file's Bloom filter (ours; ≈ bits per key · ln 2). */
+export const NGRAM_BLOOM_HASHES = 7;
+/** Bytes a merge worker buffers before each write of the merged file's postings (ours). */
+export const NGRAM_MERGE_WRITE_BYTES = 1024 * 1024;
+
 /**
  * The full garbage collection after loading (src/memory.ts; ours, issue 17) is logged when it
  * takes at least this many ms — large archives — so small test and demo servers stay quiet.

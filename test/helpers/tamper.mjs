@@ -31,16 +31,18 @@ export function copyArchive(from, to) {
 }
 
 /**
- * A search shard file's bytes (store/search/shard.ts, format 2) with every bitmap posting list
- * zeroed and every CRC recomputed (entry, dictionary block, meta, header), so all CRCs pass: an
- * edit made without the derived-file key, which only the shard's MAC can catch. Changes `b` in
+ * A search shard file's bytes (store/search/shard.ts, format 2 or 3) with every bitmap posting
+ * list zeroed and every CRC recomputed (entry, dictionary block, meta, header), so all CRCs pass:
+ * an edit made without the derived-file key, which only the shard's MAC can catch. Changes `b` in
  * place and returns it.
  */
 export function withPostingsRemoved(b) {
+  const version = b.readUInt32LE(8);
   const grams = b.readUInt32LE(64);
   const sampleOff = b.readUInt32LE(76);
   const dictOff = b.readUInt32LE(80);
   const postingsOff = b.readUInt32LE(84);
+  const dictEnd = dictOff + grams * 24;
   for (let g = 0; g < grams; g++) {
     const e = dictOff + g * 24;
     const off = postingsOff + b.readUInt32LE(e + 8);
@@ -50,9 +52,11 @@ export function withPostingsRemoved(b) {
   }
   for (let k = 0; k < Math.ceil(grams / 64); k++) {
     const first = dictOff + k * 64 * 24;
-    b.writeUInt32LE(crc32(b.subarray(first, Math.min(postingsOff, first + 64 * 24))), sampleOff + k * 12 + 8);
+    b.writeUInt32LE(crc32(b.subarray(first, Math.min(dictEnd, first + 64 * 24))), sampleOff + k * 12 + 8);
   }
-  b.writeUInt32LE(crc32(b.subarray(128, dictOff)), 92);
+  if (version === 2) b.writeUInt32LE(crc32(b.subarray(128, dictOff)), 92);
+  // Format 3: the seq table, then the sample and the Bloom filter (up to the MAC).
+  else b.writeUInt32LE(crc32(b.subarray(sampleOff, b.length - 32), crc32(b.subarray(128, postingsOff))), 92);
   b.writeUInt32LE(crc32(b.subarray(0, 124)), 124);
   return b;
 }

@@ -155,9 +155,38 @@ async function settle(s) {
   assert.match(s.stdout, /search index: covers the log/);
 }
 
+test('searches answer the same when the search index merges its shard files (issue 30), after a restart and a rebuild', async (t) => {
+  // Three documents a shard, merged two at a time: ~11 seals leave a handful of merged files.
+  const env = { FORUM_SEARCH_SHARD_DOCS: '3', FORUM_SEARCH_MERGE_FACTOR: '2' };
+  const s = await startServer(t, { env });
+  const ctx = await fill(s);
+  const live = await answers(s, ctx);
+  // Merges run on a worker thread in the background: wait until they have brought the ~11 files down.
+  for (let i = 0; i < 750 && shardFiles(s.dataDir).length > 5; i++) await new Promise((r) => setTimeout(r, 20));
+  await s.stop();
+  const ranges = () =>
+    shardFiles(s.dataDir)
+      .sort()
+      .map((f) => f.match(/^(\d+)-(\d+)\.ngram$/).slice(1).map(Number));
+  const merged = ranges();
+  assert.ok(merged.length <= 5 && merged.some(([first, last]) => last - first >= 6), `a few files, merged: ${JSON.stringify(merged)}`);
+  for (let i = 1; i < merged.length; i++) assert.equal(merged[i][0], merged[i - 1][1] + 1, 'contiguous files');
+
+  await s.start();
+  assertSameAnswers(await answers(s, ctx), live, 'from merged shard files');
+  await s.stop();
+
+  rmSync(SEARCH_DIR(s.dataDir), { recursive: true });
+  await s.start();
+  await settle(s);
+  assertSameAnswers(await answers(s, ctx), live, 'index rebuilt from the log, merging as it seals');
+  await s.stop();
+});
+
 test('searches answer the same through the n-gram index, with its shards deleted, damaged or rebuilt', async (t) => {
-  // Three documents a shard: the archive spans many shard files.
-  const env = { FORUM_SEARCH_SHARD_DOCS: '3' };
+  // Three documents a shard and no merging: the archive spans many shard files (merges are
+  // tested in test/unit/ngram-merge.test.mjs and in flight by the crash test).
+  const env = { FORUM_SEARCH_SHARD_DOCS: '3', FORUM_SEARCH_MERGE_FACTOR: '0' };
   const s = await startServer(t, { env });
   const ctx = await fill(s);
   const live = await answers(s, ctx);

@@ -200,22 +200,22 @@ function flip(path, offset) {
   writeFileSync(path, bytes);
 }
 
-/** Flips every byte of `path` from the offset stored at header byte `offsetField` to the end. */
-function flipFrom(path, offsetField) {
+/** Flips every byte of `path` from the offset stored at header byte `offsetField` to the one stored at `endField` (format 3 section order: postings, dictionary, sample). */
+function flipFrom(path, offsetField, endField) {
   const bytes = readFileSync(path);
-  for (let i = bytes.readUInt32LE(offsetField); i < bytes.length; i++) bytes[i] ^= 0x5a;
+  for (let i = bytes.readUInt32LE(offsetField); i < bytes.readUInt32LE(endField); i++) bytes[i] ^= 0x5a;
   writeFileSync(path, bytes);
 }
 
-for (const [section, offsetField, reasonPattern] of [
-  ['dictionary', 80, /dictionary block \d+ checksum/],
-  ['postings', 84, /posting list checksum/],
+for (const [section, offsetField, endField, reasonPattern] of [
+  ['dictionary', 80, 76, /dictionary block \d+ checksum/],
+  ['postings', 84, 80, /posting list checksum/],
 ]) {
   test(`${section} bytes damaged after opening are found on read: the shard is dropped and the query fails loudly`, async (t) => {
     const dir = tempDir(t);
     const files = await threeShards(dir);
     const { index, drops } = reopenWithDrops(dir);
-    flipFrom(join(dir, files[2]), offsetField);
+    flipFrom(join(dir, files[2]), offsetField, endField);
     assert.throws(() => [...index.candidates('e')], (err) => err instanceof NgramIndexDamagedError && err.firstSeq === 9);
     assert.equal(drops.length, 1);
     assert.match(drops[0].reason, reasonPattern);

@@ -10,10 +10,13 @@
  * caller has matched its (lastSeq, lastHash) against the log; otherwise it is deleted and its
  * documents are added again from the log.
  */
-import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
-import { TEMP_FILE_PATTERN, writeFileAtomic } from '../fsutil.js';
+import { Worker } from 'node:worker_threads';
+import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_MERGE_DOCS_MAX, NGRAM_MERGE_FACTOR, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
+import { fsyncDir, TEMP_FILE_PATTERN, writeFileAtomic } from '../fsutil.js';
+import type { MergeInput, MergeResult } from './merge.js';
+import { planMerge, type MergePolicy } from './merge-policy.js';
 import { queryKeys } from './ngram.js';
 import { LiveShard } from './live.js';
 import { assertKey, encodeShardSliced, parseShardFileName, ShardDamage, ShardReader, shardFileName, intersectInto, type ShardMeta, type PostingEntry } from './shard.js';
@@ -49,6 +52,25 @@ export interface NgramIndexOptions {
    * HMAC under it and one that fails it at open is dropped. Required.
    */
   key: Buffer;
+  /**
+   * Neighbouring shard files of one size tier merged at a time (merge-policy.ts; default
+   * NGRAM_MERGE_FACTOR); 0 or 1 turns merging off.
+   */
+  mergeFactor?: number;
+  /** Documents above which no merged file is made (default NGRAM_MERGE_DOCS_MAX). */
+  mergeDocsMax?: number;
+  /** Told when a merge failed (merging then stays off until the index is opened again); the inputs stay in use. */
+  onMergeError?: (message: string) => void;
+}
+
+/** A merge in flight: its inputs (neighbours in `persisted`, oldest first), the file it makes and its temp file. */
+interface MergeJob {
+  inputs: ShardReader[];
+  name: string;
+  tmp: string;
+  worker: Worker | null;
+  cancelled: boolean;
+  done: Promise<void>;
 }
 
 /** A shard a query visits: in memory (live or being sealed) or a file. */
@@ -71,6 +93,15 @@ export class NgramIndex {
   private readonly shardDocsMax: number;
   private readonly onDrop: (file: string, reason: string) => void;
   private readonly key: Buffer;
+  private readonly policy: MergePolicy | null;
+  private readonly onMergeError: (message: string) => void;
+  private merging: MergeJob | null = null;
+  /** Set after a failed merge: no further merge until the index is opened again. */
+  private mergesOff = false;
+  /** Inputs of the last adopted merge, unlinked once the merged file's rename is durable (or at once by truncateFrom). */
+  private pendingUnlinks: string[] = [];
+  /** Bytes written to shard files by seals and by merges since open (write amplification). */
+  private readonly written = { sealBytes: 0, mergeBytes: 0, merges: 0 };
 
   private constructor(
     private readonly dir: string,
@@ -84,6 +115,10 @@ export class NgramIndex {
     assertKey(opts.key);
     this.key = opts.key;
     this.live = new LiveShard(1, this.shardDocsMax);
+    const factor = opts.mergeFactor ?? NGRAM_MERGE_FACTOR;
+    if (!Number.isInteger(factor) || factor < 0) throw new RangeError('NgramIndex: mergeFactor must be a non-negative integer');
+    this.policy = factor >= 2 ? { baseDocs: this.shardDocsMax, factor, maxDocs: opts.mergeDocsMax ?? NGRAM_MERGE_DOCS_MAX } : null;
+    this.onMergeError = opts.onMergeError ?? (() => {});
   }
 
   /**
@@ -91,7 +126,11 @@ export class NgramIndex {
    * and its MAC over the whole file under opts.key (its postings' CRCs are checked on every read,
    * against damage after open). A forged (MAC), damaged or unreadable shard file, a
    * leftover temp file, and a shard not contiguous with the ones before it (the first must start
-   * at seq 1) are deleted and reported through opts.onDrop; damage never throws. Throws only for
+   * at seq 1) are deleted and reported through opts.onDrop; damage never throws. Files that
+   * overlap (a crash during a merge leaves the merged file beside its inputs) resolve to the
+   * largest valid file: of the files starting at the next expected seq the one reaching furthest
+   * is tried first, and any file lying wholly inside a kept file is deleted as covered; a merged
+   * file that fails its checks is deleted and its inputs are kept. Throws only for
    * programmer errors (bad options) or when `dir` cannot be created or listed.
    */
   static open(dir: string, opts: NgramIndexOptions): NgramIndex {
@@ -106,9 +145,13 @@ export class NgramIndex {
       const seqs = parseShardFileName(name);
       if (seqs) found.push({ name, ...seqs });
     }
-    found.sort((a, b) => a.firstSeq - b.firstSeq);
+    found.sort((a, b) => a.firstSeq - b.firstSeq || b.lastSeq - a.lastSeq);
     let expected = 1;
     for (const f of found) {
+      if (f.lastSeq < expected && f.firstSeq <= f.lastSeq) {
+        index.drop(f.name, `covered by a merged shard file (through ${expected - 1})`);
+        continue;
+      }
       if (f.firstSeq !== expected || f.lastSeq < f.firstSeq) {
         index.drop(f.name, `not contiguous: covers ${f.firstSeq}..${f.lastSeq}, expected a shard from ${expected}`);
         continue;
@@ -124,6 +167,7 @@ export class NgramIndex {
       expected = f.lastSeq + 1;
     }
     index.live = new LiveShard(expected, index.shardDocsMax);
+    index.maybeMerge();
     return index;
   }
 
@@ -148,6 +192,10 @@ export class NgramIndex {
    * it, throughSeq < seq. Used when a shard does not match the log.
    */
   truncateFrom(seq: number): void {
+    // The inputs of an adopted merge are gone from `persisted`: remove their files before any seal can reuse a name.
+    for (const name of this.pendingUnlinks.splice(0)) this.unlink(name);
+    const job = this.merging;
+    if (job !== null && job.inputs[job.inputs.length - 1]!.meta.lastSeq >= seq) this.cancelMerge(job);
     while (this.persisted.length > 0 && this.persisted[this.persisted.length - 1]!.meta.lastSeq >= seq) {
       const r = this.persisted.pop()!;
       r.close();
@@ -241,6 +289,111 @@ export class NgramIndex {
     }
     if (this.closed) return;
     this.persisted.push(ShardReader.open(path, shard, this.key, true));
+    this.written.sealBytes += file.length;
+    this.maybeMerge();
+  }
+
+  /** Starts the merge the policy asks for, unless one runs, merging is off or the index is closed. */
+  private maybeMerge(): void {
+    // A closed reader is a damaged file awaiting truncateFrom: no merge until it is gone.
+    if (this.policy === null || this.merging !== null || this.mergesOff || this.closed || this.persisted.some((r) => r.closed)) return;
+    const run = planMerge(
+      this.persisted.map((r) => r.meta.docs),
+      this.policy,
+    );
+    if (run === null) return;
+    const inputs = this.persisted.slice(run.start, run.end);
+    const name = shardFileName(inputs[0]!.meta.firstSeq, inputs[inputs.length - 1]!.meta.lastSeq);
+    const job: MergeJob = { inputs, name, tmp: join(this.dir, `${name}.merge.tmp-${process.pid}`), worker: null, cancelled: false, done: Promise.resolve() };
+    this.merging = job;
+    job.done = this.runMerge(job)
+      .catch((err: Error) => {
+        this.mergesOff = true;
+        this.onMergeError(err.message);
+      })
+      .finally(() => {
+        if (this.merging === job) this.merging = null;
+        this.maybeMerge();
+      });
+  }
+
+  /**
+   * Merges job.inputs on a worker thread into job.tmp, then (unless cancelled meanwhile) renames
+   * it into place, opens it and swaps it for the inputs in one synchronous step; the inputs'
+   * files are unlinked once the rename is durable. Rejects when the worker fails or the merged
+   * file does not open (both files' inputs stay in use).
+   */
+  private async runMerge(job: MergeJob): Promise<void> {
+    let result: MergeResult;
+    try {
+      result = await new Promise<MergeResult>((resolve, reject) => {
+        const inputs: MergeInput[] = job.inputs.map((r) => ({ path: join(this.dir, shardFileName(r.meta.firstSeq, r.meta.lastSeq)), firstSeq: r.meta.firstSeq, lastSeq: r.meta.lastSeq }));
+        const worker = new Worker(new URL('./merge-worker.js', import.meta.url), { workerData: { inputs, out: job.tmp, key: this.key } });
+        job.worker = worker;
+        worker.once('message', (m: { ok: true; result: MergeResult } | { ok: false; message: string }) => (m.ok ? resolve(m.result) : reject(new Error(m.message))));
+        worker.once('error', reject);
+        worker.once('exit', (code) => reject(new Error(`merge worker exited with code ${code}`)));
+      });
+    } catch (err) {
+      rmSync(job.tmp, { force: true });
+      if (job.cancelled) return;
+      throw err;
+    }
+    const at = this.persisted.indexOf(job.inputs[0]!);
+    if (job.cancelled || this.closed || at < 0 || job.inputs.some((r, i) => this.persisted[at + i] !== r)) {
+      rmSync(job.tmp, { force: true });
+      return;
+    }
+    const first = job.inputs[0]!.meta;
+    const last = job.inputs[job.inputs.length - 1]!.meta;
+    const path = join(this.dir, job.name);
+    renameSync(job.tmp, path);
+    let merged: ShardReader;
+    try {
+      // The worker checked the written file whole (MAC included); its header, table, sample and filter are read and checked again here.
+      merged = ShardReader.open(path, { firstSeq: first.firstSeq, lastSeq: last.lastSeq }, this.key, true);
+      if (merged.meta.docs !== job.inputs.reduce((sum, r) => sum + r.meta.docs, 0) || merged.meta.lastHash !== last.lastHash) {
+        merged.close();
+        throw new ShardDamage('merged file differs from its inputs');
+      }
+    } catch (err) {
+      this.drop(job.name, err instanceof ShardDamage ? err.reason : `unreadable: ${(err as Error).message}`);
+      throw err;
+    }
+    this.persisted.splice(at, job.inputs.length, merged);
+    for (const r of job.inputs) {
+      r.supersededBy = merged;
+      r.close();
+    }
+    this.written.mergeBytes += result.bytes;
+    this.written.merges++;
+    const names = job.inputs.map((r) => shardFileName(r.meta.firstSeq, r.meta.lastSeq));
+    this.pendingUnlinks = names;
+    await fsyncDir(this.dir);
+    // Unless truncateFrom already removed them.
+    if (this.pendingUnlinks === names) {
+      this.pendingUnlinks = [];
+      for (const name of names) this.unlink(name);
+    }
+  }
+
+  private cancelMerge(job: MergeJob): void {
+    job.cancelled = true;
+    void job.worker?.terminate();
+  }
+
+  /** Resolves when no merge runs and none is due (after the seals in flight). For tests and benchmarks. */
+  async whenMerged(): Promise<void> {
+    await this.sealChain;
+    while (this.merging !== null) await this.merging.done;
+  }
+
+  /**
+   * Bytes written to shard files since open: by seals, by merges, and how many merges were
+   * adopted. Write amplification = (sealBytes + mergeBytes) / the bytes of the files in the end.
+   */
+  writeStats(): { sealBytes: number; mergeBytes: number; merges: number } {
+    return { ...this.written };
   }
 
   /**
@@ -259,17 +412,32 @@ export class NgramIndex {
     const sources: Source[] = [this.live, ...[...this.sealing].reverse(), ...[...this.persisted].reverse()];
     const fileKeys = keys.length > NGRAM_QUERY_TRIGRAMS_MAX ? this.rarest(keys) : keys;
     for (const src of sources) {
-      if (src instanceof LiveShard ? src.firstSeq >= before : src.closed || src.meta.firstSeq >= before) continue;
+      if (src instanceof LiveShard) {
+        if (src.firstSeq >= before) continue;
+        const ords = liveOrdinals(src, keys);
+        for (let i = ords.length - 1; i >= 0; i--) {
+          const seq = src.seqAt(ords[i]!);
+          if (seq < before) yield seq;
+        }
+        continue;
+      }
+      if (src.meta.firstSeq >= before) continue;
+      // A file merged away since this query listed it: read the merged file, within this file's seqs.
+      let reader = src;
+      while (reader.supersededBy !== null) reader = reader.supersededBy;
+      if (reader.closed) continue;
       let ords: Uint32Array;
       try {
-        ords = src instanceof LiveShard ? liveOrdinals(src, keys) : fileOrdinals(src, fileKeys);
+        ords = fileOrdinals(reader, fileKeys);
       } catch (err) {
-        if (!(err instanceof ShardDamage) || src instanceof LiveShard) throw err;
-        throw this.damaged(src, err.reason);
+        if (!(err instanceof ShardDamage)) throw err;
+        throw this.damaged(reader, err.reason);
       }
+      const below = Math.min(before, src.meta.lastSeq + 1);
+      const from = src.meta.firstSeq;
       for (let i = ords.length - 1; i >= 0; i--) {
-        const seq = src.seqAt(ords[i]!);
-        if (seq < before) yield seq;
+        const seq = reader.seqAt(ords[i]!);
+        if (seq < below && seq >= from) yield seq;
       }
     }
   }
@@ -299,7 +467,7 @@ export class NgramIndex {
     return [...keys].sort((a, b) => counts.get(a)! - counts.get(b)!).slice(0, NGRAM_QUERY_TRIGRAMS_MAX);
   }
 
-  /** Bytes of memory the index holds: live shard, shards being sealed, and per persisted shard its seq table and sample. */
+  /** Bytes of memory the index holds: live shard, shards being sealed, and per persisted shard its seq table, sample and Bloom filter. */
   memoryBytes(): { live: number; sealing: number; persisted: number } {
     return {
       live: this.live.memoryBytes(),
@@ -311,6 +479,10 @@ export class NgramIndex {
   /** Closes every shard file. Seals in flight still write their files (not opened); await flush() first for a clean stop. */
   close(): void {
     this.closed = true;
+    if (this.merging !== null) {
+      this.cancelMerge(this.merging);
+      rmSync(this.merging.tmp, { force: true });
+    }
     for (const r of this.persisted) r.close();
   }
 
@@ -363,6 +535,8 @@ function liveOrdinals(live: LiveShard, keys: number[]): Uint32Array {
  * shard lacks, then intersects the lists from the shortest. Throws ShardDamage.
  */
 function fileOrdinals(reader: ShardReader, keys: number[]): Uint32Array {
+  // The Bloom filter rules a file out without a dictionary read when it lacks any of the keys.
+  for (const key of keys) if (!reader.mayHave(key)) return new Uint32Array(0);
   const entries: PostingEntry[] = [];
   for (const key of keys) {
     const entry = reader.lookup(key);

@@ -1,21 +1,27 @@
 /**
  * Immutable n-gram shard files: encoding a sealed live shard, and reading one with positional
- * reads (README "Search index"; issue 17).
+ * reads (README "Search index"; issues 17 and 30).
  *
- * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian:
+ * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian, format 3 in this order:
  *   header (128 bytes): magic "AFNGRAM\n", format version, docs, firstSeq, lastSeq (f64), lastHash
- *     (32 bytes), grams, entries per dictionary block, section offsets, file bytes, metaCrc (crc32
- *     of the ordinal → seq table and the sample), headerCrc (crc32 of header bytes 0..124);
+ *     (32 bytes), grams, entries per dictionary block, section offsets (seq table 72, sample 76,
+ *     dictionary 80, postings 84, Bloom filter 96), file bytes (88), metaCrc (92: crc32 of the
+ *     ordinal → seq table continued over the sample and the Bloom filter), Bloom filter words
+ *     (100), headerCrc (124: crc32 of header bytes 0..124);
  *   ordinal → seq table: docs × u32 (seq − firstSeq), ascending;
- *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
+ *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits
+ *     (before the dictionary, so a merge can stream them);
  *   dictionary: grams × 24-byte entries sorted by key: key (f64), postings offset (u32, from the
  *     postings section), postings bytes (u32), docs (u32; bit 31 set = bitmap), crc32 of the list;
- *   postings: per gram either delta varints of ordinals or, when smaller, a bitmap of docs bits;
- *   mac (format 2): HMAC-SHA-256 under the data folder's derived-file key (store/derived-key.ts)
- *     of every byte before it. File bytes (header) count it.
- * Every byte after the header is covered by a checksum: the table and sample by metaCrc (checked
- * on open), each dictionary block by its sample crc and each posting list by its entry crc
- * (checked on every read), against accidental damage found after open. The CRCs can be recomputed
+ *   sample: per dictionary block, its first key (f64) and the crc32 of the block (u32);
+ *   Bloom filter (bloom.ts): u32 words over the file's gram keys;
+ *   mac: HMAC-SHA-256 under the data folder's derived-file key (store/derived-key.ts) of every
+ *     byte before it. File bytes (header) count it.
+ * Format 2 (still read) has no Bloom filter and the order header, table, sample, dictionary,
+ * postings, mac; its metaCrc covers the table and the sample.
+ * Every byte after the header is covered by a checksum: the table, sample and filter by metaCrc
+ * (checked on open), each dictionary block by its sample crc and each posting list by its entry
+ * crc (checked on every read), against accidental damage found after open. The CRCs can be recomputed
  * by anyone, so they do not detect a deliberate edit (postings removed to hide a message from
  * `q`); the MAC does: it is checked over the whole file when the file is opened (about 1 ms per
  * MB, once per start), and a file that fails it is dropped and rebuilt from the log. A version 1
@@ -23,11 +29,13 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { crc32 } from 'node:zlib';
 import { DERIVED_KEY_BYTES, NGRAM_DICT_BLOCK_ENTRIES, NGRAM_FORMAT_VERSION, SHARD_MAC_READ_BYTES } from '../../constants.js';
 import { lowerBound, upperBound } from '../../containers/binary-search.js';
 import { decodeDeltas, type LiveShard } from './live.js';
+import { bloomAdd, bloomMayHave, bloomWords } from './bloom.js';
 
 /** What a shard covers: log records firstSeq..lastSeq (lastHash: the chained hash of lastSeq), holding `docs` documents in `bytes` bytes of file. */
 export interface ShardMeta {
@@ -113,10 +121,12 @@ function* encodeSteps(live: LiveShard, key: Buffer): Generator<void, Buffer, und
     postingsBytes += live.isBitmap(slot) ? bitmapBytes : Math.min(live.postingBytes(slot), bitmapBytes);
   }
   const seqTableOff = SHARD_HEADER_BYTES;
-  const sampleOff = seqTableOff + docs * 4;
-  const dictOff = sampleOff + blocks * SAMPLE_BYTES;
-  const postingsOff = dictOff + grams * ENTRY_BYTES;
-  const fileBytes = postingsOff + postingsBytes + MAC_BYTES;
+  const postingsOff = seqTableOff + docs * 4;
+  const dictOff = postingsOff + postingsBytes;
+  const sampleOff = dictOff + grams * ENTRY_BYTES;
+  const bloomOff = sampleOff + blocks * SAMPLE_BYTES;
+  const bloomWordCount = bloomWords(grams);
+  const fileBytes = bloomOff + bloomWordCount * 4 + MAC_BYTES;
   if (fileBytes > 0xffffffff) throw new RangeError('encodeShard: shard file would pass 4 GiB');
   const buf = Buffer.alloc(fileBytes);
 
@@ -154,28 +164,15 @@ function* encodeSteps(live: LiveShard, key: Buffer): Generator<void, Buffer, und
     buf.writeUInt32LE((count | flag) >>> 0, e + 16);
     buf.writeUInt32LE(crc32(buf.subarray(start, pos)), e + 20);
   }
-  for (let b = 0; b < blocks; b++) {
-    if (b % ENCODE_STEP_GRAMS === 0) yield;
-    const first = dictOff + b * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
-    const end = Math.min(postingsOff, first + NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES);
-    buf.writeDoubleLE(keys[b * NGRAM_DICT_BLOCK_ENTRIES]!, sampleOff + b * SAMPLE_BYTES);
-    buf.writeUInt32LE(crc32(buf.subarray(first, end)), sampleOff + b * SAMPLE_BYTES + 8);
+  const bloom = new Uint32Array(bloomWordCount);
+  for (let g = 0; g < grams; g++) {
+    if (g % (ENCODE_STEP_GRAMS * 32) === 0) yield;
+    bloomAdd(bloom, keys[g]!);
   }
-  MAGIC.copy(buf, 0);
-  buf.writeUInt32LE(NGRAM_FORMAT_VERSION, 8);
-  buf.writeUInt32LE(docs, 12);
-  buf.writeDoubleLE(live.firstSeq, 16);
-  buf.writeDoubleLE(live.lastSeq, 24);
-  buf.write(live.lastHash, 32, 32, 'hex');
-  buf.writeUInt32LE(grams, 64);
-  buf.writeUInt32LE(NGRAM_DICT_BLOCK_ENTRIES, 68);
-  buf.writeUInt32LE(seqTableOff, 72);
-  buf.writeUInt32LE(sampleOff, 76);
-  buf.writeUInt32LE(dictOff, 80);
-  buf.writeUInt32LE(postingsOff, 84);
-  buf.writeUInt32LE(fileBytes, 88);
-  buf.writeUInt32LE(crc32(buf.subarray(seqTableOff, dictOff)), 92);
-  buf.writeUInt32LE(crc32(buf.subarray(0, 124)), 124);
+  const tail = sampleAndBloom(buf.subarray(dictOff, sampleOff), grams, (g) => keys[g]!, bloom);
+  tail.copy(buf, sampleOff);
+  const metaCrc = crc32(tail, crc32(buf.subarray(seqTableOff, postingsOff)));
+  shardHeader({ docs, firstSeq: live.firstSeq, lastSeq: live.lastSeq, lastHash: live.lastHash, grams, postingsOff, dictOff, bloomWords: bloomWordCount, fileBytes, metaCrc }).copy(buf, 0);
   const macEnd = fileBytes - MAC_BYTES;
   const mac = createHmac('sha256', key);
   for (let at = 0; at < macEnd; at += SHARD_MAC_READ_BYTES) {
@@ -185,6 +182,79 @@ function* encodeSteps(live: LiveShard, key: Buffer): Generator<void, Buffer, und
   mac.digest().copy(buf, macEnd);
   return buf;
 }
+
+/** Where a format 3 file's sections lie and what its header says (see the module comment). */
+export interface ShardLayout {
+  docs: number;
+  firstSeq: number;
+  lastSeq: number;
+  lastHash: string;
+  grams: number;
+  postingsOff: number;
+  dictOff: number;
+  bloomWords: number;
+  fileBytes: number;
+  /** crc32 of the seq table, continued over the sample and the Bloom filter. */
+  metaCrc: number;
+}
+
+/** The 128-byte header of a format 3 file; the sample and filter follow the dictionary. */
+export function shardHeader(l: ShardLayout): Buffer {
+  const header = Buffer.alloc(SHARD_HEADER_BYTES);
+  const sampleOff = l.dictOff + l.grams * ENTRY_BYTES;
+  MAGIC.copy(header, 0);
+  header.writeUInt32LE(NGRAM_FORMAT_VERSION, 8);
+  header.writeUInt32LE(l.docs, 12);
+  header.writeDoubleLE(l.firstSeq, 16);
+  header.writeDoubleLE(l.lastSeq, 24);
+  header.write(l.lastHash, 32, 32, 'hex');
+  header.writeUInt32LE(l.grams, 64);
+  header.writeUInt32LE(NGRAM_DICT_BLOCK_ENTRIES, 68);
+  header.writeUInt32LE(SHARD_HEADER_BYTES, 72);
+  header.writeUInt32LE(sampleOff, 76);
+  header.writeUInt32LE(l.dictOff, 80);
+  header.writeUInt32LE(l.postingsOff, 84);
+  header.writeUInt32LE(l.fileBytes, 88);
+  header.writeUInt32LE(l.metaCrc, 92);
+  header.writeUInt32LE(sampleOff + Math.ceil(l.grams / NGRAM_DICT_BLOCK_ENTRIES) * SAMPLE_BYTES, 96);
+  header.writeUInt32LE(l.bloomWords, 100);
+  header.writeUInt32LE(crc32(header.subarray(0, 124)), 124);
+  return header;
+}
+
+/**
+ * The bytes that follow a format 3 file's dictionary `dict` (grams × 24 bytes, sorted; `keyAt(g)`
+ * its g-th key): the sample (per block of NGRAM_DICT_BLOCK_ENTRIES entries, its first key and the
+ * crc32 of the block) and then the Bloom filter's words.
+ */
+export function sampleAndBloom(dict: Buffer, grams: number, keyAt: (g: number) => number, bloom: Uint32Array): Buffer {
+  const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
+  const out = Buffer.alloc(blocks * SAMPLE_BYTES + bloom.length * 4);
+  for (let b = 0; b < blocks; b++) {
+    const first = b * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES;
+    const end = Math.min(grams * ENTRY_BYTES, first + NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES);
+    out.writeDoubleLE(keyAt(b * NGRAM_DICT_BLOCK_ENTRIES), b * SAMPLE_BYTES);
+    out.writeUInt32LE(crc32(dict.subarray(first, end)), b * SAMPLE_BYTES + 8);
+  }
+  const at = blocks * SAMPLE_BYTES;
+  for (let w = 0; w < bloom.length; w++) out.writeUInt32LE(bloom[w]!, at + w * 4);
+  return out;
+}
+
+/** Writes dictionary entry `g` (key, postings offset and bytes, count with the bitmap flag, list crc) into `dict`. */
+export function writeEntry(dict: Buffer, g: number, key: number, offset: number, bytes: number, count: number, bitmap: boolean, crc: number): void {
+  const e = g * ENTRY_BYTES;
+  dict.writeDoubleLE(key, e);
+  dict.writeUInt32LE(offset, e + 8);
+  dict.writeUInt32LE(bytes, e + 12);
+  dict.writeUInt32LE((count | (bitmap ? BITMAP_FLAG : 0)) >>> 0, e + 16);
+  dict.writeUInt32LE(crc, e + 20);
+}
+
+/** Bytes of one dictionary entry. */
+export const SHARD_ENTRY_BYTES = ENTRY_BYTES;
+/** Bytes of the MAC that ends a shard file. */
+export const SHARD_MAC_BYTES = MAC_BYTES;
 
 /**
  * Whether the MAC at the end of the open shard file `fd` (`size` bytes) is the HMAC under `key`
@@ -232,39 +302,43 @@ export class ShardReader {
   private readonly seqDeltas: Uint32Array;
   private readonly sampleKeys: Float64Array;
   private readonly blockCrcs: Uint32Array;
-  private readonly grams: number;
+  /** The Bloom filter over the file's grams (format 3), or null (format 2: every key may be there). */
+  private readonly bloom: Uint32Array | null;
+  /** Grams in the dictionary. */
+  readonly grams: number;
   private readonly dictOff: number;
   private readonly postingsOff: number;
-  /** End of the postings section: the MAC follows. */
+  /** End of the postings section. */
   private readonly postingsEnd: number;
   /** What the file covers. */
   readonly meta: ShardMeta;
+  /** The format version the file was written in (2 or 3). */
+  readonly version: number;
+  /**
+   * The merged file that replaced this one (its range covers this file's), set when a merge is
+   * adopted: a query that listed this file before the swap reads the merged file, restricted to
+   * this file's seqs.
+   */
+  supersededBy: ShardReader | null = null;
 
-  private constructor(fd: number, meta: ShardMeta, header: Buffer, body: Buffer) {
+  private constructor(fd: number, meta: ShardMeta, layout: ReaderLayout) {
     this.fd = fd;
     this.meta = meta;
-    this.grams = header.readUInt32LE(64);
-    const sampleOff = header.readUInt32LE(76);
-    this.dictOff = header.readUInt32LE(80);
-    this.postingsOff = header.readUInt32LE(84);
-    this.postingsEnd = meta.bytes - MAC_BYTES;
-    const docs = meta.docs;
-    this.seqDeltas = new Uint32Array(docs);
-    for (let i = 0; i < docs; i++) this.seqDeltas[i] = body.readUInt32LE(i * 4);
-    const blocks = Math.ceil(this.grams / NGRAM_DICT_BLOCK_ENTRIES);
-    this.sampleKeys = new Float64Array(blocks);
-    this.blockCrcs = new Uint32Array(blocks);
-    const s0 = sampleOff - SHARD_HEADER_BYTES;
-    for (let b = 0; b < blocks; b++) {
-      this.sampleKeys[b] = body.readDoubleLE(s0 + b * SAMPLE_BYTES);
-      this.blockCrcs[b] = body.readUInt32LE(s0 + b * SAMPLE_BYTES + 8);
-    }
+    this.version = layout.version;
+    this.grams = layout.grams;
+    this.dictOff = layout.dictOff;
+    this.postingsOff = layout.postingsOff;
+    this.postingsEnd = layout.postingsEnd;
+    this.seqDeltas = layout.seqDeltas;
+    this.sampleKeys = layout.sampleKeys;
+    this.blockCrcs = layout.blockCrcs;
+    this.bloom = layout.bloom;
   }
 
   /**
-   * Opens `path` and checks its header (magic, version, header crc, offsets, size, the seqs its
-   * name promises), its table and sample (metaCrc) and its MAC under `key` over the whole file —
-   * unless `macChecked` (a file this process just wrote from a buffer it made the MAC of). Throws
+   * Opens `path` and checks its header (magic, version 2 or 3, header crc, offsets, size, the seqs
+   * its name promises), its table, sample and Bloom filter (metaCrc) and its MAC under `key` over
+   * the whole file — unless `macChecked` (a file this process wrote and made the MAC of). Throws
    * ShardDamage naming the failed check; file-system errors (ENOENT, EACCES) propagate as they
    * are; a key that is not 32 bytes is a RangeError.
    */
@@ -280,39 +354,42 @@ export class ShardReader {
       if (!header.subarray(0, 8).equals(MAGIC)) throw new ShardDamage('not a shard file (magic)');
       if (crc32(header.subarray(0, 124)) !== header.readUInt32LE(124)) throw new ShardDamage('header checksum mismatch');
       const version = header.readUInt32LE(8);
-      if (version !== NGRAM_FORMAT_VERSION) throw new ShardDamage(`format version ${version}, expected ${NGRAM_FORMAT_VERSION}`);
+      if (version !== NGRAM_FORMAT_VERSION && version !== 2) throw new ShardDamage(`format version ${version}, expected 2 or ${NGRAM_FORMAT_VERSION}`);
       const docs = header.readUInt32LE(12);
       const firstSeq = header.readDoubleLE(16);
       const lastSeq = header.readDoubleLE(24);
       if (firstSeq !== expect.firstSeq || lastSeq !== expect.lastSeq) throw new ShardDamage('header seqs differ from the file name');
-      const grams = header.readUInt32LE(64);
-      const seqTableOff = header.readUInt32LE(72);
-      const sampleOff = header.readUInt32LE(76);
-      const dictOff = header.readUInt32LE(80);
-      const postingsOff = header.readUInt32LE(84);
-      const fileBytes = header.readUInt32LE(88);
-      const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
-      if (
-        header.readUInt32LE(68) !== NGRAM_DICT_BLOCK_ENTRIES ||
-        seqTableOff !== SHARD_HEADER_BYTES ||
-        sampleOff !== seqTableOff + docs * 4 ||
-        dictOff !== sampleOff + blocks * SAMPLE_BYTES ||
-        postingsOff !== dictOff + grams * ENTRY_BYTES ||
-        fileBytes < postingsOff + MAC_BYTES
-      ) {
-        throw new ShardDamage('inconsistent section offsets');
-      }
-      if (size !== fileBytes) throw new ShardDamage(`file is ${size} bytes, header says ${fileBytes}`);
-      const body = Buffer.alloc(dictOff - SHARD_HEADER_BYTES);
-      if (readSync(fd, body, 0, body.length, SHARD_HEADER_BYTES) !== body.length) throw new ShardDamage('short read');
-      if (crc32(body) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch');
+      const layout = version === 2 ? readLayoutV2(fd, header, size) : readLayoutV3(fd, header, size);
       if (!macChecked && !macMatches(fd, size, key)) throw new ShardDamage('fails its authentication (HMAC: edited, or written without this folder\'s key)');
       const meta: ShardMeta = { firstSeq, lastSeq, lastHash: header.toString('hex', 32, 64), docs, bytes: size };
-      return new ShardReader(fd, meta, header, body);
+      return new ShardReader(fd, meta, layout);
     } catch (err) {
       closeSync(fd);
       throw err;
     }
+  }
+
+  /** False when no document of this file holds `key` (the Bloom filter says so); true when one may. */
+  mayHave(key: number): boolean {
+    return this.bloom === null || bloomMayHave(this.bloom, key);
+  }
+
+  /** The seq of each ordinal minus firstSeq (ascending; do not modify). */
+  get seqTable(): Uint32Array {
+    return this.seqDeltas;
+  }
+
+  /**
+   * Dictionary block `b` (0 ≤ b < ceil(grams / NGRAM_DICT_BLOCK_ENTRIES)) as its entries in a
+   * fresh buffer, checked against its crc; read them with entryOf. Throws ShardDamage.
+   */
+  readBlock(b: number): Buffer {
+    const entries = Math.min(NGRAM_DICT_BLOCK_ENTRIES, this.grams - b * NGRAM_DICT_BLOCK_ENTRIES);
+    const len = entries * ENTRY_BYTES;
+    const buf = Buffer.alloc(len);
+    if (readSync(this.fd, buf, 0, len, this.dictOff + b * NGRAM_DICT_BLOCK_ENTRIES * ENTRY_BYTES) !== len) throw new ShardDamage('short read of a dictionary block');
+    if (crc32(buf) !== this.blockCrcs[b]) throw new ShardDamage(`dictionary block ${b} checksum mismatch`);
+    return buf;
   }
 
   /** True once close() ran. */
@@ -339,15 +416,7 @@ export class ShardReader {
     if (crc32(buf.subarray(0, len)) !== this.blockCrcs[lo]) throw new ShardDamage(`dictionary block ${lo} checksum mismatch`);
     const found = lowerBound(entries, (i) => buf.readDoubleLE(i * ENTRY_BYTES), key);
     if (found === entries || buf.readDoubleLE(found * ENTRY_BYTES) !== key) return null;
-    const e = found * ENTRY_BYTES;
-    const countAndFlag = buf.readUInt32LE(e + 16);
-    return {
-      count: countAndFlag & 0x7fffffff,
-      offset: buf.readUInt32LE(e + 8),
-      bytes: buf.readUInt32LE(e + 12),
-      bitmap: (countAndFlag & BITMAP_FLAG) !== 0,
-      crc: buf.readUInt32LE(e + 20),
-    };
+    return entryOf(buf, found);
   }
 
   /** Reads and checks one posting list; returns a buffer valid until the next read. Throws ShardDamage. */
@@ -403,9 +472,9 @@ export class ShardReader {
     return intersectInto(ords, n, tmp, this.decode(entry, tmp));
   }
 
-  /** Bytes of memory held for this shard (seq table, sample). */
+  /** Bytes of memory held for this shard (seq table, sample, Bloom filter). */
   memoryBytes(): number {
-    return this.seqDeltas.byteLength + this.sampleKeys.byteLength + this.blockCrcs.byteLength;
+    return this.seqDeltas.byteLength + this.sampleKeys.byteLength + this.blockCrcs.byteLength + (this.bloom?.byteLength ?? 0);
   }
 
   /** Closes the file; later lookups must not be made. */
@@ -413,6 +482,125 @@ export class ShardReader {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
   }
+}
+
+/** The key of entry `i` of a dictionary block read by readBlock. */
+export function keyOfEntry(block: Buffer, i: number): number {
+  return block.readDoubleLE(i * ENTRY_BYTES);
+}
+
+/** Entry `i` of a dictionary block (a buffer of 24-byte entries). */
+export function entryOf(block: Buffer, i: number): PostingEntry {
+  const e = i * ENTRY_BYTES;
+  const countAndFlag = block.readUInt32LE(e + 16);
+  return {
+    count: countAndFlag & 0x7fffffff,
+    offset: block.readUInt32LE(e + 8),
+    bytes: block.readUInt32LE(e + 12),
+    bitmap: (countAndFlag & BITMAP_FLAG) !== 0,
+    crc: block.readUInt32LE(e + 20),
+  };
+}
+
+/** What ShardReader keeps of a file, read and checked by readLayoutV2/V3. */
+interface ReaderLayout {
+  version: number;
+  grams: number;
+  dictOff: number;
+  postingsOff: number;
+  postingsEnd: number;
+  seqDeltas: Uint32Array;
+  sampleKeys: Float64Array;
+  blockCrcs: Uint32Array;
+  bloom: Uint32Array | null;
+}
+
+function readExact(fd: number, at: number, bytes: number): Buffer {
+  const buf = Buffer.alloc(bytes);
+  if (bytes > 0 && readSync(fd, buf, 0, bytes, at) !== bytes) throw new ShardDamage('short read');
+  return buf;
+}
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** `count` little-endian u32s of `buf` from byte `at`, as a fresh array (one copy on a little-endian host). */
+function u32sOf(buf: Buffer, at: number, count: number): Uint32Array {
+  const out = new Uint32Array(count);
+  if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(buf.subarray(at, at + count * 4));
+  else for (let i = 0; i < count; i++) out[i] = buf.readUInt32LE(at + i * 4);
+  return out;
+}
+
+function seqTableOf(buf: Buffer, docs: number): Uint32Array {
+  return u32sOf(buf, 0, docs);
+}
+
+function sampleOf(buf: Buffer, blocks: number): { sampleKeys: Float64Array; blockCrcs: Uint32Array } {
+  const sampleKeys = new Float64Array(blocks);
+  const blockCrcs = new Uint32Array(blocks);
+  for (let b = 0; b < blocks; b++) {
+    sampleKeys[b] = buf.readDoubleLE(b * SAMPLE_BYTES);
+    blockCrcs[b] = buf.readUInt32LE(b * SAMPLE_BYTES + 8);
+  }
+  return { sampleKeys, blockCrcs };
+}
+
+/** Format 2: header | seq table | sample | dictionary | postings | MAC; metaCrc covers table and sample. */
+function readLayoutV2(fd: number, header: Buffer, size: number): ReaderLayout {
+  const docs = header.readUInt32LE(12);
+  const grams = header.readUInt32LE(64);
+  const seqTableOff = header.readUInt32LE(72);
+  const sampleOff = header.readUInt32LE(76);
+  const dictOff = header.readUInt32LE(80);
+  const postingsOff = header.readUInt32LE(84);
+  const fileBytes = header.readUInt32LE(88);
+  const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
+  if (
+    header.readUInt32LE(68) !== NGRAM_DICT_BLOCK_ENTRIES ||
+    seqTableOff !== SHARD_HEADER_BYTES ||
+    sampleOff !== seqTableOff + docs * 4 ||
+    dictOff !== sampleOff + blocks * SAMPLE_BYTES ||
+    postingsOff !== dictOff + grams * ENTRY_BYTES ||
+    fileBytes < postingsOff + MAC_BYTES
+  ) {
+    throw new ShardDamage('inconsistent section offsets');
+  }
+  if (size !== fileBytes) throw new ShardDamage(`file is ${size} bytes, header says ${fileBytes}`);
+  const body = readExact(fd, SHARD_HEADER_BYTES, dictOff - SHARD_HEADER_BYTES);
+  if (crc32(body) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch');
+  return { version: 2, grams, dictOff, postingsOff, postingsEnd: fileBytes - MAC_BYTES, seqDeltas: seqTableOf(body, docs), ...sampleOf(body.subarray(sampleOff - SHARD_HEADER_BYTES), blocks), bloom: null };
+}
+
+/** Format 3: header | seq table | postings | dictionary | sample | Bloom filter | MAC; metaCrc covers table, sample and filter. */
+function readLayoutV3(fd: number, header: Buffer, size: number): ReaderLayout {
+  const docs = header.readUInt32LE(12);
+  const grams = header.readUInt32LE(64);
+  const seqTableOff = header.readUInt32LE(72);
+  const sampleOff = header.readUInt32LE(76);
+  const dictOff = header.readUInt32LE(80);
+  const postingsOff = header.readUInt32LE(84);
+  const fileBytes = header.readUInt32LE(88);
+  const bloomOff = header.readUInt32LE(96);
+  const bloomWordCount = header.readUInt32LE(100);
+  const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
+  if (
+    header.readUInt32LE(68) !== NGRAM_DICT_BLOCK_ENTRIES ||
+    seqTableOff !== SHARD_HEADER_BYTES ||
+    postingsOff !== seqTableOff + docs * 4 ||
+    dictOff < postingsOff ||
+    sampleOff !== dictOff + grams * ENTRY_BYTES ||
+    bloomOff !== sampleOff + blocks * SAMPLE_BYTES ||
+    bloomWordCount < 1 ||
+    fileBytes !== bloomOff + bloomWordCount * 4 + MAC_BYTES
+  ) {
+    throw new ShardDamage('inconsistent section offsets');
+  }
+  if (size !== fileBytes) throw new ShardDamage(`file is ${size} bytes, header says ${fileBytes}`);
+  const table = readExact(fd, seqTableOff, docs * 4);
+  const tail = readExact(fd, sampleOff, fileBytes - MAC_BYTES - sampleOff);
+  if (crc32(tail, crc32(table)) !== header.readUInt32LE(92)) throw new ShardDamage('seq table or sample checksum mismatch (or of its Bloom filter)');
+  const bloom = u32sOf(tail, blocks * SAMPLE_BYTES, bloomWordCount);
+  return { version: 3, grams, dictOff, postingsOff, postingsEnd: dictOff, seqDeltas: seqTableOf(table, docs), ...sampleOf(tail, blocks), bloom };
 }
 
 /** Intersects ascending `a[0, n)` with ascending `b[0, m)` into `a`; returns the new count. */
