@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Search benchmark: `npm run build && node scripts/search-bench.mjs [--messages N] [--knowledge N]
- * [--knowledge-at start|end|spread] [--requests N] [--baseline DIR]`.
+ * [--knowledge-at start|end|spread] [--requests N] [--baseline DIR]`, or
+ * `node scripts/search-bench.mjs --archive DIR [--baseline DIR]` for the index build alone.
  *
  * 1. Seeds a temp data folder straight through the store (App from dist/app.js, the same decide
  *    and commit path the HTTP handlers use, batches of BATCH records, each awaited with
@@ -21,6 +22,12 @@
  * 4. With `--baseline DIR` (another built tree, e.g. an older commit extracted and built under
  *    /tmp), steps 2 and 3 run first for DIR's server, then for this tree's, on the same seeded
  *    log (the derived files are removed before each start), and both tables are printed.
+ *
+ * 5. With `--archive DIR` (a data folder made by scripts/gen-archive.mjs; kept), nothing is seeded
+ *    or queried: the server starts on DIR with its derived files removed (a whole replay and a
+ *    whole search index build), for the --baseline tree, then for this tree with
+ *    FORUM_SEARCH_BUILD_WORKERS=0 (the build on the main thread, in slices) and =2 (two build
+ *    worker threads), and prints the time to listen and the time until the index covers the log.
  *
  * The folder is removed at the end. Numbers depend on the machine and on its other load.
  */
@@ -55,6 +62,7 @@ const TOPICS = 100;
 const KNOWLEDGE = arg('knowledge', 2_000);
 const KNOWLEDGE_AT = textArg('knowledge-at', 'end');
 const BASELINE = textArg('baseline', null);
+const ARCHIVE = textArg('archive', null);
 if (!['start', 'end', 'spread'].includes(KNOWLEDGE_AT)) throw new Error('--knowledge-at must be start, end or spread');
 const BATCH = 2_000;
 const RARE_HITS = 10;
@@ -138,10 +146,10 @@ async function seedArchive(dataDir) {
   return { token, records };
 }
 
-function startServer(root, dataDir) {
+function startServer(root, dataDir, env = {}) {
   const started = performance.now();
   const proc = spawn(process.execPath, [join(root, 'dist', 'server.js')], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {
@@ -216,6 +224,34 @@ function print({ root, startMs, indexS, results }) {
   for (const r of results) {
     console.log([r.path.padEnd(40), String(r.messages).padStart(4), String(r.knowledge).padStart(4), r.p50.toFixed(2).padStart(7), r.p99.toFixed(2).padStart(7), r.mean.toFixed(2).padStart(7)].join(' '));
   }
+}
+
+/** Starts `root`'s server on `dataDir` without derived files; resolves to seconds to listen and to a complete index. */
+async function timeIndexBuild(root, dataDir, env) {
+  rmSync(join(dataDir, 'index'), { recursive: true, force: true });
+  const t0 = performance.now();
+  const server = await startServer(root, dataDir, env);
+  try {
+    while (!server.indexed()) await new Promise((r) => setTimeout(r, 50));
+    return { listenS: server.startMs / 1000, indexS: (performance.now() - t0) / 1000 };
+  } finally {
+    const exited = new Promise((resolve) => server.proc.once('exit', resolve));
+    server.proc.kill('SIGTERM');
+    await exited;
+  }
+}
+
+if (ARCHIVE !== null) {
+  const runs = [];
+  if (BASELINE !== null) runs.push([BASELINE, 'baseline', {}]);
+  runs.push([ROOT, 'FORUM_SEARCH_BUILD_WORKERS=0', { FORUM_SEARCH_BUILD_WORKERS: '0' }], [ROOT, 'FORUM_SEARCH_BUILD_WORKERS=2', { FORUM_SEARCH_BUILD_WORKERS: '2' }]);
+  console.log(`${ARCHIVE}: start with no derived files; seconds from spawn`);
+  console.log(['tree'.padEnd(60), 'listening'.padStart(10), 'index complete'.padStart(15)].join(' '));
+  for (const [root, what, env] of runs) {
+    const r = await timeIndexBuild(root, ARCHIVE, env);
+    console.log([`${root} ${what}`.padEnd(60), r.listenS.toFixed(1).padStart(10), r.indexS.toFixed(1).padStart(15)].join(' '));
+  }
+  process.exit(0);
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'forum-search-bench-'));

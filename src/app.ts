@@ -280,7 +280,8 @@ export class App {
    */
   private openSearchIndex(): void {
     try {
-      const indexes = openSearchIndexes(join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR), {
+      const searchDir = join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR);
+      const indexes = openSearchIndexes(searchDir, {
         shardDocsMax: this.config.searchShardDocs,
         key: this.derivedKey,
         onDrop: (file, reason) => logger.warn('search_index', `search index: dropped ${file}: ${reason}; its documents are added again from the log`),
@@ -288,6 +289,7 @@ export class App {
       const log = this.log;
       const indexer = new SearchIndexer(indexes, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
         level === 'info' ? logger.info('search_index', line) : logger.warn('search_index', line),
+        { logDir: join(this.config.dataDir, LOG_DIR), searchDir, workers: this.config.searchBuildWorkers },
       );
       // Erasure (issue 25): shards holding an erased record are dropped and rebuilt without it.
       indexer.validate(log.erasedAtOpen);

@@ -15,7 +15,9 @@
  * ask it for the rest (domain/indexed-scan.ts `indexedScan`), so answers never depend on how
  * far it has got.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { NgramIndex, NgramIndexDamagedError, type NgramIndexOptions } from '../store/search/index.js';
 import type { SegmentRecords } from '../store/records.js';
 import { RecordDamagedError } from '../store/errors.js';
@@ -24,18 +26,23 @@ import type { State } from './state.js';
 import type { CandidateIndex } from './indexed-scan.js';
 import { SliceTimer } from './slices.js';
 import { upperBound } from '../containers/binary-search.js';
+import { listSegments } from '../store/log.js';
+import { GENESIS_HASH } from '../store/record-format.js';
+import type { BuildJob, BuildMessage } from '../store/search/build-worker.js';
 
 /** The kinds of document, each with its own n-gram index. */
-type DocumentKind = 'messages' | 'knowledge';
+export type DocumentKind = 'messages' | 'knowledge';
 
 /**
  * Folder of the knowledge index's shard files, inside the search index folder (the message
  * index's shard files stay in the search index folder itself).
  */
 const KNOWLEDGE_INDEX_DIR = 'knowledge';
+/** Folder inside the search index folder where build workers write shard files before adoption. */
+const BUILD_DIR = 'build';
 
 /** The kind of document record type `type` is, or null (no document). */
-function kindOf(type: string): DocumentKind | null {
+export function documentKind(type: string): DocumentKind | null {
   if (type === 'message.create') return 'messages';
   if (type === 'knowledge.publish') return 'knowledge';
   return null;
@@ -55,6 +62,8 @@ export function documentTexts(type: string, payloadJson: string): string[] | nul
 export interface SearchIndexes {
   messages: NgramIndex;
   knowledge: NgramIndex;
+  /** The derived-file key their shard files are authenticated with (build workers write with it). */
+  key: Buffer;
 }
 
 /**
@@ -65,7 +74,19 @@ export interface SearchIndexes {
  * Throws only when a folder cannot be created or listed.
  */
 export function openSearchIndexes(dir: string, opts: NgramIndexOptions): SearchIndexes {
-  return { messages: NgramIndex.open(dir, opts), knowledge: NgramIndex.open(join(dir, KNOWLEDGE_INDEX_DIR), opts) };
+  // Files a build worker wrote and nobody adopted (a stop or crash during a build).
+  rmSync(join(dir, BUILD_DIR), { recursive: true, force: true });
+  return { messages: NgramIndex.open(dir, opts), knowledge: NgramIndex.open(join(dir, KNOWLEDGE_INDEX_DIR), opts), key: opts.key };
+}
+
+/**
+ * Where and how build workers run (issue 30): the log's folder (they read its segments), the
+ * search index folder (they write under its build folder) and how many (0: none).
+ */
+export interface BuildOptions {
+  logDir: string;
+  searchDir: string;
+  workers: number;
 }
 
 /** See the module doc. One per open app. */
@@ -80,13 +101,17 @@ export class SearchIndexer {
   /** Set when shards were dropped during a catch-up: it restarts from the indexes' new ends. */
   private rewound = false;
   private closed = false;
+  /** Stops the worker build under way (rewind, close), or null. */
+  private cancelBuild: (() => void) | null = null;
+  /** Shard files adopted from build workers since open (tests, benchmarks). */
+  shardsFromWorkers = 0;
 
   /**
    * Input: the open indexes (openSearchIndexes) and their documents per shard, the state (its
    * message rows and knowledge revisions name the documents), the records (to read documents back
    * and the stored hash of a seq), the log head and durable head (functions), and a logger for
    * what happened to the index (`info` for progress, `warn` for a shard dropped, rebuilt or not
-   * written).
+   * written), and where build workers run (null: the catch-up runs on this thread only).
    */
   constructor(
     private readonly indexes: SearchIndexes,
@@ -95,6 +120,7 @@ export class SearchIndexer {
     private readonly records: SegmentRecords,
     private readonly head: () => { seq: number; durableSeq: number },
     private readonly log: (level: 'info' | 'warn', line: string) => void,
+    private readonly build: BuildOptions | null = null,
   ) {
     this.messages = this.view('messages');
     this.knowledge = this.view('knowledge');
@@ -142,9 +168,7 @@ export class SearchIndexer {
         } catch (err) {
           if (err instanceof NgramIndexDamagedError) {
             self.log('warn', `search index: ${err.message}; rebuilding from seq ${err.firstSeq}`);
-            self.caughtUp = false;
-            index.truncateFrom(err.firstSeq);
-            self.rewound = true;
+            self.rewind(index, err.firstSeq);
             void self.startCatchUp().catch((e: Error) => self.log('warn', `search index: catching up after the rebuild failed (${e.message}); searches scan`));
           }
           throw err;
@@ -160,18 +184,30 @@ export class SearchIndexer {
    */
   erased(seqs: readonly number[]): void {
     if (seqs.length === 0) return;
-    this.caughtUp = false;
     const from = Math.min(...seqs);
-    this.indexes.messages.truncateFrom(from);
-    this.indexes.knowledge.truncateFrom(from);
-    this.rewound = true;
+    this.rewind(this.indexes.messages, from);
+    this.rewind(this.indexes.knowledge, from);
     void this.startCatchUp().catch((err: Error) => this.log('warn', `search index: catching up after an erasure failed (${err.message})`));
+  }
+
+  /**
+   * Drops `index`'s shards from the one holding `seq` on; the catch-up (and a worker build under
+   * way, which is stopped: its files may hold those records) restarts from the index's new end.
+   */
+  private rewind(index: NgramIndex, seq: number): void {
+    this.caughtUp = false;
+    index.truncateFrom(seq);
+    this.rewound = true;
+    if (this.cancelBuild !== null) {
+      this.log('info', `search index: records from seq ${seq} on are indexed again; the build in worker threads restarts`);
+      this.cancelBuild();
+    }
   }
 
   /** After a commit (apply done): adds the record's document when the indexes are caught up. */
   committed(record: LogRecord, payloadJson: string): void {
     if (!this.caughtUp) return;
-    const kind = kindOf(record.type);
+    const kind = documentKind(record.type);
     if (kind === null) return;
     this.indexes[kind].add(record.seq, documentTexts(record.type, payloadJson)!);
   }
@@ -200,6 +236,13 @@ export class SearchIndexer {
   private async catchUp(): Promise<void> {
     const { forum, knowledge } = this.state;
     const { messages: mIndex, knowledge: kIndex } = this.indexes;
+    if (this.build !== null && this.build.workers > 0) {
+      // A rewind during the build stops it; the build starts again from the indexes' new ends.
+      do {
+        this.rewound = false;
+        await this.buildInWorkers(this.build);
+      } while (this.rewound && !this.closed);
+    }
     const slice = new SliceTimer();
     // Two ascending seq lists merged, each from its own index's end: message rows and knowledge revisions.
     let m = forum.rows.seq.upperBound(mIndex.throughSeq);
@@ -254,9 +297,123 @@ export class SearchIndexer {
     if (hash !== null) void index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message})`));
   }
 
+  /**
+   * When more than a shard's worth of documents is missing: splits the durable segments from the
+   * lowest seq an index lacks into `opts.workers` contiguous runs of about equal bytes, one build
+   * worker each (store/search/build-worker.ts), and adopts their shard files per kind in seq
+   * order as they arrive: each must follow its index's end, pass NgramIndex.adoptFile's checks
+   * (MAC included) and carry the log's chained hash of its lastSeq, else the build stops there.
+   * Searches meanwhile scan what the indexes do not cover yet. Resolves when every worker has
+   * ended, failed (logged; the catch-up adds the rest on this thread) or been stopped by a rewind;
+   * files not adopted are deleted.
+   */
+  private async buildInWorkers(opts: BuildOptions): Promise<void> {
+    const { forum, knowledge } = this.state;
+    const { messages: mIndex, knowledge: kIndex } = this.indexes;
+    const missing =
+      forum.rows.seq.length - forum.rows.seq.upperBound(mIndex.throughSeq) + (knowledge.order.length - firstKnowledgeAfter(knowledge.order, kIndex.throughSeq));
+    const durableSeq = this.head().durableSeq;
+    const startAt = { messages: mIndex.throughSeq + 1, knowledge: kIndex.throughSeq + 1 };
+    const fromSeq = Math.min(startAt.messages, startAt.knowledge);
+    if (missing < this.shardDocsMax || fromSeq > durableSeq) return;
+    const all = listSegments(opts.logDir);
+    const segments = all.filter((seg, i) => seg.firstSeq <= durableSeq && (i + 1 === all.length || all[i + 1]!.firstSeq > fromSeq));
+    const runs = splitBySize(segments, opts.workers);
+    const buildDir = join(opts.searchDir, BUILD_DIR);
+    rmSync(buildDir, { recursive: true, force: true });
+    const jobs: BuildJob[] = [];
+    try {
+      for (let r = 0; r < runs.length; r++) {
+        const first = runs[r]![0]!.firstSeq;
+        jobs.push({
+          segments: runs[r]!.map((seg) => ({ path: join(opts.logDir, seg.name), firstSeq: seg.firstSeq })),
+          prevHash: first === 1 ? GENESIS_HASH : this.records.storedHashOf(first - 1) ?? GENESIS_HASH,
+          fromSeq: r === 0 ? fromSeq : first,
+          toSeq: r + 1 < runs.length ? runs[r + 1]![0]!.firstSeq - 1 : durableSeq,
+          startAt,
+          sealAtEnd: r + 1 < runs.length,
+          shardDocsMax: this.shardDocsMax,
+          key: this.indexes.key,
+          outDir: { messages: join(buildDir, 'messages'), knowledge: join(buildDir, 'knowledge') },
+          erased: [...this.records.locations.vouched.keys()],
+        });
+      }
+    } catch (err) {
+      // A damaged record before a run: no worker build (the catch-up reads record by record).
+      if (err instanceof RecordDamagedError) return;
+      throw err;
+    }
+    const started = performance.now();
+    const pending: Record<DocumentKind, Extract<BuildMessage, { type: 'shard' }>[]> = { messages: [], knowledge: [] };
+    let adopted = 0;
+    let stopped = false;
+    const workers: Worker[] = [];
+    let running = jobs.length;
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const stop = (why: string | null): void => {
+      if (stopped) return;
+      stopped = true;
+      if (why !== null) this.log('warn', `search index: the build in worker threads stopped (${why}); the rest is added on the main thread`);
+      void Promise.all(workers.map((w) => w.terminate())).finally(() => {
+        rmSync(buildDir, { recursive: true, force: true });
+        finished();
+      });
+    };
+    /** Adopts every file of `kind` that follows its index's end, in seq order. */
+    const adoptReady = (kind: DocumentKind): void => {
+      const index = this.indexes[kind];
+      for (;;) {
+        if (stopped) return;
+        const at = pending[kind].findIndex((m) => m.firstSeq === index.throughSeq + 1);
+        if (at < 0) return;
+        const m = pending[kind].splice(at, 1)[0]!;
+        let meta;
+        try {
+          meta = index.adoptFile(m.path);
+        } catch (err) {
+          stop(`${kind} shard ${m.firstSeq}..${m.lastSeq} not adopted: ${(err as Error).message}`);
+          return;
+        }
+        let stored: string | null = null;
+        try {
+          stored = this.records.storedHashOf(meta.lastSeq);
+        } catch {
+          stored = null;
+        }
+        if (stored !== meta.lastHash) {
+          index.truncateFrom(meta.firstSeq);
+          stop(`${kind} shard ${meta.firstSeq}..${meta.lastSeq} does not match the log`);
+          return;
+        }
+        adopted++;
+        this.shardsFromWorkers++;
+      }
+    };
+    this.cancelBuild = () => stop(null);
+    for (const job of jobs) {
+      const worker = new Worker(new URL('../store/search/build-worker.js', import.meta.url), { workerData: job });
+      workers.push(worker);
+      worker.on('message', (m: BuildMessage) => {
+        if (stopped) return;
+        if (m.type === 'shard') {
+          pending[m.kind].push(m);
+          adoptReady(m.kind);
+        } else if (--running === 0) {
+          this.log('info', `search index: ${adopted} shard files built in ${jobs.length} worker thread(s) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+          stop(null);
+        }
+      });
+      worker.on('error', (err) => stop(err.message));
+    }
+    await done;
+    this.cancelBuild = null;
+  }
+
   /** Waits for shard writes in flight, then closes the indexes' files. */
   async close(): Promise<void> {
     this.closed = true;
+    this.cancelBuild?.();
     for (const index of [this.indexes.messages, this.indexes.knowledge]) {
       await index.flush();
       index.close();
@@ -267,4 +424,22 @@ export class SearchIndexer {
 /** First index in `order` (ascending by seq) whose seq is greater than `seq`. */
 function firstKnowledgeAfter(order: readonly { seq: number }[], seq: number): number {
   return upperBound(order.length, (i) => order[i]!.seq, seq);
+}
+
+/** `segments` (in seq order) cut into at most `parts` contiguous runs of about equal bytes. */
+function splitBySize<T extends { sizeBytes: number }>(segments: readonly T[], parts: number): T[][] {
+  const total = segments.reduce((sum, seg) => sum + seg.sizeBytes, 0);
+  const runs: T[][] = [];
+  let run: T[] = [];
+  let bytes = 0;
+  for (const seg of segments) {
+    run.push(seg);
+    bytes += seg.sizeBytes;
+    if (runs.length + 1 < parts && bytes >= (total * (runs.length + 1)) / parts) {
+      runs.push(run);
+      run = [];
+    }
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
 }
