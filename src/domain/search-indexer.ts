@@ -11,6 +11,10 @@
  * revisions among millions of messages cost a combined index a walk over every message
  * candidate between two knowledge hits).
  *
+ * When more than a shard's worth of documents is missing (a start without an index, a rebuild),
+ * build worker threads (store/search/build-worker.ts) write complete shard files from the segment
+ * files and this thread adopts them in seq order (issue 30); the rest is added here, in slices.
+ *
  * Until an index covers the log head, searches scan the newest candidates it does not cover and
  * ask it for the rest (domain/indexed-scan.ts `indexedScan`), so answers never depend on how
  * far it has got.
@@ -198,9 +202,11 @@ export class SearchIndexer {
     this.caughtUp = false;
     index.truncateFrom(seq);
     this.rewound = true;
-    if (this.cancelBuild !== null) {
+    const cancel = this.cancelBuild;
+    if (cancel !== null) {
+      this.cancelBuild = null;
       this.log('info', `search index: records from seq ${seq} on are indexed again; the build in worker threads restarts`);
-      this.cancelBuild();
+      cancel();
     }
   }
 
@@ -355,6 +361,9 @@ export class SearchIndexer {
       if (stopped) return;
       stopped = true;
       if (why !== null) this.log('warn', `search index: the build in worker threads stopped (${why}); the rest is added on the main thread`);
+      // Files not adopted may hold records erased since (the erasure contract): gone now, and
+      // again once the workers have stopped (a write in flight may still land).
+      rmSync(buildDir, { recursive: true, force: true });
       void Promise.all(workers.map((w) => w.terminate())).finally(() => {
         rmSync(buildDir, { recursive: true, force: true });
         finished();
