@@ -337,7 +337,6 @@ export class SearchIndexer {
           fromSeq: r === 0 ? fromSeq : first,
           toSeq: r + 1 < runs.length ? runs[r + 1]![0]!.firstSeq - 1 : durableSeq,
           startAt,
-          sealAtEnd: r + 1 < runs.length,
           shardDocsMax: this.shardDocsMax,
           key: this.indexes.key,
           outDir: { messages: join(buildDir, 'messages'), knowledge: join(buildDir, 'knowledge') },

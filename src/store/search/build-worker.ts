@@ -1,9 +1,9 @@
 /**
  * A search index build worker (issue 30, "build the search index in workers too"): during a whole
  * rebuild, builds complete n-gram shard files for a contiguous run of segments off the event loop.
- * The owner (domain/search-indexer.ts `SearchIndexer`) splits the log's segments between workers,
- * adopts their files in seq order (checking each one's MAC and its (lastSeq, lastHash) against the
- * log) and adds what they leave (the last partial shard) itself.
+ * The owner (domain/search-indexer.ts `SearchIndexer`) splits the log's durable segments between
+ * workers, adopts their files in seq order (checking each one's MAC and its (lastSeq, lastHash)
+ * against the log) and adds the records appended since itself.
  *
  * The worker reads its segment files directly and checks every line with the one record codec
  * (record-format.ts `parseLine`: framing, seq continuity, hash chain from `prevHash`). Records of
@@ -11,9 +11,10 @@
  * kind, from each kind's `startAt` on; tombstones and the seqs in `erased` (erasures not yet
  * rewritten into tombstones) are no documents. Every `shardDocsMax` documents of a kind, the shard
  * is sealed on that document's seq, encoded with the index's own encoder (shard.ts) and written
- * temp → fsync → rename into `outDir[kind]` (fsutil.ts `writeFileAtomic`). With `sealAtEnd`, the
- * partial shard of each kind is sealed on toSeq (any record: its chained hash is known), so that
- * the next worker's shards, which start at toSeq + 1, follow it.
+ * temp → fsync → rename into `outDir[kind]` (fsutil.ts `writeFileAtomic`). At the end, the partial
+ * shard of each kind is sealed on toSeq (any record: its chained hash is known), so that the next
+ * worker's shards, which start at toSeq + 1, follow it, and the owner is left only the records
+ * appended since the build began.
  *
  * workerData: BuildJob. Messages to the owner: `{type:'shard', kind, path, firstSeq, lastSeq}` per
  * file written, in seq order per kind; `{type:'done'}` at the end. A damaged line or a failed
@@ -39,8 +40,6 @@ export interface BuildJob {
   toSeq: number;
   /** Per kind, the first seq its index still lacks (its throughSeq + 1). */
   startAt: Record<DocumentKind, number>;
-  /** Seal each kind's last partial shard on toSeq (every worker but the one reading the log's end). */
-  sealAtEnd: boolean;
   shardDocsMax: number;
   /** The derived-file key the shard files are authenticated with. */
   key: Uint8Array;
@@ -55,9 +54,14 @@ export type BuildMessage = { type: 'shard'; kind: DocumentKind; path: string; fi
 /** Encoding runs to completion here: no event loop to share. */
 const NO_SLICES_MS = Number.POSITIVE_INFINITY;
 
-/** The shard of one kind being filled, and the first seq of the next one. */
+/**
+ * The shard of one kind being filled, its documents (to re-add them into a shard sized for them
+ * when it is sealed partial: the encoder sizes bitmaps for the shard's planned document count), and
+ * the first seq of the next shard.
+ */
 interface KindBuild {
   live: LiveShard | null;
+  docs: { seq: number; texts: string[] }[];
   nextFirstSeq: number;
 }
 
@@ -65,17 +69,22 @@ async function run(job: BuildJob): Promise<void> {
   const key = Buffer.from(job.key);
   const erased = new Set(job.erased);
   const builds: Record<DocumentKind, KindBuild> = {
-    messages: { live: null, nextFirstSeq: Math.max(job.fromSeq, job.startAt.messages) },
-    knowledge: { live: null, nextFirstSeq: Math.max(job.fromSeq, job.startAt.knowledge) },
+    messages: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.messages) },
+    knowledge: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.knowledge) },
   };
   for (const dir of Object.values(job.outDir)) mkdirSync(dir, { recursive: true });
 
   const seal = async (kind: DocumentKind, seq: number, hash: string): Promise<void> => {
     const b = builds[kind];
-    const live = b.live!;
+    let live = b.live!;
+    if (live.docs < job.shardDocsMax) {
+      live = new LiveShard(live.firstSeq, live.docs);
+      for (const doc of b.docs) live.add(doc.seq, doc.texts);
+    }
     live.lastSeq = seq;
     live.lastHash = hash;
     b.live = null;
+    b.docs = [];
     b.nextFirstSeq = seq + 1;
     const path = join(job.outDir[kind], shardFileName(live.firstSeq, seq));
     await writeFileAtomic(path, await encodeShardSliced(live, NO_SLICES_MS, key));
@@ -101,17 +110,17 @@ async function run(job: BuildJob): Promise<void> {
       if (kind !== null && seq >= job.startAt[kind]) {
         const b = builds[kind];
         b.live ??= new LiveShard(b.nextFirstSeq, job.shardDocsMax);
-        b.live.add(seq, documentTexts(parsed.record.type, parsed.payloadJson)!);
+        const texts = documentTexts(parsed.record.type, parsed.payloadJson)!;
+        b.live.add(seq, texts);
+        b.docs.push({ seq, texts });
         if (b.live.docs >= job.shardDocsMax) await seal(kind, seq, parsed.hash);
       }
       seq++;
     }
   }
   if (seq <= job.toSeq) throw new Error(`build worker: the segments end at record ${seq - 1}, before ${job.toSeq}`);
-  if (job.sealAtEnd) {
-    for (const kind of ['messages', 'knowledge'] as const) {
-      if (builds[kind].live !== null) await seal(kind, job.toSeq, lastHash);
-    }
+  for (const kind of ['messages', 'knowledge'] as const) {
+    if (builds[kind].live !== null) await seal(kind, job.toSeq, lastHash);
   }
   parentPort!.postMessage({ type: 'done' } satisfies BuildMessage);
 }
