@@ -2,7 +2,7 @@
 /**
  * Search benchmark: `npm run build && node scripts/search-bench.mjs [--messages N] [--knowledge N]
  * [--knowledge-at start|end|spread] [--requests N] [--baseline DIR]`, or
- * `node scripts/search-bench.mjs --archive DIR [--baseline DIR]` for the index build alone.
+ * `node scripts/search-bench.mjs --archive DIR [--baseline DIR] [--rounds N]` for the index build alone.
  *
  * 1. Seeds a temp data folder straight through the store (App from dist/app.js, the same decide
  *    and commit path the HTTP handlers use, batches of BATCH records, each awaited with
@@ -32,7 +32,7 @@
  * The folder is removed at the end. Numbers depend on the machine and on its other load.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -233,7 +233,10 @@ async function timeIndexBuild(root, dataDir, env) {
   const server = await startServer(root, dataDir, env);
   try {
     while (!server.indexed()) await new Promise((r) => setTimeout(r, 50));
-    return { listenS: server.startMs / 1000, indexS: (performance.now() - t0) / 1000 };
+    const indexS = (performance.now() - t0) / 1000;
+    // utime + stime of the server process (all its threads), in clock ticks of 10 ms.
+    const stat = readFileSync(`/proc/${server.proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return { listenS: server.startMs / 1000, indexS, cpuS: (Number(stat[11]) + Number(stat[12])) / 100 };
   } finally {
     const exited = new Promise((resolve) => server.proc.once('exit', resolve));
     server.proc.kill('SIGTERM');
@@ -245,11 +248,21 @@ if (ARCHIVE !== null) {
   const runs = [];
   if (BASELINE !== null) runs.push([BASELINE, 'baseline', {}]);
   runs.push([ROOT, 'FORUM_SEARCH_BUILD_WORKERS=0', { FORUM_SEARCH_BUILD_WORKERS: '0' }], [ROOT, 'FORUM_SEARCH_BUILD_WORKERS=2', { FORUM_SEARCH_BUILD_WORKERS: '2' }]);
-  console.log(`${ARCHIVE}: start with no derived files; seconds from spawn`);
-  console.log(['tree'.padEnd(60), 'listening'.padStart(10), 'index complete'.padStart(15)].join(' '));
-  for (const [root, what, env] of runs) {
-    const r = await timeIndexBuild(root, ARCHIVE, env);
-    console.log([`${root} ${what}`.padEnd(60), r.listenS.toFixed(1).padStart(10), r.indexS.toFixed(1).padStart(15)].join(' '));
+  const rounds = arg('rounds', 1);
+  console.log(`${ARCHIVE}: start with no derived files, ${rounds} round(s), the trees interleaved; seconds from spawn (cpu: the server's user + system time until then)`);
+  console.log(['round', 'tree'.padEnd(60), 'listening'.padStart(10), 'index complete'.padStart(15), 'cpu'.padStart(7), 'load'.padStart(6)].join(' '));
+  const all = runs.map(() => []);
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, [root, what, env]] of runs.entries()) {
+      const r = await timeIndexBuild(root, ARCHIVE, env);
+      all[i].push(r);
+      const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+      console.log([String(round).padEnd(5), `${root} ${what}`.padEnd(60), r.listenS.toFixed(1).padStart(10), r.indexS.toFixed(1).padStart(15), r.cpuS.toFixed(1).padStart(7), load.padStart(6)].join(' '));
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  for (const [i, [root, what]] of runs.entries()) {
+    console.log(['med'.padEnd(5), `${root} ${what}`.padEnd(60), median(all[i].map((r) => r.listenS)).toFixed(1).padStart(10), median(all[i].map((r) => r.indexS)).toFixed(1).padStart(15), median(all[i].map((r) => r.cpuS)).toFixed(1).padStart(7)].join(' '));
   }
   process.exit(0);
 }

@@ -331,9 +331,12 @@ export class SearchIndexer {
     try {
       for (let r = 0; r < runs.length; r++) {
         const first = runs[r]![0]!.firstSeq;
+        const prevHash = first === 1 ? GENESIS_HASH : this.records.storedHashOf(first - 1);
+        // Not located (cannot happen for a durable seq): no worker build.
+        if (prevHash === null) return;
         jobs.push({
           segments: runs[r]!.map((seg) => ({ path: join(opts.logDir, seg.name), firstSeq: seg.firstSeq })),
-          prevHash: first === 1 ? GENESIS_HASH : this.records.storedHashOf(first - 1) ?? GENESIS_HASH,
+          prevHash,
           fromSeq: r === 0 ? fromSeq : first,
           toSeq: r + 1 < runs.length ? runs[r + 1]![0]!.firstSeq - 1 : durableSeq,
           startAt,
