@@ -24,8 +24,7 @@ import { packState, unpackState } from './domain/snapshot.js';
 import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
 import { scanEraseRecordPayloads } from './store/erase.js';
-import { SearchIndexer } from './domain/search-indexer.js';
-import { NgramIndex } from './store/search/index.js';
+import { SearchIndexer, openSearchIndexes } from './domain/search-indexer.js';
 import { randomBytes } from 'node:crypto';
 import { loadDerivedKey } from './store/derived-key.js';
 import { Integrity } from './integrity.js';
@@ -274,13 +273,15 @@ export class App {
   }
 
   /**
-   * Opens the n-gram search index under data/index/search, keeps the shards that match the log and
+   * Opens the n-gram search indexes under data/index/search (messages; knowledge in its knowledge
+   * folder), keeps the shards that match the log and
    * starts adding the documents it lacks, in slices, without waiting (store/search,
    * domain/search-indexer.ts). An index that cannot be opened is logged, and searches scan.
    */
   private openSearchIndex(): void {
     try {
-      const index = NgramIndex.open(join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR), {
+      const searchDir = join(this.config.dataDir, INDEX_DIR, SEARCH_INDEX_DIR);
+      const indexes = openSearchIndexes(searchDir, {
         shardDocsMax: this.config.searchShardDocs,
         key: this.derivedKey,
         onDrop: (file, reason) => logger.warn('search_index', `search index: dropped ${file}: ${reason}; its documents are added again from the log`),
@@ -288,12 +289,12 @@ export class App {
         onMergeError: (message) => logger.warn('search_index', `search index: a shard merge failed (${message}); merging stays off until the next start`),
       });
       const log = this.log;
-      const indexer = new SearchIndexer(index, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
+      const indexer = new SearchIndexer(indexes, this.config.searchShardDocs, this.state, this.records, () => ({ seq: log.headSeq, durableSeq: log.durableSeq }), (level, line) =>
         level === 'info' ? logger.info('search_index', line) : logger.warn('search_index', line),
+        { logDir: join(this.config.dataDir, LOG_DIR), searchDir, workers: this.config.searchBuildWorkers },
       );
       // Erasure (issue 25): shards holding an erased record are dropped and rebuilt without it.
-      if (log.erasedAtOpen.length > 0) index.truncateFrom(Math.min(...log.erasedAtOpen));
-      indexer.validate();
+      indexer.validate(log.erasedAtOpen);
       log.onDurable = (seq, hash) => indexer.durable(seq, hash);
       log.onErase = (seqs) => indexer.erased(seqs);
       this.indexer = indexer;

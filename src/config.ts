@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT } from './constants.js';
+import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -81,6 +81,11 @@ export interface Config {
    */
   searchMergeFactor: number;
   /**
+   * Worker threads that build missing search index shards at a start (FORUM_SEARCH_BUILD_WORKERS,
+   * default SEARCH_BUILD_WORKERS_DEFAULT = 2; 0 = on the main thread, in slices). Issue 30.
+   */
+  searchBuildWorkers: number;
+  /**
    * Pace of the background scrub that re-verifies sealed segments, MB (10^6 bytes) per minute
    * (FORUM_SCRUB_MB_PER_MINUTE, default SCRUB_MB_PER_MINUTE_DEFAULT = 256; 0 = off). Issue 28.
    */
@@ -158,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     feedCacheBytes: intEnv(env, 'FORUM_FEED_CACHE_MB', FEED_PAGE_CACHE_BYTES_DEFAULT / MIB)! * MIB,
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     searchMergeFactor: intEnv(env, 'FORUM_SEARCH_MERGE_FACTOR', NGRAM_MERGE_FACTOR)!,
+    searchBuildWorkers: Math.max(0, intEnv(env, 'FORUM_SEARCH_BUILD_WORKERS', SEARCH_BUILD_WORKERS_DEFAULT)!),
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
     scrubMbPerMinute: intEnv(env, 'FORUM_SCRUB_MB_PER_MINUTE', SCRUB_MB_PER_MINUTE_DEFAULT)!,

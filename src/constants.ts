@@ -355,3 +355,12 @@ export const SCRUB_PASS_INTERVAL_MS = 60 * 60 * 1000;
 export const SCRUB_SLEEP_MS_MIN = 10;
 /** Damage findings kept in memory for /api/status and logs; later ones are only counted (ours; src/integrity.ts). */
 export const INTEGRITY_FINDINGS_MAX = 100;
+
+// Search index build workers (issue 30: "build the search index in workers too")
+/**
+ * Worker threads that build the search index's shard files when a start finds more than a shard's
+ * worth of documents missing (FORUM_SEARCH_BUILD_WORKERS; 0 builds on the main thread in slices).
+ * Two: one per core of the target machine; the main thread mostly waits meanwhile (ours; README
+ * "Search index").
+ */
+export const SEARCH_BUILD_WORKERS_DEFAULT = 2;

@@ -65,7 +65,7 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Messages', schema: 'MessageList' } },
     handler: async ({ app, query, agent }) => {
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const found = await queryMessages(app.state.forum, query, app.indexer, reader);
+      const found = await queryMessages(app.state.forum, query, app.indexer?.messages ?? null, reader);
       return { status: 200, json: `{"messages":${messagesJson(app.state.forum, found, reader)}}` };
     },
   }),

@@ -30,7 +30,7 @@ export const knowledgeRoutes: Route[] = [
     responses: { 200: { description: 'Knowledge revisions in field `knowledge`', schema: 'KnowledgeList' } },
     handler: async ({ app, query, agent }) => {
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const found = await queryKnowledge(app.state.knowledge, query, app.indexer, reader);
+      const found = await queryKnowledge(app.state.knowledge, query, app.indexer?.knowledge ?? null, reader);
       return { status: 200, json: `{"knowledge":${entriesJson(app.state.knowledge, found, reader)}}` };
     },
   }),
@@ -69,8 +69,8 @@ export const knowledgeRoutes: Route[] = [
     handler: async ({ app, query, agent }) => {
       const p = query;
       const reader = readerOf(app.state.moderation, agent?.profile.role);
-      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.indexer, reader);
-      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer, reader);
+      const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.indexer?.messages ?? null, reader);
+      const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer?.knowledge ?? null, reader);
       return {
         status: 200,
         json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)}}`,

@@ -11,7 +11,7 @@
  * documents are added again from the log.
  */
 import { mkdirSync, readdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { NGRAM_ESTIMATE_DOCS_MIN, NGRAM_MERGE_DOCS_MAX, NGRAM_MERGE_FACTOR, NGRAM_QUERY_TRIGRAMS_MAX, NGRAM_SEAL_SLICE_MS, NGRAM_SHARD_DOCS_MAX } from '../../constants.js';
 import { fsyncDir, TEMP_FILE_PATTERN, writeFileAtomic } from '../fsutil.js';
@@ -504,6 +504,28 @@ export class NgramIndex {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+  }
+
+  /**
+   * Adopts a finished shard file written outside this index (a build worker of
+   * domain/search-indexer.ts; issue 30): `path` must be named for firstSeq..lastSeq
+   * (shardFileName) with firstSeq = throughSeq + 1 while no document is held in memory (else a
+   * RangeError). The file is checked like open() checks one (header, tables, MAC under the key;
+   * ShardDamage otherwise), moved into this index's folder and served. Output: its meta; the
+   * caller still matches (lastSeq, lastHash) against the log.
+   */
+  adoptFile(path: string): ShardMeta {
+    const name = basename(path);
+    const seqs = parseShardFileName(name);
+    if (seqs === null || this.live.docs > 0 || this.sealing.length > 0 || seqs.firstSeq !== this.live.firstSeq) {
+      throw new RangeError(`NgramIndex.adoptFile: ${name} does not follow throughSeq ${this.throughSeq}`);
+    }
+    const reader = ShardReader.open(path, seqs, this.key);
+    renameSync(path, join(this.dir, name));
+    this.persisted.push(reader);
+    this.live = new LiveShard(seqs.lastSeq + 1, this.shardDocsMax);
+    this.maybeMerge();
+    return { ...reader.meta };
   }
 }
 

@@ -1,0 +1,128 @@
+/**
+ * A search index build worker (issue 30, "build the search index in workers too"): during a whole
+ * rebuild, builds complete n-gram shard files for a contiguous run of segments off the event loop.
+ * The owner (domain/search-indexer.ts `SearchIndexer`) splits the log's durable segments between
+ * workers, adopts their files in seq order (checking each one's MAC and its (lastSeq, lastHash)
+ * against the log) and adds the records appended since itself.
+ *
+ * The worker reads its segment files directly and checks every line with the one record codec
+ * (record-format.ts `parseLine`: framing, seq continuity, hash chain from `prevHash`). Records of
+ * seq fromSeq..toSeq are documents as domain/search-indexer.ts `documentTexts` says, one index per
+ * kind, from each kind's `startAt` on; tombstones and the seqs in `erased` (erasures not yet
+ * rewritten into tombstones) are no documents. Every `shardDocsMax` documents of a kind, the shard
+ * is sealed on that document's seq, encoded with the index's own encoder (shard.ts) and written
+ * temp → fsync → rename into `outDir[kind]` (fsutil.ts `writeFileAtomic`). At the end, the partial
+ * shard of each kind is sealed on toSeq (any record: its chained hash is known), so that the next
+ * worker's shards, which start at toSeq + 1, follow it, and the owner is left only the records
+ * appended since the build began.
+ *
+ * workerData: BuildJob. Messages to the owner: `{type:'shard', kind, path, firstSeq, lastSeq}` per
+ * file written, in seq order per kind; `{type:'done'}` at the end. A damaged line or a failed
+ * write ends the worker with an error (the owner then adds the rest on its own thread).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseLine } from '../record-format.js';
+import { writeFileAtomic } from '../fsutil.js';
+import { LiveShard } from './live.js';
+import { encodeShardSliced, shardFileName } from './shard.js';
+import { documentKind, documentTexts, type DocumentKind } from '../../domain/search-indexer.js';
+
+/** One worker's share of a rebuild (see the module doc). */
+export interface BuildJob {
+  /** Segment files to read, in seq order: their paths and first seqs. */
+  segments: { path: string; firstSeq: number }[];
+  /** Chained hash of the record before the first segment's first record (64 zeros before seq 1). */
+  prevHash: string;
+  /** Records fromSeq..toSeq are indexed (the segments may hold records before and after). */
+  fromSeq: number;
+  toSeq: number;
+  /** Per kind, the first seq its index still lacks (its throughSeq + 1). */
+  startAt: Record<DocumentKind, number>;
+  shardDocsMax: number;
+  /** The derived-file key the shard files are authenticated with. */
+  key: Uint8Array;
+  outDir: Record<DocumentKind, string>;
+  /** Seqs being erased whose lines may not be tombstones yet. */
+  erased: number[];
+}
+
+/** A message from a build worker to its owner. */
+export type BuildMessage = { type: 'shard'; kind: DocumentKind; path: string; firstSeq: number; lastSeq: number } | { type: 'done' };
+
+/** Encoding runs to completion here: no event loop to share. */
+const NO_SLICES_MS = Number.POSITIVE_INFINITY;
+
+/**
+ * The shard of one kind being filled, its documents (to re-add them into a shard sized for them
+ * when it is sealed partial: the encoder sizes bitmaps for the shard's planned document count), and
+ * the first seq of the next shard.
+ */
+interface KindBuild {
+  live: LiveShard | null;
+  docs: { seq: number; texts: string[] }[];
+  nextFirstSeq: number;
+}
+
+async function run(job: BuildJob): Promise<void> {
+  const key = Buffer.from(job.key);
+  const erased = new Set(job.erased);
+  const builds: Record<DocumentKind, KindBuild> = {
+    messages: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.messages) },
+    knowledge: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.knowledge) },
+  };
+  for (const dir of Object.values(job.outDir)) mkdirSync(dir, { recursive: true });
+
+  const seal = async (kind: DocumentKind, seq: number, hash: string): Promise<void> => {
+    const b = builds[kind];
+    let live = b.live!;
+    if (live.docs < job.shardDocsMax) {
+      live = new LiveShard(live.firstSeq, live.docs);
+      for (const doc of b.docs) live.add(doc.seq, doc.texts);
+    }
+    live.lastSeq = seq;
+    live.lastHash = hash;
+    b.live = null;
+    b.docs = [];
+    b.nextFirstSeq = seq + 1;
+    const path = join(job.outDir[kind], shardFileName(live.firstSeq, seq));
+    await writeFileAtomic(path, await encodeShardSliced(live, NO_SLICES_MS, key));
+    parentPort!.postMessage({ type: 'shard', kind, path, firstSeq: live.firstSeq, lastSeq: seq } satisfies BuildMessage);
+  };
+
+  let prevHash = job.prevHash;
+  let lastHash = '';
+  let seq = job.segments[0]?.firstSeq ?? job.fromSeq;
+  segments: for (const segment of job.segments) {
+    if (segment.firstSeq !== seq) throw new Error(`build worker: segment ${segment.path} starts at ${segment.firstSeq}, expected ${seq}`);
+    const buf = readFileSync(segment.path);
+    let pos = 0;
+    while (pos < buf.length) {
+      if (seq > job.toSeq) break segments;
+      const nl = buf.indexOf(0x0a, pos);
+      if (nl < 0) throw new Error(`build worker: record ${seq} in ${segment.path} has no newline`);
+      const parsed = parseLine(buf, pos, nl, prevHash, seq, segment.path, false, String);
+      prevHash = parsed.hash;
+      lastHash = parsed.hash;
+      pos = nl + 1;
+      const kind = seq >= job.fromSeq && !parsed.erased && !erased.has(seq) ? documentKind(parsed.record.type) : null;
+      if (kind !== null && seq >= job.startAt[kind]) {
+        const b = builds[kind];
+        b.live ??= new LiveShard(b.nextFirstSeq, job.shardDocsMax);
+        const texts = documentTexts(parsed.record.type, parsed.payloadJson)!;
+        b.live.add(seq, texts);
+        b.docs.push({ seq, texts });
+        if (b.live.docs >= job.shardDocsMax) await seal(kind, seq, parsed.hash);
+      }
+      seq++;
+    }
+  }
+  if (seq <= job.toSeq) throw new Error(`build worker: the segments end at record ${seq - 1}, before ${job.toSeq}`);
+  for (const kind of ['messages', 'knowledge'] as const) {
+    if (builds[kind].live !== null) await seal(kind, job.toSeq, lastHash);
+  }
+  parentPort!.postMessage({ type: 'done' } satisfies BuildMessage);
+}
+
+await run(workerData as BuildJob);
