@@ -1,5 +1,7 @@
 /**
- * The append-only log: JSONL segment files under `<dataDir>/log/`, one record per line.
+ * The append-only log: the hash chain over JSONL segment files under `<dataDir>/log/` (one
+ * record per line; the files themselves are segment.ts's), replay, the checkpoint and group
+ * commit.
  *
  * Record line (the on-disk format, `agent-forum-log-v1`; record-format.ts is the one module that
  * builds, splits and proves lines):
@@ -16,8 +18,8 @@
  * erase.ts, `Log#erase`): replay accepts it only when a later `moderation.erase` record names its
  * seq and hash (the vouched map, kept in `records`), and hands it on with `erased: true`.
  *
- * Segments are named by the zero-padded `seq` of their first record (`0000000000000001.jsonl`)
- * and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
+ * Segments (segment.ts) are named by the zero-padded `seq` of their first record
+ * (`0000000000000001.jsonl`) and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
  *
  * Writes use group commit: `append` assigns the next `seq` synchronously and queues the line;
  * one flush writes every queued line and calls fdatasync once; appends that arrive while a flush
@@ -35,14 +37,15 @@
  * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
  * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
-import { fsyncDir, fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
+import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
+import { ActiveSegment, listSegments, readSegment, type SegmentInfo } from './segment.js';
 import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
@@ -51,13 +54,11 @@ import {
   ERASE_RECORD_TYPE,
   GENESIS_HASH,
   HASH_SUFFIX_LENGTH,
-  SEGMENT_NAME,
   chainHash,
   encodeLine,
   eraseTargetsOf,
   parseLine,
   recordJson,
-  segmentName,
   startsLikeRecord,
   type EraseTarget,
   type LogRecord,
@@ -65,13 +66,6 @@ import {
 } from './record-format.js';
 
 export const LOG_DIR = 'log';
-
-/** Where a segment starts and how long its durable part is; used by backup. */
-export interface SegmentInfo {
-  name: string;
-  firstSeq: number;
-  sizeBytes: number;
-}
 
 /** Options of `Log.open`. */
 export interface LogOptions {
@@ -112,19 +106,7 @@ export interface LogOptions {
   resume?: { seq: number; hash: string };
 }
 
-export { chainHash, segmentName, type LogRecord };
-
-/** Lists the segments of a log directory in seq order. */
-export function listSegments(logDir: string): SegmentInfo[] {
-  if (!existsSync(logDir)) return [];
-  const out: SegmentInfo[] = [];
-  for (const name of readdirSync(logDir)) {
-    const m = SEGMENT_NAME.exec(name);
-    if (!m) continue;
-    out.push({ name, firstSeq: Number(m[1]), sizeBytes: statSync(join(logDir, name)).size });
-  }
-  return out.sort((a, b) => a.firstSeq - b.firstSeq);
-}
+export type { LogRecord };
 
 /** Result of reading a log directory from disk. */
 export interface ReplayResult {
@@ -212,7 +194,7 @@ export function replaySegments(
           : `segment starts at seq ${seg.firstSeq} but seq ${expectedSeq} was expected (overlapping segment)`,
       );
     }
-    const buf = readFileSync(file);
+    const buf = readSegment(logDir, seg);
     let pos = resumed ? start.offset : 0;
     while (pos < buf.length) {
       const nl = buf.indexOf(10, pos);
@@ -362,11 +344,9 @@ export class Log {
   private flushing = false;
   private waiters: Waiter[] = [];
   private failed: Error | null = null;
-  private handle: fsp.FileHandle | null = null;
-  private segmentFirstSeq: number;
-  private segmentBytes: number;
+  /** The segment file taking appends (segment.ts). */
+  private readonly segment: ActiveSegment;
   private readonly logDir: string;
-  private readonly segmentBytesMax: number;
   /** Counters for tests and benchmarks. */
   readonly stats = { fsyncs: 0, batches: 0, records: 0 };
   /**
@@ -384,16 +364,31 @@ export class Log {
     readonly records: SegmentRecords,
   ) {
     this.logDir = join(dataDir, LOG_DIR);
-    this.segmentBytesMax = opts.segmentBytesMax ?? SEGMENT_BYTES_MAX;
+    this.segment = new ActiveSegment(this.logDir, opts.segmentBytesMax ?? SEGMENT_BYTES_MAX);
     this.metaValue = meta;
     this.headSeqValue = replay.lastSeq;
     this.durableSeqValue = replay.lastSeq;
     this.lastHash = replay.lastHash;
     this.durableHash = replay.lastHash;
-    const segs = listSegments(this.logDir);
-    const last = segs[segs.length - 1];
-    this.segmentFirstSeq = last ? last.firstSeq : 1;
-    this.segmentBytes = last ? last.sizeBytes : 0;
+  }
+
+  /** The active segment's append handle (null before the first batch and after close). */
+  private get handle(): fsp.FileHandle | null {
+    return this.segment.handle;
+  }
+
+  /** Seq of the active segment's first record. */
+  private get segmentFirstSeq(): number {
+    return this.segment.firstSeq;
+  }
+
+  /** Bytes written to the active segment; the flush adds each batch it wrote. */
+  private get segmentBytes(): number {
+    return this.segment.bytes;
+  }
+
+  private set segmentBytes(bytes: number) {
+    this.segment.bytes = bytes;
   }
 
   /**
@@ -739,26 +734,13 @@ export class Log {
 
   /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
   private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
-    const full = this.segmentBytes > 0 && (this.sealRequested || this.segmentBytes + batchBytes > this.segmentBytesMax);
-    if (this.handle && !full) return;
+    const full = this.segment.isFull(batchBytes, this.sealRequested);
+    if (this.segment.handle && !full) return;
     this.sealRequested = false;
     // Closing a full segment: record that the log reaches its last record, so a later loss of
     // the segments after it cannot go unnoticed at startup.
     if (full) await this.writeCheckpoint();
-    if (this.handle) {
-      await this.handle.close();
-      this.handle = null;
-    }
-    // An empty current segment (new log, or a crash right after a roll-over) is simply renamed
-    // by starting the next one at this batch's first seq; records never span segments.
-    if (full || this.segmentBytes === 0) {
-      this.segmentFirstSeq = firstSeq;
-      this.segmentBytes = 0;
-    }
-    const path = join(this.logDir, segmentName(this.segmentFirstSeq));
-    const created = !existsSync(path);
-    this.handle = await fsp.open(path, 'a', 0o600);
-    if (created) await fsyncDir(this.logDir);
+    await this.segment.open(firstSeq, full);
   }
 
   /**
@@ -772,10 +754,7 @@ export class Log {
     try {
       if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
     } finally {
-      if (this.handle) {
-        await this.handle.close();
-        this.handle = null;
-      }
+      await this.segment.close();
       // The record store the log made for itself (no caller's) has read descriptors to close.
       if (this.opts.records === undefined) this.records.close();
     }

@@ -36,8 +36,6 @@ export const HASH_HEX_LENGTH = 64;
 export const HASH_SUFFIX_LENGTH = HASH_PREFIX.length + HASH_HEX_LENGTH + 2;
 /** The chained hash "before" the first record. */
 export const GENESIS_HASH = '0'.repeat(HASH_HEX_LENGTH);
-/** Segment file names: the zero-padded seq of the segment's first record. */
-export const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
 /** The record type whose payload's `targets` vouch for tombstones (the erasure contract). */
 export const ERASE_RECORD_TYPE = 'moderation.erase';
 
@@ -67,11 +65,6 @@ export interface StoredRecord {
 export interface EraseTarget {
   seq: number;
   hash: string;
-}
-
-/** Segment file name for a first seq (`0000000000000001.jsonl`). */
-export function segmentName(firstSeq: number): string {
-  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
 }
 
 /**
