@@ -111,7 +111,7 @@ export interface LogOptions {
   resume?: { seq: number; hash: string };
   /**
    * Worker threads for a whole replay (replay-worker.ts): 0 replays on the main thread only.
-   * Default: the cores beside the main thread, 1..REPLAY_WORKERS_MAX.
+   * Default: the cores beside the main thread, at most REPLAY_WORKERS_MAX.
    */
   replayWorkers?: number;
   /**
@@ -232,9 +232,12 @@ function replayWorthWorkers(logDir: string, bytesMin: number): boolean {
   return segments.length >= 2 && bytes >= bytesMin;
 }
 
-/** The default number of replay worker threads: the cores beside the main thread, at least 1, at most REPLAY_WORKERS_MAX. */
+/**
+ * The default number of replay worker threads: the cores beside the main thread, at most
+ * REPLAY_WORKERS_MAX (0 on one core, where a worker would only compete with the main thread).
+ */
 function defaultReplayWorkers(): number {
-  return Math.max(1, Math.min(REPLAY_WORKERS_MAX, availableParallelism() - 1));
+  return Math.max(0, Math.min(REPLAY_WORKERS_MAX, availableParallelism() - 1));
 }
 
 /**

@@ -192,3 +192,14 @@ test('a log that ends before its checkpoint is refused the same way by both repl
   const single = await bothPathsAgree(t, base);
   assert.equal(single.outcome.error, 'StoreStateError');
 });
+
+test('a log whose segments before the last hold less than REPLAY_WORKERS_BYTES_MIN replays on the main thread, and one above it on workers', async (t) => {
+  const dir = tempDir(t);
+  await writeVariedLog(dir);
+  const small = await Log.open(dir, () => undefined, { replayWorkers: 2, segmentBytesMax: SEGMENT_BYTES });
+  assert.equal(small.replayWorkers, 0);
+  await small.close();
+  const large = await Log.open(dir, () => undefined, { replayWorkers: 2, replayWorkersBytesMin: SEGMENT_BYTES, segmentBytesMax: SEGMENT_BYTES });
+  assert.equal(large.replayWorkers, 2);
+  await large.close();
+});
