@@ -36,6 +36,10 @@
  * not the last) throws LogCorruptError naming the file and byte offset, and a log that
  * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
  * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
+ *
+ * A whole replay of a large log (issue 30) frames and hash-checks the segments before the last
+ * on worker threads (replay-worker.ts) while the main thread links the segments' chains and
+ * applies the records in log order; it reports exactly what the single-threaded replay reports.
  */
 import { existsSync, mkdirSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';

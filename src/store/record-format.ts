@@ -1,7 +1,7 @@
 /**
  * The record line format (`agent-forum-log-v1`): the one module that knows how a log line is
- * built, split, hashed and proven. log.ts (append, replay), records.ts (read-back) and erase.ts
- * (tombstones) all go through it.
+ * built, split, hashed and proven. log.ts (append, replay), replay-worker.ts (checking segments
+ * on worker threads), records.ts (read-back) and erase.ts (tombstones) all go through it.
  *
  * A record line:
  *
