@@ -93,6 +93,20 @@ export const PUBLIC_REQUESTS_PER_MINUTE = 600;
 // ---- Store (ours) ----
 /** A segment is closed and a new one started once it reaches this size. */
 export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
+
+// ---- Parallel whole replay (ours, issue 30; store/replay-worker.ts) ----
+/** At most this many worker threads check segments during a whole replay (the main thread applies). */
+export const REPLAY_WORKERS_MAX = 2;
+/**
+ * A whole replay uses worker threads only when the segments before the last hold at least this
+ * many bytes: below it, starting a worker (tens of ms) costs more than checking them here.
+ */
+export const REPLAY_WORKERS_BYTES_MIN = 16 * 1024 * 1024;
+/**
+ * Segments a replay's workers may check ahead of the one being applied, beyond one per worker:
+ * bounds the replay's extra memory to about (workers + this) × SEGMENT_BYTES_MAX.
+ */
+export const REPLAY_SEGMENTS_AHEAD = 1;
 /**
  * Default size of the cache of records read back from the segment files (ours, issue 17;
  * FORUM_RECORD_CACHE_MB overrides it): message text lives on disk, and the most recently read

@@ -19,7 +19,8 @@ import type { Route } from './http/router.js';
 import { DISK_CHECK_INTERVAL_MS, METRICS_HOST, START_GC_LOG_MS } from './constants.js';
 import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
 import { logger } from './logger.js';
-import { LOG_DIR, listSegments, type LogOptions } from './store/log.js';
+import { LOG_DIR, type LogOptions } from './store/log.js';
+import { listSegments } from './store/segment.js';
 import { Metrics } from './metrics.js';
 import { collectGarbageNow } from './memory.js';
 

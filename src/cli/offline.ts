@@ -4,7 +4,8 @@
  */
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, type SegmentInfo } from '../store/log.js';
+import { LOG_DIR, assertReachesCheckpoint, replaySegments } from '../store/log.js';
+import { listSegments, type SegmentInfo } from '../store/segment.js';
 import { hasArchive, readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
 import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';

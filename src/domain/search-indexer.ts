@@ -29,7 +29,7 @@ import type { LogRecord } from '../store/log.js';
 import type { State } from './state.js';
 import type { CandidateIndex } from './indexed-scan.js';
 import { SliceTimer } from './slices.js';
-import { listSegments } from '../store/log.js';
+import { listSegments } from '../store/segment.js';
 import { GENESIS_HASH } from '../store/record-format.js';
 import type { BuildJob, BuildMessage } from '../store/search/build-worker.js';
 

@@ -21,7 +21,8 @@ import {
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
-import { LOG_DIR, assertReachesCheckpoint, listSegments, replaySegments, segmentName, type SegmentInfo } from './log.js';
+import { LOG_DIR, assertReachesCheckpoint, replaySegments } from './log.js';
+import { listSegments, segmentName, type SegmentInfo } from './segment.js';
 import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
 

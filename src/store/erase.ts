@@ -22,7 +22,8 @@
 import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './fsutil.js';
-import { ERASE_RECORD_TYPE, HASH_PREFIX, HASH_SUFFIX_LENGTH, SEGMENT_NAME, isTombstoneAt, segmentName, tombstoneLine, type EraseTarget } from './record-format.js';
+import { ERASE_RECORD_TYPE, HASH_PREFIX, HASH_SUFFIX_LENGTH, isTombstoneAt, tombstoneLine, type EraseTarget } from './record-format.js';
+import { SEGMENT_NAME, segmentName } from './segment.js';
 import type { SegmentRecords } from './records.js';
 
 /** What erasure needs from the log (Log implements it). */

@@ -1,5 +1,7 @@
 /**
- * The append-only log: JSONL segment files under `<dataDir>/log/`, one record per line.
+ * The append-only log: the hash chain over JSONL segment files under `<dataDir>/log/` (one
+ * record per line; the files themselves are segment.ts's), replay, the checkpoint and group
+ * commit.
  *
  * Record line (the on-disk format, `agent-forum-log-v1`; record-format.ts is the one module that
  * builds, splits and proves lines):
@@ -16,8 +18,8 @@
  * erase.ts, `Log#erase`): replay accepts it only when a later `moderation.erase` record names its
  * seq and hash (the vouched map, kept in `records`), and hands it on with `erased: true`.
  *
- * Segments are named by the zero-padded `seq` of their first record (`0000000000000001.jsonl`)
- * and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
+ * Segments (segment.ts) are named by the zero-padded `seq` of their first record
+ * (`0000000000000001.jsonl`) and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
  *
  * Writes use group commit: `append` assigns the next `seq` synchronously and queues the line;
  * one flush writes every queued line and calls fdatasync once; appends that arrive while a flush
@@ -34,44 +36,45 @@
  * not the last) throws LogCorruptError naming the file and byte offset, and a log that
  * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
  * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
+ *
+ * A whole replay of a large log (issue 30) frames and hash-checks the segments before the last
+ * on worker threads (replay-worker.ts) while the main thread links the segments' chains and
+ * applies the records in log order; it reports exactly what the single-threaded replay reports.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
-import { SEGMENT_BYTES_MAX } from '../constants.js';
+import { REPLAY_SEGMENTS_AHEAD, REPLAY_WORKERS_BYTES_MIN, REPLAY_WORKERS_MAX, SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
-import { fsyncDir, fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
+import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
+import { ActiveSegment, listSegments, readSegment, type SegmentInfo } from './segment.js';
 import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { SegmentRecords } from './records.js';
+import { availableParallelism } from 'node:os';
+import { CHECKED_FIELDS, SegmentChecker, type CheckedSegment } from './replay-worker.js';
 import {
   ERASE_RECORD_TYPE,
   GENESIS_HASH,
   HASH_SUFFIX_LENGTH,
-  SEGMENT_NAME,
   chainHash,
   encodeLine,
   eraseTargetsOf,
+  lineRecord,
   parseLine,
   recordJson,
-  segmentName,
   startsLikeRecord,
+  storedHashAt,
   type EraseTarget,
+  type LineFields,
   type LogRecord,
   type ParsedLine,
 } from './record-format.js';
 
 export const LOG_DIR = 'log';
-
-/** Where a segment starts and how long its durable part is; used by backup. */
-export interface SegmentInfo {
-  name: string;
-  firstSeq: number;
-  sizeBytes: number;
-}
 
 /** Options of `Log.open`. */
 export interface LogOptions {
@@ -110,21 +113,19 @@ export interface LogOptions {
    * records after it. Throws SnapshotMismatchError (nothing replayed yet) when it does not.
    */
   resume?: { seq: number; hash: string };
+  /**
+   * Worker threads for a whole replay (replay-worker.ts): 0 replays on the main thread only.
+   * Default: the cores beside the main thread, at most REPLAY_WORKERS_MAX.
+   */
+  replayWorkers?: number;
+  /**
+   * A whole replay uses workers only when at least this many bytes lie in segments before the
+   * last one (default REPLAY_WORKERS_BYTES_MIN; below it starting workers costs more than it saves).
+   */
+  replayWorkersBytesMin?: number;
 }
 
-export { chainHash, segmentName, type LogRecord };
-
-/** Lists the segments of a log directory in seq order. */
-export function listSegments(logDir: string): SegmentInfo[] {
-  if (!existsSync(logDir)) return [];
-  const out: SegmentInfo[] = [];
-  for (const name of readdirSync(logDir)) {
-    const m = SEGMENT_NAME.exec(name);
-    if (!m) continue;
-    out.push({ name, firstSeq: Number(m[1]), sizeBytes: statSync(join(logDir, name)).size });
-  }
-  return out.sort((a, b) => a.firstSeq - b.firstSeq);
-}
+export type { LogRecord };
 
 /** Result of reading a log directory from disk. */
 export interface ReplayResult {
@@ -144,6 +145,8 @@ export interface ReplayResult {
    * hash), in log order: the vouched map's entries from this replay (see record-format.ts).
    */
   vouched: Map<number, string>;
+  /** Worker threads that checked segments (0: the replay ran on the calling thread only). */
+  workers: number;
 }
 
 /**
@@ -164,6 +167,15 @@ export interface ReplayStart {
   prevHash: string;
 }
 
+/** Options of a replay: `strict` (verify's canonical-form check), `hashAtSeq`, `start`. */
+interface ReplayOptions {
+  strict?: boolean;
+  /** Report the chained hash of this record as `hashAt`. */
+  hashAtSeq?: number;
+  /** Resume here (after a state snapshot) instead of at record 1. */
+  start?: ReplayStart;
+}
+
 /**
  * Reads every segment in order (from `opts.start` when given), checking framing, hash chain and
  * seq continuity, and calls
@@ -174,78 +186,205 @@ export interface ReplayStart {
  * Throws LogCorruptError for damage other than a torn final line of the last segment, and for a
  * tombstone nobody vouched for (naming its file and offset).
  */
-export function replaySegments(
-  logDir: string,
-  onRecord: RecordVisitor,
-  opts: { strict?: boolean; hashAtSeq?: number; start?: ReplayStart } = {},
-): ReplayResult {
-  const start = opts.start;
-  const segments = listSegments(logDir).filter((seg) => start === undefined || seg.firstSeq >= start.segmentFirstSeq);
-  const strict = opts.strict === true;
-  let expectedSeq = start?.seq ?? 1;
-  let prevHash = start?.prevHash ?? GENESIS_HASH;
-  let torn: ReplayResult['torn'] = null;
-  let hashAt: string | null = null;
-  const vouched = new Map<number, string>();
-  /** Tombstones seen and not yet vouched for (seq → stored hash and where the line is). */
-  const unvouched = new Map<number, { hash: string; file: string; offset: number }>();
-  const follow = (parsed: ParsedLine, file: string, offset: number) => {
-    if (parsed.erased) unvouched.set(parsed.record.seq, { hash: parsed.hash, file, offset });
-    else if (parsed.record.type === ERASE_RECORD_TYPE) {
-      for (const t of eraseTargetsOf(parsed.record.payload)) {
-        vouched.set(t.seq, t.hash);
-        if (unvouched.get(t.seq)?.hash === t.hash) unvouched.delete(t.seq);
-      }
+export function replaySegments(logDir: string, onRecord: RecordVisitor, opts: ReplayOptions = {}): ReplayResult {
+  const replay = new Replay(logDir, onRecord, opts);
+  const segments = replay.segments;
+  for (let i = 0; i < segments.length; i++) replay.segment(segments[i]!, i === segments.length - 1);
+  return replay.finish();
+}
+
+/**
+ * replaySegments with the segments before the last one read, framed and hash-checked on
+ * `workers` worker threads (replay-worker.ts), a few segments ahead of the main thread, which
+ * links each segment's chain to the one before (by checking its first record against the
+ * previous segment's last hash), builds the records and calls `onRecord` in log order. The last
+ * segment (where a torn tail can be) is replayed on the main thread. Same calls, result and
+ * errors (the same LogCorruptError at the same record, after the same records) as
+ * replaySegments; `strict` and `start` are not supported here (use replaySegments).
+ */
+async function replaySegmentsInWorkers(logDir: string, onRecord: RecordVisitor, opts: ReplayOptions, workers: number): Promise<ReplayResult> {
+  const replay = new Replay(logDir, onRecord, opts);
+  const segments = replay.segments;
+  const checked = segments.slice(0, -1);
+  const checker = new SegmentChecker(
+    checked.map((seg) => ({ file: join(logDir, seg.name), firstSeq: seg.firstSeq })),
+    workers,
+    workers + REPLAY_SEGMENTS_AHEAD,
+  );
+  replay.workers = checker.workerCount;
+  try {
+    for (let i = 0; i < checked.length; i++) {
+      replay.segmentStart(checked[i]!);
+      replay.checkedSegment(checked[i]!, await checker.take(i));
     }
-  };
-  for (let i = 0; i < segments.length; i++) {
-    const seg = segments[i]!;
-    const file = join(logDir, seg.name);
-    const isLast = i === segments.length - 1;
-    const resumed = start !== undefined && seg.firstSeq === start.segmentFirstSeq;
-    if (!resumed && seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
+    const last = segments[segments.length - 1];
+    if (last !== undefined) replay.segment(last, true);
+  } finally {
+    await checker.close();
+  }
+  return replay.finish();
+}
+
+/**
+ * Whether a whole replay of the segments in `logDir` pays for worker threads: at least
+ * `bytesMin` bytes lie in segments before the last one (the ones workers check).
+ */
+function replayWorthWorkers(logDir: string, bytesMin: number): boolean {
+  const segments = listSegments(logDir);
+  let bytes = 0;
+  for (let i = 0; i < segments.length - 1; i++) bytes += segments[i]!.sizeBytes;
+  return segments.length >= 2 && bytes >= bytesMin;
+}
+
+/**
+ * The default number of replay worker threads: the cores beside the main thread, at most
+ * REPLAY_WORKERS_MAX (0 on one core, where a worker would only compete with the main thread).
+ */
+function defaultReplayWorkers(): number {
+  return Math.max(0, Math.min(REPLAY_WORKERS_MAX, availableParallelism() - 1));
+}
+
+/**
+ * One replay in progress: the chain's state (next seq, previous hash), the tombstones seen and
+ * the erase targets that vouch for them, and the result fields. Segments are handed to it in
+ * order, either as raw bytes (`segment`, parsed and checked here) or as checked by a worker
+ * (`checkedSegment`).
+ */
+class Replay {
+  readonly segments: SegmentInfo[];
+  private readonly strict: boolean;
+  private readonly start: ReplayStart | undefined;
+  private expectedSeq: number;
+  private prevHash: string;
+  private torn: ReplayResult['torn'] = null;
+  private hashAt: string | null = null;
+  private readonly vouched = new Map<number, string>();
+  /** Tombstones seen and not yet vouched for (seq → stored hash and where the line is). */
+  private readonly unvouched = new Map<number, { hash: string; file: string; offset: number }>();
+  /** Worker threads checking segments for this replay (set by replaySegmentsInWorkers). */
+  workers = 0;
+
+  constructor(
+    private readonly logDir: string,
+    private readonly onRecord: RecordVisitor,
+    private readonly opts: ReplayOptions,
+  ) {
+    const start = opts.start;
+    this.start = start;
+    this.segments = listSegments(logDir).filter((seg) => start === undefined || seg.firstSeq >= start.segmentFirstSeq);
+    this.strict = opts.strict === true;
+    this.expectedSeq = start?.seq ?? 1;
+    this.prevHash = start?.prevHash ?? GENESIS_HASH;
+  }
+
+  /** Whether replay resumes inside `seg` (after a state snapshot). */
+  private resumes(seg: SegmentInfo): boolean {
+    return this.start !== undefined && seg.firstSeq === this.start.segmentFirstSeq;
+  }
+
+  /** Checks that `seg` starts where the chain is (no segment missing or overlapping). Throws LogCorruptError. */
+  segmentStart(seg: SegmentInfo): void {
+    const expectedSeq = this.expectedSeq;
+    if (!this.resumes(seg) && seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
       throw new LogCorruptError(
-        file,
+        join(this.logDir, seg.name),
         0,
         seg.firstSeq > expectedSeq
           ? `records ${expectedSeq}..${seg.firstSeq - 1} are missing (a segment file was removed?)`
           : `segment starts at seq ${seg.firstSeq} but seq ${expectedSeq} was expected (overlapping segment)`,
       );
     }
-    const buf = readFileSync(file);
-    let pos = resumed ? start.offset : 0;
+  }
+
+  /** Reads, checks and replays segment `seg` (`isLast`: the log's last, where a torn tail may be). */
+  segment(seg: SegmentInfo, isLast: boolean): void {
+    this.segmentStart(seg);
+    const file = join(this.logDir, seg.name);
+    const buf = readSegment(this.logDir, seg);
+    let pos = this.resumes(seg) ? this.start!.offset : 0;
     while (pos < buf.length) {
       const nl = buf.indexOf(10, pos);
       if (nl === -1) {
         if (!isLast) throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
-        const tail = unterminatedTail(buf, pos, prevHash, expectedSeq, file, strict);
-        torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
+        const tail = unterminatedTail(buf, pos, this.prevHash, this.expectedSeq, file, this.strict);
+        this.torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
         if (tail === null) break;
-        follow(tail, file, pos);
-        onRecord(tail.record, tail.payloadJson, seg.firstSeq, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
-        if (expectedSeq === opts.hashAtSeq) hashAt = tail.hash;
-        prevHash = tail.hash;
-        expectedSeq++;
+        this.emit(tail.record, tail.payloadJson, tail.hash, tail.erased, seg.firstSeq, file, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
         break;
       }
-      const parsed = parseLine(buf, pos, nl, prevHash, expectedSeq, file, strict, stableStringify);
-      follow(parsed, file, pos);
-      onRecord(parsed.record, parsed.payloadJson, seg.firstSeq, pos, nl - HASH_SUFFIX_LENGTH - pos);
-      if (expectedSeq === opts.hashAtSeq) hashAt = parsed.hash;
-      prevHash = parsed.hash;
-      expectedSeq++;
+      const parsed = parseLine(buf, pos, nl, this.prevHash, this.expectedSeq, file, this.strict, stableStringify);
+      this.emit(parsed.record, parsed.payloadJson, parsed.hash, parsed.erased, seg.firstSeq, file, pos, nl - HASH_SUFFIX_LENGTH - pos);
       pos = nl + 1;
     }
   }
-  for (const [seq, t] of unvouched) {
-    throw new LogCorruptError(
-      t.file,
-      t.offset,
-      `record ${seq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`,
-    );
+
+  /**
+   * Replays segment `seg` (not the last, checked by segmentStart) as a worker checked it: its first
+   * line is checked here against the previous segment's last hash (the link between segments),
+   * exactly as `segment` would; the lines after it were checked by the worker, which chained them
+   * from the first line's stored hash. Then the worker's damage, if any, is thrown where it lies.
+   */
+  checkedSegment(seg: SegmentInfo, checked: CheckedSegment): void {
+    const file = join(this.logDir, seg.name);
+    const buf = checked.bytes;
+    if (buf.length === 0) return;
+    const { count, fields, damage } = checked;
+    const nl = buf.indexOf(10, 0);
+    if (nl === -1) throw new LogCorruptError(file, 0, 'incomplete line in a segment that is not the last one');
+    const first = parseLine(buf, 0, nl, this.prevHash, this.expectedSeq, file, false, stableStringify);
+    this.emit(first.record, first.payloadJson, first.hash, first.erased, seg.firstSeq, file, 0, nl - HASH_SUFFIX_LENGTH);
+    const f = scratchFields;
+    for (let i = 1; i < count; i++) {
+      const at = i * CHECKED_FIELDS;
+      const pos = fields[at]!;
+      f.erased = fields[at + 1] === 1;
+      f.cut = fields[at + 2]!;
+      f.payloadStart = fields[at + 3]!;
+      f.payloadEnd = fields[at + 4]!;
+      f.timeStart = fields[at + 5]!;
+      f.timeEnd = fields[at + 6]!;
+      f.typeStart = fields[at + 7]!;
+      f.typeEnd = fields[at + 8]!;
+      f.seq = this.expectedSeq;
+      const { record, payloadJson } = lineRecord(buf, pos, f, file);
+      // A checked line's stored hash is its chained hash; the string is only built where it is used.
+      const hash = f.erased || i === count - 1 || this.expectedSeq === this.opts.hashAtSeq ? storedHashAt(buf, f.cut) : '';
+      this.emit(record, payloadJson, hash, f.erased, seg.firstSeq, file, pos, f.cut - pos);
+    }
+    if (damage !== null) throw new LogCorruptError(file, damage.offset, damage.reason);
   }
-  return { lastSeq: expectedSeq - 1, lastHash: prevHash, records: expectedSeq - 1, torn, hashAt, vouched };
+
+  /** Follows one record: the erasure bookkeeping, `onRecord`, and the chain's head. */
+  private emit(record: LogRecord, payloadJson: string, hash: string, erased: boolean, segmentFirstSeq: number, file: string, offset: number, length: number): void {
+    if (erased) this.unvouched.set(record.seq, { hash, file, offset });
+    else if (record.type === ERASE_RECORD_TYPE) {
+      for (const t of eraseTargetsOf(record.payload)) {
+        this.vouched.set(t.seq, t.hash);
+        if (this.unvouched.get(t.seq)?.hash === t.hash) this.unvouched.delete(t.seq);
+      }
+    }
+    this.onRecord(record, payloadJson, segmentFirstSeq, offset, length);
+    if (this.expectedSeq === this.opts.hashAtSeq) this.hashAt = hash;
+    this.prevHash = hash;
+    this.expectedSeq++;
+  }
+
+  /** The result, once every segment is replayed. Throws LogCorruptError for a tombstone nobody vouched for. */
+  finish(): ReplayResult {
+    for (const [seq, t] of this.unvouched) {
+      throw new LogCorruptError(
+        t.file,
+        t.offset,
+        `record ${seq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`,
+      );
+    }
+    const last = this.expectedSeq - 1;
+    return { lastSeq: last, lastHash: this.prevHash, records: last, torn: this.torn, hashAt: this.hashAt, vouched: this.vouched, workers: this.workers };
+  }
 }
+
+/** Fields of one worker-checked line, reused record after record (checkedSegment copies into it). */
+const scratchFields: LineFields = { erased: false, cut: 0, payloadStart: 0, payloadEnd: 0, fieldsEnd: 0, seq: 0, timeStart: 0, timeEnd: 0, typeStart: 0, typeEnd: 0 };
 
 /**
  * Whether `buf[pos..]` could be what a write cut short by a crash left behind: the start of a
@@ -362,11 +501,9 @@ export class Log {
   private flushing = false;
   private waiters: Waiter[] = [];
   private failed: Error | null = null;
-  private handle: fsp.FileHandle | null = null;
-  private segmentFirstSeq: number;
-  private segmentBytes: number;
+  /** The segment file taking appends (segment.ts). */
+  private readonly segment: ActiveSegment;
   private readonly logDir: string;
-  private readonly segmentBytesMax: number;
   /** Counters for tests and benchmarks. */
   readonly stats = { fsyncs: 0, batches: 0, records: 0 };
   /**
@@ -384,16 +521,35 @@ export class Log {
     readonly records: SegmentRecords,
   ) {
     this.logDir = join(dataDir, LOG_DIR);
-    this.segmentBytesMax = opts.segmentBytesMax ?? SEGMENT_BYTES_MAX;
+    this.segment = new ActiveSegment(this.logDir, opts.segmentBytesMax ?? SEGMENT_BYTES_MAX);
     this.metaValue = meta;
     this.headSeqValue = replay.lastSeq;
     this.durableSeqValue = replay.lastSeq;
     this.lastHash = replay.lastHash;
     this.durableHash = replay.lastHash;
-    const segs = listSegments(this.logDir);
-    const last = segs[segs.length - 1];
-    this.segmentFirstSeq = last ? last.firstSeq : 1;
-    this.segmentBytes = last ? last.sizeBytes : 0;
+    this.replayWorkers = replay.workers;
+  }
+
+  /** Worker threads the opening replay checked segments on (0: it ran on the main thread only). */
+  readonly replayWorkers: number;
+
+  /** The active segment's append handle (null before the first batch and after close). */
+  private get handle(): fsp.FileHandle | null {
+    return this.segment.handle;
+  }
+
+  /** Seq of the active segment's first record. */
+  private get segmentFirstSeq(): number {
+    return this.segment.firstSeq;
+  }
+
+  /** Bytes written to the active segment; the flush adds each batch it wrote. */
+  private get segmentBytes(): number {
+    return this.segment.bytes;
+  }
+
+  private set segmentBytes(bytes: number) {
+    this.segment.bytes = bytes;
   }
 
   /**
@@ -457,7 +613,10 @@ export class Log {
       }
       start = { seq: seq + 1, segmentFirstSeq: loc.segmentFirstSeq, offset: loc.offset + loc.length + HASH_SUFFIX_LENGTH + 1, prevHash: hash };
     }
-    const replay = replaySegments(logDir, visit, { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq, start });
+    const replayOpts: ReplayOptions = { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq, start };
+    const workers = opts.replayWorkers ?? defaultReplayWorkers();
+    const parallel = start === undefined && opts.strict !== true && workers > 0 && replayWorthWorkers(logDir, opts.replayWorkersBytesMin ?? REPLAY_WORKERS_BYTES_MIN);
+    const replay = parallel ? await replaySegmentsInWorkers(logDir, visit, replayOpts, workers) : replaySegments(logDir, visit, replayOpts);
     const cp = meta.checkpoint;
     if (start !== undefined && cp !== undefined && cp.seq < start.seq) {
       // The checkpoint lies inside the snapshot's part of the log: its record's stored hash field.
@@ -739,26 +898,13 @@ export class Log {
 
   /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
   private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
-    const full = this.segmentBytes > 0 && (this.sealRequested || this.segmentBytes + batchBytes > this.segmentBytesMax);
-    if (this.handle && !full) return;
+    const full = this.segment.isFull(batchBytes, this.sealRequested);
+    if (this.segment.handle && !full) return;
     this.sealRequested = false;
     // Closing a full segment: record that the log reaches its last record, so a later loss of
     // the segments after it cannot go unnoticed at startup.
     if (full) await this.writeCheckpoint();
-    if (this.handle) {
-      await this.handle.close();
-      this.handle = null;
-    }
-    // An empty current segment (new log, or a crash right after a roll-over) is simply renamed
-    // by starting the next one at this batch's first seq; records never span segments.
-    if (full || this.segmentBytes === 0) {
-      this.segmentFirstSeq = firstSeq;
-      this.segmentBytes = 0;
-    }
-    const path = join(this.logDir, segmentName(this.segmentFirstSeq));
-    const created = !existsSync(path);
-    this.handle = await fsp.open(path, 'a', 0o600);
-    if (created) await fsyncDir(this.logDir);
+    await this.segment.open(firstSeq, full);
   }
 
   /**
@@ -772,10 +918,7 @@ export class Log {
     try {
       if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
     } finally {
-      if (this.handle) {
-        await this.handle.close();
-        this.handle = null;
-      }
+      await this.segment.close();
       // The record store the log made for itself (no caller's) has read descriptors to close.
       if (this.opts.records === undefined) this.records.close();
     }

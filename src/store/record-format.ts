@@ -1,7 +1,7 @@
 /**
  * The record line format (`agent-forum-log-v1`): the one module that knows how a log line is
- * built, split, hashed and proven. log.ts (append, replay), records.ts (read-back) and erase.ts
- * (tombstones) all go through it.
+ * built, split, hashed and proven. log.ts (append, replay), replay-worker.ts (checking segments
+ * on worker threads), records.ts (read-back) and erase.ts (tombstones) all go through it.
  *
  * A record line:
  *
@@ -36,8 +36,6 @@ export const HASH_HEX_LENGTH = 64;
 export const HASH_SUFFIX_LENGTH = HASH_PREFIX.length + HASH_HEX_LENGTH + 2;
 /** The chained hash "before" the first record. */
 export const GENESIS_HASH = '0'.repeat(HASH_HEX_LENGTH);
-/** Segment file names: the zero-padded seq of the segment's first record. */
-export const SEGMENT_NAME = /^(\d{16})\.jsonl$/;
 /** The record type whose payload's `targets` vouch for tombstones (the erasure contract). */
 export const ERASE_RECORD_TYPE = 'moderation.erase';
 
@@ -67,11 +65,6 @@ export interface StoredRecord {
 export interface EraseTarget {
   seq: number;
   hash: string;
-}
-
-/** Segment file name for a first seq (`0000000000000001.jsonl`). */
-export function segmentName(firstSeq: number): string {
-  return `${String(firstSeq).padStart(16, '0')}.jsonl`;
 }
 
 /**
@@ -183,7 +176,7 @@ const times = new TokenCache();
 const types = new TokenCache();
 
 /** The fields of a line found by `scanLine`: byte positions within the buffer. */
-interface LineFields {
+export interface LineFields {
   /** True for a tombstone. */
   erased: boolean;
   /** Where the record text ends: the `,` of `,"hash"`. */
@@ -205,7 +198,7 @@ interface LineFields {
  * (not its hash). Output: the fields, or null when the bytes are not framed as a record line or a
  * tombstone line.
  */
-function scanLine(buf: Buffer, pos: number, end: number): LineFields | null {
+export function scanLine(buf: Buffer, pos: number, end: number): LineFields | null {
   const cut = end - HASH_SUFFIX_LENGTH;
   if (cut < pos || !bytesAt(buf, cut, HASH_PREFIX_BYTES) || buf[end - 2] !== 0x22 || buf[end - 1] !== 0x7d) return null;
   let erased = false;
@@ -236,7 +229,7 @@ function scanLine(buf: Buffer, pos: number, end: number): LineFields | null {
 }
 
 /** The stored chained hash of a line whose record text ends at `cut` (64 hex, latin1). */
-function storedHashAt(buf: Buffer, cut: number): string {
+export function storedHashAt(buf: Buffer, cut: number): string {
   return buf.toString('latin1', cut + HASH_PREFIX.length, cut + HASH_PREFIX.length + HASH_HEX_LENGTH);
 }
 
@@ -251,24 +244,14 @@ export interface ParsedLine {
 }
 
 /**
- * Checks and parses the line `buf[pos, nl)` at replay. For a record line the hash is computed
- * over the line's bytes up to the hash field, closed with `}` — the record's canonical JSON —
- * without building that string, and compared with the stored hex in place. Only the payload's
- * bytes are decoded into a string (the one the index keeps); seq, time and type are read from the
- * ASCII tail byte by byte. A tombstone line is parsed, not hashed: the caller must see it vouched.
- * `strict` also checks canonical form (verify). Throws LogCorruptError (file, pos) for bad
- * framing, a hash mismatch or an unexpected seq.
+ * Checks the line `buf[pos, nl)` at replay without building its record: framing, the hash (for a
+ * record line, computed over the line's bytes up to the hash field, closed with `}` — the
+ * record's canonical JSON — without building that string, and compared with the stored hex in
+ * place), the seq, and for a tombstone that its stored hash is hex (a tombstone is not hashed:
+ * the caller must see it vouched). Output: the line's fields and its chained hash. Throws
+ * LogCorruptError (file, pos) for bad framing, a hash mismatch or an unexpected seq, in that order.
  */
-export function parseLine(
-  buf: Buffer,
-  pos: number,
-  nl: number,
-  prevHash: string,
-  expectedSeq: number,
-  file: string,
-  strict: boolean,
-  canonical: (value: unknown) => string,
-): ParsedLine {
+export function checkLine(buf: Buffer, pos: number, nl: number, prevHash: string, expectedSeq: number, file: string): { fields: LineFields; hash: string } {
   const f = scanLine(buf, pos, nl);
   if (f === null) {
     throw new LogCorruptError(file, pos, `record ${expectedSeq} is not framed as {"payload":...,"seq":...,"time":...,"type":...,"hash":"<64 hex>"}`);
@@ -287,14 +270,47 @@ export function parseLine(
   if (f.seq !== expectedSeq) throw new LogCorruptError(file, pos, `record has seq ${f.seq} but ${expectedSeq} was expected`);
   if (f.erased) {
     for (let i = 0; i < HASH_HEX_LENGTH; i++) if (!isHexByte(buf[f.cut + HASH_PREFIX.length + i]!)) throw new LogCorruptError(file, pos, `tombstone ${expectedSeq} has no valid hash`);
+  }
+  return { fields: f, hash: chained };
+}
+
+/**
+ * The record of a line checked by `checkLine` (its fields `f`, the line at `buf[pos..]` of
+ * `file`), and its payload JSON as stored: only the payload's bytes are decoded into a string
+ * (the one the index keeps); seq, time and type come from the ASCII fields. A tombstone gives
+ * `erased: true`, payload null and payload JSON `'null'`.
+ */
+export function lineRecord(buf: Buffer, pos: number, f: LineFields, file: string): { record: LogRecord; payloadJson: string } {
+  if (f.erased) {
     const record: LogRecord = { seq: f.seq, time: times.get(buf, f.timeStart, f.timeEnd), type: types.get(buf, f.typeStart, f.typeEnd), payload: null, erased: true };
-    return { record, payloadJson: 'null', hash: chained, erased: true };
+    return { record, payloadJson: 'null' };
   }
   const payloadJson = buf.toString('utf8', f.payloadStart, f.payloadEnd);
-  const record = new ReplayedRecord(f.seq, times.get(buf, f.timeStart, f.timeEnd), types.get(buf, f.typeStart, f.typeEnd), payloadJson, file, pos);
+  return { record: new ReplayedRecord(f.seq, times.get(buf, f.timeStart, f.timeEnd), types.get(buf, f.typeStart, f.typeEnd), payloadJson, file, pos), payloadJson };
+}
+
+/**
+ * Checks and parses the line `buf[pos, nl)` at replay (`checkLine`, then `lineRecord`).
+ * `strict` also checks canonical form (verify). Throws LogCorruptError (file, pos) for bad
+ * framing, a hash mismatch, an unexpected seq, and (strict) a payload that is not valid JSON or
+ * a record not in canonical form.
+ */
+export function parseLine(
+  buf: Buffer,
+  pos: number,
+  nl: number,
+  prevHash: string,
+  expectedSeq: number,
+  file: string,
+  strict: boolean,
+  canonical: (value: unknown) => string,
+): ParsedLine {
+  const { fields: f, hash: chained } = checkLine(buf, pos, nl, prevHash, expectedSeq, file);
+  const { record, payloadJson } = lineRecord(buf, pos, f, file);
+  if (f.erased) return { record, payloadJson, hash: chained, erased: true };
   if (strict) {
     void record.payload; // parses: throws LogCorruptError for JSON that is not valid
-    if (canonical(record.toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${buf.toString('latin1', f.payloadEnd, f.cut)}}`) {
+    if (canonical((record as ReplayedRecord).toJSON()) !== `${PAYLOAD_PREFIX}${payloadJson}${buf.toString('latin1', f.payloadEnd, f.cut)}}`) {
       throw new LogCorruptError(file, pos, `record ${expectedSeq} is not in canonical JSON form`);
     }
   }

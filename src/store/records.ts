@@ -35,13 +35,14 @@ import {
   HASH_HEX_LENGTH,
   HASH_SUFFIX_LENGTH,
   proveLine,
-  segmentName,
   splitRecordText,
   storedHashOfTail,
   type StoredRecord,
 } from './record-format.js';
 
-export { segmentName, splitRecordText, type StoredRecord };
+import { segmentName } from './segment.js';
+
+export { splitRecordText, type StoredRecord };
 
 /** Bytes before a line that a proven read takes with it: the previous line's hash, `"}` and newline. */
 const PREV_HASH_LEAD = HASH_HEX_LENGTH + 3;

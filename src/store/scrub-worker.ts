@@ -15,7 +15,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { listSegments, replaySegments } from './log.js';
+import { replaySegments } from './log.js';
+import { listSegments } from './segment.js';
 import { LogCorruptError } from './errors.js';
 import { SCRUB_SLEEP_MS_MIN } from '../constants.js';
 

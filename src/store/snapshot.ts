@@ -38,7 +38,7 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, rmSync
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from './fsutil.js';
-import { listSegments } from './log.js';
+import { listSegments } from './segment.js';
 import { SNAPSHOT_HEADER_BYTES_MAX } from '../constants.js';
 
 /** Folder of derived index files inside the data folder. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { writeFileAtomic, writeFileAtomicSync, TEMP_FILE_PATTERN } from '../../dist/store/fsutil.js';
 import { App } from '../../dist/app.js';
 import { loadConfig } from '../../dist/config.js';
-import { listSegments } from '../../dist/store/log.js';
+import { listSegments } from '../../dist/store/segment.js';
 import { tempDir } from '../helpers/server.mjs';
 
 const temps = (dir) => readdirSync(dir).filter((n) => TEMP_FILE_PATTERN.test(n));

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Log, listSegments } from '../../dist/store/log.js';
+import { Log } from '../../dist/store/log.js';
+import { listSegments } from '../../dist/store/segment.js';
 import { scanEraseRecordPayloads } from '../../dist/store/erase.js';
 import { tempDir } from '../helpers/server.mjs';
 

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync, writeFileSync, readdirSync, unlinkSync, truncateSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Log, listSegments, replaySegments } from '../../dist/store/log.js';
+import { Log, replaySegments } from '../../dist/store/log.js';
+import { listSegments } from '../../dist/store/segment.js';
 import { readMeta } from '../../dist/store/meta.js';
 import { LogCorruptError, StoreStateError } from '../../dist/store/errors.js';
 import { tempDir } from '../helpers/server.mjs';
@@ -313,7 +314,7 @@ test('strict replay refuses a record that is not in canonical form', async (t) =
   const dir = tempDir(t);
   await writeRecords(dir, 1);
   const [seg] = segmentFiles(dir);
-  const { chainHash } = await import('../../dist/store/log.js');
+  const { chainHash } = await import('../../dist/store/record-format.js');
   const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
   // Payload keys out of order, framed and chained correctly: a valid chain, not canonical.
   const body = `{"payload":{"text":${JSON.stringify(rec.payload.text)},"i":${rec.payload.i}},"seq":1,"time":"${rec.time}","type":"${rec.type}"}`;
@@ -326,7 +327,7 @@ test('a record whose top-level fields are not in canonical order is refused as u
   const dir = tempDir(t);
   await writeRecords(dir, 1);
   const [seg] = segmentFiles(dir);
-  const { chainHash } = await import('../../dist/store/log.js');
+  const { chainHash } = await import('../../dist/store/record-format.js');
   const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
   const body = JSON.stringify({ type: rec.type, seq: rec.seq, time: rec.time, payload: rec.payload });
   writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
@@ -353,7 +354,7 @@ test('replay reads seq, time and type from the tail and refuses every malformed 
   const dir = tempDir(t);
   await writeRecords(dir, 1);
   const [seg] = segmentFiles(dir);
-  const { chainHash } = await import('../../dist/store/log.js');
+  const { chainHash } = await import('../../dist/store/record-format.js');
   const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
   const payload = JSON.stringify(rec.payload);
   const write = (tail) => {
@@ -388,7 +389,7 @@ test('a chained record whose payload is not JSON is reported with its file and o
   const dir = tempDir(t);
   await writeRecords(dir, 1);
   const [seg] = segmentFiles(dir);
-  const { chainHash } = await import('../../dist/store/log.js');
+  const { chainHash } = await import('../../dist/store/record-format.js');
   const rec = JSON.parse(readFileSync(seg, 'utf8').trimEnd());
   const body = `{"payload":{"i":1,,},"seq":1,"time":"${rec.time}","type":"${rec.type}"}`;
   writeFileSync(seg, body.slice(0, -1) + `,"hash":"${chainHash('0'.repeat(64), body)}"}\n`);
