@@ -469,8 +469,14 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
           erasures.acked++;
         }
       };
-      const loops = Promise.all([...Array.from({ length: writers }, (_, w) => writer(w)), eraser()]);
+      // A self-test's fault is built on a real erasee message, never erased, so its run sends none.
+      const loops = Promise.all([...Array.from({ length: writers }, (_, w) => writer(w)), inject === 'phantom-erasure' ? Promise.resolve() : eraser()]);
       await new Promise((r) => setTimeout(r, 50 + Math.floor(random() * 350)));
+      // A self-test run waits (up to INJECT_WAIT_MS) until the writes its fault is built on exist,
+      // so a starved machine cannot turn the self-test into an unrelated failure.
+      for (const until = Date.now() + INJECT_WAIT_MS; inject && !faultMaterial(inject, acked) && Date.now() < until; ) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
       // One stop in four is a graceful one, which writes the state snapshot; the kills after it
       // leave that snapshot stale (records after it), and between stops it is also damaged or
       // deleted, so every start path (whole replay, snapshot + tail, refused snapshot) is crossed.
@@ -504,6 +510,16 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** How long a self-test run waits before its kill for the writes its fault is built on, ms. */
+const INJECT_WAIT_MS = 60_000;
+
+/** Whether `acked` holds what the self-test fault `kind` is built on (see injectFault). */
+function faultMaterial(kind, acked) {
+  if (kind === 'phantom-erasure') return acked.some((w) => w.erasee && w.erasure === undefined);
+  if (kind === 'lost-feed-event') return acked.some((w) => w.kind === 'message');
+  return acked.some((w) => w.kind === 'work-action');
 }
 
 /** Self-test faults (see runCrashTest); each must make the final verification fail. */
