@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { App } from '../../dist/app.js';
 import { loadConfig } from '../../dist/config.js';
-import { listSegments } from '../../dist/store/log.js';
+import { listSegments } from '../../dist/store/segment.js';
 import { decideRegister } from '../../dist/domain/agents/agents.js';
 import { decideTopic, decideMessage } from '../../dist/domain/forum/forum.js';
 import { decideKnowledge } from '../../dist/domain/knowledge/knowledge.js';
