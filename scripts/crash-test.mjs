@@ -186,27 +186,27 @@ function disturbSearchIndex(dataDir, random) {
   if (shards.length === 0) return 'absent';
   const file = join(dir, shards[Math.floor(random() * shards.length)]);
   const r = random();
-  if (r < 0.3) return 'kept';
-  if (r < 0.45) {
+  if (r < 0.25) return 'kept';
+  if (r < 0.35) {
     rmSync(file);
     return 'deleted';
   }
-  if (r < 0.85) {
+  if (r < 0.65) {
     const buf = readFileSync(file);
     buf[Math.floor(random() * buf.length)] ^= 0x20;
     writeFileSync(file, buf);
     return 'flipped';
   }
-  if (r < 0.9) {
+  if (r < 0.72) {
     const buf = readFileSync(file);
     writeFileSync(file, buf.subarray(0, Math.floor(random() * buf.length)));
     return 'truncated';
   }
-  if (r < 0.93) {
+  if (r < 0.79) {
     writeFileSync(`${file}.tmp`, readFileSync(file).subarray(0, 100));
     return 'temp';
   }
-  if (r < 0.96) {
+  if (r < 0.88) {
     writeFileSync(`${file}.merge.tmp-${process.pid}`, readFileSync(file).subarray(0, 100));
     return 'merge-temp';
   }
