@@ -120,8 +120,14 @@ function check(cond, message) {
 function startServer(dataDir) {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [SERVER_JS], {
-      // Small search-index shards, so that many shard files exist to be damaged between stops.
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', FORUM_SEARCH_SHARD_DOCS: String(SEARCH_SHARD_DOCS), FORUM_SEARCH_MERGE_FACTOR: String(SEARCH_MERGE_FACTOR) },
+      // Small search-index shards, so that many shard files exist to be damaged between stops; small
+      // segments and no byte threshold, so that a whole replay (snapshot absent or refused) checks
+      // them on worker threads (issue 30).
+      env: {
+        ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off',
+        FORUM_SEARCH_SHARD_DOCS: String(SEARCH_SHARD_DOCS), FORUM_SEARCH_MERGE_FACTOR: String(SEARCH_MERGE_FACTOR),
+        FORUM_SEGMENT_KB: String(SEGMENT_KB), FORUM_REPLAY_WORKERS_MIN_KB: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -131,6 +137,7 @@ function startServer(dataDir) {
       out += d;
       const line = out.split('\n').find((l) => l.includes('"listening"'));
       if (line && !proc.url) {
+        proc.replayWorkers = out.includes('"replay_workers"');
         proc.url = JSON.parse(line).url;
         resolve(proc);
       }
@@ -165,6 +172,8 @@ function disturbIndex(dataDir, random) {
   return 'truncated';
 }
 
+/** Segment roll-over size of the crash test's server, KiB (FORUM_SEGMENT_KB): many segments. */
+const SEGMENT_KB = 64;
 /** Documents per search-index shard in the crash test's server (FORUM_SEARCH_SHARD_DOCS). */
 const SEARCH_SHARD_DOCS = 64;
 /** Search shard files merged at a time in the crash test's server (FORUM_SEARCH_MERGE_FACTOR): 2 makes merges frequent. */
@@ -307,6 +316,8 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   const stats = { actions, inDoubtRetries };
   const indexDisturbances = Object.fromEntries(INDEX_DISTURBANCES.map((d) => [d, 0]));
   const searchIndexDisturbances = Object.fromEntries(SEARCH_INDEX_DISTURBANCES.map((d) => [d, 0]));
+  /** Starts whose whole replay checked segments on worker threads (the server logs replay_workers). */
+  let replaysInWorkers = 0;
   // Erasures (issue 25): an operator erases acknowledged messages of `erasee`; each such write
   // gets `erasure`: 'acked' (201 seen), 'doubt' (no answer; resolved after the restart to
   // 'acked' when in effect or 'kept' when not).
@@ -317,6 +328,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
   try {
     for (let it = 1; it <= iterations; it++) {
       const server = await startServer(dataDir);
+      if (server.replayWorkers) replaysInWorkers++;
       const base = server.url;
       const api = (method, path, body, token) => call(dispatcher, base, method, path, body, token);
 
@@ -505,7 +517,7 @@ export async function runCrashTest({ iterations = 100, writers = 12, seed = Date
         server.kill('SIGTERM');
       });
     }
-    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, erasures, indexDisturbances, searchIndexDisturbances, seed, dataDir };
+    return { iterations, checked, acknowledged: acked.length, actions, inDoubtRetries, erasures, indexDisturbances, searchIndexDisturbances, replaysInWorkers, seed, dataDir };
   } finally {
     await dispatcher.close();
     if (!keep) rmSync(dataDir, { recursive: true, force: true });
@@ -806,7 +818,8 @@ async function main() {
       `in-doubt actions retried: ${result.inDoubtRetries.applied} applied once (200), ${result.inDoubtRetries.stale} stale and never applied (409); ` +
       `erasures: ${result.erasures.acked} acknowledged, ${result.erasures.inDoubt} in doubt (${result.erasures.inDoubtInEffect} in effect, ${result.erasures.inDoubtNotInEffect} not); ` +
       `state snapshot between stops: ${INDEX_DISTURBANCES.map((d) => `${d} ${result.indexDisturbances[d]}`).join(', ')}`,
-      `search index between stops: ${SEARCH_INDEX_DISTURBANCES.map((d) => `${d} ${result.searchIndexDisturbances[d]}`).join(', ')}`,
+      `search index between stops: ${SEARCH_INDEX_DISTURBANCES.map((d) => `${d} ${result.searchIndexDisturbances[d]}`).join(', ')}; ` +
+      `starts whose whole replay ran on worker threads: ${result.replaysInWorkers}`,
   );
   console.log(
     `crash test passed: ${result.iterations} kills or stops, ${result.acknowledged} acknowledged writes, ${result.checked} checks, ` +

@@ -209,6 +209,8 @@ export class App {
         for (const name of removeStaleTempFiles(dir)) logger.warn('temp_file_removed', `removed ${join(dir, name)}, a temporary file left by an interrupted write`);
       }
       const logOptions: LogOptions = {
+        segmentBytesMax: config.segmentBytes,
+        replayWorkersBytesMin: config.replayWorkersBytesMin,
         onCheckpointNoSpace: (err) =>
           logger.warn('checkpoint_not_written', `the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),
         onTruncate: (file, offset, bytes) =>
@@ -227,6 +229,7 @@ export class App {
       }
       const opened = await openIndexed(config, logOptions, key);
       const { log, state, records } = opened;
+      if (log.replayWorkers > 0) logger.info('replay_workers', `whole replay: segments checked on ${log.replayWorkers} worker thread(s)`, { workers: log.replayWorkers });
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
       const app = new App(config, log, state, clock, release, records, key);
       app.lastTimeMs = opened.lastTime === null ? 0 : Date.parse(opened.lastTime);

@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT } from './constants.js';
+import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -86,6 +86,19 @@ export interface Config {
    */
   searchBuildWorkers: number;
   /**
+   * Segment roll-over size, bytes (FORUM_SEGMENT_KB, in KiB; default SEGMENT_BYTES_MAX, 64 MiB;
+   * at least 1 KiB). A tuning knob: the crash test uses small segments so that a whole replay
+   * has many to check on worker threads. Issue 30.
+   */
+  segmentBytes: number;
+  /**
+   * A whole replay checks segments on worker threads only when the segments before the last hold
+   * at least this many bytes (FORUM_REPLAY_WORKERS_MIN_KB, in KiB; default
+   * REPLAY_WORKERS_BYTES_MIN, 16 MiB; 0 = whenever there are segments before the last). The crash
+   * test sets 0 so its small logs replay in workers too. Issue 30.
+   */
+  replayWorkersBytesMin: number;
+  /**
    * Pace of the background scrub that re-verifies sealed segments, MB (10^6 bytes) per minute
    * (FORUM_SCRUB_MB_PER_MINUTE, default SCRUB_MB_PER_MINUTE_DEFAULT = 256; 0 = off). Issue 28.
    */
@@ -164,6 +177,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     searchShardDocs: Math.max(1, intEnv(env, 'FORUM_SEARCH_SHARD_DOCS', NGRAM_SHARD_DOCS_MAX)!),
     searchMergeFactor: intEnv(env, 'FORUM_SEARCH_MERGE_FACTOR', NGRAM_MERGE_FACTOR)!,
     searchBuildWorkers: Math.max(0, intEnv(env, 'FORUM_SEARCH_BUILD_WORKERS', SEARCH_BUILD_WORKERS_DEFAULT)!),
+    segmentBytes: Math.max(1, intEnv(env, 'FORUM_SEGMENT_KB', SEGMENT_BYTES_MAX / 1024)!) * 1024,
+    replayWorkersBytesMin: Math.max(0, intEnv(env, 'FORUM_REPLAY_WORKERS_MIN_KB', REPLAY_WORKERS_BYTES_MIN / 1024)!) * 1024,
     testClock: flagEnv(env, 'FORUM_TEST_CLOCK', false),
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
     scrubMbPerMinute: intEnv(env, 'FORUM_SCRUB_MB_PER_MINUTE', SCRUB_MB_PER_MINUTE_DEFAULT)!,
