@@ -50,6 +50,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
+import { prng } from './prng.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER_JS = join(ROOT, 'dist', 'server.js');
@@ -59,17 +60,8 @@ const execFileP = promisify(execFile);
 /** Work actions the workload drives (part 3). */
 export const ACTIONS = ['claim', 'renew', 'release', 'submit', 'review', 'cancel'];
 
-/** Small deterministic PRNG (mulberry32) so a failing run can be replayed with --seed (also seeds test/unit/area-snapshots.test.mjs). */
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG (scripts/prng.mjs), exported here too for test/unit/area-snapshots.test.mjs. */
+export { prng };
 
 export class Violation extends Error {}
 

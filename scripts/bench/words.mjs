@@ -7,17 +7,8 @@ export const MARKER_WORD = 'zephyrine';
 /** A word in no message (not in wamerican's list). */
 export const ABSENT_WORD = 'quixotry';
 
-/** A seeded generator of uniform numbers in [0, 1) (mulberry32), deterministic for a seed. */
-export function createRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator of uniform numbers in [0, 1) (mulberry32, scripts/prng.mjs), deterministic for a seed. */
+export { prng as createRandom } from '../prng.mjs';
 
 /** A shuffled copy of `list` (Fisher–Yates with `random`). */
 export function shuffled(list, random) {

@@ -10,7 +10,11 @@
  */
 const F64LIST_DOUBLING_MAX = 1 << 20;
 
-/** A growable Float64Array: 8 bytes an element, amortised O(1) push. */
+/**
+ * A growable Float64Array: 8 bytes an element, amortised O(1) push. Its own class beside U32List
+ * rather than one generic base over both array types: `at` and `push` then each see one array
+ * type, so they stay monomorphic where replay and queries call them millions of times.
+ */
 export class F64List {
   private data: Float64Array<ArrayBufferLike>;
   length = 0;

@@ -21,6 +21,7 @@ import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, 
 import { contentIncludes, rowOfSeq } from './search.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
+import { nameId, pushTo } from '../columns.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -145,24 +146,6 @@ export function createForumState(records: RecordSource): ForumState {
   };
 }
 
-/** The number of id `id` in `s.names` (added on first sight). */
-function nameId(s: ForumState, id: string): number {
-  const known = s.nameIds.get(id);
-  if (known !== undefined) return known;
-  s.nameIds.set(id, s.names.length);
-  s.names.push(id);
-  return s.names.length - 1;
-}
-
-function pushTo(map: Map<string, U32List>, key: string, value: number): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else {
-    const l = new U32List(4);
-    l.push(value);
-    map.set(key, l);
-  }
-}
 
 /** The author id of a message row. */
 export function messageAuthorOf(s: ForumState, row: MessageRow): string {

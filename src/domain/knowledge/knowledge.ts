@@ -25,6 +25,7 @@ import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../
 import type { RecordSource } from '../../store/records.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { discussionView, statusOf, textVisible, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { nameId, pushTo } from '../columns.js';
 
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 
@@ -109,24 +110,6 @@ export function createKnowledgeState(records: RecordSource): KnowledgeState {
   };
 }
 
-/** The number of id `id` in `s.names` (added on first sight). */
-function nameId(s: KnowledgeState, id: string): number {
-  const known = s.nameIds.get(id);
-  if (known !== undefined) return known;
-  s.nameIds.set(id, s.names.length);
-  s.names.push(id);
-  return s.names.length - 1;
-}
-
-function pushTo(map: Map<string, U32List>, key: string, value: number): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else {
-    const l = new U32List(4);
-    l.push(value);
-    map.set(key, l);
-  }
-}
 
 /** A knowledge id's seq: `kn_` and at least ID_SEQ_DIGITS digits (ids.ts). */
 const KNOWLEDGE_ID = new RegExp(`^kn_(\\d{${ID_SEQ_DIGITS},})$`);

@@ -56,6 +56,7 @@ import { SliceTimer } from '../slices.js';
 import { idHasSeq, makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
 import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { nameId } from '../columns.js';
 
 /** A work item's state (spec part 3); not to be confused with WorkBoardState, the whole board. */
 export type WorkItemState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
@@ -221,15 +222,6 @@ export function createWorkBoardState(records: RecordSource): WorkBoardState {
     otherIds: new Map(),
     otherIdOf: new Map(),
   };
-}
-
-/** The number of id `id` in `s.names` (added on first sight). */
-function nameId(s: WorkBoardState, id: string): number {
-  const known = s.nameIds.get(id);
-  if (known !== undefined) return known;
-  s.nameIds.set(id, s.names.length);
-  s.names.push(id);
-  return s.names.length - 1;
 }
 
 /** The number of tag list `tags` in `s.tagLists` (added on first sight). */

@@ -545,15 +545,22 @@ function sampleOf(buf: Buffer, blocks: number): { sampleKeys: Float64Array; bloc
   return { sampleKeys, blockCrcs };
 }
 
+/** The section offsets and counts a header of format 2 or 3 records (each layout checks them). */
+function headerSections(header: Buffer) {
+  return {
+    docs: header.readUInt32LE(12),
+    grams: header.readUInt32LE(64),
+    seqTableOff: header.readUInt32LE(72),
+    sampleOff: header.readUInt32LE(76),
+    dictOff: header.readUInt32LE(80),
+    postingsOff: header.readUInt32LE(84),
+    fileBytes: header.readUInt32LE(88),
+  };
+}
+
 /** Format 2: header | seq table | sample | dictionary | postings | MAC; metaCrc covers table and sample. */
 function readLayoutV2(fd: number, header: Buffer, size: number): ReaderLayout {
-  const docs = header.readUInt32LE(12);
-  const grams = header.readUInt32LE(64);
-  const seqTableOff = header.readUInt32LE(72);
-  const sampleOff = header.readUInt32LE(76);
-  const dictOff = header.readUInt32LE(80);
-  const postingsOff = header.readUInt32LE(84);
-  const fileBytes = header.readUInt32LE(88);
+  const { docs, grams, seqTableOff, sampleOff, dictOff, postingsOff, fileBytes } = headerSections(header);
   const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
   if (
     header.readUInt32LE(68) !== NGRAM_DICT_BLOCK_ENTRIES ||
@@ -573,13 +580,7 @@ function readLayoutV2(fd: number, header: Buffer, size: number): ReaderLayout {
 
 /** Format 3: header | seq table | postings | dictionary | sample | Bloom filter | MAC; metaCrc covers table, sample and filter. */
 function readLayoutV3(fd: number, header: Buffer, size: number): ReaderLayout {
-  const docs = header.readUInt32LE(12);
-  const grams = header.readUInt32LE(64);
-  const seqTableOff = header.readUInt32LE(72);
-  const sampleOff = header.readUInt32LE(76);
-  const dictOff = header.readUInt32LE(80);
-  const postingsOff = header.readUInt32LE(84);
-  const fileBytes = header.readUInt32LE(88);
+  const { docs, grams, seqTableOff, sampleOff, dictOff, postingsOff, fileBytes } = headerSections(header);
   const bloomOff = header.readUInt32LE(96);
   const bloomWordCount = header.readUInt32LE(100);
   const blocks = Math.ceil(grams / NGRAM_DICT_BLOCK_ENTRIES);
