@@ -32,6 +32,7 @@ import { SliceTimer } from './slices.js';
 import { listSegments } from '../store/segment.js';
 import { GENESIS_HASH } from '../store/record-format.js';
 import type { BuildJob, BuildMessage } from '../store/search/build-worker.js';
+import { documentTextsOf, type DocumentRule } from '../store/search/documents.js';
 
 /** The kinds of document, each with its own n-gram index. */
 export type DocumentKind = 'messages' | 'knowledge';
@@ -44,21 +45,25 @@ const KNOWLEDGE_INDEX_DIR = 'knowledge';
 /** Folder inside the search index folder where build workers write shard files before adoption. */
 const BUILD_DIR = 'build';
 
+/**
+ * Which records are documents: record type → the kind of document (its index) and the payload
+ * fields that are its texts (a message's content; a knowledge revision's title and content, two
+ * texts, so a match never spans them). Handed to the build workers as data.
+ */
+const DOCUMENTS: ReadonlyMap<string, DocumentRule<DocumentKind>> = new Map([
+  ['message.create', { kind: 'messages', fields: ['content'] }],
+  ['knowledge.publish', { kind: 'knowledge', fields: ['title', 'content'] }],
+]);
+
 /** The kind of document record type `type` is, or null (no document). */
-export function documentKind(type: string): DocumentKind | null {
-  if (type === 'message.create') return 'messages';
-  if (type === 'knowledge.publish') return 'knowledge';
-  return null;
+function documentKind(type: string): DocumentKind | null {
+  return DOCUMENTS.get(type)?.kind ?? null;
 }
 
 /** The texts record `type` with payload JSON `payloadJson` contributes to the index, or null. */
 export function documentTexts(type: string, payloadJson: string): string[] | null {
-  if (type === 'message.create') return [(JSON.parse(payloadJson) as { content: string }).content.toLowerCase()];
-  if (type === 'knowledge.publish') {
-    const k = JSON.parse(payloadJson) as { title: string; content: string };
-    return [k.title.toLowerCase(), k.content.toLowerCase()];
-  }
-  return null;
+  const rule = DOCUMENTS.get(type);
+  return rule === undefined ? null : documentTextsOf(rule.fields, payloadJson);
 }
 
 /** The message index and the knowledge index, one per document kind. */
@@ -326,7 +331,7 @@ export class SearchIndexer {
     const runs = splitBySize(segments, opts.workers);
     const buildDir = join(opts.searchDir, BUILD_DIR);
     rmSync(buildDir, { recursive: true, force: true });
-    const jobs: BuildJob[] = [];
+    const jobs: BuildJob<DocumentKind>[] = [];
     try {
       for (let r = 0; r < runs.length; r++) {
         const first = runs[r]![0]!.firstSeq;
@@ -339,6 +344,7 @@ export class SearchIndexer {
           fromSeq: r === 0 ? fromSeq : first,
           toSeq: r + 1 < runs.length ? runs[r + 1]![0]!.firstSeq - 1 : durableSeq,
           startAt,
+          documents: DOCUMENTS,
           shardDocsMax: this.shardDocsMax,
           key: this.indexes.key,
           outDir: { messages: join(buildDir, 'messages'), knowledge: join(buildDir, 'knowledge') },
@@ -351,7 +357,7 @@ export class SearchIndexer {
       throw err;
     }
     const started = performance.now();
-    const pending: Record<DocumentKind, Extract<BuildMessage, { type: 'shard' }>[]> = { messages: [], knowledge: [] };
+    const pending: Record<DocumentKind, Extract<BuildMessage<DocumentKind>, { type: 'shard' }>[]> = { messages: [], knowledge: [] };
     let adopted = 0;
     let stopped = false;
     const workers: Worker[] = [];
@@ -404,7 +410,7 @@ export class SearchIndexer {
     for (const job of jobs) {
       const worker = new Worker(new URL('../store/search/build-worker.js', import.meta.url), { workerData: job });
       workers.push(worker);
-      worker.on('message', (m: BuildMessage) => {
+      worker.on('message', (m: BuildMessage<DocumentKind>) => {
         if (stopped) return;
         if (m.type === 'shard') {
           pending[m.kind].push(m);

@@ -1,7 +1,7 @@
 /**
  * Tidy checks (TigerBeetle's src/tidy.zig): rules of the tree that review kept having to enforce,
  * now enforced by `npm test` — the layering (nothing under src/domain or src/store imports from
- * src/http; src/errors.ts imports nothing of ours), comments that tell history instead of why,
+ * src/http, nothing under src/store from src/domain; src/errors.ts imports nothing of ours), comments that tell history instead of why,
  * the ESLint rule set and the dead-export check (knip). Each check names the file and line it
  * refuses.
  */
@@ -45,6 +45,14 @@ test('nothing under src/domain or src/store imports from src/http', () => {
   const offenders = [];
   for (const file of [...tsFiles(join(SRC, 'domain')), ...tsFiles(join(SRC, 'store'))]) {
     for (const target of importsOf(file)) if (target.startsWith('src/http/')) offenders.push(`${file} imports ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test('nothing under src/store imports from src/domain (the store sits below the domain; rules it needs come as data)', () => {
+  const offenders = [];
+  for (const file of tsFiles(join(SRC, 'store'))) {
+    for (const target of importsOf(file)) if (target.startsWith('src/domain/')) offenders.push(`${file} imports ${target}`);
   }
   assert.deepEqual(offenders, []);
 });

@@ -7,8 +7,8 @@
  *
  * The worker reads its segment files directly and checks every line with the one record codec
  * (record-format.ts `parseLine`: framing, seq continuity, hash chain from `prevHash`). Records of
- * seq fromSeq..toSeq are documents as domain/search-indexer.ts `documentTexts` says, one index per
- * kind, from each kind's `startAt` on; tombstones and the seqs in `erased` (erasures not yet
+ * seq fromSeq..toSeq are documents as the job's `documents` table (the domain's rule, handed down
+ * as data; documents.ts extracts the texts) says, one index per kind, from each kind's `startAt` on; tombstones and the seqs in `erased` (erasures not yet
  * rewritten into tombstones) are no documents. Every `shardDocsMax` documents of a kind, the shard
  * is sealed on that document's seq, encoded with the index's own encoder (shard.ts) and written
  * temp → fsync → rename into `outDir[kind]` (fsutil.ts `writeFileAtomic`). At the end, the partial
@@ -27,10 +27,10 @@ import { parseLine } from '../record-format.js';
 import { writeFileAtomic } from '../fsutil.js';
 import { LiveShard } from './live.js';
 import { encodeShardSliced, shardFileName } from './shard.js';
-import { documentKind, documentTexts, type DocumentKind } from '../../domain/search-indexer.js';
+import { documentTextsOf, type DocumentRule } from './documents.js';
 
-/** One worker's share of a rebuild (see the module doc). */
-export interface BuildJob {
+/** One worker's share of a rebuild (see the module doc); K names the kinds of document. */
+export interface BuildJob<K extends string = string> {
   /** Segment files to read, in seq order: their paths and first seqs. */
   segments: { path: string; firstSeq: number }[];
   /** Chained hash of the record before the first segment's first record (64 zeros before seq 1). */
@@ -39,17 +39,19 @@ export interface BuildJob {
   fromSeq: number;
   toSeq: number;
   /** Per kind, the first seq its index still lacks (its throughSeq + 1). */
-  startAt: Record<DocumentKind, number>;
+  startAt: Record<K, number>;
+  /** Record type → the kind of document and its text fields (records of other types are none). */
+  documents: ReadonlyMap<string, DocumentRule<K>>;
   shardDocsMax: number;
   /** The derived-file key the shard files are authenticated with. */
   key: Uint8Array;
-  outDir: Record<DocumentKind, string>;
+  outDir: Record<K, string>;
   /** Seqs being erased whose lines may not be tombstones yet. */
   erased: number[];
 }
 
 /** A message from a build worker to its owner. */
-export type BuildMessage = { type: 'shard'; kind: DocumentKind; path: string; firstSeq: number; lastSeq: number } | { type: 'done' };
+export type BuildMessage<K extends string = string> = { type: 'shard'; kind: K; path: string; firstSeq: number; lastSeq: number } | { type: 'done' };
 
 /** Encoding runs to completion here: no event loop to share. */
 const NO_SLICES_MS = Number.POSITIVE_INFINITY;
@@ -65,17 +67,15 @@ interface KindBuild {
   nextFirstSeq: number;
 }
 
-async function run(job: BuildJob): Promise<void> {
+async function run<K extends string>(job: BuildJob<K>): Promise<void> {
   const key = Buffer.from(job.key);
   const erased = new Set(job.erased);
-  const builds: Record<DocumentKind, KindBuild> = {
-    messages: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.messages) },
-    knowledge: { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt.knowledge) },
-  };
-  for (const dir of Object.values(job.outDir)) mkdirSync(dir, { recursive: true });
+  const kinds = Object.keys(job.outDir) as K[];
+  const builds = new Map<K, KindBuild>(kinds.map((kind) => [kind, { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt[kind]) }]));
+  for (const dir of Object.values<string>(job.outDir)) mkdirSync(dir, { recursive: true });
 
-  const seal = async (kind: DocumentKind, seq: number, hash: string): Promise<void> => {
-    const b = builds[kind];
+  const seal = async (kind: K, seq: number, hash: string): Promise<void> => {
+    const b = builds.get(kind)!;
     let live = b.live!;
     if (live.docs < job.shardDocsMax) {
       live = new LiveShard(live.firstSeq, live.docs);
@@ -106,11 +106,12 @@ async function run(job: BuildJob): Promise<void> {
       prevHash = parsed.hash;
       lastHash = parsed.hash;
       pos = nl + 1;
-      const kind = seq >= job.fromSeq && !parsed.erased && !erased.has(seq) ? documentKind(parsed.record.type) : null;
-      if (kind !== null && seq >= job.startAt[kind]) {
-        const b = builds[kind];
+      const rule = seq >= job.fromSeq && !parsed.erased && !erased.has(seq) ? job.documents.get(parsed.record.type) : undefined;
+      if (rule !== undefined && seq >= job.startAt[rule.kind]) {
+        const kind = rule.kind;
+        const b = builds.get(kind)!;
         b.live ??= new LiveShard(b.nextFirstSeq, job.shardDocsMax);
-        const texts = documentTexts(parsed.record.type, parsed.payloadJson)!;
+        const texts = documentTextsOf(rule.fields, parsed.payloadJson);
         b.live.add(seq, texts);
         b.docs.push({ seq, texts });
         if (b.live.docs >= job.shardDocsMax) await seal(kind, seq, parsed.hash);
@@ -119,8 +120,8 @@ async function run(job: BuildJob): Promise<void> {
     }
   }
   if (seq <= job.toSeq) throw new Error(`build worker: the segments end at record ${seq - 1}, before ${job.toSeq}`);
-  for (const kind of ['messages', 'knowledge'] as const) {
-    if (builds[kind].live !== null) await seal(kind, job.toSeq, lastHash);
+  for (const kind of kinds) {
+    if (builds.get(kind)!.live !== null) await seal(kind, job.toSeq, lastHash);
   }
   parentPort!.postMessage({ type: 'done' } satisfies BuildMessage);
 }
