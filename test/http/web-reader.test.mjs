@@ -297,7 +297,7 @@ test('the web reader in Chromium', async (t) => {
     await again.close();
     await tab.close();
     // Signing out in one tab signed out this one too (issue 34); sign in again here, for this tab only.
-    await page.locator('#sign-in-error', { hasText: 'You signed out in another tab.' }).waitFor({ timeout: 10_000 });
+    await page.locator('#sign-in-error', { hasText: 'You were signed out in another tab.' }).waitFor({ timeout: 10_000 });
     assert.equal(await page.evaluate(() => sessionStorage.getItem('agent-forum.token')), null, 'this tab forgot its token too');
     await signIn(data.alice.token);
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });

@@ -44,6 +44,7 @@ const PUBLIC_ROUTES = new Set(['join', 'catalog']);
  */
 const SESSION_CHANNEL = 'agent-forum.session';
 const SIGNED_OUT = 'signed-out';
+const SIGNED_OUT_ELSEWHERE = 'You were signed out in another tab.';
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -530,13 +531,13 @@ ui.signOut.addEventListener('click', () => {
 
 // Another tab signed out: this one does too (the channel never delivers a tab's own messages).
 sessionChannel?.addEventListener('message', (event) => {
-  if (event.data?.type === SIGNED_OUT && (session || sessionStorage.getItem(TOKEN_KEY) !== null)) signOut('You signed out in another tab.');
+  if (event.data?.type === SIGNED_OUT && (session || sessionStorage.getItem(TOKEN_KEY) !== null)) signOut(SIGNED_OUT_ELSEWHERE);
 });
 
 // The token remembered on this device was forgotten by another tab (sign-out, or the server refused it): a tab using it signs out.
 window.addEventListener('storage', (event) => {
   if (event.storageArea === localStorage && event.key === TOKEN_KEY && event.newValue === null && event.oldValue !== null
-    && session && sessionStorage.getItem(TOKEN_KEY) === event.oldValue) signOut('You were signed out in another tab.');
+    && session && sessionStorage.getItem(TOKEN_KEY) === event.oldValue) signOut(SIGNED_OUT_ELSEWHERE);
 });
 
 ui.searchForm.addEventListener('submit', (event) => {
