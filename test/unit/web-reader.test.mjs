@@ -133,11 +133,13 @@ test('after five failures in a row without Retry-After the follower stops and sa
   assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
 });
 
-const { createMarkdownRenderer, safeHref, ALLOWED_TAGS, LINK_REL } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'markdown.mjs')).href);
+const { createMarkdownRenderer, safeHref, ALLOWED_TAGS, LINK_REL, MARKDOWN_LIMITS, LEX_OPTIONS } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'markdown.mjs')).href);
 const { Lexer } = await import('marked');
 
-/** The reader's markdown renderer with a fake `h` that builds plain objects (no DOM, no HTML parsing). */
-const renderMd = createMarkdownRenderer((text) => Lexer.lex(text, { gfm: true, breaks: true }), (tag, attrs, ...children) => ({ tag, attrs, children: children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false) }));
+/** A fake `h` that builds plain objects (no DOM, no HTML parsing). */
+const fakeH = (tag, attrs, ...children) => ({ tag, attrs, children: children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false) });
+/** The reader's markdown renderer with the fake `h`. */
+const renderMd = createMarkdownRenderer(Lexer, fakeH);
 /** Every element of a rendered tree. */
 const elements = (nodes) => nodes.flatMap((n) => (typeof n === 'string' ? [] : [n, ...elements(n.children)]));
 /** The text of a rendered tree. */
@@ -164,7 +166,7 @@ test('markdown sanitising: raw HTML, script and unsafe link targets stay inert t
     '<https://example.org/auto> <javascript:alert(7)>',
     '| a | b |\n|---|---|\n| <b>c</b> | d |',
     '# Heading <em>x</em>',
-    '>'.repeat(50) + ' deep',
+    '>'.repeat(MARKDOWN_LIMITS.lineNesting) + ' deep',
   ].join('\n\n');
   const out = renderMd(hostile);
   const all = elements(out);
@@ -239,4 +241,84 @@ test('placeholders read in plain words: hidden (text gone), hidden but shown to 
   assert.equal(titleOf({ title: 'Tides', hidden: true }, 'topic'), 'Tides', 'operators keep the title');
   assert.equal(titleOf({ title: '', hidden: true }, 'topic'), 'Hidden topic');
   assert.equal(titleOf({ title: '', erased: true }, 'work item'), 'Erased work item');
+});
+
+/** Milliseconds one call of `fn` takes at best over `tries` calls (the least disturbed by other work on the machine). */
+const bestMs = (fn, tries = 3) => {
+  let best = Infinity;
+  for (let i = 0; i < tries; i++) {
+    const t0 = performance.now();
+    fn();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+};
+
+test('markdown nesting: "> " × 4,000 (which overflows marked\'s lexer) comes back as the plain text it is, and the text after it is not lost', () => {
+  const hostile = '> '.repeat(4000);
+  assert.throws(() => Lexer.lex(hostile, { ...LEX_OPTIONS }), RangeError, 'marked alone overflows its stack on this text');
+  for (const text of [hostile, '- '.repeat(4000) + 'x', '- > 1. '.repeat(1000), `${'>'.repeat(8000)}`, `intro **bold**\n\n${hostile}\n\nafter`]) {
+    const out = renderMd(text);
+    for (const e of elements(out)) assert.ok(['p', 'br'].includes(e.tag), `plain text only (${e.tag})`);
+    assert.equal(textOf(out).replace(/\s/g, ''), text.replace(/\s/g, ''), 'every character is shown, as text');
+  }
+  const limit = MARKDOWN_LIMITS.lineNesting;
+  const atLimit = renderMd(`${'> '.repeat(limit)}deep\n\n**bold**`);
+  assert.ok(elements(atLimit).some((e) => e.tag === 'blockquote'), `${limit} quote markers on a line are still markdown`);
+  assert.ok(elements(atLimit).filter((e) => e.tag === 'blockquote').length <= MARKDOWN_LIMITS.renderDepth, 'rendered nesting stays capped');
+  assert.ok(!elements(renderMd(`${'> '.repeat(limit + 1)}deep\n\n**bold**`)).some((e) => e.tag === 'strong'), `${limit + 1} markers: the whole text is plain`);
+});
+
+test('markdown: a failure while rendering one text shows that text as plain text, never an exception', () => {
+  let calls = 0;
+  const brittle = createMarkdownRenderer(Lexer, (tag, attrs, ...children) => {
+    if (tag === 'strong' && calls++ === 0) throw new Error('renderer failure');
+    return fakeH(tag, attrs, ...children);
+  });
+  const out = brittle('line one **bold**\nline two\n\nsecond paragraph');
+  assert.deepEqual(out.map((n) => n.tag), ['p', 'p']);
+  assert.equal(textOf(out), 'line one **bold**line twosecond paragraph');
+  assert.equal(elements(out).filter((e) => e.tag === 'br').length, 1, 'line breaks are kept');
+  const throwing = createMarkdownRenderer(class { constructor() { throw new RangeError('Maximum call stack size exceeded'); } }, fakeH);
+  assert.equal(textOf(throwing('*x*')), '*x*');
+});
+
+/** Texts of `length` characters built from one repeated unit: marked's slowest emphasis inputs found (`*`, `_` and `~` runs mixed). */
+const EMPHASIS_STORMS = ['*a_', 'a*_', '__a*', '_a*', '*_a', '~a*', '*a**b*', '_a__b_', 'a_b'];
+const storm = (unit, length = 8000) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+
+test('markdown emphasis: delimiter runs over the limits are shown as plain text, in bounded time; ordinary emphasis still renders', () => {
+  const raw = bestMs(() => Lexer.lex(storm('*a_'), { ...LEX_OPTIONS }), 1);
+  const ours = Math.max(...EMPHASIS_STORMS.map((unit) => bestMs(() => renderMd(storm(unit)))));
+  // Generous against a busy machine; marked alone takes about a second on the first storm.
+  assert.ok(ours < 50, `the slowest 8,000-character storm renders in ${ours.toFixed(1)} ms (marked alone: ${raw.toFixed(0)} ms)`);
+  // Many short paragraphs, each just under the per-block limit: the per-text work limit bounds them.
+  const para = '*a_'.repeat(Math.floor(MARKDOWN_LIMITS.delimiterRuns / 2));
+  const paras = storm(`${para}\n\n`);
+  assert.ok(bestMs(() => renderMd(paras)) < 50, 'many blocks at the per-block limit stay bounded too');
+  const runs = MARKDOWN_LIMITS.delimiterRuns;
+  const blocksInBudget = Math.floor(MARKDOWN_LIMITS.delimiterWork / (runs * runs));
+  const emParas = renderMd(Array.from({ length: blocksInBudget + 2 }, () => '*x* '.repeat(runs / 2).trimEnd()).join('\n\n'));
+  assert.deepEqual(emParas.map((p) => elements(p.children).filter((e) => e.tag === 'em').length),
+    [...Array(blocksInBudget).fill(runs / 2), 0, 0], 'blocks keep their emphasis until the text\'s delimiter work is spent; later ones are plain text');
+
+  const over = '*x* '.repeat(MARKDOWN_LIMITS.delimiterRuns).trimEnd();
+  const mixed = renderMd(`${over}\n\nA **bold** claim and \`a_b_c*\` code`);
+  assert.equal(elements(mixed).filter((e) => e.tag === 'em').length, 0, 'a block over the limit is plain text');
+  assert.equal(textOf(mixed.slice(0, 1)), over, 'shown as the text it is');
+  assert.deepEqual(elements(mixed).filter((e) => e.tag === 'strong').map((e) => textOf(e.children)), ['bold'], 'the next block keeps its markdown');
+  assert.ok(elements(mixed).some((e) => e.tag === 'code'), 'delimiters inside code spans do not count');
+  const under = '*x* '.repeat(MARKDOWN_LIMITS.delimiterRuns / 2).trimEnd();
+  assert.equal(elements(renderMd(under)).filter((e) => e.tag === 'em').length, MARKDOWN_LIMITS.delimiterRuns / 2, 'a block at the limit keeps its emphasis');
+});
+
+test('markdown lines: a list item of thousands of lazy lines (quadratic in marked) is plain text in bounded time; ordinary lists render', () => {
+  const lazy = `- ${'a\n'.repeat(3999)}`;
+  assert.ok(bestMs(() => renderMd(lazy)) < 50, 'bounded');
+  assert.ok(!elements(renderMd(lazy)).some((e) => e.tag === 'li'));
+  const list = Array.from({ length: 100 }, (_, i) => `- item **${i}**`).join('\n');
+  const items = elements(renderMd(list)).filter((e) => e.tag === 'li');
+  assert.equal(items.length, 100, 'a 100-item list is a list');
+  const fenced = `\`\`\`\n${'code line\n'.repeat(1000)}\`\`\`\n\nafter **bold**`;
+  assert.ok(elements(renderMd(fenced)).some((e) => e.tag === 'pre'), 'lines inside fenced code do not count');
 });

@@ -26,7 +26,7 @@ import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route, type Se
 import { notFound } from '../../errors.js';
 import { allSchemas } from '../../http/validate.js';
 import { buildOpenApi, withServer } from './openapi.js';
-import { perBaseUrl, serveStatic, staticDocument, withBaseUrl, type StaticDocument } from './static.js';
+import { HTML_REFERRER_POLICY, perBaseUrl, serveStatic, staticDocument, withBaseUrl, type StaticDocument } from './static.js';
 import { GUIDE_PAGE_CSP, prefersHtml, renderGuideHtml } from '../web/guides.js';
 
 /** Folder with the guide, client and UI sources (repo `src/api/docs/`, also from `dist/`). */
@@ -97,7 +97,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
     const html = perBaseUrl((url) => staticDocument(renderGuideHtml(withBaseUrl(source, url), name, GUIDE_ASSETS), HTML));
     return (ctx: RequestContext): Reply => {
       const url = ctx.app.config.publicUrl;
-      if (prefersHtml(ctx.req)) return serveStatic(ctx, html(url), { Vary: 'Accept', 'Content-Security-Policy': GUIDE_PAGE_CSP });
+      if (prefersHtml(ctx.req)) return serveStatic(ctx, html(url), { Vary: 'Accept', 'Content-Security-Policy': GUIDE_PAGE_CSP, 'Referrer-Policy': HTML_REFERRER_POLICY });
       return serveStatic(ctx, markdown(url), { Vary: 'Accept' });
     };
   };
@@ -148,7 +148,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       summary: 'Interactive API reference (Swagger UI) rendering /openapi.json; served from this server, works offline.',
       tag: 'Docs',
       responses: { 200: { description: 'HTML page', contentType: HTML, headers: DOC_HEADERS }, 304: notModified },
-      handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': docsPageCsp(ctx.app.config.publicUrl) }),
+      handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': docsPageCsp(ctx.app.config.publicUrl), 'Referrer-Policy': HTML_REFERRER_POLICY }),
     },
     {
       method: 'GET',

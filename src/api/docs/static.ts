@@ -43,6 +43,14 @@ export function withBaseUrl(template: string, publicUrl: string): string {
   return template.split(BASE_URL_PLACEHOLDER).join(publicUrl);
 }
 
+/**
+ * Referrer-Policy of every HTML page the server sends: the web reader (`/`), `/api/docs` and the
+ * guides' HTML (issue 34). `no-referrer`: a request or a followed link from these pages carries no
+ * Referer at all, so a link's target never learns this server's address or the page it was on,
+ * and the pages' own API requests need none.
+ */
+export const HTML_REFERRER_POLICY = 'no-referrer';
+
 /** The caching headers of a document. */
 export function cacheHeaders(doc: StaticDocument): Record<string, string> {
   return { ETag: doc.etag, 'Cache-Control': `public, max-age=${doc.maxAgeSeconds}` };

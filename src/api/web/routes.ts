@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Route, ServedFile } from '../../http/router.js';
 import { notFound } from '../../errors.js';
-import { serveStatic, staticDocument, type StaticDocument } from '../docs/static.js';
+import { HTML_REFERRER_POLICY, serveStatic, staticDocument, type StaticDocument } from '../docs/static.js';
 
 /** Folder with the page, its style and its script modules (repo `src/api/web/assets/`, also from `dist/`). */
 export const WEB_ASSETS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'api', 'web', 'assets');
@@ -93,7 +93,7 @@ export function webRoutes(): Route[] {
       summary: 'Web reader for people: what this service is, its status, links to the guides, and (signed in with a token) rooms, topics, knowledge, the work board and search; flagging content, and for operators hide, unhide, erase and the flags queue. Works offline.',
       tag: 'Docs',
       responses: { 200: { description: 'HTML page', contentType: HTML, headers: DOC_HEADERS }, 304: notModified },
-      handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': webPageCsp(ctx.app.config.publicUrl) }),
+      handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': webPageCsp(ctx.app.config.publicUrl), 'Referrer-Policy': HTML_REFERRER_POLICY }),
     },
     {
       method: 'GET',

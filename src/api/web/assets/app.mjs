@@ -12,7 +12,9 @@
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
  * Anything else is a not-found page. The token is kept in sessionStorage (this tab), and in
  * localStorage too only when "remember on this device" is ticked; it is sent only as a Bearer
- * header to this server (never a cookie or a URL). Sign-out forgets both.
+ * header to this server (never a cookie or a URL). Sign-out forgets both, and signs out every other
+ * open tab of the reader too (BroadcastChannel; a tab using a remembered token that another tab
+ * forgot also signs out, through the `storage` event).
  * The open view follows /api/changes (from the feed's head, not from 0) or /api/work/changes (live.mjs).
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
@@ -36,6 +38,13 @@ const ME_KEY = 'agent-forum.me';
 const BASE_URL = new URL('.', document.baseURI).href.replace(/\/$/, '');
 /** Routes anyone can open without a token. */
 const PUBLIC_ROUTES = new Set(['join', 'catalog']);
+/**
+ * The reader's tabs of this origin tell each other about sign-out here: "Sign out" in one tab
+ * signs out every open tab, whichever token each holds, so none stays signed in on a shared device.
+ */
+const SESSION_CHANNEL = 'agent-forum.session';
+const SIGNED_OUT = 'signed-out';
+const SIGNED_OUT_ELSEWHERE = 'You were signed out in another tab.';
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -58,7 +67,7 @@ const ui = {
   statusText: byId('status-text'),
 };
 
-const markdown = createMarkdownRenderer((text) => Lexer.lex(text, { gfm: true, breaks: true }), el);
+const markdown = createMarkdownRenderer(Lexer, el);
 const publicClient = new ForumClient({ baseUrl: BASE_URL });
 
 /**
@@ -512,7 +521,24 @@ ui.signInForm.addEventListener('submit', async (event) => {
   void render(true);
 });
 
-ui.signOut.addEventListener('click', () => signOut());
+/** null where the browser has no BroadcastChannel; the `storage` event below still covers a remembered token. */
+const sessionChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(SESSION_CHANNEL) : null;
+
+ui.signOut.addEventListener('click', () => {
+  signOut();
+  sessionChannel?.postMessage({ type: SIGNED_OUT });
+});
+
+// Another tab signed out: this one does too (the channel never delivers a tab's own messages).
+sessionChannel?.addEventListener('message', (event) => {
+  if (event.data?.type === SIGNED_OUT && (session || sessionStorage.getItem(TOKEN_KEY) !== null)) signOut(SIGNED_OUT_ELSEWHERE);
+});
+
+// The token remembered on this device was forgotten by another tab (sign-out, or the server refused it): a tab using it signs out.
+window.addEventListener('storage', (event) => {
+  if (event.storageArea === localStorage && event.key === TOKEN_KEY && event.newValue === null && event.oldValue !== null
+    && session && sessionStorage.getItem(TOKEN_KEY) === event.oldValue) signOut(SIGNED_OUT_ELSEWHERE);
+});
 
 ui.searchForm.addEventListener('submit', (event) => {
   event.preventDefault();
