@@ -146,6 +146,29 @@ function trustProxyEnv(env: NodeJS.ProcessEnv): TrustProxyMode {
 }
 
 /**
+ * Checks FORUM_PUBLIC_URL, the base of every published link (agent card, catalog, guides,
+ * OpenAPI servers): an absolute http: or https: URL with a host and nothing a base URL must not
+ * carry — no user name or password (they would be published to every reader), no query and no
+ * fragment (links are built by appending paths). A path prefix is allowed.
+ * Input: the URL without trailing slashes, and the raw variable for the message.
+ * Throws Error naming the variable and the rule (the server prints it and exits 1).
+ */
+function checkPublicUrl(publicUrl: string, raw: string | undefined): void {
+  const shown = JSON.stringify(raw);
+  let url: URL;
+  try {
+    url = new URL(publicUrl);
+  } catch {
+    throw new Error(`FORUM_PUBLIC_URL must be an absolute URL, got ${shown}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`FORUM_PUBLIC_URL must start with http:// or https://, got ${shown}`);
+  if (url.host === '') throw new Error(`FORUM_PUBLIC_URL must name a host, got ${shown}`);
+  if (url.username !== '' || url.password !== '') throw new Error('FORUM_PUBLIC_URL must not carry a user name or password (it is published in the agent card and every link)');
+  if (publicUrl.includes('?')) throw new Error(`FORUM_PUBLIC_URL must not carry a query ("?…"): it is a base that paths are appended to, got ${shown}`);
+  if (publicUrl.includes('#')) throw new Error(`FORUM_PUBLIC_URL must not carry a fragment ("#…"): it is a base that paths are appended to, got ${shown}`);
+}
+
+/**
  * Reads the configuration. Throws Error with the variable's name for a malformed value
  * (the server prints it and exits 1).
  */
@@ -154,11 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (port > 65535) throw new Error('PORT must be 0..65535');
   const host = env.HOST || '127.0.0.1';
   const publicUrl = (env.FORUM_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  try {
-    new URL(publicUrl);
-  } catch {
-    throw new Error(`FORUM_PUBLIC_URL must be an absolute URL, got ${JSON.stringify(env.FORUM_PUBLIC_URL)}`);
-  }
+  checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL);
   return {
     port,
     host,
