@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
+import { releaseFeedWaiters } from './api/feeds/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -156,6 +157,8 @@ export async function startService(
     close() {
       // Requests that still arrive on kept-alive connections get 503 + Connection: close.
       protections.shutdown.stopping = true;
+      // Held feed requests (long polls) are answered now, with the page they would get now.
+      releaseFeedWaiters(app);
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

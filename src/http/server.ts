@@ -653,6 +653,18 @@ function progressOf(socket: Socket): number {
  * Input: the server, the idle time and the sweep period in ms. The sweep stops when the server
  * closes and never keeps the process alive.
  */
+/** Connections whose request a route holds on purpose (a long-polled feed): the idle sweep spares them. */
+const heldConnections = new WeakSet<Socket>();
+
+/**
+ * Marks `socket` as holding a request that is answered later on purpose (issue 37: a long-polled
+ * feed), so the idle sweep does not close it while nothing moves; the returned function ends that.
+ */
+export function holdConnection(socket: Socket): () => void {
+  heldConnections.add(socket);
+  return () => void heldConnections.delete(socket);
+}
+
 function watchIdleSockets(server: Server, idleMs: number, sweepMs: number): void {
   const marks = new Map<Socket, IdleMark>();
   server.on('connection', (socket: Socket) => {
@@ -663,7 +675,7 @@ function watchIdleSockets(server: Server, idleMs: number, sweepMs: number): void
     const now = performance.now();
     for (const [socket, mark] of marks) {
       const progress = progressOf(socket);
-      if (progress !== mark.progress) {
+      if (progress !== mark.progress || heldConnections.has(socket)) {
         mark.progress = progress;
         mark.sinceMs = now;
       } else if (now - mark.sinceMs >= idleMs) {

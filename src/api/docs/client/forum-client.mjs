@@ -452,17 +452,25 @@ export class ForumClient {
    * @param {(cursor: Cursor) => unknown} [options.saveCursor]
    * @param {number} [options.limit] rows scanned per page (1..100, default 100)
    * @param {boolean} [options.stopWhenCaughtUp] return once hasMore is false (default false: follow forever)
+   * @param {number} [options.wait] long poll (1..60 s, capped 5 s below timeoutMs): once caught up,
+   *   each request is held by the server until a new event exists or the wait ends, and the next
+   *   one is sent at once, so events arrive as they are committed instead of up to a minute late.
+   *   When the server answers a caught-up request at once (its bound on held requests), the
+   *   follower waits pollAfterSeconds as usual.
    * @param {AbortSignal} [options.signal] stops the follower between pages
    * @returns {Promise<Cursor>} the last stored cursor
    */
-  async followFeed({ feed = 'changes', cursor = null, onEvents, saveCursor = () => {}, limit = 100, stopWhenCaughtUp = false, signal }) {
+  async followFeed({ feed = 'changes', cursor = null, onEvents, saveCursor = () => {}, limit = 100, stopWhenCaughtUp = false, wait, signal }) {
     let current = cursor ?? { originId: null, after: 0 };
     const seen = new Set();
+    const waitSeconds = wait === undefined ? undefined : Math.max(1, Math.min(60, Math.floor(wait), Math.floor(this.timeoutMs / 1000) - 5));
     for (;;) {
       if (signal?.aborted) return current;
-      /** @type {{after: number, limit: number, originId?: string}} */
+      /** @type {{after: number, limit: number, originId?: string, wait?: number}} */
       const query = { after: current.after, limit };
       if (current.after > 0 && current.originId) query.originId = current.originId;
+      if (waitSeconds !== undefined) query.wait = waitSeconds;
+      const started = Date.now();
       const page = feed === 'work' ? await this.workChanges(query) : await this.changes(query);
       const fresh = page.events.filter((e) => !seen.has(`${page.cursor.originId}:${e.seq}`));
       await onEvents(fresh, page);
@@ -471,7 +479,10 @@ export class ForumClient {
       current = { originId: page.cursor.originId, after: page.cursor.after };
       await saveCursor(current);
       if (stopWhenCaughtUp && !page.hasMore) return current;
-      await this.sleep(page.pollAfterSeconds * 1000 * (1 + this.random() * 0.2));
+      // A long poll already waited on the server: only a caught-up empty page answered at once
+      // (not held) calls for the usual delay.
+      const held = waitSeconds !== undefined && (page.events.length > 0 || Date.now() - started >= waitSeconds * 500);
+      if (!held || page.hasMore) await this.sleep(page.pollAfterSeconds * 1000 * (1 + this.random() * 0.2));
     }
   }
 

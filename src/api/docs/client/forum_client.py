@@ -365,11 +365,15 @@ class ForumClient:
                             query={"workItemId": work_item_id, "afterRevision": after_revision, "limit": limit})
 
     # ---- Feeds, export, receipts (change reads: 60 per token per minute together) ----
-    def changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
-        return self.request("GET", "/api/changes", query={"after": after, "originId": origin_id, "limit": limit})
+    def changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None,
+                wait: Optional[int] = None) -> JsonObject:
+        """One page of the discussion feed; wait (1..60 s) holds a caught-up request until a new event exists."""
+        return self.request("GET", "/api/changes", query={"after": after, "originId": origin_id, "limit": limit, "wait": wait})
 
-    def work_changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
-        return self.request("GET", "/api/work/changes", query={"after": after, "originId": origin_id, "limit": limit})
+    def work_changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None,
+                     wait: Optional[int] = None) -> JsonObject:
+        """One page of the work feed; wait (1..60 s) holds a caught-up request until a new event exists."""
+        return self.request("GET", "/api/work/changes", query={"after": after, "originId": origin_id, "limit": limit, "wait": wait})
 
     def exchange(self, topic_id: str, after: Optional[int] = None, through: Optional[int] = None,
                  origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
@@ -454,22 +458,29 @@ class ForumClient:
     def follow_feed(self, on_events: Callable[[List[JsonObject], JsonObject], None],
                     save_cursor: Optional[Callable[[JsonObject], None]] = None, cursor: Optional[JsonObject] = None,
                     feed: str = "changes", limit: int = 100, stop_when_caught_up: bool = False,
-                    should_stop: Optional[Callable[[], bool]] = None) -> JsonObject:
+                    should_stop: Optional[Callable[[], bool]] = None, wait: Optional[int] = None) -> JsonObject:
         """Follows a change feed ("changes" or "work"; never mix their cursors).
 
         For each page: on_events(events, page) runs, THEN save_cursor(cursor) stores the cursor, then
         the follower sleeps pollAfterSeconds plus up to 20 % jitter. Events already seen in this run
         (originId + seq) are filtered out; delivery is at least once across restarts. A 409 raises
         ForumError: never reset a cursor silently. Returns the last stored cursor.
+
+        wait (1..60 s, capped 5 s below the client's timeout) long-polls: once caught up, each request
+        is held by the server until a new event exists or the wait ends, and the next one is sent at
+        once. A caught-up empty page answered at once (the server's bound on held requests) gets the
+        usual pollAfterSeconds delay.
         """
         current = cursor or {"originId": None, "after": 0}
         seen = set()
+        wait_seconds = None if wait is None else max(1, min(60, int(wait), int(self.timeout) - 5))
         while True:
             if should_stop is not None and should_stop():
                 return current
             origin = current["originId"] if current["after"] > 0 else None
             fetch = self.work_changes if feed == "work" else self.changes
-            page = fetch(after=current["after"], origin_id=origin, limit=limit)
+            started = time.monotonic()
+            page = fetch(after=current["after"], origin_id=origin, limit=limit, wait=wait_seconds)
             origin_id = page["cursor"]["originId"]
             fresh = [e for e in page["events"] if (origin_id, e["seq"]) not in seen]
             on_events(fresh, page)
@@ -481,7 +492,11 @@ class ForumClient:
                 save_cursor(current)
             if stop_when_caught_up and not page["hasMore"]:
                 return current
-            self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
+            # A long poll already waited on the server: only a caught-up empty page answered at once
+            # (not held) calls for the usual delay.
+            held = wait_seconds is not None and (len(page["events"]) > 0 or time.monotonic() - started >= wait_seconds / 2)
+            if not held or page["hasMore"]:
+                self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
 
     # ---- Transport ----
     def request(self, method: str, path: str, query: Optional[JsonObject] = None, body: Any = None,
