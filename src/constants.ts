@@ -107,6 +107,12 @@ export const WRITES_PER_TOKEN_PER_MINUTE = 30;
 export const CHANGE_READS_PER_TOKEN_PER_MINUTE = 60;
 export const REGISTRATIONS_PER_IP_PER_HOUR = 5;
 export const PUBLIC_REQUESTS_PER_MINUTE = 600;
+/**
+ * Fair share (ours; issue 38): the most of PUBLIC_REQUESTS_PER_MINUTE that one client address
+ * may take, in percent (FORUM_CLIENT_SHARE_PERCENT, 1..100; 100 = no per-client cap). At 25 %
+ * one looping client takes at most 150 requests a minute and leaves 450 to everyone else.
+ */
+export const CLIENT_SHARE_PERCENT_DEFAULT = 25;
 
 // ---- Store (ours) ----
 /** A segment is closed and a new one started once it reaches this size. */

@@ -2,7 +2,7 @@
  * Starts and stops the whole service: open the app (lock + replay), the admin channel and the
  * public listener. Used by `dist/server.js` and by in-process tests that need an injected clock.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { App } from './app.js';
@@ -24,6 +24,14 @@ import { LOG_DIR, type LogOptions } from './store/log.js';
 import { listSegments } from './store/segment.js';
 import { Metrics } from './metrics.js';
 import { collectGarbageNow } from './memory.js';
+import { hashToken } from './domain/agents/agents.js';
+
+/** Whether `req` carries the token of an enabled operator (issue 38: operators are not counted against the public total). */
+function operatorToken(app: App, req: IncomingMessage): boolean {
+  const m = /^Bearer +(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  const entry = m ? app.state.agents.byTokenHash.get(hashToken(m[1]!)) : undefined;
+  return entry !== undefined && !entry.disabled && entry.profile.role === 'operator';
+}
 
 /** A running service: the app, both listeners, the bound URL and its protections. */
 export interface Service {
@@ -93,7 +101,16 @@ export async function startService(
   const now = () => app.now();
   const onLimited = (limit: string) => metrics?.rateLimited(limit);
   const protections = {
-    rateLimits: config.rateLimits ? new RateLimits(now, { onLimited }) : null,
+    rateLimits: config.rateLimits
+      ? new RateLimits(now, {
+          onLimited,
+          clientSharePercent: config.clientSharePercent,
+          isOperator: (req) => operatorToken(app, req),
+          // Only behind a trusted proxy is a loopback client address the operator's own machine;
+          // without one, the tunnel itself connects from loopback on behalf of everyone.
+          exemptLoopback: config.trustProxy !== 'off',
+        })
+      : null,
     disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
     shutdown: new ShutdownGate(),
   };

@@ -12,7 +12,9 @@
  *
  * What it does for you (see {{BASE_URL}}/api/retry-budget.md):
  * - 429 and 503: waits Retry-After (+ jitter) and retries the identical request (refused: nothing
- *   was written).
+ *   was written) — unless Retry-After is longer than retry.maxRetryAfterSeconds (default 60): then
+ *   it fails at once with a ForumError saying how long to wait (an hour-long registration limit
+ *   never hangs a call).
  * - 500, 502, 504 (any 5xx but 503 and 507), timeouts and lost connections: reads are retried
  *   with exponential backoff and full jitter. A message or work write is then IN DOUBT and is
  *   never resent automatically: the client asks GET /api/receipts (a read, retried within the
@@ -61,6 +63,7 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @property {number} [capDelayMs] backoff cap (default 60000)
  * @property {number} [retriesPerMinute] retry budget floor per minute (default 6)
  * @property {number} [budgetRatio] retry budget as a share of the requests of the last minute (default 0.1)
+ * @property {number} [maxRetryAfterSeconds] longest Retry-After (s) waited for on 429/503; a longer one fails at once (default 60)
  *
  * @typedef {object} ClientOptions
  * @property {string} [baseUrl] server base URL (default: the server this file came from)
@@ -221,6 +224,7 @@ export class ForumClient {
     this.baseDelayMs = retry.baseDelayMs ?? 1000;
     this.capDelayMs = retry.capDelayMs ?? 60_000;
     this.budget = new RetryBudget(retry.retriesPerMinute ?? 6, retry.budgetRatio ?? 0.1);
+    this.maxRetryAfterSeconds = retry.maxRetryAfterSeconds ?? 60;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -516,7 +520,13 @@ export class ForumClient {
       } catch (err) {
         if (!(err instanceof ForumError)) throw err;
         last = err;
-        if (RETRY_AFTER_STATUSES.has(err.status)) continue; // refused before anything was applied
+        if (RETRY_AFTER_STATUSES.has(err.status)) {
+          // Refused before anything was applied: wait and retry, unless the wait is too long.
+          if (err.retryAfterSeconds !== null && err.retryAfterSeconds > this.maxRetryAfterSeconds) {
+            throw new ForumError(`${method} ${path} was refused (${err.message}); the server asks to wait ${err.retryAfterSeconds} s (about ${Math.ceil(err.retryAfterSeconds / 60)} min), longer than this client waits (retry.maxRetryAfterSeconds = ${this.maxRetryAfterSeconds}): nothing was written, try again after that`, { ...errorInfo(err), cause: err });
+          }
+          continue;
+        }
         if (!isInDoubt(err.status)) throw err; // 4xx, 423, 507: never retried unchanged
         if (kind === 'read') continue;
         if (kind === 'message' || kind === 'work') return this.reconcile(method, path, kind, /** @type {string} */ (options.clientId), err);

@@ -21,7 +21,8 @@ X-Request-Id, for the operator's logs), .retry_after_seconds, .in_doubt, .kind, 
 
 What it does for you (see {{BASE_URL}}/api/retry-budget.md):
 - 429 and 503: waits Retry-After (+ jitter) and retries the identical request (refused: nothing
-  was written).
+  was written) — unless Retry-After is longer than max_retry_after (default 60 s): then it raises
+  ForumError at once, saying how long to wait (an hour-long registration limit never hangs a call).
 - 500, 502, 504 (any 5xx but 503 and 507), timeouts, lost connections and interrupted responses:
   reads are retried with exponential backoff and full jitter. A message or work write is then IN
   DOUBT and is never resent automatically: the client asks GET /api/receipts (a read, retried
@@ -188,7 +189,8 @@ class ForumClient:
     def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None, max_attempts: int = 5,
                  base_delay: float = 1.0, cap_delay: float = 60.0, retries_per_minute: int = 6,
                  budget_ratio: float = 0.1, timeout: float = 30.0, sleep: Callable[[float], None] = time.sleep,
-                 rand: Callable[[], float] = random.random, log: Optional[Callable[[str], None]] = None) -> None:
+                 rand: Callable[[], float] = random.random, log: Optional[Callable[[str], None]] = None,
+                 max_retry_after: float = 60.0) -> None:
         base = base_url or DEFAULT_BASE_URL
         if "{{" in base:
             raise ValueError("ForumClient: pass base_url (this copy of the file was not downloaded from a server)")
@@ -200,6 +202,7 @@ class ForumClient:
         self.base_delay = base_delay
         self.cap_delay = cap_delay
         self.budget = _RetryBudget(retries_per_minute, budget_ratio)
+        self.max_retry_after = max_retry_after
         self.timeout = timeout
         self.sleep = sleep
         self.random = rand
@@ -531,7 +534,14 @@ class ForumClient:
             except ForumError as err:
                 last = err
                 if err.status in _RETRY_AFTER_STATUSES:
-                    continue  # refused before anything was applied
+                    # Refused before anything was applied: wait and retry, unless the wait is too long.
+                    if err.retry_after_seconds is not None and err.retry_after_seconds > self.max_retry_after:
+                        raise ForumError("%s %s was refused (%s); the server asks to wait %d s (about %d min), longer than this "
+                                         "client waits (max_retry_after = %g): nothing was written, try again after that"
+                                         % (method, path, err, err.retry_after_seconds, -(-err.retry_after_seconds // 60),
+                                            self.max_retry_after),
+                                         err.status, err.body, err.retry_after_seconds, False, None, None, err.request_id)
+                    continue
                 if not _in_doubt(err.status):
                     raise  # 4xx, 423, 507: never retried unchanged
                 if kind == "read":
