@@ -195,6 +195,13 @@ export class App {
   indexer: SearchIndexer | null = null;
 
   /**
+   * Called after every group commit, once the records are durable (after the search index's
+   * `durable`): what waits for new records, such as held feed requests (issue 37), follows it. A
+   * listener must not throw (the log logs it and goes on).
+   */
+  readonly afterGroupCommit = new Set<() => void>();
+
+  /**
    * Locks the data folder, replays the log and returns the app. A new log gets the `commons` room.
    * `searchIndex: false` opens no search index (bulk tools; searches then scan).
    * Throws StoreStateError (folder locked, metadata missing) or LogCorruptError (damaged log).
@@ -232,6 +239,10 @@ export class App {
       if (log.replayWorkers > 0) logger.info('replay_workers', `whole replay: segments checked on ${log.replayWorkers} worker thread(s)`, { workers: log.replayWorkers });
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
       const app = new App(config, log, state, clock, release, records, key);
+      log.onDurable = (seq, hash) => {
+        app.indexer?.durable(seq, hash);
+        for (const listener of app.afterGroupCommit) listener();
+      };
       app.lastTimeMs = opened.lastTime === null ? 0 : Date.parse(opened.lastTime);
       if (log.headSeq === 0) {
         app.commit('room.create', defaultRoom(app.nowIso()));
@@ -299,7 +310,6 @@ export class App {
       );
       // Erasure (issue 25): shards holding an erased record are dropped and rebuilt without it.
       indexer.validate(log.erasedAtOpen);
-      log.onDurable = (seq, hash) => indexer.durable(seq, hash);
       log.onErase = (seqs) => indexer.erased(seqs);
       this.indexer = indexer;
       void indexer.startCatchUp().catch((err: Error) => logger.error('search_index', `search index: catching up failed (${err.message}); searches scan`, { err }));

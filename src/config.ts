@@ -2,7 +2,7 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX } from './constants.js';
+import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -49,6 +49,11 @@ export interface Config {
    * created by POST /api/register only, not operators created with the CLI.
    */
   maxAgents: number | null;
+  /**
+   * FORUM_CLIENT_SHARE_PERCENT (1..100, default CLIENT_SHARE_PERCENT_DEFAULT): the share of the
+   * public total one client address may take per minute (issue 38 fair share).
+   */
+  clientSharePercent: number;
   /**
    * Most connections one peer address holds open at once (FORUM_CONNECTIONS_PER_ADDRESS, default
    * CONNECTIONS_PER_ADDRESS_DEFAULT = 256; 0 = no cap). Issue 21.
@@ -145,6 +150,36 @@ function trustProxyEnv(env: NodeJS.ProcessEnv): TrustProxyMode {
   );
 }
 
+/** FORUM_CLIENT_SHARE_PERCENT: an integer 1..100, default CLIENT_SHARE_PERCENT_DEFAULT. Throws Error naming the rule. */
+function percentEnv(env: NodeJS.ProcessEnv): number {
+  const value = intEnv(env, 'FORUM_CLIENT_SHARE_PERCENT', CLIENT_SHARE_PERCENT_DEFAULT)!;
+  if (value < 1 || value > 100) throw new Error(`FORUM_CLIENT_SHARE_PERCENT must be 1..100 (percent of the ${PUBLIC_REQUESTS_PER_MINUTE} public requests per minute one client address may take; 100 = no per-client cap), got ${value}`);
+  return value;
+}
+
+/**
+ * Checks FORUM_PUBLIC_URL, the base of every published link (agent card, catalog, guides,
+ * OpenAPI servers): an absolute http: or https: URL with a host and nothing a base URL must not
+ * carry — no user name or password (they would be published to every reader), no query and no
+ * fragment (links are built by appending paths). A path prefix is allowed.
+ * Input: the URL without trailing slashes, and the raw variable for the message.
+ * Throws Error naming the variable and the rule (the server prints it and exits 1).
+ */
+function checkPublicUrl(publicUrl: string, raw: string | undefined): void {
+  const shown = JSON.stringify(raw);
+  let url: URL;
+  try {
+    url = new URL(publicUrl);
+  } catch {
+    throw new Error(`FORUM_PUBLIC_URL must be an absolute URL, got ${shown}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`FORUM_PUBLIC_URL must start with http:// or https://, got ${shown}`);
+  if (url.host === '') throw new Error(`FORUM_PUBLIC_URL must name a host, got ${shown}`);
+  if (url.username !== '' || url.password !== '') throw new Error('FORUM_PUBLIC_URL must not carry a user name or password (it is published in the agent card and every link)');
+  if (publicUrl.includes('?')) throw new Error(`FORUM_PUBLIC_URL must not carry a query ("?…"): it is a base that paths are appended to, got ${shown}`);
+  if (publicUrl.includes('#')) throw new Error(`FORUM_PUBLIC_URL must not carry a fragment ("#…"): it is a base that paths are appended to, got ${shown}`);
+}
+
 /**
  * Reads the configuration. Throws Error with the variable's name for a malformed value
  * (the server prints it and exits 1).
@@ -154,11 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (port > 65535) throw new Error('PORT must be 0..65535');
   const host = env.HOST || '127.0.0.1';
   const publicUrl = (env.FORUM_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  try {
-    new URL(publicUrl);
-  } catch {
-    throw new Error(`FORUM_PUBLIC_URL must be an absolute URL, got ${JSON.stringify(env.FORUM_PUBLIC_URL)}`);
-  }
+  checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL);
   return {
     port,
     host,
@@ -170,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: intEnv(env, 'FORUM_METRICS_PORT', null),
     trustProxy: trustProxyEnv(env),
     maxAgents: intEnv(env, 'FORUM_MAX_AGENTS', null),
+    clientSharePercent: percentEnv(env),
     connectionsPerAddress: intEnv(env, 'FORUM_CONNECTIONS_PER_ADDRESS', CONNECTIONS_PER_ADDRESS_DEFAULT)!,
     minFreeBytes: intEnv(env, 'FORUM_MIN_FREE_BYTES', MIN_FREE_BYTES_DEFAULT)!,
     recordCacheBytes: intEnv(env, 'FORUM_RECORD_CACHE_MB', RECORD_CACHE_BYTES_DEFAULT / MIB)! * MIB,

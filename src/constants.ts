@@ -69,6 +69,24 @@ export const LEASE_MINUTES_DEFAULT = 30;
 // ---- Feeds and catalog (parts 2, 6, 8) ----
 export const FEED_POLL_BACKLOG_SECONDS = 1;
 export const FEED_POLL_CAUGHT_UP_SECONDS = 60;
+/**
+ * Long-polled feeds (issue 37): `wait` on /api/changes and /api/work/changes is 1..this many
+ * seconds; a caught-up request is held until the feed has an event past its cursor or the wait ends.
+ */
+export const FEED_WAIT_SECONDS_MAX = 60;
+/**
+ * Held feed requests at once, per agent (ours; issue 37): both feeds from several processes or
+ * reader tabs. One past it is answered at once, as without `wait`.
+ */
+export const FEED_WAITERS_PER_AGENT_MAX = 20;
+/**
+ * Held feed requests at once in total (ours; issue 37): three quarters of CONNECTIONS_MAX, so held
+ * requests never take every connection. Each costs a small constant (its request's context and
+ * one entry in a set; no timer of its own). One past it is answered at once, as without `wait`.
+ */
+export const FEED_WAITERS_MAX = 768;
+/** How often held feed requests are checked for their deadline, in ms (one timer for all; issue 37). */
+export const FEED_WAIT_SWEEP_MS = 100;
 export const CATALOG_ITEMS_MAX = 3;
 /**
  * Feed pages whose whole window lies below the log head never change, so recently served ones are
@@ -89,6 +107,12 @@ export const WRITES_PER_TOKEN_PER_MINUTE = 30;
 export const CHANGE_READS_PER_TOKEN_PER_MINUTE = 60;
 export const REGISTRATIONS_PER_IP_PER_HOUR = 5;
 export const PUBLIC_REQUESTS_PER_MINUTE = 600;
+/**
+ * Fair share (ours; issue 38): the most of PUBLIC_REQUESTS_PER_MINUTE that one client address
+ * may take, in percent (FORUM_CLIENT_SHARE_PERCENT, 1..100; 100 = no per-client cap). At 25 %
+ * one looping client takes at most 150 requests a minute and leaves 450 to everyone else.
+ */
+export const CLIENT_SHARE_PERCENT_DEFAULT = 25;
 
 // ---- Store (ours) ----
 /** A segment is closed and a new one started once it reaches this size. */

@@ -2,7 +2,7 @@
  * Starts and stops the whole service: open the app (lock + replay), the admin channel and the
  * public listener. Used by `dist/server.js` and by in-process tests that need an injected clock.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { App } from './app.js';
@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
+import { releaseFeedWaiters } from './api/feeds/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -23,6 +24,14 @@ import { LOG_DIR, type LogOptions } from './store/log.js';
 import { listSegments } from './store/segment.js';
 import { Metrics } from './metrics.js';
 import { collectGarbageNow } from './memory.js';
+import { hashToken } from './domain/agents/agents.js';
+
+/** Whether `req` carries the token of an enabled operator (issue 38: operators are not counted against the public total). */
+function operatorToken(app: App, req: IncomingMessage): boolean {
+  const m = /^Bearer +(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  const entry = m ? app.state.agents.byTokenHash.get(hashToken(m[1]!)) : undefined;
+  return entry !== undefined && !entry.disabled && entry.profile.role === 'operator';
+}
 
 /** A running service: the app, both listeners, the bound URL and its protections. */
 export interface Service {
@@ -92,7 +101,16 @@ export async function startService(
   const now = () => app.now();
   const onLimited = (limit: string) => metrics?.rateLimited(limit);
   const protections = {
-    rateLimits: config.rateLimits ? new RateLimits(now, { onLimited }) : null,
+    rateLimits: config.rateLimits
+      ? new RateLimits(now, {
+          onLimited,
+          clientSharePercent: config.clientSharePercent,
+          isOperator: (req) => operatorToken(app, req),
+          // Only behind a trusted proxy is a loopback client address the operator's own machine;
+          // without one, the tunnel itself connects from loopback on behalf of everyone.
+          exemptLoopback: config.trustProxy !== 'off',
+        })
+      : null,
     disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
     shutdown: new ShutdownGate(),
   };
@@ -156,6 +174,8 @@ export async function startService(
     close() {
       // Requests that still arrive on kept-alive connections get 503 + Connection: close.
       protections.shutdown.stopping = true;
+      // Held feed requests (long polls) are answered now, with the page they would get now.
+      releaseFeedWaiters(app);
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

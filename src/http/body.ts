@@ -15,6 +15,20 @@ export function mediaType(header: string | undefined): string {
 }
 
 /**
+ * True when the request asks `Expect: 100-continue` for a body whose declared Content-Length is
+ * over `limitBytes` (default BODY_BYTES_MAX, part 8): the server answers it at once with 413
+ * instead of `100 Continue` (RFC 9110 section 10.1.1: a server that will refuse the body should
+ * say so before the client sends it), and closes the connection after the answer, since the body
+ * was never read.
+ */
+export function continueWithheld(req: IncomingMessage, limitBytes: number = BODY_BYTES_MAX): boolean {
+  const expect = req.headers.expect;
+  if (typeof expect !== 'string' || expect.trim().toLowerCase() !== '100-continue') return false;
+  const declared = Number(req.headers['content-length']);
+  return Number.isFinite(declared) && declared > limitBytes;
+}
+
+/**
  * Reads and parses a JSON body.
  * Input: the request; `accepted` media types (default application/json); the byte limit.
  * Output: the parsed JSON value.

@@ -80,6 +80,14 @@ export function isProxyAddress(ip: string): boolean {
   return loopback || (groups[0]! & 0xfe00) === 0xfc00 || (groups[0]! & 0xffc0) === 0xfe80;
 }
 
+/** Whether an address is loopback: 127.0.0.0/8 (also IPv4-mapped) or ::1. */
+export function isLoopbackAddress(ip: string): boolean {
+  const v4 = isIP(ip) === 4 ? ip : /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip)?.[1];
+  if (v4) return v4.startsWith('127.');
+  const groups = ipv6Groups(ip);
+  return groups !== null && groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1;
+}
+
 /**
  * The key an IP address is rate-limited under: IPv4 as is (also when written IPv4-mapped,
  * `::ffff:a.b.c.d`), IPv6 by its /IPV6_RATE_PREFIX_BITS network, anything else as is.

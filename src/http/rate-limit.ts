@@ -2,8 +2,11 @@
  * The rate limits of part 8 (issue 7), as `Guards` for the pipeline in src/http/server.ts (the
  * order of all guards: src/http/guards.ts):
  *
- *   onRequest: 600/min in total (429)
- *   afterAuth: registrations, 5/hour per client IP (429), before the body is read
+ *   onRequest: a client address's fair share of the public total (FORUM_CLIENT_SHARE_PERCENT,
+ *              default 25 %: 150/min; 429), then 600/min in total (429)
+ *   afterAuth: an operator's request gives back its public slots (operators are not counted
+ *              against the public total; issue 38)
+ *              registrations, 5/hour per client IP (429), before the body is read
  *              → writes, 30/min per agent (429) or change reads, 60/min per agent (429)
  *
  * What counts: a request takes a slot of a limit once it reaches that limit's check; a refusal
@@ -22,6 +25,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import {
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
+  CLIENT_SHARE_PERCENT_DEFAULT,
   PUBLIC_REQUESTS_PER_MINUTE,
   RATE_LIMIT_KEYS_MAX,
   RATE_WINDOW_HOUR_MS,
@@ -29,7 +33,7 @@ import {
   REGISTRATIONS_PER_IP_PER_HOUR,
   WRITES_PER_TOKEN_PER_MINUTE,
 } from '../constants.js';
-import { ipRateKey } from './client-ip.js';
+import { ipRateKey, isLoopbackAddress } from './client-ip.js';
 import { tooManyRequests } from './errors.js';
 import type { RequestContext, Route } from './router.js';
 import type { Guards } from './server.js';
@@ -123,6 +127,15 @@ export class SlidingWindowLimiter {
     return { allowed: true, limit: this.limit, remaining: this.limit - e.count, resetMs: e.times[e.start]! + this.windowMs - now };
   }
 
+  /**
+   * Gives back the newest counted request of `key` (a request that was counted and then turned
+   * out not to count: refused by a later limit, or an operator's). No-op for an unknown key.
+   */
+  refund(key: string): void {
+    const e = this.entries.peek(key);
+    if (e && e.count > 0) e.count--;
+  }
+
   /** Forgets every key whose latest counted request has left the window. */
   sweep(nowMs: number): void {
     for (;;) {
@@ -173,6 +186,8 @@ interface NamedLimit {
  */
 export class RateLimits implements Guards {
   readonly publicRequests: NamedLimit;
+  /** One client address's share of the public total (issue 38), or null at 100 %. */
+  readonly clientShare: NamedLimit | null;
   readonly registrations: NamedLimit;
   readonly writes: NamedLimit;
   readonly changeReads: NamedLimit;
@@ -180,12 +195,43 @@ export class RateLimits implements Guards {
   /** Called for every 429 with the limit's name (metrics). */
   private readonly onLimited: (limit: string) => void;
 
+  /** Whether a request carries a valid operator token (checked only when a public limit refuses). */
+  private readonly isOperator: (req: IncomingMessage) => boolean;
+  /** Requests from a loopback client address are not counted against the public limits. */
+  private readonly exemptLoopback: boolean;
+  /** Responses whose request took public slots (so an operator's can give them back). */
+  private readonly countedPublic = new WeakMap<ServerResponse, string | null>();
+
+  /**
+   * Input: the clock (ms) and options: `maxKeys` (per limit), `onLimited` (metrics),
+   * `clientSharePercent` (1..100, default CLIENT_SHARE_PERCENT_DEFAULT), `isOperator` (does the
+   * request carry a valid operator token; default none does), `exemptLoopback` (a loopback client
+   * address is not counted; only meaningful when client addresses come from a trusted proxy).
+   */
   constructor(
     private readonly now: () => number,
-    opts: { maxKeys?: number; onLimited?: (limit: string) => void } = {},
+    opts: {
+      maxKeys?: number;
+      onLimited?: (limit: string) => void;
+      clientSharePercent?: number;
+      isOperator?: (req: IncomingMessage) => boolean;
+      exemptLoopback?: boolean;
+    } = {},
   ) {
     this.onLimited = opts.onLimited ?? (() => undefined);
+    this.isOperator = opts.isOperator ?? (() => false);
+    this.exemptLoopback = opts.exemptLoopback ?? false;
     const max = opts.maxKeys ?? RATE_LIMIT_KEYS_MAX;
+    const percent = opts.clientSharePercent ?? CLIENT_SHARE_PERCENT_DEFAULT;
+    const share = Math.max(1, Math.floor((PUBLIC_REQUESTS_PER_MINUTE * percent) / 100));
+    this.clientShare =
+      share >= PUBLIC_REQUESTS_PER_MINUTE
+        ? null
+        : {
+            name: 'clientShare',
+            limiter: new SlidingWindowLimiter(share, RATE_WINDOW_MINUTE_MS, max),
+            rule: `${share} requests per minute from one client address (a ${percent} % share of the ${PUBLIC_REQUESTS_PER_MINUTE} per minute in total, so no one client can take the service from everyone else)`,
+          };
     this.publicRequests = {
       name: 'public',
       limiter: new SlidingWindowLimiter(PUBLIC_REQUESTS_PER_MINUTE, RATE_WINDOW_MINUTE_MS, 1),
@@ -209,12 +255,31 @@ export class RateLimits implements Guards {
   }
 
   /**
-   * The global limit, for every request through the listener before routing. Sets RateLimit-*
+   * The public limits, for every request through the listener before routing: the client
+   * address's fair share, then the total (a request the total refuses gives its share slot
+   * back). A request from a loopback address (with `exemptLoopback`) is not counted; one a public
+   * limit would refuse but that carries an operator token passes uncounted. Sets RateLimit-*
    * headers only when it refuses: on other responses they describe the route's own limit.
    * Throws 429 with Retry-After.
    */
-  onRequest(_req: IncomingMessage, _clientIp: string, res: ServerResponse): void {
-    check(this.publicRequests, 'public', this.now(), res, false, this.onLimited);
+  onRequest(req: IncomingMessage, clientIp: string, res: ServerResponse): void {
+    if (this.exemptLoopback && isLoopbackAddress(clientIp)) return;
+    const now = this.now();
+    const key = this.clientShare === null ? null : ipRateKey(clientIp);
+    if (key !== null) {
+      const d = this.clientShare!.limiter.take(key, now);
+      if (!d.allowed) {
+        if (this.isOperator(req)) return;
+        refuse(this.clientShare!, d, res, this.onLimited);
+      }
+    }
+    const d = this.publicRequests.limiter.take('public', now);
+    if (!d.allowed) {
+      if (key !== null) this.clientShare!.limiter.refund(key);
+      if (this.isOperator(req)) return;
+      refuse(this.publicRequests, d, res, this.onLimited);
+    }
+    this.countedPublic.set(res, key);
   }
 
   /**
@@ -223,6 +288,13 @@ export class RateLimits implements Guards {
    * headers on `res`; throws 429 with Retry-After.
    */
   afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
+    if (this.countedPublic.has(res) && (ctx.agent !== null ? ctx.agent.profile.role === 'operator' : ctx.req.headers.authorization !== undefined && this.isOperator(ctx.req))) {
+      // Operators are not counted against the public total (issue 38): their slots go back.
+      const key = this.countedPublic.get(res)!;
+      this.countedPublic.delete(res);
+      this.publicRequests.limiter.refund('public');
+      if (key !== null) this.clientShare!.limiter.refund(key);
+    }
     if (route.rateLimit === 'registration') {
       check(this.registrations, ipRateKey(ctx.clientIp), this.now(), res, true, this.onLimited);
       return;
@@ -236,7 +308,7 @@ export class RateLimits implements Guards {
   /** Keys dropped at the key cap so far, by limit name (metrics). */
   evictions(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const l of [this.publicRequests, this.registrations, this.writes, this.changeReads]) out[l.name] = l.limiter.evictions;
+    for (const l of [this.publicRequests, this.clientShare, this.registrations, this.writes, this.changeReads]) if (l !== null) out[l.name] = l.limiter.evictions;
     return out;
   }
 }
@@ -248,9 +320,14 @@ export class RateLimits implements Guards {
 function check(limit: NamedLimit, key: string, now: number, res: ServerResponse, headers: boolean, onLimited: (limit: string) => void): void {
   const d = limit.limiter.take(key, now);
   if (!headers && d.allowed) return;
+  if (!d.allowed) refuse(limit, d, res, onLimited);
+  for (const [name, value] of Object.entries(rateLimitHeaders(d, limit.limiter.windowMs))) res.setHeader(name, value);
+}
+
+/** Sets the RateLimit-* headers of a refusal on `res` and throws its 429 with Retry-After. */
+function refuse(limit: NamedLimit, d: LimitDecision, res: ServerResponse, onLimited: (limit: string) => void): never {
   const h = rateLimitHeaders(d, limit.limiter.windowMs);
   for (const [name, value] of Object.entries(h)) res.setHeader(name, value);
-  if (d.allowed) return;
   onLimited(limit.name);
   const retryAfterSeconds = Math.max(1, Math.ceil(d.resetMs / 1000));
   const err = tooManyRequests(`rate limit exceeded: at most ${limit.rule}; retry after ${retryAfterSeconds} s`, retryAfterSeconds);

@@ -250,6 +250,13 @@ export interface Route {
    */
   dispatch?: boolean;
   /**
+   * A check of the request head that comes before everything else of the route (right after
+   * authentication, before write stop, limits, body and query): the A2A version (A2A 1.0.1
+   * §3.6.2), so a request in an unsupported version learns that first, whatever else is wrong.
+   * Throws the ServiceError to render.
+   */
+  checkHead?: (req: IncomingMessage, url: RequestTarget) => void;
+  /**
    * Dispatching routes only: the actions and the routes they run. /openapi.json derives from the
    * targets' rate-limit classes which limits the dispatching route's successes report
    * (RateLimit-* headers) and says which actions count toward which limit.

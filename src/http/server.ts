@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
 import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
-import { readJsonBody } from './body.js';
+import { continueWithheld, readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { logger, type LogFields } from '../logger.js';
@@ -232,7 +232,8 @@ interface Compiled {
 
 /**
  * The per-route steps shared by every binding, run for one authenticated (or public) request:
- * bearer auth if the context has no agent yet (401) → write stop for POST (423; before every
+ * bearer auth if the context has no agent yet (401) → the route's checkHead (the A2A version) →
+ * write stop for POST (423; before every
  * limit, so it is always the answer to a POST during a write stop and takes no slot) →
  * guards.afterAuth (the route's rate-limit class, 429; low disk, 507) → the route's compiled query
  * and body validators (400) → its handler → await log durability.
@@ -253,6 +254,7 @@ function runRoute(
     ctx.agent = authenticate(app, ctx.req);
     touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
   }
+  route.checkHead?.(ctx.req, ctx.url);
   if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
   guards.afterAuth?.(route, ctx, res);
   if (compiled.query) ctx.query = compiled.query(input.query);
@@ -386,6 +388,7 @@ export function createRequestListener(
             ctx.agent = authenticate(app, req);
             touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
           }
+          route.checkHead?.(req, url);
           if (route.method === 'POST') ctx.body = await readJsonBody(req, route.contentTypes);
           ctx.runner = runnerFor(ctx, res);
           reply = await route.handler(ctx);
@@ -402,7 +405,9 @@ export function createRequestListener(
         // A refused body may still be arriving: read it to its end (within bounds) before the 413,
         // so the client, done sending, reads the answer instead of a reset. Past the bounds the
         // connection is closed after the answer.
-        const drained = httpErr.status === 413 ? await drainBody(req) : true;
+        // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
+        // not waited for.
+        const drained = httpErr.status === 413 && !continueWithheld(req) ? await drainBody(req) : true;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         if (!drained) req.socket.destroySoon?.();
       }
@@ -648,6 +653,18 @@ function progressOf(socket: Socket): number {
  * Input: the server, the idle time and the sweep period in ms. The sweep stops when the server
  * closes and never keeps the process alive.
  */
+/** Connections whose request a route holds on purpose (a long-polled feed): the idle sweep spares them. */
+const heldConnections = new WeakSet<Socket>();
+
+/**
+ * Marks `socket` as holding a request that is answered later on purpose (issue 37: a long-polled
+ * feed), so the idle sweep does not close it while nothing moves; the returned function ends that.
+ */
+export function holdConnection(socket: Socket): () => void {
+  heldConnections.add(socket);
+  return () => void heldConnections.delete(socket);
+}
+
 function watchIdleSockets(server: Server, idleMs: number, sweepMs: number): void {
   const marks = new Map<Socket, IdleMark>();
   server.on('connection', (socket: Socket) => {
@@ -658,7 +675,7 @@ function watchIdleSockets(server: Server, idleMs: number, sweepMs: number): void
     const now = performance.now();
     for (const [socket, mark] of marks) {
       const progress = progressOf(socket);
-      if (progress !== mark.progress) {
+      if (progress !== mark.progress || heldConnections.has(socket)) {
         mark.progress = progress;
         mark.sinceMs = now;
       } else if (now - mark.sinceMs >= idleMs) {
@@ -713,6 +730,15 @@ export function createHttpServer(
   // An `Expect` other than 100-continue: Node would answer a bare 417 itself (issue 28 item 6).
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     answerOutsideRoutes(req, res, new ServiceError('EXPECTATION_FAILED', `cannot meet "Expect: ${String(req.headers.expect).slice(0, 60)}": the only expectation this server meets is 100-continue (RFC 9110 section 10.1.1); send the request without Expect`, { Connection: 'close' }));
+  });
+  // Expect: 100-continue: `100 Continue` only for a body the server may accept. One declared over
+  // the body limit gets no 100: the request runs the pipeline at once, whose body step answers
+  // 413 from the declared length (in the route's error format, after auth and the limits), and
+  // the connection closes after that answer.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (continueWithheld(req)) res.setHeader('Connection', 'close');
+    else res.writeContinue();
+    server.emit('request', req, res);
   });
   server.maxConnections = opts.connectionsMax ?? CONNECTIONS_MAX;
   const perAddress = opts.connectionsPerAddress ?? CONNECTIONS_PER_ADDRESS_DEFAULT;

@@ -271,6 +271,25 @@ test('A2A-Version 1.0 is required as header or query parameter; others get Versi
   a2aError(badQuery, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED');
 });
 
+test('the A2A version is checked before the content type, the body and the query on SendMessage and ListTasks', async (t) => {
+  const s = await startServer(t);
+  const { token } = await s.register();
+  const raw = JSON.stringify(envelope('status'));
+  const text = await s.request('POST', '/a2a/message:send', { token, raw, headers: { 'content-type': 'text/plain' } });
+  a2aError(text, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED');
+  const big = JSON.stringify(envelope('topic', { title: 'x'.repeat(33 * 1024) }));
+  const tooBig = await s.request('POST', '/a2a/message:send', { token, raw: big, headers: { 'content-type': 'application/json', 'a2a-version': '0.3' } });
+  a2aError(tooBig, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED');
+  const malformed = await s.request('POST', '/a2a/message:send', { token, raw: '{"message":', headers: { 'content-type': 'application/json' } });
+  a2aError(malformed, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED');
+  const badQuery = await s.request('GET', '/a2a/tasks?pageSize=nope&unknown=1', { token });
+  a2aError(badQuery, 400, 'FAILED_PRECONDITION', 'VERSION_NOT_SUPPORTED');
+  // With the version, the same requests get their own errors.
+  a2aError(await s.request('POST', '/a2a/message:send', { token, raw, headers: { ...V, 'content-type': 'text/plain' } }), 415, 'INVALID_ARGUMENT', 'UNSUPPORTED_MEDIA_TYPE');
+  assert.equal((await s.request('GET', '/a2a/tasks?pageSize=nope&unknown=1', { token, headers: V })).status, 400);
+  assert.equal((await s.request('GET', '/a2a/tasks', { token, headers: V })).status, 200);
+});
+
 test('application/json and application/a2a+json are accepted; other content types get 415 and big bodies 413 in A2A form', async (t) => {
   const s = await startServer(t);
   const { token } = await s.register();

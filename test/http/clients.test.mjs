@@ -487,3 +487,42 @@ print(json.dumps(out))
   assert.equal(out.a2a.error.status, 400);
   assert.match(out.a2a.error.message, /HTTP 400: .*unknown action "nope"/);
 });
+
+test('the JavaScript and Python helpers fail fast on a 429 whose Retry-After is longer than they wait, saying how long', { skip: NO_PYTHON }, async (t) => {
+  const { startServer } = await import('../helpers/server.mjs');
+  const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+  const { ForumClient } = await servedJsClient(t, s);
+  const input = { name: 'burst', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true };
+  for (let i = 0; i < 5; i++) await ForumClient.register(input);
+  const sleeps = [];
+  const started = performance.now();
+  await assert.rejects(ForumClient.register(input, { sleep: async (ms) => { sleeps.push(ms); } }), (err) => {
+    assert.equal(err.status, 429);
+    assert.equal(err.inDoubt, false);
+    assert.ok(err.retryAfterSeconds > 60, `Retry-After ${err.retryAfterSeconds}`);
+    assert.match(err.message, /asks to wait \d+ s \(about \d+ min\)/);
+    return true;
+  });
+  assert.deepEqual(sleeps, [], 'nothing was waited for');
+  assert.ok(performance.now() - started < 5000);
+
+  const dir = tempDir(t, 'forum-py-429-');
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  writeFileSync(join(dir, 'register.py'), `
+import json
+from forum_client import ForumClient, ForumError
+sleeps = []
+try:
+    ForumClient.register(name="burst", provider="test-lab", accepts_public_archive=True, operator_authorized=True,
+                         sleep=lambda s: sleeps.append(s))
+    print(json.dumps({"registered": True}))
+except ForumError as e:
+    print(json.dumps({"status": e.status, "message": str(e), "retryAfter": e.retry_after_seconds, "sleeps": sleeps}))
+`);
+  const { stdout } = await execFileP('python3', [join(dir, 'register.py')], { cwd: dir, timeout: 30_000 });
+  const out = JSON.parse(stdout);
+  assert.equal(out.status, 429);
+  assert.ok(out.retryAfter > 60);
+  assert.match(out.message, /asks to wait \d+ s \(about \d+ min\)/);
+  assert.deepEqual(out.sleeps, []);
+});

@@ -1,14 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { api, startServer } from '../helpers/server.mjs';
+import { api, cli, startServer } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { ManualClock } from '../../dist/clock.js';
 import { publicRoutes } from '../../dist/api/routes.js';
 import { A2A_ACTIONS } from '../../dist/api/a2a/dispatch.js';
 import { commands } from '../../dist/admin/commands.js';
+import { loadConfig } from '../../dist/config.js';
 import {
   CHANGE_READS_PER_TOKEN_PER_MINUTE,
+  CLIENT_SHARE_PERCENT_DEFAULT,
   DISK_CHECK_INTERVAL_MS,
   PUBLIC_REQUESTS_PER_MINUTE,
   REGISTRATIONS_PER_IP_PER_HOUR,
@@ -218,7 +220,8 @@ test('change reads are limited to 60 per token per minute across every change-re
 });
 
 test('the public listener answers at most 600 requests per minute in total', async (t) => {
-  const s = await inProcess(t);
+  // One client takes the whole total here only because its fair share is set to 100 %.
+  const s = await inProcess(t, { FORUM_CLIENT_SHARE_PERCENT: '100' });
   const a = await s.register();
   // 1 request so far; fill the rest of the minute in parallel batches.
   let sent = 1;
@@ -238,6 +241,65 @@ test('the public listener answers at most 600 requests per minute in total', asy
   }
   s.clock.advance(30_000);
   assert.equal((await s.get('/api/status')).status, 200);
+});
+
+/** Sends `n` GET /api/status from client address `ip` (behind FORUM_TRUST_PROXY=xff), 50 at a time; resolves to the statuses. */
+async function statusBurst(s, n, ip, token) {
+  const statuses = [];
+  while (statuses.length < n) {
+    const k = Math.min(50, n - statuses.length);
+    const headers = ip === null ? {} : { 'x-forwarded-for': ip };
+    const batch = await Promise.all(Array.from({ length: k }, () => s.request('GET', '/api/status', { headers, token })));
+    statuses.push(...batch.map((r) => r.status));
+  }
+  return statuses;
+}
+
+test('fair share: one looping client gets at most its share (25 %: 150 a minute) and cannot push another client below its own', async (t) => {
+  const s = await inProcess(t, { FORUM_TRUST_PROXY: 'xff' });
+  const share = Math.floor((PUBLIC_REQUESTS_PER_MINUTE * CLIENT_SHARE_PERCENT_DEFAULT) / 100);
+  const looper = await statusBurst(s, share + 50, '203.0.113.7');
+  assert.equal(looper.filter((x) => x === 200).length, share, 'the looping client got exactly its share');
+  assert.equal(looper.filter((x) => x === 429).length, 50);
+  const refused = await s.request('GET', '/api/status', { headers: { 'x-forwarded-for': '203.0.113.7' } });
+  assert.equal(refused.status, 429);
+  assert.match(refused.body.error, /150 requests per minute from one client address/);
+  assert.equal(refused.headers['ratelimit-limit'], String(share));
+  assert.ok(Number(refused.headers['retry-after']) >= 1);
+  // The looper's refused requests took nothing from the total: another client still gets a full share.
+  const other = await statusBurst(s, share, '198.51.100.9');
+  assert.ok(other.every((x) => x === 200), 'another client gets its whole share');
+  s.clock.advance(60_000);
+  assert.equal((await s.request('GET', '/api/status', { headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200, 'the share comes back after the window');
+});
+
+test('fair share: operator tokens are not counted against the public limits, and loopback clients are not counted behind a trusted proxy', async (t) => {
+  const s = await inProcess(t, { FORUM_TRUST_PROXY: 'xff' });
+  const op = (await cli(['--data-dir', s.dataDir, 'operator', 'create', '--name', 'op'])).json;
+  assert.ok(op?.token, 'operator created');
+  const share = Math.floor((PUBLIC_REQUESTS_PER_MINUTE * CLIENT_SHARE_PERCENT_DEFAULT) / 100);
+  // An operator from one address: past its share, and nothing of it counted.
+  const operatorStatuses = await statusBurst(s, share + 20, '203.0.113.50', op.token);
+  assert.ok(operatorStatuses.every((x) => x === 200), 'an operator is never refused by the public limits');
+  const fromSameAddress = await statusBurst(s, share, '203.0.113.50');
+  assert.ok(fromSameAddress.every((x) => x === 200), "the operator's requests took none of the address's share");
+  // A request from the machine itself (loopback, no forwarded address) is not counted either.
+  const local = await statusBurst(s, share + 20, null);
+  assert.ok(local.every((x) => x === 200), 'loopback requests are not counted behind a trusted proxy');
+  assert.equal((await s.request('GET', '/api/status', { headers: { 'x-forwarded-for': '203.0.113.50' } })).status, 429, 'the address has now used its share');
+});
+
+test('without a trusted proxy, loopback clients are counted (the tunnel connects from loopback for everyone)', async (t) => {
+  const s = await inProcess(t);
+  const share = Math.floor((PUBLIC_REQUESTS_PER_MINUTE * CLIENT_SHARE_PERCENT_DEFAULT) / 100);
+  const statuses = await statusBurst(s, share + 10, null);
+  assert.equal(statuses.filter((x) => x === 200).length, share);
+});
+
+test('FORUM_CLIENT_SHARE_PERCENT must be 1..100', () => {
+  assert.equal(loadConfig({ FORUM_DATA_DIR: '/tmp/unused' }).clientSharePercent, CLIENT_SHARE_PERCENT_DEFAULT);
+  assert.equal(loadConfig({ FORUM_DATA_DIR: '/tmp/unused', FORUM_CLIENT_SHARE_PERCENT: '100' }).clientSharePercent, 100);
+  for (const bad of ['0', '101', 'x', '-5']) assert.throws(() => loadConfig({ FORUM_DATA_DIR: '/tmp/unused', FORUM_CLIENT_SHARE_PERCENT: bad }), /FORUM_CLIENT_SHARE_PERCENT/, bad);
 });
 
 test('FORUM_RATE_LIMITS=off lets 100 writes and 10 registrations through and sends no RateLimit headers', async (t) => {
@@ -334,7 +396,7 @@ test('during write stop every POST gets 423, never 429 or 507, and a 423 takes n
 });
 
 test('the global limit counts and refuses unknown paths and wrong methods too', async (t) => {
-  const s = await inProcess(t);
+  const s = await inProcess(t, { FORUM_CLIENT_SHARE_PERCENT: '100' });
   let sent = 0;
   while (sent < PUBLIC_REQUESTS_PER_MINUTE) {
     const n = Math.min(50, PUBLIC_REQUESTS_PER_MINUTE - sent);

@@ -81,6 +81,17 @@ test('Expect: 100-continue still gets 100 Continue and then the answer', async (
   assert.match(out, /^HTTP\/1.1 100 Continue\r\n\r\nHTTP\/1.1 201 /);
 });
 
+test('Expect: 100-continue with a Content-Length over 32 KiB gets an immediate 413 (no 100 Continue) and the connection closes', async () => {
+  const s = await server();
+  // The body is never sent: the server must answer from the head alone, then close.
+  const out = await rawExchange(s.url, [`POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${40 * 1024}\r\nExpect: 100-continue\r\nX-Request-Id: big-continue-1\r\n\r\n`], { endAfter: false });
+  assert.doesNotMatch(out, /100 Continue/);
+  const res = parse(out);
+  assertServiceError(res, 413, 'BODY_TOO_LARGE');
+  assert.equal(res.headers['x-request-id'], 'big-continue-1');
+  assert.equal(res.headers.connection, 'close');
+});
+
 test('CONNECT gets 405 METHOD_NOT_ALLOWED with the service headers instead of a dropped connection', async () => {
   const s = await server();
   const res = parse(await rawExchange(s.url, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: connect-1\r\n\r\n'], { endAfter: false }));

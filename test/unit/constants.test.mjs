@@ -34,6 +34,7 @@ const FIELD_LIMITS = [
   ['A2AListTasksResponse', '/properties/pageSize/maximum', 'A2A_LIST_TASKS_PAGE_SIZE_MAX'],
   ['A2AListTasksQuery', '/properties/contextId/maxLength', 'A2A_ID_LENGTH_MAX'],
   ['Id', '/pattern', 'ID_PATTERN'],
+  ['ChangesQuery', '/properties/wait/maximum', 'FEED_WAIT_SECONDS_MAX'],
   ['RegisterInput', '/properties/name/maxLength', 'AGENT_NAME_LENGTH_MAX'],
   ['RegisterInput', '/properties/provider/maxLength', 'AGENT_PROVIDER_LENGTH_MAX'],
   ['RegisterInput', '/properties/description/maxLength', 'AGENT_DESCRIPTION_LENGTH_MAX'],

@@ -195,6 +195,25 @@ test('FORUM_TRUST_PROXY accepts off (default), xff and cloudflare; any other val
   }
 });
 
+test('FORUM_PUBLIC_URL must be an http(s) base URL with a host and no credentials, query or fragment; a path prefix is allowed', () => {
+  const base = { FORUM_DATA_DIR: '/tmp/unused' };
+  assert.equal(loadConfig({ ...base, FORUM_PUBLIC_URL: 'https://forum.example.org/base/' }).publicUrl, 'https://forum.example.org/base');
+  assert.equal(loadConfig({ ...base, FORUM_PUBLIC_URL: 'http://127.0.0.1:8080' }).publicUrl, 'http://127.0.0.1:8080');
+  const refused = [
+    ['https://admin:secret@forum.example.org', /must not carry a user name or password/],
+    ['https://admin@forum.example.org', /must not carry a user name or password/],
+    ['https://forum.example.org/?token=abc', /must not carry a query/],
+    ['https://forum.example.org/#top', /must not carry a fragment/],
+    ['https://forum.example.org/#', /must not carry a fragment/],
+    ['ftp://forum.example.org', /must start with http:\/\/ or https:\/\//],
+    ['javascript:alert(1)', /must start with http:\/\/ or https:\/\//],
+    ['forum.example.org', /must be an absolute URL/],
+  ];
+  for (const [url, message] of refused) assert.throws(() => loadConfig({ ...base, FORUM_PUBLIC_URL: url }), message, url);
+  // The message never repeats a password.
+  assert.throws(() => loadConfig({ ...base, FORUM_PUBLIC_URL: 'https://u:hunter2@x.org' }), (err) => !err.message.includes('hunter2'));
+});
+
 test('the registration limit allows 5 per client IP per hour, counted in afterAuth', () => {
   const limits = new RateLimits(() => T0);
   const route = { method: 'POST', path: '/api/register', rateLimit: 'registration' };

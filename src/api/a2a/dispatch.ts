@@ -339,13 +339,13 @@ function resultJson(reply: Reply): string {
 }
 
 /**
- * Handles POST /a2a/message:send: version check, envelope, then the action's REST route through
+ * Handles POST /a2a/message:send (the pipeline has checked the version, the route's checkHead,
+ * before the body was read): the envelope, then the action's REST route through
  * the shared pipeline steps (`ctx.runner`). Throws the REST route's ServiceError (rendered as
  * google.rpc.Status by the route's error format), 400 for an unknown action, 400
  * UnsupportedOperation when the action's REST route is not installed.
  */
 export async function sendMessage(ctx: RequestContext): Promise<Reply> {
-  checkVersion(ctx.req, ctx.url);
   const env = parseEnvelope(ctx.body);
   const runner = ctx.runner!;
   const route = runner.find(env.action.method, env.action.path);

@@ -118,13 +118,12 @@ const VERSION_HEADER_DOC: ParameterDoc = {
 };
 
 /**
- * GET /a2a/tasks (A2A ListTasks): after authentication, the version check and the query's
- * validation (schemas/A2AListTasksQuery.json, by the pipeline), the empty page
- * `{"tasks": [], "nextPageToken": "", "pageSize": n, "totalSize": 0}` with n the request's
- * pageSize or A2A_LIST_TASKS_PAGE_SIZE_DEFAULT. Throws 400 VersionNotSupported.
+ * GET /a2a/tasks (A2A ListTasks): after authentication, the version check (the route's
+ * checkHead, before any other check) and the query's validation (schemas/A2AListTasksQuery.json,
+ * by the pipeline), the empty page `{"tasks": [], "nextPageToken": "", "pageSize": n,
+ * "totalSize": 0}` with n the request's pageSize or A2A_LIST_TASKS_PAGE_SIZE_DEFAULT.
  */
 function listTasks(ctx: RequestContext): Reply {
-  checkVersion(ctx.req, ctx.url);
   const pageSize = typeof ctx.query.pageSize === 'number' ? ctx.query.pageSize : A2A_LIST_TASKS_PAGE_SIZE_DEFAULT;
   return { status: 200, body: { tasks: [], nextPageToken: '', pageSize, totalSize: 0 } };
 }
@@ -175,6 +174,7 @@ export const a2aRoutes: Route[] = [
     ],
     contentTypes: ['application/json', 'application/a2a+json'],
     dispatch: true,
+    checkHead: checkVersion,
     dispatches: A2A_ACTIONS.map((a) => ({ name: a.action, method: a.method, path: a.path })),
     errorFormat: A2A_ERROR_FORMAT,
     errors: [404, 409, 423, 507],
@@ -189,6 +189,7 @@ export const a2aRoutes: Route[] = [
     summary: 'A2A 1.0 ListTasks: always the empty page (this agent answers synchronously and creates no A2A tasks). A2A-Version 1.0 required, as header or query parameter.',
     tag: 'A2A',
     query: 'A2AListTasksQuery',
+    checkHead: checkVersion,
     parameters: [VERSION_HEADER_DOC],
     errorFormat: A2A_ERROR_FORMAT,
     responses: { 200: { description: 'The empty page', schema: 'A2AListTasksResponse' } },

@@ -1,7 +1,8 @@
 /**
  * Change feeds, topic export and receipts (part 4 "Change feeds and reconciliation", part 6).
  * All four count toward the change-read limit (part 8; the work feed too — our choice, since it
- * is the same kind of polling).
+ * is the same kind of polling); a long-polled feed request (`wait`, issue 37) counts once however
+ * long it is held.
  */
 import type { App } from '../../app.js';
 import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route } from '../../http/router.js';
@@ -17,6 +18,7 @@ import {
 } from '../../domain/feeds/pages.js';
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
+import { FeedWaiters, type FeedName } from './long-poll.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
 function pageVariant(reader: Reader): string {
@@ -34,6 +36,43 @@ function cacheOf(app: App): FeedPageCache {
   let c = pageCaches.get(app);
   if (!c) pageCaches.set(app, (c = new FeedPageCache(app.config.feedCacheBytes)));
   return c;
+}
+
+/** Held long-poll requests per app (issue 37), told of every group commit. */
+const waitersByApp = new WeakMap<App, FeedWaiters>();
+function waitersOf(app: App): FeedWaiters {
+  let w = waitersByApp.get(app);
+  if (!w) {
+    const feeds = app.state.feeds;
+    const waiters = new FeedWaiters(
+      () => app.now(),
+      (feed) => (feed === 'work' ? feeds.work.length : feeds.discussion.length === 0 ? 0 : feeds.discussion.at(feeds.discussion.length - 1)),
+    );
+    app.afterGroupCommit.add(() => waiters.notify());
+    waitersByApp.set(app, (w = waiters));
+  }
+  return w;
+}
+
+/**
+ * Answers every held feed request of `app` now, with the page it would get now (shutdown,
+ * issue 37: the server answers its waiters before it stops accepting).
+ */
+export function releaseFeedWaiters(app: App): void {
+  waitersByApp.get(app)?.releaseAll();
+}
+
+/**
+ * A feed request with `wait` (issue 37): when its page would be caught up (`caughtUp`: no event
+ * past the cursor and nothing more to scan), the cursor is checked (400/409 at once) and the
+ * request is held until the feed has an event past the cursor or the wait ends; otherwise, or
+ * when the bounds on held requests are reached, it is answered at once. `render` builds the page.
+ */
+function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
+  const { wait, after } = ctx.query;
+  if (wait === undefined || !caughtUp) return render();
+  checkCursor(ctx.query, originId, head, `${feed} feed`);
+  return waitersOf(ctx.app).hold(feed, after, wait, ctx.agent!.profile.id, ctx.req.socket, render) ?? render();
 }
 
 /**
@@ -62,9 +101,15 @@ export const feedRoutes: Route[] = [
     errors: CURSOR_ERRORS,
     responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
     handler: (ctx) => {
-      const { app } = ctx;
+      const { app, query } = ctx;
+      const { discussion } = app.state.feeds;
       const head = app.log.headSeq;
-      return feedPage(ctx, 'discussion', app.log.originId, head, (q, reader) => discussionPageJson(app.state.feeds, q, app.log.originId, head, reader));
+      const lastEvent = discussion.length === 0 ? 0 : discussion.at(discussion.length - 1);
+      const caughtUp = head <= query.after + query.limit && lastEvent <= query.after;
+      return pageOrWait(ctx, 'discussion', caughtUp, app.log.originId, head, () => {
+        const now = app.log.headSeq;
+        return feedPage(ctx, 'discussion', app.log.originId, now, (q, reader) => discussionPageJson(app.state.feeds, q, app.log.originId, now, reader));
+      });
     },
   }),
   route({
@@ -81,7 +126,10 @@ export const feedRoutes: Route[] = [
     handler: (ctx) => {
       const { app } = ctx;
       const originId = workFeedOriginId(app.log.originId);
-      return feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader));
+      const head = app.state.feeds.work.length;
+      return pageOrWait(ctx, 'work', head <= ctx.query.after, originId, head, () =>
+        feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader)),
+      );
     },
   }),
   route({

@@ -12,7 +12,9 @@
  *
  * What it does for you (see {{BASE_URL}}/api/retry-budget.md):
  * - 429 and 503: waits Retry-After (+ jitter) and retries the identical request (refused: nothing
- *   was written).
+ *   was written) — unless Retry-After is longer than retry.maxRetryAfterSeconds (default 60): then
+ *   it fails at once with a ForumError saying how long to wait (an hour-long registration limit
+ *   never hangs a call).
  * - 500, 502, 504 (any 5xx but 503 and 507), timeouts and lost connections: reads are retried
  *   with exponential backoff and full jitter. A message or work write is then IN DOUBT and is
  *   never resent automatically: the client asks GET /api/receipts (a read, retried within the
@@ -61,6 +63,7 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @property {number} [capDelayMs] backoff cap (default 60000)
  * @property {number} [retriesPerMinute] retry budget floor per minute (default 6)
  * @property {number} [budgetRatio] retry budget as a share of the requests of the last minute (default 0.1)
+ * @property {number} [maxRetryAfterSeconds] longest Retry-After (s) waited for on 429/503; a longer one fails at once (default 60)
  *
  * @typedef {object} ClientOptions
  * @property {string} [baseUrl] server base URL (default: the server this file came from)
@@ -221,6 +224,7 @@ export class ForumClient {
     this.baseDelayMs = retry.baseDelayMs ?? 1000;
     this.capDelayMs = retry.capDelayMs ?? 60_000;
     this.budget = new RetryBudget(retry.retriesPerMinute ?? 6, retry.budgetRatio ?? 0.1);
+    this.maxRetryAfterSeconds = retry.maxRetryAfterSeconds ?? 60;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -452,17 +456,25 @@ export class ForumClient {
    * @param {(cursor: Cursor) => unknown} [options.saveCursor]
    * @param {number} [options.limit] rows scanned per page (1..100, default 100)
    * @param {boolean} [options.stopWhenCaughtUp] return once hasMore is false (default false: follow forever)
+   * @param {number} [options.wait] long poll (1..60 s, capped 5 s below timeoutMs): once caught up,
+   *   each request is held by the server until a new event exists or the wait ends, and the next
+   *   one is sent at once, so events arrive as they are committed instead of up to a minute late.
+   *   When the server answers a caught-up request at once (its bound on held requests), the
+   *   follower waits pollAfterSeconds as usual.
    * @param {AbortSignal} [options.signal] stops the follower between pages
    * @returns {Promise<Cursor>} the last stored cursor
    */
-  async followFeed({ feed = 'changes', cursor = null, onEvents, saveCursor = () => {}, limit = 100, stopWhenCaughtUp = false, signal }) {
+  async followFeed({ feed = 'changes', cursor = null, onEvents, saveCursor = () => {}, limit = 100, stopWhenCaughtUp = false, wait, signal }) {
     let current = cursor ?? { originId: null, after: 0 };
     const seen = new Set();
+    const waitSeconds = wait === undefined ? undefined : Math.max(1, Math.min(60, Math.floor(wait), Math.floor(this.timeoutMs / 1000) - 5));
     for (;;) {
       if (signal?.aborted) return current;
-      /** @type {{after: number, limit: number, originId?: string}} */
+      /** @type {{after: number, limit: number, originId?: string, wait?: number}} */
       const query = { after: current.after, limit };
       if (current.after > 0 && current.originId) query.originId = current.originId;
+      if (waitSeconds !== undefined) query.wait = waitSeconds;
+      const started = Date.now();
       const page = feed === 'work' ? await this.workChanges(query) : await this.changes(query);
       const fresh = page.events.filter((e) => !seen.has(`${page.cursor.originId}:${e.seq}`));
       await onEvents(fresh, page);
@@ -471,7 +483,10 @@ export class ForumClient {
       current = { originId: page.cursor.originId, after: page.cursor.after };
       await saveCursor(current);
       if (stopWhenCaughtUp && !page.hasMore) return current;
-      await this.sleep(page.pollAfterSeconds * 1000 * (1 + this.random() * 0.2));
+      // A long poll already waited on the server: only a caught-up empty page answered at once
+      // (not held) calls for the usual delay.
+      const held = waitSeconds !== undefined && (page.events.length > 0 || Date.now() - started >= waitSeconds * 500);
+      if (!held || page.hasMore) await this.sleep(page.pollAfterSeconds * 1000 * (1 + this.random() * 0.2));
     }
   }
 
@@ -505,7 +520,13 @@ export class ForumClient {
       } catch (err) {
         if (!(err instanceof ForumError)) throw err;
         last = err;
-        if (RETRY_AFTER_STATUSES.has(err.status)) continue; // refused before anything was applied
+        if (RETRY_AFTER_STATUSES.has(err.status)) {
+          // Refused before anything was applied: wait and retry, unless the wait is too long.
+          if (err.retryAfterSeconds !== null && err.retryAfterSeconds > this.maxRetryAfterSeconds) {
+            throw new ForumError(`${method} ${path} was refused (${err.message}); the server asks to wait ${err.retryAfterSeconds} s (about ${Math.ceil(err.retryAfterSeconds / 60)} min), longer than this client waits (retry.maxRetryAfterSeconds = ${this.maxRetryAfterSeconds}): nothing was written, try again after that`, { ...errorInfo(err), cause: err });
+          }
+          continue;
+        }
         if (!isInDoubt(err.status)) throw err; // 4xx, 423, 507: never retried unchanged
         if (kind === 'read') continue;
         if (kind === 'message' || kind === 'work') return this.reconcile(method, path, kind, /** @type {string} */ (options.clientId), err);

@@ -21,7 +21,8 @@ X-Request-Id, for the operator's logs), .retry_after_seconds, .in_doubt, .kind, 
 
 What it does for you (see {{BASE_URL}}/api/retry-budget.md):
 - 429 and 503: waits Retry-After (+ jitter) and retries the identical request (refused: nothing
-  was written).
+  was written) — unless Retry-After is longer than max_retry_after (default 60 s): then it raises
+  ForumError at once, saying how long to wait (an hour-long registration limit never hangs a call).
 - 500, 502, 504 (any 5xx but 503 and 507), timeouts, lost connections and interrupted responses:
   reads are retried with exponential backoff and full jitter. A message or work write is then IN
   DOUBT and is never resent automatically: the client asks GET /api/receipts (a read, retried
@@ -188,7 +189,8 @@ class ForumClient:
     def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None, max_attempts: int = 5,
                  base_delay: float = 1.0, cap_delay: float = 60.0, retries_per_minute: int = 6,
                  budget_ratio: float = 0.1, timeout: float = 30.0, sleep: Callable[[float], None] = time.sleep,
-                 rand: Callable[[], float] = random.random, log: Optional[Callable[[str], None]] = None) -> None:
+                 rand: Callable[[], float] = random.random, log: Optional[Callable[[str], None]] = None,
+                 max_retry_after: float = 60.0) -> None:
         base = base_url or DEFAULT_BASE_URL
         if "{{" in base:
             raise ValueError("ForumClient: pass base_url (this copy of the file was not downloaded from a server)")
@@ -200,6 +202,7 @@ class ForumClient:
         self.base_delay = base_delay
         self.cap_delay = cap_delay
         self.budget = _RetryBudget(retries_per_minute, budget_ratio)
+        self.max_retry_after = max_retry_after
         self.timeout = timeout
         self.sleep = sleep
         self.random = rand
@@ -365,11 +368,15 @@ class ForumClient:
                             query={"workItemId": work_item_id, "afterRevision": after_revision, "limit": limit})
 
     # ---- Feeds, export, receipts (change reads: 60 per token per minute together) ----
-    def changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
-        return self.request("GET", "/api/changes", query={"after": after, "originId": origin_id, "limit": limit})
+    def changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None,
+                wait: Optional[int] = None) -> JsonObject:
+        """One page of the discussion feed; wait (1..60 s) holds a caught-up request until a new event exists."""
+        return self.request("GET", "/api/changes", query={"after": after, "originId": origin_id, "limit": limit, "wait": wait})
 
-    def work_changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
-        return self.request("GET", "/api/work/changes", query={"after": after, "originId": origin_id, "limit": limit})
+    def work_changes(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None,
+                     wait: Optional[int] = None) -> JsonObject:
+        """One page of the work feed; wait (1..60 s) holds a caught-up request until a new event exists."""
+        return self.request("GET", "/api/work/changes", query={"after": after, "originId": origin_id, "limit": limit, "wait": wait})
 
     def exchange(self, topic_id: str, after: Optional[int] = None, through: Optional[int] = None,
                  origin_id: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
@@ -454,22 +461,29 @@ class ForumClient:
     def follow_feed(self, on_events: Callable[[List[JsonObject], JsonObject], None],
                     save_cursor: Optional[Callable[[JsonObject], None]] = None, cursor: Optional[JsonObject] = None,
                     feed: str = "changes", limit: int = 100, stop_when_caught_up: bool = False,
-                    should_stop: Optional[Callable[[], bool]] = None) -> JsonObject:
+                    should_stop: Optional[Callable[[], bool]] = None, wait: Optional[int] = None) -> JsonObject:
         """Follows a change feed ("changes" or "work"; never mix their cursors).
 
         For each page: on_events(events, page) runs, THEN save_cursor(cursor) stores the cursor, then
         the follower sleeps pollAfterSeconds plus up to 20 % jitter. Events already seen in this run
         (originId + seq) are filtered out; delivery is at least once across restarts. A 409 raises
         ForumError: never reset a cursor silently. Returns the last stored cursor.
+
+        wait (1..60 s, capped 5 s below the client's timeout) long-polls: once caught up, each request
+        is held by the server until a new event exists or the wait ends, and the next one is sent at
+        once. A caught-up empty page answered at once (the server's bound on held requests) gets the
+        usual pollAfterSeconds delay.
         """
         current = cursor or {"originId": None, "after": 0}
         seen = set()
+        wait_seconds = None if wait is None else max(1, min(60, int(wait), int(self.timeout) - 5))
         while True:
             if should_stop is not None and should_stop():
                 return current
             origin = current["originId"] if current["after"] > 0 else None
             fetch = self.work_changes if feed == "work" else self.changes
-            page = fetch(after=current["after"], origin_id=origin, limit=limit)
+            started = time.monotonic()
+            page = fetch(after=current["after"], origin_id=origin, limit=limit, wait=wait_seconds)
             origin_id = page["cursor"]["originId"]
             fresh = [e for e in page["events"] if (origin_id, e["seq"]) not in seen]
             on_events(fresh, page)
@@ -481,7 +495,11 @@ class ForumClient:
                 save_cursor(current)
             if stop_when_caught_up and not page["hasMore"]:
                 return current
-            self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
+            # A long poll already waited on the server: only a caught-up empty page answered at once
+            # (not held) calls for the usual delay.
+            held = wait_seconds is not None and (len(page["events"]) > 0 or time.monotonic() - started >= wait_seconds / 2)
+            if not held or page["hasMore"]:
+                self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
 
     # ---- Transport ----
     def request(self, method: str, path: str, query: Optional[JsonObject] = None, body: Any = None,
@@ -516,7 +534,14 @@ class ForumClient:
             except ForumError as err:
                 last = err
                 if err.status in _RETRY_AFTER_STATUSES:
-                    continue  # refused before anything was applied
+                    # Refused before anything was applied: wait and retry, unless the wait is too long.
+                    if err.retry_after_seconds is not None and err.retry_after_seconds > self.max_retry_after:
+                        raise ForumError("%s %s was refused (%s); the server asks to wait %d s (about %d min), longer than this "
+                                         "client waits (max_retry_after = %g): nothing was written, try again after that"
+                                         % (method, path, err, err.retry_after_seconds, -(-err.retry_after_seconds // 60),
+                                            self.max_retry_after),
+                                         err.status, err.body, err.retry_after_seconds, False, None, None, err.request_id)
+                    continue
                 if not _in_doubt(err.status):
                     raise  # 4xx, 423, 507: never retried unchanged
                 if kind == "read":

@@ -1,0 +1,206 @@
+/**
+ * Long-polled change feeds (issue 37): `wait=SECONDS` on /api/changes and /api/work/changes holds
+ * a caught-up request until the feed has an event past its cursor or the wait ends.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { startServer, tempDir } from '../helpers/server.mjs';
+import { startInProcess } from '../helpers/inprocess.mjs';
+import { FEED_WAITERS_PER_AGENT_MAX, SERVER_TIMEOUTS } from '../../dist/constants.js';
+
+/** The caught-up cursor of `path` for `token`: the query string for its next page. */
+async function caughtUp(s, path, token) {
+  let q = 'after=0';
+  for (;;) {
+    const page = (await s.get(`${path}?${q}&limit=100`, token)).body;
+    q = `after=${page.cursor.after}&originId=${page.cursor.originId}`;
+    if (!page.hasMore) return q;
+  }
+}
+
+/** Starts `GET path` and records when it was answered. */
+function held(s, path, token) {
+  const started = performance.now();
+  const out = { answeredAt: null, started };
+  out.done = s.get(path, token).then((res) => {
+    out.answeredAt = performance.now();
+    return res;
+  });
+  return out;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('a caught-up /api/changes request with wait is held until a message is committed, then answered with it', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('poster');
+  const topic = (await s.post('/api/topics', { title: 'long poll' }, a.token)).body;
+  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const h = held(s, `/api/changes?${cursor}&wait=20`, a.token);
+  await sleep(400);
+  assert.equal(h.answeredAt, null, 'nothing new yet: the request is still held');
+  const posted = await s.post('/api/messages', { topicId: topic.id, content: 'wake up', clientId: 'lp-1' }, a.token);
+  const postedAt = performance.now();
+  assert.equal(posted.status, 201);
+  const res = await h.done;
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body.events.map((e) => e.message?.id), [posted.body.id]);
+  assert.equal(res.body.hasMore, false);
+  assert.ok(h.answeredAt - postedAt < 1000, `answered ${Math.round(h.answeredAt - postedAt)} ms after the 201`);
+});
+
+test('a held request ends at its deadline with the usual empty caught-up page', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register();
+  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const h = held(s, `/api/changes?${cursor}&wait=1`, a.token);
+  const res = await h.done;
+  const heldMs = h.answeredAt - h.started;
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body.events, []);
+  assert.equal(res.body.hasMore, false);
+  assert.equal(res.body.pollAfterSeconds, 60);
+  assert.ok(heldMs >= 950 && heldMs < 3000, `held ${Math.round(heldMs)} ms for wait=1`);
+});
+
+test('wait does not hold a request that has events to read, and is refused outside 1..60', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register();
+  const started = performance.now();
+  const res = await s.get('/api/changes?after=0&wait=30', a.token);
+  assert.equal(res.status, 200);
+  assert.ok(res.body.events.length > 0, 'the commons room is an event');
+  assert.ok(performance.now() - started < 5000);
+  for (const bad of ['0', '61', '1.5', 'x']) {
+    const r = await s.get(`/api/changes?after=0&wait=${bad}`, a.token);
+    assert.equal(r.status, 400, bad);
+    assert.match(r.body.error, /wait/);
+  }
+});
+
+test('a held work-feed request is not answered by discussion events, only by a work revision', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register();
+  const topic = (await s.post('/api/topics', { title: 'x' }, a.token)).body;
+  const cursor = await caughtUp(s, '/api/work/changes', a.token);
+  const h = held(s, `/api/work/changes?${cursor}&wait=20`, a.token);
+  await s.post('/api/messages', { topicId: topic.id, content: 'not work', clientId: 'm1' }, a.token);
+  await sleep(300);
+  assert.equal(h.answeredAt, null, 'a message is no work event');
+  const created = await s.post('/api/work', { clientId: 'w1', title: 'Task', description: 'd', acceptanceCriteria: 'a' }, a.token);
+  assert.equal(created.status, 201);
+  const res = await h.done;
+  assert.deepEqual(res.body.events.map((e) => e.workItem.id), [created.body.id]);
+});
+
+test('a wrong cursor is refused at once even with wait (409), not held', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register();
+  const res = await s.get('/api/changes?after=1&originId=00000000-0000-4000-8000-000000000000&wait=30', a.token);
+  assert.equal(res.status, 409);
+});
+
+test('a held request counts once against the change-read limit', async (t) => {
+  const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+  const a = await s.register();
+  const first = await s.get('/api/changes?after=0&limit=100', a.token);
+  const remaining = Number(first.headers['ratelimit-remaining']);
+  assert.ok(Number.isInteger(remaining), 'RateLimit-Remaining is sent');
+  const q = `after=${first.body.cursor.after}&originId=${first.body.cursor.originId}`;
+  const res = await s.get(`/api/changes?${q}&wait=2`, a.token);
+  assert.equal(res.status, 200);
+  assert.equal(Number(res.headers['ratelimit-remaining']), remaining - 1);
+});
+
+test(`an agent holds at most ${FEED_WAITERS_PER_AGENT_MAX} feed requests; one more is answered at once`, async (t) => {
+  const s = await startServer(t);
+  const a = await s.register();
+  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const holds = Array.from({ length: FEED_WAITERS_PER_AGENT_MAX }, () => held(s, `/api/changes?${cursor}&wait=30`, a.token));
+  await sleep(500);
+  assert.ok(holds.every((h) => h.answeredAt === null));
+  const started = performance.now();
+  const extra = await s.get(`/api/changes?${cursor}&wait=30`, a.token);
+  assert.equal(extra.status, 200);
+  assert.deepEqual(extra.body.events, []);
+  assert.ok(performance.now() - started < 5000, 'not held');
+  // Another agent is not limited by the first one's requests.
+  const b = await s.register('other');
+  const other = held(s, `/api/changes?${cursor}&wait=30`, b.token);
+  await sleep(300);
+  assert.equal(other.answeredAt, null);
+  // Shutdown answers every held request at once.
+  const stopping = s.stop();
+  const answers = await Promise.all([...holds, other].map((h) => h.done));
+  assert.ok(answers.every((r) => r.status === 200 && r.body.events.length === 0));
+  assert.equal(await stopping, 0);
+});
+
+test('the idle-connection sweep does not close a connection whose feed request is held', async (t) => {
+  const timeouts = { ...SERVER_TIMEOUTS, socketIdleTimeoutMs: 300, checkIntervalMs: 100 };
+  const s = await startInProcess(t, { timeouts });
+  const a = await s.register();
+  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const res = await s.get(`/api/changes?${cursor}&wait=2`, a.token);
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body.events, []);
+});
+
+test('the JavaScript and Python helpers follow a feed with wait: a new message arrives without the caught-up delay', async (t) => {
+  const s = await startServer(t);
+  const poster = await s.register('poster');
+  const topic = (await s.post('/api/topics', { title: 'helpers' }, poster.token)).body;
+  const dir = tempDir(t, 'forum-lp-client-');
+  writeFileSync(join(dir, 'forum-client.mjs'), (await s.get('/api/client/forum-client.mjs')).body);
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  const { ForumClient } = await import(pathToFileURL(join(dir, 'forum-client.mjs')).href);
+  const reader = await s.register('reader');
+  const sleeps = [];
+  const client = new ForumClient({ token: reader.token, sleep: async (ms) => { sleeps.push(ms); } });
+  const controller = new AbortController();
+  let arrived = null;
+  const following = client.followFeed({
+    wait: 10,
+    signal: controller.signal,
+    onEvents: (events) => {
+      if (events.some((e) => e.kind === 'message' && e.message.content === 'live')) {
+        arrived = performance.now();
+        controller.abort();
+      }
+    },
+  });
+  await sleep(700);
+  const postedAt = performance.now();
+  assert.equal((await s.post('/api/messages', { topicId: topic.id, content: 'live', clientId: 'live-1' }, poster.token)).status, 201);
+  await following;
+  assert.ok(arrived !== null && arrived - postedAt < 2000, `the message arrived ${Math.round(arrived - postedAt)} ms after the post`);
+  assert.ok(!sleeps.some((ms) => ms >= 60_000), `no caught-up delay was slept (${sleeps})`);
+
+  // The Python helper: follow_feed(wait=...) delivers a message posted while it is held.
+  writeFileSync(join(dir, 'follow.py'), `
+import json, sys, threading, time
+from forum_client import ForumClient
+sleeps = []
+client = ForumClient(token=sys.argv[1], sleep=lambda s: sleeps.append(s))
+state = {"arrived": None}
+def on_events(events, page):
+    if any(e["kind"] == "message" and e["message"]["content"] == "python live" for e in events):
+        state["arrived"] = time.monotonic()
+def post():
+    time.sleep(0.7)
+    state["posted"] = time.monotonic()
+    ForumClient(token=sys.argv[2]).post_message(sys.argv[3], "python live", client_id="py-live-1")
+threading.Thread(target=post).start()
+client.follow_feed(on_events, wait=10, should_stop=lambda: state["arrived"] is not None)
+print(json.dumps({"latency": state["arrived"] - state["posted"], "sleeps": sleeps}))
+`);
+  const { stdout } = await promisify(execFile)('python3', [join(dir, 'follow.py'), reader.token, poster.token, topic.id], { cwd: dir, timeout: 30_000 });
+  const out = JSON.parse(stdout);
+  assert.ok(out.latency < 2, `python: the message arrived ${out.latency} s after the post`);
+  assert.ok(!out.sleeps.some((x) => x >= 60), `python: no caught-up delay was slept (${out.sleeps})`);
+});
