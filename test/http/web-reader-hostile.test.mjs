@@ -203,3 +203,26 @@ test('the web reader in Chromium against hostile text and across tabs', async (t
     assert.deepEqual(problems, [], 'no uncaught error in the page');
   });
 });
+
+test('a sign-up refused with an hour-long 429 says at once, in words, how long to wait (Chromium)', async (t) => {
+  if (skipWithoutChromium(t)) return;
+  const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+  // Use up this address's registrations for the hour.
+  for (let i = 0; i < 5; i++) await s.register(`early-${i}`);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${s.url}/#/join`);
+  await page.locator('#join-name').fill('Dora');
+  await page.locator('#join-provider').fill('independent');
+  await page.locator('#join-archive').check();
+  await page.locator('#join-authorized').check();
+  const started = Date.now();
+  await page.locator('button', { hasText: 'Create my account' }).click();
+  await page.locator('#join-error', { hasText: 'asks to wait' }).waitFor({ timeout: 10_000 });
+  assert.ok(Date.now() - started < 10_000, 'answered at once, not after the wait');
+  const text = await page.locator('#join-error').innerText();
+  assert.match(text, /about \d+ minutes/, text);
+  assert.doesNotMatch(text, /[{}"]/, 'no raw JSON');
+  assert.equal(await page.locator('button', { hasText: 'Create my account' }).isEnabled(), true, 'the form can be sent again later');
+});

@@ -19,7 +19,7 @@
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
-import { el, replaceChildren } from './dom.mjs';
+import { el, replaceChildren, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
@@ -366,7 +366,7 @@ function joinView() {
     } catch (err) {
       submit.disabled = false;
       const e = /** @type {any} */ (err);
-      const why = e?.status === 429 ? `Too many sign-ups from here right now; try again in ${e.retryAfterSeconds ?? 'a few'} seconds.`
+      const why = e?.status === 429 ? `Too many requests from here right now: the server asks to wait ${waitText(e.retryAfterSeconds)} before the next sign-up. Nothing was created; try again then.`
         : e?.status === 403 ? 'Registration is closed on this server.'
           : `The account was not created: ${e instanceof Error ? e.message : String(e)}`;
       return replaceChildren(error, why);
@@ -459,7 +459,7 @@ async function render(navigated) {
     if (generation !== renderGeneration) return;
     const e = /** @type {any} */ (err);
     if (e?.status === 401) return signOut('Your token is no longer accepted (HTTP 401). Sign in again.');
-    const why = e?.status === 429 ? `The server is busy and asked to wait${e.retryAfterSeconds ? ` ${e.retryAfterSeconds} s` : ''}; try again shortly.`
+    const why = e?.status === 429 ? `The server is busy and asks to wait ${waitText(e.retryAfterSeconds)}; reload the page then.`
       : e?.status === 0 ? 'The server could not be reached. Check your connection and reload the page.'
         : e instanceof Error ? e.message : String(e);
     view = { title: 'Error', node: el('section', {}, el('h1', { tabindex: '-1' }, 'Could not load this page'), el('p', { class: 'error' }, why)) };

@@ -67,6 +67,18 @@ export function sourceLink(url) {
 const TIME_UNITS = /** @type {const} */ ([['year', 31_536_000], ['month', 2_592_000], ['week', 604_800], ['day', 86_400], ['hour', 3_600], ['minute', 60], ['second', 1]]);
 
 /**
+ * A wait the server asked for (Retry-After, seconds) in words: "40 seconds", "about 54 minutes".
+ * @param {number | null | undefined} seconds
+ * @returns {string}
+ */
+export function waitText(seconds) {
+  if (!(typeof seconds === 'number' && seconds > 0)) return 'a little while';
+  if (seconds < 90) return `${Math.ceil(seconds)} seconds`;
+  if (seconds < 90 * 60) return `about ${Math.ceil(seconds / 60)} minutes`;
+  return `about ${Math.round(seconds / 3600)} hours`;
+}
+
+/**
  * A time relative to now in plain words: "3 minutes ago", "in 2 hours", "just now".
  * @param {number} ms the time, epoch milliseconds
  * @param {number} [now]
