@@ -23,6 +23,7 @@
  * content is a placeholder for everyone but operators, who see it whole with `"hidden": true`;
  * erased content is a placeholder for everyone, with `"erased": true`.
  */
+import { createHash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
@@ -61,10 +62,47 @@ export interface ModerationPayload {
   flagId?: string;
   events: number[];
   workItems: string[];
+  /**
+   * Every hide key the action sets or clears, `key` first (absent: `[key]`). A work item and the
+   * discussion topic created with it are one piece of content: an action on either names both
+   * item keys.
+   */
+  keys?: string[];
+  /**
+   * The work records (log seqs, one per revision) whose view the action changed: each gets a
+   * `work_item` event carrying that revision as the reader sees it. When present, `workItems` is
+   * empty (it names items whose current revision gets the event, for records written before).
+   */
+  workRecords?: number[];
+  /**
+   * The first log seq of the action's discussion events: `events[i]` is re-emitted at seq
+   * `eventsFrom + i` by a `moderation.event` record appended just before this one, so each event
+   * has a seq of its own. Absent: every event is at the action's own seq (records written before).
+   */
+  eventsFrom?: number;
+  /**
+   * moderation.erase only: a digest of each erased write's (kind, author, clientId)
+   * (`erasedClientKey`), so an identical retry learns that its write was committed and erased.
+   */
+  erasedClients?: Array<{ key: string; seq: number }>;
   /** moderation.erase only: the erasure contract's targets (the store reads these). */
   targets?: Array<{ seq: number; hash: string }>;
   /** moderation.erase only: each target's payload with its text emptied. */
   erased?: ErasedRecord[];
+}
+
+/**
+ * The record type that gives one discussion event of a moderation action its own log position:
+ * `{of, target}` — the seq of the action record that follows it, and the discussion record
+ * re-emitted. Appended just before the action, in the same synchronous run; one whose action is
+ * missing (a crash in between) changes nothing and has no event.
+ */
+export const MODERATION_EVENT_TYPE = 'moderation.event';
+
+/** Payload of `moderation.event`. */
+export interface ModerationEventPayload {
+  of: number;
+  target: number;
 }
 
 /** An erased record as readers see it: its type, time and its payload with the text emptied. */
@@ -119,6 +157,12 @@ export interface ModerationState {
   events: Map<number, number[]>;
   /** Moderation record seq → the work items whose `work_item` events it emits. */
   workItems: Map<number, string[]>;
+  /** Moderation record seq → the work records (log seqs) whose `work_item` events it emits (`ModerationPayload.workRecords`). */
+  workRecords: Map<number, number[]>;
+  /** `erasedClientKey` digest of every erased write → the log seq that committed it: a retry of one is answered 409 ERASED. */
+  erasedClients: Map<string, number>;
+  /** The erased topics and knowledge items (ids): nothing new is posted into them (409 ERASED). */
+  erasedItems: Set<string>;
   /** Flags by id, and in creation order. */
   flags: Map<string, FlagEntry>;
   flagOrder: FlagEntry[];
@@ -131,6 +175,11 @@ export interface ModerationState {
    * `work.create`), ascending: what a purge covers, found without reading every topic.
    */
   topicsByAuthor: Map<string, number[]>;
+  /**
+   * Agent id → log seqs of the `work.create` records of other agents' items on which it wrote a
+   * result or a review (possibly repeated): what a purge changes on others' items.
+   */
+  workPartsByAuthor: Map<string, number[]>;
 }
 
 /** An empty moderation index. */
@@ -142,11 +191,15 @@ export function createModerationState(): ModerationState {
     actions: [],
     events: new Map(),
     workItems: new Map(),
+    workRecords: new Map(),
+    erasedClients: new Map(),
+    erasedItems: new Set(),
     flags: new Map(),
     flagOrder: [],
     flagByClientId: new Map(),
     version: 0,
     topicsByAuthor: new Map(),
+    workPartsByAuthor: new Map(),
   };
 }
 
@@ -165,9 +218,13 @@ export interface PackedModeration {
   actions: ModerationAction[];
   events: Array<[number, number[]]>;
   workItems: Array<[number, string[]]>;
+  workRecords: Array<[number, number[]]>;
+  erasedClients: Array<[string, number]>;
+  erasedItems: string[];
   flags: FlagEntry[];
   version: number;
   topicsByAuthor: Array<[string, number[]]>;
+  workPartsByAuthor: Array<[string, number[]]>;
 }
 
 /** Packs the moderation index. */
@@ -179,9 +236,13 @@ export function packModeration(s: ModerationState): PackedModeration {
     actions: s.actions,
     events: [...s.events],
     workItems: [...s.workItems],
+    workRecords: [...s.workRecords],
+    erasedClients: [...s.erasedClients],
+    erasedItems: [...s.erasedItems],
     flags: s.flagOrder,
     version: s.version,
     topicsByAuthor: [...s.topicsByAuthor],
+    workPartsByAuthor: [...s.workPartsByAuthor],
   };
 }
 
@@ -196,6 +257,9 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   for (const a of p.actions) s.actions.push(a);
   for (const [seq, list] of p.events) s.events.set(seq, list);
   for (const [seq, list] of p.workItems) s.workItems.set(seq, list);
+  for (const [seq, list] of p.workRecords) s.workRecords.set(seq, list);
+  for (const [k, seq] of p.erasedClients) s.erasedClients.set(k, seq);
+  for (const k of p.erasedItems) s.erasedItems.add(k);
   for (const f of p.flags) {
     s.flags.set(f.flag.id, f);
     s.flagOrder.push(f);
@@ -203,6 +267,17 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   }
   s.version = p.version;
   for (const [author, seqs] of p.topicsByAuthor) s.topicsByAuthor.set(author, seqs);
+  for (const [author, seqs] of p.workPartsByAuthor) s.workPartsByAuthor.set(author, seqs);
+}
+
+/**
+ * Files the work item created at log seq `createSeq` under `authorId`, who wrote a result or
+ * review on it without being its creator (see ModerationState.workPartsByAuthor).
+ */
+export function noteWorkPart(s: ModerationState, authorId: string, createSeq: number): void {
+  const list = s.workPartsByAuthor.get(authorId);
+  if (list === undefined) s.workPartsByAuthor.set(authorId, [createSeq]);
+  else if (list[list.length - 1] !== createSeq) list.push(createSeq);
 }
 
 /** The hide key of one record. */
@@ -211,6 +286,20 @@ export const seqKey = (seq: number): string => `s:${seq}`;
 export const itemKey = (id: string): string => `i:${id}`;
 /** The hide key of everything an agent wrote. */
 export const agentKey = (id: string): string => `a:${id}`;
+
+/**
+ * The digest that names one write for the erased-retry check: SHA-256 (hex) of its kind
+ * (`message`, `work`), author and clientId. Kept in place of the clientId itself, which an
+ * erasure may remove from what readers see.
+ */
+export function erasedClientKey(kind: 'message' | 'work', authorId: string, clientId: string): string {
+  return createHash('sha256').update(`${kind}\n${authorId}\n${clientId}`, 'utf8').digest('hex');
+}
+
+/** The item id an item hide key names (`i:<id>`), or null for a record or agent key. */
+function itemIdOfKey(key: string): string | null {
+  return key.startsWith('i:') ? key.slice(2) : null;
+}
 
 /** Key of the flag idempotency index. */
 export function flagClientKey(authorId: string, clientId: string): string {
@@ -227,15 +316,24 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
     case 'moderation.unhide':
     case 'moderation.erase': {
       const p = record.payload as ModerationPayload;
-      if (record.type === 'moderation.unhide') s.hidden.delete(p.key);
-      else s.hidden.add(p.key);
+      const keys = p.keys ?? [p.key];
+      for (const k of keys) {
+        if (record.type === 'moderation.unhide') s.hidden.delete(k);
+        else s.hidden.add(k);
+      }
       if (record.type === 'moderation.erase') {
-        s.permanent.add(p.key);
+        for (const k of keys) {
+          s.permanent.add(k);
+          const item = itemIdOfKey(k);
+          if (item !== null) s.erasedItems.add(item);
+        }
         for (const e of p.erased ?? []) s.erased.set(e.seq, e);
+        for (const c of p.erasedClients ?? []) s.erasedClients.set(c.key, c.seq);
       }
       if (p.action === 'purge') disableAgent(p.target.id);
       s.events.set(record.seq, p.events);
       s.workItems.set(record.seq, p.workItems);
+      if (p.workRecords !== undefined) s.workRecords.set(record.seq, p.workRecords);
       const action: ModerationAction = { seq: record.seq, action: p.action, target: p.target, reason: p.reason, operatorId: p.operatorId, created: record.time };
       if (p.mode !== undefined) action.mode = p.mode;
       if (p.flagId !== undefined) action.flagId = p.flagId;
@@ -250,6 +348,9 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
       s.version++;
       return true;
     }
+    case MODERATION_EVENT_TYPE:
+      // Its event joins the feed when the action it precedes is applied; alone it changes nothing.
+      return true;
     case 'flag.create': {
       const flag = record.payload as Flag;
       const entry: FlagEntry = { flag, resolution: null };
