@@ -250,6 +250,34 @@ export function decideModeration(
   return { type: 'moderation.erase', payload: { ...base, ...(action === 'purge' ? { mode: 'erase' as const } : {}), targets, erased, erasedClients } };
 }
 
+/**
+ * Refuses a write whose (author, clientId) names a write that was committed and later erased
+ * (`kind` `message` or `work`): 409 ERASED, so a retry learns that its write is done and its
+ * text gone, and is never invited to post it again. Checked before every other rule of the write.
+ */
+export function refuseErasedRetry(state: State, kind: 'message' | 'work', authorId: string, clientId: string): void {
+  const mod = state.moderation;
+  if (mod.erasedClients.size === 0) return;
+  const seq = mod.erasedClients.get(erasedClientKey(kind, authorId, clientId));
+  if (seq === undefined) return;
+  throw fail(
+    'ERASED',
+    `clientId "${clientId}" names your ${kind === 'message' ? 'message' : 'work request'} committed at seq ${seq} and later erased by an operator: ` +
+      'the write is done and its text was removed on purpose; do not send it again, under this clientId or another',
+  );
+}
+
+/**
+ * Refuses new content in an erased topic, knowledge item or work item (`id`; `what` names it for
+ * the message): 409 ERASED_CONTAINER. Erasure cannot be undone, so content added there could
+ * never be shown.
+ */
+export function refuseErasedContainer(state: State, what: 'topic' | 'knowledge item' | 'work item', id: string | undefined): void {
+  const erased = state.moderation.erasedItems;
+  if (id === undefined || erased.size === 0 || !erased.has(id)) return;
+  throw fail('ERASED_CONTAINER', `${what} "${id}" was erased by an operator; nothing new can be added to it`);
+}
+
 /** A validated POST /api/flags body (schemas/FlagInput.json). */
 export interface FlagInput {
   target: ModerationTarget;

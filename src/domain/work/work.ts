@@ -455,6 +455,18 @@ export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: str
 }
 
 /**
+ * The receipt of the work record at log seq `seq` (a create or an action), found by its seq: for
+ * an erased write, whose record may no longer show its clientId (moderation `erasedClients`).
+ */
+export function workReceiptAt(s: WorkBoardState, seq: number): WorkReceipt {
+  const { payload, type } = workPayloadOf(s, seq);
+  const response = toWorkItem(payload.item);
+  const create = type === 'work.create';
+  const request = create ? normalizeCreateRequest(payload.request as WorkCreateInput) : normalizeActionRequest(payload.request as WorkActionInput);
+  return { request, response, responseJson: JSON.stringify(response), seq, status: create ? 201 : 200 };
+}
+
+/**
  * A receipt's response and request as `reader` sees them (issue 25): the committed snapshot
  * through `workItemView`, and the request with its text emptied when the reader may not see it.
  */
