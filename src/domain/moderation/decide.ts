@@ -5,13 +5,17 @@
  * What an action covers (its `key`, its feed `events` and, for an erasure, its `targets`):
  * - message: its `message.create` record;
  * - topic: the topic and its messages (messages posted later in a hidden topic are hidden too);
- *   an erasure removes the topic's record and its messages' records. A work item's discussion
- *   topic lives in the work item's `work.create` record, so erasing it erases that revision too;
+ *   an erasure removes the topic's record and its messages' records;
  * - knowledge: every revision (later revisions too), or one revision with `revision`;
  * - work: the item's text fields in every revision; an erasure removes every record of the item
- *   (its `work.create` record, which also holds its discussion topic, and its `work.action` ones);
+ *   (its `work.create` record and its `work.action` ones);
+ * - a work item and the discussion topic created with it (inside its `work.create` record) are one
+ *   piece of content: an action on either covers the item's every revision, the topic and the
+ *   topic's messages, under the item's key (a topic named by `topicId` is not the item's);
  * - agent (purge): everything the agent wrote — messages, topics, knowledge, the work items it
- *   created — and the agent is disabled. With mode `erase`, those records are erased.
+ *   created — and the agent is disabled; the revisions of other agents' items carrying its result
+ *   or review get work events (their parts are emptied for readers). With mode `erase`, the
+ *   agent's own records are erased.
  */
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';

@@ -7,10 +7,16 @@
  *   events, workItems}` — reversible. `key` names what is hidden: `s:<seq>` one record (a message,
  *   a knowledge revision), `i:<id>` an item (a topic with its messages, a knowledge item with all
  *   its revisions, a work item's text), `a:<agentId>` everything an agent wrote (purge, which also
- *   disables the agent). `events` are the log seqs of the discussion records whose view changed
- *   (each gets a new discussion event at the moderation record's seq); `workItems` the work items
- *   whose view changed (each gets a new `work_item` event).
- * - `moderation.erase` — irreversible; the same fields plus the erasure contract's `targets`
+ *   disables the agent). `keys` every key it sets or clears (a work item and the topic created with
+ *   it share one action). `events` are the log seqs of the discussion records whose view changed:
+ *   each gets a discussion event at a log position of its own, the `moderation.event` record at
+ *   `eventsFrom + i` (records without `eventsFrom` put them all at the action's seq).
+ *   `workRecords` the work revisions (log seqs) whose view changed, each a new `work_item` event
+ *   (`workItems`, in records without `workRecords`: items whose current revision gets one).
+ * - `moderation.event {of, target}` — one discussion event of the action at seq `of`, appended
+ *   just before it; without its action (a crash in between) it changes nothing.
+ * - `moderation.erase` — irreversible; the same fields plus `erasedClients` (digests of the erased
+ *   writes, for the 409 ERASED retry check) and the erasure contract's `targets`
  *   (`[{seq, hash}]`: the records whose bytes the store removes, with their original chained
  *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with its text
  *   emptied, so no reader ever needs an erased record's payload; see `ModeratedRecords`).
