@@ -257,6 +257,26 @@ test('nothing new is added to an erased topic, knowledge item or work item: 409 
   }
 });
 
+test("an erase-purge covers what the agent had written: once re-enabled, its new content is visible, and its erased topics take nothing new", async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const own = await ok(s.post('/api/topics', { title: `own ${SECRET}` }, b.token), 201);
+  const w = await work(s, a.token, { clientId: 'w1', title: 'task' });
+  await workAct(s, b.token, { action: 'claim', workItemId: w.id, expectedRevision: 1, clientId: 'c1' });
+  await workAct(s, b.token, { action: 'submit', workItemId: w.id, expectedRevision: 2, clientId: 'c2', content: `result ${SECRET}`, sources: [] });
+  await act(s, op, { action: 'purge', target: { type: 'agent', id: b.id }, mode: 'erase', reason: 'spam' });
+  assert.equal((await s.cli('agents', 'enable', b.id)).code, 0);
+  const fresh = await ok(s.post('/api/messages', { topicId: topic.id, content: 'back, and behaving', clientId: 'new1' }, b.token), 201);
+  assert.equal(fresh.content, 'back, and behaving');
+  assert.deepEqual((await ok(s.get(`/api/messages?messageId=${fresh.id}`, a.token))).messages, [fresh]);
+  const res = await s.post('/api/messages', { topicId: own.id, content: 'x', clientId: 'new2' }, b.token);
+  assert.equal(res.body.code, 'ERASED_CONTAINER');
+  // Its result on a's item is hidden, not erased: unhiding the agent shows it again; its erased records stay erased.
+  assert.equal((await ok(s.get(`/api/work?id=${w.id}`, a.token))).items[0].result.content, '');
+  await act(s, op, { action: 'unhide', target: { type: 'agent', id: b.id }, reason: 'reviewed' });
+  assert.equal((await ok(s.get(`/api/work?id=${w.id}`, a.token))).items[0].result.content, `result ${SECRET}`);
+  assert.equal((await ok(s.get('/api/topics', a.token))).find((x) => x.id === own.id).erased, true);
+});
+
 test('a mirror of both feeds converges to the API view across hide, unhide, erase and purge of every content kind, following along and read from 0', async (t) => {
   const { s, a, b, c, op, topic } = await setup(t);
   const follower = mirror(s, c.token);

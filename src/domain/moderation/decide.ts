@@ -21,7 +21,7 @@ import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
-import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
+import { knowledgeIdOf, knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
 import { redactWorkPayload, workIdOf, workOwnTopicOf, workPartAuthorsAt, workRevisionSeqs, workRowAtSeq, workRowOf, workRowsByAuthor } from '../work/work.js';
 import {
   agentKey,
@@ -182,6 +182,19 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
   }
 }
 
+/** The ids of the topics, knowledge items and work items `agentId` created (what an erase-purge makes erased containers). */
+function itemsCreatedBy(state: State, agentId: string): string[] {
+  const { forum, knowledge, work } = state;
+  const ids = new Set<string>();
+  for (const seq of state.moderation.topicsByAuthor.get(agentId) ?? []) {
+    const id = makeId('tp', seq);
+    if (forum.topics.get(id) === seq) ids.add(id);
+  }
+  for (const row of knowledgeRowsByAuthor(knowledge, agentId)) ids.add(knowledgeIdOf(knowledge, row));
+  for (const row of workRowsByAuthor(work, agentId)) ids.add(workIdOf(work, row));
+  return [...ids];
+}
+
 /**
  * The writes an erasure of `records` removes, as `erasedClientKey` digests with the seq that
  * committed each: every message and work record carries its author's clientId.
@@ -251,7 +264,8 @@ export function decideModeration(
     erasedClients.push(...erasedClientsOf(r.type, seq, r.payloadJson));
   }
   if (targets.length === 0 && mod.permanent.has(cover.key)) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already erased`);
-  return { type: 'moderation.erase', payload: { ...base, ...(action === 'purge' ? { mode: 'erase' as const } : {}), targets, erased, erasedClients } };
+  const purge = action === 'purge' ? { mode: 'erase' as const, erasedItems: itemsCreatedBy(state, target.id) } : {};
+  return { type: 'moderation.erase', payload: { ...base, ...purge, targets, erased, erasedClients } };
 }
 
 /**

@@ -91,6 +91,11 @@ export interface ModerationPayload {
    * (`erasedClientKey`), so an identical retry learns that its write was committed and erased.
    */
   erasedClients?: Array<{ key: string; seq: number }>;
+  /**
+   * purge with mode erase only: the topics, knowledge items and work items the agent created
+   * (ids), which become erased containers (an erasure of one item names its ids in `keys`).
+   */
+  erasedItems?: string[];
   /** moderation.erase only: the erasure contract's targets (the store reads these). */
   targets?: Array<{ seq: number; hash: string }>;
   /** moderation.erase only: each target's payload with its text emptied. */
@@ -167,8 +172,13 @@ export interface ModerationState {
   workRecords: Map<number, number[]>;
   /** `erasedClientKey` digest of every erased write → the log seq that committed it: a retry of one is answered 409 ERASED. */
   erasedClients: Map<string, number>;
-  /** The erased topics and knowledge items (ids): nothing new is posted into them (409 ERASED). */
+  /** The erased topics, knowledge items and work items (ids): nothing new enters them (409 ERASED_CONTAINER). */
   erasedItems: Set<string>;
+  /**
+   * Agent id → the seq of its purge with mode erase: the purge's agent key hides only records up to
+   * that seq, so what a re-enabled agent writes afterwards is not hidden by it.
+   */
+  purgedUpTo: Map<string, number>;
   /** Flags by id, and in creation order. */
   flags: Map<string, FlagEntry>;
   flagOrder: FlagEntry[];
@@ -200,6 +210,7 @@ export function createModerationState(): ModerationState {
     workRecords: new Map(),
     erasedClients: new Map(),
     erasedItems: new Set(),
+    purgedUpTo: new Map(),
     flags: new Map(),
     flagOrder: [],
     flagByClientId: new Map(),
@@ -227,6 +238,7 @@ export interface PackedModeration {
   workRecords: Array<[number, number[]]>;
   erasedClients: Array<[string, number]>;
   erasedItems: string[];
+  purgedUpTo: Array<[string, number]>;
   flags: FlagEntry[];
   version: number;
   topicsByAuthor: Array<[string, number[]]>;
@@ -245,6 +257,7 @@ export function packModeration(s: ModerationState): PackedModeration {
     workRecords: [...s.workRecords],
     erasedClients: [...s.erasedClients],
     erasedItems: [...s.erasedItems],
+    purgedUpTo: [...s.purgedUpTo],
     flags: s.flagOrder,
     version: s.version,
     topicsByAuthor: [...s.topicsByAuthor],
@@ -266,6 +279,7 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   for (const [seq, list] of p.workRecords) s.workRecords.set(seq, list);
   for (const [k, seq] of p.erasedClients) s.erasedClients.set(k, seq);
   for (const k of p.erasedItems) s.erasedItems.add(k);
+  for (const [agent, seq] of p.purgedUpTo) s.purgedUpTo.set(agent, seq);
   for (const f of p.flags) {
     s.flags.set(f.flag.id, f);
     s.flagOrder.push(f);
@@ -328,13 +342,24 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
         else s.hidden.add(k);
       }
       if (record.type === 'moderation.erase') {
-        for (const k of keys) {
-          s.permanent.add(k);
-          const item = itemIdOfKey(k);
-          if (item !== null) s.erasedItems.add(item);
+        if (p.action === 'purge') {
+          // An erase-purge erases the agent's records (by seq); its agent key stays a hide bounded
+          // by this seq, which `unhide` may lift: it then covers only the agent's results and
+          // reviews on other agents' items (hidden, not erased).
+          s.purgedUpTo.set(p.target.id, record.seq);
+          for (const id of p.erasedItems ?? []) s.erasedItems.add(id);
+        } else {
+          for (const k of keys) {
+            s.permanent.add(k);
+            const item = itemIdOfKey(k);
+            if (item !== null) s.erasedItems.add(item);
+          }
         }
         for (const e of p.erased ?? []) s.erased.set(e.seq, e);
         for (const c of p.erasedClients ?? []) s.erasedClients.set(c.key, c.seq);
+      } else if (p.target.type === 'agent') {
+        // A hide-purge hides everything the agent wrote; an unhide lifts every bound.
+        s.purgedUpTo.delete(p.target.id);
       }
       if (p.action === 'purge') disableAgent(p.target.id);
       s.events.set(record.seq, p.events);
@@ -407,8 +432,15 @@ export function readerOf(mod: ModerationState, role: string | undefined): Reader
 export function statusOf(mod: ModerationState, seq: number, itemId: string | null, authorId: string | null): ModerationStatus {
   if (mod.erased.size > 0 && mod.erased.has(seq)) return ERASED;
   if (mod.hidden.size === 0) return VISIBLE;
-  if (mod.hidden.has(seqKey(seq)) || (itemId !== null && mod.hidden.has(itemKey(itemId))) || (authorId !== null && mod.hidden.has(agentKey(authorId)))) return HIDDEN;
+  if (mod.hidden.has(seqKey(seq)) || (itemId !== null && mod.hidden.has(itemKey(itemId))) || (authorId !== null && agentHides(mod, authorId, seq))) return HIDDEN;
   return VISIBLE;
+}
+
+/** Whether `authorId`'s agent key hides its record at log seq `seq` (an erase-purge covers only the records before it). */
+function agentHides(mod: ModerationState, authorId: string, seq: number): boolean {
+  if (!mod.hidden.has(agentKey(authorId))) return false;
+  const upTo = mod.purgedUpTo.size === 0 ? undefined : mod.purgedUpTo.get(authorId);
+  return upTo === undefined || seq < upTo;
 }
 
 /** Whether the reader may see (and search) the text of a record with this status. */
