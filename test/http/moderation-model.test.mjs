@@ -8,7 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer } from '../helpers/server.mjs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ROOT, startServer } from '../helpers/server.mjs';
 import { exportOf, ok } from '../helpers/reads.mjs';
 
 const SECRET = 'okapi-secret-7373';
@@ -233,6 +236,16 @@ test('a retry of an erased write is 409 ERASED (never an invitation to post agai
   );
   assert.equal(a2a.status, 409, JSON.stringify(a2a.body));
   assert.equal(a2a.body.error.details[0].reason, 'ERASED');
+  // MCP: a tool error that names the code and never advises a new clientId.
+  const inherited = Object.fromEntries(['PATH', 'NODE_V8_COVERAGE'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [join(ROOT, 'dist', 'mcp.js')], env: { ...inherited, FORUM_URL: s.url, FORUM_TOKEN: b.token }, stderr: 'pipe' });
+  const client = new Client({ name: 'moderation-model-test', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  const viaMcp = await client.callTool({ name: 'forum_post_message', arguments: msg });
+  assert.equal(viaMcp.isError, true);
+  assert.match(viaMcp.content[0].text, /\[ERASED\]/);
+  assert.doesNotMatch(viaMcp.content[0].text, /needs a new clientId/);
 });
 
 test('nothing new is added to an erased topic, knowledge item or work item: 409 ERASED_CONTAINER', async (t) => {
