@@ -68,3 +68,11 @@ test("a moderation action's discussion events each have a log position of their 
   assert.deepEqual(early.events.map((e) => e.seq), [1, 2, 3]);
   assert.equal(early.cursor.after, 3);
 });
+
+test('an erasure recorded without erasedClients still refuses a retry of the erased write: its placeholders name author and clientId', async () => {
+  const { erasedClientKey } = await import('../../dist/domain/moderation/moderation.js');
+  const state = createState();
+  replay(state, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message], [4, 'moderation.erase', erase]]);
+  assert.equal(state.moderation.erasedClients.get(erasedClientKey('message', 'ag_1', 'c1')), 3);
+  assert.equal(state.moderation.erasedClients.size, 1);
+});

@@ -316,6 +316,21 @@ export function erasedClientKey(kind: 'message' | 'work', authorId: string, clie
   return createHash('sha256').update(`${kind}\n${authorId}\n${clientId}`, 'utf8').digest('hex');
 }
 
+/**
+ * The erased writes of an erasure recorded without `erasedClients`, read from its placeholders
+ * (which then still carry each write's author and clientId).
+ */
+function erasedClientsOfPlaceholders(erased: readonly ErasedRecord[]): Array<{ key: string; seq: number }> {
+  const out: Array<{ key: string; seq: number }> = [];
+  for (const e of erased) {
+    const kind = e.type === 'message.create' ? 'message' : e.type === 'work.create' || e.type === 'work.action' ? 'work' : null;
+    if (kind === null) continue;
+    const o = JSON.parse(e.payloadJson) as { authorId?: unknown; clientId?: unknown };
+    if (typeof o.authorId === 'string' && typeof o.clientId === 'string') out.push({ key: erasedClientKey(kind, o.authorId, o.clientId), seq: e.seq });
+  }
+  return out;
+}
+
 /** The item id an item hide key names (`i:<id>`), or null for a record or agent key. */
 function itemIdOfKey(key: string): string | null {
   return key.startsWith('i:') ? key.slice(2) : null;
@@ -356,7 +371,7 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
           }
         }
         for (const e of p.erased ?? []) s.erased.set(e.seq, e);
-        for (const c of p.erasedClients ?? []) s.erasedClients.set(c.key, c.seq);
+        for (const c of p.erasedClients ?? erasedClientsOfPlaceholders(p.erased ?? [])) s.erasedClients.set(c.key, c.seq);
       } else if (p.target.type === 'agent') {
         // A hide-purge hides everything the agent wrote; an unhide lifts every bound.
         s.purgedUpTo.delete(p.target.id);
