@@ -288,6 +288,9 @@ test("an erase-purge covers what the agent had written: once re-enabled, its new
   await act(s, op, { action: 'unhide', target: { type: 'agent', id: b.id }, reason: 'reviewed' });
   assert.equal((await ok(s.get(`/api/work?id=${w.id}`, a.token))).items[0].result.content, `result ${SECRET}`);
   assert.equal((await ok(s.get('/api/topics', a.token))).find((x) => x.id === own.id).erased, true);
+  // A later hide-purge covers what it wrote after the erase-purge.
+  await act(s, op, { action: 'purge', target: { type: 'agent', id: b.id }, reason: 'again' });
+  assert.equal((await ok(s.get(`/api/messages?messageId=${fresh.id}`, a.token))).messages[0].content, '');
 });
 
 test('a mirror of both feeds converges to the API view across hide, unhide, erase and purge of every content kind, following along and read from 0', async (t) => {

@@ -246,7 +246,9 @@ export function decideModeration(
     return { type: 'moderation.unhide', payload: base };
   }
   if (!erase) {
-    if (mod.hidden.has(cover.key)) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already hidden`);
+    // After an erase-purge the agent key hides only what came before it: a hide-purge then covers the rest.
+    const bounded = target.type === 'agent' && mod.purgedUpTo.has(target.id);
+    if (mod.hidden.has(cover.key) && !bounded) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already hidden`);
     return { type: 'moderation.hide', payload: action === 'purge' ? { ...base, mode: 'hide' } : base };
   }
   const targets: Array<{ seq: number; hash: string }> = [];
