@@ -8,7 +8,8 @@
 import type { App } from '../app.js';
 import { logger } from '../logger.js';
 import { decideModeration, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
-import type { FlagEntry, ModerationAction, ModerationPayload } from '../domain/moderation/moderation.js';
+import { MODERATION_EVENT_TYPE, type FlagEntry, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
+import type { LogRecord } from '../store/log.js';
 
 /** The operator id recorded for actions taken with the CLI (it authenticates by file access, not a token). */
 export const CLI_OPERATOR_ID = 'cli';
@@ -21,7 +22,7 @@ export async function moderate(app: App, operatorId: string, input: ModerationIn
   // Every record an erasure may name must be durable and located, so its stored hash is known.
   await app.log.sync();
   const { type, payload } = decideModeration(app.state, input, { operatorId, hashOf: (seq) => app.records.storedHashOf(seq) });
-  const record = app.commit<ModerationPayload>(type, payload);
+  const record = commitAction(app, type, payload);
   await app.log.sync();
   logger.info('admin_action', `moderation: ${input.action} ${input.target.type} ${input.target.id} by ${operatorId}`, {
     operator: operatorId,
@@ -32,6 +33,25 @@ export async function moderate(app: App, operatorId: string, input: ModerationIn
   });
   if (payload.targets !== undefined && payload.targets.length > 0) await app.eraseRecords(payload.targets);
   return app.state.moderation.actions[app.state.moderation.actions.length - 1]!;
+}
+
+/**
+ * Appends one action: first one `moderation.event` record per discussion event (so each event
+ * has a log position, and so a `seq`, of its own), then the action record, which names where its
+ * events start (`eventsFrom`). All in one synchronous run: nothing else is appended in between,
+ * and the events join the feed only when the action record is applied — a crash that keeps the
+ * event records without the action leaves records that change nothing.
+ * Output: the action record.
+ */
+function commitAction(app: App, type: string, payload: ModerationPayload): LogRecord<ModerationPayload> {
+  const timeMs = app.now();
+  if (payload.events.length === 0) return app.commit<ModerationPayload>(type, payload, timeMs);
+  const from = app.nextSeq();
+  const of = from + payload.events.length;
+  for (const target of payload.events) app.commit<ModerationEventPayload>(MODERATION_EVENT_TYPE, { of, target }, timeMs);
+  const record = app.commit<ModerationPayload>(type, { ...payload, eventsFrom: from }, timeMs);
+  if (record.seq !== of) throw new Error(`moderation record at seq ${record.seq}, expected ${of}: its events are not adjacent`);
+  return record;
 }
 
 /** A flag as operators list it (schemas/FlagView.json). */

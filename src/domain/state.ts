@@ -8,12 +8,22 @@ import type { LogRecord } from '../store/log.js';
 import { MemoryRecords, type RecordSource } from '../store/records.js';
 import { applyAgents, createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
-import { addModerationEvents, createFeedsState, type FeedsState } from './feeds/feeds.js';
+import { addModerationEvents, addModerationEventsAt, createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
-import { applyWork, createWorkBoardState, type WorkBoardState } from './work/work.js';
-import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationState } from './moderation/moderation.js';
+import { applyWork, createWorkBoardState, workRowOf, type WorkActionPayload, type WorkBoardState } from './work/work.js';
+import {
+  applyModeration,
+  createModerationState,
+  ERASABLE_TYPES,
+  MODERATION_EVENT_TYPE,
+  ModeratedRecords,
+  noteTopicAuthor,
+  noteWorkPart,
+  type ModerationPayload,
+  type ModerationState,
+} from './moderation/moderation.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -92,8 +102,14 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     const topic = (record.payload as { topic: { authorId: string } | null }).topic;
     if (topic !== null) noteTopicAuthor(state.moderation, topic.authorId, record.seq);
   }
-  if (record.type.startsWith('moderation.')) {
-    addModerationEvents(state.feeds, record.seq, (state.moderation.events.get(record.seq)?.length ?? 0) > 0, state.moderation.workItems.get(record.seq)?.length ?? 0);
+  else if (record.type === 'work.action') noteWorkParts(state, record.payload as WorkActionPayload);
+  if (record.type.startsWith('moderation.') && record.type !== MODERATION_EVENT_TYPE) {
+    const mod = state.moderation;
+    const p = record.payload as ModerationPayload;
+    const workEvents = mod.workRecords.get(record.seq)?.length ?? mod.workItems.get(record.seq)?.length ?? 0;
+    const events = mod.events.get(record.seq) ?? [];
+    if (p.eventsFrom === undefined) addModerationEvents(state.feeds, record.seq, events.length > 0, workEvents);
+    else addModerationEventsAt(state.feeds, p.eventsFrom, events.length, workEvents, record.seq);
   }
   // A message's author is read from the index entry just made: its payload is never parsed on replay.
   const authorId =
@@ -101,6 +117,17 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       ? messageAuthorOf(state.forum, state.forum.rows.seq.length - 1)
       : (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgentRecord(state.agents, authorId, parseTimeMs(record.time));
+}
+
+/** Notes a result or review written on another agent's work item (what a purge of its author changes). */
+function noteWorkParts(state: State, p: WorkActionPayload): void {
+  const { item } = p;
+  const parts = [item.result?.authorId, item.review?.authorId];
+  if (!parts.some((a) => a !== undefined && a !== item.authorId)) return;
+  const row = workRowOf(state.work, item.id);
+  if (row === undefined) return;
+  const createSeq = state.work.rows.seq.at(row);
+  for (const a of new Set(parts)) if (a !== undefined && a !== item.authorId) noteWorkPart(state.moderation, a, createSeq);
 }
 
 /**

@@ -75,6 +75,11 @@ export function errorAdvice(err: ForumErrorLike): string {
     return `In doubt: the ${err.kind} write may or may not have been applied (${err.message}). Call forum_receipt with {"kind": "${err.kind}", "clientId": "${err.clientId}"}, or repeat this tool call with "clientId": "${err.clientId}" and the same other arguments (it lands at most once). Never use a new clientId for it.`;
   }
   if (err.inDoubt) return `In doubt: the write may or may not have been applied (${err.message}). It is not idempotent: look (forum_list_topics, knowledge_list) before calling again.`;
+  const code = (err.body as { code?: unknown } | undefined)?.code;
+  if (code === 'ERASED') {
+    return `Erased (HTTP 409): ${why}. This write was committed and later erased by an operator: it is done. Never send its content again, with this clientId or a new one.`;
+  }
+  if (code === 'ERASED_CONTAINER') return `Erased (HTTP 409): ${why}. An operator erased it; nothing can be added to it. Do not retry.`;
   switch (err.status) {
     case 400:
     case 413:

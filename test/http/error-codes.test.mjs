@@ -100,6 +100,13 @@ test('every code of the catalogue is provoked through the API, and each error bo
   assert.equal((await h.post('/api/work/action', { action: 'cancel', workItemId: work.id, expectedRevision: 1, clientId: 'x3' }, a.token)).status, 200);
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 2, clientId: 'x4' }, b.token), 'WORK_CLOSED');
   saw(await h.post('/api/messages', { topicId: 'tp_nope', content: 'x', clientId: 'c2' }, a.token), 'NOT_FOUND');
+  const gone = await h.post('/api/messages', { topicId: topic.id, content: 'gone', clientId: 'e1' }, a.token);
+  const goneTopic = await h.post('/api/topics', { title: 'gone' }, a.token);
+  for (const target of [{ type: 'message', id: gone.body.id }, { type: 'topic', id: goneTopic.body.id }]) {
+    assert.equal((await h.post('/api/moderation/actions', { action: 'erase', target, reason: 'x' }, op.token)).status, 201);
+  }
+  saw(await h.post('/api/messages', { topicId: topic.id, content: 'gone', clientId: 'e1' }, a.token), 'ERASED');
+  saw(await h.post('/api/messages', { topicId: goneTopic.body.id, content: 'new', clientId: 'e2' }, a.token), 'ERASED_CONTAINER');
   saw(await h.request('DELETE', '/api/topics', { token: a.token }), 'METHOD_NOT_ALLOWED');
   saw(await h.post('/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, a.token, { origin: 'http://evil.example', accept: 'application/json, text/event-stream' }), 'ORIGIN_NOT_ALLOWED');
   sawRaw(await rawExchange(slow.url, [`POST /api/topics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slowAgent.token}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n`, '{', '"'], { delayMs: 400, endAfter: false }), 'REQUEST_TIMEOUT');

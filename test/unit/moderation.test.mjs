@@ -44,3 +44,35 @@ test('with the erased payloads known, a replay over a tombstone serves the same 
     assert.deepEqual(view(replayed), view(live));
   }
 });
+
+test("a moderation action's discussion events each have a log position of their own; event records without their action change nothing", async () => {
+  const { discussionPageJson } = await import('../../dist/domain/feeds/pages.js');
+  const hide = { action: 'hide', target: { type: 'topic', id: topic.id }, key: `i:${topic.id}`, reason: 'x', operatorId: 'op_9', events: [2, 3], workItems: [], workRecords: [], eventsFrom: 4 };
+  const base = [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message]];
+  const page = (state, head) => JSON.parse(discussionPageJson(state.feeds, { after: 0, limit: 100 }, 'o', head, readerOf(state.moderation, 'agent')));
+
+  // A crash between the event records and the action: the event records show nothing.
+  const torn = createState();
+  replay(torn, [...base, [4, 'moderation.event', { of: 6, target: 2 }], [5, 'moderation.event', { of: 6, target: 3 }]]);
+  assert.deepEqual(page(torn, 5).events.map((e) => e.seq), [1, 2, 3]);
+  assert.equal(torn.moderation.hidden.size, 0);
+
+  const whole = createState();
+  replay(whole, [...base, [4, 'moderation.event', { of: 6, target: 2 }], [5, 'moderation.event', { of: 6, target: 3 }], [6, 'moderation.hide', hide]]);
+  const events = page(whole, 6).events;
+  assert.deepEqual(events.map((e) => [e.seq, e.kind]), [[1, 'room'], [2, 'topic'], [3, 'message'], [4, 'topic'], [5, 'message']]);
+  assert.equal(events[3].topic.title, '');
+  assert.equal(events[4].message.content, '');
+  // Until the action record is durable, a page stops before its events.
+  const early = page(whole, 5);
+  assert.deepEqual(early.events.map((e) => e.seq), [1, 2, 3]);
+  assert.equal(early.cursor.after, 3);
+});
+
+test('an erasure recorded without erasedClients still refuses a retry of the erased write: its placeholders name author and clientId', async () => {
+  const { erasedClientKey } = await import('../../dist/domain/moderation/moderation.js');
+  const state = createState();
+  replay(state, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message], [4, 'moderation.erase', erase]]);
+  assert.equal(state.moderation.erasedClients.get(erasedClientKey('message', 'ag_1', 'c1')), 3);
+  assert.equal(state.moderation.erasedClients.size, 1);
+});

@@ -14,6 +14,7 @@ import {
   queryMessages,
 } from '../../domain/forum/forum.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
+import { refuseErasedContainer, refuseErasedRetry } from '../../domain/moderation/decide.js';
 
 export const forumRoutes: Route[] = [
   {
@@ -83,7 +84,9 @@ export const forumRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const forum = ctx.app.state.forum;
         const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
+        refuseErasedRetry(ctx.app.state, 'message', d.authorId, ctx.body.clientId);
         const decision = decideMessage(forum, ctx.body, d);
+        if (!('existing' in decision)) refuseErasedContainer(ctx.app.state, 'topic', ctx.body.topicId);
         if ('existing' in decision) return { replay: { status: 201, json: messageViewOf(forum, reader, decision.existing) } };
         const { message } = decision;
         return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageViewOf(forum, reader, messageById(forum, message.id)!) }) };

@@ -17,6 +17,7 @@ import {
   queryKnowledge,
 } from '../../domain/knowledge/knowledge.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
+import { refuseErasedContainer } from '../../domain/moderation/decide.js';
 
 export const knowledgeRoutes: Route[] = [
   route({
@@ -48,6 +49,8 @@ export const knowledgeRoutes: Route[] = [
     handler: (ctx) =>
       runWrite(ctx, (d) => {
         const { knowledge: state, forum, moderation } = ctx.app.state;
+        refuseErasedContainer(ctx.app.state, 'knowledge item', ctx.body.previousId);
+        refuseErasedContainer(ctx.app.state, 'topic', ctx.body.topicId ?? undefined);
         const knowledge = decideKnowledge(state, forum, ctx.body, d);
         const answer = () => {
           const latest = knowledgeLatestOf(state, knowledge.id)!;

@@ -17,6 +17,7 @@ import {
   workRowOf,
 } from '../../domain/work/work.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
+import { refuseErasedContainer, refuseErasedRetry } from '../../domain/moderation/decide.js';
 
 export const workRoutes: Route[] = [
   route({
@@ -54,7 +55,9 @@ export const workRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const { work, forum, moderation } = ctx.app.state;
         const reader = readerOf(moderation, ctx.agent?.profile.role);
+        refuseErasedRetry(ctx.app.state, 'work', d.authorId, ctx.body.clientId);
         const decision = decideWorkCreate(work, forum, ctx.body, d);
+        if (!('existing' in decision)) refuseErasedContainer(ctx.app.state, 'topic', ctx.body.topicId);
         // Part 7 lists "identical work retry" under 200 (only message retries repeat 201); the
         // receipt keeps the 201 that was committed.
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
@@ -76,7 +79,9 @@ export const workRoutes: Route[] = [
       runWrite(ctx, (d) => {
         const { work, moderation } = ctx.app.state;
         const reader = readerOf(moderation, ctx.agent?.profile.role);
+        refuseErasedRetry(ctx.app.state, 'work', d.authorId, ctx.body.clientId);
         const decision = decideWorkAction(work, ctx.body, d);
+        if (!('existing' in decision)) refuseErasedContainer(ctx.app.state, 'work item', ctx.body.workItemId);
         if ('existing' in decision) return { replay: { status: 200, json: workReceiptView(work, decision.existing, reader).responseJson } };
         const { payload } = decision;
         return { type: 'work.action', payload, answer: () => ({ status: 200, json: workJsonOf(work, workRowOf(work, payload.item.id)!, reader) }) };

@@ -134,6 +134,16 @@ export function addModerationEvents(feeds: FeedsState, seq: number, discussion: 
   for (let i = 0; i < workItems; i++) feeds.work.push(seq);
 }
 
+/**
+ * Adds the events of moderation record `seq` whose `count` discussion events have log positions
+ * of their own, `from` .. `from + count - 1` (its `moderation.event` records, appended just before
+ * it), and `workItems` work-feed events at `seq`.
+ */
+export function addModerationEventsAt(feeds: FeedsState, from: number, count: number, workItems: number, seq: number): void {
+  for (let i = 0; i < count; i++) feeds.discussion.push(from + i);
+  for (let i = 0; i < workItems; i++) feeds.work.push(seq);
+}
+
 /** Adds the `work_item` event of log record `logSeq` (its snapshot is rebuilt from the record when served). */
 export function addWorkEvent(feeds: FeedsState, logSeq: number): void {
   feeds.work.push(logSeq);

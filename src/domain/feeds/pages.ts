@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { FEED_PAGE_CACHE_BYTES_DEFAULT, FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
-import { discussionEvent, eventJson, type FeedsState } from './feeds.js';
+import { discussionEvent, discussionRecordOf, eventJson, type FeedsState } from './feeds.js';
 import { workJsonOf, workRecordJson, workRowOf, type WorkBoardState } from '../work/work.js';
-import { discussionRecordStatus, discussionView, ERASED, VISIBLE, type Reader } from '../moderation/moderation.js';
+import { discussionRecordStatus, discussionView, ERASED, MODERATION_EVENT_TYPE, VISIBLE, type ModerationEventPayload, type Reader } from '../moderation/moderation.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';
 export const WORK_FORMAT = 'forum-work-changes-v1';
@@ -82,21 +82,35 @@ function pageJson(format: string, originId: string, end: number, head: number, e
  * the log: at most `limit` reads.
  */
 export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number, reader: Reader): string {
-  const end = Math.min(q.after + q.limit, head);
+  let end = Math.min(q.after + q.limit, head);
   const seqs = feeds.discussion;
   const out: string[] = [];
   for (let i = seqs.upperBound(q.after); i < seqs.length && seqs.at(i) <= end; i++) {
     const seq = seqs.at(i);
+    const stored = feeds.records.read(seq);
+    if (stored.type === MODERATION_EVENT_TYPE) {
+      // One event of a moderation action, at a log position of its own: the record it names as
+      // the reader sees it now. The page stops before an action that is not durable yet.
+      const p = JSON.parse(stored.payloadJson) as ModerationEventPayload;
+      if (p.of > head) {
+        end = seq - 1;
+        break;
+      }
+      const e = discussionEvent(feeds, p.target);
+      const recordJson = discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, p.target, e.recordJson));
+      out.push(eventJson({ seq, logSeq: seq, kind: e.kind, time: stored.time, recordJson }));
+      continue;
+    }
     const changed = reader.mod.events.get(seq);
     if (changed === undefined) {
-      const e = discussionEvent(feeds, seq);
-      out.push(eventJson({ ...e, recordJson: discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, seq, e.recordJson)) }));
+      const { kind, json } = discussionRecordOf(stored, seq);
+      out.push(eventJson({ seq, logSeq: seq, kind, time: stored.time, recordJson: discussionView(reader, kind, json, discussionRecordStatus(reader, kind, seq, json)) }));
       continue;
     }
     // A moderation record: one event per record it hid, unhid or erased, at its own seq and
     // time, carrying that record as the reader sees it now (issue 25), so a mirror that applies
     // events in order ends with the API's view.
-    const time = feeds.records.read(seq).time;
+    const time = stored.time;
     for (const target of changed) {
       const e = discussionEvent(feeds, target);
       const recordJson = discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, target, e.recordJson));
@@ -118,9 +132,14 @@ export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQ
     const logSeq = feeds.work.at(seq - 1);
     const time = feeds.records.read(logSeq).time;
     const changed = reader.mod.workItems.get(logSeq);
+    const revisions = reader.mod.workRecords.get(logSeq);
     let recordJson: string;
     if (changed === undefined) recordJson = workRecordJson(work, logSeq, reader);
-    else {
+    else if (revisions !== undefined) {
+      // A moderation record's events: the k-th of its positions is the k-th work revision whose
+      // view it changed, as the reader sees it now.
+      recordJson = workRecordJson(work, revisions[seq - 1 - feeds.work.upperBound(logSeq - 1)]!, reader);
+    } else {
       // A moderation record's events (issue 25): the k-th of its positions is its k-th work item,
       // carried at its current revision as the reader sees it.
       const first = feeds.work.upperBound(logSeq - 1);

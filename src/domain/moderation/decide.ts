@@ -5,23 +5,28 @@
  * What an action covers (its `key`, its feed `events` and, for an erasure, its `targets`):
  * - message: its `message.create` record;
  * - topic: the topic and its messages (messages posted later in a hidden topic are hidden too);
- *   an erasure removes the topic's record and its messages' records. A work item's discussion
- *   topic lives in the work item's `work.create` record, so erasing it erases that revision too;
+ *   an erasure removes the topic's record and its messages' records;
  * - knowledge: every revision (later revisions too), or one revision with `revision`;
  * - work: the item's text fields in every revision; an erasure removes every record of the item
- *   (its `work.create` record, which also holds its discussion topic, and its `work.action` ones);
+ *   (its `work.create` record and its `work.action` ones);
+ * - a work item and the discussion topic created with it (inside its `work.create` record) are one
+ *   piece of content: an action on either covers the item's every revision, the topic and the
+ *   topic's messages, under the item's key (a topic named by `topicId` is not the item's);
  * - agent (purge): everything the agent wrote — messages, topics, knowledge, the work items it
- *   created — and the agent is disabled. With mode `erase`, those records are erased.
+ *   created — and the agent is disabled; the revisions of other agents' items carrying its result
+ *   or review get work events (their parts are emptied for readers). With mode `erase`, the
+ *   agent's own records are erased.
  */
 import { fail, invalid, notFound } from '../../errors.js';
+import { makeId } from '../ids.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
-import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
-import { makeId } from '../ids.js';
-import { redactWorkPayload, workIdOf, workRevisionSeqs, workRowOf, workRowsByAuthor } from '../work/work.js';
+import { knowledgeIdOf, knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
+import { redactWorkPayload, workIdOf, workOwnTopicOf, workPartAuthorsAt, workRevisionSeqs, workRowAtSeq, workRowOf, workRowsByAuthor } from '../work/work.js';
 import {
   agentKey,
   ERASABLE_TYPES,
+  erasedClientKey,
   flagClientKey,
   itemKey,
   redactPayload,
@@ -44,12 +49,69 @@ export interface ModerationInput {
   flagId?: string;
 }
 
-/** What an action covers: its hide key, the discussion records and work items it changes, the records it would erase. */
+/**
+ * What an action covers: its hide key and every key it sets (`keys`), the discussion records
+ * whose view it changes (`events`, log seqs), the work records whose view it changes
+ * (`workRecords`, log seqs, one per revision), the records it would erase (`records`) and the
+ * writes it would erase (`clients`: kind, author, clientId and the seq that committed each).
+ */
 interface Coverage {
   key: string;
+  keys: string[];
   events: number[];
-  workItems: string[];
+  workRecords: number[];
   records: number[];
+}
+
+const ascending = (a: number, b: number): number => a - b;
+
+/** The sorted distinct values of `xs`. */
+function sortedSet(xs: Iterable<number>): number[] {
+  return [...new Set(xs)].sort(ascending);
+}
+
+/** The log seqs of topic `topicId`'s record and of its messages, in log order. */
+function topicSeqs(state: State, topicId: string, topicSeq: number): number[] {
+  const { forum } = state;
+  const messages = forum.byTopic.get(topicId);
+  const seqs = [topicSeq];
+  for (let i = 0; messages !== undefined && i < messages.length; i++) seqs.push(forum.rows.seq.at(messages.at(i)));
+  return seqs;
+}
+
+/**
+ * A work item and, when it was created with one, its own discussion topic (the topic inside its
+ * `work.create` record) are one piece of content: hiding, unhiding or erasing either covers the
+ * item's every revision, the topic and the topic's messages, under the item's key. A topic the
+ * creator named by `topicId` is not the item's: it is moderated on its own.
+ */
+function workCoverage(state: State, row: number): Coverage {
+  const { forum, work } = state;
+  const id = workIdOf(work, row);
+  const revisions = workRevisionSeqs(work, row);
+  const topicId = workOwnTopicOf(work, row, (t) => forum.topics.get(t));
+  if (topicId === null) return { key: itemKey(id), keys: [itemKey(id)], events: [], workRecords: revisions, records: revisions };
+  const topic = topicSeqs(state, topicId, forum.topics.get(topicId)!);
+  return { key: itemKey(id), keys: [itemKey(id), itemKey(topicId)], events: topic, workRecords: revisions, records: sortedSet([...revisions, ...topic]) };
+}
+
+/**
+ * The work records (log seqs) of other agents' items whose result or review `agentId` wrote: a
+ * purge empties those parts for readers, so each such revision gets a `work_item` event.
+ * Reads the revisions of the items the agent wrote such parts on (ModerationState.workPartsByAuthor).
+ */
+function workPartsOf(state: State, agentId: string): number[] {
+  const { work } = state;
+  const out: number[] = [];
+  for (const createSeq of new Set(state.moderation.workPartsByAuthor.get(agentId) ?? [])) {
+    const row = workRowAtSeq(work, createSeq);
+    if (row === undefined) continue;
+    for (const seq of workRevisionSeqs(work, row)) {
+      const parts = workPartAuthorsAt(work, seq);
+      if (parts.result === agentId || parts.review === agentId) out.push(seq);
+    }
+  }
+  return out;
 }
 
 /**
@@ -58,20 +120,20 @@ interface Coverage {
  */
 function coverageOf(state: State, target: ModerationTarget): Coverage {
   const { forum, knowledge, work } = state;
+  const one = (key: string, seqs: number[]): Coverage => ({ key, keys: [key], events: seqs, workRecords: [], records: seqs });
   switch (target.type) {
     case 'message': {
       const row = messageById(forum, target.id);
       if (row === undefined) throw notFound(`no message with id "${target.id}"`);
       const seq = forum.rows.seq.at(row);
-      return { key: seqKey(seq), events: [seq], workItems: [], records: [seq] };
+      return one(seqKey(seq), [seq]);
     }
     case 'topic': {
       const seq = forum.topics.get(target.id);
       if (seq === undefined) throw notFound(`no topic with id "${target.id}"`);
-      const messages = forum.byTopic.get(target.id);
-      const seqs = [seq];
-      for (let i = 0; messages !== undefined && i < messages.length; i++) seqs.push(forum.rows.seq.at(messages.at(i)));
-      return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
+      const owner = workRowAtSeq(work, seq);
+      if (owner !== undefined) return workCoverage(state, owner);
+      return one(itemKey(target.id), topicSeqs(state, target.id, seq));
     }
     case 'knowledge': {
       const revisions = knowledgeRevisionsOf(knowledge, target.id);
@@ -80,15 +142,14 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
         const row = revisions[target.revision - 1];
         if (row === undefined) throw notFound(`knowledge item "${target.id}" has no revision ${target.revision} (it has ${revisions.length})`);
         const seq = knowledgeSeqOf(knowledge, row);
-        return { key: seqKey(seq), events: [seq], workItems: [], records: [seq] };
+        return one(seqKey(seq), [seq]);
       }
-      const seqs = revisions.map((row) => knowledgeSeqOf(knowledge, row));
-      return { key: itemKey(target.id), events: seqs, workItems: [], records: seqs };
+      return one(itemKey(target.id), revisions.map((row) => knowledgeSeqOf(knowledge, row)));
     }
     case 'work': {
       const row = workRowOf(work, target.id);
       if (row === undefined) throw notFound(`no work item with id "${target.id}"`);
-      return { key: itemKey(target.id), events: [], workItems: [workIdOf(work, row)], records: workRevisionSeqs(work, row) };
+      return workCoverage(state, row);
     }
     case 'agent': {
       const agent = state.agents.byId.get(target.id);
@@ -102,21 +163,46 @@ function coverageOf(state: State, target: ModerationTarget): Coverage {
       // which the work items below cover.
       for (const seq of state.moderation.topicsByAuthor.get(target.id) ?? []) {
         events.push(seq);
-        if (workRowOf(work, makeId('wk', seq)) === undefined) records.push(seq);
+        if (workRowAtSeq(work, seq) === undefined) records.push(seq);
       }
       for (const row of knowledgeRowsByAuthor(knowledge, target.id)) {
         events.push(knowledgeSeqOf(knowledge, row));
         records.push(knowledgeSeqOf(knowledge, row));
       }
-      const workItems: string[] = [];
+      const workRecords: number[] = [];
       for (const row of workRowsByAuthor(work, target.id)) {
-        workItems.push(workIdOf(work, row));
-        records.push(...workRevisionSeqs(work, row));
+        const revisions = workRevisionSeqs(work, row);
+        workRecords.push(...revisions);
+        records.push(...revisions);
       }
-      const asc = (a: number, b: number) => a - b;
-      return { key: agentKey(target.id), events: [...new Set(events)].sort(asc), workItems, records: [...new Set(records)].sort(asc) };
+      workRecords.push(...workPartsOf(state, target.id));
+      const key = agentKey(target.id);
+      return { key, keys: [key], events: sortedSet(events), workRecords: sortedSet(workRecords), records: sortedSet(records) };
     }
   }
+}
+
+/** The ids of the topics, knowledge items and work items `agentId` created (what an erase-purge makes erased containers). */
+function itemsCreatedBy(state: State, agentId: string): string[] {
+  const { forum, knowledge, work } = state;
+  const ids = new Set<string>();
+  for (const seq of state.moderation.topicsByAuthor.get(agentId) ?? []) {
+    const id = makeId('tp', seq);
+    if (forum.topics.get(id) === seq) ids.add(id);
+  }
+  for (const row of knowledgeRowsByAuthor(knowledge, agentId)) ids.add(knowledgeIdOf(knowledge, row));
+  for (const row of workRowsByAuthor(work, agentId)) ids.add(workIdOf(work, row));
+  return [...ids];
+}
+
+/**
+ * The writes an erasure of `records` removes, as `erasedClientKey` digests with the seq that
+ * committed each: every message and work record carries its author's clientId.
+ */
+function erasedClientsOf(type: string, seq: number, payloadJson: string): Array<{ key: string; seq: number }> {
+  if (type !== 'message.create' && type !== 'work.create' && type !== 'work.action') return [];
+  const o = JSON.parse(payloadJson) as { authorId: string; clientId: string };
+  return [{ key: erasedClientKey(type === 'message.create' ? 'message' : 'work', o.authorId, o.clientId), seq }];
 }
 
 /**
@@ -147,8 +233,10 @@ export function decideModeration(
     key: cover.key,
     reason: input.reason,
     operatorId: ctx.operatorId,
+    ...(cover.keys.length > 1 ? { keys: cover.keys } : {}),
     events: cover.events,
-    workItems: cover.workItems,
+    workItems: [],
+    workRecords: cover.workRecords,
     ...(input.flagId === undefined ? {} : { flagId: input.flagId }),
   };
   const erase = action === 'erase' || (action === 'purge' && input.mode === 'erase');
@@ -158,11 +246,14 @@ export function decideModeration(
     return { type: 'moderation.unhide', payload: base };
   }
   if (!erase) {
-    if (mod.hidden.has(cover.key)) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already hidden`);
+    // After an erase-purge the agent key hides only what came before it: a hide-purge then covers the rest.
+    const bounded = target.type === 'agent' && mod.purgedUpTo.has(target.id);
+    if (mod.hidden.has(cover.key) && !bounded) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already hidden`);
     return { type: 'moderation.hide', payload: action === 'purge' ? { ...base, mode: 'hide' } : base };
   }
   const targets: Array<{ seq: number; hash: string }> = [];
   const erased: ErasedRecord[] = [];
+  const erasedClients: Array<{ key: string; seq: number }> = [];
   for (const seq of cover.records) {
     if (mod.erased.has(seq)) continue;
     const r = state.forum.records.read(seq);
@@ -172,9 +263,39 @@ export function decideModeration(
     if (hash === null) throw new Error(`record ${seq} has no stored hash yet; erase after the log is durable`);
     targets.push({ seq, hash });
     erased.push({ seq, type: r.type, time: r.time, payloadJson: redactPayload(r.type, r.payloadJson, redactWorkPayload) });
+    erasedClients.push(...erasedClientsOf(r.type, seq, r.payloadJson));
   }
   if (targets.length === 0 && mod.permanent.has(cover.key)) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already erased`);
-  return { type: 'moderation.erase', payload: { ...base, ...(action === 'purge' ? { mode: 'erase' as const } : {}), targets, erased } };
+  const purge = action === 'purge' ? { mode: 'erase' as const, erasedItems: itemsCreatedBy(state, target.id) } : {};
+  return { type: 'moderation.erase', payload: { ...base, ...purge, targets, erased, erasedClients } };
+}
+
+/**
+ * Refuses a write whose (author, clientId) names a write that was committed and later erased
+ * (`kind` `message` or `work`): 409 ERASED, so a retry learns that its write is done and its
+ * text gone, and is never invited to post it again. Checked before every other rule of the write.
+ */
+export function refuseErasedRetry(state: State, kind: 'message' | 'work', authorId: string, clientId: string): void {
+  const mod = state.moderation;
+  if (mod.erasedClients.size === 0) return;
+  const seq = mod.erasedClients.get(erasedClientKey(kind, authorId, clientId));
+  if (seq === undefined) return;
+  throw fail(
+    'ERASED',
+    `clientId "${clientId}" names your ${kind === 'message' ? 'message' : 'work request'} committed at seq ${seq} and later erased by an operator: ` +
+      'the write is done and its text was removed on purpose; do not send it again, under this clientId or another',
+  );
+}
+
+/**
+ * Refuses new content in an erased topic, knowledge item or work item (`id`; `what` names it for
+ * the message): 409 ERASED_CONTAINER. Erasure cannot be undone, so content added there could
+ * never be shown.
+ */
+export function refuseErasedContainer(state: State, what: 'topic' | 'knowledge item' | 'work item', id: string | undefined): void {
+  const erased = state.moderation.erasedItems;
+  if (id === undefined || erased.size === 0 || !erased.has(id)) return;
+  throw fail('ERASED_CONTAINER', `${what} "${id}" was erased by an operator; nothing new can be added to it`);
 }
 
 /** A validated POST /api/flags body (schemas/FlagInput.json). */

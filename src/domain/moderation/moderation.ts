@@ -7,10 +7,16 @@
  *   events, workItems}` — reversible. `key` names what is hidden: `s:<seq>` one record (a message,
  *   a knowledge revision), `i:<id>` an item (a topic with its messages, a knowledge item with all
  *   its revisions, a work item's text), `a:<agentId>` everything an agent wrote (purge, which also
- *   disables the agent). `events` are the log seqs of the discussion records whose view changed
- *   (each gets a new discussion event at the moderation record's seq); `workItems` the work items
- *   whose view changed (each gets a new `work_item` event).
- * - `moderation.erase` — irreversible; the same fields plus the erasure contract's `targets`
+ *   disables the agent). `keys` every key it sets or clears (a work item and the topic created with
+ *   it share one action). `events` are the log seqs of the discussion records whose view changed:
+ *   each gets a discussion event at a log position of its own, the `moderation.event` record at
+ *   `eventsFrom + i` (records without `eventsFrom` put them all at the action's seq).
+ *   `workRecords` the work revisions (log seqs) whose view changed, each a new `work_item` event
+ *   (`workItems`, in records without `workRecords`: items whose current revision gets one).
+ * - `moderation.event {of, target}` — one discussion event of the action at seq `of`, appended
+ *   just before it; without its action (a crash in between) it changes nothing.
+ * - `moderation.erase` — irreversible; the same fields plus `erasedClients` (digests of the erased
+ *   writes, for the 409 ERASED retry check) and the erasure contract's `targets`
  *   (`[{seq, hash}]`: the records whose bytes the store removes, with their original chained
  *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with its text
  *   emptied, so no reader ever needs an erased record's payload; see `ModeratedRecords`).
@@ -23,6 +29,7 @@
  * content is a placeholder for everyone but operators, who see it whole with `"hidden": true`;
  * erased content is a placeholder for everyone, with `"erased": true`.
  */
+import { createHash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
@@ -61,10 +68,52 @@ export interface ModerationPayload {
   flagId?: string;
   events: number[];
   workItems: string[];
+  /**
+   * Every hide key the action sets or clears, `key` first (absent: `[key]`). A work item and the
+   * discussion topic created with it are one piece of content: an action on either names both
+   * item keys.
+   */
+  keys?: string[];
+  /**
+   * The work records (log seqs, one per revision) whose view the action changed: each gets a
+   * `work_item` event carrying that revision as the reader sees it. When present, `workItems` is
+   * empty (it names items whose current revision gets the event, for records written before).
+   */
+  workRecords?: number[];
+  /**
+   * The first log seq of the action's discussion events: `events[i]` is re-emitted at seq
+   * `eventsFrom + i` by a `moderation.event` record appended just before this one, so each event
+   * has a seq of its own. Absent: every event is at the action's own seq (records written before).
+   */
+  eventsFrom?: number;
+  /**
+   * moderation.erase only: a digest of each erased write's (kind, author, clientId)
+   * (`erasedClientKey`), so an identical retry learns that its write was committed and erased.
+   */
+  erasedClients?: Array<{ key: string; seq: number }>;
+  /**
+   * purge with mode erase only: the topics, knowledge items and work items the agent created
+   * (ids), which become erased containers (an erasure of one item names its ids in `keys`).
+   */
+  erasedItems?: string[];
   /** moderation.erase only: the erasure contract's targets (the store reads these). */
   targets?: Array<{ seq: number; hash: string }>;
   /** moderation.erase only: each target's payload with its text emptied. */
   erased?: ErasedRecord[];
+}
+
+/**
+ * The record type that gives one discussion event of a moderation action its own log position:
+ * `{of, target}` — the seq of the action record that follows it, and the discussion record
+ * re-emitted. Appended just before the action, in the same synchronous run; one whose action is
+ * missing (a crash in between) changes nothing and has no event.
+ */
+export const MODERATION_EVENT_TYPE = 'moderation.event';
+
+/** Payload of `moderation.event`. */
+export interface ModerationEventPayload {
+  of: number;
+  target: number;
 }
 
 /** An erased record as readers see it: its type, time and its payload with the text emptied. */
@@ -119,6 +168,17 @@ export interface ModerationState {
   events: Map<number, number[]>;
   /** Moderation record seq → the work items whose `work_item` events it emits. */
   workItems: Map<number, string[]>;
+  /** Moderation record seq → the work records (log seqs) whose `work_item` events it emits (`ModerationPayload.workRecords`). */
+  workRecords: Map<number, number[]>;
+  /** `erasedClientKey` digest of every erased write → the log seq that committed it: a retry of one is answered 409 ERASED. */
+  erasedClients: Map<string, number>;
+  /** The erased topics, knowledge items and work items (ids): nothing new enters them (409 ERASED_CONTAINER). */
+  erasedItems: Set<string>;
+  /**
+   * Agent id → the seq of its purge with mode erase: the purge's agent key hides only records up to
+   * that seq, so what a re-enabled agent writes afterwards is not hidden by it.
+   */
+  purgedUpTo: Map<string, number>;
   /** Flags by id, and in creation order. */
   flags: Map<string, FlagEntry>;
   flagOrder: FlagEntry[];
@@ -131,6 +191,11 @@ export interface ModerationState {
    * `work.create`), ascending: what a purge covers, found without reading every topic.
    */
   topicsByAuthor: Map<string, number[]>;
+  /**
+   * Agent id → log seqs of the `work.create` records of other agents' items on which it wrote a
+   * result or a review (possibly repeated): what a purge changes on others' items.
+   */
+  workPartsByAuthor: Map<string, number[]>;
 }
 
 /** An empty moderation index. */
@@ -142,11 +207,16 @@ export function createModerationState(): ModerationState {
     actions: [],
     events: new Map(),
     workItems: new Map(),
+    workRecords: new Map(),
+    erasedClients: new Map(),
+    erasedItems: new Set(),
+    purgedUpTo: new Map(),
     flags: new Map(),
     flagOrder: [],
     flagByClientId: new Map(),
     version: 0,
     topicsByAuthor: new Map(),
+    workPartsByAuthor: new Map(),
   };
 }
 
@@ -165,9 +235,14 @@ export interface PackedModeration {
   actions: ModerationAction[];
   events: Array<[number, number[]]>;
   workItems: Array<[number, string[]]>;
+  workRecords: Array<[number, number[]]>;
+  erasedClients: Array<[string, number]>;
+  erasedItems: string[];
+  purgedUpTo: Array<[string, number]>;
   flags: FlagEntry[];
   version: number;
   topicsByAuthor: Array<[string, number[]]>;
+  workPartsByAuthor: Array<[string, number[]]>;
 }
 
 /** Packs the moderation index. */
@@ -179,9 +254,14 @@ export function packModeration(s: ModerationState): PackedModeration {
     actions: s.actions,
     events: [...s.events],
     workItems: [...s.workItems],
+    workRecords: [...s.workRecords],
+    erasedClients: [...s.erasedClients],
+    erasedItems: [...s.erasedItems],
+    purgedUpTo: [...s.purgedUpTo],
     flags: s.flagOrder,
     version: s.version,
     topicsByAuthor: [...s.topicsByAuthor],
+    workPartsByAuthor: [...s.workPartsByAuthor],
   };
 }
 
@@ -196,6 +276,10 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   for (const a of p.actions) s.actions.push(a);
   for (const [seq, list] of p.events) s.events.set(seq, list);
   for (const [seq, list] of p.workItems) s.workItems.set(seq, list);
+  for (const [seq, list] of p.workRecords) s.workRecords.set(seq, list);
+  for (const [k, seq] of p.erasedClients) s.erasedClients.set(k, seq);
+  for (const k of p.erasedItems) s.erasedItems.add(k);
+  for (const [agent, seq] of p.purgedUpTo) s.purgedUpTo.set(agent, seq);
   for (const f of p.flags) {
     s.flags.set(f.flag.id, f);
     s.flagOrder.push(f);
@@ -203,6 +287,17 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   }
   s.version = p.version;
   for (const [author, seqs] of p.topicsByAuthor) s.topicsByAuthor.set(author, seqs);
+  for (const [author, seqs] of p.workPartsByAuthor) s.workPartsByAuthor.set(author, seqs);
+}
+
+/**
+ * Files the work item created at log seq `createSeq` under `authorId`, who wrote a result or
+ * review on it without being its creator (see ModerationState.workPartsByAuthor).
+ */
+export function noteWorkPart(s: ModerationState, authorId: string, createSeq: number): void {
+  const list = s.workPartsByAuthor.get(authorId);
+  if (list === undefined) s.workPartsByAuthor.set(authorId, [createSeq]);
+  else if (list[list.length - 1] !== createSeq) list.push(createSeq);
 }
 
 /** The hide key of one record. */
@@ -211,6 +306,35 @@ export const seqKey = (seq: number): string => `s:${seq}`;
 export const itemKey = (id: string): string => `i:${id}`;
 /** The hide key of everything an agent wrote. */
 export const agentKey = (id: string): string => `a:${id}`;
+
+/**
+ * The digest that names one write for the erased-retry check: SHA-256 (hex) of its kind
+ * (`message`, `work`), author and clientId. Kept in place of the clientId itself, which an
+ * erasure may remove from what readers see.
+ */
+export function erasedClientKey(kind: 'message' | 'work', authorId: string, clientId: string): string {
+  return createHash('sha256').update(`${kind}\n${authorId}\n${clientId}`, 'utf8').digest('hex');
+}
+
+/**
+ * The erased writes of an erasure recorded without `erasedClients`, read from its placeholders
+ * (which then still carry each write's author and clientId).
+ */
+function erasedClientsOfPlaceholders(erased: readonly ErasedRecord[]): Array<{ key: string; seq: number }> {
+  const out: Array<{ key: string; seq: number }> = [];
+  for (const e of erased) {
+    const kind = e.type === 'message.create' ? 'message' : e.type === 'work.create' || e.type === 'work.action' ? 'work' : null;
+    if (kind === null) continue;
+    const o = JSON.parse(e.payloadJson) as { authorId?: unknown; clientId?: unknown };
+    if (typeof o.authorId === 'string' && typeof o.clientId === 'string') out.push({ key: erasedClientKey(kind, o.authorId, o.clientId), seq: e.seq });
+  }
+  return out;
+}
+
+/** The item id an item hide key names (`i:<id>`), or null for a record or agent key. */
+function itemIdOfKey(key: string): string | null {
+  return key.startsWith('i:') ? key.slice(2) : null;
+}
 
 /** Key of the flag idempotency index. */
 export function flagClientKey(authorId: string, clientId: string): string {
@@ -227,15 +351,35 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
     case 'moderation.unhide':
     case 'moderation.erase': {
       const p = record.payload as ModerationPayload;
-      if (record.type === 'moderation.unhide') s.hidden.delete(p.key);
-      else s.hidden.add(p.key);
+      const keys = p.keys ?? [p.key];
+      for (const k of keys) {
+        if (record.type === 'moderation.unhide') s.hidden.delete(k);
+        else s.hidden.add(k);
+      }
       if (record.type === 'moderation.erase') {
-        s.permanent.add(p.key);
+        if (p.action === 'purge') {
+          // An erase-purge erases the agent's records (by seq); its agent key stays a hide bounded
+          // by this seq, which `unhide` may lift: it then covers only the agent's results and
+          // reviews on other agents' items (hidden, not erased).
+          s.purgedUpTo.set(p.target.id, record.seq);
+          for (const id of p.erasedItems ?? []) s.erasedItems.add(id);
+        } else {
+          for (const k of keys) {
+            s.permanent.add(k);
+            const item = itemIdOfKey(k);
+            if (item !== null) s.erasedItems.add(item);
+          }
+        }
         for (const e of p.erased ?? []) s.erased.set(e.seq, e);
+        for (const c of p.erasedClients ?? erasedClientsOfPlaceholders(p.erased ?? [])) s.erasedClients.set(c.key, c.seq);
+      } else if (p.target.type === 'agent') {
+        // A hide-purge hides everything the agent wrote; an unhide lifts every bound.
+        s.purgedUpTo.delete(p.target.id);
       }
       if (p.action === 'purge') disableAgent(p.target.id);
       s.events.set(record.seq, p.events);
       s.workItems.set(record.seq, p.workItems);
+      if (p.workRecords !== undefined) s.workRecords.set(record.seq, p.workRecords);
       const action: ModerationAction = { seq: record.seq, action: p.action, target: p.target, reason: p.reason, operatorId: p.operatorId, created: record.time };
       if (p.mode !== undefined) action.mode = p.mode;
       if (p.flagId !== undefined) action.flagId = p.flagId;
@@ -250,6 +394,9 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
       s.version++;
       return true;
     }
+    case MODERATION_EVENT_TYPE:
+      // Its event joins the feed when the action it precedes is applied; alone it changes nothing.
+      return true;
     case 'flag.create': {
       const flag = record.payload as Flag;
       const entry: FlagEntry = { flag, resolution: null };
@@ -300,8 +447,15 @@ export function readerOf(mod: ModerationState, role: string | undefined): Reader
 export function statusOf(mod: ModerationState, seq: number, itemId: string | null, authorId: string | null): ModerationStatus {
   if (mod.erased.size > 0 && mod.erased.has(seq)) return ERASED;
   if (mod.hidden.size === 0) return VISIBLE;
-  if (mod.hidden.has(seqKey(seq)) || (itemId !== null && mod.hidden.has(itemKey(itemId))) || (authorId !== null && mod.hidden.has(agentKey(authorId)))) return HIDDEN;
+  if (mod.hidden.has(seqKey(seq)) || (itemId !== null && mod.hidden.has(itemKey(itemId))) || (authorId !== null && agentHides(mod, authorId, seq))) return HIDDEN;
   return VISIBLE;
+}
+
+/** Whether `authorId`'s agent key hides its record at log seq `seq` (an erase-purge covers only the records before it). */
+function agentHides(mod: ModerationState, authorId: string, seq: number): boolean {
+  if (!mod.hidden.has(agentKey(authorId))) return false;
+  const upTo = mod.purgedUpTo.size === 0 ? undefined : mod.purgedUpTo.get(authorId);
+  return upTo === undefined || seq < upTo;
 }
 
 /** Whether the reader may see (and search) the text of a record with this status. */

@@ -8,11 +8,18 @@
  */
 import type { State } from '../state.js';
 import { messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
-import { workReceiptOf, workReceiptView } from '../work/work.js';
-import { discussionView, statusOf, textVisible, type Reader } from '../moderation/moderation.js';
+import { workReceiptAt, workReceiptOf, workReceiptView } from '../work/work.js';
+import { discussionView, erasedClientKey, statusOf, textVisible, type Reader } from '../moderation/moderation.js';
 
 /** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */
 export type ReceiptKind = 'message' | 'work';
+
+/** The row of the message committed at log seq `seq` (which holds a message). */
+function messageRowAt(state: State, seq: number): number | undefined {
+  const seqs = state.forum.rows.seq;
+  const at = seqs.upperBound(seq) - 1;
+  return at >= 0 && seqs.at(at) === seq ? at : undefined;
+}
 
 /**
  * The receipt for (caller, kind, clientId) as JSON. `response.body` is the response as committed
@@ -20,8 +27,11 @@ export type ReceiptKind = 'message' | 'work';
  */
 export function receiptJson(state: State, callerId: string, kind: ReceiptKind, clientId: string, reader: Reader): string {
   const head = `{"outcome":"%s","kind":"${kind}","clientId":${JSON.stringify(clientId)}`;
+  // A write that was committed and later erased is found by its digest (the erased record may
+  // no longer show its clientId): `recorded`, with the erased placeholder as its response.
+  const erasedSeq = state.moderation.erasedClients.size === 0 ? undefined : state.moderation.erasedClients.get(erasedClientKey(kind, callerId, clientId));
   if (kind === 'message') {
-    const row = messageByClientId(state.forum, callerId, clientId);
+    const row = erasedSeq === undefined ? messageByClientId(state.forum, callerId, clientId) : messageRowAt(state, erasedSeq);
     if (row !== undefined) {
       const seq = state.forum.rows.seq.at(row);
       const stored = messageJsonOf(state.forum, row);
@@ -30,12 +40,12 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       // a placeholder here as on every read path, in the request echo too.
       const status = statusOf(reader.mod, seq, m.topicId, m.authorId);
       const json = discussionView(reader, 'message', stored, status);
-      const request: Record<string, string> = { topicId: m.topicId, content: textVisible(reader, status) ? m.content : '', clientId: m.clientId };
+      const request: Record<string, string> = { topicId: m.topicId, content: textVisible(reader, status) ? m.content : '', clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
       return `${head.replace('%s', 'recorded')},"seq":${seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
     }
   } else {
-    const r = workReceiptOf(state.work, callerId, clientId);
+    const r = erasedSeq === undefined ? workReceiptOf(state.work, callerId, clientId) : workReceiptAt(state.work, erasedSeq);
     if (r) {
       const view = workReceiptView(state.work, r, reader);
       return `${head.replace('%s', 'recorded')},"seq":${r.seq},"request":${view.requestJson},"response":{"status":${r.status},"body":${view.responseJson}}}`;

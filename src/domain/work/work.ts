@@ -269,6 +269,28 @@ export function workRevisionSeqs(s: WorkBoardState, row: WorkRow): number[] {
   return out.reverse();
 }
 
+/** The row of the work item whose `work.create` record is at log seq `seq`, or undefined. */
+export function workRowAtSeq(s: WorkBoardState, seq: number): WorkRow | undefined {
+  const at = s.rows.seq.upperBound(seq) - 1;
+  return at >= 0 && s.rows.seq.at(at) === seq ? at : undefined;
+}
+
+/**
+ * The discussion topic created with the item in row `row` (inside its `work.create` record), or
+ * null when the item was created in an existing topic (`topicId` in the request). `topicSeq` is
+ * the forum's topic id → log seq lookup.
+ */
+export function workOwnTopicOf(s: WorkBoardState, row: WorkRow, topicSeq: (topicId: string) => number | undefined): string | null {
+  const topicId = s.names[s.rows.topic.at(row)]!;
+  return topicSeq(topicId) === s.rows.seq.at(row) ? topicId : null;
+}
+
+/** The authors of the result and review of the work record at log seq `seq` (null where there is none). */
+export function workPartAuthorsAt(s: WorkBoardState, seq: number): { result: string | null; review: string | null } {
+  const item = workPayloadOf(s, seq).payload.item;
+  return { result: item.result?.authorId ?? null, review: item.review?.authorId ?? null };
+}
+
 /** The log seq of revision `revision` (1-based, at most the current one) of the item in row `row`. */
 function revisionSeq(s: WorkBoardState, row: WorkRow, revision: number): number {
   let at = s.rows.lastRev.at(row);
@@ -430,6 +452,18 @@ export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: str
     return true;
   });
   return found;
+}
+
+/**
+ * The receipt of the work record at log seq `seq` (a create or an action), found by its seq: for
+ * an erased write, whose record may no longer show its clientId (moderation `erasedClients`).
+ */
+export function workReceiptAt(s: WorkBoardState, seq: number): WorkReceipt {
+  const { payload, type } = workPayloadOf(s, seq);
+  const response = toWorkItem(payload.item);
+  const create = type === 'work.create';
+  const request = create ? normalizeCreateRequest(payload.request as WorkCreateInput) : normalizeActionRequest(payload.request as WorkActionInput);
+  return { request, response, responseJson: JSON.stringify(response), seq, status: create ? 201 : 200 };
 }
 
 /**

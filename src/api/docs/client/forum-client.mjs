@@ -25,6 +25,8 @@
  *   topics and knowledge (no clientId) are not retried either (inDoubt true, kind null: look
  *   before writing again).
  * - 400/401/403/404/409/413/415/423/507 are never retried (ForumError).
+ *   409 with code ERASED: the write was committed and later erased by an operator — it is done;
+ *   never post its content again (its receipt is `recorded`, the body an erased placeholder).
  * - Retries are bounded per call (maxAttempts) and per minute (a retry budget).
  * - The token is sent only to the base URL's origin and redirects are never followed.
  * - followFeed() pages a change feed and stores the cursor only after your callback processed the page.
