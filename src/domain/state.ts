@@ -13,7 +13,8 @@ import { applyForum, createForumState, messageAuthorOf, type ForumState } from '
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
 import { applyWork, createWorkBoardState, type WorkBoardState } from './work/work.js';
-import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationState } from './moderation/moderation.js';
+import { applyModeration, createModerationState, ERASABLE_TYPES, ModeratedRecords, noteTopicAuthor, type ModerationPayload, type ModerationState } from './moderation/moderation.js';
+import { applyErasedFields } from './moderation/erased-fields.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -86,6 +87,7 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       if (e) e.disabled = 1;
     });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  if (record.type === 'moderation.erase') applyErasedFields(state, (record.payload as ModerationPayload).erased ?? []);
   // Topics by author, for a purge (their payloads are parsed on apply anyway).
   if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);
   else if (record.type === 'work.create') {

@@ -97,8 +97,8 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
   // Reads, search and exports: placeholders, never the text.
   for (const who of [b, op]) {
     const msgs = (await ok(s.get(`/api/messages?topicId=${kept.id}`, who.token))).messages;
-    assert.deepEqual(msgs.find((m) => m.id === m1.id), { ...m1, content: '', erased: true });
-    assert.deepEqual(msgs.find((m) => m.id === m3.id), { ...m3, content: '', erased: true });
+    assert.deepEqual(msgs.find((m) => m.id === m1.id), { ...m1, content: '', clientId: m1.id, erased: true });
+    assert.deepEqual(msgs.find((m) => m.id === m3.id), { ...m3, content: '', clientId: m3.id, erased: true });
     assert.deepEqual(msgs.find((m) => m.id === m2.id), m2);
     const hist = (await ok(s.get(`/api/knowledge?id=${k1.id}&history=true`, who.token))).knowledge;
     assert.deepEqual(hist, [k2, { ...k1, title: '', content: '', sources: [], erased: true }]);

@@ -74,8 +74,11 @@ function workMirror(s, token) {
 }
 
 
-/** The message placeholder of `m` for agents (issue 25: same fields, content emptied). */
-const placeholder = (m, flag = 'hidden') => ({ ...m, content: '', [flag]: true });
+/**
+ * The message placeholder of `m` for agents (issue 25: same fields, content emptied; issue 34:
+ * the participant's clientId replaced by the message's own id).
+ */
+const placeholder = (m, flag = 'hidden') => ({ ...m, content: '', clientId: m.id, [flag]: true });
 
 test('a hidden message is a placeholder for agents and whole for operators on every read path, and unhide restores it', async (t) => {
   const { s, a, b, op, topic } = await setup(t);
@@ -311,14 +314,14 @@ test('purge disables an agent and hides everything it wrote in one action', asyn
   const submitted = await ok(s.post('/api/work/action', { action: 'submit', workItemId: task.id, expectedRevision: 2, clientId: 'c2', content: `result ${SECRET}`, sources: [] }, c.token));
   const erase = await act(s, op, { action: 'purge', target: { type: 'agent', id: c.id }, reason: 'leaks', mode: 'erase' });
   assert.equal(erase.mode, 'erase');
-  assert.equal(erase.erasedRecords, 0, 'c created no content records of its own');
+  assert.equal(erase.erasedRecords, 1, 'c created no content records of its own: only its registration (its profile) is erased');
   assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, a.token))).items, [{ ...submitted, result: { ...submitted.result, content: '', sources: [] } }]);
   assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, op.token))).items, [submitted]);
   // Purge with mode erase: everything the agent wrote is erased, for operators too.
   const d = await s.register('d');
   const dm = await ok(s.post('/api/messages', { topicId: topic.id, content: `erase me ${SECRET}`, clientId: 'd1' }, d.token), 201);
   const dPurge = await act(s, op, { action: 'purge', target: { type: 'agent', id: d.id }, reason: 'personal data', mode: 'erase' });
-  assert.equal(dPurge.erasedRecords, 1);
+  assert.equal(dPurge.erasedRecords, 2, 'its message and its registration');
   assert.deepEqual((await ok(s.get(`/api/messages?messageId=${dm.id}`, op.token))).messages, [placeholder(dm, 'erased')]);
   assert.equal((await s.get('/api/topics', d.token)).status, 401);
 });

@@ -17,12 +17,12 @@ import { fail, invalid, notFound } from '../../errors.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
 import { knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
-import { makeId } from '../ids.js';
+import { idHasSeq, makeId } from '../ids.js';
 import { redactWorkPayload, workIdOf, workRevisionSeqs, workRowOf, workRowsByAuthor } from '../work/work.js';
 import {
   agentKey,
   ERASABLE_TYPES,
-  flagClientKey,
+  flagIdByClientId,
   itemKey,
   redactPayload,
   seqKey,
@@ -163,7 +163,7 @@ export function decideModeration(
   }
   const targets: Array<{ seq: number; hash: string }> = [];
   const erased: ErasedRecord[] = [];
-  for (const seq of cover.records) {
+  for (const seq of [...cover.records, ...participantRecordsOf(state, target, cover.records)]) {
     if (mod.erased.has(seq)) continue;
     const r = state.forum.records.read(seq);
     // The erasure contract: only content records are ever erased.
@@ -175,6 +175,35 @@ export function decideModeration(
   }
   if (targets.length === 0 && mod.permanent.has(cover.key)) throw fail('ALREADY_EXISTS', `${target.type} "${target.id}" is already erased`);
   return { type: 'moderation.erase', payload: { ...base, ...(action === 'purge' ? { mode: 'erase' as const } : {}), targets, erased } };
+}
+
+/** The log seq in id `id` made by `makeId(prefix, seq)`, or null for an id of another form. */
+function seqOfId(id: string, prefix: string): number | null {
+  const seq = Number(id.slice(prefix.length + 1));
+  return Number.isSafeInteger(seq) && seq > 0 && idHasSeq(id, prefix, seq) ? seq : null;
+}
+
+/**
+ * The records besides the content an erasure of `target` covers whose participant-controlled
+ * fields must go too (issue 34; README "Moderation"): every flag on content it erases (a flag's
+ * note may quote that content) and, for a purge, the agent's registration (its profile) and every
+ * flag the agent raised. Input: the content records (`records`) the erasure removes. Output: log
+ * seqs, ascending, none of them in `records`.
+ */
+function participantRecordsOf(state: State, target: ModerationTarget, records: readonly number[]): number[] {
+  const erasing = new Set(records);
+  const out = new Set<number>();
+  if (target.type === 'agent') {
+    const seq = seqOfId(target.id, 'ag');
+    if (seq !== null && state.forum.records.read(seq).type === 'agent.register') out.add(seq);
+  }
+  for (const { flag } of state.moderation.flagOrder) {
+    const seq = seqOfId(flag.id, 'flg');
+    if (seq === null || state.moderation.erased.has(seq)) continue;
+    if ((target.type === 'agent' && flag.authorId === target.id) || coverageOf(state, flag.target).records.some((r) => erasing.has(r))) out.add(seq);
+  }
+  for (const seq of records) out.delete(seq);
+  return [...out].sort((a, b) => a - b);
 }
 
 /** A validated POST /api/flags body (schemas/FlagInput.json). */
@@ -193,7 +222,7 @@ export interface FlagInput {
  */
 export function decideFlag(state: State, input: FlagInput, ctx: { authorId: string; seq: number; created: string }): { existing: FlagEntry } | { flag: Flag } {
   const mod = state.moderation;
-  const priorId = mod.flagByClientId.get(flagClientKey(ctx.authorId, input.clientId));
+  const priorId = flagIdByClientId(mod, ctx.authorId, input.clientId);
   if (priorId !== undefined) {
     const prior = mod.flags.get(priorId)!;
     const same =

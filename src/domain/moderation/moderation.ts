@@ -23,8 +23,10 @@
  * content is a placeholder for everyone but operators, who see it whole with `"hidden": true`;
  * erased content is a placeholder for everyone, with `"erased": true`.
  */
+import { hash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
+import { ERASED_AGENT_PROFILE } from '../agents/agents.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
 
 /** What a moderation action or a flag names (schemas/ModerationTarget.json). */
@@ -205,6 +207,24 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
   for (const [author, seqs] of p.topicsByAuthor) s.topicsByAuthor.set(author, seqs);
 }
 
+/**
+ * Replaces flag `erased.id`'s entry by its erased payload `erased` (note emptied, clientId
+ * covered; issue 34) and refiles it in the idempotency index under the covered clientId, as a
+ * replay of the erased record files it. No-op for an unknown flag.
+ */
+export function eraseFlag(s: ModerationState, erased: Flag): void {
+  const f = s.flags.get(erased.id);
+  if (f === undefined) return;
+  s.flagByClientId.delete(flagClientKey(f.flag.authorId, f.flag.clientId));
+  f.flag = erased;
+  s.flagByClientId.set(flagClientKey(erased.authorId, erased.clientId), erased.id);
+}
+
+/** The id of the flag `authorId` raised with `clientId`, erased or not (POST /api/flags idempotency). */
+export function flagIdByClientId(s: ModerationState, authorId: string, clientId: string): string | undefined {
+  return s.flagByClientId.get(flagClientKey(authorId, clientId)) ?? s.flagByClientId.get(flagClientKey(authorId, erasedClientId(authorId, clientId)));
+}
+
 /** The hide key of one record. */
 export const seqKey = (seq: number): string => `s:${seq}`;
 /** The hide key of an item (topic, knowledge item, work item). */
@@ -317,16 +337,49 @@ const TEXT_FIELDS: Readonly<Record<string, Readonly<Record<string, unknown>>>> =
 };
 
 /**
+ * The participant-controlled fields of discussion record `o` of `kind` replaced by their
+ * placeholders: its text fields emptied (TEXT_FIELDS) and a message's `clientId` replaced by the
+ * message's own id (a valid Id that tells nothing of the clientId the author chose).
+ */
+function placeholderOf(kind: string, o: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...o, ...TEXT_FIELDS[kind] };
+  if (kind === 'message') out.clientId = o.id;
+  return out;
+}
+
+/**
  * The JSON a reader gets for discussion record `json` (canonical, sorted keys) of `kind`
  * (`message`, `topic`, `knowledge`) with `status`: as stored when visible; else canonical JSON
- * with `"hidden": true` (whole for operators, text emptied for others) or `"erased": true`
- * (text emptied for everyone). Same shape on every read path (issue 25).
+ * with `"hidden": true` (whole for operators, a placeholder for others) or `"erased": true`
+ * (a placeholder for everyone; see `placeholderOf`). Same shape on every read path (issue 25).
  */
 export function discussionView(reader: Reader, kind: string, json: string, status: ModerationStatus): string {
   if (status === VISIBLE) return json;
   const o = JSON.parse(json) as Record<string, unknown>;
-  if (status === ERASED) return stableStringify({ ...o, ...TEXT_FIELDS[kind], erased: true });
-  return stableStringify(reader.operator ? { ...o, hidden: true } : { ...o, ...TEXT_FIELDS[kind], hidden: true });
+  if (status === ERASED) return stableStringify({ ...placeholderOf(kind, o), erased: true });
+  return stableStringify(reader.operator ? { ...o, hidden: true } : { ...placeholderOf(kind, o), hidden: true });
+}
+
+/** Prefix of an erased clientId (`erasedClientId`); the rest is 43 base64url characters. */
+const ERASED_CLIENT_ID_PREFIX = 'e-';
+
+/**
+ * What an erasure keeps of the clientId `clientId` that `authorId` wrote with (issue 34): `e-`
+ * and the base64url SHA-256 of `authorId` LF `clientId` (45 characters of the Id alphabet). An
+ * erased record's payload carries this in place of the clientId, so the idempotency indexes still
+ * recognise an identical retry of an erased write (`clientIdMatches`) while no file holds the
+ * clientId itself. Readers never see it: placeholders show the record's own id.
+ */
+export function erasedClientId(authorId: string, clientId: string): string {
+  return ERASED_CLIENT_ID_PREFIX + hash('sha256', `${authorId}\n${clientId}`, 'base64url');
+}
+
+/**
+ * Whether a stored clientId (`stored`, as a record's payload holds it: the clientId itself, or
+ * its `erasedClientId` once the record was erased) names `clientId` of `authorId`.
+ */
+export function clientIdMatches(stored: string, authorId: string, clientId: string): boolean {
+  return stored === clientId || (stored.startsWith(ERASED_CLIENT_ID_PREFIX) && stored === erasedClientId(authorId, clientId));
 }
 
 /**
@@ -343,15 +396,24 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
 }
 
 /**
- * A discussion record's payload with its text emptied, for an erasure's `erased` list (the
- * payload as readers see it once the record is erased). Input: record type and canonical payload
- * JSON; `emptyWork` empties a work payload's item and request (work.ts `redactWorkPayload`).
+ * An erasable record's payload with every participant-controlled field covered, for an erasure's
+ * `erased` list (README "Moderation", field by field): text emptied, tags emptied, clientIds
+ * replaced by their `erasedClientId`, a flag's note emptied, an agent's profile replaced by
+ * ERASED_AGENT_PROFILE with `erased: true`. Ids, authors, times and states stay. Input: record
+ * type and canonical payload JSON; `emptyWork` covers a work payload (work.ts
+ * `redactWorkPayload`). Throws Error for a type outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
   const o = JSON.parse(payloadJson) as Record<string, unknown>;
   switch (type) {
     case 'message.create':
-      return stableStringify({ ...o, ...TEXT_FIELDS.message });
+      return stableStringify({ ...o, ...TEXT_FIELDS.message, clientId: erasedClientId(o.authorId as string, o.clientId as string) });
+    case 'flag.create':
+      return stableStringify({ ...o, note: '', clientId: erasedClientId(o.authorId as string, o.clientId as string) });
+    case 'agent.register':
+      // The token hash stays: a disabled agent's token is still known (401 "disabled"), and
+      // `agents enable` gives the agent its access back under the placeholder profile.
+      return stableStringify({ ...o, ...ERASED_AGENT_PROFILE, erased: true });
     case 'topic.create':
       return stableStringify({ ...o, ...TEXT_FIELDS.topic });
     case 'knowledge.publish':
@@ -364,8 +426,12 @@ export function redactPayload(type: string, payloadJson: string, emptyWork: (pay
   }
 }
 
-/** The record types an erasure may target (content; never rooms, agents, settings, moderation). */
-export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action']);
+/**
+ * The record types an erasure may target: content, an agent's registration (its profile, by a
+ * purge with mode `erase`) and flags (their note and clientId); never rooms, settings, tokens or
+ * moderation records.
+ */
+export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action', 'agent.register', 'flag.create']);
 
 /**
  * The record source every area reads through: an erased record reads as its emptied payload (from
