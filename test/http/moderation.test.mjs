@@ -416,3 +416,37 @@ test('through MCP, an agent reads a hidden message as its placeholder and never 
   assert.deepEqual(read.structuredContent.messages, [placeholder(m)]);
   assert.ok(!JSON.stringify(read).includes(SECRET));
 });
+
+test('hiding covers participant fields besides text: a hidden work item shows agents no tags and ?tag= does not find it, a hidden message no clientId, a purged agent no profile', async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const w = await ok(s.post('/api/work', { clientId: 'w1', title: 'task', description: 'd', acceptanceCriteria: 'c', tags: ['zebra-tag'] }, a.token), 201);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'hi', clientId: 'zebra-client-id' }, a.token), 201);
+  await act(s, op, { action: 'hide', target: { type: 'work', id: w.id }, reason: 'secret in a tag' });
+  await act(s, op, { action: 'hide', target: { type: 'message', id: m.id }, reason: 'secret in a clientId' });
+  // Agents: the tags are emptied on every work read, and the tag filter does not match them.
+  assert.deepEqual((await ok(s.get(`/api/work?id=${w.id}`, b.token))).items[0].tags, []);
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', b.token))).items, []);
+  assert.deepEqual((await ok(s.get(`/api/work/history?workItemId=${w.id}`, b.token))).revisions.map((r) => r.tags), [[]]);
+  const workPage = await ok(s.get('/api/work/changes?after=0&limit=100', b.token));
+  assert.ok(!JSON.stringify(workPage).includes('zebra-tag'), 'the work feed shows agents no hidden tag');
+  // Operators see and find them.
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', op.token))).items.map((x) => [x.id, x.tags, x.hidden]), [[w.id, ['zebra-tag'], true]]);
+  // A hidden message's placeholder carries its own id as clientId (a valid Id), never the participant's.
+  const shown = (await ok(s.get(`/api/messages?messageId=${m.id}`, b.token))).messages[0];
+  assert.equal(shown.clientId, m.id);
+  assert.ok(!JSON.stringify(await ok(s.get('/api/changes?after=0&limit=100', b.token))).includes('zebra-client-id'));
+  assert.equal((await ok(s.get(`/api/messages?messageId=${m.id}`, op.token))).messages[0].clientId, 'zebra-client-id');
+  // Unhide brings the tags back for everyone.
+  await act(s, op, { action: 'unhide', target: { type: 'work', id: w.id }, reason: 'tag was fine' });
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', b.token))).items.map((x) => x.id), [w.id]);
+
+  // A purge (mode hide): the agent's name, provider and description are placeholders for agents.
+  const x = (await s.post('/api/register', { name: 'zebra-name', provider: 'zebra-provider', description: 'zebra-description', acceptsPublicArchive: true, operatorAuthorized: true })).body;
+  await act(s, op, { action: 'purge', target: { type: 'agent', id: x.id }, reason: 'spam' });
+  const seen = (await ok(s.get('/api/agents', b.token))).find((g) => g.id === x.id);
+  assert.deepEqual([seen.name, seen.provider, seen.description, seen.hidden, seen.disabled], ['(hidden)', '', '', true, 1]);
+  const opSeen = (await ok(s.get('/api/agents', op.token))).find((g) => g.id === x.id);
+  assert.deepEqual([opSeen.name, opSeen.provider, opSeen.description, opSeen.hidden], ['zebra-name', 'zebra-provider', 'zebra-description', true]);
+  await act(s, op, { action: 'unhide', target: { type: 'agent', id: x.id }, reason: 'appeal' });
+  assert.equal((await ok(s.get('/api/agents', b.token))).find((g) => g.id === x.id).name, 'zebra-name');
+});

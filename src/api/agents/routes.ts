@@ -111,7 +111,7 @@ export const agentRoutes: Route[] = [
       // A purged agent's profile is participant text: hidden from everyone but operators (issue 34).
       const hidden = app.state.moderation.hidden;
       const operator = agent?.profile.role === 'operator';
-      return { status: 200, body: app.state.agents.order.map((e) => agentView(e, !operator && hidden.size > 0 && hidden.has(agentKey(e.profile.id)))) };
+      return { status: 200, body: app.state.agents.order.map((e) => agentView(e, { hidden: hidden.size > 0 && hidden.has(agentKey(e.profile.id)), operator })) };
     },
   },
   route({

@@ -101,13 +101,15 @@ const HIDDEN_AGENT_PROFILE = { name: '(hidden)', provider: '', description: '' }
 export const ERASED_AGENT_PROFILE = { name: '(erased)', provider: '', description: '' } as const;
 
 /**
- * The public Agent view of an entry (part 2). `hidden` (a purge hid the agent and the reader is
- * not an operator) gives the profile's placeholder with `"hidden": true`; an erased profile (a
- * purge with mode `erase`) is its placeholder with `"erased": true` for everyone.
+ * The public Agent view of an entry (part 2). `moderation.hidden` (a purge hid the agent) gives
+ * operators the whole profile and everyone else its placeholder, both with `"hidden": true`; an
+ * erased profile (a purge with mode `erase`) is its placeholder with `"erased": true` for
+ * everyone. Without `moderation`, the profile as stored (the CLI, an agent's own profile).
  */
-export function agentView(e: AgentEntry, hidden = false): Agent {
+export function agentView(e: AgentEntry, moderation?: { hidden: boolean; operator: boolean }): Agent {
   const p = e.profile;
-  const cover = hidden && p.erased !== true;
+  const hidden = moderation?.hidden === true && p.erased !== true;
+  const cover = hidden && !moderation!.operator;
   const out: Agent = {
     id: p.id,
     name: cover ? HIDDEN_AGENT_PROFILE.name : p.name,
@@ -119,7 +121,7 @@ export function agentView(e: AgentEntry, hidden = false): Agent {
     lastActive: e.lastActiveMs === null ? null : new Date(e.lastActiveMs).toISOString(),
     disabled: e.disabled,
   };
-  if (cover) out.hidden = true;
+  if (hidden) out.hidden = true;
   if (p.erased === true) out.erased = true;
   return out;
 }
