@@ -210,14 +210,15 @@ export function unpackModeration(s: ModerationState, p: PackedModeration): void 
 /**
  * Replaces flag `erased.id`'s entry by its erased payload `erased` (note emptied, clientId
  * covered; issue 34) and refiles it in the idempotency index under the covered clientId, as a
- * replay of the erased record files it. No-op for an unknown flag.
+ * replay of the erased record files it. No-op for an unknown flag. O(flags).
  */
 export function eraseFlag(s: ModerationState, erased: Flag): void {
   const f = s.flags.get(erased.id);
   if (f === undefined) return;
-  s.flagByClientId.delete(flagClientKey(f.flag.authorId, f.flag.clientId));
   f.flag = erased;
-  s.flagByClientId.set(flagClientKey(erased.authorId, erased.clientId), erased.id);
+  // Rebuilt in flag order, as replay and unpack build it (erasures are rare; flags are few).
+  s.flagByClientId.clear();
+  for (const { flag } of s.flagOrder) s.flagByClientId.set(flagClientKey(flag.authorId, flag.clientId), flag.id);
 }
 
 /** The id of the flag `authorId` raised with `clientId`, erased or not (POST /api/flags idempotency). */
