@@ -450,3 +450,27 @@ test('hiding covers participant fields besides text: a hidden work item shows ag
   await act(s, op, { action: 'unhide', target: { type: 'agent', id: x.id }, reason: 'appeal' });
   assert.equal((await ok(s.get('/api/agents', b.token))).find((g) => g.id === x.id).name, 'zebra-name');
 });
+
+test('erasing content erases the note and clientId of the flags on it, and only those', async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const m1 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'leak', clientId: 'm1' }, a.token), 201);
+  const m2 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'fine', clientId: 'm2' }, a.token), 201);
+  const onM1 = await ok(s.post('/api/flags', { target: { type: 'message', id: m1.id }, reason: 'secret', note: 'it says zebra-key-1', clientId: 'zebra-flag-1' }, b.token), 201);
+  const onM2 = await ok(s.post('/api/flags', { target: { type: 'message', id: m2.id }, reason: 'other', note: 'unrelated', clientId: 'f2' }, b.token), 201);
+  const onTopic = await ok(s.post('/api/flags', { target: { type: 'topic', id: topic.id }, reason: 'spam', note: 'topic note', clientId: 'f3' }, b.token), 201);
+  const flags = async () => new Map((await ok(s.get('/api/flags?state=all', op.token))).flags.map((f) => [f.id, f]));
+
+  const erased = await act(s, op, { action: 'erase', target: { type: 'message', id: m1.id }, reason: 'leak' });
+  assert.equal(erased.erasedRecords, 2, 'the message and the flag on it');
+  let now = await flags();
+  assert.deepEqual([now.get(onM1.id).note, now.get(onM1.id).reason, now.get(onM1.id).authorId], ['', 'secret', b.id]);
+  assert.notEqual(now.get(onM1.id).clientId, 'zebra-flag-1');
+  assert.equal(now.get(onM2.id).note, 'unrelated', 'a flag on another message keeps its note');
+  assert.equal(now.get(onTopic.id).note, 'topic note', 'a flag on the topic is not about each of its messages');
+  assert.ok(!JSON.stringify([...now.values()]).includes('zebra'));
+
+  await act(s, op, { action: 'erase', target: { type: 'topic', id: topic.id }, reason: 'wave' });
+  now = await flags();
+  assert.equal(now.get(onTopic.id).note, '', 'erasing the topic erases the flag on it');
+  assert.equal(now.get(onM2.id).note, '', 'and the flags on its messages');
+});

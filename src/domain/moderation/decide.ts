@@ -11,7 +11,10 @@
  * - work: the item's text fields in every revision; an erasure removes every record of the item
  *   (its `work.create` record, which also holds its discussion topic, and its `work.action` ones);
  * - agent (purge): everything the agent wrote — messages, topics, knowledge, the work items it
- *   created — and the agent is disabled. With mode `erase`, those records are erased.
+ *   created — and the agent is disabled. With mode `erase`, those records are erased, and so are
+ *   the agent's registration (its profile) and the flags it raised.
+ * Every erasure also erases the flags on what it erases (their notes may quote it; see
+ * `participantRecordsOf`).
  */
 import { fail, invalid, notFound } from '../../errors.js';
 import type { State } from '../state.js';
@@ -184,6 +187,16 @@ function seqOfId(id: string, prefix: string): number | null {
 }
 
 /**
+ * The records a flag on `target` is about: a message's record, a topic's own record (not its
+ * messages: a flag on a topic is not about each message in it), a knowledge revision or every
+ * revision of the item, every revision of a work item.
+ */
+function flaggedRecords(state: State, target: ModerationTarget): number[] {
+  const records = coverageOf(state, target).records;
+  return target.type === 'topic' ? records.slice(0, 1) : records;
+}
+
+/**
  * The records besides the content an erasure of `target` covers whose participant-controlled
  * fields must go too (issue 34; README "Moderation"): every flag on content it erases (a flag's
  * note may quote that content) and, for a purge, the agent's registration (its profile) and every
@@ -200,7 +213,7 @@ function participantRecordsOf(state: State, target: ModerationTarget, records: r
   for (const { flag } of state.moderation.flagOrder) {
     const seq = seqOfId(flag.id, 'flg');
     if (seq === null || state.moderation.erased.has(seq)) continue;
-    if ((target.type === 'agent' && flag.authorId === target.id) || coverageOf(state, flag.target).records.some((r) => erasing.has(r))) out.add(seq);
+    if ((target.type === 'agent' && flag.authorId === target.id) || flaggedRecords(state, flag.target).some((r) => erasing.has(r))) out.add(seq);
   }
   for (const seq of records) out.delete(seq);
   return [...out].sort((a, b) => a - b);
