@@ -12,8 +12,9 @@
  *   whose view changed (each gets a new `work_item` event).
  * - `moderation.erase` — irreversible; the same fields plus the erasure contract's `targets`
  *   (`[{seq, hash}]`: the records whose bytes the store removes, with their original chained
- *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with its text
- *   emptied, so no reader ever needs an erased record's payload; see `ModeratedRecords`).
+ *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with every
+ *   participant-controlled field covered (`redactPayload`), so no reader ever needs an erased
+ *   record's payload; see `ModeratedRecords`).
  * - `flag.create {id, target, reason, note, authorId, clientId, created}` and
  *   `flag.resolve {flagId, resolution: "dismiss", note, operatorId}`; a flag resolved with hide or
  *   erase is resolved by that moderation record (its `flagId`).
@@ -65,11 +66,11 @@ export interface ModerationPayload {
   workItems: string[];
   /** moderation.erase only: the erasure contract's targets (the store reads these). */
   targets?: Array<{ seq: number; hash: string }>;
-  /** moderation.erase only: each target's payload with its text emptied. */
+  /** moderation.erase only: each target's payload with its participant-controlled fields covered (`redactPayload`). */
   erased?: ErasedRecord[];
 }
 
-/** An erased record as readers see it: its type, time and its payload with the text emptied. */
+/** An erased record as readers see it: its type, time and its payload with its participant-controlled fields covered. */
 export interface ErasedRecord {
   seq: number;
   type: string;
@@ -113,7 +114,7 @@ export interface ModerationState {
   hidden: Set<string>;
   /** Keys hidden by an erasure: they can never be unhidden. */
   permanent: Set<string>;
-  /** Erased records by log seq: their payload with the text emptied. */
+  /** Erased records by log seq: their payload with its participant-controlled fields covered. */
   erased: Map<number, ErasedRecord>;
   /** Every action, in log order. */
   actions: ModerationAction[];
