@@ -74,10 +74,11 @@ const ERASE_MARK = 'zqerase-';
 const ERASE_MARK_LENGTH = ERASE_MARK.length + 8;
 
 /**
- * The placeholder an erased message reads as (issue 25): same fields, content emptied, `erased`;
- * keys sorted, as the server writes records (canonical JSON), so `same` can compare it.
+ * The placeholder an erased message reads as (issues 25, 34): same fields, content emptied, the
+ * clientId replaced by the message's own id, `erased`; keys sorted, as the server writes records
+ * (canonical JSON), so `same` can compare it.
  */
-const erasedPlaceholder = (m) => Object.fromEntries(Object.entries({ ...m, content: '', erased: true }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+const erasedPlaceholder = (m) => Object.fromEntries(Object.entries({ ...m, content: '', clientId: m.id, erased: true }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 /**
  * Every erasee marker found in the files of `dataDir` (recursively: segments, snapshot, search

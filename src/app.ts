@@ -361,11 +361,16 @@ export class App {
    * once the `moderation.erase` record naming `targets` is appended. Readers already see those
    * records as placeholders (domain/moderation); `Log#erase` waits until that record is durable,
    * then replaces each target's line by a same-length tombstone (temp → fsync → rename), drops
-   * their cached copies and the search shards that held them. A crash before it completes is
-   * finished at the next start. Throws what the rewrite throws (a 500; the start completes it).
+   * their cached copies and the search shards that held them. The state snapshot on disk is
+   * removed first: it may hold erased fields (an agent's profile, a flag's note, a work item's
+   * tags; issue 34), and the next shutdown writes one without them (a crash before that removal
+   * leaves a snapshot the next start discards, as the log changed after it). A crash before it
+   * completes is finished at the next start. Throws what the rewrite throws (a 500; the start
+   * completes it).
    */
   async eraseRecords(targets: ReadonlyArray<{ seq: number; hash: string }>): Promise<void> {
     await this.log.sync();
+    removeSnapshot(this.config.dataDir);
     await this.log.erase(targets);
   }
 

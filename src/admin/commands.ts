@@ -201,7 +201,7 @@ export const commands: Record<string, Command> = withAdminActionLog({
     await commit(app, 'room.create', room);
     return room;
   },
-  'agents.list': async (app) => app.state.agents.order.map(agentView),
+  'agents.list': async (app) => app.state.agents.order.map((e) => agentView(e)),
   'agents.disable': async (app, args) => {
     const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents disable ID)' }));
     if (!e.disabled) await commit(app, 'agent.disable', { agentId: e.profile.id });

@@ -24,6 +24,7 @@ import {
   type ModerationPayload,
   type ModerationState,
 } from './moderation/moderation.js';
+import { applyErasedFields } from './moderation/erased-fields.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -96,6 +97,7 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       if (e) e.disabled = 1;
     });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  if (record.type === 'moderation.erase') applyErasedFields(state, (record.payload as ModerationPayload).erased ?? []);
   // Topics by author, for a purge (their payloads are parsed on apply anyway).
   if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);
   else if (record.type === 'work.create') {

@@ -97,8 +97,8 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
   // Reads, search and exports: placeholders, never the text.
   for (const who of [b, op]) {
     const msgs = (await ok(s.get(`/api/messages?topicId=${kept.id}`, who.token))).messages;
-    assert.deepEqual(msgs.find((m) => m.id === m1.id), { ...m1, content: '', erased: true });
-    assert.deepEqual(msgs.find((m) => m.id === m3.id), { ...m3, content: '', erased: true });
+    assert.deepEqual(msgs.find((m) => m.id === m1.id), { ...m1, content: '', clientId: m1.id, erased: true });
+    assert.deepEqual(msgs.find((m) => m.id === m3.id), { ...m3, content: '', clientId: m3.id, erased: true });
     assert.deepEqual(msgs.find((m) => m.id === m2.id), m2);
     const hist = (await ok(s.get(`/api/knowledge?id=${k1.id}&history=true`, who.token))).knowledge;
     assert.deepEqual(hist, [k2, { ...k1, title: '', content: '', sources: [], erased: true }]);
@@ -189,4 +189,113 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
   assertNoErasedBytes(s.dataDir, 'data folder after the restarts');
   const again = await s.cli('verify');
   assert.equal(again.json?.ok, true, again.stderr);
+});
+
+/** Participant-controlled fields besides text (issue 34), one distinctive string each. */
+const FIELD = {
+  agentName: 'qx8-erase-agent-name-marker',
+  agentProvider: 'qx8-erase-agent-provider-marker',
+  agentDescription: 'qx8-erase-agent-description-marker',
+  messageClientId: 'qx8-erase-message-clientid-marker',
+  workClientId: 'qx8-erase-work-clientid-marker',
+  tag: 'qx8-erase-tag-marker',
+  flagNote: 'qx8-erase-flag-note-marker',
+  flagClientId: 'qx8-erase-flag-clientid-marker',
+  quotingNote: 'qx8-erase-quoting-flag-note-marker',
+  quotingClientId: 'qx8-erase-quoting-flag-clientid-marker',
+};
+const FIELD_KEPT = 'qx8-kept-tag-marker';
+
+/** Asserts that no file under `dir` holds an erased field, and that the kept tag is still found. */
+function assertNoErasedFields(dir, where) {
+  for (const [name, marker] of Object.entries(FIELD)) assert.deepEqual(filesHolding(dir, marker), [], `${where}: the erased ${name} is gone from every file`);
+  assert.ok(filesHolding(dir, FIELD_KEPT).length > 0, `${where}: the byte search finds a tag that was not erased`);
+}
+
+test('purge --mode erase covers every participant-controlled field: the agent profile, clientIds, tags and flag notes leave the data folder and a backup, and flags quoting erased content lose their notes', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('keeper');
+  const b = await s.register('flagger');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  const reg = await s.post('/api/register', { name: FIELD.agentName, provider: FIELD.agentProvider, description: FIELD.agentDescription, acceptsPublicArchive: true, operatorAuthorized: true });
+  assert.equal(reg.status, 201);
+  const x = reg.body;
+
+  const topic = await ok(s.post('/api/topics', { title: 'kept topic' }, a.token), 201);
+  const keptMsg = await ok(s.post('/api/messages', { topicId: topic.id, content: 'kept', clientId: 'k1' }, a.token), 201);
+  const keptWork = await ok(s.post('/api/work', { clientId: 'kw', title: 'kept', description: 'd', acceptanceCriteria: 'c', tags: [FIELD_KEPT] }, a.token), 201);
+  const xm = await ok(s.post('/api/messages', { topicId: topic.id, content: 'spam', clientId: FIELD.messageClientId }, x.token), 201);
+  const xw = await ok(s.post('/api/work', { clientId: FIELD.workClientId, title: 'spam', description: 'd', acceptanceCriteria: 'c', tags: [FIELD.tag] }, x.token), 201);
+  const xFlag = await ok(s.post('/api/flags', { target: { type: 'message', id: keptMsg.id }, reason: 'other', note: FIELD.flagNote, clientId: FIELD.flagClientId }, x.token), 201);
+  const quoting = await ok(s.post('/api/flags', { target: { type: 'message', id: xm.id }, reason: 'secret', note: FIELD.quotingNote, clientId: FIELD.quotingClientId }, b.token), 201);
+  const keptFlag = await ok(s.post('/api/flags', { target: { type: 'message', id: keptMsg.id }, reason: 'other', note: 'kept note', clientId: 'kf' }, b.token), 201);
+  // A snapshot and search shards holding the fields are on disk before the erasure.
+  await s.restart();
+  for (const marker of [FIELD.agentName, FIELD.tag]) assert.ok(filesHolding(s.dataDir, marker).length > 0, `${marker} is stored before the erasure`);
+
+  const purge = await ok(s.post('/api/moderation/actions', { action: 'purge', target: { type: 'agent', id: x.id }, reason: 'leaked key', mode: 'erase' }, op.token), 201);
+  // Its message, its work item, its registration, its flag and the flag quoting its message.
+  assert.equal(purge.erasedRecords, 5);
+
+  // lastActive moves with every request: the profiles are compared without it.
+  const profiles = (list) => list.map(({ lastActive, ...rest }) => rest);
+  const views = async () => ({
+    agents: profiles(await ok(s.get('/api/agents', a.token))),
+    opAgents: profiles(await ok(s.get('/api/agents', op.token))),
+    messages: await ok(s.get(`/api/messages?topicId=${topic.id}`, a.token)),
+    work: await ok(s.get(`/api/work?id=${xw.id}`, op.token)),
+    byTag: await ok(s.get(`/api/work?tag=${FIELD.tag}`, op.token)),
+    keptByTag: await ok(s.get(`/api/work?tag=${FIELD_KEPT}`, a.token)),
+    flags: await ok(s.get('/api/flags?state=all', op.token)),
+  });
+  const live = await views();
+  for (const list of [live.agents, live.opAgents]) {
+    const profile = list.find((g) => g.id === x.id);
+    assert.deepEqual(profile, { ...profile, name: '(erased)', provider: '', description: '', erased: true, disabled: 1 });
+  }
+  assert.deepEqual(live.messages.messages.find((m) => m.id === xm.id), { ...xm, content: '', clientId: xm.id, erased: true });
+  assert.deepEqual(live.work.items[0].tags, []);
+  assert.deepEqual(live.byTag.items, [], '?tag= finds no erased item, for operators either');
+  assert.deepEqual(live.keptByTag.items.map((w) => w.id), [keptWork.id]);
+  const flagsById = new Map(live.flags.flags.map((f) => [f.id, f]));
+  for (const f of [xFlag, quoting]) {
+    assert.equal(flagsById.get(f.id).note, '', `flag ${f.id}'s note is erased`);
+    assert.notEqual(flagsById.get(f.id).clientId, f.clientId, `flag ${f.id}'s clientId is erased`);
+    assert.match(flagsById.get(f.id).clientId, /^[a-zA-Z0-9_-]{1,120}$/);
+  }
+  assert.equal(flagsById.get(keptFlag.id).note, 'kept note', 'a flag on other content keeps its note');
+  assert.ok(!Object.values(FIELD).some((m) => JSON.stringify(live).includes(m)), 'no answer holds an erased field');
+
+  // The purged agent's token stays refused; an identical flag retry by the quoting agent is no new flag.
+  assert.equal((await s.get('/api/me', x.token)).status, 401);
+  const retry = await s.post('/api/flags', { target: { type: 'message', id: xm.id }, reason: 'secret', note: FIELD.quotingNote, clientId: FIELD.quotingClientId }, b.token);
+  assert.notEqual(retry.status, 201, 'an identical retry of an erased flag is not accepted as a new flag');
+  assert.equal((await ok(s.get('/api/flags?state=all', op.token))).flags.length, 3);
+
+  assertNoErasedFields(s.dataDir, 'live data folder');
+  const backupDir = join(tempDir(t), 'backup');
+  const backup = await s.cli('backup', backupDir);
+  assert.equal(backup.code, 0, backup.stderr);
+  assertNoErasedFields(backupDir, 'backup');
+
+  await s.stop();
+  const verify = await s.cli('verify');
+  assert.equal(verify.json?.ok, true, verify.stderr);
+  assert.equal(verify.json.erasedRecords, 5);
+  await s.start();
+  assert.deepEqual(await views(), live, 'a restart from the snapshot serves the same answers');
+  await s.stop();
+  rmSync(snapshotPath(s.dataDir));
+  await s.start();
+  assert.deepEqual(await views(), live, 'a restart with a whole replay serves the same answers');
+  // After an erase-purge the agent can be enabled again: its token works, under the placeholder profile.
+  const enable = await s.cli('agents', 'enable', x.id);
+  assert.equal(enable.code, 0, enable.stderr);
+  const me = await ok(s.get('/api/me', x.token));
+  assert.deepEqual([me.name, me.provider, me.description, me.erased, me.disabled], ['(erased)', '', '', true, 0]);
+  // An identical retry of its erased message is never a new message holding its clientId.
+  const again = await s.post('/api/messages', { topicId: topic.id, content: 'spam', clientId: FIELD.messageClientId }, x.token);
+  assert.notEqual(again.status, 201, `an identical retry of an erased message is not posted again: ${JSON.stringify(again.body)}`);
+  await s.stop();
+  assertNoErasedFields(s.dataDir, 'data folder after the restarts');
 });

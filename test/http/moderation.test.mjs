@@ -74,8 +74,11 @@ function workMirror(s, token) {
 }
 
 
-/** The message placeholder of `m` for agents (issue 25: same fields, content emptied). */
-const placeholder = (m, flag = 'hidden') => ({ ...m, content: '', [flag]: true });
+/**
+ * The message placeholder of `m` for agents (issue 25: same fields, content emptied; issue 34:
+ * the participant's clientId replaced by the message's own id).
+ */
+const placeholder = (m, flag = 'hidden') => ({ ...m, content: '', clientId: m.id, [flag]: true });
 
 test('a hidden message is a placeholder for agents and whole for operators on every read path, and unhide restores it', async (t) => {
   const { s, a, b, op, topic } = await setup(t);
@@ -312,14 +315,14 @@ test('purge disables an agent and hides everything it wrote in one action', asyn
   const submitted = await ok(s.post('/api/work/action', { action: 'submit', workItemId: task.id, expectedRevision: 2, clientId: 'c2', content: `result ${SECRET}`, sources: [] }, c.token));
   const erase = await act(s, op, { action: 'purge', target: { type: 'agent', id: c.id }, reason: 'leaks', mode: 'erase' });
   assert.equal(erase.mode, 'erase');
-  assert.equal(erase.erasedRecords, 0, 'c created no content records of its own');
+  assert.equal(erase.erasedRecords, 1, 'c created no content records of its own: only its registration (its profile) is erased');
   assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, a.token))).items, [{ ...submitted, result: { ...submitted.result, content: '', sources: [] } }]);
   assert.deepEqual((await ok(s.get(`/api/work?id=${task.id}`, op.token))).items, [submitted]);
   // Purge with mode erase: everything the agent wrote is erased, for operators too.
   const d = await s.register('d');
   const dm = await ok(s.post('/api/messages', { topicId: topic.id, content: `erase me ${SECRET}`, clientId: 'd1' }, d.token), 201);
   const dPurge = await act(s, op, { action: 'purge', target: { type: 'agent', id: d.id }, reason: 'personal data', mode: 'erase' });
-  assert.equal(dPurge.erasedRecords, 1);
+  assert.equal(dPurge.erasedRecords, 2, 'its message and its registration');
   assert.deepEqual((await ok(s.get(`/api/messages?messageId=${dm.id}`, op.token))).messages, [placeholder(dm, 'erased')]);
   assert.equal((await s.get('/api/topics', d.token)).status, 401);
 });
@@ -413,4 +416,62 @@ test('through MCP, an agent reads a hidden message as its placeholder and never 
   assert.ok(!read.isError, read.content?.[0]?.text);
   assert.deepEqual(read.structuredContent.messages, [placeholder(m)]);
   assert.ok(!JSON.stringify(read).includes(SECRET));
+});
+
+test('hiding covers participant fields besides text: a hidden work item shows agents no tags and ?tag= does not find it, a hidden message no clientId, a purged agent no profile', async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const w = await ok(s.post('/api/work', { clientId: 'w1', title: 'task', description: 'd', acceptanceCriteria: 'c', tags: ['zebra-tag'] }, a.token), 201);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'hi', clientId: 'zebra-client-id' }, a.token), 201);
+  await act(s, op, { action: 'hide', target: { type: 'work', id: w.id }, reason: 'secret in a tag' });
+  await act(s, op, { action: 'hide', target: { type: 'message', id: m.id }, reason: 'secret in a clientId' });
+  // Agents: the tags are emptied on every work read, and the tag filter does not match them.
+  assert.deepEqual((await ok(s.get(`/api/work?id=${w.id}`, b.token))).items[0].tags, []);
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', b.token))).items, []);
+  assert.deepEqual((await ok(s.get(`/api/work/history?workItemId=${w.id}`, b.token))).revisions.map((r) => r.tags), [[]]);
+  const workPage = await ok(s.get('/api/work/changes?after=0&limit=100', b.token));
+  assert.ok(!JSON.stringify(workPage).includes('zebra-tag'), 'the work feed shows agents no hidden tag');
+  // Operators see and find them.
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', op.token))).items.map((x) => [x.id, x.tags, x.hidden]), [[w.id, ['zebra-tag'], true]]);
+  // A hidden message's placeholder carries its own id as clientId (a valid Id), never the participant's.
+  const shown = (await ok(s.get(`/api/messages?messageId=${m.id}`, b.token))).messages[0];
+  assert.equal(shown.clientId, m.id);
+  assert.ok(!JSON.stringify(await ok(s.get('/api/changes?after=0&limit=100', b.token))).includes('zebra-client-id'));
+  assert.equal((await ok(s.get(`/api/messages?messageId=${m.id}`, op.token))).messages[0].clientId, 'zebra-client-id');
+  // Unhide brings the tags back for everyone.
+  await act(s, op, { action: 'unhide', target: { type: 'work', id: w.id }, reason: 'tag was fine' });
+  assert.deepEqual((await ok(s.get('/api/work?tag=zebra-tag', b.token))).items.map((x) => x.id), [w.id]);
+
+  // A purge (mode hide): the agent's name, provider and description are placeholders for agents.
+  const x = (await s.post('/api/register', { name: 'zebra-name', provider: 'zebra-provider', description: 'zebra-description', acceptsPublicArchive: true, operatorAuthorized: true })).body;
+  await act(s, op, { action: 'purge', target: { type: 'agent', id: x.id }, reason: 'spam' });
+  const seen = (await ok(s.get('/api/agents', b.token))).find((g) => g.id === x.id);
+  assert.deepEqual([seen.name, seen.provider, seen.description, seen.hidden, seen.disabled], ['(hidden)', '', '', true, 1]);
+  const opSeen = (await ok(s.get('/api/agents', op.token))).find((g) => g.id === x.id);
+  assert.deepEqual([opSeen.name, opSeen.provider, opSeen.description, opSeen.hidden], ['zebra-name', 'zebra-provider', 'zebra-description', true]);
+  await act(s, op, { action: 'unhide', target: { type: 'agent', id: x.id }, reason: 'appeal' });
+  assert.equal((await ok(s.get('/api/agents', b.token))).find((g) => g.id === x.id).name, 'zebra-name');
+});
+
+test('erasing content erases the note and clientId of the flags on it, and only those', async (t) => {
+  const { s, a, b, op, topic } = await setup(t);
+  const m1 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'leak', clientId: 'm1' }, a.token), 201);
+  const m2 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'fine', clientId: 'm2' }, a.token), 201);
+  const onM1 = await ok(s.post('/api/flags', { target: { type: 'message', id: m1.id }, reason: 'secret', note: 'it says zebra-key-1', clientId: 'zebra-flag-1' }, b.token), 201);
+  const onM2 = await ok(s.post('/api/flags', { target: { type: 'message', id: m2.id }, reason: 'other', note: 'unrelated', clientId: 'f2' }, b.token), 201);
+  const onTopic = await ok(s.post('/api/flags', { target: { type: 'topic', id: topic.id }, reason: 'spam', note: 'topic note', clientId: 'f3' }, b.token), 201);
+  const flags = async () => new Map((await ok(s.get('/api/flags?state=all', op.token))).flags.map((f) => [f.id, f]));
+
+  const erased = await act(s, op, { action: 'erase', target: { type: 'message', id: m1.id }, reason: 'leak' });
+  assert.equal(erased.erasedRecords, 2, 'the message and the flag on it');
+  let now = await flags();
+  assert.deepEqual([now.get(onM1.id).note, now.get(onM1.id).reason, now.get(onM1.id).authorId], ['', 'secret', b.id]);
+  assert.notEqual(now.get(onM1.id).clientId, 'zebra-flag-1');
+  assert.equal(now.get(onM2.id).note, 'unrelated', 'a flag on another message keeps its note');
+  assert.equal(now.get(onTopic.id).note, 'topic note', 'a flag on the topic is not about each of its messages');
+  assert.ok(!JSON.stringify([...now.values()]).includes('zebra'));
+
+  await act(s, op, { action: 'erase', target: { type: 'topic', id: topic.id }, reason: 'wave' });
+  now = await flags();
+  assert.equal(now.get(onTopic.id).note, '', 'erasing the topic erases the flag on it');
+  assert.equal(now.get(onM2.id).note, '', 'and the flags on its messages');
 });

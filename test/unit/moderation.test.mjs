@@ -9,14 +9,15 @@ import assert from 'node:assert/strict';
 import stableStringify from 'fast-json-stable-stringify';
 import { apply, createState, ErasedRecordError } from '../../dist/domain/state.js';
 import { makeId } from '../../dist/domain/ids.js';
-import { messagesJson } from '../../dist/domain/forum/forum.js';
-import { readerOf } from '../../dist/domain/moderation/moderation.js';
+import { messageByClientId, messagesJson } from '../../dist/domain/forum/forum.js';
+import { erasedClientId, readerOf } from '../../dist/domain/moderation/moderation.js';
 
 const T = '2026-01-01T00:00:00.000Z';
 const room = { id: 'commons', name: 'Commons', description: '', created: T };
 const topic = { id: makeId('tp', 2), roomId: 'commons', authorId: 'ag_1', title: 'a topic', created: T };
 const message = { id: makeId('msg', 3), topicId: topic.id, authorId: 'ag_1', content: 'a leaked key', replyTo: null, clientId: 'c1', created: T };
-const emptied = { ...message, content: '' };
+/** The erased payload: text emptied, the clientId kept only as its erasedClientId. */
+const emptied = { ...message, content: '', clientId: erasedClientId(message.authorId, message.clientId) };
 const erase = {
   action: 'erase', target: { type: 'message', id: message.id }, key: 's:3', reason: 'leak', operatorId: 'op_9', events: [3], workItems: [],
   targets: [{ seq: 3, hash: 'a'.repeat(64) }], erased: [{ seq: 3, type: 'message.create', time: T, payloadJson: stableStringify(emptied) }],
@@ -40,7 +41,7 @@ test('with the erased payloads known, a replay over a tombstone serves the same 
   replay(replayed, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', null], [4, 'moderation.erase', erase]]);
   for (const role of ['agent', 'operator']) {
     const view = (st) => JSON.parse(messagesJson(st.forum, [0], readerOf(st.moderation, role)));
-    assert.deepEqual(view(replayed), [{ ...emptied, erased: true }]);
+    assert.deepEqual(view(replayed), [{ ...emptied, clientId: message.id, erased: true }]);
     assert.deepEqual(view(replayed), view(live));
   }
 });
@@ -71,8 +72,24 @@ test("a moderation action's discussion events each have a log position of their 
 
 test('an erasure recorded without erasedClients still refuses a retry of the erased write: its placeholders name author and clientId', async () => {
   const { erasedClientKey } = await import('../../dist/domain/moderation/moderation.js');
+  // An erasure written before erasedClients and erasedClientId: its placeholder kept the raw clientId.
+  const older = { ...erase, erased: [{ ...erase.erased[0], payloadJson: stableStringify({ ...message, content: '' }) }] };
   const state = createState();
-  replay(state, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message], [4, 'moderation.erase', erase]]);
+  replay(state, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message], [4, 'moderation.erase', older]]);
   assert.equal(state.moderation.erasedClients.get(erasedClientKey('message', 'ag_1', 'c1')), 3);
   assert.equal(state.moderation.erasedClients.size, 1);
+});
+
+test('an erased message is still found by its author and clientId, applied before its erasure or replayed already erased, and by no other pair', () => {
+  const live = createState();
+  replay(live, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', message], [4, 'moderation.erase', erase]]);
+  const replayed = createState();
+  replayed.moderation.erased.set(3, erase.erased[0]);
+  replay(replayed, [[1, 'room.create', room], [2, 'topic.create', topic], [3, 'message.create', null], [4, 'moderation.erase', erase]]);
+  for (const st of [live, replayed]) {
+    assert.equal(messageByClientId(st.forum, 'ag_1', 'c1'), 0);
+    assert.equal(messageByClientId(st.forum, 'ag_1', 'c2'), undefined);
+    assert.equal(messageByClientId(st.forum, 'ag_2', 'c1'), undefined);
+  }
+  assert.ok(!erase.erased[0].payloadJson.includes('"c1"'), 'the erased payload does not hold the clientId');
 });

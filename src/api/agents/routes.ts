@@ -6,6 +6,7 @@ import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
 import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
+import { agentKey } from '../../domain/moderation/moderation.js';
 
 /** The status reply as sent, and the values it was built from. */
 interface StatusMemo {
@@ -106,7 +107,12 @@ export const agentRoutes: Route[] = [
     tag: 'Forum',
     query: 'NoQuery',
     responses: { 200: { description: 'Agents', schema: 'AgentList' } },
-    handler: ({ app }) => ({ status: 200, body: app.state.agents.order.map(agentView) }),
+    handler: ({ app, agent }) => {
+      // A purged agent's profile is participant text: hidden from everyone but operators (issue 34).
+      const hidden = app.state.moderation.hidden;
+      const operator = agent?.profile.role === 'operator';
+      return { status: 200, body: app.state.agents.order.map((e) => agentView(e, { hidden: hidden.size > 0 && hidden.has(agentKey(e.profile.id)), operator })) };
+    },
   },
   route({
     method: 'GET',

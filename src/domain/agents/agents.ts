@@ -34,12 +34,20 @@ interface AgentIdentity {
 export interface Agent extends AgentIdentity {
   lastActive: string | null;
   disabled: 0 | 1;
+  /** Present when a purge hid the agent (issue 34): name, provider and description are placeholders for all but operators. */
+  hidden?: true;
+  /** Present when a purge with mode `erase` erased the agent's profile (issue 34). */
+  erased?: true;
 }
 
-/** Payload of an `agent.register` record: the identity plus the role and the token's hash. */
+/**
+ * Payload of an `agent.register` record: the identity plus the role and the token's hash;
+ * `erased` once a purge with mode `erase` replaced the profile by its placeholder (issue 34).
+ */
 export interface AgentRegisterPayload extends AgentIdentity {
   role: Role;
   tokenHash: string;
+  erased?: true;
 }
 
 /** An indexed agent: its registration record, disabled flag and in-memory activity time (ms). */
@@ -86,20 +94,48 @@ export function newToken(): string {
   return `af_${randomBytes(TOKEN_BYTES).toString('base64url')}`;
 }
 
-/** The public Agent view of an entry (part 2). */
-export function agentView(e: AgentEntry): Agent {
+/** The profile fields of an agent a purge hid, as everyone but operators sees them (README "Moderation"). */
+const HIDDEN_AGENT_PROFILE = { name: '(hidden)', provider: '', description: '' } as const;
+
+/** The profile fields of an agent a purge with mode `erase` erased, for everyone (README "Moderation"). */
+export const ERASED_AGENT_PROFILE = { name: '(erased)', provider: '', description: '' } as const;
+
+/**
+ * The public Agent view of an entry (part 2). `moderation.hidden` (a purge hid the agent) gives
+ * operators the whole profile and everyone else its placeholder, both with `"hidden": true`; an
+ * erased profile (a purge with mode `erase`) is its placeholder with `"erased": true` for
+ * everyone. Without `moderation`, the profile as stored (the CLI, an agent's own profile).
+ */
+export function agentView(e: AgentEntry, moderation?: { hidden: boolean; operator: boolean }): Agent {
   const p = e.profile;
-  return {
+  const hidden = moderation?.hidden === true && p.erased !== true;
+  const cover = hidden && !moderation!.operator;
+  const out: Agent = {
     id: p.id,
-    name: p.name,
-    provider: p.provider,
-    description: p.description,
+    name: cover ? HIDDEN_AGENT_PROFILE.name : p.name,
+    provider: cover ? HIDDEN_AGENT_PROFILE.provider : p.provider,
+    description: cover ? HIDDEN_AGENT_PROFILE.description : p.description,
     kind: p.kind,
     verification: p.verification,
     created: p.created,
     lastActive: e.lastActiveMs === null ? null : new Date(e.lastActiveMs).toISOString(),
     disabled: e.disabled,
   };
+  if (hidden) out.hidden = true;
+  if (p.erased === true) out.erased = true;
+  return out;
+}
+
+/**
+ * Replaces agent `agentId`'s profile fields by those of its erased registration payload
+ * `erased` (issue 34), keeping its current token hash (a rotation may have changed it), as a
+ * replay of the erased record followed by the agent's later records builds it. No-op for an
+ * unknown agent.
+ */
+export function eraseAgentProfile(s: AgentsState, erased: AgentRegisterPayload): void {
+  const e = s.byId.get(erased.id);
+  if (e === undefined) return;
+  e.profile = { ...erased, tokenHash: e.profile.tokenHash };
 }
 
 /** Records that an agent was active at `ms` (in memory only). */

@@ -17,7 +17,7 @@ import { lowerBound, upperBound } from '../../containers/binary-search.js';
 import { RowHashTable } from '../../containers/row-hash-table.js';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource } from '../../store/records.js';
-import { discussionView, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { clientIdMatches, discussionView, erasedClientId, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 import { contentIncludes, rowOfSeq } from './search.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
@@ -165,7 +165,10 @@ export function messageTopicOf(s: ForumState, row: MessageRow): string {
 export function messageByClientId(s: ForumState, authorId: string, clientId: string): MessageRow | undefined {
   const authorNo = s.nameIds.get(authorId);
   if (authorNo === undefined) return undefined;
-  return s.byClientId.find(clientHash(authorId, clientId), (row) => s.rows.author.at(row) === authorNo && readMessageFields(messageJsonOf(s, row)).clientId === clientId);
+  const visit = (row: MessageRow): boolean => s.rows.author.at(row) === authorNo && clientIdMatches(readMessageFields(messageJsonOf(s, row)).clientId, authorId, clientId);
+  // An erased message is filed under its clientId when it was applied before its erasure, and
+  // under its `erasedClientId` when a replay applied it already erased (issue 34).
+  return s.byClientId.find(clientHash(authorId, clientId), visit) ?? s.byClientId.find(clientHash(authorId, erasedClientId(authorId, clientId)), visit);
 }
 
 /** A message id's log seq: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */

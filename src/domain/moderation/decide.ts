@@ -16,9 +16,12 @@
  *   created — and the agent is disabled; the revisions of other agents' items carrying its result
  *   or review get work events (their parts are emptied for readers). With mode `erase`, the
  *   agent's own records are erased.
+ *   With mode `erase`, also the agent's registration (its profile) and the flags it raised.
+ * Every erasure also erases the flags on what it erases (their notes may quote it; see
+ * `participantRecordsOf`).
  */
 import { fail, invalid, notFound } from '../../errors.js';
-import { makeId } from '../ids.js';
+import { idHasSeq, makeId } from '../ids.js';
 import type { State } from '../state.js';
 import { messageById } from '../forum/forum.js';
 import { knowledgeIdOf, knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
@@ -28,6 +31,7 @@ import {
   ERASABLE_TYPES,
   erasedClientKey,
   flagClientKey,
+  flagIdByClientId,
   itemKey,
   redactPayload,
   seqKey,
@@ -254,7 +258,7 @@ export function decideModeration(
   const targets: Array<{ seq: number; hash: string }> = [];
   const erased: ErasedRecord[] = [];
   const erasedClients: Array<{ key: string; seq: number }> = [];
-  for (const seq of cover.records) {
+  for (const seq of [...cover.records, ...participantRecordsOf(state, target, cover.records)]) {
     if (mod.erased.has(seq)) continue;
     const r = state.forum.records.read(seq);
     // The erasure contract: only content records are ever erased.
@@ -298,6 +302,45 @@ export function refuseErasedContainer(state: State, what: 'topic' | 'knowledge i
   throw fail('ERASED_CONTAINER', `${what} "${id}" was erased by an operator; nothing new can be added to it`);
 }
 
+/** The log seq in id `id` made by `makeId(prefix, seq)`, or null for an id of another form. */
+function seqOfId(id: string, prefix: string): number | null {
+  const seq = Number(id.slice(prefix.length + 1));
+  return Number.isSafeInteger(seq) && seq > 0 && idHasSeq(id, prefix, seq) ? seq : null;
+}
+
+/**
+ * The records a flag on `target` is about: a message's record, a topic's own record (not its
+ * messages: a flag on a topic is not about each message in it), a knowledge revision or every
+ * revision of the item, every revision of a work item.
+ */
+function flaggedRecords(state: State, target: ModerationTarget): number[] {
+  const records = coverageOf(state, target).records;
+  return target.type === 'topic' ? records.slice(0, 1) : records;
+}
+
+/**
+ * The records besides the content an erasure of `target` covers whose participant-controlled
+ * fields must go too (issue 34; README "Moderation"): every flag on content it erases (a flag's
+ * note may quote that content) and, for a purge, the agent's registration (its profile) and every
+ * flag the agent raised. Input: the content records (`records`) the erasure removes. Output: log
+ * seqs, ascending, none of them in `records`.
+ */
+function participantRecordsOf(state: State, target: ModerationTarget, records: readonly number[]): number[] {
+  const erasing = new Set(records);
+  const out = new Set<number>();
+  if (target.type === 'agent') {
+    const seq = seqOfId(target.id, 'ag');
+    if (seq !== null && state.forum.records.read(seq).type === 'agent.register') out.add(seq);
+  }
+  for (const { flag } of state.moderation.flagOrder) {
+    const seq = seqOfId(flag.id, 'flg');
+    if (seq === null || state.moderation.erased.has(seq)) continue;
+    if ((target.type === 'agent' && flag.authorId === target.id) || flaggedRecords(state, flag.target).some((r) => erasing.has(r))) out.add(seq);
+  }
+  for (const seq of records) out.delete(seq);
+  return [...out].sort((a, b) => a - b);
+}
+
 /** A validated POST /api/flags body (schemas/FlagInput.json). */
 export interface FlagInput {
   target: ModerationTarget;
@@ -314,7 +357,7 @@ export interface FlagInput {
  */
 export function decideFlag(state: State, input: FlagInput, ctx: { authorId: string; seq: number; created: string }): { existing: FlagEntry } | { flag: Flag } {
   const mod = state.moderation;
-  const priorId = mod.flagByClientId.get(flagClientKey(ctx.authorId, input.clientId));
+  const priorId = flagIdByClientId(mod, ctx.authorId, input.clientId);
   if (priorId !== undefined) {
     const prior = mod.flags.get(priorId)!;
     const same =

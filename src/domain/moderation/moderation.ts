@@ -18,8 +18,9 @@
  * - `moderation.erase` — irreversible; the same fields plus `erasedClients` (digests of the erased
  *   writes, for the 409 ERASED retry check) and the erasure contract's `targets`
  *   (`[{seq, hash}]`: the records whose bytes the store removes, with their original chained
- *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with its text
- *   emptied, so no reader ever needs an erased record's payload; see `ModeratedRecords`).
+ *   hash) and `erased` (`[{seq, type, time, payloadJson}]`: each target's payload with every
+ *   participant-controlled field covered (`redactPayload`), so no reader ever needs an erased
+ *   record's payload; see `ModeratedRecords`).
  * - `flag.create {id, target, reason, note, authorId, clientId, created}` and
  *   `flag.resolve {flagId, resolution: "dismiss", note, operatorId}`; a flag resolved with hide or
  *   erase is resolved by that moderation record (its `flagId`).
@@ -29,9 +30,10 @@
  * content is a placeholder for everyone but operators, who see it whole with `"hidden": true`;
  * erased content is a placeholder for everyone, with `"erased": true`.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
+import { ERASED_AGENT_PROFILE } from '../agents/agents.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
 
 /** What a moderation action or a flag names (schemas/ModerationTarget.json). */
@@ -98,7 +100,7 @@ export interface ModerationPayload {
   erasedItems?: string[];
   /** moderation.erase only: the erasure contract's targets (the store reads these). */
   targets?: Array<{ seq: number; hash: string }>;
-  /** moderation.erase only: each target's payload with its text emptied. */
+  /** moderation.erase only: each target's payload with its participant-controlled fields covered (`redactPayload`). */
   erased?: ErasedRecord[];
 }
 
@@ -116,7 +118,7 @@ export interface ModerationEventPayload {
   target: number;
 }
 
-/** An erased record as readers see it: its type, time and its payload with the text emptied. */
+/** An erased record as readers see it: its type, time and its payload with its participant-controlled fields covered. */
 export interface ErasedRecord {
   seq: number;
   type: string;
@@ -160,7 +162,7 @@ export interface ModerationState {
   hidden: Set<string>;
   /** Keys hidden by an erasure: they can never be unhidden. */
   permanent: Set<string>;
-  /** Erased records by log seq: their payload with the text emptied. */
+  /** Erased records by log seq: their payload with its participant-controlled fields covered. */
   erased: Map<number, ErasedRecord>;
   /** Every action, in log order. */
   actions: ModerationAction[];
@@ -298,6 +300,25 @@ export function noteWorkPart(s: ModerationState, authorId: string, createSeq: nu
   const list = s.workPartsByAuthor.get(authorId);
   if (list === undefined) s.workPartsByAuthor.set(authorId, [createSeq]);
   else if (list[list.length - 1] !== createSeq) list.push(createSeq);
+}
+
+/**
+ * Replaces flag `erased.id`'s entry by its erased payload `erased` (note emptied, clientId
+ * covered; issue 34) and refiles it in the idempotency index under the covered clientId, as a
+ * replay of the erased record files it. No-op for an unknown flag. O(flags).
+ */
+export function eraseFlag(s: ModerationState, erased: Flag): void {
+  const f = s.flags.get(erased.id);
+  if (f === undefined) return;
+  f.flag = erased;
+  // Rebuilt in flag order, as replay and unpack build it (erasures are rare; flags are few).
+  s.flagByClientId.clear();
+  for (const { flag } of s.flagOrder) s.flagByClientId.set(flagClientKey(flag.authorId, flag.clientId), flag.id);
+}
+
+/** The id of the flag `authorId` raised with `clientId`, erased or not (POST /api/flags idempotency). */
+export function flagIdByClientId(s: ModerationState, authorId: string, clientId: string): string | undefined {
+  return s.flagByClientId.get(flagClientKey(authorId, clientId)) ?? s.flagByClientId.get(flagClientKey(authorId, erasedClientId(authorId, clientId)));
 }
 
 /** The hide key of one record. */
@@ -471,16 +492,49 @@ const TEXT_FIELDS: Readonly<Record<string, Readonly<Record<string, unknown>>>> =
 };
 
 /**
+ * The participant-controlled fields of discussion record `o` of `kind` replaced by their
+ * placeholders: its text fields emptied (TEXT_FIELDS) and a message's `clientId` replaced by the
+ * message's own id (a valid Id that tells nothing of the clientId the author chose).
+ */
+function placeholderOf(kind: string, o: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...o, ...TEXT_FIELDS[kind] };
+  if (kind === 'message') out.clientId = o.id;
+  return out;
+}
+
+/**
  * The JSON a reader gets for discussion record `json` (canonical, sorted keys) of `kind`
  * (`message`, `topic`, `knowledge`) with `status`: as stored when visible; else canonical JSON
- * with `"hidden": true` (whole for operators, text emptied for others) or `"erased": true`
- * (text emptied for everyone). Same shape on every read path (issue 25).
+ * with `"hidden": true` (whole for operators, a placeholder for others) or `"erased": true`
+ * (a placeholder for everyone; see `placeholderOf`). Same shape on every read path (issue 25).
  */
 export function discussionView(reader: Reader, kind: string, json: string, status: ModerationStatus): string {
   if (status === VISIBLE) return json;
   const o = JSON.parse(json) as Record<string, unknown>;
-  if (status === ERASED) return stableStringify({ ...o, ...TEXT_FIELDS[kind], erased: true });
-  return stableStringify(reader.operator ? { ...o, hidden: true } : { ...o, ...TEXT_FIELDS[kind], hidden: true });
+  if (status === ERASED) return stableStringify({ ...placeholderOf(kind, o), erased: true });
+  return stableStringify(reader.operator ? { ...o, hidden: true } : { ...placeholderOf(kind, o), hidden: true });
+}
+
+/** Prefix of an erased clientId (`erasedClientId`); the rest is 43 base64url characters. */
+const ERASED_CLIENT_ID_PREFIX = 'e-';
+
+/**
+ * What an erasure keeps of the clientId `clientId` that `authorId` wrote with (issue 34): `e-`
+ * and the base64url SHA-256 of `authorId` LF `clientId` (45 characters of the Id alphabet). An
+ * erased record's payload carries this in place of the clientId, so the idempotency indexes still
+ * recognise an identical retry of an erased write (`clientIdMatches`) while no file holds the
+ * clientId itself. Readers never see it: placeholders show the record's own id.
+ */
+export function erasedClientId(authorId: string, clientId: string): string {
+  return ERASED_CLIENT_ID_PREFIX + hash('sha256', `${authorId}\n${clientId}`, 'base64url');
+}
+
+/**
+ * Whether a stored clientId (`stored`, as a record's payload holds it: the clientId itself, or
+ * its `erasedClientId` once the record was erased) names `clientId` of `authorId`.
+ */
+export function clientIdMatches(stored: string, authorId: string, clientId: string): boolean {
+  return stored === clientId || (stored.startsWith(ERASED_CLIENT_ID_PREFIX) && stored === erasedClientId(authorId, clientId));
 }
 
 /**
@@ -497,15 +551,24 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
 }
 
 /**
- * A discussion record's payload with its text emptied, for an erasure's `erased` list (the
- * payload as readers see it once the record is erased). Input: record type and canonical payload
- * JSON; `emptyWork` empties a work payload's item and request (work.ts `redactWorkPayload`).
+ * An erasable record's payload with every participant-controlled field covered, for an erasure's
+ * `erased` list (README "Moderation", field by field): text emptied, tags emptied, clientIds
+ * replaced by their `erasedClientId`, a flag's note emptied, an agent's profile replaced by
+ * ERASED_AGENT_PROFILE with `erased: true`. Ids, authors, times and states stay. Input: record
+ * type and canonical payload JSON; `emptyWork` covers a work payload (work.ts
+ * `redactWorkPayload`). Throws Error for a type outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
   const o = JSON.parse(payloadJson) as Record<string, unknown>;
   switch (type) {
     case 'message.create':
-      return stableStringify({ ...o, ...TEXT_FIELDS.message });
+      return stableStringify({ ...o, ...TEXT_FIELDS.message, clientId: erasedClientId(o.authorId as string, o.clientId as string) });
+    case 'flag.create':
+      return stableStringify({ ...o, note: '', clientId: erasedClientId(o.authorId as string, o.clientId as string) });
+    case 'agent.register':
+      // The token hash stays: a disabled agent's token is still known (401 "disabled"), and
+      // `agents enable` gives the agent its access back under the placeholder profile.
+      return stableStringify({ ...o, ...ERASED_AGENT_PROFILE, erased: true });
     case 'topic.create':
       return stableStringify({ ...o, ...TEXT_FIELDS.topic });
     case 'knowledge.publish':
@@ -518,8 +581,12 @@ export function redactPayload(type: string, payloadJson: string, emptyWork: (pay
   }
 }
 
-/** The record types an erasure may target (content; never rooms, agents, settings, moderation). */
-export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action']);
+/**
+ * The record types an erasure may target: content, an agent's registration (its profile, by a
+ * purge with mode `erase`) and flags (their note and clientId); never rooms, settings, tokens or
+ * moderation records.
+ */
+export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action', 'agent.register', 'flag.create']);
 
 /**
  * The record source every area reads through: an erased record reads as its emptied payload (from

@@ -37,7 +37,8 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       const stored = messageJsonOf(state.forum, row);
       const m = JSON.parse(stored) as Message;
       // The committed response as the reader may see it now (issue 25): hidden or erased text is
-      // a placeholder here as on every read path, in the request echo too.
+      // a placeholder here as on every read path, in the request echo too, whose clientId is the
+      // one asked for (an erased message keeps only its `erasedClientId`).
       const status = statusOf(reader.mod, seq, m.topicId, m.authorId);
       const json = discussionView(reader, 'message', stored, status);
       const request: Record<string, string> = { topicId: m.topicId, content: textVisible(reader, status) ? m.content : '', clientId };

@@ -55,7 +55,7 @@ import { packTable, unpackTable, type PackedArrays, type PackedTable } from '../
 import { SliceTimer } from '../slices.js';
 import { idHasSeq, makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
-import { agentKey, ERASED, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { agentKey, clientIdMatches, ERASED, erasedClientId, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 import { nameId } from '../columns.js';
 
 /** A work item's state (spec part 3); not to be confused with WorkBoardState, the whole board. */
@@ -393,22 +393,27 @@ function purgedPartsEmptied(reader: Reader, item: WorkItem): WorkItem {
 }
 
 /**
- * A work item with its text emptied: title, description, acceptanceCriteria, the result's content
- * and sources and the review's feedback (issue 25 placeholder). Ids, state, times stay.
+ * A work item with its participant-controlled fields emptied: title, description,
+ * acceptanceCriteria, tags (issue 34), the result's content and sources and the review's feedback
+ * (issue 25 placeholder). Ids, state, times stay.
  */
 export function emptyWorkItem(x: WorkItem): WorkItem {
   const item = toWorkItem(x);
   item.title = '';
   item.description = '';
   item.acceptanceCriteria = '';
+  item.tags = [];
   if (item.result !== null) item.result = { ...item.result, content: '', sources: [] };
   if (item.review !== null) item.review = { ...item.review, feedback: '' };
   return item;
 }
 
 /**
- * A `work.create` or `work.action` payload with every text emptied (its item, its discussion
- * topic's title, its request's text): what an erasure keeps of such a record (issue 25).
+ * A `work.create` or `work.action` payload with every participant-controlled field covered (its
+ * item as `emptyWorkItem`, its discussion topic's title, its request's text and tags, and its
+ * clientId — in the payload and in the request — replaced by `erasedClientId`): what an erasure
+ * keeps of such a record (issues 25, 34). A payload without `authorId` (a receipt's request
+ * being shown, not stored) keeps its clientId.
  */
 export function redactWorkPayload(o: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...o, item: emptyWorkItem(o.item as WorkItem) };
@@ -416,6 +421,12 @@ export function redactWorkPayload(o: Record<string, unknown>): Record<string, un
   const request = { ...(o.request as Record<string, unknown>) };
   for (const k of ['title', 'description', 'acceptanceCriteria', 'content', 'feedback']) if (typeof request[k] === 'string') request[k] = '';
   if (Array.isArray(request.sources)) request.sources = [];
+  if (Array.isArray(request.tags)) request.tags = [];
+  if (typeof o.authorId === 'string' && typeof o.clientId === 'string') {
+    const covered = erasedClientId(o.authorId, o.clientId);
+    out.clientId = covered;
+    if (typeof request.clientId === 'string') request.clientId = covered;
+  }
   out.request = request;
   return out;
 }
@@ -442,15 +453,20 @@ export function workRecordJson(s: WorkBoardState, seq: number, reader: Reader): 
  */
 export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: string): WorkReceipt | undefined {
   let found: WorkReceipt | undefined;
-  s.byClientId.find(clientHash(authorId, clientId), (seq) => {
+  const visit = (seq: number): boolean => {
     const { payload, type } = workPayloadOf(s, seq);
-    if (payload.authorId !== authorId || payload.clientId !== clientId) return false;
+    if (payload.authorId !== authorId || !clientIdMatches(payload.clientId, authorId, clientId)) return false;
     const response = toWorkItem(payload.item);
     const create = type === 'work.create';
     const request = create ? normalizeCreateRequest(payload.request as WorkCreateInput) : normalizeActionRequest(payload.request as WorkActionInput);
+    // The clientId asked for (an erased record stores only its `erasedClientId`).
+    request.clientId = clientId;
     found = { request, response, responseJson: JSON.stringify(response), seq, status: create ? 201 : 200 };
     return true;
-  });
+  };
+  // An erased record is filed under its clientId when it was applied before its erasure, and
+  // under its `erasedClientId` when a replay applied it already erased.
+  if (s.byClientId.find(clientHash(authorId, clientId), visit) === undefined) s.byClientId.find(clientHash(authorId, erasedClientId(authorId, clientId)), visit);
   return found;
 }
 
@@ -800,6 +816,36 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
   }
 }
 
+/**
+ * Empties the tags of work item `itemId` (its `work.create` record was erased, issue 34): the
+ * filter column then holds what a replay of the erased record builds. No-op for an unknown item.
+ */
+export function eraseWorkTags(s: WorkBoardState, itemId: string): void {
+  const row = workRowOf(s, itemId);
+  if (row !== undefined) s.rows.tags.set(row, tagListId(s, []));
+}
+
+/**
+ * The tag lists the rows use, numbered by first use in row order, and the rows' column renumbered:
+ * exactly what a replay interns, so a list only erased items used is not packed (issue 34).
+ */
+function usedTagLists(s: WorkBoardState): { lists: Array<readonly string[]>; column: U32List } {
+  const renumber = new Map<number, number>();
+  const lists: Array<readonly string[]> = [];
+  const column = new U32List(Math.max(16, s.rows.tags.length));
+  for (let row = 0; row < s.rows.tags.length; row++) {
+    const old = s.rows.tags.at(row);
+    let id = renumber.get(old);
+    if (id === undefined) {
+      id = lists.length;
+      renumber.set(old, id);
+      lists.push(s.tagLists[old]!);
+    }
+    column.push(id);
+  }
+  return { lists, column };
+}
+
 // ---- snapshot ----
 
 /** The number of `item.state` in the state column. Throws Error for a state part 3 does not name (a damaged or foreign log). */
@@ -822,12 +868,13 @@ export interface PackedWork {
 /** Packs the work board; its arrays go to `arrays`. */
 export function packWork(s: WorkBoardState, arrays: PackedArrays): PackedWork {
   const r = s.rows;
+  const tags = usedTagLists(s);
   return {
     rows: {
       seq: arrays.putList(r.seq),
       author: arrays.putList(r.author),
       topic: arrays.putList(r.topic),
-      tags: arrays.putList(r.tags),
+      tags: arrays.putList(tags.column),
       state: arrays.putList(r.state),
       assignee: arrays.putList(r.assignee),
       revision: arrays.putList(r.revision),
@@ -836,7 +883,7 @@ export function packWork(s: WorkBoardState, arrays: PackedArrays): PackedWork {
     },
     revs: { seq: arrays.putList(s.revs.seq), prev: arrays.putList(s.revs.prev) },
     names: s.names,
-    tagLists: s.tagLists,
+    tagLists: tags.lists,
     otherIds: [...s.otherIds],
     byClientId: packTable(s.byClientId, arrays),
   };
@@ -905,11 +952,16 @@ export async function listWorkJson(s: WorkBoardState, query: WorkListQuery, ctx:
   const authorNo = query.authorId === undefined ? undefined : (s.nameIds.get(query.authorId) ?? -1);
   const assigneeNo = query.assigneeId === undefined ? undefined : (s.nameIds.get(query.assigneeId) ?? -2) + 1;
   const tag = query.tag;
+  /** Tags are participant text: a hidden item's are matched only for operators (issue 34). */
+  const tagsVisible = (row: WorkRow): boolean => {
+    if (ctx.reader.operator || ctx.reader.mod.hidden.size === 0) return true;
+    return workStatusOf(s, ctx.reader, row, s.revs.seq.at(r.lastRev.at(row))) === VISIBLE;
+  };
   const matches = (row: WorkRow): boolean => {
     if (stateNo !== undefined && r.state.at(row) !== stateNo) return false;
     if (authorNo !== undefined && r.author.at(row) !== authorNo) return false;
     if (assigneeNo !== undefined && r.assignee.at(row) !== assigneeNo) return false;
-    if (tag !== undefined && !s.tagLists[r.tags.at(row)]!.includes(tag)) return false;
+    if (tag !== undefined && (!s.tagLists[r.tags.at(row)]!.includes(tag) || !tagsVisible(row))) return false;
     if (query.available !== undefined && isAvailable(s, row, ctx.nowMs, ctx.writeStop) !== query.available) return false;
     return true;
   };
