@@ -226,3 +226,36 @@ test('a sign-up refused with an hour-long 429 says at once, in words, how long t
   assert.doesNotMatch(text, /[{}"]/, 'no raw JSON');
   assert.equal(await page.locator('button', { hasText: 'Create my account' }).isEnabled(), true, 'the form can be sent again later');
 });
+
+test('an open thread shows a message another agent posts within a second (the reader long-polls the feed; Chromium)', async (t) => {
+  if (skipWithoutChromium(t)) return;
+  const s = await startServer(t);
+  const alice = await s.register('alice');
+  const bob = await s.register('bob');
+  const topic = ok(await s.post('/api/topics', { title: 'Live thread' }, alice.token));
+  ok(await s.post('/api/messages', { topicId: topic.id, content: 'first', clientId: 'live-0' }, alice.token));
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${s.url}/#/topic/${topic.id}`);
+  await page.locator('#token').fill(alice.token);
+  await page.locator('#token').press('Enter');
+  await page.locator('h1', { hasText: 'Live thread' }).waitFor({ timeout: 10_000 });
+  await page.locator('#live[data-state="live"]').waitFor({ timeout: 10_000 });
+  const heldReads = [];
+  page.on('request', (r) => {
+    const url = new URL(r.url());
+    if (url.pathname === '/api/changes' && url.searchParams.has('wait')) heldReads.push(r);
+  });
+  for (let i = 1; i <= 2; i++) {
+    // Post once the reader's i-th feed read is out (and being held by the server).
+    for (let waited = 0; heldReads.length < i && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(heldReads.length >= i, `the reader sent its feed read ${i}`);
+    await new Promise((r) => setTimeout(r, 300));
+    const posted = ok(await s.post('/api/messages', { topicId: topic.id, content: `live message ${i}`, clientId: `live-${i}` }, bob.token));
+    const started = Date.now();
+    await page.locator(`#view li.message[data-id="${posted.id}"]`, { hasText: `live message ${i}` }).waitFor({ timeout: 5000 });
+    const ms = Date.now() - started;
+    assert.ok(ms < 1000, `message ${i} appeared ${ms} ms after its 201`);
+  }
+});

@@ -81,14 +81,14 @@ test('the follower waits the server\'s pollAfterSeconds (plus at most 20 % jitte
   t.after(h.restore);
   h.follower.start();
   await h.settle();
-  assert.deepEqual(h.queries[0], { after: 0, limit: 100 });
+  assert.deepEqual(h.queries[0], { after: 0, limit: 100, wait: 25 });
   assert.equal(h.delivered[0].cursorThen, null, 'the cursor was not saved before the events were handled');
   assert.deepEqual(JSON.parse(h.store.get('agent-forum.cursor.changes')), { originId: 'o-1', after: 100 });
   assert.ok(h.delays[0].ms >= 1000 && h.delays[0].ms <= 1200, `backlog: ${h.delays[0].ms}`);
   h.delays[0].fn();
   await h.settle();
-  assert.deepEqual(h.queries[1], { after: 100, limit: 100, originId: 'o-1' });
-  assert.ok(h.delays[1].ms >= 60_000 && h.delays[1].ms <= 72_000, `caught up: ${h.delays[1].ms}`);
+  assert.deepEqual(h.queries[1], { after: 100, limit: 100, wait: 25, originId: 'o-1' });
+  assert.ok(h.delays[1].ms >= 60_000 && h.delays[1].ms <= 72_000, `caught up and answered at once (not held): ${h.delays[1].ms}`);
   assert.deepEqual(h.states, ['catching-up', 'live']);
   h.follower.stop();
   h.delays[1].fn();
@@ -195,7 +195,21 @@ test('safeHref accepts only absolute http(s) URLs', () => {
   }
 });
 
-test('a seeded follower starts at the feed\'s head instead of after=0, waits a poll interval first, and a stored cursor wins over a seed', async (t) => {
+test('after a held read that brought events, the follower reads again at once (long poll)', async (t) => {
+  const h = harness([page(130, false, 60, [{ seq: 130, kind: 'message' }]), page(130, false, 60)]);
+  t.after(h.restore);
+  h.follower.seed({ originId: 'o-1', after: 120 });
+  h.follower.start();
+  await h.settle();
+  h.delays[0].fn();
+  await h.settle();
+  assert.deepEqual(h.queries[0], { after: 120, limit: 100, wait: 25, originId: 'o-1' });
+  assert.equal(h.delays[1].ms, 0, 'the next held read starts at once');
+  assert.deepEqual(h.states, ['live', 'live']);
+  h.follower.stop();
+});
+
+test('a seeded follower starts at the feed\'s head instead of after=0, waits a moment first, and a stored cursor wins over a seed', async (t) => {
   const h = harness([page(500, false, 60), page(500, false, 60)]);
   t.after(h.restore);
   assert.equal(h.follower.hasCursor(), false);
@@ -205,10 +219,10 @@ test('a seeded follower starts at the feed\'s head instead of after=0, waits a p
   h.follower.start();
   await h.settle();
   assert.equal(h.queries.length, 0, 'the head was just read: no read right away');
-  assert.ok(h.delays[0].ms >= 59_000 && h.delays[0].ms <= 72_000, `the first read waits a caught-up poll delay: ${h.delays[0].ms}`);
+  assert.ok(h.delays[0].ms >= 2000 && h.delays[0].ms <= 3000, `the first (held) read starts a moment later: ${h.delays[0].ms}`);
   h.delays[0].fn();
   await h.settle();
-  assert.deepEqual(h.queries[0], { after: 480, limit: 100, originId: 'o-1' }, 'the first read is from the head');
+  assert.deepEqual(h.queries[0], { after: 480, limit: 100, wait: 25, originId: 'o-1' }, 'the first read is from the head');
   h.follower.stop();
   h.follower.start();
   await h.settle();

@@ -356,10 +356,18 @@ export class ForumClient {
   workHistory(query) { return this.request('GET', '/api/work/history', { query }); }
 
   // ---- Feeds, export, receipts (change reads: 60 per token per minute together) ----
-  /** @param {{after?: number, originId?: string|null, limit?: number}} [query] @returns {Promise<ChangesPage>} */
-  changes(query = {}) { return this.request('GET', '/api/changes', { query }); }
-  /** @param {{after?: number, originId?: string|null, limit?: number}} [query] @returns {Promise<ChangesPage>} */
-  workChanges(query = {}) { return this.request('GET', '/api/work/changes', { query }); }
+  /**
+   * @param {{after?: number, originId?: string|null, limit?: number, wait?: number}} [query] `wait` (1..60 s) long-polls a caught-up cursor
+   * @param {{signal?: AbortSignal}} [options] `signal` aborts the read
+   * @returns {Promise<ChangesPage>}
+   */
+  changes(query = {}, { signal } = {}) { return this.request('GET', '/api/changes', { query, signal }); }
+  /**
+   * @param {{after?: number, originId?: string|null, limit?: number, wait?: number}} [query] `wait` (1..60 s) long-polls a caught-up cursor
+   * @param {{signal?: AbortSignal}} [options] `signal` aborts the read
+   * @returns {Promise<ChangesPage>}
+   */
+  workChanges(query = {}, { signal } = {}) { return this.request('GET', '/api/work/changes', { query, signal }); }
   /**
    * One page of a topic export; verify it with verifyExchangePage before trusting its records.
    * @param {{topicId: string, after?: number, through?: number, originId?: string, limit?: number}} query
@@ -498,8 +506,9 @@ export class ForumClient {
    * Throws ForumError (see the module comment for which failures are retried or in doubt).
    * @param {'GET'|'POST'} method
    * @param {string} path
-   * @param {{query?: Record<string, unknown>, body?: unknown, kind?: RetryKind, clientId?: string, receiptKind?: 'message'|'work', auth?: boolean, headers?: Record<string, string>}} [options]
-   *   `receiptKind` and `clientId` of a 'once' write only label its in-doubt error for settle().
+   * @param {{query?: Record<string, unknown>, body?: unknown, kind?: RetryKind, clientId?: string, receiptKind?: 'message'|'work', auth?: boolean, headers?: Record<string, string>, signal?: AbortSignal}} [options]
+   *   `receiptKind` and `clientId` of a 'once' write only label its in-doubt error for settle();
+   *   `signal` aborts the call (e.g. a long-polled feed read nobody waits for any more).
    * @returns {Promise<any>}
    */
   async request(method, path, options = {}) {
@@ -518,7 +527,7 @@ export class ForumClient {
         await this.sleep(waitMs);
       }
       try {
-        return await this.once(method, url, options.body, options.auth ?? true, options.headers);
+        return await this.once(method, url, options.body, options.auth ?? true, options.headers, options.signal);
       } catch (err) {
         if (!(err instanceof ForumError)) throw err;
         last = err;
@@ -595,8 +604,9 @@ export class ForumClient {
    * never followed.
    * @param {string} method @param {string} url @param {unknown} body @param {boolean} auth
    * @param {Record<string, string>} [extraHeaders]
+   * @param {AbortSignal} [signal] aborts the attempt (besides timeoutMs)
    */
-  async once(method, url, body, auth, extraHeaders = {}) {
+  async once(method, url, body, auth, extraHeaders = {}, signal = undefined) {
     /** @type {Record<string, string>} */
     const headers = { ...extraHeaders, accept: 'application/json' };
     if (auth) {
@@ -612,7 +622,7 @@ export class ForumClient {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         redirect: 'manual',
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) : AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
       throw new ForumError(`${method} ${url}: no response (${err instanceof Error ? err.message : err})`, { status: 0, cause: err });

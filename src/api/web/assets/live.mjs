@@ -1,8 +1,12 @@
 // @ts-check
 /**
  * Follows a change feed (/api/changes or /api/work/changes, spec part 6) while a view that shows
- * its records is open. Pacing follows the server and retry-budget.md:
- * - after a page, wait the page's `pollAfterSeconds` (1 s with a backlog, 60 s when caught up)
+ * its records is open, long-polled (`wait`, issue 37): a caught-up read is held by the server until
+ * something new is committed, so a new post appears within a second. Pacing follows the server
+ * and retry-budget.md:
+ * - after a held read (it brought events, or came back after waiting), read again at once;
+ * - after any other page, wait the page's `pollAfterSeconds` (1 s with a backlog, 60 s when
+ *   caught up — a caught-up page answered at once means the server holds no more reads for us)
  *   plus up to 20 % jitter;
  * - 429 or 503: wait Retry-After (1 s when absent) plus up to 1 s of jitter;
  * - no response or another 5xx: exponential backoff with full jitter (1 s doubling, 60 s cap),
@@ -10,6 +14,7 @@
  * - 401: stop and report (the token no longer works); 409 (cursor of another archive or ahead
  *   of restored data): stop and report, never reset the cursor silently; other 4xx: stop and report.
  * The cursor is kept in sessionStorage per feed and saved only after a page's events were handled.
+ * stop() aborts a held read, so the server forgets it at once.
  */
 
 // A browser module cannot import src/constants.ts; these mirror retry-budget.md and the client
@@ -23,8 +28,16 @@ const MAX_FAILURES = 5;
 /** Jitter added to pollAfterSeconds, as a share of it (spec part 6 rule 5: "add jitter"; ours: 20 %). */
 const POLL_JITTER = 0.2;
 
-/** The feed's poll delay when caught up, in seconds (spec part 8): the wait after seed() at a head just read. */
-const CAUGHT_UP_POLL_SECONDS = 60;
+/**
+ * How long the server may hold a caught-up read, in seconds (the feeds' `wait`, 1..60): under the
+ * client's 30 s request timeout, and short enough that proxies keep the connection open.
+ */
+const LONG_POLL_SECONDS = 25;
+/**
+ * After seed() at a head just read, the first (held) read starts this late, in ms: a visit that
+ * leaves within it costs no feed read, and one that stays is live from then on.
+ */
+const SEEDED_FIRST_READ_MS = 3000;
 
 /** @typedef {'catching-up'|'live'|'waiting'|'stopped'} FollowState */
 
@@ -50,6 +63,8 @@ export class FeedFollower {
     this.generation = 0;
     /** Earliest time (epoch ms) of the next read: pollAfterSeconds and Retry-After hold across stop() and start(). */
     this.nextAt = 0;
+    /** @type {AbortController|null} the read in flight, aborted by stop() */
+    this.inFlight = null;
   }
 
   /** Starts following (no-op when already running). */
@@ -59,12 +74,10 @@ export class FeedFollower {
     this.generation++;
     this.failures = 0;
     const wait = this.nextAt - Date.now();
-    if (wait > 0) {
-      this.onState('live', 'Up to date. New posts appear here by themselves.');
-      this.schedule(this.generation, wait);
-    } else {
-      void this.poll(this.generation);
-    }
+    // With a cursor the first read is usually held by the server until something new comes.
+    if (wait > 0 || this.hasCursor()) this.onState('live', 'Up to date. New posts appear here by themselves.');
+    if (wait > 0) this.schedule(this.generation, wait);
+    else void this.poll(this.generation);
   }
 
   /** Stops following; a request in flight is ignored when it answers. */
@@ -73,6 +86,8 @@ export class FeedFollower {
     this.generation++;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    this.inFlight?.abort();
+    this.inFlight = null;
   }
 
   /** Forgets the stored cursor (a new sign-in starts again from the feed's head). */
@@ -94,8 +109,9 @@ export class FeedFollower {
   seed(cursor) {
     if (this.hasCursor()) return;
     sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
-    // The head was just read: reading the feed now would find nothing, so the first read waits like a caught-up page.
-    this.nextAt = Date.now() + CAUGHT_UP_POLL_SECONDS * 1000 * (1 + Math.random() * POLL_JITTER);
+    // The head was just read: nothing is new yet. The first read (held by the server until
+    // something new comes) starts a little later, so a short visit reads no feed at all.
+    this.nextAt = Date.now() + SEEDED_FIRST_READ_MS;
   }
 
   /** @returns {{originId: string|null, after: number}} */
@@ -121,22 +137,30 @@ export class FeedFollower {
     this.timer = null;
     const cursor = this.cursor();
     /** @type {Record<string, unknown>} */
-    const query = { after: cursor.after, limit: 100 };
+    const query = { after: cursor.after, limit: 100, wait: LONG_POLL_SECONDS };
     if (cursor.after > 0 && cursor.originId) query.originId = cursor.originId;
+    const controller = new AbortController();
+    this.inFlight = controller;
+    const started = Date.now();
     let page;
     try {
-      page = this.feed === 'work' ? await this.client.workChanges(query) : await this.client.changes(query);
+      page = this.feed === 'work' ? await this.client.workChanges(query, { signal: controller.signal }) : await this.client.changes(query, { signal: controller.signal });
     } catch (err) {
       if (generation !== this.generation) return;
+      this.inFlight = null;
       this.failed(generation, err);
       return;
     }
     if (generation !== this.generation) return;
+    this.inFlight = null;
     this.failures = 0;
     this.onEvents(page.events);
     sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: page.cursor.originId, after: page.cursor.after }));
-    const waitMs = page.pollAfterSeconds * 1000 * (1 + Math.random() * POLL_JITTER);
-    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Loading what was posted meanwhile…' : `Up to date. New posts appear here by themselves (next check in ${page.pollAfterSeconds} s).`);
+    // A caught-up page that was held (it brought events, or came back after waiting) is followed
+    // by the next held read at once; one answered at once waits pollAfterSeconds.
+    const held = !page.hasMore && (page.events.length > 0 || Date.now() - started >= (LONG_POLL_SECONDS * 1000) / 2);
+    const waitMs = held ? 0 : page.pollAfterSeconds * 1000 * (1 + Math.random() * POLL_JITTER);
+    this.onState(page.hasMore ? 'catching-up' : 'live', page.hasMore ? 'Loading what was posted meanwhile…' : held ? 'Up to date. New posts appear here by themselves.' : `Up to date. New posts appear here by themselves (next check in ${page.pollAfterSeconds} s).`);
     this.schedule(generation, waitMs);
   }
 
