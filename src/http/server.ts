@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { continueWithheld, readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
@@ -112,8 +112,12 @@ function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: s
   return { origin, hosts, requestId: requestId ?? newRequestId() };
 }
 
-/** Request headers a browser may send cross-origin (answer to a preflight). */
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, A2A-Version, If-None-Match';
+/**
+ * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, and
+ * the ones an MCP client sends to POST /mcp. Mcp-Session-Id and Last-Event-ID are not listed:
+ * /mcp is stateless (no session id is issued) and has no SSE stream to resume.
+ */
+const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
 
 /**
  * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method
@@ -389,8 +393,9 @@ export function createRequestListener(
             touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
           }
           route.checkHead?.(req, url);
-          if (route.method === 'POST') ctx.body = await readJsonBody(req, route.contentTypes);
+          if (route.method === 'POST' && route.readsBody !== true) ctx.body = await readJsonBody(req, route.contentTypes);
           ctx.runner = runnerFor(ctx, res);
+          ctx.onResponseClosed = (fn) => res.once('close', fn);
           reply = await route.handler(ctx);
           await app.log.sync();
         } else {

@@ -17,12 +17,15 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { SERVICE_VERSION } from '../constants.js';
+import { MCP_RESULT_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
+import { argumentError } from './arguments.js';
 import { forumClientModuleUrl } from './paths.js';
 import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
@@ -109,6 +112,25 @@ function isForumError(err: unknown): err is ForumErrorLike {
   return err instanceof Error && err.name === 'ForumError' && typeof (err as { status?: unknown }).status === 'number';
 }
 
+/**
+ * A request schema reduced to its method literal, other fields passed through unparsed: the SDK
+ * then routes the request to the handler, which parses the params itself and answers bad ones
+ * with -32602 Invalid params (McpError), as JSON-RPC requires.
+ */
+function methodOnly<S extends typeof CallToolRequestSchema | typeof ReadResourceRequestSchema>(schema: S) {
+  return schema.pick({ method: true }).passthrough();
+}
+
+/**
+ * The tool error for a result over MCP_RESULT_BYTES_MAX: its size, the bound, and a smaller page
+ * (`limit`) that would fit when the result is a list.
+ */
+function tooLarge(structured: JsonObject, bytes: number): string {
+  const list = Object.values(structured).find((v): v is unknown[] => Array.isArray(v) && v.length > 1);
+  const fit = list ? Math.max(1, Math.floor((list.length * MCP_RESULT_BYTES_MAX) / bytes / 2)) : null;
+  return `The result is ${bytes} bytes, over the ${MCP_RESULT_BYTES_MAX}-byte bound on one tool result. Ask for a smaller page${fit === null ? '' : ` (e.g. limit ${fit})`} or a narrower filter and call again.`;
+}
+
 /** A tool error result with `text`. */
 const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
 
@@ -174,13 +196,23 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map(listing) as never }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+  // The SDK's Server checks a tools/call's params itself and answers -32602; the request schema
+  // handed to it only has to match the method, or the SDK's own parse would answer bad params
+  // with -32603 Internal error before that check runs.
+  server.setRequestHandler(methodOnly(CallToolRequestSchema), async (raw): Promise<CallToolResult> => {
+    const req = CallToolRequestSchema.parse(raw);
     const tool = tools.get(req.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
+    const args = req.params.arguments ?? {};
+    const wrong = argumentError(args, tool.inputSchema);
+    if (wrong !== null) throw new McpError(ErrorCode.InvalidParams, `Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
     if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
     try {
-      const { structured, summary } = await tool.run(client(), (req.params.arguments ?? {}) as JsonObject);
-      return { content: [{ type: 'text', text: summary }, { type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+      const { structured, summary } = await tool.run(client(), args as JsonObject);
+      const json = JSON.stringify(structured);
+      const bytes = Buffer.byteLength(json);
+      if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
+      return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
     } catch (err) {
       if (isForumError(err)) return toolError(errorAdvice(err));
       return toolError(err instanceof Error ? err.message : String(err));
@@ -191,7 +223,10 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
     resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })),
   }));
 
-  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+  server.setRequestHandler(methodOnly(ReadResourceRequestSchema), async (raw) => {
+    const parsed = ReadResourceRequestSchema.safeParse(raw);
+    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, 'Invalid params for resources/read: params.uri must be a string (a uri from resources/list)');
+    const req = parsed.data;
     const r = RESOURCES.find((x) => x.uri === req.params.uri);
     if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
     const body = await client().request('GET', r.path, { auth: false });
