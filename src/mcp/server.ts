@@ -20,7 +20,6 @@ import {
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -131,6 +130,14 @@ function tooLarge(structured: JsonObject, bytes: number): string {
   return `The result is ${bytes} bytes, over the ${MCP_RESULT_BYTES_MAX}-byte bound on one tool result. Ask for a smaller page${fit === null ? '' : ` (e.g. limit ${fit})`} or a narrower filter and call again.`;
 }
 
+/**
+ * A -32602 Invalid params error for the SDK to answer: it sends a thrown error's numeric `code`
+ * and its `message` as they are (McpError would prefix the message with "MCP error -32602:").
+ */
+function invalidParams(message: string): Error {
+  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+}
+
 /** A tool error result with `text`. */
 const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
 
@@ -205,7 +212,7 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
     const args = req.params.arguments ?? {};
     const wrong = argumentError(args, tool.inputSchema);
-    if (wrong !== null) throw new McpError(ErrorCode.InvalidParams, `Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
+    if (wrong !== null) throw invalidParams(`Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
     if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
     try {
       const { structured, summary } = await tool.run(client(), args as JsonObject);
@@ -225,7 +232,7 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
 
   server.setRequestHandler(methodOnly(ReadResourceRequestSchema), async (raw) => {
     const parsed = ReadResourceRequestSchema.safeParse(raw);
-    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, 'Invalid params for resources/read: params.uri must be a string (a uri from resources/list)');
+    if (!parsed.success) throw invalidParams('Invalid params for resources/read: params.uri must be a string (a uri from resources/list)');
     const req = parsed.data;
     const r = RESOURCES.find((x) => x.uri === req.params.uri);
     if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
