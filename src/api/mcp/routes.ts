@@ -149,29 +149,44 @@ function rpcError(status: number, code: number, message: string): Reply {
  * The /mcp slots: at most MCP_IN_FLIGHT_MAX requests are handled at once, at most MCP_QUEUE_MAX
  * wait in arrival order. `acquire` resolves once the caller holds a slot; it throws 503
  * UNAVAILABLE (Retry-After MCP_BUSY_RETRY_AFTER_SECONDS) when the queue is full. Each acquire is
- * paired with exactly one `release`.
+ * paired with exactly one `release`. Slots are handed out one per turn of the event loop
+ * (setImmediate), so a burst of /mcp requests never runs back to back: the requests of other
+ * routes (/api/status) are read and answered between any two /mcp answers.
  */
 class Slots {
   private busy = 0;
   private readonly waiting: Array<() => void> = [];
+  private pumping = false;
 
-  acquire(): Promise<void> | void {
-    if (this.busy < MCP_IN_FLIGHT_MAX) {
-      this.busy++;
-      return;
-    }
+  acquire(): Promise<void> {
     if (this.waiting.length >= MCP_QUEUE_MAX) {
       throw new ServiceError('UNAVAILABLE', `${MCP_PATH} is handling ${MCP_IN_FLIGHT_MAX} requests and ${MCP_QUEUE_MAX} more are waiting; retry after Retry-After seconds`, {
         'Retry-After': String(MCP_BUSY_RETRY_AFTER_SECONDS),
       });
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    const granted = new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.pump();
+    return granted;
   }
 
   release(): void {
-    const next = this.waiting.shift();
-    if (next) next(); // The slot passes to the next waiter: `busy` stays the same.
-    else this.busy--;
+    this.busy--;
+    this.pump();
+  }
+
+  /** Grants one slot to the next waiter on the next turn, and keeps doing so while slots and waiters remain. */
+  private pump(): void {
+    if (this.pumping || this.busy >= MCP_IN_FLIGHT_MAX || this.waiting.length === 0) return;
+    this.pumping = true;
+    setImmediate(() => {
+      this.pumping = false;
+      if (this.busy >= MCP_IN_FLIGHT_MAX) return;
+      const next = this.waiting.shift();
+      if (!next) return;
+      this.busy++;
+      next();
+      this.pump();
+    });
   }
 }
 
@@ -201,8 +216,7 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
       `Invalid Request: ${MCP_PATH} does not accept JSON-RPC batches (${body.length === 0 ? 'an empty array' : `an array of ${body.length}`}); MCP 2025-06-18 removed batching: send each message in its own POST`,
     );
   }
-  const waited = slots.acquire();
-  if (waited) await waited;
+  await slots.acquire();
   let released = false;
   const release = (): void => {
     if (released) return;
@@ -272,7 +286,7 @@ export const mcpRoutes: Route[] = [
     operationId: 'mcp',
     summary:
       `MCP server over Streamable HTTP, stateless (protocol revisions ${MCP_PROTOCOL_VERSIONS.join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
-      'Send Accept: application/json, text/event-stream. Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
+      'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
     tag: 'MCP',
     body: 'McpRequest',
     parameters: [
