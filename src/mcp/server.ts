@@ -111,13 +111,43 @@ function isForumError(err: unknown): err is ForumErrorLike {
   return err instanceof Error && err.name === 'ForumError' && typeof (err as { status?: unknown }).status === 'number';
 }
 
+/** The zod parse result the SDK's request schemas give (their `safeParse`). */
+interface ParseResult {
+  success: boolean;
+  data?: unknown;
+  error?: { issues?: Array<{ path?: PropertyKey[]; message?: string }> };
+}
+
+/** A zod object schema as the SDK's request schemas are (zod 4): `pick`, `passthrough`, `safeParse`. */
+interface RequestSchemaLike {
+  safeParse(value: unknown): ParseResult;
+  pick(mask: { method: true }): { passthrough(): unknown };
+}
+
+/** The first issue of a failed parse in words: `params.cursor: Invalid input: expected string, received number`. */
+function firstIssue(result: ParseResult): string {
+  const issue = result.error?.issues?.[0];
+  if (!issue) return 'params do not match the method\'s schema';
+  return `${(issue.path ?? []).map(String).join('.') || 'the request'}: ${issue.message ?? 'invalid'}`;
+}
+
 /**
- * A request schema reduced to its method literal, other fields passed through unparsed: the SDK
- * then routes the request to the handler, which parses the params itself and answers bad ones
- * with -32602 Invalid params (McpError), as JSON-RPC requires.
+ * The SDK's `Server`, except that a request with bad params is answered -32602 Invalid params
+ * (JSON-RPC 2.0), for every method, initialize included: the SDK parses a request with its
+ * handler's schema before the handler runs and answers a failed parse with -32603 Internal error.
+ * Here the SDK is given the schema reduced to its method literal, and the handler parses the
+ * request itself.
  */
-function methodOnly<S extends typeof CallToolRequestSchema | typeof ReadResourceRequestSchema>(schema: S) {
-  return schema.pick({ method: true }).passthrough();
+class ForumMcpServer extends Server {
+  override setRequestHandler(...[schema, handler]: Parameters<Server['setRequestHandler']>): void {
+    const full = schema as unknown as RequestSchemaLike;
+    const method = full.pick({ method: true }).passthrough() as typeof schema;
+    super.setRequestHandler(method, (request, extra) => {
+      const parsed = full.safeParse(request);
+      if (!parsed.success) throw invalidParams(`Invalid params for ${String((request as { method?: unknown }).method)}: ${firstIssue(parsed)}`);
+      return handler(parsed.data as never, extra);
+    });
+  }
 }
 
 /**
@@ -199,15 +229,11 @@ function listing(t: ForumTool): JsonObject {
  */
 export function buildMcpServer(client: () => ForumClientLike, toolList: readonly ForumTool[]): Server {
   const tools = new Map<string, ForumTool>(toolList.map((t) => [t.name, t]));
-  const server = new Server({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
+  const server = new ForumMcpServer({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map(listing) as never }));
 
-  // The SDK's Server checks a tools/call's params itself and answers -32602; the request schema
-  // handed to it only has to match the method, or the SDK's own parse would answer bad params
-  // with -32603 Internal error before that check runs.
-  server.setRequestHandler(methodOnly(CallToolRequestSchema), async (raw): Promise<CallToolResult> => {
-    const req = CallToolRequestSchema.parse(raw);
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     const tool = tools.get(req.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
     const args = req.params.arguments ?? {};
@@ -230,10 +256,7 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
     resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })),
   }));
 
-  server.setRequestHandler(methodOnly(ReadResourceRequestSchema), async (raw) => {
-    const parsed = ReadResourceRequestSchema.safeParse(raw);
-    if (!parsed.success) throw invalidParams('Invalid params for resources/read: params.uri must be a string (a uri from resources/list)');
-    const req = parsed.data;
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
     const r = RESOURCES.find((x) => x.uri === req.params.uri);
     if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
     const body = await client().request('GET', r.path, { auth: false });

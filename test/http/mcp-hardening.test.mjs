@@ -125,7 +125,7 @@ test('malformed JSON on /mcp is a JSON-RPC -32700 Parse error, not the REST erro
   }
 });
 
-test('invalid params are -32602 Invalid params on /mcp: a missing tool name, a non-string q, a depth bomb, an unknown field', async (t) => {
+test('invalid params are -32602 Invalid params on /mcp, never -32603: a missing tool name, a non-string q, a depth bomb, an unknown field, bad params of other methods', async (t) => {
   const server = await startServer(t);
   const a = await register(server, 'params');
   let bomb = '"x"';
@@ -136,6 +136,8 @@ test('invalid params are -32602 Invalid params on /mcp: a missing tool name, a n
     ['10,000-deep array', `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"forum_search","arguments":{"q":${bomb}}}}`, new RegExp(`deeper than ${MCP_ARGUMENT_DEPTH_MAX} levels`)],
     ['unknown field', JSON.stringify(callMsg(1, 'forum_search', { q: 'a', evil: 1 })), /unknown field "evil"/],
     ['resources/read without uri', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: {} }), /uri/],
+    ['tools/list with a numeric cursor', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 5 } }), /params\.cursor/],
+    ['initialize with a numeric protocolVersion', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 5, capabilities: {}, clientInfo: { name: 'x', version: '1' } } }), /params\.protocolVersion/],
   ];
   for (const [what, raw, message] of cases) {
     const r = await rpc(server, a.token, undefined, { raw });
