@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { MCP_IN_FLIGHT_MAX, MCP_QUEUE_MAX, MCP_RSS_GROWTH_BYTES_MAX, MESSAGE_CONTENT_LENGTH_MAX } from '../../dist/constants.js';
+import { MCP_IN_FLIGHT_MAX, MCP_IN_FLIGHT_PER_AGENT_MAX, MCP_QUEUE_PER_AGENT_MAX, MCP_RSS_GROWTH_BYTES_MAX, MESSAGE_CONTENT_LENGTH_MAX } from '../../dist/constants.js';
 import { register, startServer } from '../helpers/server.mjs';
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -60,8 +60,8 @@ test('concurrent /mcp batches and full-page reads of a 100-message topic keep th
     assert.equal(r.status, 201, JSON.stringify(r.body));
   }
 
-  const post = (message) =>
-    server.request('POST', '/mcp', { body: message, token, headers: { accept: ACCEPT, 'mcp-protocol-version': '2025-06-18' } });
+  const post = (message, as = token) =>
+    server.request('POST', '/mcp', { body: message, token: as, headers: { accept: ACCEPT, 'mcp-protocol-version': '2025-06-18' } });
   const read = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'forum_read_messages', arguments: { topicId: topic.id, limit: 100 } } });
   const exportPage = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'forum_export_topic', arguments: { topicId: topic.id, limit: 40 } } });
 
@@ -95,20 +95,27 @@ test('concurrent /mcp batches and full-page reads of a 100-message topic keep th
     const batch = Array.from({ length: 100 }, (_, i) => read(i + 1));
     const batches = await Promise.all(Array.from({ length: 12 }, () => post(batch)));
     for (const b of batches) assert.equal(b.body.error?.code, -32600, 'a batch is refused, not run');
-    // More at once than MCP_IN_FLIGHT_MAX + MCP_QUEUE_MAX: the rest are told to come back.
-    const crowd = MCP_IN_FLIGHT_MAX + MCP_QUEUE_MAX + 8;
-    const replies = await Promise.all(Array.from({ length: crowd }, (_, i) => post(i % 4 === 0 ? exportPage(i) : read(i))));
-    let answered = 0;
-    for (const r of replies) {
+    // Four agents, each sending more at once than its share of the slots and the queue: every
+    // slot is busy, and what is over an agent's share is told to come back.
+    const share = MCP_IN_FLIGHT_PER_AGENT_MAX + MCP_QUEUE_PER_AGENT_MAX;
+    assert.ok(agents.length * MCP_IN_FLIGHT_PER_AGENT_MAX >= MCP_IN_FLIGHT_MAX, 'the crowd can fill every slot');
+    const crowd = agents.length * (share + 6);
+    const replies = await Promise.all(Array.from({ length: crowd }, (_, i) => post(i % 8 === 0 ? exportPage(i) : read(i), agents[i % agents.length].token)));
+    const answered = agents.map(() => 0);
+    let refused = 0;
+    replies.forEach((r, i) => {
       if (r.status === 503) {
         assert.ok(Number(r.headers['retry-after']) >= 1, 'a request over the queue is told when to retry');
-        continue;
+        assert.match(r.body.error, /busy/);
+        refused++;
+        return;
       }
       assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
       assert.equal(r.body.result?.isError, undefined, JSON.stringify(r.body).slice(0, 300));
-      answered++;
-    }
-    assert.ok(answered >= MCP_IN_FLIGHT_MAX + MCP_QUEUE_MAX, `every request the queue took was answered (${answered} of ${crowd})`);
+      answered[i % agents.length]++;
+    });
+    for (const n of answered) assert.ok(n >= share, `every agent got its share answered (${answered.join(', ')} of ${crowd / agents.length} each)`);
+    t.diagnostic(`crowd of ${crowd}: ${refused} refused with 503`);
   } finally {
     poller.stdin.end();
     await pollerDone;

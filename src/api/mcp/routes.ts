@@ -23,8 +23,9 @@
  * - refuses a JSON-RPC batch (an array, empty or not) with one -32600 Invalid Request (HTTP 400):
  *   MCP 2025-06-18 removed batching, and a batch would make one request (one slot of every rate
  *   limit) do the work of a hundred;
- * - waits for one of MCP_IN_FLIGHT_MAX slots (at most MCP_QUEUE_MAX requests wait; one more gets
- *   503 UNAVAILABLE with Retry-After), held until the answer has been handed to the socket, so the
+ * - waits for one of MCP_IN_FLIGHT_MAX slots (at most MCP_IN_FLIGHT_PER_AGENT_MAX per agent; at
+ *   most MCP_QUEUE_MAX requests wait, MCP_QUEUE_PER_AGENT_MAX per agent; one more gets 503
+ *   UNAVAILABLE with Retry-After), held until the answer has been handed to the socket, so the
  *   answers being built or buffered are bounded (MCP_RSS_GROWTH_BYTES_MAX, README "MCP server");
  * - hands the JSON-RPC message to the SDK's WebStandardStreamableHTTPServerTransport in stateless
  *   mode (`sessionIdGenerator: undefined`, a new transport and Server per request, JSON responses
@@ -43,9 +44,11 @@ import {
   MCP_BODY_BYTES_MAX,
   MCP_BUSY_RETRY_AFTER_SECONDS,
   MCP_IN_FLIGHT_MAX,
+  MCP_IN_FLIGHT_PER_AGENT_MAX,
   MCP_PATH,
   MCP_PROTOCOL_VERSIONS,
   MCP_QUEUE_MAX,
+  MCP_QUEUE_PER_AGENT_MAX,
   MCP_READONLY_HEADER,
   MCP_TOOLSETS_HEADER,
 } from '../../constants.js';
@@ -57,6 +60,7 @@ import type { App } from '../../app.js';
 import type { Guards } from '../../http/server.js';
 import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
+import { Slots } from './slots.js';
 import { buildMcpServer } from '../../mcp/server.js';
 import { TOOLSETS, forumTools, parseReadOnly, parseToolsets, selectTools, type ForumTool, type ToolSelection } from '../../mcp/tools.js';
 
@@ -145,59 +149,21 @@ function rpcError(status: number, code: number, message: string): Reply {
   return { status, raw: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), contentType: 'application/json' };
 }
 
-/**
- * The /mcp slots: at most MCP_IN_FLIGHT_MAX requests are handled at once, at most MCP_QUEUE_MAX
- * wait in arrival order. `acquire` resolves once the caller holds a slot; it throws 503
- * UNAVAILABLE (Retry-After MCP_BUSY_RETRY_AFTER_SECONDS) when the queue is full. Each acquire is
- * paired with exactly one `release`. Slots are handed out one per turn of the event loop
- * (setImmediate), so a burst of /mcp requests never runs back to back: the requests of other
- * routes (/api/status) are read and answered between any two /mcp answers.
- */
-class Slots {
-  private busy = 0;
-  private readonly waiting: Array<() => void> = [];
-  private pumping = false;
-
-  acquire(): Promise<void> {
-    if (this.waiting.length >= MCP_QUEUE_MAX) {
-      throw new ServiceError('UNAVAILABLE', `${MCP_PATH} is handling ${MCP_IN_FLIGHT_MAX} requests and ${MCP_QUEUE_MAX} more are waiting; retry after Retry-After seconds`, {
-        'Retry-After': String(MCP_BUSY_RETRY_AFTER_SECONDS),
-      });
-    }
-    const granted = new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.pump();
-    return granted;
-  }
-
-  release(): void {
-    this.busy--;
-    this.pump();
-  }
-
-  /** Grants one slot to the next waiter on the next turn, and keeps doing so while slots and waiters remain. */
-  private pump(): void {
-    if (this.pumping || this.busy >= MCP_IN_FLIGHT_MAX || this.waiting.length === 0) return;
-    this.pumping = true;
-    setImmediate(() => {
-      this.pumping = false;
-      if (this.busy >= MCP_IN_FLIGHT_MAX) return;
-      const next = this.waiting.shift();
-      if (!next) return;
-      this.busy++;
-      next();
-      this.pump();
-    });
-  }
-}
-
-const slots = new Slots();
+const slots = new Slots({
+  inFlight: MCP_IN_FLIGHT_MAX,
+  inFlightPerAgent: MCP_IN_FLIGHT_PER_AGENT_MAX,
+  queue: MCP_QUEUE_MAX,
+  queuePerAgent: MCP_QUEUE_PER_AGENT_MAX,
+  retryAfterSeconds: MCP_BUSY_RETRY_AFTER_SECONDS,
+});
 
 /**
  * Handles one POST /mcp request (see the module comment). Output: the transport's answer as a
  * Reply (200 application/json, 202 for notifications only, or the transport's JSON-RPC error
  * status; 400 with -32700 for malformed JSON, -32600 for a batch). Throws 403
  * ORIGIN_NOT_ALLOWED, 400 for a bad selection, 415 and 413 (MCP_BODY_BYTES_MAX) for the body,
- * 503 UNAVAILABLE when MCP_QUEUE_MAX requests already wait for a slot.
+ * 503 UNAVAILABLE when MCP_QUEUE_MAX requests (or MCP_QUEUE_PER_AGENT_MAX of the caller's) already
+ * wait for a slot.
  */
 export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   checkOrigin(ctx.req, ctx.app.config.publicUrl);
@@ -216,12 +182,13 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
       `Invalid Request: ${MCP_PATH} does not accept JSON-RPC batches (${body.length === 0 ? 'an empty array' : `an array of ${body.length}`}); MCP 2025-06-18 removed batching: send each message in its own POST`,
     );
   }
-  await slots.acquire();
+  const agent = ctx.agent?.profile.id ?? `ip:${ctx.clientIp}`;
+  await slots.acquire(agent);
   let released = false;
   const release = (): void => {
     if (released) return;
     released = true;
-    slots.release();
+    slots.release(agent);
   };
   try {
     const reply = await answer(ctx, selection, body);
