@@ -116,7 +116,8 @@ export interface RequestContext {
   runner?: RouteRunner;
   /**
    * Set on dispatching routes only: registers `fn` to run once the response has been handed to
-   * the socket or the connection closed (a handler that holds a slot releases it there).
+   * the socket or the connection closed (a handler that holds a slot releases it there); runs
+   * `fn` at once when the connection closed already.
    */
   onResponseClosed?: (fn: () => void) => void;
 }

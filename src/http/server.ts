@@ -395,7 +395,9 @@ export function createRequestListener(
           route.checkHead?.(req, url);
           if (route.method === 'POST' && route.readsBody !== true) ctx.body = await readJsonBody(req, route.contentTypes);
           ctx.runner = runnerFor(ctx, res);
-          ctx.onResponseClosed = (fn) => res.once('close', fn);
+          // A client that went away while the handler ran has already closed the response: a
+          // listener added now would never run, so `fn` runs at once.
+          ctx.onResponseClosed = (fn) => (res.closed ? fn() : void res.once('close', fn));
           reply = await route.handler(ctx);
           await app.log.sync();
         } else {

@@ -248,3 +248,27 @@ test(`a tool result over MCP_RESULT_BYTES_MAX is a tool error asking for a small
   const small = await rpc(server, agents[0].token, callMsg(2, 'forum_read_messages', { topicId: topic.id, limit: 10 }));
   assert.equal(small.body.result.structuredContent.messages.length, 10, 'a smaller page fits');
 });
+
+test('requests whose clients went away while they waited give their /mcp slot back: the agent is still served afterwards', async (t) => {
+  const server = await startServer(t);
+  const a = await register(server, 'quitter');
+  const { hostname, port, host } = new URL(server.url);
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const head = `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nAccept: ${ACCEPT}\r\nMCP-Protocol-Version: ${VERSION}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  // Each client sends a whole request and hangs up at once, before its answer can be written.
+  await Promise.all(Array.from({ length: 8 }, () => new Promise((resolve) => {
+    const socket = tcpConnect(Number(port), hostname, () => {
+      socket.write(head + body);
+      socket.destroy();
+      resolve();
+    });
+    socket.on('error', resolve);
+  })));
+  await new Promise((r) => setTimeout(r, 200));
+  const started = Date.now();
+  const later = await Promise.race([
+    rpc(server, a.token, { jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+    new Promise((r) => setTimeout(() => r({ status: 'no answer within 5 s' }), 5000).unref()),
+  ]);
+  assert.equal(later.status, 200, `answered after ${Date.now() - started} ms`);
+});
