@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { BODY_BYTES_MAX, BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_BODY_BYTES_MAX, MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { continueWithheld, readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
@@ -414,7 +414,7 @@ export function createRequestListener(
         // connection is closed after the answer.
         // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
         // not waited for.
-        const drained = httpErr.status === 413 && !continueWithheld(req) ? await drainBody(req) : true;
+        const drained = httpErr.status === 413 && !continueWithheld(req, bodyLimitOf(req)) ? await drainBody(req) : true;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         if (!drained) req.socket.destroySoon?.();
       }
@@ -435,6 +435,19 @@ export function createRequestListener(
       }
     })();
   };
+}
+
+/**
+ * The body limit of a request's target: MCP_BODY_BYTES_MAX on POST /mcp (which reads its own body,
+ * src/api/mcp/routes.ts), BODY_BYTES_MAX everywhere else (part 8). For `Expect: 100-continue`,
+ * which is answered before routing.
+ */
+function bodyLimitOf(req: IncomingMessage): number {
+  try {
+    return parseTarget(req.url ?? '/').pathname === MCP_PATH ? MCP_BODY_BYTES_MAX : BODY_BYTES_MAX;
+  } catch {
+    return BODY_BYTES_MAX;
+  }
 }
 
 /**
@@ -743,7 +756,7 @@ export function createHttpServer(
   // 413 from the declared length (in the route's error format, after auth and the limits), and
   // the connection closes after that answer.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (continueWithheld(req)) res.setHeader('Connection', 'close');
+    if (continueWithheld(req, bodyLimitOf(req))) res.setHeader('Connection', 'close');
     else res.writeContinue();
     server.emit('request', req, res);
   });

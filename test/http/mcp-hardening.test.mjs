@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { MCP_ARGUMENT_DEPTH_MAX, MCP_RESULT_BYTES_MAX } from '../../dist/constants.js';
+import { MCP_ARGUMENT_DEPTH_MAX, MCP_BODY_BYTES_MAX, MCP_RESULT_BYTES_MAX } from '../../dist/constants.js';
 import { ROOT, register, startServer } from '../helpers/server.mjs';
 
 const MCP_JS = join(ROOT, 'dist', 'mcp.js');
@@ -271,4 +271,30 @@ test('requests whose clients went away while they waited give their /mcp slot ba
     new Promise((r) => setTimeout(() => r({ status: 'no answer within 5 s' }), 5000).unref()),
   ]);
   assert.equal(later.status, 200, `answered after ${Date.now() - started} ms`);
+});
+
+test('Expect: 100-continue on /mcp gets 100 Continue for a body within MCP_BODY_BYTES_MAX (over the REST 32 KiB) and an immediate 413 over it', async (t) => {
+  const server = await startServer(t);
+  const a = await register(server, 'expecter');
+  const { hostname, port, host } = new URL(server.url);
+  const send = (body) => new Promise((resolve, reject) => {
+    const socket = tcpConnect(Number(port), hostname, () => {
+      socket.write(`POST /mcp HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${a.token}\r\nContent-Type: application/json\r\nAccept: ${ACCEPT}\r\nMCP-Protocol-Version: ${VERSION}\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`);
+    });
+    let out = '';
+    socket.on('data', (d) => {
+      out += d;
+      if (out.startsWith('HTTP/1.1 100 ') && out.endsWith('\r\n\r\n') && !socket.sentBody) {
+        socket.sentBody = true;
+        socket.write(body);
+      }
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(out));
+  });
+  const pad = 'x'.repeat(40 * 1024);
+  const within = await send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'forum_search', arguments: { q: 'a' }, _meta: { pad } } }));
+  assert.match(within, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, within.slice(0, 200));
+  const over = await send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { pad: 'x'.repeat(MCP_BODY_BYTES_MAX) } } }));
+  assert.match(over, /^HTTP\/1\.1 413 /, over.slice(0, 200));
 });
