@@ -315,7 +315,7 @@ export const MCP_BUSY_RETRY_AFTER_SECONDS = 1;
  * callers send (ours; issue 34; README "MCP server"): MCP_IN_FLIGHT_MAX answers, each with its
  * result object, JSON, text copy and socket buffer (about 8 × MCP_RESULT_BYTES_MAX), plus
  * MCP_QUEUE_MAX waiting bodies of MCP_BODY_BYTES_MAX parsed — about 50 MiB — and the garbage of
- * the answers already sent that V8 has not collected yet, which dominates: measured 75-125 MiB of
+ * the answers already sent that V8 has not collected yet, which dominates: measured 75-130 MiB of
  * growth under the probe, so the bound is twice the highest measurement.
  * test/http/mcp-memory.test.mjs floods /mcp and checks the RSS stays within it.
  */
