@@ -268,6 +268,58 @@ export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', 
 /** Headers a host may send instead of the query parameters readOnly and toolsets (GitHub's MCP server names; issue 26). */
 export const MCP_READONLY_HEADER = 'X-MCP-Readonly';
 export const MCP_TOOLSETS_HEADER = 'X-MCP-Toolsets';
+/**
+ * Largest HTTP body POST /mcp reads (ours; issue 34): twice BODY_BYTES_MAX, so a JSON-RPC envelope
+ * around tool arguments of up to BODY_BYTES_MAX still reaches the tool layer, which then refuses
+ * oversize arguments with the same tool error the stdio server gives (HTTP 413 of the REST route,
+ * [BODY_TOO_LARGE]). A body over this is refused by the transport with HTTP 413.
+ */
+export const MCP_BODY_BYTES_MAX = 2 * BODY_BYTES_MAX;
+/**
+ * Deepest nesting of arrays and objects a tool's arguments may have (ours; issue 34): no tool
+ * input schema nests deeper than 3, and a deeper value is refused with -32602 Invalid params
+ * before anything walks it recursively.
+ */
+export const MCP_ARGUMENT_DEPTH_MAX = 16;
+/**
+ * Largest tool result, in bytes of its JSON (structuredContent), that either MCP transport
+ * returns (ours; issue 34). A larger result is a tool error asking for a smaller page (limit), so
+ * one answer is bounded before its text copy and its JSON-RPC envelope are built.
+ */
+export const MCP_RESULT_BYTES_MAX = 1024 * 1024;
+/**
+ * Bound on the bytes of one /mcp answer (ours; issue 34): the result JSON, its copy as a text
+ * block (escaping at most doubles it) and 16 KiB for the summary and the envelope. Resources and
+ * tools/list are far below it; an answer over it is replaced by a JSON-RPC error.
+ */
+export const MCP_ANSWER_BYTES_MAX = 3 * MCP_RESULT_BYTES_MAX + 16 * 1024;
+/**
+ * /mcp requests handled at once (ours; issue 34): a request holds its slot from the moment its
+ * body is read until its answer has been handed to the socket, so at most this many answers of
+ * MCP_ANSWER_BYTES_MAX are built or buffered at any time. Further requests wait in a queue.
+ */
+export const MCP_IN_FLIGHT_MAX = 4;
+/**
+ * Of MCP_IN_FLIGHT_MAX, the slots one agent may hold at once (ours; issue 34): an agent that stops
+ * reading its answers holds at most this many, and the other slots keep serving everyone else.
+ */
+export const MCP_IN_FLIGHT_PER_AGENT_MAX = 2;
+/** /mcp requests that may wait for a slot (ours; issue 34); one more is refused with 503 and Retry-After. */
+export const MCP_QUEUE_MAX = 64;
+/** Of MCP_QUEUE_MAX, the waiting requests of one agent (ours; issue 34): one agent cannot fill the queue. */
+export const MCP_QUEUE_PER_AGENT_MAX = 8;
+/** Retry-After of that 503, in seconds. */
+export const MCP_BUSY_RETRY_AFTER_SECONDS = 1;
+/**
+ * The documented bound on how much /mcp may grow the server's resident memory, whatever its
+ * callers send (ours; issue 34; README "MCP server"): MCP_IN_FLIGHT_MAX answers, each with its
+ * result object, JSON, text copy and socket buffer (about 8 × MCP_RESULT_BYTES_MAX), plus
+ * MCP_QUEUE_MAX waiting bodies of MCP_BODY_BYTES_MAX parsed — about 50 MiB — and the garbage of
+ * the answers already sent that V8 has not collected yet, which dominates: measured 75-130 MiB of
+ * growth under the probe, so the bound is twice the highest measurement.
+ * test/http/mcp-memory.test.mjs floods /mcp and checks the RSS stays within it.
+ */
+export const MCP_RSS_GROWTH_BYTES_MAX = 256 * 1024 * 1024;
 
 // HTTP server limits
 /** Default FORUM_MIN_FREE_BYTES: writes answer 507 below 256 MiB free under the data folder (ours; part 7 507, issue 7). */

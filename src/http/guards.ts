@@ -47,6 +47,9 @@ export class ShutdownGate implements Guards {
  * current between measurements (src/store/disk.ts), re-measuring before every write near the floor.
  */
 export class DiskGuard implements Guards {
+  /** Bytes reserved per response still open (see afterAuth). */
+  private readonly reserved = new WeakMap<ServerResponse, number>();
+
   constructor(
     private readonly disk: Pick<DiskSpace, 'freeBytes' | 'reserve' | 'settle'>,
     private readonly minFreeBytes: number,
@@ -55,7 +58,8 @@ export class DiskGuard implements Guards {
 
   /**
    * Refuses a POST with 507 (LOW_DISK_SPACE) when free space minus this write's estimated bytes
-   * would fall below `minFreeBytes`; otherwise reserves the estimate until `res` closes.
+   * would fall below `minFreeBytes`; otherwise reserves the estimate until `res` closes (one `close` listener per response, however
+   * many writes it runs).
    */
   afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
     if (route.method !== 'POST') return;
@@ -70,8 +74,20 @@ export class DiskGuard implements Guards {
       );
     }
     this.disk.reserve(need);
-    res.once('close', () => this.disk.settle(need));
+    // A dispatching route (/mcp, A2A) may run several POST routes for one response: their
+    // reservations add up on one `close` listener per response, never one listener per write.
+    const held = this.reserved.get(res);
+    if (held !== undefined) {
+      this.reserved.set(res, held + need);
+      return;
+    }
+    this.reserved.set(res, need);
+    res.once('close', () => {
+      this.disk.settle(this.reserved.get(res) ?? 0);
+      this.reserved.delete(res);
+    });
   }
+
 }
 
 /** Runs several guards in order, hook by hook; the first to throw wins. Null entries are skipped. */

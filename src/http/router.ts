@@ -114,6 +114,12 @@ export interface RequestContext {
   clientIp: string;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;
+  /**
+   * Set on dispatching routes only: registers `fn` to run once the response has been handed to
+   * the socket or the connection closed (a handler that holds a slot releases it there); runs
+   * `fn` at once when the connection closed already.
+   */
+  onResponseClosed?: (fn: () => void) => void;
 }
 
 /** The input of one route run: its query parameters and, for POST, its raw JSON body. */
@@ -262,6 +268,11 @@ export interface Route {
    * (RateLimit-* headers) and says which actions count toward which limit.
    */
   dispatches?: DispatchedAction[];
+  /**
+   * Dispatching routes only: the handler reads the body itself from `ctx.req` (its own size bound
+   * and its own error for malformed JSON, e.g. JSON-RPC -32700 on /mcp); the pipeline reads none.
+   */
+  readsBody?: boolean;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
 }
 

@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
-import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
+import { BODY_BYTES_MAX, BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_BODY_BYTES_MAX, MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { continueWithheld, readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
@@ -112,8 +112,12 @@ function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: s
   return { origin, hosts, requestId: requestId ?? newRequestId() };
 }
 
-/** Request headers a browser may send cross-origin (answer to a preflight). */
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, A2A-Version, If-None-Match';
+/**
+ * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, and
+ * the ones an MCP client sends to POST /mcp. Mcp-Session-Id and Last-Event-ID are not listed:
+ * /mcp is stateless (no session id is issued) and has no SSE stream to resume.
+ */
+const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
 
 /**
  * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method
@@ -389,8 +393,11 @@ export function createRequestListener(
             touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
           }
           route.checkHead?.(req, url);
-          if (route.method === 'POST') ctx.body = await readJsonBody(req, route.contentTypes);
+          if (route.method === 'POST' && route.readsBody !== true) ctx.body = await readJsonBody(req, route.contentTypes);
           ctx.runner = runnerFor(ctx, res);
+          // A client that went away while the handler ran has already closed the response: a
+          // listener added now would never run, so `fn` runs at once.
+          ctx.onResponseClosed = (fn) => (res.closed ? fn() : void res.once('close', fn));
           reply = await route.handler(ctx);
           await app.log.sync();
         } else {
@@ -407,7 +414,7 @@ export function createRequestListener(
         // connection is closed after the answer.
         // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
         // not waited for.
-        const drained = httpErr.status === 413 && !continueWithheld(req) ? await drainBody(req) : true;
+        const drained = httpErr.status === 413 && !continueWithheld(req, bodyLimitOf(req)) ? await drainBody(req) : true;
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         if (!drained) req.socket.destroySoon?.();
       }
@@ -428,6 +435,19 @@ export function createRequestListener(
       }
     })();
   };
+}
+
+/**
+ * The body limit of a request's target: MCP_BODY_BYTES_MAX on POST /mcp (which reads its own body,
+ * src/api/mcp/routes.ts), BODY_BYTES_MAX everywhere else (part 8). For `Expect: 100-continue`,
+ * which is answered before routing.
+ */
+function bodyLimitOf(req: IncomingMessage): number {
+  try {
+    return parseTarget(req.url ?? '/').pathname === MCP_PATH ? MCP_BODY_BYTES_MAX : BODY_BYTES_MAX;
+  } catch {
+    return BODY_BYTES_MAX;
+  }
 }
 
 /**
@@ -736,7 +756,7 @@ export function createHttpServer(
   // 413 from the declared length (in the route's error format, after auth and the limits), and
   // the connection closes after that answer.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (continueWithheld(req)) res.setHeader('Connection', 'close');
+    if (continueWithheld(req, bodyLimitOf(req))) res.setHeader('Connection', 'close');
     else res.writeContinue();
     server.emit('request', req, res);
   });

@@ -13,7 +13,9 @@
  * error and can settle with forum_receipt).
  */
 import { randomBytes } from 'node:crypto';
+import { BODY_BYTES_MAX, URL_BYTES_MAX } from '../constants.js';
 import { ServiceError } from '../errors.js';
+import { payloadTooLarge, uriTooLong } from '../http/errors.js';
 import type { Method, Reply, RouteRunner } from '../http/router.js';
 import { logger } from '../logger.js';
 import type { ForumClientLike, JsonObject } from './tools.js';
@@ -36,6 +38,9 @@ export class RouteForumError extends Error {
     this.retryAfterSeconds = Number.isFinite(seconds) ? seconds : null;
   }
 }
+
+/** A ServiceError as the tool layer sees it: status, the REST error body and Retry-After. */
+const asForumError = (err: ServiceError): RouteForumError => new RouteForumError(err.status, { error: err.message, code: err.code }, err.headers['Retry-After']);
 
 /** A clientId for a write whose caller gave none (1..120 of [A-Za-z0-9_-], like newClientId in forum-client.mjs). */
 const mintClientId = (): string => `mcp_${randomBytes(12).toString('base64url')}`;
@@ -65,17 +70,23 @@ export class RouteClient implements ForumClientLike {
   /**
    * Runs `method path` with `query` (values as strings; null/undefined skipped) or `body`.
    * Resolves to the parsed body; rejects with RouteForumError (status and the REST error body)
-   * for every ServiceError the route throws, and with a 500 RouteForumError (logged) for anything else.
+   * for every ServiceError the route throws, with 413 BODY_TOO_LARGE for a body over
+   * BODY_BYTES_MAX and 414 URI_TOO_LONG for a target over URL_BYTES_MAX (as REST would answer the
+   * stdio server), and with a 500 RouteForumError (logged) for anything else.
    */
   async request(method: 'GET' | 'POST', path: string, options: JsonObject = {}): Promise<unknown> {
     const route = this.runner.find(method as Method, path);
     if (!route) throw new RouteForumError(404, { error: `no such endpoint: ${method} ${path}`, code: 'NOT_FOUND' }, undefined);
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries((options.query as JsonObject | undefined) ?? {})) if (v !== undefined && v !== null) query.set(k, String(v));
+    // The REST limits on what a request carries, as the stdio server meets them over HTTP: the
+    // same refusal comes back as the same tool error on both transports.
+    if (method === 'POST' && Buffer.byteLength(JSON.stringify(options.body ?? null)) > BODY_BYTES_MAX) throw asForumError(payloadTooLarge(BODY_BYTES_MAX));
+    if (method === 'GET' && Buffer.byteLength(`${path}?${query.toString()}`) > URL_BYTES_MAX) throw asForumError(uriTooLong(URL_BYTES_MAX));
     try {
       return parseReply(await this.runner.run(route, { query, body: () => options.body }));
     } catch (err) {
-      if (err instanceof ServiceError) throw new RouteForumError(err.status, { error: err.message, code: err.code }, err.headers['Retry-After']);
+      if (err instanceof ServiceError) throw asForumError(err);
       logger.error('mcp', `unexpected error in ${method} ${path} run for /mcp`, { err: err instanceof Error ? err.stack ?? err.message : String(err) });
       throw new RouteForumError(500, { error: 'internal error (logged on the server)', code: 'INTERNAL' }, undefined);
     }

@@ -17,12 +17,14 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { SERVICE_VERSION } from '../constants.js';
+import { MCP_RESULT_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
+import { argumentError } from './arguments.js';
 import { forumClientModuleUrl } from './paths.js';
 import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
@@ -114,6 +116,63 @@ function isForumError(err: unknown): err is ForumErrorLike {
   return err instanceof Error && err.name === 'ForumError' && typeof (err as { status?: unknown }).status === 'number';
 }
 
+/** The zod parse result the SDK's request schemas give (their `safeParse`). */
+interface ParseResult {
+  success: boolean;
+  data?: unknown;
+  error?: { issues?: Array<{ path?: PropertyKey[]; message?: string }> };
+}
+
+/** A zod object schema as the SDK's request schemas are (zod 4): `pick`, `passthrough`, `safeParse`. */
+interface RequestSchemaLike {
+  safeParse(value: unknown): ParseResult;
+  pick(mask: { method: true }): { passthrough(): unknown };
+}
+
+/** The first issue of a failed parse in words: `params.cursor: Invalid input: expected string, received number`. */
+function firstIssue(result: ParseResult): string {
+  const issue = result.error?.issues?.[0];
+  if (!issue) return 'params do not match the method\'s schema';
+  return `${(issue.path ?? []).map(String).join('.') || 'the request'}: ${issue.message ?? 'invalid'}`;
+}
+
+/**
+ * The SDK's `Server`, except that a request with bad params is answered -32602 Invalid params
+ * (JSON-RPC 2.0), for every method, initialize included: the SDK parses a request with its
+ * handler's schema before the handler runs and answers a failed parse with -32603 Internal error.
+ * Here the SDK is given the schema reduced to its method literal, and the handler parses the
+ * request itself.
+ */
+class ForumMcpServer extends Server {
+  override setRequestHandler(...[schema, handler]: Parameters<Server['setRequestHandler']>): void {
+    const full = schema as unknown as RequestSchemaLike;
+    const method = full.pick({ method: true }).passthrough() as typeof schema;
+    super.setRequestHandler(method, (request, extra) => {
+      const parsed = full.safeParse(request);
+      if (!parsed.success) throw invalidParams(`Invalid params for ${String((request as { method?: unknown }).method)}: ${firstIssue(parsed)}`);
+      return handler(parsed.data as never, extra);
+    });
+  }
+}
+
+/**
+ * The tool error for a result over MCP_RESULT_BYTES_MAX: its size, the bound, and a smaller page
+ * (`limit`) that would fit when the result is a list.
+ */
+function tooLarge(structured: JsonObject, bytes: number): string {
+  const list = Object.values(structured).find((v): v is unknown[] => Array.isArray(v) && v.length > 1);
+  const fit = list ? Math.max(1, Math.floor((list.length * MCP_RESULT_BYTES_MAX) / bytes / 2)) : null;
+  return `The result is ${bytes} bytes, over the ${MCP_RESULT_BYTES_MAX}-byte bound on one tool result. Ask for a smaller page${fit === null ? '' : ` (e.g. limit ${fit})`} or a narrower filter and call again.`;
+}
+
+/**
+ * A -32602 Invalid params error for the SDK to answer: it sends a thrown error's numeric `code`
+ * and its `message` as they are (McpError would prefix the message with "MCP error -32602:").
+ */
+function invalidParams(message: string): Error {
+  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+}
+
 /** A tool error result with `text`. */
 const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
 
@@ -175,17 +234,23 @@ function listing(t: ForumTool): JsonObject {
  */
 export function buildMcpServer(client: () => ForumClientLike, toolList: readonly ForumTool[]): Server {
   const tools = new Map<string, ForumTool>(toolList.map((t) => [t.name, t]));
-  const server = new Server({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
+  const server = new ForumMcpServer({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map(listing) as never }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     const tool = tools.get(req.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
+    const args = req.params.arguments ?? {};
+    const wrong = argumentError(args, tool.inputSchema);
+    if (wrong !== null) throw invalidParams(`Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
     if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
     try {
-      const { structured, summary } = await tool.run(client(), (req.params.arguments ?? {}) as JsonObject);
-      return { content: [{ type: 'text', text: summary }, { type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+      const { structured, summary } = await tool.run(client(), args as JsonObject);
+      const json = JSON.stringify(structured);
+      const bytes = Buffer.byteLength(json);
+      if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
+      return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
     } catch (err) {
       if (isForumError(err)) return toolError(errorAdvice(err));
       return toolError(err instanceof Error ? err.message : String(err));

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_PROTOCOL_VERSIONS } from '../../dist/constants.js';
+import { MCP_BODY_BYTES_MAX, MCP_PROTOCOL_VERSIONS } from '../../dist/constants.js';
 import { register, startServer } from '../helpers/server.mjs';
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -175,10 +175,10 @@ test('/mcp refuses a foreign Origin with 403, before authentication, and accepts
   }
 });
 
-test('/mcp keeps the REST body limit, content type and methods, and the transport\'s protocol checks', async (t) => {
+test('/mcp refuses a body over MCP_BODY_BYTES_MAX with 413, and keeps the REST content type and methods and the transport\'s protocol checks', async (t) => {
   const server = await startServer(t);
   const a = await register(server, 'http-heidi');
-  const big = await rpc(server, { ...INIT, params: { ...INIT.params, pad: 'x'.repeat(40 * 1024) } }, { token: a.token });
+  const big = await rpc(server, { ...INIT, params: { ...INIT.params, pad: 'x'.repeat(MCP_BODY_BYTES_MAX) } }, { token: a.token });
   assert.equal(big.status, 413);
   assert.equal(big.body.code, 'BODY_TOO_LARGE');
   const text = await server.request('POST', '/mcp', { raw: 'x', token: a.token, headers: { 'content-type': 'text/plain', accept: ACCEPT } });

@@ -267,6 +267,7 @@ function postFor(contentLength) {
     ctx: { req: { headers } },
     res: { once: (event, fn) => event === 'close' && listeners.push(fn) },
     close: () => listeners.splice(0).forEach((fn) => fn()),
+    listenerCount: () => listeners.length,
   };
 }
 const admit = (guard, p) => guard.afterAuth(p.route, p.ctx, p.res);
@@ -332,6 +333,19 @@ test('near the floor a write re-measures at once, so space freed (or used) by ot
   free = MIN + 10 * 1024 * 1024;
   admit(guard, postFor(10));
   assert.equal(disk.probes, 2);
+});
+
+test('writes run for one response (an /mcp or A2A dispatch) share one close listener, and all their bytes are settled when it closes', () => {
+  const free = DISK_RECHECK_MARGIN_BYTES * 4;
+  const disk = new DiskSpace(() => free, DISK_CHECK_INTERVAL_MS);
+  const guard = new DiskGuard(disk, 1_000_000, () => T0);
+  const p = postFor(1000);
+  for (let i = 0; i < 12; i++) admit(guard, p);
+  assert.equal(p.listenerCount(), 1, 'one listener, not one per write (no MaxListenersExceededWarning past 10)');
+  assert.equal(disk.freeBytes(T0), free - 12 * (1000 + RECORD_OVERHEAD_BYTES_MAX), 'every write is reserved');
+  p.close();
+  admit(guard, postFor(1000));
+  assert.equal(disk.freeBytes(T0 + DISK_CHECK_INTERVAL_MS), free - 1000 - RECORD_OVERHEAD_BYTES_MAX, 'the closed response settled all twelve; the open one is still held');
 });
 
 test('the shutdown gate answers 503 with Retry-After and Connection: close to every request once stopping', () => {

@@ -6,33 +6,61 @@
  * rate-limit class, write stop and error codes.
  *
  * It is a dispatching route (like the A2A binding): the pipeline authenticates the bearer token
- * (401 with `WWW-Authenticate: Bearer`), checks `Content-Type: application/json` (415) and the body
- * limit BODY_BYTES_MAX (413), all with the REST error body `{"error", "code"}`; then this handler
+ * (401 with `WWW-Authenticate: Bearer`) with the REST error body `{"error", "code"}`; then this
+ * handler
  *
  * - refuses a present `Origin` that is neither the service's own origin (FORUM_PUBLIC_URL) nor a
  *   loopback origin: 403 ORIGIN_NOT_ALLOWED (the transport spec's MUST against DNS rebinding).
  *   `mcpOriginGuard`, wired by src/service.ts, checks it in guards.onRequest, before
- *   authentication, so a foreign Origin gets 403 with or without a token; the handler checks it
- *   again for listeners built without the service's guards;
+ *   authentication, so a foreign Origin gets 403 with or without a token, however the request
+ *   target is written (origin-form or absolute-form); the handler checks it again for listeners
+ *   built without the service's guards;
  * - reads the tool selection (`?readOnly=1&toolsets=forum,work`, or the headers X-MCP-Readonly and
  *   X-MCP-Toolsets; 400 for an unknown toolset or parameter);
+ * - reads the body itself (`readsBody`): `Content-Type: application/json` (415) and at most
+ *   MCP_BODY_BYTES_MAX (413), both with the REST error body; malformed JSON is JSON-RPC -32700
+ *   Parse error (HTTP 400);
+ * - refuses a JSON-RPC batch (an array, empty or not) with one -32600 Invalid Request (HTTP 400):
+ *   MCP 2025-06-18 removed batching, and a batch would make one request (one slot of every rate
+ *   limit) do the work of a hundred;
+ * - waits for one of MCP_IN_FLIGHT_MAX slots (at most MCP_IN_FLIGHT_PER_AGENT_MAX per agent; at
+ *   most MCP_QUEUE_MAX requests wait, MCP_QUEUE_PER_AGENT_MAX per agent; one more gets 503
+ *   UNAVAILABLE with Retry-After), held until the answer has been handed to the socket, so the
+ *   answers being built or buffered are bounded (MCP_RSS_GROWTH_BYTES_MAX, README "MCP server");
  * - hands the JSON-RPC message to the SDK's WebStandardStreamableHTTPServerTransport in stateless
  *   mode (`sessionIdGenerator: undefined`, a new transport and Server per request, JSON responses
  *   instead of SSE): no session state is kept between requests, so nothing grows without bound.
  *   The transport answers protocol errors itself as JSON-RPC errors (406 without the Accept types,
- *   400 for an unsupported MCP-Protocol-Version or a malformed message).
+ *   400 for an unsupported MCP-Protocol-Version or a malformed message). Every tool result is at
+ *   most MCP_RESULT_BYTES_MAX of JSON (src/mcp/server.ts), so an answer is at most
+ *   MCP_ANSWER_BYTES_MAX.
  *
  * GET (a server-initiated SSE stream) and DELETE (session end) have no use without sessions: the
  * router answers 405 with `Allow: POST`, which the transport spec permits for both.
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, MCP_PROTOCOL_VERSIONS } from '../../constants.js';
-import { fail, invalid } from '../../errors.js';
+import {
+  MCP_ANSWER_BYTES_MAX,
+  MCP_BODY_BYTES_MAX,
+  MCP_BUSY_RETRY_AFTER_SECONDS,
+  MCP_IN_FLIGHT_MAX,
+  MCP_IN_FLIGHT_PER_AGENT_MAX,
+  MCP_PATH,
+  MCP_PROTOCOL_VERSIONS,
+  MCP_QUEUE_MAX,
+  MCP_QUEUE_PER_AGENT_MAX,
+  MCP_READONLY_HEADER,
+  MCP_TOOLSETS_HEADER,
+} from '../../constants.js';
+import { ServiceError, fail, invalid } from '../../errors.js';
+import { readJsonBody } from '../../http/body.js';
+import { parseTarget } from '../../http/router.js';
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../../app.js';
 import type { Guards } from '../../http/server.js';
 import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
+import { Slots } from './slots.js';
 import { buildMcpServer } from '../../mcp/server.js';
 import { TOOLSETS, forumTools, parseReadOnly, parseToolsets, selectTools, type ForumTool, type ToolSelection } from '../../mcp/tools.js';
 
@@ -65,14 +93,19 @@ export function checkOrigin(req: IncomingMessage, publicUrl: string): void {
 /**
  * The guard that answers a foreign Origin on /mcp with 403 before authentication (guards.onRequest
  * runs for every request before the pipeline authenticates; see src/http/server.ts). Only the
- * exact path /mcp (with or without a query) is checked; every other path passes untouched.
+ * path /mcp is checked (with or without a query, origin-form `/mcp` or absolute-form
+ * `http://host/mcp`); every other path passes untouched.
  */
 export function mcpOriginGuard(app: App): Guards {
   return {
     onRequest(req) {
-      const target = req.url ?? '';
-      const q = target.indexOf('?');
-      if ((q === -1 ? target : target.slice(0, q)) === MCP_PATH) checkOrigin(req, app.config.publicUrl);
+      let path: string;
+      try {
+        path = parseTarget(req.url ?? '/').pathname;
+      } catch {
+        return; // A malformed target is answered 400 by the pipeline, with or without Origin.
+      }
+      if (path === MCP_PATH) checkOrigin(req, app.config.publicUrl);
     },
   };
 }
@@ -111,21 +144,76 @@ function webRequest(ctx: RequestContext): Request {
   return new Request(new URL(ctx.req.url ?? MCP_PATH, 'http://localhost'), { method: 'POST', headers });
 }
 
+/** A JSON-RPC error answer with no request id (the request could not be read as one message). */
+function rpcError(status: number, code: number, message: string): Reply {
+  return { status, raw: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), contentType: 'application/json' };
+}
+
+const slots = new Slots({
+  inFlight: MCP_IN_FLIGHT_MAX,
+  inFlightPerAgent: MCP_IN_FLIGHT_PER_AGENT_MAX,
+  queue: MCP_QUEUE_MAX,
+  queuePerAgent: MCP_QUEUE_PER_AGENT_MAX,
+  retryAfterSeconds: MCP_BUSY_RETRY_AFTER_SECONDS,
+});
+
 /**
  * Handles one POST /mcp request (see the module comment). Output: the transport's answer as a
  * Reply (200 application/json, 202 for notifications only, or the transport's JSON-RPC error
- * status). Throws 403 ORIGIN_NOT_ALLOWED, 400 for a bad selection.
+ * status; 400 with -32700 for malformed JSON, -32600 for a batch). Throws 403
+ * ORIGIN_NOT_ALLOWED, 400 for a bad selection, 415 and 413 (MCP_BODY_BYTES_MAX) for the body,
+ * 503 UNAVAILABLE when MCP_QUEUE_MAX requests (or MCP_QUEUE_PER_AGENT_MAX of the caller's) already
+ * wait for a slot.
  */
 export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   checkOrigin(ctx.req, ctx.app.config.publicUrl);
   const selection = selectionOf(ctx);
+  let body: unknown;
+  try {
+    body = await readJsonBody(ctx.req, ['application/json'], MCP_BODY_BYTES_MAX);
+  } catch (err) {
+    if (err instanceof ServiceError && err.code === 'MALFORMED_JSON') return rpcError(400, -32700, `Parse error: ${err.message}`);
+    throw err;
+  }
+  if (Array.isArray(body)) {
+    return rpcError(
+      400,
+      -32600,
+      `Invalid Request: ${MCP_PATH} does not accept JSON-RPC batches (${body.length === 0 ? 'an empty array' : `an array of ${body.length}`}); MCP 2025-06-18 removed batching: send each message in its own POST`,
+    );
+  }
+  const agent = ctx.agent?.profile.id ?? `ip:${ctx.clientIp}`;
+  await slots.acquire(agent);
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    slots.release(agent);
+  };
+  try {
+    const reply = await answer(ctx, selection, body);
+    if (ctx.onResponseClosed) ctx.onResponseClosed(release);
+    else release();
+    return reply;
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/** Runs one JSON-RPC message through a fresh stateless transport and Server; the answer as a Reply. */
+async function answer(ctx: RequestContext, selection: ToolSelection, body: unknown): Promise<Reply> {
   const client = new RouteClient(ctx.runner!);
   const server = buildMcpServer(() => client, selectTools(allTools(), selection));
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
-    const response = await transport.handleRequest(webRequest(ctx), { parsedBody: ctx.body });
+    const response = await transport.handleRequest(webRequest(ctx), { parsedBody: body });
     const text = await response.text();
+    if (Buffer.byteLength(text) > MCP_ANSWER_BYTES_MAX) {
+      // Unreachable while every result is bounded (MCP_RESULT_BYTES_MAX): the bound holds even so.
+      return rpcError(500, -32603, `Internal error: the answer exceeded ${MCP_ANSWER_BYTES_MAX} bytes and was not sent`);
+    }
     const headers: Record<string, string> = {};
     const allow = response.headers.get('allow');
     if (allow) headers.Allow = allow;
@@ -165,7 +253,7 @@ export const mcpRoutes: Route[] = [
     operationId: 'mcp',
     summary:
       `MCP server over Streamable HTTP, stateless (protocol revisions ${MCP_PROTOCOL_VERSIONS.join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
-      'Send Accept: application/json, text/event-stream. Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
+      'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
     tag: 'MCP',
     body: 'McpRequest',
     parameters: [
@@ -177,8 +265,9 @@ export const mcpRoutes: Route[] = [
     ],
     contentTypes: ['application/json'],
     dispatch: true,
+    readsBody: true,
     dispatches: TOOL_ROUTES.map(([name, method, path]) => ({ name, method, path })),
-    errors: [403],
+    errors: [403, 503],
     responses: {
       200: { description: 'The JSON-RPC response (tool results carry structuredContent and the same JSON as text)', schema: 'McpResponse' },
       202: { description: 'Accepted: the body held only notifications or responses' },
