@@ -30,7 +30,6 @@ import {
   agentKey,
   ERASABLE_TYPES,
   erasedClientKey,
-  flagClientKey,
   flagIdByClientId,
   itemKey,
   redactPayload,
