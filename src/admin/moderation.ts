@@ -8,7 +8,7 @@
 import type { App } from '../app.js';
 import { logger } from '../logger.js';
 import { decideModeration, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
-import { flagView, MODERATION_EVENT_TYPE, type FlagEntry, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
+import { flagView, MODERATION_EVENT_TYPE, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
 import type { LogRecord } from '../store/log.js';
 
 /** The operator id recorded for actions taken with the CLI (it authenticates by file access, not a token). */
