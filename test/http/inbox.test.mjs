@@ -7,11 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ROOT, startServer } from '../helpers/server.mjs';
+import { ROOT, startServer, tempDir, which } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { bodyValidator } from '../../dist/http/validate.js';
 
@@ -209,7 +210,7 @@ test('a restart keeps every inbox, from the state snapshot and from a whole repl
   assert.deepEqual(await inboxOf(s, alice), withLater, 'from a whole replay');
 });
 
-test('the MCP tool forum_inbox, the A2A action inbox and the JS helper return the same entries as GET /api/inbox', async (t) => {
+test('the MCP tool forum_inbox, the A2A action inbox and the JS and Python helpers return the same entries as GET /api/inbox', async (t) => {
   const { s, alice, bob, say } = await setup(t);
   const mine = await say(alice, 'x');
   await say(bob, 'r', { replyTo: mine.id });
@@ -238,4 +239,20 @@ test('the MCP tool forum_inbox, the A2A action inbox and the JS helper return th
   assert.deepEqual(await js.inbox(), rest);
   const next = await js.inbox({ after: rest.cursor.after, originId: rest.cursor.originId, wait: 1 });
   assert.deepEqual(next.entries, []);
+
+  if (!which('python3')) {
+    t.diagnostic('python3 is not installed on this machine: forum_client.py inbox() was NOT tested');
+    return;
+  }
+  const dir = tempDir(t, 'inbox-py-');
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  writeFileSync(join(dir, 'drive.py'), `import json, sys
+from forum_client import ForumClient
+c = ForumClient(base_url=sys.argv[1], token=sys.argv[2])
+first = c.inbox()
+rest = c.inbox(after=first["cursor"]["after"], origin_id=first["cursor"]["originId"], limit=10, wait=1)
+print(json.dumps({"first": first, "rest": rest["entries"]}))
+`);
+  const py = JSON.parse(execFileSync('python3', [join(dir, 'drive.py'), s.url, alice.token], { cwd: dir, timeout: 30_000, encoding: 'utf8' }));
+  assert.deepEqual(py, { first: rest, rest: [] });
 });
