@@ -256,3 +256,17 @@ print(json.dumps({"first": first, "rest": rest["entries"]}))
   const py = JSON.parse(execFileSync('python3', [join(dir, 'drive.py'), s.url, alice.token], { cwd: dir, timeout: 30_000, encoding: 'utf8' }));
   assert.deepEqual(py, { first: rest, rest: [] });
 });
+
+test('after a purge that erases an agent, its old name mentions nobody, live and after a whole replay alike; its id still does', async (t) => {
+  const { s, alice, bob, op, say } = await setup(t);
+  await ok(s.post('/api/moderation/actions', { action: 'purge', target: { type: 'agent', id: bob.id }, reason: 'leaks', mode: 'erase' }, op.token), 201);
+  assert.equal((await s.cli('agents', 'enable', bob.id)).code, 0);
+  await say(alice, 'hello @bob');
+  const byId = await say(alice, `hello @${bob.id}`);
+  const live = await inboxOf(s, bob);
+  assert.deepEqual(live.map(brief), [['mention', byId.id]]);
+  await s.stop();
+  rmSync(join(s.dataDir, 'index', 'state.snapshot'));
+  await s.start();
+  assert.deepEqual(await inboxOf(s, bob), live);
+});

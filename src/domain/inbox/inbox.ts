@@ -7,8 +7,8 @@
  * - `mention`: a message (not the agent's own) whose content holds `@<agentId>`, or `@<name>` where
  *   `<name>` equals the agent's registered name compared case-insensitively; the token after `@`
  *   is the longest run of `[A-Za-z0-9_-]` and the `@` must not follow a letter, digit or `_` (so
- *   `a@b` is no mention). A name holding any other character (a space, a dot) can only be
- *   mentioned by id. A message that is both a reply to the agent and a mention of it is one
+ *   `a@b` is no mention). A name holding any other character (a space, a dot), and the name of an
+ *   agent whose profile an erase-purge replaced, can only be mentioned by id. A message that is both a reply to the agent and a mention of it is one
  *   `reply` entry;
  * - `work`: a new revision (`work.action`) of a work item the agent created or is or was the
  *   assignee of, made by another agent;
@@ -83,6 +83,15 @@ function addEntry(s: InboxState, agentId: string, seq: number): void {
   if (seq > s.last) s.last = seq;
 }
 
+/** Removes `agentId` from the mentionable names. */
+function forgetName(s: InboxState, agentId: string): void {
+  for (const [name, ids] of s.byName) {
+    const left = ids.filter((id) => id !== agentId);
+    if (left.length === 0) s.byName.delete(name);
+    else if (left.length !== ids.length) s.byName.set(name, left);
+  }
+}
+
 /** The agents a message's content mentions (module doc), in order of appearance, without repeats. */
 function mentionedAgents(s: InboxState, content: string, isAgent: (id: string) => boolean): string[] {
   const out = new Set<string>();
@@ -145,6 +154,9 @@ export function applyInbox(s: InboxState, src: InboxSources, record: LogRecord, 
     case 'moderation.hide':
     case 'moderation.erase': {
       const p = record.payload as ModerationPayload;
+      // An erase-purge replaces the agent's registered name (a replay reads the placeholder): from
+      // then on its old name mentions nobody, live as after a replay.
+      if (record.type === 'moderation.erase' && p.action === 'purge') forgetName(s, p.target.id);
       if (p.flagId === undefined) return;
       const f = src.moderation.flags.get(p.flagId);
       // Only the record that resolved the flag (a later action naming it resolves nothing).
