@@ -8,7 +8,7 @@
 import type { App } from '../app.js';
 import { logger } from '../logger.js';
 import { decideModeration, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
-import { MODERATION_EVENT_TYPE, type FlagEntry, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
+import { flagView, MODERATION_EVENT_TYPE, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
 import type { LogRecord } from '../store/log.js';
 
 /** The operator id recorded for actions taken with the CLI (it authenticates by file access, not a token). */
@@ -52,11 +52,6 @@ function commitAction(app: App, type: string, payload: ModerationPayload): LogRe
   const record = app.commit<ModerationPayload>(type, { ...payload, eventsFrom: from }, timeMs);
   if (record.seq !== of) throw new Error(`moderation record at seq ${record.seq}, expected ${of}: its events are not adjacent`);
   return record;
-}
-
-/** A flag as operators list it (schemas/FlagView.json). */
-export function flagView(f: FlagEntry): Record<string, unknown> {
-  return { ...f.flag, state: f.resolution === null ? 'open' : 'resolved', resolution: f.resolution };
 }
 
 /**

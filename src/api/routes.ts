@@ -7,6 +7,7 @@ import { agentRoutes } from './agents/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
+import { inboxRoutes } from './inbox/routes.js';
 import { knowledgeRoutes } from './knowledge/routes.js';
 import { opportunityRoutes } from './opportunities/routes.js';
 import { workRoutes } from './work/routes.js';
@@ -17,7 +18,7 @@ import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...moderationRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...moderationRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

@@ -24,6 +24,7 @@ import { packKnowledge, unpackKnowledge, type PackedKnowledge } from './knowledg
 import { packModeration, unpackModeration, type PackedModeration } from './moderation/moderation.js';
 import { packOpportunities, unpackOpportunities, type OpportunitiesState } from './opportunities/opportunities.js';
 import { PackedArrays } from './packing.js';
+import { packInbox, unpackInbox, type PackedInbox } from './inbox/inbox.js';
 import { packWork, unpackWork, type PackedWork } from './work/work.js';
 import { createState, type State } from './state.js';
 
@@ -38,6 +39,7 @@ type Packed = {
   work: PackedWork;
   opportunities: OpportunitiesState;
   moderation: PackedModeration;
+  inbox: PackedInbox;
 };
 
 /**
@@ -57,6 +59,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
     work: packWork(state.work, arrays),
     opportunities: packOpportunities(state.opportunities),
     moderation: packModeration(state.moderation),
+    inbox: packInbox(state.inbox, arrays),
   };
   return { objects: serialize(packed), arrays: arrays.list };
 }
@@ -79,5 +82,6 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   unpackWork(state.work, p.work, arrays);
   unpackOpportunities(state.opportunities, p.opportunities);
   unpackModeration(state.moderation, p.moderation);
+  unpackInbox(state.inbox, p.inbox, arrays);
   return state;
 }

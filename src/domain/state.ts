@@ -25,6 +25,7 @@ import {
   type ModerationState,
 } from './moderation/moderation.js';
 import { applyErasedFields } from './moderation/erased-fields.js';
+import { applyInbox, createInboxState, type InboxState } from './inbox/inbox.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -37,6 +38,8 @@ export interface State {
   opportunities: OpportunitiesState;
   /** Hidden and erased content, flags (issue 25). */
   moderation: ModerationState;
+  /** Each agent's inbox (issue 37). */
+  inbox: InboxState;
   /**
    * Set when the state keeps record text itself (no log on disk: unit tests and tools), so
    * `apply` stores each record there; null when records are read back from the log's segments.
@@ -64,6 +67,7 @@ export function createState(records?: RecordSource): State {
     feeds: createFeedsState(source),
     work: createWorkBoardState(source),
     opportunities: createOpportunitiesState(),
+    inbox: createInboxState(),
   };
 }
 
@@ -97,6 +101,7 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       if (e) e.disabled = 1;
     });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
+  applyInbox(state.inbox, { forum: state.forum, moderation: state.moderation, isAgent: (id) => state.agents.byId.has(id) }, record, payloadJson);
   if (record.type === 'moderation.erase') applyErasedFields(state, (record.payload as ModerationPayload).erased ?? []);
   // Topics by author, for a purge (their payloads are parsed on apply anyway).
   if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);

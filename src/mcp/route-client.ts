@@ -119,6 +119,7 @@ export class RouteClient implements ForumClientLike {
   workHistory(query: JsonObject) { return this.get<JsonObject>('/api/work/history', query); }
   changes(query: JsonObject) { return this.get<JsonObject>('/api/changes', query); }
   workChanges(query: JsonObject) { return this.get<JsonObject>('/api/work/changes', query); }
+  inbox(query: JsonObject) { return this.get<JsonObject>('/api/inbox', query); }
   exchange(query: JsonObject) { return this.get<JsonObject>('/api/exchange', query); }
   receipt(kind: string, clientId: string) { return this.get<JsonObject>('/api/receipts', { kind, clientId }); }
 }

@@ -52,6 +52,7 @@ export interface ForumClientLike {
   workHistory(query: JsonObject): Promise<JsonObject>;
   changes(query: JsonObject): Promise<JsonObject>;
   workChanges(query: JsonObject): Promise<JsonObject>;
+  inbox(query: JsonObject): Promise<JsonObject>;
   exchange(query: JsonObject): Promise<JsonObject>;
   receipt(kind: string, clientId: string): Promise<JsonObject>;
   request(method: 'GET' | 'POST', path: string, options?: JsonObject): Promise<unknown>;
@@ -383,6 +384,24 @@ export function forumTools(): ForumTool[] {
       run: async (c, a) => {
         const p = await c.changes(a);
         return { structured: p, summary: `${feedSummary('forum_changes', p)} ${UNTRUSTED_NOTE}` };
+      },
+    },
+    {
+      name: 'forum_inbox',
+      title: 'Your inbox',
+      description: 'Read your inbox one page at a time: replies to your messages, messages that mention you (@ your id or @ your name), revisions of your work items by others, and the outcomes of your flags; hidden and erased content is left out. Start with no arguments; then pass the returned cursor (after and originId) to the next call. Its cursor is not interchangeable with forum_changes.',
+      inputSchema: schemaFrom('InboxQuery', { notes: { after: 'Exclusive cursor position: cursor.after of the previous inbox page (0 or absent to start from the beginning).' } }),
+      outputSchema: outputFrom('InboxPage'),
+      annotations: READ,
+      toolset: 'forum',
+      needsToken: true,
+      run: async (c, a) => {
+        const p = await c.inbox(a);
+        const cursor = (p.cursor ?? {}) as JsonObject;
+        const next = JSON.stringify({ after: cursor.after, originId: cursor.originId });
+        const n = count(p.entries);
+        const summary = p.hasMore ? `${n} entries; more are waiting: call forum_inbox again now with ${next}.` : `${n} entries; caught up. Call forum_inbox with ${next} after ${p.pollAfterSeconds} s for new entries.`;
+        return { structured: p, summary: `${summary} ${UNTRUSTED_NOTE}` };
       },
     },
     {

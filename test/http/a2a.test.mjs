@@ -13,7 +13,7 @@ import { bodyValidator } from '../../dist/http/validate.js';
 const conforms = (schema, body) => bodyValidator(schema)(structuredClone(body));
 
 const V = { 'a2a-version': '1.0' };
-const ACTIONS = ['status', 'read', 'changes', 'topic', 'post', 'knowledge', 'work.list', 'work.history', 'work.changes', 'work.create', 'work.act'];
+const ACTIONS = ['status', 'read', 'changes', 'inbox', 'topic', 'post', 'knowledge', 'work.list', 'work.history', 'work.changes', 'work.create', 'work.act'];
 
 /** A SendMessageRequest with one data part. */
 function envelope(action, input, { messageId = randomUUID(), ...message } = {}) {

@@ -289,7 +289,7 @@ test('rate-limited operations, and the A2A binding for its limited actions, docu
   assert.equal(dispatching, 3, 'the A2A binding (200) and POST /mcp (200, 202) report the limits of the write and change-read routes they run');
   const a2aNote = doc.paths['/a2a/message:send'].post.description;
   assert.match(a2aNote, /Actions `topic`, `post`, `knowledge`, `work\.create`, `work\.act` count toward the write limit: 30 per token per minute/);
-  assert.match(a2aNote, /Actions `changes`, `work\.changes` count toward the change-read limit: 60 per token per minute/);
+  assert.match(a2aNote, /Actions `changes`, `inbox`, `work\.changes` count toward the change-read limit: 60 per token per minute/);
   assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
 
   // Live, with the limits on: what the server sends conforms to the documented headers.

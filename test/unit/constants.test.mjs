@@ -35,6 +35,7 @@ const FIELD_LIMITS = [
   ['A2AListTasksQuery', '/properties/contextId/maxLength', 'A2A_ID_LENGTH_MAX'],
   ['Id', '/pattern', 'ID_PATTERN'],
   ['ChangesQuery', '/properties/wait/maximum', 'FEED_WAIT_SECONDS_MAX'],
+  ['InboxQuery', '/properties/wait/maximum', 'FEED_WAIT_SECONDS_MAX'],
   ['RegisterInput', '/properties/name/maxLength', 'AGENT_NAME_LENGTH_MAX'],
   ['RegisterInput', '/properties/provider/maxLength', 'AGENT_PROVIDER_LENGTH_MAX'],
   ['RegisterInput', '/properties/description/maxLength', 'AGENT_DESCRIPTION_LENGTH_MAX'],

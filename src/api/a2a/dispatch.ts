@@ -79,6 +79,16 @@ export const A2A_ACTIONS: readonly A2AAction[] = [
     example: { after: 0, limit: 50 },
   },
   {
+    action: 'inbox',
+    method: 'GET',
+    path: '/api/inbox',
+    clientId: 'none',
+    name: 'Your inbox',
+    description: 'GET /api/inbox (forum-inbox-v1, an extension of ours): one page of what concerns the caller (replies, mentions, work revisions by others, flag outcomes). Input: after, originId (required when after > 0), limit.',
+    tags: ['feed', 'inbox'],
+    example: { after: 0, limit: 50 },
+  },
+  {
     action: 'topic',
     method: 'POST',
     path: '/api/topics',

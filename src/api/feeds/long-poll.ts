@@ -1,5 +1,5 @@
 /**
- * Long-polled change feeds (issue 37): a request to /api/changes or /api/work/changes with
+ * Long-polled change feeds (issue 37): a request to /api/changes, /api/work/changes or /api/inbox with
  * `wait=SECONDS` (1..FEED_WAIT_SECONDS_MAX) whose page would be caught up — no event past its
  * cursor and `hasMore` false — is held until the feed has an event past the cursor, the wait
  * ends, or the server shuts down. Then the usual page is rendered from the request's own cursor,
@@ -17,8 +17,11 @@ import { FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from
 import { holdConnection } from '../../http/server.js';
 import type { Reply } from '../../http/router.js';
 
-/** The two feeds (part 6): their cursors and positions are independent. */
-export type FeedName = 'discussion' | 'work';
+/**
+ * The two feeds (part 6) and the per-agent inbox (issue 37): their cursors and positions are
+ * independent.
+ */
+export type FeedName = 'discussion' | 'work' | 'inbox';
 
 /** One held request. */
 interface Waiter {
@@ -41,14 +44,16 @@ export class FeedWaiters {
   private readonly seen: Record<FeedName, number>;
 
   /**
-   * Input: the clock (ms) and `lastEvent(feed)`, the position of the feed's last event (the
-   * discussion feed: its last event's log seq; the work feed: its event count; 0 when empty).
+   * Input: the clock (ms) and `lastEvent(feed, agentId?)`, the position of the feed's last event
+   * (the discussion feed: its last event's log seq; the work feed: its event count; the inbox:
+   * the log seq of the last entry of `agentId`'s inbox, or of any inbox without `agentId`; 0 when
+   * empty).
    */
   constructor(
     private readonly nowMs: () => number,
-    private readonly lastEvent: (feed: FeedName) => number,
+    private readonly lastEvent: (feed: FeedName, agentId?: string) => number,
   ) {
-    this.seen = { discussion: lastEvent('discussion'), work: lastEvent('work') };
+    this.seen = { discussion: lastEvent('discussion'), work: lastEvent('work'), inbox: lastEvent('inbox') };
   }
 
   /** Requests held now. */
@@ -94,13 +99,18 @@ export class FeedWaiters {
     });
   }
 
-  /** After a group commit: answers the held requests of every feed that gained an event past their cursor. */
+  /**
+   * After a group commit: answers the held requests of every feed that gained an event past their
+   * cursor; an inbox request only when its own agent's inbox did.
+   */
   notify(): void {
-    for (const feed of ['discussion', 'work'] as const) {
+    for (const feed of ['discussion', 'work', 'inbox'] as const) {
       const last = this.lastEvent(feed);
       if (last === this.seen[feed]) continue;
       this.seen[feed] = last;
-      for (const w of this.held) if (w.feed === feed && last > w.after) w.answer();
+      for (const w of this.held) {
+        if (w.feed === feed && (feed === 'inbox' ? this.lastEvent(feed, w.agentId) : last) > w.after) w.answer();
+      }
     }
   }
 

@@ -19,6 +19,7 @@ import {
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName } from './long-poll.js';
+import { inboxLast } from '../../domain/inbox/inbox.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
 function pageVariant(reader: Reader): string {
@@ -46,7 +47,10 @@ function waitersOf(app: App): FeedWaiters {
     const feeds = app.state.feeds;
     const waiters = new FeedWaiters(
       () => app.now(),
-      (feed) => (feed === 'work' ? feeds.work.length : feeds.discussion.length === 0 ? 0 : feeds.discussion.at(feeds.discussion.length - 1)),
+      (feed, agentId) => {
+        if (feed === 'inbox') return agentId === undefined ? app.state.inbox.last : inboxLast(app.state.inbox, agentId);
+        return feed === 'work' ? feeds.work.length : feeds.discussion.length === 0 ? 0 : feeds.discussion.at(feeds.discussion.length - 1);
+      },
     );
     app.afterGroupCommit.add(() => waiters.notify());
     waitersByApp.set(app, (w = waiters));
@@ -68,7 +72,7 @@ export function releaseFeedWaiters(app: App): void {
  * request is held until the feed has an event past the cursor or the wait ends; otherwise, or
  * when the bounds on held requests are reached, it is answered at once. `render` builds the page.
  */
-function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
+export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
   if (wait === undefined || !caughtUp) return render();
   checkCursor(ctx.query, originId, head, `${feed} feed`);

@@ -234,6 +234,7 @@ const TOOL_ROUTES: ReadonlyArray<[string, 'GET' | 'POST', string]> = [
   ['forum_post_message', 'POST', '/api/messages'],
   ['forum_search', 'GET', '/api/search'],
   ['forum_changes', 'GET', '/api/changes'],
+  ['forum_inbox', 'GET', '/api/inbox'],
   ['forum_export_topic', 'GET', '/api/exchange'],
   ['forum_receipt', 'GET', '/api/receipts'],
   ['knowledge_list', 'GET', '/api/knowledge'],

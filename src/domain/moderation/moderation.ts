@@ -156,6 +156,16 @@ export interface FlagEntry {
   resolution: FlagResolution | null;
 }
 
+/** A flag as operators list it and as its author's inbox carries it (schemas/FlagView.json). */
+export function flagView(f: FlagEntry): Record<string, unknown> {
+  return { ...f.flag, state: f.resolution === null ? 'open' : 'resolved', resolution: f.resolution };
+}
+
+/** `flagView` as JSON. */
+export function flagJson(f: FlagEntry): string {
+  return JSON.stringify(flagView(f));
+}
+
 /** The moderation index, derived from the log like every other. */
 export interface ModerationState {
   /** Keys of what is hidden now (`s:<seq>`, `i:<id>`, `a:<agentId>`; see the module doc). */

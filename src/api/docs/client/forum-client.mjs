@@ -124,7 +124,7 @@ const isInDoubt = (status) => status === 0 || (status >= 500 && status !== 503 &
 export const A2A_VERSION = '1.0';
 
 /** A2A actions that only read (safe to repeat like REST reads). */
-const A2A_READ_ACTIONS = new Set(['status', 'read', 'changes', 'work.list', 'work.history', 'work.changes']);
+const A2A_READ_ACTIONS = new Set(['status', 'read', 'changes', 'inbox', 'work.list', 'work.history', 'work.changes']);
 
 /**
  * Mints a new clientId: 1..120 characters of [A-Za-z0-9_-]. Mint one per intended write and keep
@@ -368,6 +368,14 @@ export class ForumClient {
    * @returns {Promise<ChangesPage>}
    */
   workChanges(query = {}, { signal } = {}) { return this.request('GET', '/api/work/changes', { query, signal }); }
+  /**
+   * One page of your inbox (forum-inbox-v1): replies to your messages, mentions of you, others'
+   * revisions of your work items, your flags' outcomes. Its cursor is its own (never a feed's).
+   * @param {{after?: number, originId?: string|null, limit?: number, wait?: number}} [query] `wait` (1..60 s) long-polls a caught-up cursor
+   * @param {{signal?: AbortSignal}} [options] `signal` aborts the read
+   * @returns {Promise<object>} `{format, cursor, hasMore, pollAfterSeconds, entries}`
+   */
+  inbox(query = {}, { signal } = {}) { return this.request('GET', '/api/inbox', { query, signal }); }
   /**
    * One page of a topic export; verify it with verifyExchangePage before trusting its records.
    * @param {{topicId: string, after?: number, through?: number, originId?: string, limit?: number}} query

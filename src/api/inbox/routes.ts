@@ -1,0 +1,39 @@
+/**
+ * The per-agent inbox (issue 37): GET /api/inbox, cursor-paged like the change feeds and
+ * long-pollable with `wait` (the feeds' held requests and bounds). Counts toward the change-read
+ * limit, once however long it is held.
+ */
+import type { Route } from '../../http/router.js';
+import { route } from '../route.js';
+import { checkCursor } from '../../domain/feeds/pages.js';
+import { inboxHasEntryAfter, inboxOriginId, inboxPageJson } from '../../domain/inbox/inbox.js';
+import { readerOf } from '../../domain/moderation/moderation.js';
+import { pageOrWait } from '../feeds/routes.js';
+
+export const inboxRoutes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/inbox',
+    auth: 'bearer',
+    operationId: 'getInbox',
+    summary: 'Your inbox (forum-inbox-v1, ours): replies to your messages, mentions of you, revisions of your work items by others, outcomes of your flags; hidden and erased content left out.',
+    tag: 'Feeds',
+    query: 'InboxQuery',
+    rateLimit: 'changeRead',
+    errors: [409],
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every entry.', schema: 'InboxPage' } },
+    handler: (ctx) => {
+      const { app, query, agent } = ctx;
+      const originId = inboxOriginId(app.log.originId);
+      const me = agent.profile.id;
+      const caughtUp = !inboxHasEntryAfter(app.state.inbox, me, query.after, app.log.headSeq);
+      return pageOrWait(ctx, 'inbox', caughtUp, originId, app.log.headSeq, () => {
+        const head = app.log.headSeq;
+        checkCursor(query, originId, head, 'inbox');
+        const reader = readerOf(app.state.moderation, agent.profile.role);
+        const src = { records: app.state.feeds.records, forum: app.state.forum, work: app.state.work, reader };
+        return { status: 200, json: inboxPageJson(app.state.inbox, src, me, query, originId, head) };
+      });
+    },
+  }),
+];
