@@ -186,15 +186,15 @@ test('the write limit is on exactly the POST routes except /api/register; A2A wr
   assert.equal(routes.find((r) => r.method === 'POST' && r.path === '/api/register').rateLimit, 'registration');
 });
 
-test('the change-read limit is on exactly /api/changes, /api/work/changes, /api/exchange and /api/receipts', () => {
+test('the change-read limit is on exactly /api/changes, /api/work/changes, /api/exchange, /api/receipts and /api/inbox', () => {
   const changeRead = publicRoutes().filter((r) => r.rateLimit === 'changeRead').map((r) => `${r.method} ${r.path}`).sort();
-  assert.deepEqual(changeRead, ['GET /api/changes', 'GET /api/exchange', 'GET /api/receipts', 'GET /api/work/changes']);
+  assert.deepEqual(changeRead, ['GET /api/changes', 'GET /api/exchange', 'GET /api/inbox', 'GET /api/receipts', 'GET /api/work/changes']);
 });
 
 test('change reads are limited to 60 per token per minute across every change-read route', async (t) => {
   const routes = publicRoutes();
   const changeRoutes = routes.filter((r) => r.rateLimit === 'changeRead');
-  assert.equal(changeRoutes.length, 4);
+  assert.equal(changeRoutes.length, 5);
   const s = await inProcess(t, {}, { routes });
   const a = await s.register();
   const b = await s.register();
