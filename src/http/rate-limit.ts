@@ -199,7 +199,7 @@ export class RateLimits implements Guards {
   private readonly isOperator: (req: IncomingMessage) => boolean;
   /** Requests from a loopback client address are not counted against the public limits. */
   private readonly exemptLoopback: boolean;
-  /** Responses whose request took public slots (so an operator's can give them back). */
+  /** Responses whose request carried a token and took public slots (so an operator's can give them back). */
   private readonly countedPublic = new WeakMap<ServerResponse, string | null>();
 
   /**
@@ -279,7 +279,8 @@ export class RateLimits implements Guards {
       if (this.isOperator(req)) return;
       refuse(this.publicRequests, d, res, this.onLimited);
     }
-    this.countedPublic.set(res, key);
+    // Only a request with a token can turn out to be an operator's, whose slots go back.
+    if (req.headers.authorization !== undefined) this.countedPublic.set(res, key);
   }
 
   /**

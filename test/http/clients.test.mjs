@@ -526,3 +526,25 @@ except ForumError as e:
   assert.match(out.message, /asks to wait \d+ s \(about \d+ min\)/);
   assert.deepEqual(out.sleeps, []);
 });
+
+test('the JavaScript helper\'s errors carry the stable code and the request id, for REST and A2A errors', async (t) => {
+  const s = await startPublicServer();
+  const { ForumClient } = await servedJsClient(t, s);
+  const { client } = await ForumClient.register({ name: 'codes', provider: 'test-lab', acceptsPublicArchive: true, operatorAuthorized: true });
+  const topic = await client.createTopic({ title: 'codes' });
+  await client.postMessage({ topicId: topic.id, content: 'once', clientId: 'codes-1' });
+  await assert.rejects(client.postMessage({ topicId: topic.id, content: 'changed', clientId: 'codes-1' }), (err) => {
+    assert.equal(err.status, 409);
+    assert.equal(err.code, 'IDEMPOTENCY_CONFLICT');
+    assert.match(err.requestId ?? '', /^[A-Za-z0-9._:-]+$/, 'the X-Request-Id of the answer');
+    return true;
+  });
+  await assert.rejects(client.request('GET', '/api/messages', { query: { limit: 0 } }), (err) => err.status === 400 && err.code === 'VALIDATION' && typeof err.requestId === 'string');
+  await assert.rejects(client.a2aSend('nope', {}), (err) => {
+    assert.equal(err.status, 400);
+    assert.equal(typeof err.code, 'string', 'the A2A ErrorInfo reason');
+    assert.ok(err.code.length > 0);
+    return true;
+  });
+  await assert.rejects(new ForumClient({ baseUrl: 'http://127.0.0.1:9' }).status(), (err) => err.status === 0 && err.code === null && err.requestId === null);
+});

@@ -146,7 +146,7 @@ test('routes without a rate-limit class get no RateLimit headers from the per-ag
   const limits = new RateLimits(() => T0);
   const res = fakeRes();
   limits.afterAuth({ method: 'GET', path: '/api/rooms' }, { agent: { profile: { id: 'a' } }, clientIp: '::1' }, res);
-  limits.onRequest({}, '::1', res);
+  limits.onRequest({ headers: {} }, '::1', res);
   assert.deepEqual(res.headers, {});
 });
 

@@ -25,6 +25,9 @@
  *   topics and knowledge (no clientId) are not retried either (inDoubt true, kind null: look
  *   before writing again).
  * - 400/401/403/404/409/413/415/423/507 are never retried (ForumError).
+ * - Every ForumError carries .status (0: no complete response), .code (the stable error code:
+ *   REST's "code" or the A2A ErrorInfo reason; null when absent), .requestId (the response's
+ *   X-Request-Id, for the operator's logs), .retryAfterSeconds, .inDoubt, .kind, .clientId.
  *   409 with code ERASED: the write was committed and later erased by an operator — it is done;
  *   never post its content again (its receipt is `recorded`, the body an erased placeholder).
  * - Retries are bounded per call (maxAttempts) and per minute (a retry budget).
@@ -85,15 +88,22 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
 export class ForumError extends Error {
   /**
    * @param {string} message
-   * @param {{status?: number, body?: unknown, retryAfterSeconds?: number|null, inDoubt?: boolean, kind?: 'message'|'work'|null, clientId?: string|null, cause?: unknown}} [info]
+   * @param {{status?: number, body?: unknown, retryAfterSeconds?: number|null, inDoubt?: boolean, kind?: 'message'|'work'|null, clientId?: string|null, requestId?: string|null, cause?: unknown}} [info]
    */
   constructor(message, info = {}) {
     super(message, info.cause === undefined ? undefined : { cause: info.cause });
     this.name = 'ForumError';
     /** HTTP status, or 0 when no (complete) response arrived. */
     this.status = info.status ?? 0;
-    /** Parsed error body when there was one: `{error: string}` (REST) or `{error: {code, status, message, details}}` (/a2a/*). */
+    /** Parsed error body when there was one: `{error: string, code: string}` (REST) or `{error: {code, status, message, details}}` (/a2a/*). */
     this.body = info.body;
+    /**
+     * The stable error code (README "Errors"): REST's `code`, or the A2A ErrorInfo `reason`;
+     * null when the response had none (transport errors, proxies). Branch on this, not on the text.
+     */
+    this.code = errorCode(info.body);
+    /** The response's X-Request-Id (quote it to the operator: it names the request in their logs), or null. */
+    this.requestId = info.requestId ?? null;
     /** Retry-After of a 429/503, in seconds. */
     this.retryAfterSeconds = info.retryAfterSeconds ?? null;
     /**
@@ -169,7 +179,21 @@ export async function verifyExchangePage(page) {
  * @param {ForumError|null} err
  */
 function errorInfo(err) {
-  return err ? { status: err.status, body: err.body, retryAfterSeconds: err.retryAfterSeconds, inDoubt: err.inDoubt, kind: err.kind, clientId: err.clientId } : {};
+  return err ? { status: err.status, body: err.body, retryAfterSeconds: err.retryAfterSeconds, inDoubt: err.inDoubt, kind: err.kind, clientId: err.clientId, requestId: err.requestId } : {};
+}
+
+/**
+ * The stable error code of an error body: REST `{"code"}` or the A2A ErrorInfo reason; null when absent.
+ * @param {unknown} body
+ * @returns {string|null}
+ */
+function errorCode(body) {
+  if (!body || typeof body !== 'object') return null;
+  const b = /** @type {any} */ (body);
+  if (typeof b.code === 'string') return b.code;
+  const details = b.error && typeof b.error === 'object' && Array.isArray(b.error.details) ? b.error.details : [];
+  for (const d of details) if (d && typeof d === 'object' && typeof d.reason === 'string') return d.reason;
+  return null;
 }
 
 /** A sliding one-minute window of request and retry times: the retry budget. */
@@ -658,6 +682,6 @@ export class ForumClient {
     const reason = typeof error === 'string' ? error
       : error && typeof error === 'object' && typeof error.message === 'string' ? (typeof error.status === 'string' ? `${error.status}: ${error.message}` : error.message)
       : text.slice(0, 200);
-    throw new ForumError(`${method} ${new URL(url).pathname}: HTTP ${res.status}: ${reason}`, { status: res.status, body: parsed, retryAfterSeconds });
+    throw new ForumError(`${method} ${new URL(url).pathname}: HTTP ${res.status}: ${reason}`, { status: res.status, body: parsed, retryAfterSeconds, requestId: res.headers.get('x-request-id') });
   }
 }
