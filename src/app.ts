@@ -195,6 +195,12 @@ export class App {
   indexer: SearchIndexer | null = null;
 
   /**
+   * The replication leader (issue 35, store/replica/leader.ts), or null when FORUM_REPLICA_URL is
+   * unset: `replication status` reads it. Set by startService.
+   */
+  replication: { status(): unknown } | null = null;
+
+  /**
    * Called after every group commit, once the records are durable (after the search index's
    * `durable`): what waits for new records, such as held feed requests (issue 37), follows it. A
    * listener must not throw (the log logs it and goes on).
@@ -372,7 +378,14 @@ export class App {
     await this.log.sync();
     removeSnapshot(this.config.dataDir);
     await this.log.erase(targets);
+    for (const listener of this.afterErase) listener();
   }
+
+  /**
+   * Called after each erasure's local rewrite (`eraseRecords`): copies elsewhere, such as the
+   * replica bucket's objects (issue 35), follow it. A listener must not throw.
+   */
+  readonly afterErase = new Set<() => void>();
 
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
