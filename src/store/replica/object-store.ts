@@ -101,6 +101,11 @@ export class S3ObjectStore implements ObjectStore {
       region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
       forcePathStyle: pathStyle,
       requestHandler: { requestTimeout: REPLICA_REQUEST_TIMEOUT_MS, connectionTimeout: REPLICA_CONNECT_TIMEOUT_MS },
+      // Checksums only where an operation requires one: Ceph RGW 16.2 refuses the SDK's default
+      // aws-chunked bodies with signed trailers (411), and every body here is a Buffer whose
+      // chunk lines carry their own hash chain anyway.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
       // The SDK's standard retries (3 attempts) cover throttling and 5xx; a conditional PUT
       // retried after a lost answer meets its own first attempt, which the caller recognises.
     });
