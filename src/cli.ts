@@ -83,6 +83,7 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
+  { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
   { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },

@@ -482,3 +482,17 @@ export const REPLICA_RETRY_MIN_MS = 250;
 export const REPLICA_RETRY_MAX_MS = 5_000;
 /** Retry-After, seconds, of a 503 REPLICA_UNAVAILABLE or REPLICA_FENCED (ours). */
 export const REPLICA_RETRY_AFTER_SECONDS = 5;
+
+// Read-only followers (issue 36; README "Replication", "Followers")
+/** A follower asks the bucket for the chunk after its head this often, ms (ours; FORUM_FOLLOW_POLL_MS): about 5 GETs per second per idle follower. */
+export const FOLLOW_POLL_MS = 200;
+/**
+ * After this many polls in a row without the next chunk, a follower reads the manifest and the
+ * chunk list once to find the object that holds its next record (compacted, or its head is not
+ * on a chunk boundary) (ours).
+ */
+export const FOLLOW_RESYNC_AFTER_MISSES = 10;
+/** The resync interval doubles while the bucket has nothing new, up to this many polls (60 s at FOLLOW_POLL_MS; ours). */
+export const FOLLOW_RESYNC_AFTER_MISSES_MAX = 300;
+/** A follower reads at most this many bytes ahead for the erase record of a tombstone it meets (ours). */
+export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;

@@ -17,7 +17,7 @@ import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
 import { RateLimits } from './http/rate-limit.js';
 import type { Route } from './http/router.js';
-import { DISK_CHECK_INTERVAL_MS, METRICS_HOST, REPLICA_RETRY_AFTER_SECONDS, START_GC_LOG_MS } from './constants.js';
+import { DISK_CHECK_INTERVAL_MS, METRICS_HOST, START_GC_LOG_MS } from './constants.js';
 import { DiskSpace, statfsFreeBytes, type FreeBytesProbe } from './store/disk.js';
 import { logger } from './logger.js';
 import { LOG_DIR, type LogOptions } from './store/log.js';
@@ -25,48 +25,7 @@ import { listSegments } from './store/segment.js';
 import { Metrics } from './metrics.js';
 import { collectGarbageNow } from './memory.js';
 import { hashToken } from './domain/agents/agents.js';
-import { ReplicaLeader } from './store/replica/leader.js';
-import { parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
-import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
-import { ServiceError } from './errors.js';
-
-/**
- * Builds the replication leader for `settings` (issue 35) and ties it to the app: the async
- * shipper wakes after each group commit, erasures reach the bucket, `replication status` reads
- * it, and in sync mode a write waits at most `ackTimeoutMs` for the bucket. The AWS SDK is loaded
- * only here, so a server without replication never pays for it. The leader starts later (start()).
- */
-async function openReplica(app: App, settings: NonNullable<Config['replica']>): Promise<ReplicaLeader> {
-  quietSdkNodeWarning();
-  const { S3ObjectStore } = await import('./store/replica/object-store.js');
-  const leader = new ReplicaLeader(new S3ObjectStore(parseReplicaUrl(settings.url)), settings.mode, settings.shipIntervalMs);
-  app.replication = leader;
-  app.afterGroupCommit.add(() => leader.kick());
-  app.afterErase.add(() => void leader.erased());
-  if (settings.mode === 'sync') {
-    app.log.ackTimeout = {
-      ms: settings.ackTimeoutMs,
-      error: () =>
-        new ServiceError(
-          'REPLICA_UNAVAILABLE',
-          `the object store did not confirm this write within ${settings.ackTimeoutMs} ms (FORUM_REPLICA_MODE=sync): it is not acknowledged, and may still be committed once the store answers; retry with the same clientId after Retry-After seconds`,
-          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
-        ),
-    };
-  }
-  return leader;
-}
-
-/** Refuses writes with the leader's refusal (503 REPLICA_FENCED / REPLICA_UNAVAILABLE) before their body is read. */
-function replicaGuard(leader: ReplicaLeader): Guards {
-  return {
-    afterAuth(route) {
-      if (route.method !== 'POST') return;
-      const refusal = leader.refusal();
-      if (refusal !== null) throw refusal;
-    },
-  };
-}
+import { Replication, prepareFollowerFolder } from './replication.js';
 
 /** Whether `req` carries the token of an enabled operator (issue 38: operators are not counted against the public total). */
 function operatorToken(app: App, req: IncomingMessage): boolean {
@@ -134,8 +93,15 @@ export async function startService(
       opts.log?.onFsync?.(records, bytes, fsyncMs);
     },
   };
+  await prepareFollowerFolder(config);
   const app = await App.open(config, { clock: opts.clock, log: logOptions });
-  const replica = config.replica === null ? null : await openReplica(app, config.replica);
+  let replica: Replication | null;
+  try {
+    replica = await Replication.open(app, config);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   // The load's garbage (a deserialized snapshot or a replay) goes back to the OS before the
   // first request, not whenever V8 next needs a full GC (src/memory.ts; issue 17's RSS target).
   const gcMs = collectGarbageNow();
@@ -168,7 +134,7 @@ export async function startService(
   const guards = composeGuards(
     protections.shutdown,
     protections.rateLimits,
-    replica === null ? null : replicaGuard(replica),
+    replica?.guard(),
     new DiskGuard(protections.disk, config.minFreeBytes, now),
     // POST /mcp: a foreign Origin is 403 before authentication (MCP transport spec, DNS rebinding).
     mcpOriginGuard(app),
@@ -182,13 +148,7 @@ export async function startService(
       diskFreeBytes: () => protections.disk.freeBytes(now()),
       evictions: () => protections.rateLimits?.evictions() ?? {},
       scrub: () => app.scrubCounters(),
-      replication:
-        replica === null
-          ? undefined
-          : () => {
-              const s = replica.status();
-              return { lagRecords: s.lag.records, lagSeconds: s.lag.seconds, shippedSeq: s.shippedSeq, epoch: s.epoch ?? 0, fenced: s.state === 'fenced', requests: s.requests };
-            },
+      replication: replica === null ? undefined : () => replica.sample(),
     });
   }
   const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);
@@ -215,7 +175,7 @@ export async function startService(
   if (!config.publicUrlSet) app.config.publicUrl = `http://${host}:${addr.port}`;
   if (replica !== null) {
     try {
-      await replica.start({ log: app.log, appendEpoch: (p) => app.commit(REPLICATION_EPOCH_TYPE, p).seq, publicUrl: () => app.config.publicUrl, now: () => app.now() });
+      await replica.startLeader();
     } catch (err) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await new Promise<void>((resolve) => admin.close(() => resolve()));

@@ -230,6 +230,15 @@ export const commands: Record<string, Command> = withAdminActionLog({
   },
   /** Replication (issue 35): the bucket, mode, epoch, shipped seq, lag and retention; `{replication: 'off'}` without FORUM_REPLICA_URL. */
   'replication.status': async (app) => app.replication?.status() ?? { replication: 'off', hint: 'set FORUM_REPLICA_URL=s3://bucket/prefix (README "Replication")' },
+  /**
+   * Promotes a follower to leader (issue 36): it applies what the bucket holds, takes the writer
+   * epoch (If-Match) and accepts writes from the next seq. 400 UNSUPPORTED_OPERATION on a server
+   * that is not a follower; 503 REPLICA_FENCED when another server won (this one stays a follower).
+   */
+  'replication.promote': async (app) => {
+    if (app.replication === null) throw new ServiceError('UNSUPPORTED_OPERATION', 'replication is off on this server (neither FORUM_FOLLOW nor FORUM_REPLICA_URL is set): there is nothing to promote');
+    return app.replication.promote();
+  },
   /** The durable prefix of every segment and the metadata: what a consistent backup copies. */
   'archive.position': async (app) => {
     await app.log.sync();

@@ -870,6 +870,29 @@ export class Log {
     return { record, payloadJson };
   }
 
+  /**
+   * Appends a line proven elsewhere (a follower applying the leader's chunks; issue 36): the bytes
+   * are taken as they are — the caller proved them (format.ts `proveLines`: framing, seq, hash
+   * chain from this log's head). Input: the whole line (newline included), the record, its
+   * payload's canonical JSON and the line's chained hash. Throws Error when the record is not the
+   * next seq or the line does not link (a programming error), or when a previous write failed.
+   */
+  appendProven(line: Buffer, record: LogRecord, payloadJson: string, hash: string): void {
+    if (this.failed) throw this.failed;
+    if (record.seq !== this.headSeqValue + 1) throw new Error(`record ${record.seq} does not follow the log's head ${this.headSeqValue}`);
+    if (this.pending.length === 0) this.pendingFirstSeq = record.seq;
+    this.pending.push(line.toString('utf8'));
+    this.pendingBytes.push(line.length);
+    this.records.appended(record.seq, record.erased === true ? { payloadJson: 'null', time: record.time, type: record.type, erased: true } : { payloadJson, time: record.time, type: record.type });
+    if (record.type === ERASE_RECORD_TYPE && record.erased !== true) for (const t of eraseTargetsOf(record.payload)) this.records.vouch(t.seq, t.hash);
+    this.lastHash = hash;
+    this.headSeqValue = record.seq;
+    if (!this.flushing) {
+      this.flushing = true;
+      queueMicrotask(() => void this.flushLoop());
+    }
+  }
+
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */
   sync(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);

@@ -164,7 +164,7 @@ export function lastHashOf(lines: Buffer): string | null {
 /**
  * Proves a run of log lines: each line is framed and hash-checked (parseLine), chained from
  * `prevHash` and numbered from `firstSeq`; `onRecord` gets each record (an erased record with
- * `erased: true`) and the offset of its line in `lines`. Output: the last seq and its chained
+ * `erased: true`), the offset and length of its line in `lines` (newline included) and its chained hash. Output: the last seq and its chained
  * hash. Throws LogCorruptError (`where`, byte offset) at the first line that is not proven.
  */
 export function proveLines(
@@ -172,7 +172,7 @@ export function proveLines(
   firstSeq: number,
   prevHash: string,
   where: string,
-  onRecord?: (record: LogRecord, payloadJson: string, offset: number, length: number) => void,
+  onRecord?: (record: LogRecord, payloadJson: string, offset: number, length: number, hash: string) => void,
 ): { lastSeq: number; lastHash: string } {
   let pos = 0;
   let seq = firstSeq;
@@ -181,7 +181,7 @@ export function proveLines(
     const nl = lines.indexOf(10, pos);
     if (nl === -1) throw new LogCorruptError(where, pos, 'the last line is incomplete');
     const parsed = parseLine(lines, pos, nl, hash, seq, where, false, stableStringify);
-    onRecord?.(parsed.record, parsed.payloadJson, pos, nl + 1 - pos);
+    onRecord?.(parsed.record, parsed.payloadJson, pos, nl + 1 - pos, parsed.hash);
     hash = parsed.hash;
     seq++;
     pos = nl + 1;
