@@ -25,7 +25,7 @@ import type { ReplicationSample } from './metrics.js';
 import { lockDataDir } from './store/lock.js';
 import { hasArchive } from './store/meta.js';
 import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
-import { parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
+import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
 import { ReplicaFollower } from './store/replica/follower.js';
 import { ReplicaLeader, ReplicaStartError, type ReplicaMode } from './store/replica/leader.js';
 import type { ObjectStore } from './store/replica/object-store.js';
@@ -126,7 +126,7 @@ export class Replication {
   }
 
   /** Starts the leader (takes the epoch, ships). Rejects with ReplicaStartError when this server must not lead. */
-  async startLeader(): Promise<void> {
+  async startLeader(expectEpoch?: number): Promise<void> {
     const leader = this.leader;
     if (leader === null) return;
     const app = this.app;
@@ -144,7 +144,7 @@ export class Replication {
       },
       publicUrl: () => app.config.publicUrl,
       now: () => app.now(),
-    });
+    }, { expectEpoch });
   }
 
   /** Refuses writes with the leader's refusal (503 REPLICA_FENCED / REPLICA_UNAVAILABLE) before their body is read. */
@@ -190,11 +190,15 @@ export class Replication {
     const follower = this.follower;
     if (follower === null) throw new ServiceError('UNSUPPORTED_OPERATION', 'this server is not a follower (FORUM_FOLLOW is not set): there is nothing to promote');
     const started = Date.now();
+    // The epoch this promotion takes over from: a server that takes it first wins the race.
+    const manifest = await follower.store.get(MANIFEST_NAME);
+    if (manifest === null) throw new ServiceError('REPLICA_FENCED', `${follower.store.location.url} has no ${MANIFEST_NAME}: nothing to take over`);
+    const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME).epoch;
     await follower.stopForPromotion();
     const leader = this.attachLeader(follower.store);
     this.leader = leader;
     try {
-      await this.startLeader();
+      await this.startLeader(expectEpoch);
       if (leader.state !== 'leading') throw new ReplicaStartError(`the leadership was not taken (${leader.state}): ${JSON.stringify(leader.status().lastError)}`);
     } catch (err) {
       this.leader = null;

@@ -139,6 +139,8 @@ export class ReplicaLeader {
   /** performance.now() since when durable records have been waiting to be shipped (null: none). */
   private waitingSince: number | null = null;
   private closed = false;
+  /** A promotion's start takes the epoch only from this one (the manifest's when the promotion began). */
+  private expectEpoch: number | null = null;
   private kickResolve: (() => void) | null = null;
   private stateWaiters: Array<() => void> = [];
   /** Called once per state change (metrics, tests). */
@@ -184,12 +186,14 @@ export class ReplicaLeader {
 
   /**
    * Connects the leader to the running log: the sync-mode gate (Log#replicate), the wake-up after
-   * each group commit, then the start procedure (module doc). Resolves once the first attempt is
+   * each group commit, then the start procedure (module doc). `expectEpoch` (a promotion): take
+   * the leadership only from that epoch — another server that took it meanwhile wins. Resolves once the first attempt is
    * done: leading, or unavailable (retried in the background). Rejects with ReplicaStartError when
    * this server must not lead this bucket (the server stops).
    */
-  async start(host: ReplicaHost): Promise<void> {
+  async start(host: ReplicaHost, opts: { expectEpoch?: number } = {}): Promise<void> {
     this.host = host;
+    this.expectEpoch = opts.expectEpoch ?? null;
     if (this.mode === 'sync') host.log.replicate = (batch) => this.gate(batch);
     try {
       await this.takeLeadership();
@@ -283,6 +287,9 @@ export class ReplicaLeader {
             'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
         );
       }
+    }
+    if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
+      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
     }
     // Take the writer epoch: one conditional write; losing it means another server is starting.
     const epoch = manifest.epoch + 1;
