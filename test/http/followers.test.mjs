@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, request } from 'undici';
+import { adminSocketPath } from '../../dist/admin/channel.js';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { bucketObjects, replicaTarget, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
@@ -20,6 +22,17 @@ async function status(s) {
   const r = await s.cli('replication', 'status');
   assert.equal(r.code, 0, r.stderr);
   return r.json;
+}
+
+/** `replication promote` through the server's admin channel (a Unix socket in its data folder). */
+async function promote(s) {
+  const res = await request('http://localhost/replication.promote', {
+    method: 'POST',
+    dispatcher: new Agent({ connect: { socketPath: adminSocketPath(s.dataDir) } }),
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
+  return { status: res.statusCode, body: await res.body.json() };
 }
 
 /** Starts a follower of `target` on a fresh (empty) folder. */
@@ -104,6 +117,25 @@ test('a leader and two followers under write load: afterwards every read route a
   await Promise.all(writers);
   assert.equal(n, 60);
   await caughtUp(leader, [f1, f2]);
+  // Moderation follows the leader: a hidden message, and an erased one that f2 (paused meanwhile)
+  // first meets as a tombstone in a rewritten chunk, before the erase record that vouches for it.
+  const op = (await leader.cli('operator', 'create', '--name', 'op')).json;
+  const hidden = await ok(leader.post('/api/messages', { topicId: topic.id, content: 'to be hidden', clientId: 'h' }, a.token), 201);
+  f2.proc.kill('SIGSTOP');
+  try {
+    const erased = await ok(leader.post('/api/messages', { topicId: topic.id, content: 'to be erased SECRET-f00d', clientId: 'e' }, a.token), 201);
+    await caughtUp(leader, [f1]);
+    await ok(leader.post('/api/moderation/actions', { action: 'hide', target: { type: 'message', id: hidden.id }, reason: 'off topic' }, op.token), 201);
+    await ok(leader.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: erased.id }, reason: 'leaked key' }, op.token), 201);
+    await waitFor(async () => (await bucketObjects(target)).every((o) => !o.body.includes('SECRET-f00d')), 10_000, 'the erasure to reach the bucket');
+  } finally {
+    f2.proc.kill('SIGCONT');
+  }
+  await caughtUp(leader, [f1, f2]);
+  for (const f of [f1, f2]) {
+    const text = Object.values(segmentFiles(f.dataDir)).map((b) => b.toString('utf8')).join('');
+    assert.ok(!text.includes('SECRET-f00d'), 'a follower’s log holds no erased bytes');
+  }
 
   const ids = { topic: topic.id, agent: a.id };
   for (const token of [a.token, b.token]) {
@@ -124,6 +156,10 @@ test('a leader and two followers under write load: afterwards every read route a
     assert.match(JSON.stringify(r.body), /FOLLOWER_READ_ONLY|read-only follower/);
     assert.match(JSON.stringify(r.body), /http:\/\/leader\.example/);
   }
+  const refused = await f2.post('/api/topics', { title: 'to a follower' }, a.token);
+  assert.equal(refused.status, 503);
+  assert.equal(refused.body.code, 'FOLLOWER_READ_ONLY');
+  assert.equal(refused.headers['x-forum-leader'], 'http://leader.example');
   const fs = await status(f1);
   assert.equal(fs.role, 'follower');
   assert.equal(fs.state, 'following');
@@ -213,9 +249,11 @@ test('two followers promoted at once: exactly one wins, over 20 rounds', async (
     const pair = [await follower(t, target, { FORUM_REPLICA_MODE: 'async' }), await follower(t, target, { FORUM_REPLICA_MODE: 'async' })];
     await caughtUp(leader, pair);
     await leader.stop();
-    const results = await Promise.all(pair.map((f) => f.cli('replication', 'promote')));
-    const winners = results.map((r, i) => (r.code === 0 && r.json?.state === 'leading' ? i : -1)).filter((i) => i >= 0);
-    assert.equal(winners.length, 1, `round ${round}: exactly one winner (${results.map((r) => r.code + ' ' + (r.json?.state ?? r.stderr.trim())).join(' | ')})`);
+    // Both promotions are sent at the same instant over the admin channels (what the CLI uses),
+    // so they overlap (two CLI processes would start too far apart on a loaded machine).
+    const results = await Promise.all(pair.map((f) => promote(f)));
+    const winners = results.map((r, i) => (r.status === 200 && r.body.state === 'leading' ? i : -1)).filter((i) => i >= 0);
+    assert.equal(winners.length, 1, `round ${round}: exactly one winner (${results.map((r) => `${r.status} ${r.body.state ?? r.body.error}`).join(' | ')})`);
     const winner = pair[winners[0]];
     const loser = pair[1 - winners[0]];
     // The loser takes no writes; the winner does.

@@ -70,8 +70,6 @@ interface ProvenLine {
   hash: string;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
 /** The follower. Create it, then `start(host)`; `close()` stops tailing. */
 export class ReplicaFollower {
   private stateValue: FollowerState = 'starting';

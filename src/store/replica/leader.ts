@@ -325,6 +325,11 @@ export class ReplicaLeader {
     return this.serial(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.stateValue === 'fenced') throw this.fencedError!;
+        if (this.closed && attempt > 0) {
+          // A stop while the store is unreachable: the batch stays on the local disk, never
+          // acknowledged, and the next start ships it.
+          throw new ServiceError('REPLICA_UNAVAILABLE', 'the server stops while the object store is unreachable: this write was not acknowledged', { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
+        }
         if (this.stateValue === 'leading') {
           try {
             await this.catchUp(batch.firstSeq - 1);
@@ -631,6 +636,7 @@ export class ReplicaLeader {
   async close(): Promise<void> {
     this.closed = true;
     this.kick();
+    for (const w of this.stateWaiters.splice(0)) w();
     if (this.mode === 'async' && this.stateValue === 'leading' && this.host !== null) {
       const log = this.host.log;
       await this.serial(() => this.catchUp(log.durableSeq)).catch((err) => logger.warn('replication_close', `replication: records after ${this.shipped.seq} were not shipped before the stop (${(err as Error).message}); the next start ships them`));
