@@ -14,14 +14,14 @@
  * - To an earlier point (`toSeq`, or `toTime`: the last record at or before that instant): a new
  *   lineage (new originId, `restoredFrom`), as `restore DIR` makes: cursors beyond it get 409.
  */
-import { existsSync, mkdirSync, openSync, closeSync, writeSync, fsyncSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, writeSync, fsyncSync, rmSync, writeFileSync } from 'node:fs';
 import { removeSnapshot } from '../snapshot.js';
 import { join } from 'node:path';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { fsyncDirSync } from '../fsutil.js';
-import { LOG_DIR, replaySegments } from '../log.js';
-import { META_FILE, LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
-import { RESTORE_MARKER } from '../archive.js';
+import { replaySegments } from '../log.js';
+import { LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
+import { RESTORE_MARKER, installStagedLog } from '../archive.js';
 import { GENESIS_HASH } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import { CHUNKS_DIR, MANIFEST_NAME, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName } from './format.js';
@@ -183,19 +183,10 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
   const marker = join(dataDir, RESTORE_MARKER);
   writeFileSync(marker, `restore of ${url} started ${nowIso}\n`);
   fsyncDirSync(dataDir);
-  let replacedLog: string | null = null;
-  const live = join(dataDir, LOG_DIR);
-  if (existsSync(live)) {
-    replacedLog = join(dataDir, `log.replaced-${nowIso.replace(/[:.]/g, '-')}`);
-    renameSync(live, replacedLog);
-    const oldMeta = join(dataDir, META_FILE);
-    if (existsSync(oldMeta)) renameSync(oldMeta, join(replacedLog, META_FILE));
-  }
   // Derived files of the replaced archive are checked against the log at start and rebuilt; the
   // state snapshot goes now so that it is never even read against another log.
   removeSnapshot(dataDir);
-  renameSync(staging, live);
-  fsyncDirSync(dataDir);
+  const replacedLog = installStagedLog(dataDir, staging, nowIso);
   const checkpoint = { seq: verified.lastSeq, hash: verified.lastHash };
   const sameLineage = verified.lastSeq === bucketLast;
   let originId = manifest.originId;
