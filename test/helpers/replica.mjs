@@ -37,7 +37,7 @@ export async function replicaTarget(t, { mode = 'async', proxy = false, env = {}
   return { store, url, prefix, proxy: px, serverEnv, storeEnv: store.env };
 }
 
-/** Every object under the target's prefix: [{ key, body: Buffer }], in key order. */
+/** Every object under the target's prefix: [{ key, body: Buffer }], in key order (one deleted between the LIST and its GET is left out). */
 export async function bucketObjects(target) {
   const { client, bucket } = target.store;
   const out = [];
@@ -45,7 +45,14 @@ export async function bucketObjects(target) {
   do {
     const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${target.prefix}/`, ContinuationToken: token }));
     for (const o of page.Contents ?? []) {
-      const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }));
+      let got;
+      try {
+        got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }));
+      } catch (err) {
+        // Deleted since it was listed (the leader compacts chunks into segments meanwhile).
+        if (err.$metadata?.httpStatusCode === 404) continue;
+        throw err;
+      }
       out.push({ key: o.Key.slice(target.prefix.length + 1), body: Buffer.from(await got.Body.transformToByteArray()) });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
