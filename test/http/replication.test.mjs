@@ -179,6 +179,7 @@ test('async mode: with the object store down writes go on and the backlog is rep
     return x.state === 'unavailable' ? x : null;
   }, 10_000, 'the leader to report the store unavailable');
   assert.ok(down.lag.records >= 4, `the backlog is reported (${down.lag.records} records)`);
+  assert.ok(down.lag.seconds > 0, `its age is reported (${down.lag.seconds} s)`);
   assert.ok(down.lastError);
   target.proxy.setMode('up');
   const up = await waitFor(async () => {

@@ -136,8 +136,11 @@ export class ReplicaLeader {
   private chain: Promise<unknown> = Promise.resolve();
   private lastError: string | null = null;
   private fencedError: ServiceError | null = null;
-  /** performance.now() since when durable records have been waiting to be shipped (null: none). */
-  private waitingSince: number | null = null;
+  /**
+   * When each group commit not yet shipped became durable: [last seq of the batch, performance.now()],
+   * oldest first. The lag in seconds is the age of the oldest entry past the shipped seq.
+   */
+  private durableTimes: Array<[number, number]> = [];
   private closed = false;
   /** A promotion's start takes the epoch only from this one (the manifest's when the promotion began). */
   private expectEpoch: number | null = null;
@@ -206,7 +209,9 @@ export class ReplicaLeader {
 
   /** Wakes the shipping loop (async mode): called after every group commit. */
   kick(): void {
-    if (this.waitingSince === null && this.host !== null && this.host.log.durableSeq > this.shipped.seq) this.waitingSince = performance.now();
+    const durable = this.host?.log.durableSeq ?? 0;
+    const last = this.durableTimes.at(-1);
+    if (durable > this.shipped.seq && (last === undefined || last[0] < durable)) this.durableTimes.push([durable, performance.now()]);
     const r = this.kickResolve;
     this.kickResolve = null;
     r?.();
@@ -462,7 +467,11 @@ export class ReplicaLeader {
     this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq, segment: run.segmentFirstSeq });
     this.shipped = { seq: run.lastSeq, hash: run.lastHash };
     const log = this.host!.log;
-    this.waitingSince = log.durableSeq > this.shipped.seq ? (this.waitingSince ?? performance.now()) : null;
+    let shippedBatches = 0;
+    while (shippedBatches < this.durableTimes.length && this.durableTimes[shippedBatches]![0] <= this.shipped.seq) shippedBatches++;
+    // The oldest unshipped record now belongs to the first batch past the shipped seq.
+    if (shippedBatches > 0) this.durableTimes.splice(0, shippedBatches);
+    if (log.durableSeq <= this.shipped.seq) this.durableTimes.length = 0;
   }
 
   /** Fences this leader after a lost conditional write: reads the manifest for the new leader's URL. Returns the 503 to throw. */
@@ -620,7 +629,7 @@ export class ReplicaLeader {
       leaderUrl: this.manifest?.leaderUrl ?? null,
       durableSeq,
       shippedSeq: this.shipped.seq,
-      lag: { records: lagRecords, seconds: lagRecords === 0 || this.waitingSince === null ? 0 : Math.round(performance.now() - this.waitingSince) / 1000 },
+      lag: { records: lagRecords, seconds: lagRecords === 0 || this.durableTimes.length === 0 ? 0 : Math.round(performance.now() - this.durableTimes[0]![1]) / 1000 },
       segments: this.manifest?.segments.length ?? 0,
       chunks: this.chunks.length,
       pointInTimeRestore: { fromSeq: this.shipped.seq > 0 ? 1 : 0, toSeq: this.shipped.seq, window: 'the whole history: the log is append-only and never dropped' },

@@ -100,7 +100,9 @@ export class S3ObjectStore implements ObjectStore {
     this.client = new S3Client({
       region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
       forcePathStyle: pathStyle,
-      requestHandler: { requestTimeout: REPLICA_REQUEST_TIMEOUT_MS, connectionTimeout: REPLICA_CONNECT_TIMEOUT_MS },
+      // throwOnRequestTimeout: without it the SDK's handler only logs a warning at the timeout and
+      // a PUT the store never answers hangs for ever (a full RGW OSD does that).
+      requestHandler: { requestTimeout: REPLICA_REQUEST_TIMEOUT_MS, connectionTimeout: REPLICA_CONNECT_TIMEOUT_MS, throwOnRequestTimeout: true },
       // Checksums only where an operation requires one: Ceph RGW 16.2 refuses the SDK's default
       // aws-chunked bodies with signed trailers (411), and every body here is a Buffer whose
       // chunk lines carry their own hash chain anyway.
