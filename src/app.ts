@@ -21,6 +21,7 @@ import { segmentName } from './store/segment.js';
 import { readMeta } from './store/meta.js';
 import { INDEX_DIR, SEARCH_INDEX_DIR, readSnapshot, removeSnapshot, segmentStamps, segmentsChangedSince, snapshotPath, writeSnapshot, type SnapshotHeader } from './store/snapshot.js';
 import { SnapshotMismatchError } from './store/errors.js';
+import type { ServiceError } from './errors.js';
 import { packState, unpackState } from './domain/snapshot.js';
 import { DERIVED_KEY_BYTES, SNAPSHOT_AFTER_REPLAY_RECORDS_MIN } from './constants.js';
 import { LOG_DIR } from './store/log.js';
@@ -195,6 +196,38 @@ export class App {
   indexer: SearchIndexer | null = null;
 
   /**
+   * The replication leader (issue 35, store/replica/leader.ts), or null when FORUM_REPLICA_URL is
+   * unset: `replication status` reads it. Set by startService.
+   */
+  replication: { status(): unknown; promote(): Promise<unknown> } | null = null;
+
+  /**
+   * On a read-only follower (issue 36): the 503 every write gets (FOLLOWER_READ_ONLY, naming the
+   * leader), thrown by `commit` before anything is appended, so REST, A2A and MCP writes all meet
+   * it. Null on a leader or a server without replication.
+   */
+  writeRefusal: (() => ServiceError) | null = null;
+
+  /**
+   * Applies a record proven from the leader's chain (a follower; store/replica/follower.ts) to the
+   * state and the search index, as `commit` does after its append; the caller appended its line
+   * with Log#appendProven.
+   */
+  applyProven(record: LogRecord, payloadJson: string): void {
+    apply(this.state, record, payloadJson);
+    const t = Date.parse(record.time);
+    if (t > this.lastTimeMs) this.lastTimeMs = t;
+    // An erased record's text is gone: nothing of it is indexed.
+    if (record.erased !== true) this.indexer?.committed(record, payloadJson);
+  }
+
+  /** Seeds the emptied payloads a `moderation.erase` record carries, before its tombstones are applied (a follower reading ahead). */
+  seedErased(payload: unknown): void {
+    const list = (payload as Partial<ModerationPayload> | null)?.erased;
+    if (Array.isArray(list)) for (const e of list) this.state.moderation.erased.set(e.seq, e);
+  }
+
+  /**
    * Called after every group commit, once the records are durable (after the search index's
    * `durable`): what waits for new records, such as held feed requests (issue 37), follows it. A
    * listener must not throw (the log logs it and goes on).
@@ -280,6 +313,7 @@ export class App {
    * Input: record type and payload; `timeMs` defaults to now(). Output: the record.
    */
   commit<P>(type: string, payload: P, timeMs: number = this.now()): LogRecord<P> {
+    if (this.writeRefusal !== null) throw this.writeRefusal();
     const { record, payloadJson } = this.log.append(type, payload, timeMs);
     this.lastTimeMs = timeMs;
     apply(this.state, record, payloadJson);
@@ -372,7 +406,14 @@ export class App {
     await this.log.sync();
     removeSnapshot(this.config.dataDir);
     await this.log.erase(targets);
+    for (const listener of this.afterErase) listener();
   }
+
+  /**
+   * Called after each erasure's local rewrite (`eraseRecords`): copies elsewhere, such as the
+   * replica bucket's objects (issue 35), follow it. A listener must not throw.
+   */
+  readonly afterErase = new Set<() => void>();
 
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {

@@ -35,6 +35,8 @@ interface CommandSpec {
   options?: Record<string, 'string' | 'boolean'>;
   /** Options that must be given. */
   required?: string[];
+  /** The positional argument may be left out when this option is given instead (`restore --from URL`). */
+  argOrOption?: string;
   /** One line for the usage text. */
   help: string;
   /** More text for `COMMAND --help` (file formats, confirmations), after the line above. */
@@ -80,29 +82,39 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation actions', help: 'list the newest moderation actions' },
   { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
+  { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
+  { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
   { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },
   {
     words: 'restore',
     arg: 'DIR',
-    options: { yes: 'boolean' },
-    help: 'install a backup into this (stopped) data folder, new lineage',
+    argOrOption: 'from',
+    options: { yes: 'boolean', from: 'string', 'to-seq': 'string', 'to-time': 'string' },
+    help: 'install a backup into this (stopped) data folder, new lineage; or --from s3://BUCKET/PREFIX',
     details:
       'When the data folder already holds an archive, restore replaces it (the replaced log is kept in\n' +
       'DATA/log.replaced-<time>/) and asks first: it proceeds with --yes, or after "yes" typed at a\n' +
-      'terminal; without either (a script, no terminal) it changes nothing and exits 2.',
+      'terminal; without either (a script, no terminal) it changes nothing and exits 2.\n\n' +
+      'restore --from s3://BUCKET/PREFIX [--to-seq N | --to-time ISO-TIME] rebuilds the folder from a replica\n' +
+      'bucket (README "Replication"; credentials, region and endpoint from the standard AWS variables).\n' +
+      'To the last record it is the same log (same originId: cursors stay valid); to an earlier point\n' +
+      '(--to-seq, or --to-time: the last record at or before it) it is a new lineage.',
   },
   { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
 ];
 
 /** The synopsis of one command. */
 function synopsis(c: CommandSpec): string {
-  const opts = Object.entries(c.options ?? {}).map(([name, type]) => {
-    const text = type === 'string' ? `--${name} ${name.toUpperCase()}` : `--${name}`;
-    return c.required?.includes(name) ? text : `[${text}]`;
-  });
-  return [c.words, c.arg, ...opts].filter(Boolean).join(' ');
+  const opts = Object.entries(c.options ?? {})
+    .filter(([name]) => name !== c.argOrOption)
+    .map(([name, type]) => {
+      const text = type === 'string' ? `--${name} ${name.toUpperCase()}` : `--${name}`;
+      return c.required?.includes(name) ? text : `[${text}]`;
+    });
+  const arg = c.argOrOption !== undefined && c.arg !== undefined ? `${c.arg}|--${c.argOrOption} ${c.argOrOption.toUpperCase()}` : c.arg;
+  return [c.words, arg, ...opts].filter(Boolean).join(' ');
 }
 
 /** True for the commands that work on the archive files themselves (src/cli/offline.ts). */
@@ -198,7 +210,9 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
   }
   if (help) return { dataDir, words: positionals, command, options, help, version };
   const extra = positionals.slice(command.words.split(' ').length);
-  if (command.arg !== undefined && extra.length !== 1) throw new UsageError(`${command.words} takes one ${command.arg}\n\n${commandHelp(command)}`);
+  const argGivenAsOption = command.argOrOption !== undefined && options[command.argOrOption] !== undefined;
+  if (argGivenAsOption && extra.length > 0) throw new UsageError(`${command.words} takes either ${command.arg} or --${command.argOrOption}, not both\n\n${commandHelp(command)}`);
+  if (command.arg !== undefined && !argGivenAsOption && extra.length !== 1) throw new UsageError(`${command.words} takes one ${command.arg}\n\n${commandHelp(command)}`);
   if (command.arg === undefined && extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for ${command.words}\n\n${commandHelp(command)}`);
   for (const name of Object.keys(options)) {
     if (!command.options?.[name]) throw new UsageError(`--${name} is not an option of ${command.words}\n\n${commandHelp(command)}`);

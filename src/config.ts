@@ -2,7 +2,8 @@
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
 import { resolve } from 'node:path';
-import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX } from './constants.js';
+import { parseReplicaUrl } from './store/replica/format.js';
+import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS } from './constants.js';
 
 const MIB = 1024 * 1024;
 
@@ -117,6 +118,22 @@ export interface Config {
    * (FORUM_ACCESS_LOG_CLIENT_ADDRESS, `off` default: an address is personal data). Issue 25.
    */
   accessLogClientAddress: boolean;
+  /**
+   * Continuous replication of the log (issue 35, README "Replication"): the bucket and prefix
+   * (FORUM_REPLICA_URL, `s3://bucket/prefix`; unset = off), the acknowledgement mode
+   * (FORUM_REPLICA_MODE: `async` default, or `sync`), the async shipping interval in ms
+   * (FORUM_REPLICA_SHIP_MS, default REPLICA_SHIP_INTERVAL_MS) and the sync mode's longest wait for
+   * the bucket in ms (FORUM_REPLICA_ACK_TIMEOUT_MS, default REPLICA_ACK_TIMEOUT_MS).
+   * Credentials, region and endpoint are the standard AWS variables (store/replica/object-store.ts).
+   */
+  replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number } | null;
+  /**
+   * A read-only follower of a replica bucket (issue 36, README "Replication"): FORUM_FOLLOW
+   * (`s3://bucket/prefix`; unset = not a follower) and its poll interval in ms
+   * (FORUM_FOLLOW_POLL_MS, default FOLLOW_POLL_MS). After `replication promote` it leads with
+   * `replica`'s mode and intervals (FORUM_REPLICA_MODE …), on the same bucket.
+   */
+  follow: { url: string; pollMs: number } | null;
 }
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number | null): number | null {
@@ -181,6 +198,42 @@ function checkPublicUrl(publicUrl: string, raw: string | undefined): void {
 }
 
 /**
+ * The replication settings (Config.replica, Config.follow). A follower's `replica` names the same
+ * bucket (FORUM_FOLLOW), for after its promotion. Throws Error naming the variable and the rule.
+ */
+function replicationEnv(env: NodeJS.ProcessEnv): Pick<Config, 'replica' | 'follow'> {
+  const leadUrl = env.FORUM_REPLICA_URL || undefined;
+  const followUrl = env.FORUM_FOLLOW || undefined;
+  for (const [name, url] of [['FORUM_REPLICA_URL', leadUrl], ['FORUM_FOLLOW', followUrl]] as const) {
+    if (url === undefined) continue;
+    try {
+      parseReplicaUrl(url);
+    } catch (err) {
+      throw new Error(`${name}: ${(err as Error).message}`);
+    }
+  }
+  if (leadUrl !== undefined && followUrl !== undefined && leadUrl !== followUrl) {
+    throw new Error('FORUM_REPLICA_URL and FORUM_FOLLOW name different buckets: a server leads one bucket or follows it (set one of them)');
+  }
+  const url = followUrl ?? leadUrl;
+  if (url === undefined) return { replica: null, follow: null };
+  const follow = followUrl === undefined ? null : { url: followUrl, pollMs: Math.max(10, intEnv(env, 'FORUM_FOLLOW_POLL_MS', FOLLOW_POLL_MS)!) };
+  return { replica: replicaSettings(env, url), follow };
+}
+
+/** FORUM_REPLICA_MODE and the intervals for the bucket at `url`. Throws Error naming the variable. */
+function replicaSettings(env: NodeJS.ProcessEnv, url: string): NonNullable<Config['replica']> {
+  const mode = (env.FORUM_REPLICA_MODE || REPLICA_MODE_DEFAULT).toLowerCase();
+  if (mode !== 'async' && mode !== 'sync') throw new Error(`FORUM_REPLICA_MODE must be async or sync, got ${JSON.stringify(env.FORUM_REPLICA_MODE)}`);
+  return {
+    url,
+    mode,
+    shipIntervalMs: Math.max(1, intEnv(env, 'FORUM_REPLICA_SHIP_MS', REPLICA_SHIP_INTERVAL_MS)!),
+    ackTimeoutMs: Math.max(1, intEnv(env, 'FORUM_REPLICA_ACK_TIMEOUT_MS', REPLICA_ACK_TIMEOUT_MS)!),
+  };
+}
+
+/**
  * Reads the configuration. Throws Error with the variable's name for a malformed value
  * (the server prints it and exits 1).
  */
@@ -215,5 +268,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
     scrubMbPerMinute: intEnv(env, 'FORUM_SCRUB_MB_PER_MINUTE', SCRUB_MB_PER_MINUTE_DEFAULT)!,
     scrubStartDelayS: intEnv(env, 'FORUM_SCRUB_START_DELAY_S', SCRUB_START_DELAY_S_DEFAULT)!,
+    ...replicationEnv(env),
   };
 }

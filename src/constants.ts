@@ -454,3 +454,45 @@ export const INTEGRITY_FINDINGS_MAX = 100;
  * "Search index").
  */
 export const SEARCH_BUILD_WORKERS_DEFAULT = 2;
+
+// Replication to S3-compatible object storage (issue 35; README "Replication")
+/** Default acknowledgement mode with a replica (FORUM_REPLICA_MODE): `async` acknowledges after the local fdatasync (ours). */
+export const REPLICA_MODE_DEFAULT = 'async';
+/**
+ * In `async` mode the leader gathers durable records this long before it ships them as one chunk,
+ * ms: at most 1000 / this PUTs per second under load, none when idle; the shipping lag stays
+ * under the issue's 1 s (RPO ≤ 1 s) (ours; FORUM_REPLICA_SHIP_MS).
+ */
+export const REPLICA_SHIP_INTERVAL_MS = 200;
+/** A chunk holds at most about this many bytes of log lines (ours): a PUT stays small, a restore reads few objects. */
+export const REPLICA_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * In `sync` mode a write waits at most this long for the bucket to confirm it, ms, then gets 503
+ * REPLICA_UNAVAILABLE (not acknowledged; it may still be committed: retry with the same clientId)
+ * (ours; FORUM_REPLICA_ACK_TIMEOUT_MS).
+ */
+export const REPLICA_ACK_TIMEOUT_MS = 10_000;
+/** One object-store request gives up after this long, ms (ours; the SDK's requestTimeout). */
+export const REPLICA_REQUEST_TIMEOUT_MS = 5_000;
+/** Connecting to the object store gives up after this long, ms (ours; the SDK's connectionTimeout). */
+export const REPLICA_CONNECT_TIMEOUT_MS = 2_000;
+/** After a failed shipment the leader retries after this long, doubling up to REPLICA_RETRY_MAX_MS (ours). */
+export const REPLICA_RETRY_MIN_MS = 250;
+/** Longest pause between two shipping attempts while the object store is unreachable, ms (ours). */
+export const REPLICA_RETRY_MAX_MS = 5_000;
+/** Retry-After, seconds, of a 503 REPLICA_UNAVAILABLE or REPLICA_FENCED (ours). */
+export const REPLICA_RETRY_AFTER_SECONDS = 5;
+
+// Read-only followers (issue 36; README "Replication", "Followers")
+/** A follower asks the bucket for the chunk after its head this often, ms (ours; FORUM_FOLLOW_POLL_MS): about 5 GETs per second per idle follower. */
+export const FOLLOW_POLL_MS = 200;
+/**
+ * After this many polls in a row without the next chunk, a follower reads the manifest and the
+ * chunk list once to find the object that holds its next record (compacted, or its head is not
+ * on a chunk boundary) (ours).
+ */
+export const FOLLOW_RESYNC_AFTER_MISSES = 10;
+/** The resync interval doubles while the bucket has nothing new, up to this many polls (60 s at FOLLOW_POLL_MS; ours). */
+export const FOLLOW_RESYNC_AFTER_MISSES_MAX = 300;
+/** A follower reads at most this many bytes ahead for the erase record of a tombstone it meets (ours). */
+export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;

@@ -33,6 +33,18 @@ export interface MetricsSources {
   evictions(): Record<string, number>;
   /** The background scrub's counters (store/scrub.ts); absent = not reported. */
   scrub?(): { bytes: number; passes: number; damage: number };
+  /** Replication (issue 35): shipping lag and object-store requests; absent = replication off. */
+  replication?(): ReplicationSample;
+}
+
+/** What the replication gauges read (issue 35). */
+export interface ReplicationSample {
+  lagRecords: number;
+  lagSeconds: number;
+  shippedSeq: number;
+  epoch: number;
+  fenced: boolean;
+  requests: Record<string, number>;
 }
 
 /** The service's metrics registry and the hooks that feed it. */
@@ -85,6 +97,25 @@ export class Metrics {
         for (const [limit, n] of Object.entries(sources.evictions())) this.set({ limit }, n);
       },
     });
+    const replication = sources.replication;
+    if (replication !== undefined) {
+      const gauge = (name: string, help: string, pick: (r: ReplicationSample) => number) =>
+        new Gauge({ name, help, registers, collect() { this.set(pick(replication())); } });
+      gauge('forum_replication_lag_records', 'Durable records not yet stored in the replica bucket.', (r) => r.lagRecords);
+      gauge('forum_replication_lag_seconds', 'How long the oldest record not yet in the replica bucket has waited (seconds).', (r) => r.lagSeconds);
+      gauge('forum_replication_shipped_seq', 'Seq of the last record stored in the replica bucket.', (r) => r.shippedSeq);
+      gauge('forum_replication_epoch', 'Writer epoch this leader holds in the replica bucket.', (r) => r.epoch);
+      gauge('forum_replication_fenced', '1 once another server took the leadership (this one refuses writes).', (r) => (r.fenced ? 1 : 0));
+      new Gauge({
+        name: 'forum_replication_requests_total',
+        help: 'Object-store requests since the start, by kind (puts, gets, lists, deletes, failures).',
+        labelNames: ['kind'],
+        registers,
+        collect() {
+          for (const [kind, n] of Object.entries(replication().requests)) this.set({ kind }, n);
+        },
+      });
+    }
     const scrub = sources.scrub;
     if (scrub !== undefined) {
       const counter = (name: string, help: string, pick: (c: { bytes: number; passes: number; damage: number }) => number) =>

@@ -25,6 +25,7 @@ import { listSegments } from './store/segment.js';
 import { Metrics } from './metrics.js';
 import { collectGarbageNow } from './memory.js';
 import { hashToken } from './domain/agents/agents.js';
+import { Replication, prepareFollowerFolder } from './replication.js';
 
 /** Whether `req` carries the token of an enabled operator (issue 38: operators are not counted against the public total). */
 function operatorToken(app: App, req: IncomingMessage): boolean {
@@ -92,7 +93,15 @@ export async function startService(
       opts.log?.onFsync?.(records, bytes, fsyncMs);
     },
   };
+  await prepareFollowerFolder(config);
   const app = await App.open(config, { clock: opts.clock, log: logOptions });
+  let replica: Replication | null;
+  try {
+    replica = await Replication.open(app, config);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   // The load's garbage (a deserialized snapshot or a replay) goes back to the OS before the
   // first request, not whenever V8 next needs a full GC (src/memory.ts; issue 17's RSS target).
   const gcMs = collectGarbageNow();
@@ -125,6 +134,7 @@ export async function startService(
   const guards = composeGuards(
     protections.shutdown,
     protections.rateLimits,
+    replica?.guard(),
     new DiskGuard(protections.disk, config.minFreeBytes, now),
     // POST /mcp: a foreign Origin is 403 before authentication (MCP transport spec, DNS rebinding).
     mcpOriginGuard(app),
@@ -138,6 +148,7 @@ export async function startService(
       diskFreeBytes: () => protections.disk.freeBytes(now()),
       evictions: () => protections.rateLimits?.evictions() ?? {},
       scrub: () => app.scrubCounters(),
+      replication: replica === null ? undefined : () => replica.sample(),
     });
   }
   const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);
@@ -162,6 +173,18 @@ export async function startService(
   // No request has been handled yet (this runs in the same turn as 'listening'), so links built
   // from publicUrl never show the configured port 0.
   if (!config.publicUrlSet) app.config.publicUrl = `http://${host}:${addr.port}`;
+  if (replica !== null) {
+    try {
+      await replica.startLeader();
+    } catch (err) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => admin.close(() => resolve()));
+      if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+      await replica.close().catch(() => undefined);
+      await app.close();
+      throw err;
+    }
+  }
   app.startScrub();
   let closing: Promise<void> | null = null;
   return {
@@ -182,6 +205,7 @@ export async function startService(
         await closed;
         await new Promise<void>((resolve) => admin.close(() => resolve()));
         if (metricsServer) await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+        await replica?.close();
         await app.close();
       })();
       return closing;

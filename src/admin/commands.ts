@@ -114,7 +114,7 @@ function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command
  * Commands that only read (a listing, the position a backup copies): they change nothing, so
  * they write no `admin_action` line. Every other command in the table is an admin action.
  */
-const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'archive.position', 'moderation.actions', 'moderation.flags']);
+const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'replication.status', 'archive.position', 'moderation.actions', 'moderation.flags']);
 
 /**
  * Commands that write their own `admin_action` line naming the operator (src/admin/moderation.ts,
@@ -227,6 +227,17 @@ export const commands: Record<string, Command> = withAdminActionLog({
   'writes.resume': async (app) => {
     if (app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: false });
     return { writeStop: false };
+  },
+  /** Replication (issue 35): the bucket, mode, epoch, shipped seq, lag and retention; `{replication: 'off'}` without FORUM_REPLICA_URL. */
+  'replication.status': async (app) => app.replication?.status() ?? { replication: 'off', hint: 'set FORUM_REPLICA_URL=s3://bucket/prefix (README "Replication")' },
+  /**
+   * Promotes a follower to leader (issue 36): it applies what the bucket holds, takes the writer
+   * epoch (If-Match) and accepts writes from the next seq. 400 UNSUPPORTED_OPERATION on a server
+   * that is not a follower; 503 REPLICA_FENCED when another server won (this one stays a follower).
+   */
+  'replication.promote': async (app) => {
+    if (app.replication === null) throw new ServiceError('UNSUPPORTED_OPERATION', 'replication is off on this server (neither FORUM_FOLLOW nor FORUM_REPLICA_URL is set): there is nothing to promote');
+    return app.replication.promote();
   },
   /** The durable prefix of every segment and the metadata: what a consistent backup copies. */
   'archive.position': async (app) => {

@@ -10,6 +10,8 @@ import { hasArchive, readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
 import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
+import { parseReplicaUrl, quietSdkNodeWarning } from '../store/replica/format.js';
+import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -121,12 +123,13 @@ function liveArchiveSummary(dataDir: string): string | null {
  * terminal (stdin and stderr both a TTY). Throws ConfirmationRequired (exit 2, nothing changed)
  * otherwise, saying what would be replaced and how to confirm.
  */
-async function confirmRestore(dataDir: string, source: string, yes: boolean): Promise<void> {
+async function confirmRestore(dataDir: string, source: string, yes: boolean, newLineage = true): Promise<void> {
   const live = liveArchiveSummary(dataDir);
   if (live === null || yes) return;
+  const fromBucket = source.startsWith('s3://');
   const what =
-    `restore would replace ${live} with the backup in ${source}; the replaced log would be kept in ` +
-    `${join(dataDir, 'log.replaced-<time>')}/ and every client cursor would get 409 (new lineage).`;
+    `restore would replace ${live} with ${fromBucket ? 'the replica in' : 'the backup in'} ${source}; the replaced log would be kept in ` +
+    `${join(dataDir, 'log.replaced-<time>')}/${newLineage ? ' and every client cursor would get 409 (new lineage)' : ''}.`;
   if (process.stdin.isTTY && process.stderr.isTTY) {
     const rl = createInterface({ input: process.stdin, output: process.stderr });
     try {
@@ -139,7 +142,7 @@ async function confirmRestore(dataDir: string, source: string, yes: boolean): Pr
   }
   throw new ConfirmationRequired(
     `${what} Nothing was changed. To confirm, run it again with --yes: ` +
-      `node dist/cli.js --data-dir ${dataDir} restore ${source} --yes`,
+      `node dist/cli.js --data-dir ${dataDir} restore ${fromBucket ? `--from ${source}` : source} --yes`,
   );
 }
 
@@ -149,11 +152,62 @@ async function confirmRestore(dataDir: string, source: string, yes: boolean): Pr
  * without a terminal.
  */
 async function restore(dataDir: string, words: string[], options: Record<string, string | boolean>): Promise<unknown> {
+  if (typeof options.from === 'string') return restoreFromReplica(dataDir, options);
+  if (options['to-seq'] !== undefined || options['to-time'] !== undefined) throw new StoreStateError('--to-seq and --to-time go with --from s3://BUCKET/PREFIX (a backup folder is restored whole)');
   const source = words[0];
   if (!source) throw new StoreStateError('usage: restore DIR');
   if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
   await confirmRestore(dataDir, resolve(source), options.yes === true);
   return whileStopped(dataDir, 'restore', () => restoreArchive(dataDir, resolve(source), new Date().toISOString()));
+}
+
+/**
+ * `restore --from s3://BUCKET/PREFIX [--to-seq N | --to-time T] [--yes]` (issue 35): rebuilds the
+ * stopped data folder from a replica bucket (store/replica/restore.ts), asking first like
+ * `restore DIR` when the folder holds an archive. The AWS SDK is loaded only here.
+ */
+async function restoreFromReplica(dataDir: string, options: Record<string, string | boolean>): Promise<unknown> {
+  const url = options.from as string;
+  let location;
+  try {
+    location = parseReplicaUrl(url);
+  } catch (err) {
+    throw new StoreStateError(`--from: ${(err as Error).message}`);
+  }
+  const point: RestorePoint = {};
+  if (options['to-seq'] !== undefined && options['to-time'] !== undefined) throw new StoreStateError('give --to-seq or --to-time, not both');
+  if (options['to-seq'] !== undefined) {
+    const n = String(options['to-seq']);
+    if (!/^[1-9]\d{0,15}$/.test(n)) throw new StoreStateError(`--to-seq must be a record seq (a positive integer), got ${JSON.stringify(n)}`);
+    point.toSeq = Number(n);
+  }
+  if (options['to-time'] !== undefined) {
+    const t = String(options['to-time']);
+    const ms = Date.parse(t);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(t) || Number.isNaN(ms)) throw new StoreStateError(`--to-time must be an ISO 8601 time such as 2026-11-27T18:00:00Z, got ${JSON.stringify(t)}`);
+    point.toTimeMs = ms;
+  }
+  if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
+  await confirmRestore(dataDir, url, options.yes === true, point.toSeq !== undefined || point.toTimeMs !== undefined);
+  quietSdkNodeWarning();
+  const { S3ObjectStore } = await import('../store/replica/object-store.js');
+  const store = new S3ObjectStore(location);
+  try {
+    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
+  } finally {
+    store.close();
+  }
+}
+
+/** whileStopped for an asynchronous `fn`. */
+async function whileStoppedAsync<T>(dataDir: string, what: string, fn: () => Promise<T>): Promise<T> {
+  if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "${what}"`);
+  const release = await lockDataDir(dataDir);
+  try {
+    return await fn();
+  } finally {
+    await release();
+  }
 }
 
 /** `repair --truncate | --new-lineage`: operator-approved recovery of a stopped data folder. */

@@ -25,6 +25,7 @@ import {
   type ModerationState,
 } from './moderation/moderation.js';
 import { applyErasedFields } from './moderation/erased-fields.js';
+import { REPLICATION_EPOCH_TYPE } from '../store/record-format.js';
 import { applyInbox, createInboxState, type InboxState } from './inbox/inbox.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
@@ -90,6 +91,8 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     record = { seq: record.seq, time: record.time, type: record.type, payload: JSON.parse(payloadJson) as unknown };
   }
   const handled =
+    // The leader's fence in the replica bucket (store/replica/leader.ts): no state of its own.
+    record.type === REPLICATION_EPOCH_TYPE ||
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
     applyForum(state.forum, state.feeds, record, payloadJson) ||

@@ -181,6 +181,21 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
     copyRange(join(backupDir, LOG_DIR, seg.name), join(staging, seg.name), 0, keep);
   }
   fsyncDirSync(staging);
+  const replacedLog = installStagedLog(dataDir, staging, nowIso);
+  const checkpoint = verified.lastSeq > 0 ? { seq: verified.lastSeq, hash: verified.lastHash } : undefined;
+  const meta = writeNewMeta(dataDir, nowIso, { restoredFrom: backupMeta.originId, checkpoint });
+  rmSync(marker);
+  fsyncDirSync(dataDir);
+  return { records: verified.records, originId: meta.originId, restoredFrom: backupMeta.originId, replacedLog };
+}
+
+/**
+ * Puts the verified log in `staging` (a folder inside `dataDir`) in place of the data folder's
+ * log: the current log, with its meta.json, is moved to `log.replaced-<time>` (never deleted),
+ * then `staging` is renamed to `log` and the folder fsync'd. The caller holds the restore marker
+ * and writes the new meta.json after. Output: where the replaced log went, or null.
+ */
+export function installStagedLog(dataDir: string, staging: string, nowIso: string): string | null {
   let replacedLog: string | null = null;
   const live = join(dataDir, LOG_DIR);
   if (existsSync(live)) {
@@ -191,11 +206,7 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
   }
   renameSync(staging, live);
   fsyncDirSync(dataDir);
-  const checkpoint = verified.lastSeq > 0 ? { seq: verified.lastSeq, hash: verified.lastHash } : undefined;
-  const meta = writeNewMeta(dataDir, nowIso, { restoredFrom: backupMeta.originId, checkpoint });
-  rmSync(marker);
-  fsyncDirSync(dataDir);
-  return { records: verified.records, originId: meta.originId, restoredFrom: backupMeta.originId, replacedLog };
+  return replacedLog;
 }
 
 export interface RepairResult {

@@ -49,7 +49,8 @@ import { REPLAY_SEGMENTS_AHEAD, REPLAY_WORKERS_BYTES_MIN, REPLAY_WORKERS_MAX, SE
 import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
-import { ActiveSegment, listSegments, readSegment, type SegmentInfo } from './segment.js';
+import { ActiveSegment, listSegments, readSegment, segmentName, type SegmentInfo } from './segment.js';
+import { ServiceError } from '../errors.js';
 import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
@@ -68,6 +69,7 @@ import {
   recordJson,
   startsLikeRecord,
   storedHashAt,
+  storedHashOfTail,
   type EraseTarget,
   type LineFields,
   type LogRecord,
@@ -482,6 +484,37 @@ interface Waiter {
   seq: number;
   resolve: () => void;
   reject: (err: Error) => void;
+  /** performance.now() when it began waiting (the acknowledgement timeout, see `ackTimeout`). */
+  since: number;
+}
+
+/**
+ * One group commit's batch, on disk (written and fdatasync'd) but not yet marked durable: what
+ * `Log#replicate` is handed (issue 35). `data` is exactly the bytes written, starting at byte
+ * `offset` of the segment whose first record is `segmentFirstSeq`.
+ */
+export interface WrittenBatch {
+  firstSeq: number;
+  lastSeq: number;
+  /** Chained hash of record lastSeq, and of record firstSeq - 1. */
+  lastHash: string;
+  prevHash: string;
+  segmentFirstSeq: number;
+  offset: number;
+  data: Buffer;
+}
+
+/** A run of whole log lines read back from one segment file (`Log#readLines`). */
+export interface LineRun {
+  firstSeq: number;
+  lastSeq: number;
+  /** Chained hash of record firstSeq - 1 and of record lastSeq. */
+  prevHash: string;
+  lastHash: string;
+  segmentFirstSeq: number;
+  /** Byte offset of the first line in its segment. */
+  offset: number;
+  bytes: Buffer;
 }
 
 /**
@@ -511,6 +544,24 @@ export class Log {
    * indexes that may only persist what is on disk (the search index's shards) follow it.
    */
   onDurable: ((seq: number, hash: string) => void) | null = null;
+
+  /**
+   * Replication's gate (issue 35, `sync` mode): called for each batch after its fdatasync and
+   * before it is marked durable; when it returns a promise, the batch becomes durable (readable,
+   * acknowledged) only once it resolves, and appends meanwhile gather into the next batch. A
+   * rejection with a ServiceError (the leadership was lost: 503 REPLICA_FENCED) refuses every
+   * later write and read past the durable head with that error; the process goes on serving
+   * what is durable. Any other rejection is a failed write (onFatal).
+   */
+  replicate: ((batch: WrittenBatch) => Promise<void> | undefined) | null = null;
+
+  /**
+   * Bounded waiting (issue 35, `sync` mode): a `sync()` still waiting after `ms` rejects with
+   * `error()` (503 REPLICA_UNAVAILABLE: the object store did not confirm it), while the batch
+   * itself stays queued and may still become durable. Null: wait as long as the disk takes.
+   */
+  ackTimeout: { ms: number; error: () => Error } | null = null;
+  private ackSweep: NodeJS.Timeout | null = null;
 
   private constructor(
     readonly dataDir: string,
@@ -819,12 +870,106 @@ export class Log {
     return { record, payloadJson };
   }
 
+  /**
+   * Appends a line proven elsewhere (a follower applying the leader's chunks; issue 36): the bytes
+   * are taken as they are — the caller proved them (format.ts `proveLines`: framing, seq, hash
+   * chain from this log's head). Input: the whole line (newline included), the record, its
+   * payload's canonical JSON and the line's chained hash. Throws Error when the record is not the
+   * next seq or the line does not link (a programming error), or when a previous write failed.
+   */
+  appendProven(line: Buffer, record: LogRecord, payloadJson: string, hash: string): void {
+    if (this.failed) throw this.failed;
+    if (record.seq !== this.headSeqValue + 1) throw new Error(`record ${record.seq} does not follow the log's head ${this.headSeqValue}`);
+    if (this.pending.length === 0) this.pendingFirstSeq = record.seq;
+    this.pending.push(line.toString('utf8'));
+    this.pendingBytes.push(line.length);
+    this.records.appended(record.seq, record.erased === true ? { payloadJson: 'null', time: record.time, type: record.type, erased: true } : { payloadJson, time: record.time, type: record.type });
+    if (record.type === ERASE_RECORD_TYPE && record.erased !== true) for (const t of eraseTargetsOf(record.payload)) this.records.vouch(t.seq, t.hash);
+    this.lastHash = hash;
+    this.headSeqValue = record.seq;
+    if (!this.flushing) {
+      this.flushing = true;
+      queueMicrotask(() => void this.flushLoop());
+    }
+  }
+
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */
   sync(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     const seq = this.headSeqValue;
     if (seq <= this.durableSeqValue) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ seq, resolve, reject, since: performance.now() });
+      if (this.ackTimeout !== null && this.ackSweep === null) this.startAckSweep(this.ackTimeout.ms);
+    });
+  }
+
+  /** Rejects the waiters older than `ms` (see `ackTimeout`), every ms/4, while there are waiters. */
+  private startAckSweep(ms: number): void {
+    this.ackSweep = setInterval(() => {
+      const timeout = this.ackTimeout;
+      if (this.waiters.length === 0 || timeout === null) {
+        clearInterval(this.ackSweep!);
+        this.ackSweep = null;
+        return;
+      }
+      const oldest = performance.now() - timeout.ms;
+      if (this.waiters[0]!.since > oldest) return;
+      const still: Waiter[] = [];
+      for (const w of this.waiters) (w.since <= oldest ? w.reject(timeout.error()) : still.push(w));
+      this.waiters = still;
+    }, Math.max(10, Math.floor(ms / 4)));
+    this.ackSweep.unref();
+  }
+
+  /**
+   * Reads back the lines of records `fromSeq`..`toSeq` (durable ones) that lie in the segment of
+   * `fromSeq`, at most about `maxBytes` (always at least one line): what replication ships
+   * (issue 35). Output: the run, or null when `fromSeq` is not durable. Throws Error when a
+   * segment file cannot be read.
+   */
+  async readLines(fromSeq: number, toSeq: number, maxBytes: number): Promise<LineRun | null> {
+    const last = Math.min(toSeq, this.durableSeqValue);
+    const locations = this.records.locations;
+    const first = locations.locate(fromSeq);
+    if (first === undefined || fromSeq > last) return null;
+    let end = fromSeq;
+    let endLoc = first;
+    for (let s = fromSeq + 1; s <= last; s++) {
+      const loc = locations.locate(s)!;
+      if (loc.segmentFirstSeq !== first.segmentFirstSeq || loc.offset + loc.length + HASH_SUFFIX_LENGTH + 1 - first.offset > maxBytes) break;
+      end = s;
+      endLoc = loc;
+    }
+    const size = endLoc.offset + endLoc.length + HASH_SUFFIX_LENGTH + 1 - first.offset;
+    const bytes = Buffer.allocUnsafe(size);
+    const h = await fsp.open(join(this.logDir, segmentName(first.segmentFirstSeq)), 'r');
+    try {
+      let got = 0;
+      while (got < size) {
+        const { bytesRead } = await h.read(bytes, got, size - got, first.offset + got);
+        if (bytesRead === 0) throw new Error(`${segmentName(first.segmentFirstSeq)} ends before record ${end}`);
+        got += bytesRead;
+      }
+    } finally {
+      await h.close();
+    }
+    const prevHash = fromSeq === 1 ? GENESIS_HASH : this.records.storedHashOf(fromSeq - 1)!;
+    const lastHash = storedHashOfTail(bytes, size - 1);
+    if (lastHash === null) throw new Error(`record ${end} does not end where it was located`);
+    return { firstSeq: fromSeq, lastSeq: end, prevHash, lastHash, segmentFirstSeq: first.segmentFirstSeq, offset: first.offset, bytes };
+  }
+
+  /**
+   * Refuses every later append, and every read or acknowledgement past the durable head, with
+   * `err` (a ServiceError: 503 REPLICA_FENCED once another server leads the replica bucket; issue
+   * 35). What is durable stays readable. No effect after an earlier failure.
+   */
+  refuse(err: ServiceError): void {
+    if (this.failed) return;
+    this.failed = err;
+    for (const w of this.waiters) w.reject(err);
+    this.waiters = [];
   }
 
   /** Segments and their durable sizes; a consistent backup copies exactly these prefixes. */
@@ -846,6 +991,9 @@ export class Log {
         const data = Buffer.from(lines.join(''), 'utf8');
         await this.ensureSegment(firstSeq, data.length);
         const handle = this.handle!;
+        const prevHash = this.durableHash;
+        const segmentFirstSeq = this.segmentFirstSeq;
+        const segmentOffset = this.segmentBytes;
         // The write only copies into the page cache (microseconds), so it is done synchronously;
         // only fdatasync, which waits for the disk, goes to the thread pool. This saves a
         // thread-pool round trip per batch, which is most of the latency at low disk load.
@@ -854,6 +1002,9 @@ export class Log {
         const syncStarted = performance.now();
         await handle.datasync();
         const fsyncMs = performance.now() - syncStarted;
+        // sync replication: durable (readable, acknowledged) only once the bucket holds it too.
+        const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
+        if (gate !== undefined && gate !== null) await gate;
         let offset = this.segmentBytes;
         for (let i = 0; i < lineBytes.length; i++) {
           this.records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
@@ -877,6 +1028,13 @@ export class Log {
         if (!this.metaValue.checkpoint) await this.writeCheckpoint();
       }
     } catch (err) {
+      if (err instanceof ServiceError) {
+        // Replication lost the leadership (Log#replicate): nothing more is acknowledged or shown.
+        this.failed = err;
+        for (const w of this.waiters) w.reject(err);
+        this.waiters = [];
+        return;
+      }
       // After a failed write or fsync the file's contents are unknown (fsyncgate): refuse every
       // further write and let the process restart and recover from what is really on disk.
       this.failed = new Error(`log write failed: ${(err as Error).message}`);

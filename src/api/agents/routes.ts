@@ -32,7 +32,10 @@ function statusReply(app: App): Reply {
   const s = app.state;
   const nowMs = app.now();
   const registeredAgents = s.agents.order.length;
-  const { writeStop, registrationOpen } = s.settings;
+  // A read-only follower (issue 36) takes no writes and no registrations: it says so.
+  const follower = app.writeRefusal !== null;
+  const writeStop = s.settings.writeStop || follower;
+  const registrationOpen = s.settings.registrationOpen && !follower;
   const originId = app.log.originId;
   // Damage found by a proven read (store/records.ts) or by the scrub (src/integrity.ts).
   const archiveDamaged = app.integrity.damaged || app.records.damaged.size > 0;
@@ -58,6 +61,7 @@ function statusReply(app: App): Reply {
     originId,
     time: new Date(nowMs).toISOString(),
     archiveDamaged,
+    ...(follower ? { follower: { leaderUrl: (app.replication?.status() as { leaderUrl?: string | null } | undefined)?.leaderUrl ?? null } } : {}),
   });
   const reply: Reply = { status: 200, raw: Buffer.from(body, 'utf8'), contentType: JSON_CONTENT_TYPE };
   statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, registrationOpen, originId, archiveDamaged });

@@ -1,0 +1,223 @@
+/**
+ * Replication in the running service (issues 35 and 36; README "Replication"): ties the leader
+ * (store/replica/leader.ts) or the follower (store/replica/follower.ts) to the App, and turns a
+ * follower into the leader on `replication promote`.
+ *
+ * - FORUM_REPLICA_URL: this server leads the bucket. The async shipper wakes after each group
+ *   commit, erasures reach the bucket, sync mode bounds a write's wait, writes are refused while
+ *   fenced (and, in sync mode, while the store is unreachable) before their body is read.
+ * - FORUM_FOLLOW: this server follows the bucket read-only. An empty data folder is first restored
+ *   from the bucket (same originId); every write gets 503 FOLLOWER_READ_ONLY naming the leader.
+ *   `replication promote` applies what the bucket holds, takes the writer epoch, and from then on
+ *   this server leads (FORUM_REPLICA_MODE, default async); losing the epoch race leaves it a
+ *   follower.
+ *
+ * The AWS SDK is loaded only when replication is configured, so a server without it never pays
+ * for it.
+ */
+import type { App } from './app.js';
+import type { Config } from './config.js';
+import { REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
+import { ServiceError } from './errors.js';
+import type { Guards } from './http/server.js';
+import { logger } from './logger.js';
+import type { ReplicationSample } from './metrics.js';
+import { lockDataDir } from './store/lock.js';
+import { hasArchive } from './store/meta.js';
+import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
+import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
+import { ReplicaFollower } from './store/replica/follower.js';
+import { ReplicaLeader, ReplicaStartError, type ReplicaMode } from './store/replica/leader.js';
+import type { ObjectStore } from './store/replica/object-store.js';
+import { restoreFromBucket } from './store/replica/restore.js';
+
+/** The object store behind a replica URL (the SDK is imported on first use). */
+async function openStore(url: string): Promise<ObjectStore> {
+  quietSdkNodeWarning();
+  const { S3ObjectStore } = await import('./store/replica/object-store.js');
+  return new S3ObjectStore(parseReplicaUrl(url));
+}
+
+/**
+ * Before the App opens its folder: a follower on an empty data folder restores it from the bucket
+ * (to the last record: the leader's originId), holding the folder's lock meanwhile. Throws what
+ * the restore throws (no manifest, damage).
+ */
+export async function prepareFollowerFolder(config: Config): Promise<void> {
+  const follow = config.follow;
+  if (follow === null || hasArchive(config.dataDir)) return;
+  const store = await openStore(follow.url);
+  const release = await lockDataDir(config.dataDir);
+  try {
+    const r = await restoreFromBucket(config.dataDir, store, {}, new Date().toISOString());
+    logger.info('follower_restored', `follower: restored ${r.records} records from ${follow.url} in ${r.ms} ms (${r.objectsRead} objects)`, { records: r.records, ms: r.ms });
+  } finally {
+    await release();
+    store.close();
+  }
+}
+
+/** The leader or follower of a running service. */
+export class Replication {
+  private leader: ReplicaLeader | null = null;
+  private follower: ReplicaFollower | null = null;
+  private promoting: Promise<unknown> | null = null;
+
+  private constructor(
+    private readonly app: App,
+    private readonly mode: ReplicaMode,
+    private readonly shipIntervalMs: number,
+    private readonly ackTimeoutMs: number,
+  ) {}
+
+  /**
+   * Builds the replication the configuration asks for (null when neither FORUM_REPLICA_URL nor
+   * FORUM_FOLLOW is set). A follower starts tailing now (before the listener opens, so its first
+   * reads are current); a leader starts with `startLeader` once the public URL is known.
+   */
+  static async open(app: App, config: Config): Promise<Replication | null> {
+    const settings = config.replica;
+    const follow = config.follow;
+    if (settings === null && follow === null) return null;
+    const r = new Replication(app, settings?.mode ?? 'async', settings?.shipIntervalMs ?? 0, settings?.ackTimeoutMs ?? 0);
+    app.replication = { status: () => r.status(), promote: () => r.promote() };
+    if (follow !== null) {
+      const store = await openStore(follow.url);
+      const follower = new ReplicaFollower(store, follow.pollMs);
+      r.follower = follower;
+      app.writeRefusal = () => {
+        const leaderUrl = follower.status().leaderUrl;
+        return new ServiceError(
+          'FOLLOWER_READ_ONLY',
+          `this server is a read-only follower of ${follow.url}: it takes no writes${leaderUrl ? `; send them to the leader at ${leaderUrl}` : ''}`,
+          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...(leaderUrl ? { 'X-Forum-Leader': leaderUrl } : {}) },
+        );
+      };
+      await follower.start({
+        log: app.log,
+        apply: (record, payloadJson) => app.applyProven(record, payloadJson),
+        seedErased: (payload) => app.seedErased(payload),
+        erase: (targets) => app.eraseRecords(targets),
+      });
+      return r;
+    }
+    r.leader = r.attachLeader(await openStore(settings!.url));
+    return r;
+  }
+
+  /** Ties a new leader to the app (see the module doc). */
+  private attachLeader(store: ObjectStore): ReplicaLeader {
+    const leader = new ReplicaLeader(store, this.mode, this.shipIntervalMs || 1);
+    this.app.afterGroupCommit.add(() => leader.kick());
+    this.app.afterErase.add(() => void leader.erased());
+    if (this.mode === 'sync') {
+      const ms = this.ackTimeoutMs;
+      this.app.log.ackTimeout = {
+        ms,
+        error: () =>
+          new ServiceError(
+            'REPLICA_UNAVAILABLE',
+            `the object store did not confirm this write within ${ms} ms (FORUM_REPLICA_MODE=sync): it is not acknowledged, and may still be committed once the store answers; retry with the same clientId after Retry-After seconds`,
+            { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
+          ),
+      };
+    }
+    return leader;
+  }
+
+  /** Starts the leader (takes the epoch, ships). Rejects with ReplicaStartError when this server must not lead. */
+  async startLeader(expectEpoch?: number): Promise<void> {
+    const leader = this.leader;
+    if (leader === null) return;
+    const app = this.app;
+    await leader.start({
+      log: app.log,
+      appendEpoch: (p) => {
+        // The fence record is written even while other writes are still refused (a promotion).
+        const refusal = app.writeRefusal;
+        app.writeRefusal = null;
+        try {
+          return app.commit(REPLICATION_EPOCH_TYPE, p).seq;
+        } finally {
+          app.writeRefusal = refusal;
+        }
+      },
+      publicUrl: () => app.config.publicUrl,
+      now: () => app.now(),
+    }, { expectEpoch });
+  }
+
+  /** Refuses writes with the leader's refusal (503 REPLICA_FENCED / REPLICA_UNAVAILABLE) before their body is read. */
+  guard(): Guards {
+    return {
+      afterAuth: (route) => {
+        if (route.method !== 'POST' || this.leader === null) return;
+        const refusal = this.leader.refusal();
+        if (refusal !== null) throw refusal;
+      },
+    };
+  }
+
+  /** What the replication gauges read (metrics.ts). */
+  sample(): ReplicationSample {
+    if (this.leader !== null) {
+      const s = this.leader.status();
+      return { lagRecords: s.lag.records, lagSeconds: s.lag.seconds, shippedSeq: s.shippedSeq, epoch: s.epoch ?? 0, fenced: s.state === 'fenced', requests: s.requests };
+    }
+    const f = this.follower!.status();
+    return { lagRecords: 0, lagSeconds: 0, shippedSeq: f.appliedSeq, epoch: f.epoch ?? 0, fenced: false, requests: f.requests };
+  }
+
+  /** `replication status`: the leader's or the follower's. */
+  status(): unknown {
+    return this.leader?.status() ?? this.follower!.status();
+  }
+
+  /**
+   * `replication promote` (issue 36): a follower applies what the bucket holds, takes the writer
+   * epoch and leads from the next seq. Output: the new leader's status. Throws 400
+   * UNSUPPORTED_OPERATION on a server that is not a follower, 503 REPLICA_FENCED when another
+   * server won the epoch (this one stays a follower).
+   */
+  promote(): Promise<unknown> {
+    this.promoting ??= this.promoteOnce().finally(() => {
+      this.promoting = null;
+    });
+    return this.promoting;
+  }
+
+  private async promoteOnce(): Promise<unknown> {
+    const follower = this.follower;
+    if (follower === null) throw new ServiceError('UNSUPPORTED_OPERATION', 'this server is not a follower (FORUM_FOLLOW is not set): there is nothing to promote');
+    const started = Date.now();
+    // The epoch this promotion takes over from: a server that takes it first wins the race.
+    const manifest = await follower.store.get(MANIFEST_NAME);
+    if (manifest === null) throw new ServiceError('REPLICA_FENCED', `${follower.store.location.url} has no ${MANIFEST_NAME}: nothing to take over`);
+    const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME).epoch;
+    await follower.stopForPromotion();
+    const leader = this.attachLeader(follower.store);
+    this.leader = leader;
+    try {
+      await this.startLeader(expectEpoch);
+      if (leader.state !== 'leading') throw new ReplicaStartError(`the leadership was not taken (${leader.state}): ${JSON.stringify(leader.status().lastError)}`);
+    } catch (err) {
+      this.leader = null;
+      this.app.log.ackTimeout = null;
+      follower.resume(`promotion failed: ${(err as Error).message}`);
+      throw new ServiceError('REPLICA_FENCED', `promotion failed, this server stays a follower: ${(err as Error).message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
+    }
+    follower.promoted();
+    this.follower = null;
+    this.app.writeRefusal = null;
+    logger.info('promoted', `replication: promoted to leader in ${Date.now() - started} ms`, { ms: Date.now() - started });
+    return { promoted: true, ms: Date.now() - started, ...leader.status() };
+  }
+
+  /** Stops shipping or tailing (at shutdown). */
+  async close(): Promise<void> {
+    await this.promoting?.catch(() => undefined);
+    await this.follower?.close();
+    await this.leader?.close();
+    if (this.leader === null) this.follower?.store.close();
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * A read-only follower of a replica bucket (issue 36; README "Replication", "Followers"): started
+ * with FORUM_FOLLOW=s3://bucket/prefix, it holds the leader's log — same originId, same seqs, same
+ * bytes — so feed cursors, receipts and export checksums are interchangeable with the leader's.
+ *
+ * Tailing: every FOLLOW_POLL_MS it asks for the chunk that starts right after its head (one GET;
+ * 404 while there is none). When that key is missing for longer (the leader compacted it into a
+ * sealed segment, or this follower's head is not on a chunk boundary), it reads the manifest and
+ * the chunk list once to find the object that holds its next record. Every line is proven before it
+ * is applied: the chunk's header must name this archive, link to the follower's head (prevHash)
+ * and every line must pass the hash chain (format.ts `proveLines`). An object that does not prove
+ * stops the tailing — nothing of it is applied — and is reported (`status`, one log line); the
+ * follower goes on serving what it holds.
+ *
+ * Applying: the proven lines are appended to the local log as they are (Log#appendProven) and
+ * applied to the state like the leader's own commits; reads see them once they are durable. A
+ * `moderation.erase` record erases its targets in the local log too, as on the leader. A tombstone
+ * (erased on the leader after it was shipped) is applied with the emptied payload that its later
+ * erase record carries: the follower reads ahead until that record, then applies in order.
+ *
+ * Promotion (`replication promote`): the follower applies what the bucket holds, stops tailing,
+ * and becomes the leader (leader.ts: it takes the writer epoch with If-Match and writes its fence
+ * record at the next seq); when another server wins the epoch it stays a follower.
+ */
+import { performance } from 'node:perf_hooks';
+import { FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
+import { logger } from '../../logger.js';
+import { LogCorruptError } from '../errors.js';
+import type { Log } from '../log.js';
+import { ERASE_RECORD_TYPE, eraseTargetsOf, type EraseTarget, type LogRecord } from '../record-format.js';
+import { CHUNKS_DIR, MANIFEST_NAME, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
+import type { ObjectStore } from './object-store.js';
+
+/** Where the follower stands: `following` (tailing), `stopped` (an object did not prove; see lastError), `promoting`, `promoted`. */
+export type FollowerState = 'starting' | 'following' | 'stopped' | 'promoting' | 'promoted';
+
+/** What the follower needs from the running service. */
+export interface FollowerHost {
+  log: Log;
+  /** Applies a proven record to the state (and the search index), as a commit would. */
+  apply(record: LogRecord, payloadJson: string): void;
+  /** Seeds the emptied payloads an erase record carries, before its tombstones are applied. */
+  seedErased(erasePayload: unknown): void;
+  /** Erases targets in the local log (after the erase record is durable), as the leader did. */
+  erase(targets: EraseTarget[]): Promise<void>;
+}
+
+/** `replication status` on a follower. */
+export interface FollowerStatus {
+  role: 'follower';
+  url: string;
+  state: FollowerState;
+  /** The leader's epoch and public URL as the manifest names them (last read). */
+  epoch: number | null;
+  leaderUrl: string | null;
+  appliedSeq: number;
+  /** True when the last poll found nothing newer in the bucket. */
+  caughtUp: boolean;
+  /** ms since the last poll that found the follower at the bucket's head (null: never). */
+  sinceCaughtUpMs: number | null;
+  requests: { puts: number; gets: number; lists: number; deletes: number; failures: number };
+  lastError: string | null;
+}
+
+/** One proven line waiting to be applied. */
+interface ProvenLine {
+  line: Buffer;
+  record: LogRecord;
+  payloadJson: string;
+  hash: string;
+}
+
+/** The follower. Create it, then `start(host)`; `close()` stops tailing. */
+export class ReplicaFollower {
+  private stateValue: FollowerState = 'starting';
+  private host: FollowerHost | null = null;
+  private manifest: Manifest | null = null;
+  private misses = 0;
+  /** Misses before the next manifest-and-list resync; doubles while the bucket has nothing new (fewer LISTs when idle). */
+  private resyncAfter = FOLLOW_RESYNC_AFTER_MISSES;
+  private caughtUpAt: number | null = null;
+  private caughtUp = false;
+  private lastError: string | null = null;
+  private closed = false;
+  private loop: Promise<void> = Promise.resolve();
+  private wake: (() => void) | null = null;
+  /** Called with the new head after each applied batch (tests, metrics). */
+  onApplied: ((seq: number) => void) | null = null;
+
+  constructor(
+    readonly store: ObjectStore,
+    private readonly pollMs: number = FOLLOW_POLL_MS,
+  ) {}
+
+  get state(): FollowerState {
+    return this.stateValue;
+  }
+
+  private setState(next: FollowerState, why: string): void {
+    if (this.stateValue === next) return;
+    this.stateValue = next;
+    const level = next === 'stopped' ? 'error' : 'info';
+    logger[level]('follower_state', `follower: ${next} (${why})`, { state: next, bucket: this.store.location.url, seq: this.host?.log.durableSeq });
+  }
+
+  /**
+   * Checks that the bucket holds this folder's archive, catches up once, then tails in the
+   * background. Rejects with Error when the bucket has no manifest or names another archive.
+   */
+  async start(host: FollowerHost): Promise<void> {
+    this.host = host;
+    const got = await this.store.get(MANIFEST_NAME);
+    if (got === null) throw new Error(`${this.store.location.url} holds no ${MANIFEST_NAME}: no leader replicates there yet`);
+    this.manifest = decodeManifest(got.body, MANIFEST_NAME);
+    if (this.manifest.originId !== host.log.originId) {
+      throw new Error(`${this.store.location.url} replicates archive ${this.manifest.originId}, but this data folder holds archive ${host.log.originId}: start the follower on an empty folder (it restores from the bucket)`);
+    }
+    this.setState('following', `from record ${host.log.durableSeq + 1}`);
+    await this.step().catch((err) => this.fail(err));
+    this.loop = this.tail();
+  }
+
+  /** The background loop: one step per poll interval while following. */
+  private async tail(): Promise<void> {
+    while (!this.closed && this.stateValue === 'following') {
+      let progressed = false;
+      try {
+        progressed = await this.step();
+      } catch (err) {
+        this.fail(err);
+        if (err instanceof LogCorruptError) return;
+      }
+      if (progressed) continue;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        setTimeout(resolve, this.pollMs).unref();
+      });
+      this.wake = null;
+    }
+  }
+
+  private fail(err: unknown): void {
+    this.lastError = (err as Error).message;
+    if (err instanceof LogCorruptError) {
+      this.setState('stopped', `an object in the bucket does not prove; nothing of it was applied: ${this.lastError}`);
+    } else {
+      logger.warn('follower_poll', `follower: the object store did not answer (${this.lastError}); retrying`);
+    }
+  }
+
+  /**
+   * One poll: fetches the object that holds the next record, proves and applies it. Output: true
+   * when records were applied. Throws LogCorruptError for an object that does not prove, the
+   * store's error when it cannot be reached.
+   */
+  private async step(): Promise<boolean> {
+    const log = this.host!.log;
+    const next = log.headSeq + 1;
+    const body = await this.store.get(chunkName(next));
+    let lines: ProvenLine[] | null = null;
+    if (body !== null) {
+      lines = this.proveChunk(body.body, chunkName(next), next);
+    } else {
+      this.misses++;
+      if (this.misses < this.resyncAfter) return this.noNews();
+      this.misses = 0;
+      lines = await this.locate(next);
+      if (lines === null) {
+        this.resyncAfter = Math.min(this.resyncAfter * 2, FOLLOW_RESYNC_AFTER_MISSES_MAX);
+        return this.noNews();
+      }
+    }
+    this.misses = 0;
+    this.resyncAfter = FOLLOW_RESYNC_AFTER_MISSES;
+    await this.applyLines(lines);
+    return true;
+  }
+
+  private noNews(): false {
+    this.caughtUp = true;
+    this.caughtUpAt = performance.now();
+    return false;
+  }
+
+  /** Proves a chunk's lines from `next` on (a chunk may begin before it). Throws LogCorruptError. */
+  private proveChunk(body: Buffer, name: string, next: number): ProvenLine[] {
+    const where = `${this.store.location.url}/${name}`;
+    const { header, lines } = decodeChunk(body, where);
+    if (header.originId !== this.host!.log.originId) throw new LogCorruptError(where, 0, `the chunk belongs to archive ${header.originId}`);
+    if (header.firstSeq > next || header.lastSeq < next) throw new LogCorruptError(where, 0, `it holds records ${header.firstSeq}..${header.lastSeq}, not record ${next}`);
+    return this.proveFrom(lines, header.firstSeq, header.prevHash, next, where);
+  }
+
+  /**
+   * Proves `lines` (records from `firstSeq`, linked to `prevHash`) and returns the ones from
+   * `next` on. The record before `next` must carry this log's head hash. Throws LogCorruptError.
+   */
+  private proveFrom(lines: Buffer, firstSeq: number, prevHash: string, next: number, where: string): ProvenLine[] {
+    const head = this.host!.log.headHash;
+    if (firstSeq === next && prevHash !== head) throw new LogCorruptError(where, 0, `it does not link to this follower's record ${next - 1} (another chain, or a tampered object)`);
+    const out: ProvenLine[] = [];
+    proveLines(lines, firstSeq, prevHash, where, (record, payloadJson, offset, length, hash) => {
+      if (record.seq === next - 1 && hash !== head) throw new LogCorruptError(where, offset, `its record ${next - 1} differs from this follower's (another chain, or a tampered object)`);
+      if (record.seq >= next) out.push({ line: lines.subarray(offset, offset + length), record, payloadJson, hash });
+    });
+    return out;
+  }
+
+  /**
+   * Finds the object holding record `next` when its chunk key is missing: a sealed segment the
+   * manifest lists, or the chunk before the next key. Output: its proven lines from `next`, or
+   * null when the bucket holds nothing after the follower's head.
+   */
+  private async locate(next: number): Promise<ProvenLine[] | null> {
+    const got = await this.store.get(MANIFEST_NAME);
+    if (got === null) throw new Error(`${MANIFEST_NAME} is gone from ${this.store.location.url}`);
+    this.manifest = decodeManifest(got.body, MANIFEST_NAME);
+    const seg = this.manifest.segments.find((s) => s.firstSeq <= next && next <= s.lastSeq);
+    if (seg !== undefined) {
+      const name = segmentObjectName(seg.firstSeq);
+      const obj = await this.store.get(name);
+      if (obj === null) throw new Error(`${name} is listed in the manifest but missing`);
+      // A sealed segment starts at its first record; its own link is the previous segment's last hash.
+      const prev = this.manifest.segments.find((s) => s.lastSeq === seg.firstSeq - 1);
+      const prevHash = seg.firstSeq === 1 ? '0'.repeat(64) : prev?.lastHash ?? this.host!.log.headHash;
+      return this.proveFrom(obj.body, seg.firstSeq, prevHash, next, `${this.store.location.url}/${name}`);
+    }
+    const firsts = (await this.store.list(CHUNKS_DIR)).map(firstSeqOfName).filter((n): n is number => n !== null && n <= next);
+    const first = firsts.at(-1);
+    if (first === undefined) return null;
+    const obj = await this.store.get(chunkName(first));
+    if (obj === null) return null;
+    const { header } = decodeChunk(obj.body, chunkName(first));
+    if (header.lastSeq < next) return null;
+    return this.proveChunk(obj.body, chunkName(first), next);
+  }
+
+  /**
+   * Applies proven lines in order: appended to the local log, applied to the state; durable before
+   * the next object is read. A tombstone whose erase record is not known yet makes the follower
+   * read ahead (bounded by FOLLOW_LOOKAHEAD_BYTES_MAX) until that record, whose emptied payloads
+   * are seeded first.
+   */
+  private async applyLines(lines: ProvenLine[]): Promise<void> {
+    const host = this.host!;
+    const log = host.log;
+    const pendingTombstones = lines.filter((l) => l.record.erased === true && !log.records.isErased(l.record.seq)).map((l) => l.record.seq);
+    if (pendingTombstones.length > 0) await this.seedAhead(lines, new Set(pendingTombstones));
+    const erasures: EraseTarget[][] = [];
+    for (const l of lines) {
+      log.appendProven(l.line, l.record, l.payloadJson, l.hash);
+      host.apply(l.record, l.payloadJson);
+      if (l.record.type === ERASE_RECORD_TYPE && l.record.erased !== true) erasures.push(eraseTargetsOf(l.record.payload));
+    }
+    await log.sync();
+    for (const targets of erasures) {
+      const live = targets.filter((t) => t.seq <= log.durableSeq && !log.records.isTombstone(t.seq));
+      if (live.length > 0) await host.erase(live);
+    }
+    this.caughtUp = false;
+    this.onApplied?.(log.durableSeq);
+  }
+
+  /** Reads the chunks after `lines` until every seq in `tombstones` is named by an erase record; seeds their payloads. */
+  private async seedAhead(lines: ProvenLine[], tombstones: Set<number>): Promise<void> {
+    const seed = (l: ProvenLine) => {
+      if (l.record.type !== ERASE_RECORD_TYPE || l.record.erased === true) return;
+      this.host!.seedErased(l.record.payload);
+      for (const t of eraseTargetsOf(l.record.payload)) tombstones.delete(t.seq);
+    };
+    for (const l of lines) seed(l);
+    let next = lines.at(-1)!.record.seq + 1;
+    let read = 0;
+    while (tombstones.size > 0) {
+      if (read > FOLLOW_LOOKAHEAD_BYTES_MAX) throw new Error(`records ${[...tombstones].join(', ')} are erased but no erase record naming them was found in the next ${read} bytes`);
+      const obj = await this.store.get(chunkName(next));
+      if (obj === null) throw new Error(`records ${[...tombstones].join(', ')} are erased but the bucket does not hold their erase record yet`);
+      read += obj.body.length;
+      const { header, lines: more } = decodeChunk(obj.body, chunkName(next));
+      // Only read for the payloads here; the chunk is proven again when it is applied.
+      proveLines(more, header.firstSeq, header.prevHash, chunkName(next), (record) => seed({ line: Buffer.alloc(0), record, payloadJson: '', hash: '' }));
+      next = header.lastSeq + 1;
+    }
+  }
+
+  /**
+   * Applies what the bucket holds now and stops tailing (`replication promote`). Resolves once
+   * the local log is at the bucket's head. Throws when the follower stopped on damage.
+   */
+  async stopForPromotion(): Promise<void> {
+    if (this.stateValue === 'stopped') throw new Error(`this follower stopped applying (${this.lastError}); it cannot take over`);
+    this.setState('promoting', 'replication promote');
+    this.wake?.();
+    await this.loop;
+    for (;;) {
+      this.misses = this.resyncAfter;
+      if (!(await this.step())) break;
+    }
+  }
+
+  /** Goes back to tailing after a promotion that lost the epoch race. */
+  resume(why: string): void {
+    this.setState('following', why);
+    this.loop = this.tail();
+  }
+
+  /** Marks the follower promoted (its leader takes over). */
+  promoted(): void {
+    this.setState('promoted', 'this server now leads the bucket');
+    this.closed = true;
+  }
+
+  status(): FollowerStatus {
+    return {
+      role: 'follower',
+      url: this.store.location.url,
+      state: this.stateValue,
+      epoch: this.manifest?.epoch ?? null,
+      leaderUrl: this.manifest?.leaderUrl || null,
+      appliedSeq: this.host?.log.durableSeq ?? 0,
+      caughtUp: this.caughtUp,
+      sinceCaughtUpMs: this.caughtUpAt === null ? null : Math.round(performance.now() - this.caughtUpAt),
+      requests: { ...this.store.counters },
+      lastError: this.lastError,
+    };
+  }
+
+  /** Stops tailing (at shutdown). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
+    await this.loop.catch(() => undefined);
+  }
+}

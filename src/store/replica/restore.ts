@@ -1,0 +1,209 @@
+/**
+ * `restore --from s3://bucket/prefix [--to-seq N | --to-time T]` (issue 35; README "Replication",
+ * "Restore runbook"): rebuilds a stopped data folder from a replica bucket (format.ts).
+ *
+ * The sealed segments the manifest lists are read, then the chunks after the last of them (one
+ * LIST); every line is proven on the way (hash chain from record 1, seq continuity, each object's
+ * link to the one before), and the lines are written to segment files of the same names at the
+ * same offsets as on the leader, so the restored log is the leader's byte for byte. The folder is
+ * then verified as `restore DIR` verifies a backup, and installed the same way (the current log
+ * moved to `log.replaced-<time>`, never deleted; a marker makes an interrupted restore refuse to
+ * start).
+ * - To the bucket's last record: the same log — same originId, so every client cursor, receipt
+ *   and export checksum stays valid.
+ * - To an earlier point (`toSeq`, or `toTime`: the last record at or before that instant): a new
+ *   lineage (new originId, `restoredFrom`), as `restore DIR` makes: cursors beyond it get 409.
+ */
+import { mkdirSync, openSync, closeSync, writeSync, fsyncSync, rmSync, writeFileSync } from 'node:fs';
+import { removeSnapshot } from '../snapshot.js';
+import { join } from 'node:path';
+import { LogCorruptError, StoreStateError } from '../errors.js';
+import { fsyncDirSync } from '../fsutil.js';
+import { replaySegments } from '../log.js';
+import { LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
+import { RESTORE_MARKER, installStagedLog } from '../archive.js';
+import { GENESIS_HASH } from '../record-format.js';
+import { segmentName } from '../segment.js';
+import { CHUNKS_DIR, MANIFEST_NAME, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName } from './format.js';
+import type { ObjectStore } from './object-store.js';
+
+/** Where to stop: the last record (default), a seq, or an instant (the last record at or before it). */
+export interface RestorePoint {
+  toSeq?: number;
+  toTimeMs?: number;
+}
+
+/** What `restore --from` did. */
+export interface BucketRestoreResult {
+  restoredFrom: string;
+  records: number;
+  lastSeq: number;
+  /** The bucket's last record (lastSeq < bucketLastSeq: a point-in-time restore, new lineage). */
+  bucketLastSeq: number;
+  originId: string;
+  sameLineage: boolean;
+  objectsRead: number;
+  bytes: number;
+  replacedLog: string | null;
+  ms: number;
+}
+
+/** A run of proven lines on their way into a staging segment file. */
+class StagingWriter {
+  private fd: number | null = null;
+  private file = -1;
+  private size = 0;
+  bytes = 0;
+
+  constructor(private readonly dir: string) {}
+
+  /** Appends `lines` to segment `segment` at byte `offset` (must be where that file ends). Throws LogCorruptError for a gap or overlap. */
+  write(segment: number, offset: number, lines: Buffer, where: string): void {
+    if (segment !== this.file) {
+      this.closeFile();
+      if (offset !== 0) throw new LogCorruptError(where, 0, `its lines start at byte ${offset} of segment ${segmentName(segment)}, whose earlier bytes the bucket does not hold`);
+      this.fd = openSync(join(this.dir, segmentName(segment)), 'wx', 0o600);
+      this.file = segment;
+      this.size = 0;
+    }
+    if (offset !== this.size) throw new LogCorruptError(where, 0, `its lines start at byte ${offset} of ${segmentName(segment)}, but the objects before it end at byte ${this.size}`);
+    let w = 0;
+    while (w < lines.length) w += writeSync(this.fd!, lines, w, lines.length - w);
+    this.size += lines.length;
+    this.bytes += lines.length;
+  }
+
+  closeFile(): void {
+    if (this.fd === null) return;
+    fsyncSync(this.fd);
+    closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+/**
+ * Rebuilds `dataDir` (stopped, locked by the caller) from the bucket behind `store`, up to `point`.
+ * Output: what was restored. Throws StoreStateError (no manifest, a point before record 1 or
+ * beyond the bucket, the bucket changed during the restore) or LogCorruptError (an object whose
+ * lines are not proven: named by its key and byte offset); nothing in `dataDir` changes then.
+ */
+export async function restoreFromBucket(dataDir: string, store: ObjectStore, point: RestorePoint, nowIso: string): Promise<BucketRestoreResult> {
+  const started = Date.now();
+  const url = store.location.url;
+  const got = await store.get(MANIFEST_NAME);
+  if (got === null) throw new StoreStateError(`${url} holds no ${MANIFEST_NAME}: no Agent Forum replica there (check the URL, the endpoint and the credentials)`);
+  const manifest = decodeManifest(got.body, `${url}/${MANIFEST_NAME}`);
+  if (point.toSeq !== undefined && point.toSeq < 1) throw new StoreStateError('--to-seq must be at least 1');
+  mkdirSync(dataDir, { recursive: true });
+  const staging = join(dataDir, 'log.restoring');
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging);
+  const writer = new StagingWriter(staging);
+  let seq = 0;
+  let hash = GENESIS_HASH;
+  let objectsRead = 1;
+  let done = false;
+  let lastTimeSeq = 0;
+  /** Proves `lines` (records seq + 1 …), keeps those up to the restore point, writes them. */
+  const take = (lines: Buffer, segment: number, offset: number, where: string): void => {
+    let keep = lines.length;
+    const proven = proveLines(lines, seq + 1, hash, where, (record, _json, at) => {
+      if (done) return;
+      const beyondSeq = point.toSeq !== undefined && record.seq > point.toSeq;
+      const beyondTime = point.toTimeMs !== undefined && Date.parse(record.time) > point.toTimeMs;
+      if (beyondSeq || beyondTime) {
+        done = true;
+        keep = at;
+        return;
+      }
+      lastTimeSeq = record.seq;
+    });
+    if (keep > 0) writer.write(segment, offset, keep === lines.length ? lines : lines.subarray(0, keep), where);
+    if (done) {
+      seq = lastTimeSeq;
+    } else {
+      seq = proven.lastSeq;
+      hash = proven.lastHash;
+    }
+  };
+  let bucketLast = 0;
+  try {
+    for (const s of manifest.segments) {
+      if (s.firstSeq !== bucketLast + 1) throw new LogCorruptError(`${url}/${MANIFEST_NAME}`, 0, `segment ${s.firstSeq} does not follow record ${bucketLast}`);
+      bucketLast = s.lastSeq;
+      if (done) continue;
+      const name = segmentObjectName(s.firstSeq);
+      const obj = await store.get(name);
+      objectsRead++;
+      if (obj === null) throw new StoreStateError(`${url}/${name} is listed in the manifest but missing: the bucket is damaged`);
+      take(obj.body, s.firstSeq, 0, `${url}/${name}`);
+      if (!done && (seq !== s.lastSeq || hash !== s.lastHash)) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at record ${s.lastSeq} with the hash the manifest lists`);
+    }
+    const names = (await store.list(CHUNKS_DIR)).filter((n) => (firstSeqOfName(n) ?? 0) > bucketLast);
+    for (const name of names) {
+      const first = firstSeqOfName(name)!;
+      if (first !== bucketLast + 1) throw new StoreStateError(`${url}/${name} does not follow record ${bucketLast}: the bucket changed during the restore (compaction); run the restore again`);
+      const obj = await store.get(name);
+      objectsRead++;
+      if (obj === null) throw new StoreStateError(`${url}/${name} vanished during the restore (compaction); run the restore again`);
+      const { header, lines } = decodeChunk(obj.body, `${url}/${name}`);
+      if (header.firstSeq !== first || header.originId !== manifest.originId) throw new LogCorruptError(`${url}/${name}`, 0, "its header does not match its key or the manifest's archive");
+      bucketLast = header.lastSeq;
+      if (done) continue;
+      if (header.prevHash !== hash) throw new LogCorruptError(`${url}/${name}`, 0, `it does not link to record ${seq} (prevHash differs)`);
+      take(lines, header.segment, header.offset, `${url}/${name}`);
+      if (!done && seq !== header.lastSeq) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at ${header.lastSeq} as its header says`);
+    }
+    writer.closeFile();
+  } catch (err) {
+    writer.closeFile();
+    rmSync(staging, { recursive: true, force: true });
+    throw err;
+  }
+  if (point.toSeq !== undefined && point.toSeq > bucketLast) {
+    rmSync(staging, { recursive: true, force: true });
+    throw new StoreStateError(`--to-seq ${point.toSeq} is beyond the bucket's last record ${bucketLast}; nothing was changed`);
+  }
+  if (seq === 0) {
+    rmSync(staging, { recursive: true, force: true });
+    throw new StoreStateError(`no record of ${url} is at or before the restore point; nothing was changed`);
+  }
+  // Verified whole as a backup is (tombstones vouched for, canonical form) before anything moves.
+  let verified;
+  try {
+    verified = replaySegments(staging, () => undefined, { strict: true });
+  } catch (err) {
+    rmSync(staging, { recursive: true, force: true });
+    if (err instanceof LogCorruptError && seq < bucketLast) {
+      throw new StoreStateError(`the log cut at record ${seq} does not verify (${err.reason}): an erased record before the cut is vouched for by an erase record after it; restore to a later point; nothing was changed`);
+    }
+    throw err;
+  }
+  fsyncDirSync(staging);
+  const marker = join(dataDir, RESTORE_MARKER);
+  writeFileSync(marker, `restore of ${url} started ${nowIso}\n`);
+  fsyncDirSync(dataDir);
+  // Derived files of the replaced archive are checked against the log at start and rebuilt; the
+  // state snapshot goes now so that it is never even read against another log.
+  removeSnapshot(dataDir);
+  const replacedLog = installStagedLog(dataDir, staging, nowIso);
+  const checkpoint = { seq: verified.lastSeq, hash: verified.lastHash };
+  const sameLineage = verified.lastSeq === bucketLast;
+  let originId = manifest.originId;
+  if (sameLineage) writeMeta(dataDir, { format: LOG_FORMAT, originId, created: manifest.created, ...manifest.lineage, checkpoint });
+  else originId = writeNewMeta(dataDir, nowIso, { restoredFrom: manifest.originId, checkpoint }).originId;
+  rmSync(marker);
+  fsyncDirSync(dataDir);
+  return {
+    restoredFrom: url,
+    records: verified.records,
+    lastSeq: verified.lastSeq,
+    bucketLastSeq: bucketLast,
+    originId,
+    sameLineage,
+    objectsRead,
+    bytes: writer.bytes,
+    replacedLog,
+    ms: Date.now() - started,
+  };
+}

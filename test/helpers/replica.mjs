@@ -1,0 +1,85 @@
+/**
+ * Shared set-up of the replication tests (issue 35): a fresh bucket prefix on the test's object
+ * store (RGW in CI, moto locally; test/helpers/object-store.mjs), optionally behind the
+ * fault-injecting proxy (s3-proxy.mjs), the server environment that points a leader at it, and
+ * ways to look into the bucket and restore from it.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { objectStore } from './object-store.mjs';
+import { s3Proxy } from './s3-proxy.mjs';
+import { cli, tempDir } from './server.mjs';
+
+/**
+ * A replica target for one test, or null (the test is skipped with a message saying what did
+ * not run) when no object store is available. `mode`: FORUM_REPLICA_MODE; `proxy`: put the
+ * fault-injecting proxy between the server and the store; `env`: more server variables.
+ * Resolves to { store, url, prefix, proxy, serverEnv, storeEnv }.
+ */
+export async function replicaTarget(t, { mode = 'async', proxy = false, env = {} } = {}) {
+  const store = await objectStore(t);
+  if (store === null) {
+    t.skip('no object store (neither AWS_ENDPOINT_URL_S3 nor moto_server): the replication test did not run');
+    return null;
+  }
+  const prefix = `forum-${randomUUID().slice(0, 8)}`;
+  const url = `s3://${store.bucket}/${prefix}`;
+  const px = proxy ? await s3Proxy(t, store.endpoint) : null;
+  const serverEnv = {
+    ...store.env,
+    AWS_ENDPOINT_URL_S3: px?.endpoint ?? store.endpoint,
+    FORUM_REPLICA_URL: url,
+    FORUM_REPLICA_MODE: mode,
+    ...env,
+  };
+  return { store, url, prefix, proxy: px, serverEnv, storeEnv: store.env };
+}
+
+/** Every object under the target's prefix: [{ key, body: Buffer }], in key order (one deleted between the LIST and its GET is left out). */
+export async function bucketObjects(target) {
+  const { client, bucket } = target.store;
+  const out = [];
+  let token;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${target.prefix}/`, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) {
+      let got;
+      try {
+        got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }));
+      } catch (err) {
+        // Deleted since it was listed (the leader compacts chunks into segments meanwhile).
+        if (err.$metadata?.httpStatusCode === 404) continue;
+        throw err;
+      }
+      out.push({ key: o.Key.slice(target.prefix.length + 1), body: Buffer.from(await got.Body.transformToByteArray()) });
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  return out;
+}
+
+/** Runs `restore --from` into a new temp folder (extra CLI args after it); resolves to { dir, result, run }. */
+export async function restoreFrom(t, target, ...args) {
+  const dir = tempDir(t, 'forum-restored-');
+  const run = await cli(['--data-dir', dir, 'restore', '--from', target.url, '--yes', ...args], target.storeEnv);
+  return { dir, result: run.json, run };
+}
+
+/** The segment files of a data folder: { name → bytes }. */
+export function segmentFiles(dataDir) {
+  const dir = join(dataDir, 'log');
+  return Object.fromEntries(readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort().map((n) => [n, readFileSync(join(dir, n))]));
+}
+
+/** Polls `fn` every 50 ms until it returns a truthy value; rejects after `ms` with `what`. */
+export async function waitFor(fn, ms, what) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
