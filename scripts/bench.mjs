@@ -33,17 +33,28 @@
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
 //   --search / --no-search ours and before: q search latency (default on, off with --smoke)
 //   --search-messages N    messages seeded for --search, default 100000
+//   --replication / --no-replication
+//                          ours replicating to an object store (issue 35; scripts/replica-bench.mjs):
+//                          write req/s and p50/p99 at 1 and 64 connections with no replication,
+//                          async and sync, async shipping lag, object-store requests idle and
+//                          under load with their monthly cost, restore --from of an archive.
+//                          Default on when an object store can be had (AWS_ENDPOINT_URL_S3 set,
+//                          or scripts/rgw.sh can start a Ceph RGW: installed when root), skipped
+//                          with the reason otherwise; off with --smoke
+//   --replica-records N    records in the archive restored by --replication, default 1000000
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
-//                          messages, no replay or search
+//                          messages, no replay, search or replication
 //   --scale N              run the scale benchmark instead (scripts/scale-bench.mjs:
 //                          an N-record archive, this tree against commit 1496384;
 //                          its flags: node scripts/scale-bench.mjs --help)
 //   --help
 //
-// Exit status: 0 when every server started and every cell stayed at or below 1%
-// non-2xx responses; 1 otherwise. Missed performance targets do not fail the run.
+// Exit status: 0 when every server started, every cell (the replication section's
+// included) stayed at or below 1% non-2xx responses and the replication section, when
+// it ran, did not fail (a skipped one does not count); 1 otherwise. Missed performance
+// targets do not fail the run.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -53,6 +64,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BEFORE_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
+import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -94,6 +106,9 @@ function parseOptions(argv) {
       search: { type: 'boolean' },
       'no-search': { type: 'boolean' },
       'search-messages': { type: 'string', default: '100000' },
+      replication: { type: 'boolean' },
+      'no-replication': { type: 'boolean' },
+      'replica-records': { type: 'string', default: '1000000' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -125,13 +140,15 @@ function parseOptions(argv) {
     replayTimeoutMs: int('replay-timeout') * 1000,
     search: values['no-search'] ? false : values.search ?? !values.smoke,
     searchMessages: int('search-messages'),
+    replication: values['no-replication'] ? false : values.replication ?? !values.smoke,
+    replicaRecords: int('replica-records'),
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
     smoke: values.smoke,
   };
   if (opts.smoke) {
-    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false });
+    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false });
   }
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
@@ -189,6 +206,16 @@ const FORUM_SERVERS = new Set(['ours', 'before']);
 
 const children = new Set();
 const tempDirs = new Set();
+// Things that are not child processes of ours to stop at the end (a Ceph RGW's daemons):
+// { stop: async, stopSync } each; stopSync is for the last-resort exit handler.
+const stoppers = new Set();
+
+/** Registers a stopper; returns the function that unregisters it (once it has run). */
+function onCleanup(stop, stopSync) {
+  const entry = { stop, stopSync };
+  stoppers.add(entry);
+  return () => stoppers.delete(entry);
+}
 
 function track(child) {
   children.add(child);
@@ -213,6 +240,8 @@ async function stopChild(child) {
 
 async function cleanup() {
   await Promise.all([...children].map(stopChild));
+  for (const s of stoppers) await s.stop().catch(() => undefined);
+  stoppers.clear();
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   tempDirs.clear();
 }
@@ -220,6 +249,7 @@ async function cleanup() {
 // Last resort when the process exits without reaching cleanup().
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
+  for (const s of stoppers) s.stopSync();
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
 let interrupted = false;
@@ -332,7 +362,10 @@ function ensureBenchDeps() {
   if (r.status !== 0) throw new Error('npm ci in scripts/bench failed');
 }
 
-async function startServer(kind, opts, { dataDir, timeoutMs = 60_000 } = {}) {
+// `env`: variables added to the server's environment. The result's listening() is the parsed
+// JSON "listening" log line of ours/before (null until it appears: it comes after the start of a
+// replication leader, and carries metricsUrl).
+async function startServer(kind, opts, { dataDir, timeoutMs = 60_000, env = {} } = {}) {
   const def = SERVERS[kind];
   const entry = def.entry(opts);
   if (!existsSync(entry)) throw new Error(`server "${kind}": ${def.missing ?? `${entry} not found`}`);
@@ -342,13 +375,29 @@ async function startServer(kind, opts, { dataDir, timeoutMs = 60_000 } = {}) {
   const t0 = performance.now();
   const child = track(spawn(process.execPath, [entry], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), ...def.env(dir) },
+    env: { ...process.env, PORT: String(port), ...def.env(dir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   }));
   // Keep only the tail of the server's output, for error messages.
   let tail = '';
   const keep = (d) => { tail = (tail + d).slice(-2000); };
-  child.stdout.on('data', keep);
+  let listening = null;
+  let lines = '';
+  child.stdout.on('data', (d) => {
+    keep(d);
+    if (listening) return;
+    lines += d;
+    const parts = lines.split('\n');
+    lines = parts.pop().slice(-100_000);
+    for (const line of parts) {
+      if (!line.includes('"event":"listening"')) continue;
+      try {
+        listening = JSON.parse(line);
+      } catch {
+        // not our log line
+      }
+    }
+  });
   child.stderr.on('data', keep);
 
   const deadline = t0 + timeoutMs;
@@ -359,7 +408,7 @@ async function startServer(kind, opts, { dataDir, timeoutMs = 60_000 } = {}) {
     try {
       const res = await fetch(`${base}/api/status`);
       await res.arrayBuffer();
-      if (res.status === 200) return { kind, base, child, pid: child.pid, readyMs: performance.now() - t0 };
+      if (res.status === 200) return { kind, base, child, pid: child.pid, readyMs: performance.now() - t0, dataDir: dir, listening: () => listening };
     } catch {
       // Not listening yet.
     }
@@ -513,7 +562,7 @@ function summarize(rounds) {
   };
 }
 
-function renderReport({ opts, gen, warning, cells, replay, search }) {
+function renderReport({ opts, gen, warning, cells, replay, search, replication }) {
   const out = [];
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
@@ -548,6 +597,7 @@ function renderReport({ opts, gen, warning, cells, replay, search }) {
     out.push('| scenario | conns | ours | before | reference | ours/ref | before/ref | ours/before | target (issue 30) |', '|---|---:|---:|---:|---:|---:|---:|---:|---|', ...ratioRows);
   }
 
+  if (replication) out.push(...renderReplication(replication, opts));
   if (replay) {
     out.push('', '## Replay', '');
     if (replay.skipped) out.push(`skipped: ${replay.skipped}`);
@@ -648,6 +698,13 @@ async function main() {
   for (const cell of cells.values()) cell.summary = summarize(cell.rounds);
   await Promise.all(servers.map((s) => stopChild(s.child)));
 
+  let replication = null;
+  if (opts.replication) {
+    replication = await measureReplication({ opts, gen, log, track, tempDir, onCleanup, startServer, stopChild, seedForum, runCell, summarize });
+    if (replication.skipped) log(`replication skipped: ${replication.skipped}`);
+    if (replication.failed) console.error(`replication failed: ${replication.failed}`);
+  }
+
   const forumKinds = opts.servers.filter((k) => FORUM_SERVERS.has(k));
   const replay = opts.replay && forumKinds.length ? await measureReplay(opts, forumKinds) : null;
   if (replay?.skipped) log(`replay skipped: ${replay.skipped}`);
@@ -657,7 +714,7 @@ async function main() {
     for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
   }
 
-  const report = renderReport({ opts, gen, warning, cells, replay, search });
+  const report = renderReport({ opts, gen, warning, cells, replay, search, replication });
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);
@@ -666,7 +723,10 @@ async function main() {
   for (const c of failures) {
     console.error(`FAIL: ${c.kind} ${c.scenario} c=${c.connections}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses (limit ${MAX_NON2XX_RATIO * 100}%)`);
   }
-  return failures.length ? 1 : 0;
+  const replicationProblems = replicationFailures(replication, MAX_NON2XX_RATIO);
+  if (replication?.failed) replicationProblems.push(`replication: ${replication.failed}`);
+  for (const p of replicationProblems) console.error(`FAIL: ${p}`);
+  return failures.length || replicationProblems.length ? 1 : 0;
 }
 
 main()
