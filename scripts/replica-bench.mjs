@@ -28,6 +28,11 @@
 //      stopped, then `restore --from` rebuilds a new folder: wall clock (CLI spawn to exit) and the
 //      `ms` of its JSON, objects read, and a byte-for-byte check (cmp) of every restored segment
 //      against the leader's. Target ≤ 30 s at 1,000,000 records.
+//   5. followers (issue 36): a leader (async) and two followers (FORUM_FOLLOW) on one prefix:
+//      follower lag under the 64-connection write load (the leader's and a follower's
+//      forum_log_durable_seq scraped every 50 ms; goal p99 ≤ 1.5 s from the bucket alone), read
+//      throughput of the leader alone against the leader and both followers at once, and the time
+//      from `replication promote` (leader stopped) to the first accepted write (goal ≤ 5 s).
 //
 // Usage: node scripts/bench.mjs [--replication | --no-replication] [--replica-records N] [flags]
 //        node scripts/replica-bench.mjs [bench.mjs flags]
@@ -54,6 +59,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How often the followers section scrapes the leader's and a follower's durable seq, ms. */
+const FOLLOW_SAMPLE_MS = 50;
 
 /** The issue's targets. */
 const TARGET = { asyncRatio: 0.9, syncP99Ms: 50, syncRps: 3000, lagP99S: 1, idlePutsPerS: 1, restoreS: 30 };
@@ -355,6 +362,7 @@ export async function measureReplication(ctx) {
     result.writes = await measureWrites(ctx, store, bucket);
     result.probe = await probePuts(s3, bucket);
     result.restore = await measureRestore(ctx, store, bucket);
+    result.followers = await measureFollowers(ctx, store, bucket);
     return result;
   } catch (err) {
     return { ...result, failed: err.message };
@@ -568,6 +576,111 @@ function rates(w) {
 }
 
 /** Markdown lines of the section (heading included). */
+/**
+ * Followers (issue 36): a leader (async) and two followers (FORUM_FOLLOW, restored from the
+ * bucket at their start) on one prefix.
+ * 1. Follower lag under the 64-connection write load on the leader: the leader's and a
+ *    follower's forum_log_durable_seq scraped every FOLLOW_SAMPLE_MS; for each leader sample, the
+ *    time until the follower's durable seq reached it (p50, p99; goal p99 ≤ 1.5 s from the bucket
+ *    alone — there is no direct tail from the leader).
+ * 2. Read throughput (the `read` scenario, 64 connections per server): the leader alone, then the
+ *    leader and both followers at once (the sum). On 2 cores the three share the same CPUs.
+ * 3. Promotion: the leader is stopped, `replication promote` runs on a follower, and a write is
+ *    retried until the first 201: seconds from the command's spawn (goal ≤ 5 s).
+ */
+async function measureFollowers(ctx, store, bucket) {
+  const { opts, log, gen } = ctx;
+  const url = `s3://${bucket}/bench-follow`;
+  const leaderEnv = { FORUM_METRICS_PORT: '0', ...store.env, FORUM_REPLICA_URL: url, FORUM_REPLICA_MODE: 'async' };
+  const leader = await ctx.startServer('ours', opts, { env: leaderEnv });
+  leader.mode = 'leader';
+  leader.metricsUrl = (await listening(leader)).metricsUrl;
+  leader.seed = await ctx.seedForum(leader, { messages: opts.seedMessages });
+  await waitForLagZero(leader);
+  const followers = [];
+  for (let i = 0; i < 2; i++) {
+    const f = await ctx.startServer('ours', opts, { env: { FORUM_METRICS_PORT: '0', ...store.env, FORUM_FOLLOW: url, FORUM_REPLICA_MODE: 'async' } });
+    f.metricsUrl = (await listening(f)).metricsUrl;
+    f.seed = leader.seed;
+    followers.push(f);
+  }
+  log('replication: leader and 2 followers ready');
+  // 1. Lag under write load.
+  const delays = [];
+  for (let round = 0; round < opts.rounds; round++) {
+    const leaderSamples = startDurableSampler(leader.metricsUrl);
+    const followerSamples = startDurableSampler(followers[0].metricsUrl);
+    await ctx.runCell(gen, leader, 'write', 64, opts.duration);
+    const head = (await scrape(leader.metricsUrl)).durable;
+    const until = performance.now() + 10_000;
+    while ((await scrape(followers[0].metricsUrl)).durable < head && performance.now() < until) await sleep(FOLLOW_SAMPLE_MS);
+    const ls = await leaderSamples.stop();
+    const fs = await followerSamples.stop();
+    for (const l of ls) {
+      const reached = fs.find((f) => f.durable >= l.durable && f.t >= l.t);
+      if (reached) delays.push((reached.t - l.t) / 1000);
+    }
+  }
+  // 2. Reads: the leader alone, then all three at once.
+  const alone = [];
+  const together = [];
+  for (let round = 0; round < opts.rounds; round++) {
+    alone.push((await ctx.runCell(gen, leader, 'read', 64, opts.duration)).rps);
+    const rs = await Promise.all([leader, ...followers].map((s) => ctx.runCell(gen, s, 'read', 64, opts.duration)));
+    together.push(rs.reduce((n, r) => n + r.rps, 0));
+  }
+  // 3. Promotion after the leader is gone.
+  await waitForLagZero(leader);
+  await ctx.stopChild(leader.child);
+  const f = followers[0];
+  const t0 = performance.now();
+  const promoted = await cli(ctx.track, ['--data-dir', f.dataDir, 'replication', 'promote'], store.env);
+  if (promoted.code !== 0) throw new Error(`replication promote exited ${promoted.code}: ${promoted.stderr.trim().slice(-300)}`);
+  const token = leader.seed.tokens[0];
+  let firstWrite = null;
+  let lastAnswer = '';
+  for (let i = 0; i < 200 && firstWrite === null; i++) {
+    const res = await fetch(`${f.base}/api/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ topicId: leader.seed.topicId, content: 'after promotion', clientId: `promoted-${i}` }) });
+    lastAnswer = `${res.status} ${(await res.text()).slice(0, 200)}`;
+    if (res.status === 201) firstWrite = (performance.now() - t0) / 1000;
+    else await sleep(25);
+  }
+  if (firstWrite === null) log(`replication: no write was accepted after the promotion; the last answer: ${lastAnswer}`);
+  for (const x of followers) await ctx.stopChild(x.child);
+  return {
+    lag: { samples: delays.length, p50: pct(delays, 50), p99: pct(delays, 99), max: delays.length ? Math.max(...delays) : NaN },
+    reads: { alone: median(alone), together: median(together) },
+    promote: { commandSeconds: promoted.seconds, firstWriteSeconds: firstWrite, promoteMs: JSON.parse(promoted.stdout).ms },
+  };
+}
+
+/** Scrapes forum_log_durable_seq every FOLLOW_SAMPLE_MS until stopped: [{t, durable}]. */
+function startDurableSampler(metricsUrl) {
+  const samples = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const sent = performance.now();
+      try {
+        const m = await scrape(metricsUrl);
+        samples.push({ t: (sent + performance.now()) / 2, durable: m.durable });
+      } catch {
+        // a missed sample
+      }
+      await sleep(FOLLOW_SAMPLE_MS);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+const median = (xs) => pct(xs, 50);
+
 export function renderReplication(result, opts) {
   const out = ['', '## Replication to an object store (issue 35)', ''];
   if (!result || result.skipped) {
@@ -640,6 +753,15 @@ export function renderReplication(result, opts) {
       out.push(`| objects read (manifest, segments, chunks) | ${r.objectsRead} (${mib(r.bytes)}) | |`);
       out.push(`| restored segments equal the leader's (cmp) | ${r.check.same ? `yes, ${r.check.files} of ${r.check.files}` : `**NO: ${r.check.why}**`} | byte for byte |`);
     }
+  }
+  const fo = result.followers;
+  if (fo) {
+    out.push('', '### Followers (issue 36): a leader (async) and two followers on one prefix', '');
+    out.push('| measure | value | goal |', '|---|---:|---|');
+    out.push(`| follower lag under the 64-connection write load, p50 / p99 / max (${fo.lag.samples} samples) | ${fmtMs(fo.lag.p50)} / ${fmtMs(fo.lag.p99)} / ${fmtMs(fo.lag.max)} s | p99 ≤ 1.5 s from the bucket alone: ${verdict(fo.lag.p99 <= 1.5)} |`);
+    out.push(`| read req/s (64 conns each): the leader alone | ${fmtInt(fo.reads.alone)} | |`);
+    out.push(`| read req/s: leader + 2 followers at once (sum, same 2 cores) | ${fmtInt(fo.reads.together)} (${(fo.reads.together / fo.reads.alone).toFixed(2)}×) | |`);
+    out.push(`| promote: command (spawn → exit) / promotion itself / to the first accepted write | ${fo.promote.commandSeconds.toFixed(2)} s / ${fo.promote.promoteMs} ms / ${fo.promote.firstWriteSeconds === null ? 'none' : `${fo.promote.firstWriteSeconds.toFixed(2)} s`} | ≤ 5 s: ${verdict(fo.promote.firstWriteSeconds !== null && fo.promote.firstWriteSeconds <= 5)} |`);
   }
   return out;
 }
