@@ -110,7 +110,6 @@ export interface ReplicaStatus {
 interface ChunkRef {
   firstSeq: number;
   lastSeq: number;
-  segment: number;
 }
 
 /** A start that must not go on (another archive's bucket, a bucket ahead or diverged, a lost epoch race). */
@@ -275,7 +274,7 @@ export class ReplicaLeader {
       const { header, lines } = decodeChunk(last.body, lastName);
       const hash = lastHashOf(lines);
       if (hash === null) throw new ReplicaStartError(`${lastName} does not end with a whole record: the bucket is damaged`);
-      for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq, segment: 0 });
+      for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
       head = { seq: header.lastSeq, hash };
     }
     if (head.seq > log.durableSeq) {
@@ -464,7 +463,7 @@ export class ReplicaLeader {
       }
       throw await this.lostTo(`${name} was written by another leader (epoch ${other?.epoch ?? '?'})`);
     }
-    this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq, segment: run.segmentFirstSeq });
+    this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
     this.shipped = { seq: run.lastSeq, hash: run.lastHash };
     const log = this.host!.log;
     let shippedBatches = 0;
