@@ -14,6 +14,8 @@
  *   (read when scraped);
  * - `forum_scrub_bytes_total`, `forum_scrub_passes_total` and `forum_archive_damage_found_total`
  *   — the background scrub's progress and the damaged places found (issue 28; read when scraped);
+ * - `forum_feed_waiters` — long-polled feed and inbox requests held now (issue 37; read when
+ *   scraped);
  * - prom-client's default process metrics (`process_*`, `nodejs_*`: CPU, memory, event-loop lag,
  *   GC).
  *
@@ -35,6 +37,8 @@ export interface MetricsSources {
   scrub?(): { bytes: number; passes: number; damage: number };
   /** Replication (issue 35): shipping lag and object-store requests; absent = replication off. */
   replication?(): ReplicationSample;
+  /** Long-polled feed requests held now (issue 37); absent = not reported. */
+  feedWaiters?(): number;
 }
 
 /** What the replication gauges read (issue 35). */
@@ -97,6 +101,10 @@ export class Metrics {
         for (const [limit, n] of Object.entries(sources.evictions())) this.set({ limit }, n);
       },
     });
+    const feedWaiters = sources.feedWaiters;
+    if (feedWaiters !== undefined) {
+      new Gauge({ name: 'forum_feed_waiters', help: 'Long-polled feed and inbox requests held now (wait=SECONDS).', registers, collect() { this.set(feedWaiters()); } });
+    }
     const replication = sources.replication;
     if (replication !== undefined) {
       const gauge = (name: string, help: string, pick: (r: ReplicationSample) => number) =>

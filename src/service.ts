@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
-import { releaseFeedWaiters } from './api/feeds/routes.js';
+import { heldFeedRequests, releaseFeedWaiters } from './api/feeds/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -149,6 +149,7 @@ export async function startService(
       evictions: () => protections.rateLimits?.evictions() ?? {},
       scrub: () => app.scrubCounters(),
       replication: replica === null ? undefined : () => replica.sample(),
+      feedWaiters: () => heldFeedRequests(app),
     });
   }
   const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);

@@ -164,7 +164,7 @@ function idleSockets(url, n) {
 
 test('many idle connections do not stop the server from answering', async (t) => {
   const h = await startInProcess(t, { timeouts: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 500, checkIntervalMs: 100, socketIdleTimeoutMs: 1000 } });
-  // 200: under the per-address cap (256), so the idle timeout is what closes them.
+  // 200: under the per-address cap (512), so the idle timeout is what closes them.
   const sockets = idleSockets(h.url, 200);
   await new Promise((r) => setTimeout(r, 100));
   assert.equal((await h.get('/api/status')).status, 200);

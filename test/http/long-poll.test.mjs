@@ -5,13 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
-import { FEED_WAITERS_PER_AGENT_MAX, SERVER_TIMEOUTS } from '../../dist/constants.js';
+import { FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAITER_RSS_BYTES_MAX, SERVER_TIMEOUTS } from '../../dist/constants.js';
 
 /** The caught-up cursor of `path` for `token`: the query string for its next page. */
 async function caughtUp(s, path, token) {
@@ -35,6 +35,32 @@ function held(s, path, token) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The resident memory of process `pid` in bytes (VmRSS of /proc/PID/status, Linux). */
+function rssBytes(pid) {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  assert.ok(kb, 'VmRSS is in /proc/PID/status');
+  return Number(kb[1]) * 1024;
+}
+
+/** The value of the gauge `forum_feed_waiters` on the metrics listener at `metricsUrl`. */
+async function heldNow(metricsUrl) {
+  const text = await (await fetch(metricsUrl)).text();
+  const line = text.split('\n').find((l) => l.startsWith('forum_feed_waiters '));
+  assert.ok(line, 'forum_feed_waiters is reported');
+  return Number(line.split(' ')[1]);
+}
+
+/** Resolves once the server holds exactly `n` feed requests (polls the gauge; fails after 25 s). */
+async function untilHeld(metricsUrl, n) {
+  const deadline = performance.now() + 25_000;
+  for (;;) {
+    const now = await heldNow(metricsUrl);
+    if (now === n) return;
+    assert.ok(performance.now() < deadline, `the server holds ${now} requests, not ${n}`);
+    await sleep(100);
+  }
+}
 
 test('a caught-up /api/changes request with wait is held until a message is committed, then answered with it', async (t) => {
   const s = await startServer(t);
@@ -203,4 +229,73 @@ print(json.dumps({"latency": state["arrived"] - state["posted"], "sleeps": sleep
   const out = JSON.parse(stdout);
   assert.ok(out.latency < 2, `python: the message arrived ${out.latency} s after the post`);
   assert.ok(!out.sleeps.some((x) => x >= 60), `python: no caught-up delay was slept (${out.sleeps})`);
+});
+
+test(`1,000 requests held by 50 agents cost at most FEED_WAITER_RSS_BYTES_MAX (${FEED_WAITER_RSS_BYTES_MAX} bytes) of RSS each, leave writes acknowledged, and are each answered by a commit that concerns them or at shutdown`, async (t) => {
+  // Every client here is 127.0.0.1, so the per-address cap (a quarter of the connection cap,
+  // there to keep one host from taking the listener) would refuse connections past 512: it is
+  // lifted, as for a server behind a proxy. 50 agents from 50 addresses would each be far below it.
+  const s = await startServer(t, { env: { FORUM_CONNECTIONS_PER_ADDRESS: '0', FORUM_METRICS_PORT: '0' } });
+  const metricsUrl = JSON.parse(s.stdout.split('\n').find((l) => l.includes('"listening"'))).metricsUrl;
+  const agents = [];
+  for (let i = 0; i < 50; i++) agents.push(await s.register(`waiter-${i}`));
+  assert.ok(50 * FEED_WAITERS_PER_AGENT_MAX <= FEED_WAITERS_MAX, 'the total bound leaves room for every agent\'s share');
+  const topic = (await s.post('/api/topics', { title: 'many waiters' }, agents[0].token)).body;
+  const perFeed = FEED_WAITERS_PER_AGENT_MAX / 2;
+  // Two rounds of 1,000: the first on a fresh server (its growth includes one-time costs: code
+  // compiled, heap grown), the second what holding costs once warm. Both stay within the bound.
+  const round = (changes, work) =>
+    agents.flatMap((a) => [
+      ...Array.from({ length: perFeed }, () => held(s, `/api/changes?${changes}&wait=60`, a.token)),
+      ...Array.from({ length: perFeed }, () => held(s, `/api/work/changes?${work}&wait=60`, a.token)),
+    ]);
+  let changes = await caughtUp(s, '/api/changes', agents[0].token);
+  let work = await caughtUp(s, '/api/work/changes', agents[0].token);
+  await sleep(500);
+  const cold = rssBytes(s.proc.pid);
+  const warm = round(changes, work);
+  await untilHeld(metricsUrl, 1000);
+  await sleep(300);
+  const first = rssBytes(s.proc.pid) - cold;
+  t.diagnostic(`first round: RSS grew ${(first / 1048576).toFixed(1)} MiB for 1,000 held requests: ${Math.round(first / 1000)} bytes each`);
+  assert.ok(first <= 1000 * FEED_WAITER_RSS_BYTES_MAX, `RSS grew ${first} bytes, over ${1000 * FEED_WAITER_RSS_BYTES_MAX}`);
+  await s.post('/api/messages', { topicId: topic.id, content: 'warm-up', clientId: 'warm-msg' }, agents[0].token);
+  await s.post('/api/work', { clientId: 'warm-work', title: 'Warm-up', description: 'd', acceptanceCriteria: 'a' }, agents[0].token);
+  assert.ok((await Promise.all(warm.map((h) => h.done))).every((r) => r.status === 200 && r.body.events.length === 1));
+  await untilHeld(metricsUrl, 0);
+  changes = await caughtUp(s, '/api/changes', agents[0].token);
+  work = await caughtUp(s, '/api/work/changes', agents[0].token);
+  await sleep(500);
+
+  const before = rssBytes(s.proc.pid);
+  const holds = round(changes, work);
+  await untilHeld(metricsUrl, 1000);
+  await sleep(300);
+  const growth = rssBytes(s.proc.pid) - before;
+  t.diagnostic(`second round: RSS grew ${(growth / 1048576).toFixed(1)} MiB for 1,000 held requests: ${Math.round(growth / 1000)} bytes each`);
+  assert.ok(growth <= 1000 * FEED_WAITER_RSS_BYTES_MAX, `RSS grew ${growth} bytes, over ${1000 * FEED_WAITER_RSS_BYTES_MAX}`);
+  assert.ok(holds.every((h) => h.answeredAt === null), 'nothing new yet: all 1,000 are held');
+
+  // A write that concerns no feed (a registration is no feed event) is acknowledged, and wakes nobody.
+  const startedAt = performance.now();
+  await s.register('latecomer');
+  assert.ok(performance.now() - startedAt < 5000, 'the write was acknowledged while 1,000 requests were held');
+  await sleep(200);
+  assert.equal(await heldNow(metricsUrl), 1000);
+
+  // A message answers the 500 discussion requests with it, and only those.
+  const posted = await s.post('/api/messages', { topicId: topic.id, content: 'for everyone', clientId: 'all-1' }, agents[1].token);
+  assert.equal(posted.status, 201);
+  const discussion = holds.filter((_, i) => i % FEED_WAITERS_PER_AGENT_MAX < perFeed);
+  const answers = await Promise.all(discussion.map((h) => h.done));
+  assert.ok(answers.every((r) => r.status === 200 && r.body.events.length === 1 && r.body.events[0].message.id === posted.body.id));
+  await untilHeld(metricsUrl, 500);
+  const workHolds = holds.filter((_, i) => i % FEED_WAITERS_PER_AGENT_MAX >= perFeed);
+  assert.ok(workHolds.every((h) => h.answeredAt === null), 'a message does not answer a work-feed request');
+
+  // Shutdown answers the other 500 with the usual empty page.
+  const stopping = s.stop();
+  const rest = await Promise.all(workHolds.map((h) => h.done));
+  assert.ok(rest.every((r) => r.status === 200 && r.body.events.length === 0));
+  assert.equal(await stopping, 0);
 });

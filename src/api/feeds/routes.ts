@@ -66,6 +66,11 @@ export function releaseFeedWaiters(app: App): void {
   waitersByApp.get(app)?.releaseAll();
 }
 
+/** How many long-polled feed and inbox requests `app` holds now (issue 37; the metrics gauge). */
+export function heldFeedRequests(app: App): number {
+  return waitersByApp.get(app)?.size ?? 0;
+}
+
 /**
  * A feed request with `wait` (issue 37): when its page would be caught up (`caughtUp`: no event
  * past the cursor and nothing more to scan), the cursor is checked (400/409 at once) and the
