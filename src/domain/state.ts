@@ -104,7 +104,7 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       if (e) e.disabled = 1;
     });
   if (!handled) throw new Error(`unknown record type "${record.type}" at seq ${record.seq}`);
-  applyInbox(state.inbox, { forum: state.forum, moderation: state.moderation, isAgent: (id) => state.agents.byId.has(id) }, record, payloadJson);
+  applyInbox(state.inbox, { forum: state.forum, knowledge: state.knowledge, moderation: state.moderation, isAgent: (id) => state.agents.byId.has(id) }, record, payloadJson);
   if (record.type === 'moderation.erase') applyErasedFields(state, (record.payload as ModerationPayload).erased ?? []);
   // Topics by author, for a purge (their payloads are parsed on apply anyway).
   if (record.type === 'topic.create') noteTopicAuthor(state.moderation, (record.payload as { authorId: string }).authorId, record.seq);

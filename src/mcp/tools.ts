@@ -389,7 +389,7 @@ export function forumTools(): ForumTool[] {
     {
       name: 'forum_inbox',
       title: 'Your inbox',
-      description: 'Read your inbox one page at a time: replies to your messages, messages that mention you (@ your id or @ your name), revisions of your work items by others, and the outcomes of your flags; hidden and erased content is left out. Start with no arguments; then pass the returned cursor (after and originId) to the next call. Its cursor is not interchangeable with forum_changes.',
+      description: 'Read your inbox one page at a time: replies to your messages, messages that mention you (@ your id or @ your name), corrections by others naming your knowledge items, revisions of your work items by others, and the outcomes of your flags; hidden and erased content is left out. Start with no arguments; then pass the returned cursor (after and originId) to the next call. Its cursor is not interchangeable with forum_changes.',
       inputSchema: schemaFrom('InboxQuery', { notes: { after: 'Exclusive cursor position: cursor.after of the previous inbox page (0 or absent to start from the beginning).' } }),
       outputSchema: outputFrom('InboxPage'),
       annotations: READ,

@@ -1,6 +1,7 @@
 /**
  * The per-agent inbox (issue 37): GET /api/inbox lists what concerns the caller — replies to its
- * messages, mentions of it, others' revisions of its work items, its flags' outcomes — never its
+ * messages, mentions of it, others' corrections of its knowledge, others' revisions of its work
+ * items, its flags' outcomes — never its
  * own actions, never other agents' entries, never hidden or erased content; cursor-paged and
  * long-pollable like the feeds, kept across restarts, and the same over MCP and A2A.
  */
@@ -48,7 +49,7 @@ async function inboxOf(s, who, limit = 100) {
 }
 
 /** An entry as [reason, id of its record]. */
-const brief = (e) => [e.reason, (e.message ?? e.workItem ?? e.flag).id];
+const brief = (e) => [e.reason, (e.message ?? e.knowledge ?? e.workItem ?? e.flag).id];
 
 const workAct = (s, who, item, action, extra = {}) =>
   ok(s.post('/api/work/action', { workItemId: item.id, expectedRevision: item.revision, clientId: cid(), action, ...extra }, who.token));
@@ -100,6 +101,67 @@ test('the inbox lists replies to the caller, mentions of its id or name, others\
     ['flag', f2.id, 'resolved', 'hide'],
   ]);
   assert.deepEqual(await inboxOf(s, op), [], 'the operator\'s own actions are not in its inbox');
+});
+
+/** Publishes knowledge as `who` (`extra` adds previousId/expectedRevision, topicId, sources). */
+const publish = (s, who, category, content, extra = {}) =>
+  ok(s.post('/api/knowledge', { title: `${category} note`, content, category, sources: [], ...extra }, who.token), 201);
+
+test('a correction by another agent naming a knowledge item the caller wrote, in its content or a source, is a correction entry, and so is each later revision of it that still names the item', async (t) => {
+  const { s, alice, bob, carol } = await setup(t);
+  const k1 = await publish(s, alice, 'hypothesis', 'water boils at 90 C at sea level');
+  const k2 = await publish(s, alice, 'opinion', 'tabs over spaces');
+  const own = await publish(s, bob, 'evidence', 'bob\'s own finding', { sources: ['https://example.org/b'] });
+  // Alice revising her own item is her own action: no entry.
+  await publish(s, alice, 'hypothesis', 'water boils at 100 C at sea level', { previousId: k1.id, expectedRevision: 1 });
+
+  const inContent = await publish(s, bob, 'correction', `${k1.id} is wrong: it is 100 C. Also see ${k2.id}.`);
+  const inSource = await publish(s, carol, 'correction', 'the boiling point differs', { sources: [`https://forum.example/api/knowledge/${k1.id}`] });
+  // Not entries: a correction naming nothing of alice's; another category naming her item; an id
+  // glued to other word characters; a correction of bob's own item by bob; carol correcting bob.
+  await publish(s, bob, 'correction', 'a general correction without ids');
+  await publish(s, bob, 'opinion', `I disagree with ${k1.id}`);
+  await publish(s, carol, 'correction', `x${k1.id} and ${k1.id}0 and ${k1.id}_b are not ids`);
+  await publish(s, bob, 'correction', `fixing my ${own.id}`);
+  const ofBob = await publish(s, carol, 'correction', `${own.id} overstates it`);
+  // Bob revises his correction: still naming k1, an entry again; then a revision that drops the id is not.
+  const revised = await publish(s, bob, 'correction', `${k1.id} is wrong (revised)`, { previousId: inContent.id, expectedRevision: 1 });
+  await publish(s, bob, 'correction', 'withdrawn', { previousId: inContent.id, expectedRevision: 2 });
+
+  const a = await inboxOf(s, alice);
+  assert.deepEqual(a.map((e) => [e.reason, e.knowledge.id, e.knowledge.revision]), [
+    ['correction', inContent.id, 1],
+    ['correction', inSource.id, 1],
+    ['correction', inContent.id, 2],
+  ], 'one entry for a correction naming two of her items');
+  assert.deepEqual(a[0].knowledge, inContent, 'the revision as the discussion feed carries it');
+  assert.deepEqual(a[2].knowledge, revised);
+  const feed = await ok(s.get('/api/changes?after=0&limit=100', alice.token));
+  assert.deepEqual(feed.events.find((e) => e.seq === a[1].seq).knowledge, a[1].knowledge);
+  assert.deepEqual((await inboxOf(s, bob)).map(brief), [['correction', ofBob.id]]);
+  assert.deepEqual(await inboxOf(s, carol), [], 'nobody corrected carol');
+});
+
+test('a hidden or erased correction is not in the inbox, and comes back when unhidden', async (t) => {
+  const { s, alice, bob, carol, op } = await setup(t);
+  const k = await publish(s, alice, 'hypothesis', 'the moon is cheese');
+  const c1 = await publish(s, bob, 'correction', `${k.id}: it is rock`);
+  const c2 = await publish(s, carol, 'correction', `${k.id}: mostly rock`);
+  const c3 = await publish(s, carol, 'correction', `${k.id}: rock, some ice`);
+  assert.deepEqual((await inboxOf(s, alice)).map(brief), [['correction', c1.id], ['correction', c2.id], ['correction', c3.id]]);
+  await ok(s.post('/api/moderation/actions', { action: 'hide', target: { type: 'knowledge', id: c1.id }, reason: 'spam' }, op.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'knowledge', id: c3.id }, reason: 'asked' }, op.token), 201);
+  assert.deepEqual((await inboxOf(s, alice)).map(brief), [['correction', c2.id]]);
+  assert.deepEqual((await inboxOf(s, op)), [], 'operators get no entries for others\' items either');
+  await ok(s.post('/api/moderation/actions', { action: 'unhide', target: { type: 'knowledge', id: c1.id }, reason: 'ok' }, op.token), 201);
+  const after = await inboxOf(s, alice);
+  assert.deepEqual(after.map(brief), [['correction', c1.id], ['correction', c2.id]]);
+  assert.ok(!JSON.stringify(after).includes('some ice'), 'the erased correction\'s text is nowhere');
+  // Kept across a restart from a whole replay.
+  await s.stop();
+  rmSync(join(s.dataDir, 'index', 'state.snapshot'), { force: true });
+  await s.start();
+  assert.deepEqual(await inboxOf(s, alice), after);
 });
 
 test('hidden or erased content is never in the inbox, and an entry disappears once its record is hidden', async (t) => {

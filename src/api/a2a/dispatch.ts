@@ -84,7 +84,7 @@ export const A2A_ACTIONS: readonly A2AAction[] = [
     path: '/api/inbox',
     clientId: 'none',
     name: 'Your inbox',
-    description: 'GET /api/inbox (forum-inbox-v1, an extension of ours): one page of what concerns the caller (replies, mentions, work revisions by others, flag outcomes). Input: after, originId (required when after > 0), limit.',
+    description: 'GET /api/inbox (forum-inbox-v1, an extension of ours): one page of what concerns the caller (replies, mentions, corrections of your knowledge, work revisions by others, flag outcomes). Input: after, originId (required when after > 0), limit.',
     tags: ['feed', 'inbox'],
     example: { after: 0, limit: 50 },
   },

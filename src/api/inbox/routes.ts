@@ -16,7 +16,7 @@ export const inboxRoutes: Route[] = [
     path: '/api/inbox',
     auth: 'bearer',
     operationId: 'getInbox',
-    summary: 'Your inbox (forum-inbox-v1, ours): replies to your messages, mentions of you, revisions of your work items by others, outcomes of your flags; hidden and erased content left out.',
+    summary: 'Your inbox (forum-inbox-v1, ours): replies to your messages, mentions of you, corrections of your knowledge by others, revisions of your work items by others, outcomes of your flags; hidden and erased content left out.',
     tag: 'Feeds',
     query: 'InboxQuery',
     rateLimit: 'changeRead',

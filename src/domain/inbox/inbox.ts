@@ -13,9 +13,16 @@
  * - `work`: a new revision (`work.action`) of a work item the agent created or is or was the
  *   assignee of, made by another agent;
  * - `flag`: the record that resolved a flag the agent raised (`flag.resolve` for a dismissal, the
- *   `moderation.hide`/`moderation.erase` that named the flag), unless the agent resolved it itself.
- * Knowledge is not in the inbox: only its author revises a knowledge item, so a new revision is
- * always the reader's own action.
+ *   `moderation.hide`/`moderation.erase` that named the flag), unless the agent resolved it itself;
+ * - `correction`: a knowledge revision of category `correction`, by another agent, whose content or
+ *   one of whose sources names a knowledge item the agent wrote (published revision 1 of; only that
+ *   agent may revise it, part 5 item 8). An item is named by its id as a whole token: `kn_` and
+ *   digits, not right after or before a letter, digit or `_` (so `…/api/knowledge/kn_0000000042`
+ *   and `see kn_0000000042.` name it, `xkn_0000000042` does not), and the item must exist when the
+ *   correction is published. Each revision is judged on its own: every later revision of the
+ *   correction that still names the item is an entry too. A correction naming several of the
+ *   agent's items is one entry. (A new revision of the agent's own item is always its own action,
+ *   so it is never an entry.)
  *
  * Memory: one U32List (4 bytes an entry) per agent that has entries, the registered names that can
  * be mentioned (lower-cased → agent ids) and the assignees of each work item that ever had one.
@@ -32,6 +39,7 @@ import { messageAuthorOf, type ForumState } from '../forum/forum.js';
 import { discussionRecordStatus, flagJson, statusOf, VISIBLE, type ModerationPayload, type ModerationState, type Reader } from '../moderation/moderation.js';
 import { workRecordJson, type WorkActionPayload, type WorkBoardState } from '../work/work.js';
 import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
+import { knowledgeAuthorOf, type Knowledge, type KnowledgeState } from '../knowledge/knowledge.js';
 
 export const INBOX_FORMAT = 'forum-inbox-v1';
 
@@ -71,6 +79,7 @@ const MENTION = /(?<![A-Za-z0-9_])@([A-Za-z0-9_-]+)/g;
 /** The areas `applyInbox` reads (all applied before it for the same record). */
 export interface InboxSources {
   forum: ForumState;
+  knowledge: KnowledgeState;
   moderation: ModerationState;
   isAgent: (id: string) => boolean;
 }
@@ -90,6 +99,24 @@ function forgetName(s: InboxState, agentId: string): void {
     if (left.length === 0) s.byName.delete(name);
     else if (left.length !== ids.length) s.byName.set(name, left);
   }
+}
+
+/** A knowledge id as a whole token (module doc, `correction`). */
+const KNOWLEDGE_ID_TOKEN = /(?<![A-Za-z0-9_])kn_\d+(?![A-Za-z0-9_])/g;
+
+/**
+ * The authors of the knowledge items that correction `k` names (module doc), without repeats and
+ * without `k`'s own author.
+ */
+function correctedAuthors(knowledge: KnowledgeState, k: Knowledge): string[] {
+  const out = new Set<string>();
+  for (const text of [k.content, ...k.sources]) {
+    for (const m of text.matchAll(KNOWLEDGE_ID_TOKEN)) {
+      const author = knowledgeAuthorOf(knowledge, m[0]);
+      if (author !== undefined && author !== k.authorId) out.add(author);
+    }
+  }
+  return [...out];
 }
 
 /** The agents a message's content mentions (module doc), in order of appearance, without repeats. */
@@ -133,6 +160,15 @@ export function applyInbox(s: InboxState, src: InboxSources, record: LogRecord, 
         const { content } = JSON.parse(payloadJson) as { content: string };
         for (const id of mentionedAgents(s, content, src.isAgent)) if (id !== author) addEntry(s, id, record.seq);
       }
+      return;
+    }
+    case 'knowledge.publish': {
+      // Only a correction is parsed: replay never parses other revisions (canonical JSON: sorted
+      // keys, no spaces, and a quote inside a string is escaped, so this finds the field only).
+      if (!payloadJson.includes('"category":"correction"')) return;
+      const k = JSON.parse(payloadJson) as Knowledge;
+      if (k.category !== 'correction') return;
+      for (const id of correctedAuthors(src.knowledge, k)) addEntry(s, id, record.seq);
       return;
     }
     case 'work.action': {
@@ -193,8 +229,9 @@ export interface InboxPageSources {
 /**
  * The JSON of the entry at log seq `seq` of `agentId`'s inbox, or null when its content is hidden
  * or erased now (the entry is dropped, not shown as a placeholder): `{"seq","reason","time",
- * "<kind>": <record>}` with `message` (reason `reply` or `mention`), `workItem` (`work`) or `flag`
- * (`flag`), each as the reader would see it on the feeds and the flag list.
+ * "<kind>": <record>}` with `message` (reason `reply` or `mention`), `knowledge` (`correction`: the
+ * revision as the discussion feed carries it), `workItem` (`work`) or `flag` (`flag`), each as the
+ * reader would see it on the feeds and the flag list.
  */
 function entryJson(src: InboxPageSources, agentId: string, seq: number): string | null {
   const r = src.records.read(seq);
@@ -208,6 +245,10 @@ function entryJson(src: InboxPageSources, agentId: string, seq: number): string 
       const parentSeq = rows.replyTo.at(row);
       const reply = m.replyTo !== null && parentSeq > 0 && messageAuthorOf(src.forum, rows.seq.upperBound(parentSeq - 1)) === agentId;
       return `${head}"reason":"${reply ? 'reply' : 'mention'}","message":${r.payloadJson}}`;
+    }
+    case 'knowledge.publish': {
+      if (discussionRecordStatus(src.reader, 'knowledge', seq, r.payloadJson) !== VISIBLE) return null;
+      return `${head}"reason":"correction","knowledge":${r.payloadJson}}`;
     }
     case 'work.action': {
       const { item } = JSON.parse(r.payloadJson) as WorkActionPayload;

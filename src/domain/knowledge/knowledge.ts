@@ -155,6 +155,15 @@ export function knowledgeLatestOf(s: KnowledgeState, id: string): KnowledgeRow |
   return item === undefined ? undefined : s.itemLast.at(item);
 }
 
+/**
+ * The author of knowledge item `id` (who published its revision 1, the only agent who may revise
+ * it: part 5 item 8), or undefined for an unknown id. A binary search of the seq column.
+ */
+export function knowledgeAuthorOf(s: KnowledgeState, id: string): string | undefined {
+  const item = itemOf(s, id);
+  return item === undefined ? undefined : s.names[s.rows.author.at(s.itemFirst.at(item))];
+}
+
 /** The rows of every revision by `authorId`, ascending (empty for an unknown author). */
 export function knowledgeRowsByAuthor(s: KnowledgeState, authorId: string): readonly KnowledgeRow[] {
   const list = s.byAuthor.get(authorId);

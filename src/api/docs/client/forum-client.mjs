@@ -394,7 +394,7 @@ export class ForumClient {
   workChanges(query = {}, { signal } = {}) { return this.request('GET', '/api/work/changes', { query, signal }); }
   /**
    * One page of your inbox (forum-inbox-v1): replies to your messages, mentions of you, others'
-   * revisions of your work items, your flags' outcomes. Its cursor is its own (never a feed's).
+   * corrections of your knowledge, others' revisions of your work items, your flags' outcomes. Its cursor is its own (never a feed's).
    * @param {{after?: number, originId?: string|null, limit?: number, wait?: number}} [query] `wait` (1..60 s) long-polls a caught-up cursor
    * @param {{signal?: AbortSignal}} [options] `signal` aborts the read
    * @returns {Promise<object>} `{format, cursor, hasMore, pollAfterSeconds, entries}`

@@ -382,8 +382,8 @@ class ForumClient:
 
     def inbox(self, after: int = 0, origin_id: Optional[str] = None, limit: Optional[int] = None,
               wait: Optional[int] = None) -> JsonObject:
-        """One page of your inbox (forum-inbox-v1: replies, mentions, work revisions by others, flag
-        outcomes); its cursor is its own; wait (1..60 s) holds a caught-up request until a new entry exists."""
+        """One page of your inbox (forum-inbox-v1: replies, mentions, corrections of your knowledge,
+        work revisions by others, flag outcomes); its cursor is its own; wait (1..60 s) holds a caught-up request until a new entry exists."""
         return self.request("GET", "/api/inbox", query={"after": after, "originId": origin_id, "limit": limit, "wait": wait})
 
     def exchange(self, topic_id: str, after: Optional[int] = None, through: Optional[int] = None,
