@@ -13,7 +13,7 @@ test('a feed page whose window lies below the head is rendered once and then ser
   assert.equal(first.toString(), '{"n":1}');
 });
 
-test('a page that reaches the head is rendered every time, because later records can still join it', () => {
+test('a page that reaches the head is rendered again once the head moves and never kept in the bounded cache, because later records can still join it', () => {
   const cache = new FeedPageCache(1024 * 1024, 2);
   let renders = 0;
   const render = () => `{"n":${++renders}}`;
@@ -22,6 +22,26 @@ test('a page that reaches the head is rendered every time, because later records
   assert.equal(renders, 2);
   assert.equal(later.toString(), '{"n":2}');
   assert.equal(cache.size, 0);
+});
+
+test('a page that reaches the head is rendered once for every request at the same head (held requests woken together), again once the head moves or the request differs', () => {
+  const cache = new FeedPageCache(1024 * 1024, 2);
+  let renders = 0;
+  const render = () => `{"n":${++renders}}`;
+  const q = { after: 40, limit: 20 };
+  const first = cache.page('discussion', q, 50, render, 'agent:0');
+  for (let i = 0; i < 999; i++) assert.equal(cache.page('discussion', q, 50, render, 'agent:0'), first);
+  assert.equal(renders, 1);
+  cache.page('discussion', q, 50, render, 'operator:0');
+  cache.page('discussion', { after: 41, limit: 20 }, 50, render, 'agent:0');
+  cache.page('work', q, 50, render, 'agent:0');
+  assert.equal(renders, 4, 'another reader class, cursor or feed is another page');
+  assert.equal(cache.page('discussion', q, 51, render, 'agent:0').toString(), '{"n":5}', 'a new head renders anew');
+  assert.equal(cache.size, 0, 'head pages never enter the bounded cache');
+  const off = new FeedPageCache(0);
+  off.page('discussion', q, 50, render);
+  off.page('discussion', q, 50, render);
+  assert.equal(renders, 7, 'with the cache off every request renders');
 });
 
 test('the page cache stays bounded, dropping the least recently used page', () => {

@@ -160,9 +160,17 @@ const PAGE_ENTRY_OVERHEAD_BYTES = 200;
  * part of the key). Bounded by bytes (`maxBytes`, FORUM_FEED_CACHE_MB; issue 28 item 4) and by
  * count (`maxPages`); least recently used pages are dropped first, and a page larger than
  * `maxBytes` is served without being kept. lru-cache keeps the recency order in typed arrays.
+ *
+ * Besides, the last page rendered at the head (window past it) is kept until the head moves: the
+ * held long-poll requests one group commit wakes (issue 37) ask for the same page at once — the
+ * same feed, cursor, limit, reader class and head — and it is rendered once for all of them. One
+ * page, replaced by the next head page, and only while the cache is on.
  */
 export class FeedPageCache {
   private readonly pages: LRUCache<string, Buffer> | undefined;
+  /** The last page rendered at the head and its key (feed, variant, cursor, limit and head). */
+  private headKey = '';
+  private headPage: Buffer | null = null;
 
   /**
    * `maxBytes`: bound on the bytes held (page bodies plus PAGE_ENTRY_OVERHEAD_BYTES each; 0 = no
@@ -183,7 +191,15 @@ export class FeedPageCache {
    * it was not rendered for, nor after a moderation action.
    */
   page(feed: string, q: CursorQuery, head: number, render: () => string, variant = ''): Buffer {
-    if (this.pages === undefined || q.after + q.limit > head) return Buffer.from(render(), 'utf8');
+    if (this.pages === undefined) return Buffer.from(render(), 'utf8');
+    if (q.after + q.limit > head) {
+      const key = `${feed}:${variant}:${q.after}:${q.limit}:${head}`;
+      if (this.headKey !== key || this.headPage === null) {
+        this.headPage = Buffer.from(render(), 'utf8');
+        this.headKey = key;
+      }
+      return this.headPage;
+    }
     const key = `${feed}:${variant}:${q.after}:${q.limit}`;
     let buf = this.pages.get(key);
     if (buf === undefined) {
