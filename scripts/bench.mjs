@@ -42,10 +42,14 @@
 //                          or scripts/rgw.sh can start a Ceph RGW: installed when root), skipped
 //                          with the reason otherwise; off with --smoke
 //   --replica-records N    records in the archive restored by --replication, default 1000000
+//   --push / --no-push     ours with 0, 100 and 1,000 long-polling waiters (issue 37;
+//                          scripts/push-bench.mjs): write req/s at 64 connections with and
+//                          without waiters, commit-to-delivery latency p50/p99 (default on,
+//                          off with --smoke)
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
-//                          messages, no replay, search or replication
+//                          messages, no replay, search, replication or push
 //   --scale N              run the scale benchmark instead (scripts/scale-bench.mjs:
 //                          an N-record archive, this tree against commit 1496384;
 //                          its flags: node scripts/scale-bench.mjs --help)
@@ -65,6 +69,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BEFORE_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
+import { measurePush, pushFailures, renderPush } from './push-bench.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -109,6 +114,8 @@ function parseOptions(argv) {
       replication: { type: 'boolean' },
       'no-replication': { type: 'boolean' },
       'replica-records': { type: 'string', default: '1000000' },
+      push: { type: 'boolean' },
+      'no-push': { type: 'boolean' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -142,13 +149,14 @@ function parseOptions(argv) {
     searchMessages: int('search-messages'),
     replication: values['no-replication'] ? false : values.replication ?? !values.smoke,
     replicaRecords: int('replica-records'),
+    push: values['no-push'] ? false : values.push ?? !values.smoke,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
     smoke: values.smoke,
   };
   if (opts.smoke) {
-    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false });
+    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false });
   }
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
@@ -562,7 +570,7 @@ function summarize(rounds) {
   };
 }
 
-function renderReport({ opts, gen, warning, cells, replay, search, replication }) {
+function renderReport({ opts, gen, warning, cells, replay, search, replication, push }) {
   const out = [];
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
@@ -598,6 +606,7 @@ function renderReport({ opts, gen, warning, cells, replay, search, replication }
   }
 
   if (replication) out.push(...renderReplication(replication, opts));
+  if (push) out.push(...renderPush(push, opts));
   if (replay) {
     out.push('', '## Replay', '');
     if (replay.skipped) out.push(`skipped: ${replay.skipped}`);
@@ -705,6 +714,9 @@ async function main() {
     if (replication.failed) console.error(`replication failed: ${replication.failed}`);
   }
 
+  const push = opts.push ? await measurePush({ opts, gen, log, startServer, stopChild, seedForum, runCell, summarize }) : null;
+  if (push?.skipped) log(`push skipped: ${push.skipped}`);
+
   const forumKinds = opts.servers.filter((k) => FORUM_SERVERS.has(k));
   const replay = opts.replay && forumKinds.length ? await measureReplay(opts, forumKinds) : null;
   if (replay?.skipped) log(`replay skipped: ${replay.skipped}`);
@@ -714,7 +726,7 @@ async function main() {
     for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
   }
 
-  const report = renderReport({ opts, gen, warning, cells, replay, search, replication });
+  const report = renderReport({ opts, gen, warning, cells, replay, search, replication, push });
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);
@@ -725,6 +737,7 @@ async function main() {
   }
   const replicationProblems = replicationFailures(replication, MAX_NON2XX_RATIO);
   if (replication?.failed) replicationProblems.push(`replication: ${replication.failed}`);
+  replicationProblems.push(...pushFailures(push, MAX_NON2XX_RATIO));
   for (const p of replicationProblems) console.error(`FAIL: ${p}`);
   return failures.length || replicationProblems.length ? 1 : 0;
 }
