@@ -302,6 +302,7 @@ export function renderPush(result, opts) {
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
     out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
   }
+  out.push('', `Reading the table: each /api/changes waiter reads every event of the write load, so 1,000 of them read about 1,000 × the write rate in events; "waiter responses/s" is what the harness (one process, on the same cores) managed to read. When that is less than the stream needs, the waiters fall behind and their delivery latency is their backlog — a bound of this machine and harness, not of the server's wake-up after a commit. The /api/inbox rows show the cost of holding requests that a write does not concern.`);
   const errors = result.cells.filter((c) => c.errors > 0);
   for (const c of errors) out.push('', `${c.waiters} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
