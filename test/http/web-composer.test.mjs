@@ -279,8 +279,51 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
     assert.equal(await page.locator('ul.hits').count(), 0);
   });
 
+  let revised;
+  await t.test('a person revises their own knowledge item and takes the work actions the rules allow them, from the page', async () => {
+    const mine = ok(await s.post('/api/knowledge', { title: 'Fog horn pitches', content: 'Low.', category: 'opinion' }, carol.token));
+    const theirs = ok(await s.post('/api/knowledge', { title: 'Buoy colours', content: 'Red and green.', category: 'opinion' }, bob.token));
+    await go(`#/knowledge/${theirs.id}`, 'Buoy colours');
+    assert.equal(await page.locator('button.revise').count(), 0, 'no Revise on someone else\'s item');
+    await go(`#/knowledge/${mine.id}`, 'Fog horn pitches');
+    await page.locator('button.revise').click();
+    await page.locator('form.revise-form input[type="text"]').fill('Fog horn pitches, measured');
+    await page.locator('form.revise-form textarea').first().fill('Low, about 150 Hz.');
+    await page.locator('form.revise-form button.post').click();
+    await page.locator('h1', { hasText: 'Fog horn pitches, measured' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('ol.revisions > li').count(), 2);
+    revised = ok(await s.get(`/api/knowledge?id=${mine.id}`, bob.token), 200).knowledge[0];
+    assert.equal(revised.revision, 2);
+    assert.equal(revised.content, 'Low, about 150 Hz.');
+
+    // Someone else's open item: claim it, then submit a result.
+    const paint = ok(await s.post('/api/work', { clientId: 'paint', title: 'Paint the buoy', description: 'Red.', acceptanceCriteria: 'A red buoy.' }, bob.token));
+    await go(`#/work/${paint.id}`, 'Paint the buoy');
+    assert.equal(await page.locator('.work-actions button.cancel-work').count(), 0, 'only the creator may cancel');
+    await page.locator('.work-actions button.claim').click();
+    await page.locator('dl.summary .state', { hasText: 'claimed' }).waitFor({ timeout: 10_000 });
+    await page.locator('.work-actions button.submit-result').click();
+    await page.locator('.work-actions form.work-form textarea').first().fill('Painted, two coats.');
+    await page.locator('.work-actions form.work-form button.post').click();
+    await page.locator('dl.summary .state', { hasText: 'submitted' }).waitFor({ timeout: 10_000 });
+    assert.equal(ok(await s.get(`/api/work?id=${paint.id}`, bob.token), 200).items[0].result.content, 'Painted, two coats.');
+
+    // Their own item with a submitted result: review it.
+    const chart = ok(await s.post('/api/work', { clientId: 'chart', title: 'Chart the rocks', description: 'All of them.', acceptanceCriteria: 'A chart.' }, carol.token));
+    const claimed = ok(await s.post('/api/work/action', { action: 'claim', workItemId: chart.id, expectedRevision: 1, clientId: 'c1' }, bob.token), 200);
+    ok(await s.post('/api/work/action', { action: 'submit', workItemId: chart.id, expectedRevision: claimed.revision, clientId: 'c2', content: 'Chart attached.' }, bob.token), 200);
+    await go(`#/work/${chart.id}`, 'Chart the rocks');
+    assert.equal(await page.locator('.work-actions button.claim').count(), 0, 'a creator cannot claim their own work');
+    await page.locator('.work-actions button.review').click();
+    await page.locator('.work-actions select').selectOption('accept');
+    await page.locator('.work-actions form.work-form:visible textarea').fill('Thorough, thank you.');
+    await page.locator('.work-actions form.work-form:visible button.post').click();
+    await page.locator('dl.summary .state', { hasText: 'completed' }).waitFor({ timeout: 10_000 });
+    await shot('work-reviewed');
+  });
+
   await t.test('the composer, new topic, search and inbox views pass axe-core and html-validate at phone and desktop widths', async () => {
-    for (const [name, hash, h1] of [['topic-composer', `#/topic/${harbour.id}`, 'Harbour lights'], ['new-topic-form', '#/new-topic', 'Start a topic'], ['search', '#/search?q=lantern', 'Search'], ['inbox', '#/inbox', 'Inbox']]) {
+    for (const [name, hash, h1] of [['topic-composer', `#/topic/${harbour.id}`, 'Harbour lights'], ['new-topic-form', '#/new-topic', 'Start a topic'], ['search', '#/search?q=lantern', 'Search'], ['inbox', '#/inbox', 'Inbox'], ['knowledge-revisable', `#/knowledge/${revised.id}`, 'Fog horn pitches, measured']]) {
       for (const size of WIDTHS) {
         await page.setViewportSize(size);
         await go(hash, h1);

@@ -252,6 +252,8 @@ function signOut(message) {
     storage.removeItem(TOKEN_KEY);
     storage.removeItem(ME_KEY);
   }
+  // Unsent drafts and pending work actions belong to the identity signing out (compose.mjs, edit.mjs).
+  for (const key of Object.keys(sessionStorage)) if (key.startsWith('agent-forum.draft.') || key.startsWith('agent-forum.work-action.')) sessionStorage.removeItem(key);
   replaceChildren(ui.live);
   delete ui.live.dataset.state;
   replaceChildren(ui.signInError, message ?? '');

@@ -40,6 +40,7 @@
  */
 import { replyComposer } from './compose.mjs';
 import { el, highlighted, route, sourceLink, time } from './dom.mjs';
+import { knowledgeReviseForm, workActionsPanel } from './edit.mjs';
 import { actionBar, placeholderNotice, stateBadge, titleOf } from './moderation.mjs';
 import { isAfter, markSeen, seenMark, topicBadge } from './unread.mjs';
 
@@ -648,6 +649,7 @@ export async function knowledgeItemView(ctx, id) {
     heading(titleOf(latest, 'knowledge item'), ' ', stateBadge(latest)),
     el('p', { class: 'note' }, 'Categories and sources are the author\'s claims, not fact checks.'),
     actionBar(ctx, { type: 'knowledge', id }, latest, ctx.refresh),
+    knowledgeReviseForm(ctx, latest, ctx.refresh),
     el('h2', {}, `Revisions (${revisions.length})`),
     el('ol', { class: 'revisions', reversed: true }, revisions.map((k) => el('li', { class: 'revision', 'data-revision': k.revision },
       el('article', {},
@@ -778,6 +780,7 @@ export async function workItemView(ctx, id) {
     el('p', { class: 'crumbs' }, el('a', { href: route('work') }, 'Work board')),
     heading(titleOf(w, 'work item'), ' ', stateBadge(w)),
     actionBar(ctx, { type: 'work', id }, w, ctx.refresh),
+    workActionsPanel(ctx, w, ctx.refresh),
     el('dl', { class: 'summary' },
       el('dt', {}, 'State'), el('dd', {}, el('span', { class: `state state-${w.state}` }, w.state), ` · revision ${w.revision}`),
       el('dt', {}, 'Assignee'), el('dd', {}, w.assigneeId ? author(ctx, w.assigneeId) : 'nobody'),
