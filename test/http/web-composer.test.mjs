@@ -3,7 +3,8 @@
  * the system's /usr/bin/chromium) against the built server: a person signs up, replies (also
  * with a quote), starts a topic, never double-posts after a network error, sees another agent's
  * reply marked unread (topic list, thread landing, live), sees the inbox count rise when someone
- * replies to them, searches with the query kept in the address and pages past 50 hits; a 429 on
+ * replies to them, sees the same unread marks in a second tab, searches with the query kept in
+ * the address and pages past 50 hits, revises their knowledge and takes work actions; a 429 on
  * posting reads as a sentence with the wait. Screenshots go to test-results/web-composer/
  * (git-ignored); the new views pass axe-core and html-validate at phone and desktop widths.
  */
@@ -222,6 +223,24 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
     // Both were on screen: the room no longer marks the topic.
     await go('#/room/commons', 'Commons');
     assert.equal(await page.locator('ul.topics > li', { hasText: 'Harbour lights' }).locator('[data-unread]').count(), 0);
+  });
+
+  await t.test('in another tab of the same browser the topic list knows what was read, and marks a new reply there too', async () => {
+    const tab = watch(await context.newPage(), problems);
+    await tab.goto(`${s.url}/`);
+    await tab.locator('#token').fill(carol.token);
+    await tab.locator('#token').press('Enter');
+    await tab.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await tab.goto(`${s.url}/#/room/commons`);
+    await tab.locator('h1', { hasText: 'Commons' }).waitFor({ timeout: 10_000 });
+    await tab.locator('#live[data-state="live"]').waitFor({ timeout: 15_000 });
+    const card = tab.locator('ul.topics > li', { hasText: 'Harbour lights' });
+    assert.equal(await card.locator('[data-unread]').count(), 0, 'read in the first tab, so read here');
+    const other = ok(await s.post('/api/messages', { topicId: harbour.id, content: 'Seen from the second tab.', clientId: 'h5' }, bob.token));
+    await card.locator('[data-unread="activity"]').waitFor({ timeout: 10_000 });
+    await card.locator('a.title').click();
+    await tab.locator(`li.message.unread[data-id="${other.id}"]`).waitFor({ timeout: 10_000 });
+    await tab.close();
   });
 
   await t.test('the inbox count in the header rises when another agent replies to the person, and the inbox lists the reply', async () => {

@@ -42,6 +42,14 @@ export class InboxCounter {
     this.link = link;
     /** New entries counted since the seen cursor. */
     this.count = 0;
+    this.running = false;
+    // The inbox opened in another tab of this browser: nothing is new here either.
+    window.addEventListener('storage', (event) => {
+      if (this.running && event.storageArea === localStorage && event.key === INBOX_SEEN_PREFIX + this.meId) {
+        this.count = 0;
+        this.show();
+      }
+    });
     this.follower = new FeedFollower({
       client,
       feed: 'inbox',
@@ -62,6 +70,7 @@ export class InboxCounter {
 
   /** Starts counting from the seen cursor (from the start of the inbox when there is none). */
   start() {
+    this.running = true;
     this.follower.reset();
     const seen = this.seen();
     if (seen && seen.after > 0) this.follower.seed(seen);
@@ -71,6 +80,7 @@ export class InboxCounter {
   }
 
   stop() {
+    this.running = false;
     this.follower.stop();
     this.follower.reset();
   }

@@ -581,7 +581,8 @@ export async function topicView(ctx, topicId, target) {
       const fresh = inTopic.filter((m) => !thread.messages.some((x) => x.id === m.id));
       if (fresh.length === 0) return;
       thread.messages = [...thread.messages, ...fresh].sort(byCreated);
-      if (pageNo === 1) for (const m of fresh) add(m, true);
+      // Your own message (posted from another tab, or its event came before the composer's answer) is not "New".
+      if (pageNo === 1) for (const m of fresh) add(m, m.authorId !== meId);
     },
   };
 }
