@@ -1,7 +1,8 @@
 /**
  * The web reader's pieces that need no browser (issue 18): the guides' HTML rendering and Accept
  * negotiation (dist/api/web/guides.js), and the change-feed follower's pacing
- * (src/api/web/assets/live.mjs, run here with a stub client, sessionStorage and timer).
+ * (src/api/web/assets/live.mjs, run here with a stub client, sessionStorage and timer), also for
+ * the inbox count, and the search highlighting of dom.mjs with a minimal fake DOM.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -335,4 +336,56 @@ test('markdown lines: a list item of thousands of lazy lines (quadratic in marke
   assert.equal(items.length, 100, 'a 100-item list is a list');
   const fenced = `\`\`\`\n${'code line\n'.repeat(1000)}\`\`\`\n\nafter **bold**`;
   assert.ok(elements(renderMd(fenced)).some((e) => e.tag === 'pre'), 'lines inside fenced code do not count');
+});
+
+test('the inbox follower reads GET /api/inbox long-polled, hands its entries over as events, and delayFirstRead holds its first read back', async (t) => {
+  const store = new Map();
+  globalThis.sessionStorage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, v), removeItem: (k) => store.delete(k) };
+  const realSetTimeout = globalThis.setTimeout;
+  const delays = [];
+  globalThis.setTimeout = (fn, ms) => {
+    delays.push({ fn, ms });
+    return delays.length;
+  };
+  t.after(() => {
+    globalThis.setTimeout = realSetTimeout;
+  });
+  const queries = [];
+  const delivered = [];
+  const entry = { seq: 12, reason: 'reply', time: '2026-11-27T10:00:00.000Z', message: { id: 'm1' } };
+  const client = {
+    inbox: async (q) => {
+      queries.push(q);
+      return { format: 'forum-inbox-v1', cursor: { originId: 'inbox-o', after: 12 }, hasMore: false, pollAfterSeconds: 60, entries: [entry] };
+    },
+  };
+  const follower = new FeedFollower({ client, feed: 'inbox', onEvents: (events) => delivered.push(events), onState: () => {} });
+  follower.delayFirstRead(3000);
+  follower.start();
+  assert.equal(queries.length, 0, 'nothing is read at once');
+  assert.ok(delays[0].ms > 2900 && delays[0].ms <= 3000, `first read held back ${delays[0].ms} ms`);
+  delays[0].fn();
+  await new Promise((r) => realSetTimeout(r, 5));
+  assert.deepEqual(queries[0], { after: 0, limit: 100, wait: 25 }, 'long-polled like the feeds');
+  assert.deepEqual(delivered, [[entry]], 'entries are delivered as events');
+  assert.deepEqual(JSON.parse(store.get('agent-forum.cursor.inbox')), { originId: 'inbox-o', after: 12 });
+  follower.stop();
+});
+
+test('search highlighting: matches become <mark> elements around text, any case, and markup in the text stays text', async () => {
+  // A minimal DOM: elements record their tag, attributes and children; text is kept as strings.
+  globalThis.document = {
+    createElement: (tag) => ({ tag, attrs: {}, children: [], setAttribute(k, v) { this.attrs[k] = v; }, appendChild(c) { this.children.push(c); }, addEventListener() {} }),
+    createTextNode: (text) => ({ text }),
+  };
+  const { highlighted } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'dom.mjs')).href);
+  const shape = (parts) => parts.map((p) => (typeof p === 'string' ? p : `[${p.tag}:${p.children.map((c) => c.text).join('')}]`));
+  assert.deepEqual(shape(highlighted('A <b>Lantern</b> and a lantern.', 'lantern')), ['A <b>', '[mark:Lantern]', '</b> and a ', '[mark:lantern]', '.']);
+  assert.deepEqual(shape(highlighted('a.b', '.')), ['a', '[mark:.]', 'b'], 'the query is matched literally, not as a pattern');
+  const long = `${'x'.repeat(500)} needle ${'y'.repeat(500)}`;
+  const cut = highlighted(long, 'needle', 240);
+  assert.equal(cut[0], '…', 'an excerpt starts near the first match');
+  assert.equal(cut[cut.length - 1], '…');
+  assert.ok(cut.some((p) => typeof p !== 'string' && p.tag === 'mark'));
+  delete globalThis.document;
 });

@@ -1,6 +1,7 @@
 /**
- * The web reader (issues 18 and 27): an interface for people, served by the same server. It reads;
- * it writes only a sign-up, flags, and for operators moderation actions and flag resolutions.
+ * The web reader (issues 18, 27, 37 and 38): an interface for people, served by the same server.
+ * It reads, and writes a sign-up, replies and new topics (compose.mjs), flags, and for operators
+ * moderation actions and flag resolutions.
  * `GET /` is the page (what the service is, its status, links to the guides, docs and catalog,
  * and a sign-in box taking an agent or operator token); `GET /web/<file>` serves its allow-listed
  * style and script modules. The page reads the REST API of part 4 through forum-client.mjs
@@ -34,11 +35,15 @@ export const WEB_ASSETS_PREFIX = '/web/';
 const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'app.css', contentType: CSS },
   { name: 'app.mjs', contentType: JAVASCRIPT },
+  { name: 'compose.mjs', contentType: JAVASCRIPT },
+  { name: 'edit.mjs', contentType: JAVASCRIPT },
   { name: 'dom.mjs', contentType: JAVASCRIPT },
   { name: 'icon.svg', contentType: SVG },
+  { name: 'inbox.mjs', contentType: JAVASCRIPT },
   { name: 'live.mjs', contentType: JAVASCRIPT },
   { name: 'markdown.mjs', contentType: JAVASCRIPT },
   { name: 'moderation.mjs', contentType: JAVASCRIPT },
+  { name: 'unread.mjs', contentType: JAVASCRIPT },
   { name: 'views.mjs', contentType: JAVASCRIPT },
 ];
 
@@ -90,7 +95,7 @@ export function webRoutes(): Route[] {
       path: '/',
       auth: 'public',
       operationId: 'getWebReader',
-      summary: 'Web reader for people: what this service is, its status, links to the guides, and (signed in with a token) rooms, topics, knowledge, the work board and search; flagging content, and for operators hide, unhide, erase and the flags queue. Works offline.',
+      summary: 'Web reader for people: what this service is, its status, links to the guides, and (signed in with a token) rooms, topics with unread marks, a composer for replies and new topics, the inbox, knowledge, the work board and search; flagging content, and for operators hide, unhide, erase and the flags queue. Works offline.',
       tag: 'Docs',
       responses: { 200: { description: 'HTML page', contentType: HTML, headers: DOC_HEADERS }, 304: notModified },
       handler: (ctx) => serveStatic(ctx, page, { 'Content-Security-Policy': webPageCsp(ctx.app.config.publicUrl), 'Referrer-Policy': HTML_REFERRER_POLICY }),

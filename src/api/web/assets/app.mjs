@@ -7,7 +7,10 @@
  *   #/rooms, #/room/<id>    rooms and a room's topics
  *   #/topic/<id>            a thread's latest page; …/page/<n> (n-th page back), …/first, …/m-<message id> (permalink)
  *   #/message/<id>          a message by id alone (opens its permalink once its topic is known)
- *   #/knowledge[/<id>], #/work[/<id>], #/search/<q>, #/catalog
+ *   #/knowledge[/<id>], #/work[/<id>], #/catalog
+ *   #/search?q=…[&kind=messages|knowledge][&room=<id>][&before=…&beforeId=…&page=n]  search (old links #/search/<q> still open)
+ *   #/new-topic[/<room id>] start a topic (compose.mjs); every thread has a reply box
+ *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
  * Anything else is a not-found page. The token is kept in sessionStorage (this tab), and in
@@ -21,10 +24,12 @@ import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
 import { el, replaceChildren, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
+import { newTopicView } from './compose.mjs';
+import { InboxCounter, inboxView } from './inbox.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
 import {
-  catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchView, topicView, workBoardView, workItemView,
+  catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
 
 const TOKEN_KEY = 'agent-forum.token';
@@ -59,6 +64,7 @@ const ui = {
   nav: byId('nav'),
   signOut: byId('sign-out'),
   navFlags: byId('nav-flags'),
+  navInbox: byId('nav-inbox'),
   searchForm: /** @type {HTMLFormElement} */ (byId('search-form')),
   searchQ: /** @type {HTMLInputElement} */ (byId('search-q')),
   live: byId('live'),
@@ -78,6 +84,8 @@ const publicClient = new ForumClient({ baseUrl: BASE_URL });
  * @property {FeedFollower} work
  * @property {import('./views.mjs').SessionCache} cache
  * @property {import('./moderation.mjs').Me} me
+ * @property {ForumClient} writer one attempt per call: the composer shows a 429 at once and keeps the draft (compose.mjs)
+ * @property {InboxCounter} inbox the header's count of new inbox entries
  */
 /** @type {Session | null} */
 let session = null;
@@ -183,12 +191,15 @@ async function signIn(token, remember, knownMe = null) {
   };
   session = {
     client,
+    writer: makeClient(token, 1),
+    inbox: new InboxCounter({ client: followerClient, meId: me.id, link: ui.navInbox, onError: (err) => { if (err?.status === 401) signOut('Your token is no longer accepted (HTTP 401). Sign in again.'); } }),
     agents: new Map(agents.map((/** @type {any} */ a) => [a.id, a])),
     discussion: new FeedFollower({ client: followerClient, feed: 'changes', onEvents: (events) => applyEvents('discussion', events), onState }),
     work: new FeedFollower({ client: followerClient, feed: 'work', onEvents: (events) => applyEvents('work', events), onState }),
     cache: sessionCache(client),
     me,
   };
+  session.inbox.start();
   return null;
 }
 
@@ -231,6 +242,7 @@ function signOut(message) {
   if (session) {
     session.discussion.stop();
     session.work.stop();
+    session.inbox.stop();
     session.discussion.reset();
     session.work.reset();
   }
@@ -240,6 +252,8 @@ function signOut(message) {
     storage.removeItem(TOKEN_KEY);
     storage.removeItem(ME_KEY);
   }
+  // Unsent drafts and pending work actions belong to the identity signing out (compose.mjs, edit.mjs).
+  for (const key of Object.keys(sessionStorage)) if (key.startsWith('agent-forum.draft.') || key.startsWith('agent-forum.work-action.')) sessionStorage.removeItem(key);
   replaceChildren(ui.live);
   delete ui.live.dataset.state;
   replaceChildren(ui.signInError, message ?? '');
@@ -249,6 +263,8 @@ function signOut(message) {
 
 /** @type {string[]|null} the last route: in-page anchors such as the skip link's "#main" are not routes; null = a broken link */
 let lastRoute = [];
+/** The last route's query (`#/search?q=…`): what follows the first "?" of the hash. */
+let lastParams = new URLSearchParams();
 
 /**
  * Parses the hash route: "#/topic/tp_1" → ["topic", "tp_1"]; "" → []; a malformed percent-escape →
@@ -257,8 +273,11 @@ let lastRoute = [];
 function parseRoute() {
   const hash = location.hash;
   if (hash === '' || hash === '#' || hash.startsWith('#/')) {
-    const path = hash.replace(/^#\/?/, '').replace(/\/$/, '');
+    const full = hash.replace(/^#\/?/, '');
+    const q = full.indexOf('?');
+    const path = (q >= 0 ? full.slice(0, q) : full).replace(/\/$/, '');
     try {
+      lastParams = new URLSearchParams(q >= 0 ? full.slice(q + 1) : '');
       lastRoute = path === '' ? [] : path.split('/').map((p) => decodeURIComponent(p));
     } catch {
       lastRoute = null;
@@ -280,7 +299,7 @@ const unknownRoute = () => notFoundView('Page not found', 'This address does not
 
 /** Builds the view of a signed-in route. @param {Session} s @param {string[]} parts @returns {Promise<import('./views.mjs').View>|import('./views.mjs').View} */
 function buildView(s, parts) {
-  const ctx = { client: s.client, agents: s.agents, refresh: () => void render(false), markdown, cache: s.cache, me: s.me };
+  const ctx = { client: s.client, agents: s.agents, refresh: () => void render(false), markdown, cache: s.cache, me: s.me, writer: s.writer, params: lastParams };
   const [name, arg, ...rest] = parts;
   const one = parts.length === 2 && arg !== '';
   switch (name) {
@@ -298,7 +317,15 @@ function buildView(s, parts) {
     }
     case 'knowledge': return parts.length === 1 ? knowledgeListView(ctx) : one ? knowledgeItemView(ctx, arg) : unknownRoute();
     case 'work': return parts.length === 1 ? workBoardView(ctx) : one ? workItemView(ctx, arg) : unknownRoute();
-    case 'search': return one ? searchView(ctx, arg) : unknownRoute();
+    case 'search': {
+      if (parts.length === 1) return searchView(ctx, lastParams);
+      if (!one) return unknownRoute();
+      // An older link, #/search/<q>: the same page at its current address.
+      history.replaceState(null, '', searchRoute({ q: arg }));
+      return searchView(ctx, new URLSearchParams({ q: arg }));
+    }
+    case 'new-topic': return parts.length === 1 ? newTopicView(ctx, undefined) : one ? newTopicView(ctx, arg) : unknownRoute();
+    case 'inbox': return parts.length === 1 ? inboxView(ctx, s.inbox) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
     default: return unknownRoute();
   }
@@ -543,7 +570,7 @@ window.addEventListener('storage', (event) => {
 ui.searchForm.addEventListener('submit', (event) => {
   event.preventDefault();
   const q = ui.searchQ.value.trim();
-  if (q) location.hash = `#/search/${encodeURIComponent(q)}`;
+  if (q) location.hash = searchRoute({ q });
 });
 
 window.addEventListener('hashchange', () => {

@@ -118,3 +118,40 @@ export function time(iso) {
 export function route(...parts) {
   return '#/' + parts.map((p) => encodeURIComponent(p)).join('/');
 }
+
+/** Characters before the first match kept in a search excerpt. */
+const MATCH_CONTEXT_CHARS = 80;
+
+/**
+ * Untrusted text with every case-insensitive occurrence of `q` in a <mark> (search hits): an
+ * array of Text-node strings and <mark> elements built with el(), never HTML. `maxChars` cuts the
+ * text to an excerpt around the first match, with "…" where it was cut.
+ * @param {string} text @param {string} q @param {number} [maxChars]
+ * @returns {Array<string|HTMLElement>}
+ */
+export function highlighted(text, q, maxChars = Infinity) {
+  const needle = q.trim();
+  let shown = text;
+  let prefix = '';
+  let suffix = '';
+  const pattern = needle ? new RegExp(needle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'giu') : null;
+  if (text.length > maxChars) {
+    const first = pattern ? text.search(pattern) : -1;
+    const start = first > MATCH_CONTEXT_CHARS ? first - MATCH_CONTEXT_CHARS : 0;
+    shown = text.slice(start, start + maxChars);
+    prefix = start > 0 ? '…' : '';
+    suffix = start + maxChars < text.length ? '…' : '';
+  }
+  if (!pattern) return [prefix + shown + suffix];
+  /** @type {Array<string|HTMLElement>} */
+  const parts = [prefix];
+  let at = 0;
+  for (const match of shown.matchAll(pattern)) {
+    const i = match.index ?? 0;
+    if (match[0].length === 0) break;
+    parts.push(shown.slice(at, i), el('mark', {}, match[0]));
+    at = i + match[0].length;
+  }
+  parts.push(shown.slice(at), suffix);
+  return parts.filter((p) => p !== '');
+}

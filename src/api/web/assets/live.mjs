@@ -45,7 +45,7 @@ export class FeedFollower {
   /**
    * @param {object} options
    * @param {import('../../docs/client/forum-client.mjs').ForumClient} options.client a client that does not retry itself (maxAttempts 1)
-   * @param {'changes'|'work'} options.feed
+   * @param {'changes'|'work'|'inbox'} options.feed `inbox`: GET /api/inbox (issue 37), its entries handed over as events
    * @param {(events: any[]) => void} options.onEvents
    * @param {(state: FollowState, detail: string, error?: any) => void} options.onState
    */
@@ -96,6 +96,15 @@ export class FeedFollower {
     sessionStorage.removeItem(this.storageKey);
   }
 
+  /**
+   * Holds the first read back `ms` from now (a visit shorter than that reads nothing; used for the
+   * inbox count, which starts on sign-in whatever view opens).
+   * @param {number} ms
+   */
+  delayFirstRead(ms) {
+    this.nextAt = Math.max(this.nextAt, Date.now() + ms);
+  }
+
   /** Whether a cursor is stored (this tab followed the feed before, or seed() gave one). */
   hasCursor() {
     return sessionStorage.getItem(this.storageKey) !== null;
@@ -144,7 +153,11 @@ export class FeedFollower {
     const started = Date.now();
     let page;
     try {
-      page = this.feed === 'work' ? await this.client.workChanges(query, { signal: controller.signal }) : await this.client.changes(query, { signal: controller.signal });
+      page = this.feed === 'work' ? await this.client.workChanges(query, { signal: controller.signal })
+        : this.feed === 'inbox' ? await this.client.inbox(query, { signal: controller.signal })
+          : await this.client.changes(query, { signal: controller.signal });
+      // The inbox calls its events entries (forum-inbox-v1).
+      if (!Array.isArray(page.events)) page = { ...page, events: Array.isArray(page.entries) ? page.entries : [] };
     } catch (err) {
       if (generation !== this.generation) return;
       this.inFlight = null;

@@ -23,6 +23,8 @@
  * @property {(text: string) => Node[]} markdown a post's text as safe nodes (markdown.mjs)
  * @property {SessionCache} cache records that do not change, kept for the session
  * @property {import('./moderation.mjs').Me|null} me the signed-in identity (operators get moderation buttons)
+ * @property {import('../../docs/client/forum-client.mjs').ForumClient} [writer] a client making one attempt per call, for the composer's writes (compose.mjs)
+ * @property {URLSearchParams} [params] the route's query (`#/search?q=…`)
  *
  * @typedef {object} SessionCache
  * @property {() => Promise<any[]>} rooms rooms (fetched once per session; room events update it)
@@ -36,8 +38,11 @@
  * @property {any[]} messages every loaded message of the topic, oldest first (contiguous from the newest)
  * @property {boolean} complete the oldest message is loaded, so post numbers are exact
  */
-import { el, route, sourceLink, time } from './dom.mjs';
+import { replyComposer } from './compose.mjs';
+import { el, highlighted, route, sourceLink, time } from './dom.mjs';
+import { knowledgeReviseForm, workActionsPanel } from './edit.mjs';
 import { actionBar, placeholderNotice, stateBadge, titleOf } from './moderation.mjs';
+import { isAfter, markSeen, seenMark, topicBadge } from './unread.mjs';
 
 // ---- Limits, in one place ----
 /** Messages per API request and per page of a thread: the API's maximum `limit` (spec part 8), so one page costs one request. */
@@ -144,7 +149,9 @@ async function recentActivity(ctx) {
     if (!entry) return exact ? ['No messages yet · started ', time(t.created)] : ['Started ', time(t.created), ' · no messages since ', time(oldest)];
     return [exact ? count(entry.count, 'message') : `${entry.count}+ messages`, ' · last activity ', time(entry.last.created)];
   };
-  return { messages, byTopic, line };
+  /** The newest message of a topic within the window, or undefined. @param {any} t */
+  const lastOf = (t) => byTopic.get(t.id)?.last;
+  return { messages, byTopic, line, lastOf };
 }
 
 /**
@@ -171,7 +178,7 @@ export async function homeView(ctx) {
   const quiet = topics.filter((t) => !activity.byTopic.has(t.id) && !ctx.cache.workByTopic?.has(t.id)).slice(0, Math.max(0, HOME_TOPICS - active.length));
   const node = el('section', {},
     heading('Latest activity'),
-    el('p', { class: 'note' }, 'The newest messages across all rooms. ', el('a', { href: route('rooms') }, 'All rooms'), ' · ',
+    el('p', { class: 'note' }, 'The newest messages across all rooms. ', el('a', { href: route('new-topic'), class: 'new-topic' }, 'Start a topic'), ' · ', el('a', { href: route('rooms') }, 'All rooms'), ' · ',
       el('a', { href: route('knowledge') }, 'Knowledge'), ' · ', el('a', { href: route('work') }, 'Work board'), ' · ', el('a', { href: route('catalog') }, 'Starter catalog')),
     active.length === 0 && quiet.length === 0 ? el('p', {}, 'Nothing has been posted yet.') : null,
     active.length ? el('ul', { class: 'cards activity' }, active.map(({ last }) => {
@@ -179,10 +186,11 @@ export async function homeView(ctx) {
       const excerpt = excerptOf(last);
       return el('li', {},
         el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${last.topicId}`), t ? [' ', stateBadge(t)] : null,
+        ' ', topicBadge(ctx.me?.id, last.topicId, last),
         el('p', { class: 'meta' }, t ? [roomName(t.roomId), ' · '] : null, activity.line(t ?? { id: last.topicId, created: '' })),
         el('p', { class: 'excerpt' }, author(ctx, last.authorId), ': ', excerpt));
     })) : null,
-    quiet.length ? [el('h2', {}, 'Newest topics'), topicCards(ctx, quiet, activity.line, roomName)] : null,
+    quiet.length ? [el('h2', {}, 'Newest topics'), topicCards(ctx, quiet, activity.line, roomName, activity.lastOf)] : null,
   );
   const shownTopics = new Set(topics.map((t) => t.id));
   return {
@@ -198,10 +206,11 @@ export async function homeView(ctx) {
  * Topic cards with their activity line.
  * @param {ViewContext} ctx @param {any[]} topics @param {(t: any) => any[]} line
  * @param {(roomId: string) => string} [roomName] shown when the list mixes rooms
+ * @param {(t: any) => any} [lastOf] a topic's newest known message (marks new activity, unread.mjs)
  */
-function topicCards(ctx, topics, line, roomName) {
+function topicCards(ctx, topics, line, roomName, lastOf) {
   return el('ul', { class: 'cards topics' }, topics.map((t) => el('li', {},
-    el('a', { href: route('topic', t.id), class: 'title' }, titleOf(t, 'topic')), ' ', stateBadge(t),
+    el('a', { href: route('topic', t.id), class: 'title' }, titleOf(t, 'topic')), ' ', stateBadge(t), ' ', topicBadge(ctx.me?.id, t.id, lastOf?.(t)),
     el('p', { class: 'meta' }, roomName ? [roomName(t.roomId), ' · '] : null, 'by ', author(ctx, t.authorId), ' · ', line(t)))));
 }
 
@@ -250,10 +259,11 @@ export async function roomView(ctx, roomId) {
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms')),
     heading(room.name),
     room.description ? el('p', {}, room.description) : null,
-    discussions.length === 0 ? el('p', {}, 'No topics in this room yet.') : topicCards(ctx, discussions, activity.line),
+    el('p', {}, el('a', { href: route('new-topic', roomId), class: 'new-topic' }, 'Start a topic in this room')),
+    discussions.length === 0 ? el('p', {}, 'No topics in this room yet.') : topicCards(ctx, discussions, activity.line, undefined, activity.lastOf),
     workTopics.length ? el('details', { class: 'work-topics' },
       el('summary', {}, `Work item discussions (${workTopics.length})`),
-      topicCards(ctx, workTopics, activity.line)) : null,
+      topicCards(ctx, workTopics, activity.line, undefined, activity.lastOf)) : null,
   );
   const shownTopics = new Set(topics.map((t) => t.id));
   return {
@@ -383,6 +393,49 @@ export async function topicView(ctx, topicId, target) {
   const shownMessages = all.slice(Math.max(0, stop - THREAD_PAGE_SIZE), stop);
   const numbers = new Map(thread.complete ? all.map((m, i) => [m.id, i + 1]) : []);
 
+  // Unread (unread.mjs): messages by others after this browser's mark. The latest page opens at
+  // the first of them; a message counts as seen once it has been on screen. A first visit sets the
+  // mark at the newest message (nothing is unread then).
+  const meId = ctx.me?.id ?? '';
+  const mark = meId ? seenMark(meId, topicId) : null;
+  /** @param {any} m */
+  const unreadNow = (m) => mark !== null && m.authorId !== meId && isAfter(m, mark);
+  const unreadIds = new Set(shownMessages.filter(unreadNow).map((m) => m.id));
+  const landId = target.kind === 'latest' && unreadIds.size > 0 ? shownMessages.find((m) => unreadIds.has(m.id))?.id ?? null : null;
+  if (meId && !mark && pageNo === 1 && all.length > 0) markSeen(meId, topicId, all[all.length - 1]);
+  /** Marks an unread message seen when it scrolls into view. */
+  const seenWatch = typeof IntersectionObserver === 'function' ? new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      const m = thread.messages.find((x) => x.id === /** @type {HTMLElement} */ (entry.target).closest('li.message')?.getAttribute('data-id'));
+      if (m && meId) markSeen(meId, topicId, m);
+      seenWatch?.unobserve(entry.target);
+    }
+  }) : null;
+  const closed = Boolean(topic.hidden || topic.erased);
+  /** The reply box (compose.mjs); none in a hidden or erased topic. */
+  const composer = closed || !ctx.writer ? null : replyComposer({ markdown: ctx.markdown, writer: ctx.writer, author: (id) => author(ctx, id) }, topicId, (m) => {
+    if (meId) markSeen(meId, topicId, m);
+    if (!thread.messages.some((x) => x.id === m.id)) thread.messages = [...thread.messages, m].sort(byCreated);
+    if (pageNo !== 1) {
+      location.hash = messageRoute(topicId, m.id);
+      return;
+    }
+    add(m, false);
+    const item = document.getElementById(`m-${m.id}`);
+    item?.scrollIntoView({ block: 'center' });
+    /** @type {HTMLElement|null|undefined} */ (item?.querySelector('article'))?.focus({ preventScroll: true });
+  });
+  /** Reply and Quote buttons of a message (none on a placeholder). @param {any} m */
+  const replyButtons = (m) => {
+    if (!composer || m.erased || !m.content) return null;
+    const number = numbers.get(m.id);
+    const label = `${author(ctx, m.authorId)}${number ? ` #${number}` : ''}`;
+    return el('div', { class: 'reply-buttons' },
+      el('button', { type: 'button', class: 'reply', 'aria-label': `Reply to ${label}`, on: { click: () => composer.replyTo(m, label, false) } }, 'Reply'),
+      el('button', { type: 'button', class: 'quote', 'aria-label': `Reply to ${label} with a quote`, on: { click: () => composer.replyTo(m, label, true) } }, 'Quote'));
+  };
+
   const root = el('ol', { class: 'thread', 'aria-label': 'Messages' });
   /** @type {Map<string, {list: HTMLElement, replies: HTMLElement, depth: number, item: HTMLElement, isNew: boolean}>} each shown message's list, replies list, depth and item */
   const shown = new Map();
@@ -399,9 +452,10 @@ export async function topicView(ctx, topicId, target) {
         number ? [el('span', { class: 'number' }, `#${number}`), ' '] : null,
         el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
         el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
-        isNew ? [' ', el('span', { class: 'badge' }, 'New')] : null,
+        isNew ? [' ', el('span', { class: 'badge' }, 'New')] : unreadIds.has(m.id) ? [' ', el('span', { class: 'badge' }, 'Unread')] : null,
         flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
       moderatedBody(ctx, m, 'message', m.content),
+      replyButtons(m),
       messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden)));
   };
   /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
@@ -436,9 +490,13 @@ export async function topicView(ctx, topicId, target) {
     const depth = nested ? parent.depth + 1 : parent ? parent.depth : 0;
     const flattened = Boolean(m.replyTo) && !nested;
     const replies = el('ol', { class: 'replies', 'aria-label': 'Replies' });
-    const item = el('li', { class: isNew ? 'message new' : 'message', id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
+    // A message by someone else arriving live is unread until it has been on screen.
+    if (isNew && m.authorId !== meId) unreadIds.add(m.id);
+    const unread = unreadIds.has(m.id);
+    const item = el('li', { class: `message${isNew ? ' new' : ''}${unread ? ' unread' : ''}`, id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
       article(m, isNew, flattened), replies);
     list.appendChild(item);
+    if (unread) seenWatch?.observe(/** @type {HTMLElement} */ (item.firstChild));
     shown.set(m.id, { list, replies, depth, item, isNew });
     empty.hidden = true;
     return true;
@@ -451,7 +509,14 @@ export async function topicView(ctx, topicId, target) {
     const first = route('topic', topicId) + '/first';
     const latest = route('topic', topicId);
     const olderExists = pageNo < totalPages || !thread.complete;
-    const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => { end.scrollIntoView({ block: 'end' }); end.focus({ preventScroll: true }); } } }, 'Jump to latest');
+    // "Jump to newest": the newest message of the page (it may be a reply nested higher up), else the page's end.
+    const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => {
+      const newest = [...thread.messages].reverse().find((m) => shown.has(m.id));
+      const article = newest ? /** @type {HTMLElement|null} */ (shown.get(newest.id)?.item.querySelector(':scope > article') ?? null) : null;
+      const goal = article ?? end;
+      goal.scrollIntoView({ block: article ? 'center' : 'end' });
+      goal.focus({ preventScroll: true });
+    } } }, 'Jump to newest');
     // A thread that fits one page needs no page links.
     if (thread.complete && totalPages === 1) return el('nav', { class: 'pager', 'aria-label': label }, el('ul', {}, el('li', { class: 'where' }, count(all.length, 'message')), el('li', {}, jump)));
     return el('nav', { class: 'pager', 'aria-label': label },
@@ -483,12 +548,20 @@ export async function topicView(ctx, topicId, target) {
     root,
     all.length > THREAD_PAGE_SIZE / 4 ? pager('Thread pages, bottom') : null,
     end,
+    composer?.node ?? null,
   );
   return {
     title: topic.title,
     node,
     discussionHead,
     afterShow: () => {
+      if (!focusId && landId) {
+        // Opened at the first unread message.
+        const first = document.getElementById(`m-${landId}`);
+        first?.scrollIntoView({ block: 'start' });
+        /** @type {HTMLElement|null|undefined} */ (first?.querySelector('article'))?.focus({ preventScroll: true });
+        return;
+      }
       if (!focusId) return;
       const target = document.getElementById(`m-${focusId}`);
       if (!target) return;
@@ -508,7 +581,8 @@ export async function topicView(ctx, topicId, target) {
       const fresh = inTopic.filter((m) => !thread.messages.some((x) => x.id === m.id));
       if (fresh.length === 0) return;
       thread.messages = [...thread.messages, ...fresh].sort(byCreated);
-      if (pageNo === 1) for (const m of fresh) add(m, true);
+      // Your own message (posted from another tab, or its event came before the composer's answer) is not "New".
+      if (pageNo === 1) for (const m of fresh) add(m, m.authorId !== meId);
     },
   };
 }
@@ -576,6 +650,7 @@ export async function knowledgeItemView(ctx, id) {
     heading(titleOf(latest, 'knowledge item'), ' ', stateBadge(latest)),
     el('p', { class: 'note' }, 'Categories and sources are the author\'s claims, not fact checks.'),
     actionBar(ctx, { type: 'knowledge', id }, latest, ctx.refresh),
+    knowledgeReviseForm(ctx, latest, ctx.refresh),
     el('h2', {}, `Revisions (${revisions.length})`),
     el('ol', { class: 'revisions', reversed: true }, revisions.map((k) => el('li', { class: 'revision', 'data-revision': k.revision },
       el('article', {},
@@ -706,6 +781,7 @@ export async function workItemView(ctx, id) {
     el('p', { class: 'crumbs' }, el('a', { href: route('work') }, 'Work board')),
     heading(titleOf(w, 'work item'), ' ', stateBadge(w)),
     actionBar(ctx, { type: 'work', id }, w, ctx.refresh),
+    workActionsPanel(ctx, w, ctx.refresh),
     el('dl', { class: 'summary' },
       el('dt', {}, 'State'), el('dd', {}, el('span', { class: `state state-${w.state}` }, w.state), ` · revision ${w.revision}`),
       el('dt', {}, 'Assignee'), el('dd', {}, w.assigneeId ? author(ctx, w.assigneeId) : 'nobody'),
@@ -732,22 +808,128 @@ export async function workItemView(ctx, id) {
   };
 }
 
-/** Search results: messages (each opening in its thread) and knowledge matching q. @param {ViewContext} ctx @param {string} q @returns {Promise<View>} */
-export async function searchView(ctx, q) {
-  const { messages, knowledge } = await ctx.client.search({ q, limit: 50 });
+/** Message hits per search page (the API's default `limit`, spec part 4). */
+export const SEARCH_PAGE_SIZE = 50;
+/** API pages of 100 messages read at most to fill one page of hits when a room filter drops some. */
+const SEARCH_SCAN_PAGES = 3;
+/** Longest query (spec part 8: q 200). */
+const SEARCH_Q_MAX = 200;
+
+/**
+ * The search page's address: `#/search?q=…` with `kind` (messages|knowledge, else both), `room`,
+ * and the paging cursor `before` + `beforeId` (the last hit of the previous page) and `page`.
+ * @param {Record<string, string|number|undefined>} params
+ */
+export function searchRoute(params) {
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '' && !(k === 'kind' && v === 'all')) query.set(k, String(v));
+  return `#/search?${query.toString()}`;
+}
+
+/**
+ * Search (issue 38): the query kept in the address (`#/search?q=…`), filters (messages or
+ * knowledge, a room), each message hit with its topic's title and room, the matches highlighted
+ * (Text nodes and <mark>, never HTML), and message hits paged SEARCH_PAGE_SIZE at a time with the
+ * API's `before` (read 1 ms later than the last hit and cut after it, so hits sharing its
+ * millisecond are not skipped). Knowledge hits come with the first page (the API pages only
+ * messages). The API has no room filter: it is applied here to the message hits' topics (read
+ * once per session with GET /api/topics; a topic beyond its 500 is unknown and then left out).
+ * @param {ViewContext} ctx @param {URLSearchParams} params @returns {Promise<View>}
+ */
+export async function searchView(ctx, params) {
+  const q = (params.get('q') ?? '').trim().slice(0, SEARCH_Q_MAX);
+  const kind = params.get('kind') === 'messages' || params.get('kind') === 'knowledge' ? params.get('kind') : 'all';
+  const roomId = params.get('room') ?? '';
+  const before = params.get('before') ?? '';
+  const beforeId = params.get('beforeId') ?? '';
+  const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(params.get('page') ?? '1', 10) || 1));
+  const [rooms, topics] = await Promise.all([ctx.cache.rooms(), ctx.client.topics()]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
+  const roomName = (/** @type {string} */ id) => rooms.find((r) => r.id === id)?.name ?? id;
+
+  /** @type {any[]} */
+  let hits = [];
+  /** @type {any[]} */
+  let knowledge = [];
+  let more = false;
+  if (q) {
+    /** Hits come strictly after this (created, id) in the API's newest-first order. */
+    let cursor = before && beforeId ? { created: before, id: beforeId } : null;
+    for (let i = 0; i < SEARCH_SCAN_PAGES; i++) {
+      const scanBefore = cursor ? new Date(Date.parse(cursor.created) + 1).toISOString() : null;
+      const page = await ctx.client.search({ q, limit: THREAD_PAGE_SIZE, ...(scanBefore ? { before: scanBefore } : {}) });
+      if (i === 0 && pageNo === 1) knowledge = page.knowledge;
+      const c = cursor;
+      const older = c ? page.messages.filter((/** @type {any} */ m) => m.created < c.created || (m.created === c.created && m.id < c.id)) : page.messages;
+      hits.push(...(roomId ? older.filter((/** @type {any} */ m) => ctx.cache.topic(m.topicId)?.roomId === roomId) : older));
+      if (hits.length > SEARCH_PAGE_SIZE) {
+        more = true;
+        break;
+      }
+      // The API had no more; or a whole page of 100 in one millisecond (no way past it with `before`).
+      if (page.messages.length < THREAD_PAGE_SIZE || older.length === 0 || kind === 'knowledge') break;
+      const oldest = older[older.length - 1];
+      cursor = { created: oldest.created, id: oldest.id };
+      // Out of reads for this page (a room filter dropped most hits): the next page goes on from here.
+      more = i === SEARCH_SCAN_PAGES - 1;
+    }
+    if (hits.length > SEARCH_PAGE_SIZE) {
+      hits = hits.slice(0, SEARCH_PAGE_SIZE);
+      more = true;
+    }
+  }
+  const last = hits[hits.length - 1];
+  const qInput = el('input', { id: 'search-page-q', name: 'q', type: 'search', maxlength: SEARCH_Q_MAX, value: q, required: true });
+  const kindSelect = el('select', { id: 'search-kind', name: 'kind' },
+    [['all', 'Messages and knowledge'], ['messages', 'Messages'], ['knowledge', 'Knowledge']].map(([v, label]) => el('option', { value: v, selected: v === kind }, label)));
+  const roomSelect = el('select', { id: 'search-room', name: 'room' },
+    el('option', { value: '', selected: roomId === '' }, 'All rooms'),
+    rooms.map((r) => el('option', { value: r.id, selected: r.id === roomId }, r.name)));
+  const form = el('form', { class: 'search-filters', role: 'search', 'aria-label': 'Search and filters', on: { submit: (/** @type {Event} */ event) => {
+    event.preventDefault();
+    const value = /** @type {HTMLInputElement} */ (qInput).value.trim();
+    if (value) location.hash = searchRoute({ q: value, kind: /** @type {HTMLSelectElement} */ (kindSelect).value, room: /** @type {HTMLSelectElement} */ (roomSelect).value });
+  } } },
+    el('div', { class: 'field' }, el('label', { for: 'search-page-q' }, 'Words'), qInput),
+    el('div', { class: 'field' }, el('label', { for: 'search-kind' }, 'Show'), kindSelect),
+    el('div', { class: 'field' }, el('label', { for: 'search-room' }, 'Room'), roomSelect),
+    el('button', { type: 'submit' }, 'Search'));
+  const first = searchRoute({ q, kind, room: roomId });
+  const pager = (/** @type {string} */ label) => hits.length > 0 && (pageNo > 1 || more) ? el('nav', { class: 'pager search-pager', 'aria-label': label }, el('ul', {},
+    el('li', {}, pageNo > 1 ? el('a', { href: first }, 'First results') : el('span', { 'aria-disabled': 'true' }, 'First results')),
+    el('li', { class: 'where' }, `Page ${pageNo} · hits ${(pageNo - 1) * SEARCH_PAGE_SIZE + 1}–${(pageNo - 1) * SEARCH_PAGE_SIZE + hits.length}`),
+    el('li', {}, more && last ? el('a', { href: searchRoute({ q, kind, room: roomId, before: last.created, beforeId: last.id, page: pageNo + 1 }), rel: 'next', class: 'older-results' }, 'Older results') : el('span', { 'aria-disabled': 'true' }, 'Older results')))) : null;
+  const showMessages = kind !== 'knowledge';
+  const showKnowledge = kind !== 'messages' && pageNo === 1;
   const node = el('section', {},
-    heading('Search: ', el('q', {}, q)),
-    el('h2', {}, `Messages (${messages.length})`),
-    messages.length === 0 ? el('p', {}, 'No messages match.') : el('ul', { class: 'cards' }, messages.map((/** @type {any} */ m) => el('li', {},
-      el('p', { class: 'excerpt' }, excerptOf(m)),
-      el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
-        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread'))))),
-    el('h2', {}, `Knowledge (${knowledge.length})`),
-    knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
-      el('a', { href: route('knowledge', k.id), class: 'title' }, titleOf(k, 'knowledge item')), ' ', stateBadge(k),
-      knowledgeMeta(ctx, k)))),
+    heading('Search', q ? [': ', el('q', {}, q)] : null),
+    form,
+    !q ? el('p', {}, 'Type a word or phrase: messages and knowledge containing it (any case) are listed, newest first.') : [
+      showMessages ? [
+        el('h2', {}, `Messages (${hits.length}${more ? '+' : ''})`),
+        roomId ? el('p', { class: 'note' }, `In the room ${roomName(roomId)} only.`) : null,
+        pager('Result pages'),
+        hits.length === 0 ? el('p', {}, pageNo > 1 ? 'No more messages match.' : 'No messages match.') : el('ul', { class: 'cards hits' }, hits.map((m) => {
+          const t = ctx.cache.topic(m.topicId);
+          return el('li', { 'data-id': m.id },
+            el('a', { href: route('topic', m.topicId), class: 'title hit-topic' }, t ? titleOf(t, 'topic') : `Topic ${m.topicId}`),
+            t ? el('span', { class: 'meta' }, ' · ', roomName(t.roomId)) : null,
+            el('p', { class: 'excerpt' }, m.content ? [m.hidden ? '(hidden) ' : '', highlighted(m.content, q, EXCERPT_CHARS)] : excerptOf(m)),
+            el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
+              el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread')));
+        })),
+        hits.length > 10 ? pager('Result pages, bottom') : null,
+      ] : null,
+      showKnowledge ? [
+        el('h2', {}, `Knowledge (${knowledge.length})`),
+        knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
+          el('a', { href: route('knowledge', k.id), class: 'title' }, k.title ? highlighted(k.title, q) : titleOf(k, 'knowledge item')), ' ', stateBadge(k),
+          k.content ? el('p', { class: 'excerpt' }, highlighted(k.content, q, EXCERPT_CHARS)) : null,
+          knowledgeMeta(ctx, k)))),
+      ] : null,
+    ],
   );
-  return { title: `Search: ${q}`, node };
+  return { title: q ? `Search: ${q}` : 'Search', node };
 }
 
 /**
