@@ -15,11 +15,10 @@
  * and `--version` the package version (exit 0, no server started); any other argument, or an
  * unknown toolset, is refused with the usage on stderr (exit 2).
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpServer } from './mcp/server.js';
-import { packagePath } from './mcp/paths.js';
+import { SERVICE_VERSION } from './constants.js';
 import { TOOLSETS, parseToolsets, type Toolset } from './mcp/tools.js';
 
 const USAGE = `usage: agent-forum-mcp            (or: node dist/mcp.js)
@@ -52,7 +51,7 @@ if (flags.help) {
   process.exit(0);
 }
 if (flags.version) {
-  process.stdout.write((JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string }).version + '\n');
+  process.stdout.write(SERVICE_VERSION + '\n');
   process.exit(0);
 }
 

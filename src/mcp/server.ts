@@ -25,7 +25,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_RESULT_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
 import { argumentError } from './arguments.js';
-import { forumClientModuleUrl } from './paths.js';
+import { forumClientModule } from './paths.js';
 import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
 /** Configuration of one MCP session: FORUM_URL and FORUM_TOKEN (optional). */
@@ -193,7 +193,7 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
   // Credentials in the URL would travel to every request and into logs (issue 28); the token
   // belongs in FORUM_TOKEN. The message names neither the user nor the password.
   if (url.username !== '' || url.password !== '') throw new Error('FORUM_URL must not contain credentials (user:password@host); remove them and set FORUM_TOKEN to the agent token');
-  const mod = (await import(forumClientModuleUrl())) as {
+  const mod = (await forumClientModule()) as {
     ForumClient: { new (options: JsonObject): ForumClientLike; register(input: JsonObject, options: JsonObject): Promise<{ client: ForumClientLike; registration: JsonObject }> };
   };
   const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log };

@@ -19,8 +19,7 @@
  * result's summary (`UNTRUSTED_NOTE`, added by `withUntrustedNote`): every tool but those in
  * NO_PARTICIPANT_TEXT.
  */
-import { readFileSync } from 'node:fs';
-import { packagePath } from './paths.js';
+import { schemaText } from './paths.js';
 
 /** A JSON object (tool arguments, schema nodes, response bodies). */
 export type JsonObject = Record<string, unknown>;
@@ -108,7 +107,7 @@ const schemaCache = new Map<string, JsonObject>();
 /** schemas/<name>.json parsed (cached). Throws when the file is missing: a packaging error. */
 function loadSchema(name: string): JsonObject {
   let s = schemaCache.get(name);
-  if (!s) schemaCache.set(name, (s = JSON.parse(readFileSync(packagePath('schemas', `${name}.json`), 'utf8')) as JsonObject));
+  if (!s) schemaCache.set(name, (s = JSON.parse(schemaText(name)) as JsonObject));
   return s;
 }
 

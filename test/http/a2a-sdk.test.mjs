@@ -6,10 +6,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { AgentCard, Role } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory, createAuthenticatingFetchWithRetry } from '@a2a-js/sdk/client';
 import { A2AError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { startServer } from '../helpers/server.mjs';
+import { ROOT, startServer, tempDir } from '../helpers/server.mjs';
 
 /** A client made by the SDK's factory from the card at `baseUrl`, sending `token`; records requests. */
 async function sdkClient(baseUrl, token, sent = []) {
@@ -130,4 +134,40 @@ test('the official A2A SDK resolves the card and runs every action over HTTP+JSO
   await assert.rejects(act(alice, 'nope', {}), (err) => err instanceof A2AError && /work\.act/.test(err.message));
   const stranger = await sdkClient(s.url, 'not-a-token');
   await assert.rejects(act(stranger, 'status', {}), (err) => err instanceof A2AError && err.statusCode === 401);
+});
+
+test('the A2A SDK example of /api/start.md runs as written: saved next to the installed SDK and run with FORUM_TOKEN, it posts through A2A', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('example-runner');
+  const guide = (await s.get('/api/start.md')).body;
+  // The text tells the reader which SDK version to install, where to save the block and how to run it.
+  const intro = guide.indexOf('save this as `a2a-example.mjs`');
+  assert.ok(intro > 0, 'start.md introduces the example');
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const pinned = pkg.devDependencies['@a2a-js/sdk'];
+  assert.ok(guide.slice(0, intro).endsWith(`\`npm install @a2a-js/sdk@${pinned}\`, `), 'the install command names the version this test runs against');
+  assert.match(guide.slice(intro, intro + 200), /`FORUM_TOKEN=<your token> node a2a-example\.mjs`/);
+  const block = /```js\n([\s\S]*?)```/.exec(guide.slice(intro));
+  assert.ok(block, 'a js code block follows');
+  const code = block[1];
+  assert.ok(code.includes(`const BASE_URL = '${s.url}';`), 'the served guide carries this server\'s base URL');
+  assert.ok(!code.includes(a.token));
+
+  // The reader's folder after `npm install @a2a-js/sdk@<pinned>`: the repository's node_modules stands in for it.
+  const dir = tempDir(t, 'forum-a2a-example-');
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  writeFileSync(join(dir, 'a2a-example.mjs'), code);
+  const { stdout } = await promisify(execFile)(process.execPath, ['a2a-example.mjs'], { cwd: dir, env: { ...process.env, FORUM_TOKEN: a.token }, timeout: 30_000 });
+  const lines = stdout.trim().split('\n');
+  assert.equal(lines.length, 4, stdout);
+  assert.equal(lines[0], `status 200 ${pkg.version}`);
+  const [, topicId] = /^topic 201 (tp_\S+)$/.exec(lines[1]) ?? assert.fail(lines[1]);
+  const [, messageId] = /^post 201 (msg_\S+)$/.exec(lines[2]) ?? assert.fail(lines[2]);
+  assert.match(lines[3], /^read 200 \d+$/);
+  // What it wrote is what REST shows, by the runner's agent.
+  const topics = (await s.get('/api/topics', a.token)).body;
+  assert.deepEqual(topics.map((x) => [x.id, x.title, x.authorId]), [[topicId, 'Hello over A2A', a.id]]);
+  const messages = (await s.get(`/api/messages?messageId=${messageId}`, a.token)).body.messages;
+  assert.equal(messages[0].content, 'First post through the A2A SDK.');
+  assert.equal(messages[0].topicId, topicId);
 });

@@ -540,6 +540,15 @@ test('the JavaScript helper\'s errors carry the stable code and the request id, 
     return true;
   });
   await assert.rejects(client.request('GET', '/api/messages', { query: { limit: 0 } }), (err) => err.status === 400 && err.code === 'VALIDATION' && typeof err.requestId === 'string');
+  // requestId is the answer's X-Request-Id: one the caller sent is kept by the server and comes
+  // back on the error; the body is the documented {error, code} (requestId only on a 5xx).
+  await assert.rejects(client.request('GET', '/api/messages', { query: { limit: 0 }, headers: { 'x-request-id': 'codes-req-0001' } }), (err) => {
+    assert.equal(err.requestId, 'codes-req-0001');
+    assert.deepEqual(Object.keys(err.body).sort(), ['code', 'error']);
+    assert.equal(err.body.code, err.code);
+    assert.match(err.message, /HTTP 400: /);
+    return true;
+  });
   await assert.rejects(client.a2aSend('nope', {}), (err) => {
     assert.equal(err.status, 400);
     assert.equal(typeof err.code, 'string', 'the A2A ErrorInfo reason');

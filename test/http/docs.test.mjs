@@ -29,9 +29,12 @@ const SPEC_PATHS = new Set([
   '/api/work/action', '/api/work/history', '/a2a/message:send', '/openapi.json', '/api/docs', '/api/start.md',
   '/api/exchange.md', '/api/retry-budget.md', '/.well-known/agent-card.json', '/.well-known/agent.json',
 ]);
+/** A path of the specification: one of SPEC_PATHS, or a client helper file under /api/client/ (part 1). */
+const specPath = (path) => SPEC_PATHS.has(path) || /^\/api\/client\/[^/]+$/.test(path);
 
 const routes = publicRoutes();
-const routed = (method, path) => routes.some((r) => r.method === method && r.path === path);
+/** Whether the route table has `method path`, exactly or under a prefix route (`/api/client/*`). */
+const routed = (method, path) => routes.some((r) => r.method === method && (r.path === path || (r.path.endsWith('*') && path.startsWith(r.path.slice(0, -1)))));
 
 /**
  * One server for the whole file (every test uses its own agents and topics), on port 0 without
@@ -630,7 +633,7 @@ test('the curl examples of start.md run in order against the server and each req
   for (const [i, block] of blocks.entries()) {
     const calls = callsOf(block, s.url);
     for (const c of calls) {
-      assert.ok(SPEC_PATHS.has(c.path), `block ${i} calls ${c.method} ${c.path}, a path of the specification`);
+      assert.ok(specPath(c.path), `block ${i} calls ${c.method} ${c.path}, a path of the specification`);
       assert.ok(routed(c.method, c.path), `block ${i} calls ${c.method} ${c.path}, which the server routes`);
     }
     runnable.push({ i, block, curls: (block.match(/\bcurl -/g) ?? []).length });

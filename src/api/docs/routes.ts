@@ -2,7 +2,8 @@
  * Guidance routes (issue 6; part 1 "Static guidance paths", part 9): /openapi.json, the Swagger
  * UI page /api/docs and its assets, the guides start.md, exchange.md and retry-budget.md, and
  * the client helpers under /api/client/ with their index at /api/client/ itself (JSON, schema
- * ClientIndex: each file's name, absolute URL, content type and a one-line description).
+ * ClientIndex: each file's name, absolute URL, content type and a one-line description), and
+ * there too the stdio MCP server as one file, agent-forum-mcp.mjs (issue 38).
  *
  * `docsRoutes(apiRoutes)` receives the rest of the route table instead of importing it, so
  * src/api/routes.ts can include these routes without an import cycle. The OpenAPI document is
@@ -80,6 +81,20 @@ const CLIENT_FILES: ReadonlyArray<{ name: string; contentType: string; descripti
 ];
 
 /**
+ * The stdio MCP server as one file (issue 38): dist/mcp.js with its packages and files bundled by
+ * `npm run build` (scripts/build-mcp-bundle.mjs) next to it, run with `node agent-forum-mcp.mjs`
+ * and FORUM_URL / FORUM_TOKEN. Served as built (no `{{BASE_URL}}` rendering) under CLIENT_PREFIX.
+ */
+const MCP_BUNDLE = {
+  name: 'agent-forum-mcp.mjs',
+  contentType: JAVASCRIPT,
+  description:
+    'The stdio MCP server (agent-forum-mcp) as one file with no dependencies: run it with node >= 20 and FORUM_URL (this server) and FORUM_TOKEN (an agent token) in its environment.',
+};
+/** Where the build writes the bundle: dist/api/docs/routes.js → dist/agent-forum-mcp.mjs. */
+const MCP_BUNDLE_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', MCP_BUNDLE.name);
+
+/**
  * Builds the guidance routes and the OpenAPI document for `apiRoutes` + these routes.
  * Reads the guide, client and page sources (small) now and the Swagger UI files on first request.
  * Throws Error at startup when a source file is missing or the document cannot be generated
@@ -105,10 +120,24 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
   const exchangeGuide = guide('exchange.md');
   const retryGuide = guide('retry-budget.md');
   const clients = new Map<string, (url: string) => StaticDocument>(CLIENT_FILES.map((f) => [f.name, templated(read('client', f.name), f.contentType)]));
+  // The bundle (~800 KiB) is read on its first request and kept: a server built with tsc alone
+  // still starts, and answers 404 for the bundle saying how to build it.
+  let bundle: StaticDocument | undefined;
+  clients.set(MCP_BUNDLE.name, () => {
+    if (bundle) return bundle;
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(MCP_BUNDLE_FILE);
+    } catch {
+      throw notFound(`${MCP_BUNDLE.name} is not built on this server (npm run build makes dist/${MCP_BUNDLE.name}); run dist/mcp.js from a checkout instead`);
+    }
+    return (bundle = staticDocument(bytes, MCP_BUNDLE.contentType));
+  });
+  const listed = [...CLIENT_FILES, MCP_BUNDLE];
   // The index of /api/client/: absolute URLs under the public base URL (no trailing slash).
   const clientIndex = perBaseUrl((url) =>
     staticDocument(
-      JSON.stringify({ files: CLIENT_FILES.map((f) => ({ name: f.name, url: `${url}${CLIENT_PREFIX}${f.name}`, contentType: f.contentType, description: f.description })) }),
+      JSON.stringify({ files: listed.map((f) => ({ name: f.name, url: `${url}${CLIENT_PREFIX}${f.name}`, contentType: f.contentType, description: f.description })) }),
       JSON_CONTENT_TYPE,
     ),
   );
@@ -124,7 +153,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
     return doc;
   };
   const assetFiles: ServedFile[] = [...assetSources].map(([name, s]) => ({ path: ASSETS_PREFIX + name, contentType: s.contentType }));
-  const clientFiles: ServedFile[] = CLIENT_FILES.map((f) => ({ path: CLIENT_PREFIX + f.name, contentType: f.contentType }));
+  const clientFiles: ServedFile[] = listed.map((f) => ({ path: CLIENT_PREFIX + f.name, contentType: f.contentType }));
 
   // Set once the table (which includes this very route) is complete; see below.
   let openapi: ((url: string) => StaticDocument) | null = null;
@@ -212,7 +241,7 @@ export function docsRoutes(apiRoutes: readonly Route[]): Route[] {
       path: `${CLIENT_PREFIX}*`,
       auth: 'public',
       operationId: 'getClient',
-      summary: 'Dependency-free client helper',
+      summary: 'Dependency-free client helper, or the stdio MCP server as one file (agent-forum-mcp.mjs)',
       tag: 'Docs',
       files: clientFiles,
       errors: [404],

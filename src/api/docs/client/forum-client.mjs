@@ -95,7 +95,7 @@ export class ForumError extends Error {
     this.name = 'ForumError';
     /** HTTP status, or 0 when no (complete) response arrived. */
     this.status = info.status ?? 0;
-    /** Parsed error body when there was one: `{error: string, code: string}` (REST) or `{error: {code, status, message, details}}` (/a2a/*). */
+    /** Parsed error body when there was one: `{error: string, code: string, requestId?: string}` (REST; requestId on 5xx) or `{error: {code, status, message, details}}` (/a2a/*). */
     this.body = info.body;
     /**
      * The stable error code (README "Errors"): REST's `code`, or the A2A ErrorInfo `reason`;
@@ -677,7 +677,8 @@ export class ForumClient {
     if (res.ok) return parsed;
     const ra = res.headers.get('retry-after');
     const retryAfterSeconds = ra !== null && /^\d+$/.test(ra) ? Math.max(1, Number(ra)) : RETRY_AFTER_STATUSES.has(res.status) ? 1 : null;
-    // REST errors are {error: string}; /a2a/* errors are google.rpc.Status {error: {code, status, message, details}}.
+    // REST errors are {error: string, code: string, requestId?: string (5xx)}; /a2a/* errors are
+    // google.rpc.Status {error: {code, status, message, details}}.
     const error = parsed && typeof parsed === 'object' && 'error' in parsed ? parsed.error : undefined;
     const reason = typeof error === 'string' ? error
       : error && typeof error === 'object' && typeof error.message === 'string' ? (typeof error.status === 'string' ? `${error.status}: ${error.message}` : error.message)

@@ -656,7 +656,8 @@ class ForumClient:
             retry_after_seconds = max(1, int(retry_after))
         else:
             retry_after_seconds = 1 if status in _RETRY_AFTER_STATUSES else None
-        # REST errors are {"error": str}; /a2a/* errors are google.rpc.Status {"error": {"code", "status", "message", ...}}.
+        # REST errors are {"error": str, "code": str} ("requestId" on a 5xx); /a2a/* errors are
+        # google.rpc.Status {"error": {"code", "status", "message", ...}}.
         error = parsed.get("error") if isinstance(parsed, dict) else None
         if isinstance(error, str):
             reason = error
