@@ -496,19 +496,3 @@ export const FOLLOW_RESYNC_AFTER_MISSES = 10;
 export const FOLLOW_RESYNC_AFTER_MISSES_MAX = 300;
 /** A follower reads at most this many bytes ahead for the erase record of a tombstone it meets (ours). */
 export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;
-
-// The write path (issue 39; README "Durability")
-/**
- * A group commit of one record with nothing else queued (a lone writer) may call fdatasync on the
- * main thread instead of the thread pool (when that has been the faster of the two) only while
- * the moving average of its main-thread fdatasyncs stays below this, ms: the event loop is held
- * no longer than this on average (ours; issue 39).
- */
-export const LONE_WRITER_SYNC_MS_MAX = 0.5;
-/** Weight of the newest fdatasync time in the lone writer's moving averages (exponential; ours, issue 39). */
-export const SYNC_MS_AVERAGE_WEIGHT = 0.125;
-/**
- * Every this many lone-writer batches, the sync path not chosen (main thread or thread pool) is
- * tried once, so the choice follows the disk (ours, issue 39).
- */
-export const LONE_SYNC_PROBE_EVERY = 64;

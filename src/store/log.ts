@@ -41,11 +41,11 @@
  * on worker threads (replay-worker.ts) while the main thread links the segments' chains and
  * applies the records in log order; it reports exactly what the single-threaded replay reports.
  */
-import { existsSync, fdatasyncSync, mkdirSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
-import { LONE_SYNC_PROBE_EVERY, LONE_WRITER_SYNC_MS_MAX, REPLAY_SEGMENTS_AHEAD, REPLAY_WORKERS_BYTES_MIN, REPLAY_WORKERS_MAX, SEGMENT_BYTES_MAX, SYNC_MS_AVERAGE_WEIGHT } from '../constants.js';
+import { REPLAY_SEGMENTS_AHEAD, REPLAY_WORKERS_BYTES_MIN, REPLAY_WORKERS_MAX, SEGMENT_BYTES_MAX } from '../constants.js';
 import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
@@ -864,10 +864,8 @@ export class Log {
     this.headSeqValue = seq;
     if (!this.flushing) {
       this.flushing = true;
-      // Let every append of this turn of the event loop join the batch before writing (issue 39):
-      // every request read in the same poll phase, not only those of the current callback. A
-      // batch of one is then a lone writer (syncBatch).
-      setImmediate(() => void this.flushLoop());
+      // Let every append of the current tick join this batch before writing.
+      queueMicrotask(() => void this.flushLoop());
     }
     return { record, payloadJson };
   }
@@ -1002,7 +1000,7 @@ export class Log {
         let written = 0;
         while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
         const syncStarted = performance.now();
-        await this.syncBatch(handle, lines.length);
+        await handle.datasync();
         const fsyncMs = performance.now() - syncStarted;
         // sync replication: durable (readable, acknowledged) only once the bucket holds it too.
         const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
@@ -1046,49 +1044,6 @@ export class Log {
     } finally {
       this.flushing = false;
     }
-  }
-
-  /**
-   * Moving averages of the time a lone record's fdatasync took, ms, on the main thread and on the
-   * thread pool (syncBatch); 0 until measured, so each path is tried.
-   */
-  private readonly loneSyncMs = { mainThread: 0, threadPool: 0 };
-  /** Lone batches since the path not chosen was last tried (syncBatch). */
-  private loneSince = 0;
-  /** Counters for tests and benchmarks: batches synced on the main thread and on the thread pool. */
-  readonly syncStats = { mainThread: 0, threadPool: 0 };
-
-  /**
-   * fdatasync of a written batch of `records` records (issue 39). A lone record with nothing else
-   * queued is synced on whichever of the main thread (fdatasyncSync: no thread-pool round trip,
-   * the event loop held meanwhile) and the thread pool has the lower moving average of lone syncs,
-   * the main thread only while its average is below LONE_WRITER_SYNC_MS_MAX; every
-   * LONE_SYNC_PROBE_EVERY lone batches the other path is tried again, so the choice follows the
-   * disk. Every other batch is synced on the thread pool. Either way the batch is on disk when
-   * this resolves; a failure rejects (or throws).
-   */
-  private syncBatch(handle: fsp.FileHandle, records: number): Promise<void> {
-    if (records !== 1 || this.pending.length > 0) {
-      this.syncStats.threadPool++;
-      return handle.datasync();
-    }
-    const avg = this.loneSyncMs;
-    let main = avg.mainThread < LONE_WRITER_SYNC_MS_MAX && avg.mainThread <= avg.threadPool;
-    if (++this.loneSince >= LONE_SYNC_PROBE_EVERY) {
-      this.loneSince = 0;
-      main = !main;
-    }
-    const started = performance.now();
-    const note = (path: 'mainThread' | 'threadPool'): void => {
-      avg[path] += (performance.now() - started - avg[path]) * SYNC_MS_AVERAGE_WEIGHT;
-      this.syncStats[path]++;
-    };
-    if (main) {
-      fdatasyncSync(handle.fd);
-      note('mainThread');
-      return Promise.resolve();
-    }
-    return handle.datasync().then(() => note('threadPool'));
   }
 
   private releaseWaiters(): void {
