@@ -109,7 +109,7 @@ export class SearchIndexer {
   readonly messages: CandidateIndex;
   /** What knowledge searches are handed (queryKnowledge). */
   readonly knowledge: CandidateIndex;
-  /** True once every document up to the log head is in its index; live commits then add theirs. */
+  /** True once every document up to the log head is in its index; later commits then queue theirs (`committed`). */
   private caughtUp = false;
   private catchingUp: Promise<void> | null = null;
   /** Set when shards were dropped during a catch-up: it restarts from the indexes' new ends. */
