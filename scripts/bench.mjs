@@ -3,7 +3,8 @@
 //
 // Compares "ours" (node dist/server.js) with the same server at commit 1496384
 // ("before", issue 30's starting point, built once under
-// scripts/bench/.baseline-1496384), a conventional Fastify + SQLite
+// scripts/bench/.baseline-1496384) and at commit ddc85c4 ("prior", issue 39's
+// starting point, built once the same way), a conventional Fastify + SQLite
 // implementation of the same API subset and a bare node:http ceiling.
 // Each server runs as a child process on a free 127.0.0.1 port with fresh data,
 // is seeded over HTTP (8 agents, 1 topic, N messages), and is measured with wrk
@@ -11,10 +12,14 @@
 // the table shows medians and the min–max spread across rounds.
 //
 // Usage: node scripts/bench.mjs [flags]
-//   --servers LIST         ours,before,fastify,bare (default: all four)
+//   --servers LIST         ours,before,prior,fastify,bare (default: all five;
+//                          before and prior are dropped with a warning when
+//                          their commit cannot be built, unless named)
 //   --ours FILE            entry script for "ours", default dist/server.js
 //   --before FILE          entry script for "before", default the server.js of
 //                          commit 1496384, exported and built on first use
+//   --prior FILE           entry script for "prior", default the server.js of
+//                          commit ddc85c4 (issue 39), exported and built on first use
 //   --scenarios LIST       status,read,changes,exchange,work,write (default: all;
 //                          each server runs only the ones it implements)
 //   --connections LIST     default 1,16,64
@@ -31,6 +36,11 @@
 //   --gen-archive FILE     archive generator (takes --dir D --records N),
 //                          default scripts/gen-archive.mjs
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
+//   --stages / --no-stages the per-stage breakdown of main-thread CPU per write (issue 39):
+//                          ours, before and prior each run one more write cell on a fresh
+//                          server started under --cpu-prof (default on when the write
+//                          scenario runs, off with --smoke)
+//   --stages-connections N connections of that cell, default 64
 //   --search / --no-search ours and before: q search latency (default on, off with --smoke)
 //   --search-messages N    messages seeded for --search, default 100000
 //   --replication / --no-replication
@@ -67,7 +77,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BEFORE_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
+import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
+import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
 import { measurePush, pushFailures, renderPush } from './push-bench.mjs';
 
@@ -95,6 +106,7 @@ function parseOptions(argv) {
       servers: { type: 'string' },
       ours: { type: 'string', default: path.join(root, 'dist', 'server.js') },
       before: { type: 'string' },
+      prior: { type: 'string' },
       scenarios: { type: 'string' },
       connections: { type: 'string', default: '1,16,64' },
       rounds: { type: 'string', default: '3' },
@@ -108,6 +120,9 @@ function parseOptions(argv) {
       'replay-records': { type: 'string', default: '1000000' },
       'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'gen-archive.mjs') },
       'replay-timeout': { type: 'string', default: '600' },
+      stages: { type: 'boolean' },
+      'no-stages': { type: 'boolean' },
+      'stages-connections': { type: 'string', default: '64' },
       search: { type: 'boolean' },
       'no-search': { type: 'boolean' },
       'search-messages': { type: 'string', default: '100000' },
@@ -129,10 +144,11 @@ function parseOptions(argv) {
   };
   const opts = {
     help: values.help,
-    servers: list(values.servers ?? 'ours,before,fastify,bare'),
+    servers: list(values.servers ?? 'ours,before,prior,fastify,bare'),
     // By default `before` is dropped with a warning when it cannot be had (no such commit in a
     // shallow clone, no network for its npm ci); asked for by name, its absence is an error.
     beforeOptional: values.servers === undefined && !values.before,
+    priorOptional: values.servers === undefined && !values.prior,
     scenarios: values.scenarios ? list(values.scenarios) : Object.keys(SCENARIOS),
     connections: list(values.connections).map(Number),
     rounds: int('rounds'),
@@ -145,6 +161,8 @@ function parseOptions(argv) {
     replayRecords: int('replay-records'),
     genArchive: path.resolve(values['gen-archive']),
     replayTimeoutMs: int('replay-timeout') * 1000,
+    stages: values['no-stages'] ? false : values.stages ?? !values.smoke,
+    stagesConnections: int('stages-connections'),
     search: values['no-search'] ? false : values.search ?? !values.smoke,
     searchMessages: int('search-messages'),
     replication: values['no-replication'] ? false : values.replication ?? !values.smoke,
@@ -153,10 +171,11 @@ function parseOptions(argv) {
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
+    priorEntry: values.prior ? path.resolve(values.prior) : null,
     smoke: values.smoke,
   };
   if (opts.smoke) {
-    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false });
+    Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
@@ -178,6 +197,11 @@ const SERVERS = {
     env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
     missing: 'entry script not found (pass --before FILE or remove it to rebuild)',
   },
+  prior: {
+    entry: (opts) => opts.priorEntry,
+    env: (dataDir) => ({ HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off' }),
+    missing: 'entry script not found (pass --prior FILE or remove it to rebuild)',
+  },
   fastify: {
     entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
     env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
@@ -191,12 +215,12 @@ const SERVERS = {
 // Order matters: write runs last in each round so that reads see the seeded data set.
 // `reference` is the server the scenario's ratio and target compare with.
 const SCENARIOS = {
-  status: { servers: ['ours', 'before', 'fastify', 'bare'], reference: 'bare', mode: 'static', auth: false, path: () => '/api/status' },
-  read: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'static', path: (s) => `/api/messages?topicId=${s.seed.topicId}&limit=50` },
-  changes: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'static', path: () => '/api/changes?after=0&limit=100' },
-  exchange: { servers: ['ours', 'before'], reference: null, mode: 'static', path: (s) => `/api/exchange?topicId=${s.seed.topicId}&limit=100` },
-  work: { servers: ['ours', 'before'], reference: null, mode: 'work', path: () => '/api/work/action' },
-  write: { servers: ['ours', 'before', 'fastify'], reference: 'fastify', mode: 'write', path: () => '/api/messages' },
+  status: { servers: ['ours', 'before', 'prior', 'fastify', 'bare'], reference: 'bare', mode: 'static', auth: false, path: () => '/api/status' },
+  read: { servers: ['ours', 'before', 'prior', 'fastify'], reference: 'fastify', mode: 'static', path: (s) => `/api/messages?topicId=${s.seed.topicId}&limit=50` },
+  changes: { servers: ['ours', 'before', 'prior', 'fastify'], reference: 'fastify', mode: 'static', path: () => '/api/changes?after=0&limit=100' },
+  exchange: { servers: ['ours', 'before', 'prior'], reference: null, mode: 'static', path: (s) => `/api/exchange?topicId=${s.seed.topicId}&limit=100` },
+  work: { servers: ['ours', 'before', 'prior'], reference: null, mode: 'work', path: () => '/api/work/action' },
+  write: { servers: ['ours', 'before', 'prior', 'fastify'], reference: 'fastify', mode: 'write', path: () => '/api/messages' },
 };
 
 // Issue 30's targets per "scenario|connections": `met` gets {vsRef, ours} (ours: the cell's summary).
@@ -208,7 +232,7 @@ const TARGETS = {
   'write|1': { text: 'ours/fastify ≥ 1.2', met: (r) => r.vsRef >= 1.2 },
 };
 // Servers that speak our API (seeded with work items; measured by the replay and search steps).
-const FORUM_SERVERS = new Set(['ours', 'before']);
+const FORUM_SERVERS = new Set(['ours', 'before', 'prior']);
 
 // ---- process bookkeeping: everything started is stopped, whatever happens ---
 
@@ -373,7 +397,8 @@ function ensureBenchDeps() {
 // `env`: variables added to the server's environment. The result's listening() is the parsed
 // JSON "listening" log line of ours/before (null until it appears: it comes after the start of a
 // replication leader, and carries metricsUrl).
-async function startServer(kind, opts, { dataDir, timeoutMs = 60_000, env = {} } = {}) {
+// `nodeArgs`: flags for node before the entry script (--cpu-prof for the stage breakdown).
+async function startServer(kind, opts, { dataDir, timeoutMs = 60_000, env = {}, nodeArgs = [] } = {}) {
   const def = SERVERS[kind];
   const entry = def.entry(opts);
   if (!existsSync(entry)) throw new Error(`server "${kind}": ${def.missing ?? `${entry} not found`}`);
@@ -381,7 +406,7 @@ async function startServer(kind, opts, { dataDir, timeoutMs = 60_000, env = {} }
   const base = `http://127.0.0.1:${port}`;
   const dir = dataDir ?? tempDir(kind);
   const t0 = performance.now();
-  const child = track(spawn(process.execPath, [entry], {
+  const child = track(spawn(process.execPath, [...nodeArgs, entry], {
     cwd: root,
     env: { ...process.env, PORT: String(port), ...def.env(dir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -552,6 +577,40 @@ async function measureSearch(opts, kind) {
   return { messages: opts.searchMessages, rows };
 }
 
+// Issue 39's target for ours: main-thread CPU per write at 64 connections.
+const STAGES_TARGET_US = 40;
+
+// The per-stage breakdown of one server (scripts/bench/stages.mjs): a fresh server under
+// --cpu-prof, seeded, one warm-up and one measured write cell; the main thread's CPU time is read
+// before and after the measured cell, and only the profile's samples inside it are counted.
+async function measureStages(opts, gen, kind) {
+  const profDir = tempDir(`prof-${kind}`);
+  let server;
+  try {
+    server = await startServer(kind, opts, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] });
+    server.seed = await seedForum(server, { messages: Math.min(opts.seedMessages, 2000) });
+    if (opts.warmup > 0) await runCell(gen, server, 'write', opts.stagesConnections, opts.warmup);
+    const cpu0 = mainThreadCpuUs(server.pid);
+    const t0 = monotonicUs();
+    const r = await runCell(gen, server, 'write', opts.stagesConnections, opts.duration);
+    const t1 = monotonicUs();
+    const cpu1 = mainThreadCpuUs(server.pid);
+    await stopChild(server.child);
+    if (cpu0 === null || cpu1 === null) throw new Error('/proc/<pid>/task/<pid>/stat not readable (Linux only)');
+    const writes = r.requests - r.non2xx;
+    if (writes <= 0) throw new Error('no write succeeded');
+    const samples = stageSamples(readProfile(profDir), { fromUs: t0, toUs: t1 });
+    if (samples.busy === 0) throw new Error('no profile sample fell inside the cell');
+    const result = { kind, ...perWrite(samples, cpu1 - cpu0, writes), writes, rps: r.rps, samples: samples.busy };
+    log(`stages: ${kind} ${result.totalUsPerWrite.toFixed(1)} µs of main-thread CPU per write (${writes} writes, ${samples.busy} samples)`);
+    return result;
+  } catch (err) {
+    if (server) await stopChild(server.child);
+    log(`stages: ${kind} not measured: ${err.message}`);
+    return { kind, failed: err.message };
+  }
+}
+
 // ---- report ---------------------------------------------------------------
 
 function summarize(rounds) {
@@ -570,7 +629,7 @@ function summarize(rounds) {
   };
 }
 
-function renderReport({ opts, gen, warning, cells, replay, search, replication, push }) {
+function renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push }) {
   const out = [];
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
@@ -593,17 +652,19 @@ function renderReport({ opts, gen, warning, cells, replay, search, replication, 
     const refKind = SCENARIOS[c.scenario].reference;
     const ref = refKind ? other(refKind) : undefined;
     const before = other('before');
+    const prior = other('prior');
     const cell = (s) => (s ? `${fmtInt(s.rps)} (p99 ${fmtMs(s.p99Ms)})` : '—');
     const row = { ours: c.summary, vsRef: ref ? c.summary.rps / ref.rps : NaN };
     const target = TARGETS[`${c.scenario}|${c.connections}`];
     let verdict = '';
     if (target) verdict = `${target.text}: ${!ref ? 'n/a' : target.met(row) ? 'met' : 'MISSED'}`;
-    ratioRows.push(`| ${c.scenario} | ${c.connections} | ${cell(c.summary)} | ${cell(before)} | ${ref ? `${refKind} ${cell(ref)}` : '—'} | ${ref ? fmtRatio(row.vsRef) : '—'} | ${ref && before ? fmtRatio(before.rps / ref.rps) : '—'} | ${before ? fmtRatio(c.summary.rps / before.rps) : '—'} | ${verdict} |`);
+    ratioRows.push(`| ${c.scenario} | ${c.connections} | ${cell(c.summary)} | ${cell(before)} | ${cell(prior)} | ${ref ? `${refKind} ${cell(ref)}` : '—'} | ${ref ? fmtRatio(row.vsRef) : '—'} | ${ref && before ? fmtRatio(before.rps / ref.rps) : '—'} | ${ref && prior ? fmtRatio(prior.rps / ref.rps) : '—'} | ${before ? fmtRatio(c.summary.rps / before.rps) : '—'} | ${prior ? fmtRatio(c.summary.rps / prior.rps) : '—'} | ${verdict} |`);
   }
   if (ratioRows.length) {
-    out.push('', `## Ours beside before (commit ${BEFORE_COMMIT}) and the reference (req/s, median across rounds; p99 in ms)`, '');
-    out.push('| scenario | conns | ours | before | reference | ours/ref | before/ref | ours/before | target (issue 30) |', '|---|---:|---:|---:|---:|---:|---:|---:|---|', ...ratioRows);
+    out.push('', `## Ours beside before (commit ${BEFORE_COMMIT}), prior (commit ${PRIOR_COMMIT}) and the reference (req/s, median across rounds; p99 in ms)`, '');
+    out.push('| scenario | conns | ours | before | prior | reference | ours/ref | before/ref | prior/ref | ours/before | ours/prior | target (issue 30) |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|', ...ratioRows);
   }
+  if (stages) out.push(...renderStages(stages, { connections: opts.stagesConnections, seconds: opts.duration, targetUs: STAGES_TARGET_US }));
 
   if (replication) out.push(...renderReplication(replication, opts));
   if (push) out.push(...renderPush(push, opts));
@@ -646,7 +707,8 @@ async function main() {
     log(HELP);
     return 0;
   }
-  ensureBenchDeps();
+  // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
+  if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
   const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
   const gen = pickLoadGenerator({ prefer: opts.loadgen, threads: opts.threads, log, track });
   log(`load generator: ${gen.name}`);
@@ -655,14 +717,15 @@ async function main() {
 
   // Work items: two per connection, so no connection ever waits for a free item.
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
-  if (opts.servers.includes('before') && !opts.beforeEntry) {
+  for (const [kind, commit, entryKey, optionalKey] of [['before', BEFORE_COMMIT, 'beforeEntry', 'beforeOptional'], ['prior', PRIOR_COMMIT, 'priorEntry', 'priorOptional']]) {
+    if (!opts.servers.includes(kind) || opts[entryKey]) continue;
     try {
-      if (!commitAvailable(BEFORE_COMMIT)) throw new Error(`commit ${BEFORE_COMMIT} is not in this clone (shallow?)`);
-      opts.beforeEntry = path.join(baselineDist(BEFORE_COMMIT, { log }), 'server.js');
+      if (!commitAvailable(commit)) throw new Error(`commit ${commit} is not in this clone (shallow?)`);
+      opts[entryKey] = path.join(baselineDist(commit, { log }), 'server.js');
     } catch (err) {
-      if (!opts.beforeOptional) throw err;
-      log(`warning: server "before" skipped: ${err.message}`);
-      opts.servers = opts.servers.filter((k) => k !== 'before');
+      if (!opts[optionalKey]) throw err;
+      log(`warning: server "${kind}" skipped: ${err.message}`);
+      opts.servers = opts.servers.filter((k) => k !== kind);
     }
   }
   const servers = [];
@@ -707,6 +770,12 @@ async function main() {
   for (const cell of cells.values()) cell.summary = summarize(cell.rounds);
   await Promise.all(servers.map((s) => stopChild(s.child)));
 
+  let stages = null;
+  if (opts.stages && opts.scenarios.includes('write')) {
+    stages = [];
+    for (const kind of opts.servers.filter((k) => FORUM_SERVERS.has(k))) stages.push(await measureStages(opts, gen, kind));
+  }
+
   let replication = null;
   if (opts.replication) {
     replication = await measureReplication({ opts, gen, log, track, tempDir, onCleanup, startServer, stopChild, seedForum, runCell, summarize });
@@ -726,7 +795,7 @@ async function main() {
     for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
   }
 
-  const report = renderReport({ opts, gen, warning, cells, replay, search, replication, push });
+  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push });
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);

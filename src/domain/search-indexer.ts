@@ -55,9 +55,15 @@ const DOCUMENTS: ReadonlyMap<string, DocumentRule<DocumentKind>> = new Map([
   ['knowledge.publish', { kind: 'knowledge', fields: ['title', 'content'] }],
 ]);
 
-/** The kind of document record type `type` is, or null (no document). */
-function documentKind(type: string): DocumentKind | null {
-  return DOCUMENTS.get(type)?.kind ?? null;
+/**
+ * A committed document waiting for its group commit to be indexed (issue 39): its seq, its rule
+ * and its payload (the object the record was built from: its texts are read from it, the payload
+ * JSON is not parsed again).
+ */
+interface QueuedDocument {
+  seq: number;
+  rule: DocumentRule<DocumentKind>;
+  payload: unknown;
 }
 
 /** The texts record `type` with payload JSON `payloadJson` contributes to the index, or null. */
@@ -103,7 +109,7 @@ export class SearchIndexer {
   readonly messages: CandidateIndex;
   /** What knowledge searches are handed (queryKnowledge). */
   readonly knowledge: CandidateIndex;
-  /** True once every document up to the log head is in its index; live commits then add theirs. */
+  /** True once every document up to the log head is in its index; later commits then queue theirs (`committed`). */
   private caughtUp = false;
   private catchingUp: Promise<void> | null = null;
   /** Set when shards were dropped during a catch-up: it restarts from the indexes' new ends. */
@@ -113,6 +119,15 @@ export class SearchIndexer {
   private cancelBuild: (() => void) | null = null;
   /** Shard files adopted from build workers since open (tests, benchmarks). */
   shardsFromWorkers = 0;
+  /**
+   * Documents committed while caught up and not yet in their index (issue 39): added once per
+   * group commit, after its answers are sent, instead of one by one on each request's path.
+   * Until then searches scan them as any document above the index's throughSeq.
+   */
+  private queued: QueuedDocument[] = [];
+  /** The durable head (seq, chained hash) a scheduled drain lets the indexes seal on, or null. */
+  private durableAt: { seq: number; hash: string } | null = null;
+  private drainScheduled = false;
 
   /**
    * Input: the open indexes (openSearchIndexes) and their documents per shard, the state (its
@@ -204,6 +219,8 @@ export class SearchIndexer {
    */
   private rewind(index: NgramIndex, seq: number): void {
     this.caughtUp = false;
+    // The catch-up adds them again from the state's rows (an erased one is no document).
+    this.queued = [];
     index.truncateFrom(seq);
     this.rewound = true;
     const cancel = this.cancelBuild;
@@ -214,19 +231,64 @@ export class SearchIndexer {
     }
   }
 
-  /** After a commit (apply done): adds the record's document when the indexes are caught up. */
+  /**
+   * After a commit (apply done): when the indexes are caught up, queues the record's document; it
+   * is added at the group commit that makes it durable (`durable`), after the answers are sent.
+   * `payloadJson` is read only when the record carries no payload object.
+   */
   committed(record: LogRecord, payloadJson: string): void {
     if (!this.caughtUp) return;
-    const kind = documentKind(record.type);
-    if (kind === null) return;
-    this.indexes[kind].add(record.seq, documentTexts(record.type, payloadJson)!);
+    const rule = DOCUMENTS.get(record.type);
+    if (rule === undefined) return;
+    this.queued.push({ seq: record.seq, rule, payload: typeof record.payload === 'object' && record.payload !== null ? record.payload : JSON.parse(payloadJson) });
   }
 
-  /** After a group commit: lets each index seal a full live shard (its records are on disk now). */
+  /**
+   * After a group commit (records up to `seq`, chained hash `hash`, on disk): on a later turn of
+   * the event loop — after the answers the commit released are written — adds the queued
+   * documents to their indexes, then lets each index seal a full live shard. Several group commits
+   * before that turn are drained once.
+   */
   durable(seq: number, hash: string): void {
     if (!this.caughtUp) return;
+    this.durableAt = { seq, hash };
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      this.drain();
+    });
+  }
+
+  /** Adds the queued documents that are durable, then lets each index seal on the durable head. */
+  private drain(): void {
+    const at = this.durableAt;
+    this.durableAt = null;
+    if (!this.caughtUp || this.closed || at === null) return;
+    this.addQueued(at.seq);
     for (const index of [this.indexes.messages, this.indexes.knowledge]) {
-      index.durable(seq, hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message}); it stays in memory`));
+      index.durable(at.seq, at.hash).catch((err: Error) => this.log('warn', `search index: a shard was not written (${err.message}); it stays in memory`));
+    }
+  }
+
+  /**
+   * Adds the queued documents up to seq `throughSeq` (default: all) to their indexes, in seq
+   * order, sealing each full live shard that is durable; later ones stay queued.
+   */
+  private addQueued(throughSeq = Infinity): void {
+    const queued = this.queued;
+    let n = 0;
+    while (n < queued.length && queued[n]!.seq <= throughSeq) n++;
+    this.queued = n === queued.length ? [] : queued.slice(n);
+    for (let i = 0; i < n; i++) {
+      const d = queued[i]!;
+      const index = this.indexes[d.rule.kind];
+      // Never expected (a rewind empties the queue); add() would throw outside any request.
+      if (d.seq <= index.throughSeq) continue;
+      const payload = d.payload as Record<string, string>;
+      index.add(d.seq, d.rule.fields.map((f) => payload[f]!.toLowerCase()));
+      // Shards keep their size when one drain adds more than a shard's worth (as in the catch-up).
+      this.sealIfFull(index, d.seq);
     }
   }
 
@@ -238,9 +300,14 @@ export class SearchIndexer {
     return this.catchingUp;
   }
 
-  /** Resolves when the indexes cover every document up to the head (tests, benchmarks). */
+  /**
+   * Resolves when the indexes cover every document up to the head (tests, benchmarks): once
+   * caught up, the documents still queued for their group commit are added now.
+   */
   whenCaughtUp(): Promise<void> {
-    return this.caughtUp ? Promise.resolve() : this.startCatchUp();
+    if (!this.caughtUp) return this.startCatchUp();
+    this.addQueued();
+    return Promise.resolve();
   }
 
   private async catchUp(): Promise<void> {
