@@ -10,7 +10,8 @@
  * context; at most FEED_WAITERS_MAX in total and FEED_WAITERS_PER_AGENT_MAX per agent (past
  * them a request is answered at once, as without `wait`). After each group commit `notify`
  * compares each feed's last event with the one it saw before: only a feed that gained an event
- * has its held requests looked at, one comparison each.
+ * has its held requests looked at, one comparison each; held inbox requests are kept per agent,
+ * so only the agents whose inbox gained an entry are looked at.
  */
 import type { Socket } from 'node:net';
 import { FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
@@ -38,6 +39,9 @@ interface Waiter {
 /** The held feed requests of one app. */
 export class FeedWaiters {
   private readonly held = new Set<Waiter>();
+  /** The held requests of the two feeds, and of the inbox per agent: `notify` looks only at these. */
+  private readonly byFeed: Record<'discussion' | 'work', Set<Waiter>> = { discussion: new Set(), work: new Set() };
+  private readonly inboxByAgent = new Map<string, Set<Waiter>>();
   private readonly perAgent = new Map<string, number>();
   private sweep: NodeJS.Timeout | null = null;
   /** Each feed's last event position as `notify` last saw it. */
@@ -80,6 +84,7 @@ export class FeedWaiters {
         deadlineMs: this.nowMs() + waitSeconds * 1000,
         answer: () => {
           if (!this.held.delete(waiter)) return;
+          this.unindex(waiter);
           socket.off('close', waiter.answer);
           release();
           const left = this.perAgent.get(agentId)! - 1;
@@ -93,6 +98,7 @@ export class FeedWaiters {
         },
       };
       this.held.add(waiter);
+      this.index(waiter);
       this.perAgent.set(agentId, mine + 1);
       socket.once('close', waiter.answer);
       this.sweep ??= setInterval(() => this.expire(), FEED_WAIT_SWEEP_MS).unref();
@@ -108,10 +114,36 @@ export class FeedWaiters {
       const last = this.lastEvent(feed);
       if (last === this.seen[feed]) continue;
       this.seen[feed] = last;
-      for (const w of this.held) {
-        if (w.feed === feed && (feed === 'inbox' ? this.lastEvent(feed, w.agentId) : last) > w.after) w.answer();
+      if (feed === 'inbox') {
+        for (const [agentId, waiters] of this.inboxByAgent) {
+          const mine = this.lastEvent(feed, agentId);
+          for (const w of [...waiters]) if (mine > w.after) w.answer();
+        }
+      } else {
+        for (const w of [...this.byFeed[feed]]) if (last > w.after) w.answer();
       }
     }
+  }
+
+  private index(w: Waiter): void {
+    if (w.feed !== 'inbox') {
+      this.byFeed[w.feed].add(w);
+      return;
+    }
+    let set = this.inboxByAgent.get(w.agentId);
+    if (set === undefined) this.inboxByAgent.set(w.agentId, (set = new Set()));
+    set.add(w);
+  }
+
+  private unindex(w: Waiter): void {
+    if (w.feed !== 'inbox') {
+      this.byFeed[w.feed].delete(w);
+      return;
+    }
+    const set = this.inboxByAgent.get(w.agentId);
+    if (set === undefined) return;
+    set.delete(w);
+    if (set.size === 0) this.inboxByAgent.delete(w.agentId);
   }
 
   /** Answers every held request now (shutdown: nobody waits for a server that is going away). */
