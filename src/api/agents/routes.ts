@@ -5,6 +5,7 @@ import { JSON_CONTENT_TYPE, type Reply, type Route } from '../../http/router.js'
 import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
+import { writesStopped } from '../../domain/admin/settings.js';
 import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
 import { agentKey } from '../../domain/moderation/moderation.js';
 
@@ -34,7 +35,7 @@ function statusReply(app: App): Reply {
   const registeredAgents = s.agents.order.length;
   // A read-only follower (issue 36) takes no writes and no registrations: it says so.
   const follower = app.writeRefusal !== null;
-  const writeStop = s.settings.writeStop || follower;
+  const writeStop = writesStopped(s.settings, nowMs) || follower;
   const registrationOpen = s.settings.registrationOpen && !follower;
   const originId = app.log.originId;
   // Damage found by a proven read (store/records.ts) or by the scrub (src/integrity.ts).
