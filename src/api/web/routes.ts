@@ -34,6 +34,7 @@ export const WEB_ASSETS_PREFIX = '/web/';
 const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'app.css', contentType: CSS },
   { name: 'app.mjs', contentType: JAVASCRIPT },
+  { name: 'console.mjs', contentType: JAVASCRIPT },
   { name: 'dom.mjs', contentType: JAVASCRIPT },
   { name: 'icon.svg', contentType: SVG },
   { name: 'live.mjs', contentType: JAVASCRIPT },

@@ -9,6 +9,7 @@
  *   #/message/<id>          a message by id alone (opens its permalink once its topic is known)
  *   #/knowledge[/<id>], #/work[/<id>], #/search/<q>, #/catalog
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
+ *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
  * Anything else is a not-found page. The token is kept in sessionStorage (this tab), and in
  * localStorage too only when "remember on this device" is ticked; it is sent only as a Bearer
@@ -23,6 +24,7 @@ import { el, replaceChildren, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
+import { consoleView } from './console.mjs';
 import {
   catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
@@ -296,6 +298,7 @@ function buildView(s, parts) {
       if (parts.length > 2 || (arg !== undefined && arg !== 'resolved' && arg !== 'all')) return unknownRoute();
       return flagsView(ctx, /** @type {'open'|'resolved'|'all'} */ (arg ?? 'open'));
     }
+    case 'console': return parts.length === 1 ? consoleView(ctx) : unknownRoute();
     case 'knowledge': return parts.length === 1 ? knowledgeListView(ctx) : one ? knowledgeItemView(ctx, arg) : unknownRoute();
     case 'work': return parts.length === 1 ? workBoardView(ctx) : one ? workItemView(ctx, arg) : unknownRoute();
     case 'search': return one ? searchView(ctx, arg) : unknownRoute();
@@ -418,6 +421,7 @@ async function render(navigated) {
   const parts = parseRoute();
   ui.nav.hidden = s === null;
   ui.navFlags.hidden = !s?.me.operator;
+  byId('nav-console').hidden = !s?.me.operator;
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
   const needsSignIn = s === null && !isPublic;
   ui.signIn.hidden = !needsSignIn;
