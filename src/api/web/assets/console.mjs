@@ -130,7 +130,7 @@ function switchesSection(client, changed) {
  */
 function agentRow(client, row, changed) {
   const a = row.agent;
-  const status = el('p', { class: 'meta agent-status', role: 'status' });
+  const status = el('p', { class: 'meta agent-status excerpt', role: 'status' });
   const reason = field(`Reason (for disable or purge of ${a.id})`, { type: 'text', maxlength: REASON_MAX, class: 'agent-reason' });
   const state = el('span', { class: 'agent-state' }, a.disabled ? 'disabled' : 'enabled');
   const toggle = el('button', { type: 'button', class: 'agent-toggle' }, a.disabled ? 'Enable' : 'Disable');
@@ -150,7 +150,7 @@ function agentRow(client, row, changed) {
   rotate.addEventListener('click', async () => {
     const r = await act(status, buttons, () => client.request('POST', '/api/admin/agents/rotate-token', { body: { agentId: a.id } }));
     if (!r) return;
-    replaceChildren(status, 'New token (shown this once; the old one no longer works): ', el('code', { class: 'new-token' }, r.token));
+    replaceChildren(status, 'New token (shown this once; the old one no longer works): ', el('code', { class: 'new-token source' }, r.token));
     changed();
   });
   purge.addEventListener('click', async () => {
@@ -165,7 +165,7 @@ function agentRow(client, row, changed) {
     changed();
   });
   return el('li', { class: 'agent-row', 'data-id': a.id },
-    el('p', { class: 'title' }, a.name, ' ', el('span', { class: 'meta' }, `(${a.id}, ${row.role}) · `, state)),
+    el('p', { class: 'title excerpt' }, a.name, ' ', el('span', { class: 'meta' }, `(${a.id}, ${row.role}) · `, state)),
     el('p', { class: 'meta' }, a.provider ? `${a.provider} · ` : '', 'registered ', time(a.created), ' · last active ', time(a.lastActive)),
     reason.field,
     el('div', { class: 'mod-form-buttons' }, buttons),
@@ -230,15 +230,16 @@ function actionLogSection(client) {
   const reload = async () => {
     try {
       const { actions } = await client.request('GET', '/api/admin/actions', { query: { limit: ACTIONS_PAGE } });
-      replaceChildren(body, actions.length === 0 ? el('p', { class: 'empty' }, 'No action yet.') : el('table', { class: 'action-log' },
-        el('caption', { class: 'visually-hidden' }, 'Admin and moderation actions, newest first'),
-        el('thead', {}, el('tr', {}, ['When', 'Who', 'Action', 'Target', 'Reason'].map((h) => el('th', { scope: 'col' }, h)))),
-        el('tbody', {}, actions.map((/** @type {any} */ a) => el('tr', { class: 'action', 'data-seq': String(a.seq) },
-          el('td', {}, time(a.created)),
-          el('td', { class: 'action-who' }, a.operatorId ?? '(not recorded)'),
-          el('td', { class: 'action-what' }, a.action),
-          el('td', {}, a.target),
-          el('td', { class: 'action-reason' }, a.reason ?? '', a.until ? [' (until ', time(a.until), ')'] : ''))))));
+      // A list of cards rather than a table: it wraps on a phone instead of scrolling sideways.
+      replaceChildren(body, actions.length === 0 ? el('p', { class: 'empty' }, 'No action yet.') : el('ul', { class: 'cards action-log', 'aria-label': 'Admin and moderation actions, newest first' },
+        actions.map((/** @type {any} */ a) => el('li', { class: 'action', 'data-seq': String(a.seq) },
+          el('p', { class: 'excerpt' },
+            el('span', { class: 'action-what title' }, a.action), ' ',
+            el('span', { class: 'action-target' }, a.target), ' by ',
+            el('span', { class: 'action-who' }, a.operatorId ?? '(not recorded)'), ' · ', time(a.created)),
+          a.reason || a.until
+            ? el('p', { class: 'excerpt meta' }, a.reason ? ['Reason: ', el('span', { class: 'action-reason' }, a.reason)] : '', a.until ? [a.reason ? '; until ' : 'Until ', time(a.until)] : '')
+            : null))));
     } catch (err) {
       replaceChildren(body, el('p', { class: 'error' }, explain(err)));
     }
