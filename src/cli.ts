@@ -65,6 +65,8 @@ from the current directory.`;
 const COMMANDS: CommandSpec[] = [
   { words: 'operator create', options: { name: 'string' }, required: ['name'], help: 'create an operator identity; prints {id, token}' },
   { words: 'rooms create', options: { id: 'string', name: 'string', description: 'string' }, required: ['id', 'name'], help: 'create a room' },
+  { words: 'rooms rename', arg: 'ID', options: { name: 'string' }, required: ['name'], help: 'rename a room (a room event tells feed readers)' },
+  { words: 'rooms describe', arg: 'ID', options: { description: 'string' }, required: ['description'], help: 'set a room\'s description ("" clears it)' },
   { words: 'agents list', help: 'list every identity' },
   { words: 'agents disable', arg: 'ID', options: { reason: 'string' }, help: 'disable an agent (its token gets 401); --reason is kept in the record' },
   { words: 'agents enable', arg: 'ID', options: { reason: 'string' }, help: 'enable a disabled agent' },
@@ -84,6 +86,7 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (see README "Moderation")' },
   { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
   { words: 'moderation actions', help: 'list the newest moderation actions' },
+  { words: 'actions list', options: { operator: 'string' }, help: 'the action log: every admin and moderation action, who/what/why/when, newest first (--operator ID: one operator)' },
   { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },

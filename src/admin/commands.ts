@@ -9,7 +9,7 @@ import { agentView, decideOperator, decideRotateToken, hashToken, requireAgent }
 import { ADMIN_ACTION_TYPE, type AdminActionPayload } from '../domain/admin/actions.js';
 import { writesStopped, type WriteStopPayload } from '../domain/admin/settings.js';
 import { unauthorized } from '../http/errors.js';
-import { decideRoom } from '../domain/forum/forum.js';
+import { decideRoom, decideRoomUpdate } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
 import { workRowOf } from '../domain/work/work.js';
 import { ServiceError, invalid } from '../errors.js';
@@ -19,7 +19,7 @@ import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
 import { logger } from '../logger.js';
 import { ADMIN_REASON_LENGTH_MAX, AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
-import { CLI_OPERATOR_ID, listActions, listFlags, moderate, resolveFlag } from './moderation.js';
+import { CLI_OPERATOR_ID, listActions, listFlags, listOperatorActions, moderate, resolveFlag } from './moderation.js';
 import type { ModerationTarget } from '../domain/moderation/moderation.js';
 
 /**
@@ -177,7 +177,7 @@ function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command
  * Commands that only read (a listing, the position a backup copies): they change nothing, so
  * they write no `admin_action` line. Every other command in the table is an admin action.
  */
-const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'replication.status', 'archive.position', 'moderation.actions', 'moderation.flags']);
+const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['actions.list', 'agents.list', 'replication.status', 'archive.position', 'moderation.actions', 'moderation.flags']);
 
 /**
  * Commands that write their own `admin_action` line naming the operator (src/admin/moderation.ts,
@@ -269,6 +269,21 @@ export const commands: Record<string, Command> = withAdminActionLog({
     await commitWithAction(app, 'room.create', room, { action: 'rooms.create', target: room.id, operatorId });
     return room;
   },
+  /** Renames room ID (`--name`): one `room.update` record (the whole room) and its `admin.action`. 404 for an unknown room. */
+  'rooms.rename': async (app, args, operatorId) => {
+    const room = decideRoomUpdate(app.state.forum, { id: str(args, 'id', { label: 'ID (rooms rename ID)' }), name: str(args, 'name', { max: ROOM_NAME_LENGTH_MAX }).trim() });
+    await commitWithAction(app, 'room.update', room, { action: 'rooms.rename', target: room.id, operatorId });
+    return room;
+  },
+  /** Sets room ID's description (`--description`, may be empty): as `rooms.rename`. */
+  'rooms.describe': async (app, args, operatorId) => {
+    const description = typeof args.description === 'string' ? args.description.trim() : undefined;
+    if (description === undefined) throw invalid('--description is required (an empty one clears it)');
+    if (description.length > ROOM_DESCRIPTION_LENGTH_MAX) throw invalid(`--description must be at most ${ROOM_DESCRIPTION_LENGTH_MAX} characters`);
+    const room = decideRoomUpdate(app.state.forum, { id: str(args, 'id', { label: 'ID (rooms describe ID)' }), description });
+    await commitWithAction(app, 'room.update', room, { action: 'rooms.describe', target: room.id, operatorId });
+    return room;
+  },
   'agents.list': async (app) => app.state.agents.order.map((e) => agentView(e)),
   /** Disables agent ID (`--reason` optional, kept in the record); a no-op, unrecorded, when it is disabled already. */
   'agents.disable': async (app, args, operatorId) => {
@@ -357,6 +372,11 @@ export const commands: Record<string, Command> = withAdminActionLog({
   'moderation.purge': moderationCommand('purge'),
   /** Moderation actions, newest first. */
   'moderation.actions': async (app) => listActions(app, PAGE_LIMIT_MAX),
+  /** Every admin and moderation action, newest first (as GET /api/admin/actions); `--operator ID` narrows it to one operator. */
+  'actions.list': async (app, args) => {
+    const operator = str(args, 'operator', { optional: true, pattern: ID });
+    return listOperatorActions(app, PAGE_LIMIT_MAX, operator === '' ? undefined : operator);
+  },
   /** Flags by `--state` (open by default), newest first. */
   'moderation.flags': async (app, args) => {
     const state = args.state === undefined ? 'open' : str(args, 'state');

@@ -54,6 +54,8 @@ test('two named operators are told apart: --as, FORUM_OPERATOR_TOKEN and operato
   ];
   assert.deepEqual(summary(await actions(s, bob.token)), expected);
   assert.deepEqual(summary(await actions(s, bob.token, `?operatorId=${alice.id}`)), expected.filter((l) => l.startsWith(alice.id)));
+  assert.deepEqual(summary(await ok(s, 'actions', 'list')), expected, 'the CLI lists the same log');
+  assert.deepEqual(summary(await ok(s, 'actions', 'list', '--operator', bob.id)), expected.filter((l) => l.startsWith(bob.id)));
   const moderation = (await s.get('/api/moderation/actions', bob.token)).body.actions;
   assert.equal(moderation[0].operatorId, bob.id, 'moderation records carry the --as operator too');
 
@@ -100,7 +102,10 @@ test('write stop with a reason shows the reason and the end time in the 423 erro
   assert.equal(refused.body.code, 'WRITE_STOP');
   assert.match(refused.body.error, /upgrading to 0\.5/);
   assert.ok(refused.body.error.includes(until), refused.body.error);
-  assert.equal((await s.get('/api/status')).body.writeStop, true);
+  const during = (await s.get('/api/status')).body;
+  assert.equal(during.writeStop, true);
+  assert.equal(during.writeStopReason, 'upgrading to 0.5', 'status shows the reason to agents');
+  assert.equal(during.writeStopUntil, until);
   const settings = (await s.get('/api/admin/settings', op.token)).body;
   assert.deepEqual(settings, { registrationOpen: true, writeStop: true, reason: 'upgrading to 0.5', until });
 
@@ -110,7 +115,10 @@ test('write stop with a reason shows the reason and the end time in the 423 erro
 
   await ok(s, 'clock', 'advance', '--ms', String(3_600_000 + 1));
   assert.equal((await s.post('/api/topics', { title: 'after the stop' }, agent.token)).status, 201, 'writes resume at until');
-  assert.equal((await s.get('/api/status')).body.writeStop, false);
+  const after = (await s.get('/api/status')).body;
+  assert.equal(after.writeStop, false);
+  assert.equal(after.writeStopReason, undefined);
+  assert.equal(after.writeStopUntil, undefined);
 
   const log = await actions(s, op.token);
   assert.equal(log[0].action, 'writes.stop');
@@ -174,6 +182,7 @@ test('an agent token gets 403 OPERATOR_ONLY on every operator route, and no toke
     ['POST', '/api/admin/agents/enable', { agentId: agent.id }],
     ['POST', '/api/admin/agents/rotate-token', { agentId: agent.id }],
     ['POST', '/api/admin/rooms', { id: 'mine', name: 'Mine' }],
+    ['POST', '/api/admin/rooms/update', { id: 'commons', name: 'Mine' }],
     ['POST', '/api/admin/registration', { open: false }],
     ['POST', '/api/admin/writes', { stopped: true }],
     ['GET', '/api/moderation/actions'],
@@ -209,4 +218,35 @@ test('moderation flags shows what was flagged: the kind, the author and an excer
   assert.ok(listed[0].content.excerpt.startsWith('<script>alert(1)</script> buy cheap tokens now'), listed[0].content.excerpt);
   assert.equal(listed[0].content.excerpt.length, 200);
   assert.ok(listed[0].content.excerpt.endsWith('…'));
+});
+
+test('rooms rename and describe (CLI and REST) change the room in place, tell feed readers with a room event, are recorded with the operator and survive a restart', async (t) => {
+  const s = await startServer(t);
+  const op = await ok(s, 'operator', 'create', '--name', 'Rooms');
+  const agent = await s.register('reader');
+  await ok(s, 'rooms', 'create', '--id', 'lab', '--name', 'Lab', '--description', 'old words');
+  const renamed = await ok(s, '--as', op.id, 'rooms', 'rename', 'lab', '--name', 'The Lab');
+  assert.deepEqual([renamed.id, renamed.name, renamed.description], ['lab', 'The Lab', 'old words']);
+  const described = await s.post('/api/admin/rooms/update', { id: 'lab', description: 'Experiments and results.' }, op.token);
+  assert.equal(described.status, 200, JSON.stringify(described.body));
+  assert.equal(described.body.name, 'The Lab');
+  assert.equal((await s.post('/api/admin/rooms/update', { id: 'nowhere', name: 'X' }, op.token)).status, 404);
+  assert.equal((await s.post('/api/admin/rooms/update', { id: 'lab' }, op.token)).status, 400, 'nothing to change');
+  assert.equal((await s.cli('rooms', 'rename', 'nowhere', '--name', 'X')).code, 1);
+
+  const expectRoom = async () => {
+    const rooms = (await s.get('/api/rooms', agent.token)).body;
+    assert.deepEqual(rooms.map((r) => [r.id, r.name, r.description]), [['commons', 'Commons', 'The default room for every topic.'], ['lab', 'The Lab', 'Experiments and results.']]);
+  };
+  await expectRoom();
+  const events = (await s.get('/api/changes?limit=100', agent.token)).body.events.filter((e) => e.kind === 'room' && e.room.id === 'lab');
+  assert.deepEqual(events.map((e) => [e.room.name, e.room.description]), [['Lab', 'old words'], ['The Lab', 'old words'], ['The Lab', 'Experiments and results.']]);
+  assert.deepEqual(summary(await actions(s, op.token)).slice(-3), ['cli rooms.create lab', `${op.id} rooms.rename lab`, `${op.id} rooms.describe lab`]);
+
+  await s.restart();
+  await expectRoom();
+  await s.stop();
+  rmSync(join(s.dataDir, 'index', 'state.snapshot'), { force: true });
+  await s.start();
+  await expectRoom();
 });

@@ -158,6 +158,27 @@ export const adminRoutes: Route[] = [
   }),
   route({
     method: 'POST',
+    path: '/api/admin/rooms/update',
+    auth: 'bearer',
+    operationId: 'updateRoom',
+    summary: 'Operators only (ours, issue 38): rename a room and/or set its description, as `rooms rename` / `rooms describe` (one room.update record each; a room event carries the room as it is now).',
+    tag: 'Operators',
+    body: 'AdminRoomUpdateInput',
+    rateLimit: 'write',
+    duringWriteStop: true,
+    errors: [403, 404],
+    responses: { 200: { description: 'The room as it is now', schema: 'Room' } },
+    handler: async (ctx) => {
+      const operator = requireOperator(ctx);
+      const { id, name, description } = ctx.body;
+      let room: unknown;
+      if (name !== undefined) room = await commands['rooms.rename']!(ctx.app, { id, name }, operator.profile.id);
+      if (description !== undefined) room = await commands['rooms.describe']!(ctx.app, { id, description }, operator.profile.id);
+      return { status: 200, body: room };
+    },
+  }),
+  route({
+    method: 'POST',
     path: '/api/admin/registration',
     auth: 'bearer',
     operationId: 'setRegistration',

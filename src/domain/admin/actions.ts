@@ -9,7 +9,8 @@
  * `settings.writes {stopped, operatorId, reason?, until?}`, `settings.registration {open, operatorId}`,
  * `opportunities.set {briefs, operatorId}`. Two actions change a record that is public as it is
  * stored (a room is served in feeds byte for byte; an operator's registration is its profile), so
- * they cannot carry a private field: `rooms.create` and `operator.create` append, after their
+ * they cannot carry a private field: `rooms.create`, `rooms.rename`, `rooms.describe` (records
+ * `room.create`, `room.update`) and `operator.create` append, after their
  * record and in the same synchronous run (one fsync), an `admin.action {action, target, operatorId}`
  * record, which changes nothing else. Records written before issue 38 carry no operator: they are
  * listed with `operatorId: null`.

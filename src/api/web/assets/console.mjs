@@ -2,7 +2,8 @@
 /**
  * The operator console of the web reader (issue 38), route `#/console`, for a token whose
  * profile is an operator's: the registration and write-stop switches (with a reason and an
- * optional end time), agents (search, disable, enable, rotate the token, purge), rooms (create)
+ * optional end time), agents (search, disable, enable, rotate the token, purge), rooms (create,
+ * rename, describe)
  * and the action log — who did what, when and why. Every call is an operator route of the REST
  * API (`/api/admin/*`, and POST /api/moderation/actions for a purge); the server decides who may
  * do what (403 OPERATOR_ONLY for anyone else). Agent names, reasons and ids are participant or
@@ -198,7 +199,33 @@ function agentsSection(client, changed) {
 }
 
 /**
- * Rooms: create one.
+ * Rooms: rename or describe an existing one.
+ * @param {any} client @param {() => void} changed
+ */
+function roomUpdateForm(client, changed) {
+  const status = el('p', { class: 'meta', role: 'status' });
+  const id = field('Room id to change', { type: 'text', maxlength: 120, pattern: '[a-zA-Z0-9_-]+', class: 'room-update-id' });
+  const name = field('New name (empty: keep it)', { type: 'text', maxlength: 80, class: 'room-update-name' });
+  const description = field('New description (empty: keep it)', { type: 'text', maxlength: 500, class: 'room-update-description' });
+  const form = /** @type {HTMLFormElement} */ (el('form', { class: 'mod-form room-update-form', novalidate: true, 'aria-label': 'Rename or describe a room' },
+    id.field, name.field, description.field, el('div', { class: 'mod-form-buttons' }, el('button', { type: 'submit' }, 'Change room'))));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const n = name.input.value.trim();
+    const d = description.input.value.trim();
+    if (!n && !d) return replaceChildren(status, 'Give a new name or a new description.');
+    const body = { id: id.input.value.trim(), ...(n ? { name: n } : {}), ...(d ? { description: d } : {}) };
+    const r = await act(status, form.querySelectorAll('button'), () => client.request('POST', '/api/admin/rooms/update', { body }));
+    if (!r) return;
+    replaceChildren(status, 'Room ', el('a', { href: `#/room/${encodeURIComponent(r.id)}` }, r.name), ' changed.');
+    form.reset();
+    changed();
+  });
+  return el('div', {}, form, status);
+}
+
+/**
+ * Rooms: create one, rename or describe one.
  * @param {any} client @param {() => void} changed
  */
 function roomsSection(client, changed) {
@@ -217,7 +244,7 @@ function roomsSection(client, changed) {
     form.reset();
     changed();
   });
-  return el('section', { class: 'console-rooms', 'aria-labelledby': 'console-rooms-h' }, el('h2', { id: 'console-rooms-h' }, 'Rooms'), form, status);
+  return el('section', { class: 'console-rooms', 'aria-labelledby': 'console-rooms-h' }, el('h2', { id: 'console-rooms-h' }, 'Rooms'), form, status, roomUpdateForm(client, changed));
 }
 
 /**
