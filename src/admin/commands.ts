@@ -193,8 +193,9 @@ const SELF_LOGGING_COMMANDS: ReadonlySet<string> = new Set(['moderation.hide', '
  * 4xx ServiceError, with its `code`) or `failed` (any other error, with its class as `error`,
  * e.g. StoreStateError). Arguments, results and error messages are never logged: they may hold
  * a token (operator create, rotate-token) or content.
- * Input: the action's name, the target when known before it runs, the action, and a function
- * picking the target from its result (operator create learns its id only then).
+ * Input: the action's name, the target when known before it runs, the action, a function
+ * picking the target from its result (operator create learns its id only then), and who runs it
+ * (`operator`, logged as `operator`; absent for the archive commands, which act on files).
  * Output: the action's result; its error is rethrown unchanged.
  */
 export async function recordAdminAction<T>(

@@ -21,7 +21,10 @@ import type { AdminAction } from '../domain/admin/actions.js';
 import { FLAG_EXCERPT_CHARS_MAX } from '../constants.js';
 import type { LogRecord } from '../store/log.js';
 
-/** The operator id recorded for actions taken with the CLI (it authenticates by file access, not a token). */
+/**
+ * The operator id recorded for actions taken with the CLI without `--as` or FORUM_OPERATOR_TOKEN
+ * (it authenticates by file access, not a token; issue 38).
+ */
 export const CLI_OPERATOR_ID = 'cli';
 
 /**
