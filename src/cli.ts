@@ -87,7 +87,7 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
   { words: 'moderation actions', help: 'list the newest moderation actions' },
   { words: 'actions list', options: { operator: 'string' }, help: 'the action log: every admin and moderation action, who/what/why/when, newest first (--operator ID: one operator)' },
-  { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
+  { words: 'moderation flags', options: { state: 'string' }, help: 'list flags with what was flagged: kind, author, text excerpt (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
   { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
