@@ -18,7 +18,7 @@ import { Client } from 'undici';
 import { App } from './app.js';
 import { loadConfig } from './config.js';
 import { adminSocketPath } from './admin/channel.js';
-import { commands, recordAdminAction } from './admin/commands.js';
+import { commands, operatorOfArgs, recordAdminAction } from './admin/commands.js';
 import { ServiceError, type ErrorCode } from './errors.js';
 import { setLogSink } from './logger.js';
 import { isDataDirLocked } from './store/lock.js';
@@ -65,13 +65,19 @@ from the current directory.`;
 const COMMANDS: CommandSpec[] = [
   { words: 'operator create', options: { name: 'string' }, required: ['name'], help: 'create an operator identity; prints {id, token}' },
   { words: 'rooms create', options: { id: 'string', name: 'string', description: 'string' }, required: ['id', 'name'], help: 'create a room' },
+  { words: 'rooms rename', arg: 'ID', options: { name: 'string' }, required: ['name'], help: 'rename a room (a room event tells feed readers)' },
+  { words: 'rooms describe', arg: 'ID', options: { description: 'string' }, required: ['description'], help: 'set a room\'s description ("" clears it)' },
   { words: 'agents list', help: 'list every identity' },
-  { words: 'agents disable', arg: 'ID', help: 'disable an agent (its token gets 401)' },
-  { words: 'agents enable', arg: 'ID', help: 'enable a disabled agent' },
+  { words: 'agents disable', arg: 'ID', options: { reason: 'string' }, help: 'disable an agent (its token gets 401); --reason is kept in the record' },
+  { words: 'agents enable', arg: 'ID', options: { reason: 'string' }, help: 'enable a disabled agent' },
   { words: 'agents rotate-token', arg: 'ID', help: 'new token for an agent or operator; prints {id, token}; the old one gets 401' },
   { words: 'registration close', help: 'refuse self-registration (403 REGISTRATION_CLOSED)' },
   { words: 'registration open', help: 'allow self-registration again' },
-  { words: 'writes stop', help: 'pause every write (423 WRITE_STOP); survives restarts' },
+  {
+    words: 'writes stop',
+    options: { reason: 'string', until: 'string' },
+    help: 'pause every write (423 WRITE_STOP, with --reason); survives restarts; --until ISO-TIME resumes by itself',
+  },
   { words: 'writes resume', help: 'resume writes' },
   { words: 'opportunities set', options: { file: 'string' }, required: ['file'], help: 'publish the opportunity catalog from a JSON file', details: BRIEFS_FILE_HELP },
   { words: 'opportunities clear', help: 'empty the opportunity catalog' },
@@ -80,7 +86,8 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (see README "Moderation")' },
   { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
   { words: 'moderation actions', help: 'list the newest moderation actions' },
-  { words: 'moderation flags', options: { state: 'string' }, help: 'list flags (--state open|resolved|all; default open)' },
+  { words: 'actions list', options: { operator: 'string' }, help: 'the action log: every admin and moderation action, who/what/why/when, newest first (--operator ID: one operator)' },
+  { words: 'moderation flags', options: { state: 'string' }, help: 'list flags with what was flagged: kind, author, text excerpt (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
   { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
@@ -123,7 +130,7 @@ const isArchiveCommand = (c: CommandSpec): boolean => offlineCommands[c.words.sp
 /** The usage lines of some commands. */
 const listing = (cs: CommandSpec[]): string => cs.map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n');
 
-const USAGE = `usage: node dist/cli.js [--data-dir DIR] COMMAND [ARG] [OPTIONS]
+const USAGE = `usage: node dist/cli.js [--data-dir DIR] [--as OPERATOR_ID] COMMAND [ARG] [OPTIONS]
        node dist/cli.js COMMAND --help | GROUP --help | --help | --version
 
 Server commands (through the running server, or directly on a stopped data folder):
@@ -131,7 +138,9 @@ ${listing(COMMANDS.filter((c) => !isArchiveCommand(c)))}
 Archive commands:
 ${listing(COMMANDS.filter(isArchiveCommand))}
 
---data-dir defaults to FORUM_DATA_DIR, else ./data. Output is JSON on stdout; errors go to
+--data-dir defaults to FORUM_DATA_DIR, else ./data. A server command is recorded as done by the
+operator --as names (an id that operator create printed), else by the operator whose token is in
+FORUM_OPERATOR_TOKEN, else by "cli" (whoever can open the data folder). Output is JSON on stdout; errors go to
 stderr (exit 1; 2 for a usage error or an unconfirmed restore). Options take "--name value" or "--name=value".`;
 
 /** Help of one command. */
@@ -156,6 +165,7 @@ function groupHelp(group: string): string {
 /** Every option any command takes, plus the global ones, for util.parseArgs. */
 const ALL_OPTIONS: ParseArgsConfig['options'] = {
   'data-dir': { type: 'string' },
+  as: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
   ...Object.fromEntries(COMMANDS.flatMap((c) => Object.entries(c.options ?? {}).map(([name, type]) => [name, { type }]))),
@@ -163,6 +173,8 @@ const ALL_OPTIONS: ParseArgsConfig['options'] = {
 
 export interface ParsedArgs {
   dataDir: string;
+  /** `--as OPERATOR_ID`: who runs a server command (issue 38); undefined: FORUM_OPERATOR_TOKEN's operator, else `cli`. */
+  as?: string;
   /** The command's words and its positional argument, as typed. */
   words: string[];
   /** The command, or null when only --help or --version was asked for (or a group's help). */
@@ -191,6 +203,8 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
   const dataDir = resolve(typeof options['data-dir'] === 'string' ? options['data-dir'] : env.FORUM_DATA_DIR || 'data');
   const help = options.help === true;
   const version = options.version === true;
+  const as = typeof options.as === 'string' ? options.as : undefined;
+  delete options.as;
   delete options['data-dir'];
   delete options.help;
   delete options.version;
@@ -208,7 +222,7 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
     const what = positionals.length === 0 ? 'no command given' : `unknown command "${positionals.join(' ')}"`;
     throw new UsageError(`${what}\n\n${USAGE}`);
   }
-  if (help) return { dataDir, words: positionals, command, options, help, version };
+  if (help) return { dataDir, as, words: positionals, command, options, help, version };
   const extra = positionals.slice(command.words.split(' ').length);
   const argGivenAsOption = command.argOrOption !== undefined && options[command.argOrOption] !== undefined;
   if (argGivenAsOption && extra.length > 0) throw new UsageError(`${command.words} takes either ${command.arg} or --${command.argOrOption}, not both\n\n${commandHelp(command)}`);
@@ -220,7 +234,7 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
   for (const name of command.required ?? []) {
     if (options[name] === undefined) throw new UsageError(`${command.words} needs --${name}\n\n${commandHelp(command)}`);
   }
-  return { dataDir, words: positionals, command, options, help, version };
+  return { dataDir, as, words: positionals, command, options, help, version };
 }
 
 /** The package's version (package.json next to dist/), for --version. */
@@ -279,7 +293,7 @@ async function directly(dataDir: string, name: string, args: Record<string, unkn
   const config = { ...loadConfig({ ...process.env, FORUM_DATA_DIR: dataDir }), dataDir };
   const app = await App.open(config);
   try {
-    return await commands[name]!(app, args);
+    return await commands[name]!(app, args, operatorOfArgs(app, args));
   } finally {
     await app.close();
   }
@@ -291,7 +305,7 @@ async function directly(dataDir: string, name: string, args: Record<string, unkn
  */
 export async function run(argv: string[]): Promise<CliOutput> {
   setLogSink((_level, line) => process.stderr.write(`${line}\n`));
-  const { dataDir, words, command, group: helpGroup, options, help, version } = parseArgs(argv);
+  const { dataDir, as, words, command, group: helpGroup, options, help, version } = parseArgs(argv);
   if (helpGroup !== undefined) return { text: groupHelp(helpGroup) };
   if (command === null) return { text: help ? USAGE : packageVersion() };
   if (help) return { text: commandHelp(command) };
@@ -305,6 +319,11 @@ export async function run(argv: string[]): Promise<CliOutput> {
   }
   const name = `${group}.${verb ?? ''}`;
   const args: Record<string, unknown> = { ...options };
+  // Who runs it (issue 38): --as, else the operator of FORUM_OPERATOR_TOKEN, else `cli`. The
+  // server checks either (src/admin/commands.ts operatorOfArgs); the token travels only over the
+  // folder's admin socket, never on the command line.
+  if (as !== undefined) args.as = as;
+  else if (process.env.FORUM_OPERATOR_TOKEN) args.operatorToken = process.env.FORUM_OPERATOR_TOKEN;
   if (command.arg !== undefined) args.id = arg;
   if (typeof options.file === 'string') args.file = resolve(options.file);
   return { json: (await isDataDirLocked(dataDir)) ? await viaChannel(dataDir, name, args) : await directly(dataDir, name, args) };

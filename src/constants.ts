@@ -60,6 +60,10 @@ export const WORK_FEEDBACK_LENGTH_MAX = 2000;
 export const FLAG_NOTE_LENGTH_MAX = 1000;
 /** Characters of a moderation action's reason and a flag resolution's note (issue 25; ours). */
 export const MODERATION_REASON_LENGTH_MAX = 500;
+/** Characters of an admin action's reason: write stop, disable (issue 38; ours, as for moderation). */
+export const ADMIN_REASON_LENGTH_MAX = 500;
+/** Characters of flagged text shown with a flag to operators (issue 38 "moderation flags shows what was flagged"; ours). */
+export const FLAG_EXCERPT_CHARS_MAX = 200;
 /** A work snapshot's serialized size must fit in this many UTF-8 bytes (part 8). */
 export const WORK_SNAPSHOT_BYTES_MAX = 22000;
 export const LEASE_MINUTES_MIN = 5;

@@ -1,6 +1,7 @@
 /**
  * The local-only admin channel: HTTP over a Unix domain socket in the data folder (mode 0600),
- * never on the public listener. `POST /<group>.<verb>` with a JSON object runs that command.
+ * never on the public listener. `POST /<group>.<verb>` with a JSON object runs that command, as
+ * the operator its `as` or `operatorToken` names (src/admin/commands.ts `operatorOfArgs`).
  */
 import { createServer, type Server } from 'node:http';
 import { createHash } from 'node:crypto';
@@ -11,7 +12,7 @@ import type { App } from '../app.js';
 import { readJsonBody } from '../http/body.js';
 import { notFound } from '../errors.js';
 import { sendError, sendReply, toServiceError } from '../http/server.js';
-import { commands } from './commands.js';
+import { commands, operatorOfArgs } from './commands.js';
 
 /** Unix socket paths are limited to ~107 bytes; longer data paths use a hashed name in tmpdir. */
 const SOCKET_PATH_MAX = 100;
@@ -34,8 +35,9 @@ export async function startAdminChannel(app: App): Promise<Server> {
         const name = (req.url ?? '/').slice(1);
         const command = commands[name];
         if (!command || req.method !== 'POST') throw notFound(`no admin command "${name}"`);
-        const args = (await readJsonBody(req)) as Record<string, unknown>;
-        const result = await command(app, args ?? {});
+        const args = ((await readJsonBody(req)) as Record<string, unknown> | null) ?? {};
+        // `as` / `operatorToken` name who runs it (issue 38); `cli` without them.
+        const result = await command(app, args, operatorOfArgs(app, args));
         sendReply(res, { status: 200, body: result }, false);
       } catch (err) {
         sendError(res, toServiceError(err));

@@ -5,8 +5,11 @@
  * after its record is durable. Errors are ServiceErrors (rendered by the channel and the CLI).
  */
 import type { App } from '../app.js';
-import { agentView, decideOperator, decideRotateToken, requireAgent } from '../domain/agents/agents.js';
-import { decideRoom } from '../domain/forum/forum.js';
+import { agentView, decideOperator, decideRotateToken, hashToken, requireAgent } from '../domain/agents/agents.js';
+import { ADMIN_ACTION_TYPE, type AdminActionPayload } from '../domain/admin/actions.js';
+import { writesStopped, type WriteStopPayload } from '../domain/admin/settings.js';
+import { unauthorized } from '../http/errors.js';
+import { decideRoom, decideRoomUpdate } from '../domain/forum/forum.js';
 import { decideOpportunities, type OpportunityBrief } from '../domain/opportunities/opportunities.js';
 import { workRowOf } from '../domain/work/work.js';
 import { ServiceError, invalid } from '../errors.js';
@@ -15,12 +18,43 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { OffsetClock } from '../clock.js';
 import { logger } from '../logger.js';
-import { AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
-import { CLI_OPERATOR_ID, listActions, listFlags, moderate, resolveFlag } from './moderation.js';
+import { ADMIN_REASON_LENGTH_MAX, AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
+import { CLI_OPERATOR_ID, listActions, listFlags, listOperatorActions, moderate, resolveFlag } from './moderation.js';
 import type { ModerationTarget } from '../domain/moderation/moderation.js';
 
-/** An operator command: resolves to its JSON result once its record (if any) is durable. */
-export type Command = (app: App, args: Record<string, unknown>) => Promise<unknown>;
+/**
+ * An operator command: resolves to its JSON result once its record (if any) is durable.
+ * `operatorId` is who runs it (issue 38): it lands in the command's record (src/domain/admin/actions.ts).
+ */
+export type Command = (app: App, args: Record<string, unknown>, operatorId: string) => Promise<unknown>;
+
+/**
+ * Who runs a command from the admin channel or the CLI (issue 38): `args.as` names an existing
+ * operator (`--as ID`), `args.operatorToken` is an operator's token (FORUM_OPERATOR_TOKEN), and
+ * with neither the name is CLI_OPERATOR_ID (`cli`): whoever can open the data folder. Both
+ * arguments are removed from `args`. Throws 400 for both at once or an `--as` that names no
+ * operator, 401 for a token that is no enabled operator's.
+ */
+export function operatorOfArgs(app: App, args: Record<string, unknown>): string {
+  const as = args.as;
+  const token = args.operatorToken;
+  delete args.as;
+  delete args.operatorToken;
+  if (as !== undefined && token !== undefined) throw invalid('give either --as or FORUM_OPERATOR_TOKEN, not both');
+  if (typeof token === 'string' && token !== '') {
+    const e = app.state.agents.byTokenHash.get(hashToken(token));
+    if (e === undefined || e.profile.role !== 'operator' || e.disabled) throw unauthorized('FORUM_OPERATOR_TOKEN is not the token of an enabled operator (operator create prints one)');
+    return e.profile.id;
+  }
+  if (as === undefined) return CLI_OPERATOR_ID;
+  if (typeof as !== 'string' || as === '') throw invalid('--as needs an operator id');
+  const e = app.state.agents.byId.get(as);
+  if (e === undefined || e.profile.role !== 'operator') {
+    const known = app.state.agents.order.filter((x) => x.profile.role === 'operator').map((x) => x.profile.id);
+    throw invalid(`--as ${JSON.stringify(as)} is not an operator id; operators: ${known.length > 0 ? known.join(', ') : 'none yet (operator create --name NAME)'}`);
+  }
+  return as;
+}
 
 /**
  * A string argument of a command. `label` names it in errors (default `--<name>`; positional
@@ -46,6 +80,35 @@ const ID = /^[a-zA-Z0-9_-]{1,120}$/;
 async function commit(app: App, type: string, payload: unknown): Promise<void> {
   app.commit(type, payload);
   await app.log.sync();
+}
+
+/**
+ * Commits a record whose payload is public as stored (a room, an operator's registration) and,
+ * in the same synchronous run and fsync, the `admin.action` record naming who did it
+ * (src/domain/admin/actions.ts explains why these two need a record of their own).
+ */
+async function commitWithAction(app: App, type: string, payload: unknown, action: AdminActionPayload): Promise<void> {
+  app.commit(type, payload);
+  app.commit<AdminActionPayload>(ADMIN_ACTION_TYPE, action);
+  await app.log.sync();
+}
+
+/** An optional reason (`--reason`), trimmed; '' when none. Throws 400 above ADMIN_REASON_LENGTH_MAX. */
+function reasonOf(args: Record<string, unknown>): string {
+  return str(args, 'reason', { optional: true, max: ADMIN_REASON_LENGTH_MAX }).trim();
+}
+
+/**
+ * `--until`: when a write stop ends by itself, an ISO 8601 date-time after `nowMs`; undefined
+ * when not given. Output: the time as ISO 8601 (UTC). Throws 400 for another form or a past time.
+ */
+function untilOf(args: Record<string, unknown>, nowMs: number): string | undefined {
+  const v = str(args, 'until', { optional: true });
+  if (v === '') return undefined;
+  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(v) ? Date.parse(v) : NaN;
+  if (Number.isNaN(ms)) throw invalid(`--until must be an ISO 8601 date-time with a time zone (e.g. 2026-01-01T12:00:00Z), got ${JSON.stringify(v)}`);
+  if (ms <= nowMs) throw invalid(`--until ${v} is not in the future (now: ${new Date(nowMs).toISOString()})`);
+  return new Date(ms).toISOString();
 }
 
 /**
@@ -98,10 +161,10 @@ function moderationTarget(args: Record<string, unknown>, verb: string): Moderati
 
 /** A `moderation hide|unhide|erase|purge` command (src/admin/moderation.ts does the work). */
 function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command {
-  return async (app, args) => {
+  return async (app, args, operatorId) => {
     const mode = args.mode === undefined ? undefined : str(args, 'mode');
     if (mode !== undefined && mode !== 'hide' && mode !== 'erase') throw invalid('--mode must be hide or erase');
-    return moderate(app, CLI_OPERATOR_ID, {
+    return moderate(app, operatorId, {
       action: verb,
       target: moderationTarget(args, verb),
       reason: str(args, 'reason', { max: MODERATION_REASON_LENGTH_MAX }).trim(),
@@ -114,7 +177,7 @@ function moderationCommand(verb: 'hide' | 'unhide' | 'erase' | 'purge'): Command
  * Commands that only read (a listing, the position a backup copies): they change nothing, so
  * they write no `admin_action` line. Every other command in the table is an admin action.
  */
-const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['agents.list', 'replication.status', 'archive.position', 'moderation.actions', 'moderation.flags']);
+const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['actions.list', 'agents.list', 'replication.status', 'archive.position', 'moderation.actions', 'moderation.flags']);
 
 /**
  * Commands that write their own `admin_action` line naming the operator (src/admin/moderation.ts,
@@ -130,8 +193,9 @@ const SELF_LOGGING_COMMANDS: ReadonlySet<string> = new Set(['moderation.hide', '
  * 4xx ServiceError, with its `code`) or `failed` (any other error, with its class as `error`,
  * e.g. StoreStateError). Arguments, results and error messages are never logged: they may hold
  * a token (operator create, rotate-token) or content.
- * Input: the action's name, the target when known before it runs, the action, and a function
- * picking the target from its result (operator create learns its id only then).
+ * Input: the action's name, the target when known before it runs, the action, a function
+ * picking the target from its result (operator create learns its id only then), and who runs it
+ * (`operator`, logged as `operator`; absent for the archive commands, which act on files).
  * Output: the action's result; its error is rethrown unchanged.
  */
 export async function recordAdminAction<T>(
@@ -139,20 +203,23 @@ export async function recordAdminAction<T>(
   target: string | undefined,
   run: () => Promise<T>,
   targetOf: (result: T) => string | undefined = () => undefined,
+  operator?: string,
 ): Promise<T> {
   const fallback = action.split('.')[0]!;
+  const by = operator === undefined ? {} : { operator };
+  const bySuffix = operator === undefined ? '' : ` by ${operator}`;
   try {
     const result = await run();
     const t = target ?? targetOf(result) ?? fallback;
-    logger.info('admin_action', `${action} ${t}: ok`, { action, target: t, outcome: 'ok' });
+    logger.info('admin_action', `${action} ${t}${bySuffix}: ok`, { action, target: t, ...by, outcome: 'ok' });
     return result;
   } catch (err) {
     const t = target ?? fallback;
     if (err instanceof ServiceError && err.status < 500) {
-      logger.info('admin_action', `${action} ${t}: refused (${err.code})`, { action, target: t, outcome: 'refused', code: err.code });
+      logger.info('admin_action', `${action} ${t}${bySuffix}: refused (${err.code})`, { action, target: t, ...by, outcome: 'refused', code: err.code });
     } else {
       const error = err instanceof Error ? err.name : typeof err;
-      logger.info('admin_action', `${action} ${t}: failed (${error})`, { action, target: t, outcome: 'failed', error });
+      logger.info('admin_action', `${action} ${t}${bySuffix}: failed (${error})`, { action, target: t, ...by, outcome: 'failed', error });
     }
     throw err;
   }
@@ -171,7 +238,9 @@ function withAdminActionLog(table: Record<string, Command>): Record<string, Comm
   return Object.fromEntries(
     Object.entries(table).map(([name, command]): [string, Command] => [
       name,
-      READ_ONLY_COMMANDS.has(name) || SELF_LOGGING_COMMANDS.has(name) ? command : (app, args) => recordAdminAction(name, idOf(args), () => command(app, args), idOf),
+      READ_ONLY_COMMANDS.has(name) || SELF_LOGGING_COMMANDS.has(name)
+        ? command
+        : (app, args, operatorId) => recordAdminAction(name, idOf(args), () => command(app, args, operatorId), idOf, operatorId),
     ]),
   );
 }
@@ -182,13 +251,13 @@ function withAdminActionLog(table: Record<string, Command>): Record<string, Comm
  * room id that exists already. Each admin action writes one `admin_action` line (withAdminActionLog).
  */
 export const commands: Record<string, Command> = withAdminActionLog({
-  'operator.create': async (app, args) => {
+  'operator.create': async (app, args, operatorId) => {
     const name = str(args, 'name', { max: AGENT_NAME_LENGTH_MAX });
     const { payload, token } = decideOperator(name, { seq: app.nextSeq(), created: app.nowIso() });
-    await commit(app, 'agent.register', payload);
+    await commitWithAction(app, 'agent.register', payload, { action: 'operator.create', target: payload.id, operatorId });
     return { id: payload.id, token };
   },
-  'rooms.create': async (app, args) => {
+  'rooms.create': async (app, args, operatorId) => {
     const room = decideRoom(
       app.state.forum,
       {
@@ -198,34 +267,66 @@ export const commands: Record<string, Command> = withAdminActionLog({
       },
       app.nowIso(),
     );
-    await commit(app, 'room.create', room);
+    await commitWithAction(app, 'room.create', room, { action: 'rooms.create', target: room.id, operatorId });
+    return room;
+  },
+  /** Renames room ID (`--name`): one `room.update` record (the whole room) and its `admin.action`. 404 for an unknown room. */
+  'rooms.rename': async (app, args, operatorId) => {
+    const room = decideRoomUpdate(app.state.forum, { id: str(args, 'id', { label: 'ID (rooms rename ID)' }), name: str(args, 'name', { max: ROOM_NAME_LENGTH_MAX }).trim() });
+    await commitWithAction(app, 'room.update', room, { action: 'rooms.rename', target: room.id, operatorId });
+    return room;
+  },
+  /** Sets room ID's description (`--description`, may be empty): as `rooms.rename`. */
+  'rooms.describe': async (app, args, operatorId) => {
+    const description = typeof args.description === 'string' ? args.description.trim() : undefined;
+    if (description === undefined) throw invalid('--description is required (an empty one clears it)');
+    if (description.length > ROOM_DESCRIPTION_LENGTH_MAX) throw invalid(`--description must be at most ${ROOM_DESCRIPTION_LENGTH_MAX} characters`);
+    const room = decideRoomUpdate(app.state.forum, { id: str(args, 'id', { label: 'ID (rooms describe ID)' }), description });
+    await commitWithAction(app, 'room.update', room, { action: 'rooms.describe', target: room.id, operatorId });
     return room;
   },
   'agents.list': async (app) => app.state.agents.order.map((e) => agentView(e)),
-  'agents.disable': async (app, args) => {
+  /** Disables agent ID (`--reason` optional, kept in the record); a no-op, unrecorded, when it is disabled already. */
+  'agents.disable': async (app, args, operatorId) => {
     const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents disable ID)' }));
-    if (!e.disabled) await commit(app, 'agent.disable', { agentId: e.profile.id });
+    const reason = reasonOf(args);
+    if (!e.disabled) await commit(app, 'agent.disable', { agentId: e.profile.id, operatorId, ...(reason === '' ? {} : { reason }) });
     return agentView(e);
   },
-  'agents.enable': async (app, args) => {
+  'agents.enable': async (app, args, operatorId) => {
     const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents enable ID)' }));
-    if (e.disabled) await commit(app, 'agent.enable', { agentId: e.profile.id });
+    const reason = reasonOf(args);
+    if (e.disabled) await commit(app, 'agent.enable', { agentId: e.profile.id, operatorId, ...(reason === '' ? {} : { reason }) });
     return agentView(e);
   },
-  'registration.close': async (app) => {
-    if (app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: false });
+  'registration.close': async (app, _args, operatorId) => {
+    if (app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: false, operatorId });
     return { registrationOpen: false };
   },
-  'registration.open': async (app) => {
-    if (!app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: true });
+  'registration.open': async (app, _args, operatorId) => {
+    if (!app.state.settings.registrationOpen) await commit(app, 'settings.registration', { open: true, operatorId });
     return { registrationOpen: true };
   },
-  'writes.stop': async (app) => {
-    if (!app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: true });
-    return { writeStop: true };
+  /**
+   * Stops writes (423 WRITE_STOP for every public POST) with an optional `--reason` and `--until`
+   * (ISO 8601): writes resume by themselves at that time (issue 38); both are shown to agents in
+   * the 423 error. Stopping again while stopped records the new reason and end time.
+   * Output: `{writeStop: true, reason, until}` (until null: until `writes resume`).
+   */
+  'writes.stop': async (app, args, operatorId) => {
+    const reason = reasonOf(args);
+    const nowMs = app.now();
+    const until = untilOf(args, nowMs);
+    const s = app.state.settings;
+    const untilMs = until === undefined ? null : Date.parse(until);
+    if (!writesStopped(s, nowMs) || s.writeStopReason !== reason || s.writeStopUntilMs !== untilMs) {
+      const payload: WriteStopPayload = { stopped: true, operatorId, ...(reason === '' ? {} : { reason }), ...(until === undefined ? {} : { until }) };
+      await commit(app, 'settings.writes', payload);
+    }
+    return { writeStop: true, reason, until: until ?? null };
   },
-  'writes.resume': async (app) => {
-    if (app.state.settings.writeStop) await commit(app, 'settings.writes', { stopped: false });
+  'writes.resume': async (app, _args, operatorId) => {
+    if (writesStopped(app.state.settings, app.now())) await commit(app, 'settings.writes', { stopped: false, operatorId });
     return { writeStop: false };
   },
   /** Replication (issue 35): the bucket, mode, epoch, shipped seq, lag and retention; `{replication: 'off'}` without FORUM_REPLICA_URL. */
@@ -249,9 +350,9 @@ export const commands: Record<string, Command> = withAdminActionLog({
    * at most 3). A brief for an unknown work item is kept but omitted from the catalog; the result
    * then carries `warnings` (one sentence per such brief), which the CLI also prints on stderr.
    */
-  'opportunities.set': async (app, args) => {
+  'opportunities.set': async (app, args, operatorId) => {
     const payload = decideOpportunities(readBriefsFile(args.file));
-    await commit(app, 'opportunities.set', payload);
+    await commit(app, 'opportunities.set', { ...payload, operatorId });
     const warnings = payload.briefs
       .filter((b) => workRowOf(app.state.work, b.workItemId) === undefined)
       .map(
@@ -262,8 +363,8 @@ export const commands: Record<string, Command> = withAdminActionLog({
     return warnings.length > 0 ? { ...payload, warnings } : payload;
   },
   /** Empties the opportunities catalog. */
-  'opportunities.clear': async (app) => {
-    if (app.state.opportunities.briefs.length > 0) await commit(app, 'opportunities.set', { briefs: [] });
+  'opportunities.clear': async (app, _args, operatorId) => {
+    if (app.state.opportunities.briefs.length > 0) await commit(app, 'opportunities.set', { briefs: [], operatorId });
     return { briefs: [] };
   },
   'moderation.hide': moderationCommand('hide'),
@@ -272,6 +373,11 @@ export const commands: Record<string, Command> = withAdminActionLog({
   'moderation.purge': moderationCommand('purge'),
   /** Moderation actions, newest first. */
   'moderation.actions': async (app) => listActions(app, PAGE_LIMIT_MAX),
+  /** Every admin and moderation action, newest first (as GET /api/admin/actions); `--operator ID` narrows it to one operator. */
+  'actions.list': async (app, args) => {
+    const operator = str(args, 'operator', { optional: true, pattern: ID });
+    return listOperatorActions(app, PAGE_LIMIT_MAX, operator === '' ? undefined : operator);
+  },
   /** Flags by `--state` (open by default), newest first. */
   'moderation.flags': async (app, args) => {
     const state = args.state === undefined ? 'open' : str(args, 'state');
@@ -279,11 +385,11 @@ export const commands: Record<string, Command> = withAdminActionLog({
     return listFlags(app, state, PAGE_LIMIT_MAX);
   },
   /** Resolves flag ID with `--resolution hide|erase|dismiss`. */
-  'moderation.resolve': async (app, args) => {
+  'moderation.resolve': async (app, args, operatorId) => {
     const resolution = str(args, 'resolution');
     if (resolution !== 'hide' && resolution !== 'erase' && resolution !== 'dismiss') throw invalid('--resolution must be hide, erase or dismiss');
     const note = str(args, 'note', { optional: true, max: MODERATION_REASON_LENGTH_MAX }).trim();
-    return resolveFlag(app, CLI_OPERATOR_ID, { flagId: str(args, 'id', { pattern: ID, label: 'ID (moderation resolve ID)' }), resolution, note });
+    return resolveFlag(app, operatorId, { flagId: str(args, 'id', { pattern: ID, label: 'ID (moderation resolve ID)' }), resolution, note });
   },
   /** Test support: moves an OffsetClock (FORUM_TEST_CLOCK=1) forward by `ms`. */
   'clock.advance': async (app, args) => {
@@ -298,10 +404,10 @@ export const commands: Record<string, Command> = withAdminActionLog({
    * the new token's hash. Output: `{id, token}`, the token shown this once. The old token gets
    * 401 from the moment the command answers; a disabled agent stays disabled. 404 for an unknown id.
    */
-  'agents.rotate-token': async (app, args) => {
+  'agents.rotate-token': async (app, args, operatorId) => {
     const e = requireAgent(app.state.agents, str(args, 'id', { label: 'ID (agents rotate-token ID)' }));
     const { payload, token } = decideRotateToken(e);
-    await commit(app, 'agent.rotate_token', payload);
+    await commit(app, 'agent.rotate_token', { ...payload, operatorId });
     return { id: e.profile.id, token };
   },
 });

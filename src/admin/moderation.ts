@@ -7,11 +7,24 @@
  */
 import type { App } from '../app.js';
 import { logger } from '../logger.js';
-import { decideModeration, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
-import { flagView, MODERATION_EVENT_TYPE, type ModerationAction, type ModerationEventPayload, type ModerationPayload } from '../domain/moderation/moderation.js';
+import { decideModeration, flaggedRecords, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
+import {
+  flagView,
+  MODERATION_EVENT_TYPE,
+  type FlagEntry,
+  type ModerationAction,
+  type ModerationEventPayload,
+  type ModerationPayload,
+  type ModerationTarget,
+} from '../domain/moderation/moderation.js';
+import type { AdminAction } from '../domain/admin/actions.js';
+import { FLAG_EXCERPT_CHARS_MAX } from '../constants.js';
 import type { LogRecord } from '../store/log.js';
 
-/** The operator id recorded for actions taken with the CLI (it authenticates by file access, not a token). */
+/**
+ * The operator id recorded for actions taken with the CLI without `--as` or FORUM_OPERATOR_TOKEN
+ * (it authenticates by file access, not a token; issue 38).
+ */
 export const CLI_OPERATOR_ID = 'cli';
 
 /**
@@ -77,13 +90,45 @@ export async function resolveFlag(
   return { flag: flagView(f), action };
 }
 
-/** Flags by state, newest first, at most `limit`. */
+/**
+ * What a flag is about, for the operator deciding it (issue 38): the target's `kind`, its
+ * `authorId` and an `excerpt` of its text (a message's content; a topic's title; a knowledge
+ * item's or work item's title and text, latest revision) of at most FLAG_EXCERPT_CHARS_MAX
+ * characters, `…` marking a cut. Erased content reads as its emptied placeholder; null when the
+ * target is gone or is an agent (then `authorId` is the agent).
+ */
+export function flaggedContent(app: App, target: ModerationTarget): { kind: string; authorId: string | null; excerpt: string | null } {
+  if (target.type === 'agent') return { kind: 'agent', authorId: target.id, excerpt: null };
+  let seqs: number[];
+  try {
+    seqs = flaggedRecords(app.state, target);
+  } catch {
+    return { kind: target.type, authorId: null, excerpt: null };
+  }
+  const seq = seqs[seqs.length - 1];
+  if (seq === undefined) return { kind: target.type, authorId: null, excerpt: null };
+  let o = JSON.parse(app.state.feeds.records.read(seq).payloadJson) as Record<string, unknown> | null;
+  // A work record holds the item (and, in work.create, its topic).
+  if (o !== null && typeof o.item === 'object' && o.item !== null) o = o.item as Record<string, unknown>;
+  if (o === null) return { kind: target.type, authorId: null, excerpt: null };
+  const parts = [o.title, o.content, o.description].filter((v): v is string => typeof v === 'string' && v !== '');
+  const text = parts.join(' — ').replace(/\s+/g, ' ').trim();
+  const excerpt = text.length > FLAG_EXCERPT_CHARS_MAX ? `${text.slice(0, FLAG_EXCERPT_CHARS_MAX - 1)}…` : text;
+  return { kind: target.type, authorId: typeof o.authorId === 'string' ? o.authorId : null, excerpt };
+}
+
+/** A flag as listed for operators: the flag, its state, and what was flagged (`flaggedContent` as `content`). */
+function flagListing(app: App, f: FlagEntry): Record<string, unknown> {
+  return { ...flagView(f), content: flaggedContent(app, f.flag.target) };
+}
+
+/** Flags by state, newest first, at most `limit`, each with what was flagged (`content`). */
 export function listFlags(app: App, state: 'open' | 'resolved' | 'all', limit: number): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
   const order = app.state.moderation.flagOrder;
   for (let i = order.length - 1; i >= 0 && out.length < limit; i--) {
     const f = order[i]!;
-    if (state === 'all' || (state === 'open') === (f.resolution === null)) out.push(flagView(f));
+    if (state === 'all' || (state === 'open') === (f.resolution === null)) out.push(flagListing(app, f));
   }
   return out;
 }
@@ -91,4 +136,67 @@ export function listFlags(app: App, state: 'open' | 'resolved' | 'all', limit: n
 /** Moderation actions, newest first, at most `limit`. */
 export function listActions(app: App, limit: number): ModerationAction[] {
   return app.state.moderation.actions.slice(-limit).reverse();
+}
+
+/** One entry of the operator action log (GET /api/admin/actions, schema OperatorAction). */
+export interface OperatorAction {
+  seq: number;
+  /** `<group>.<verb>`: `agents.disable`, `writes.stop`, `moderation.hide`, `flags.dismiss`, ... */
+  action: string;
+  /** Who did it; null for an admin record written before issue 38. */
+  operatorId: string | null;
+  /** What it acted on: an id (`message msg_…` for moderation targets), `writes`, `registration`, `opportunities`. */
+  target: string;
+  reason?: string;
+  until?: string;
+  created: string;
+}
+
+/** A moderation action in the operator log's shape. */
+function fromModeration(a: ModerationAction): OperatorAction {
+  const t = a.target;
+  const target = `${t.type} ${t.id}${t.revision === undefined ? '' : ` revision ${t.revision}`}`;
+  return { seq: a.seq, action: `moderation.${a.action}`, operatorId: a.operatorId, target, ...(a.reason === '' ? {} : { reason: a.reason }), created: a.created };
+}
+
+/** An admin action in the operator log's shape. */
+function fromAdmin(a: AdminAction): OperatorAction {
+  return { ...a };
+}
+
+/**
+ * Every admin and moderation action (issue 38 "the action log with who did what"), newest
+ * first, at most `limit`; `operatorId` narrows it to one operator. Flag dismissals are listed as
+ * `flags.dismiss` (a hide or erase that resolves a flag is its moderation action). Input: limit
+ * ≥ 1. Output: entries merged by log seq.
+ */
+export function listOperatorActions(app: App, limit: number, operatorId?: string): OperatorAction[] {
+  const admin = app.state.admin.actions;
+  const mod = app.state.moderation.actions;
+  const dismissed = app.state.moderation.flagOrder
+    .filter((f) => f.resolution?.resolution === 'dismiss')
+    .map((f): OperatorAction => ({
+      seq: f.resolution!.seq,
+      action: 'flags.dismiss',
+      operatorId: f.resolution!.operatorId,
+      target: `flag ${f.flag.id}`,
+      ...(f.resolution!.note === '' ? {} : { reason: f.resolution!.note }),
+      created: f.resolution!.resolved,
+    }));
+  const out: OperatorAction[] = [];
+  let i = admin.length - 1;
+  let j = mod.length - 1;
+  dismissed.sort((a, b) => b.seq - a.seq);
+  let k = 0;
+  while (out.length < limit && (i >= 0 || j >= 0 || k < dismissed.length)) {
+    const a = i >= 0 ? admin[i]!.seq : -1;
+    const m = j >= 0 ? mod[j]!.seq : -1;
+    const d = k < dismissed.length ? dismissed[k]!.seq : -1;
+    let next: OperatorAction;
+    if (a >= m && a >= d) next = fromAdmin(admin[i--]!);
+    else if (m >= d) next = fromModeration(mod[j--]!);
+    else next = dismissed[k++]!;
+    if (operatorId === undefined || next.operatorId === operatorId) out.push(next);
+  }
+  return out;
 }

@@ -18,6 +18,7 @@ import type { RecordSource } from '../store/records.js';
 import type { SnapshotBody } from '../store/snapshot.js';
 import { packAgents, unpackAgents, type PackedAgents } from './agents/agents.js';
 import { packSettings, unpackSettings, type SettingsState } from './admin/settings.js';
+import { packAdminActions, unpackAdminActions, type AdminAction } from './admin/actions.js';
 import { packFeeds, unpackFeeds, type PackedFeeds } from './feeds/feeds.js';
 import { packForum, unpackForum, type PackedForum } from './forum/forum.js';
 import { packKnowledge, unpackKnowledge, type PackedKnowledge } from './knowledge/knowledge.js';
@@ -33,6 +34,8 @@ type Packed = {
   locations: { offsets: number; lengths: number; segmentFirst: number[]; vouched?: Array<[number, string]> };
   agents: PackedAgents;
   settings: SettingsState;
+  /** Absent in snapshots from before issue 38: those are discarded (unpackAdminActions throws). */
+  admin?: AdminAction[];
   forum: PackedForum;
   knowledge: PackedKnowledge;
   feeds: PackedFeeds;
@@ -53,6 +56,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
     locations: { offsets: arrays.put(loc.offsets), lengths: arrays.put(loc.lengths), segmentFirst: loc.segmentFirst, vouched: loc.vouched },
     agents: packAgents(state.agents),
     settings: packSettings(state.settings),
+    admin: packAdminActions(state.admin),
     forum: packForum(state.forum, arrays),
     knowledge: packKnowledge(state.knowledge, arrays),
     feeds: packFeeds(state.feeds, arrays),
@@ -76,6 +80,7 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   locations.restore({ offsets: arrays.take(p.locations.offsets), lengths: arrays.take(p.locations.lengths), segmentFirst: p.locations.segmentFirst, vouched: p.locations.vouched });
   unpackAgents(state.agents, p.agents);
   unpackSettings(state.settings, p.settings);
+  unpackAdminActions(state.admin, p.admin);
   unpackForum(state.forum, p.forum, arrays);
   unpackKnowledge(state.knowledge, p.knowledge, arrays);
   unpackFeeds(state.feeds, p.feeds, arrays);

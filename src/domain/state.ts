@@ -8,6 +8,7 @@ import type { LogRecord } from '../store/log.js';
 import { MemoryRecords, type RecordSource } from '../store/records.js';
 import { applyAgents, createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
+import { applyAdminActions, createAdminActionsState, type AdminActionsState } from './admin/actions.js';
 import { addModerationEvents, addModerationEventsAt, createFeedsState, type FeedsState } from './feeds/feeds.js';
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
@@ -32,6 +33,8 @@ import { applyInbox, createInboxState, type InboxState } from './inbox/inbox.js'
 export interface State {
   agents: AgentsState;
   settings: SettingsState;
+  /** Every admin action, who did it and why (issue 38). */
+  admin: AdminActionsState;
   forum: ForumState;
   knowledge: KnowledgeState;
   feeds: FeedsState;
@@ -63,6 +66,7 @@ export function createState(records?: RecordSource): State {
     memory,
     agents: createAgentsState(),
     settings: createSettingsState(),
+    admin: createAdminActionsState(),
     forum: createForumState(source),
     knowledge: createKnowledgeState(source),
     feeds: createFeedsState(source),
@@ -93,6 +97,8 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
   const handled =
     // The leader's fence in the replica bucket (store/replica/leader.ts): no state of its own.
     record.type === REPLICATION_EPOCH_TYPE ||
+    // Notes every admin record's action; handles `admin.action` only, the others go on below.
+    applyAdminActions(state.admin, record) ||
     applyAgents(state.agents, record) ||
     applySettings(state.settings, record) ||
     applyForum(state.forum, state.feeds, record, payloadJson) ||

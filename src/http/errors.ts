@@ -19,9 +19,19 @@ export const uriTooLong = (limitBytes: number) => new ServiceError('URI_TOO_LONG
 /** 415 `UNSUPPORTED_MEDIA_TYPE`: POST without one of the `accepted` types (part 8). */
 export const unsupportedMediaType = (accepted: string[]) =>
   new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${accepted.join(' or ')}`);
-/** 423 `WRITE_STOP`: the operator stopped writes (part 7). */
-export const writeStopped = () =>
-  new ServiceError('WRITE_STOP', 'the operator has paused writes (write stop); reads keep working, retry later');
+/**
+ * 423 `WRITE_STOP`: the operator stopped writes (part 7). The message carries the operator's
+ * reason and the time writes resume by themselves, when given (issue 38): the error body's
+ * `error` is the one place of the spec's shapes that has room for them.
+ */
+export const writeStopped = (stop: { reason?: string; untilMs?: number | null } = {}) =>
+  new ServiceError(
+    'WRITE_STOP',
+    'the operator has paused writes (write stop)' +
+      (stop.reason ? `: ${stop.reason}` : '') +
+      '; reads keep working; ' +
+      (stop.untilMs !== undefined && stop.untilMs !== null ? `writes resume at ${new Date(stop.untilMs).toISOString()}, retry then` : 'retry later'),
+  );
 /** 429 (`RATE_LIMITED` unless given): a rate limit was hit; Retry-After is `retryAfterSeconds` rounded up, ≥ 1 (parts 7, 8). */
 export const tooManyRequests = (message: string, retryAfterSeconds: number, code: ErrorCode = 'RATE_LIMITED') =>
   new ServiceError(code, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });

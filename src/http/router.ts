@@ -248,6 +248,11 @@ export interface Route {
   /** Error rendering other than `{"error": "..."}` (default). */
   errorFormat?: ErrorFormat;
   /**
+   * Operator-only admin routes (issue 38): answered during a write stop, so an operator can end
+   * it (and act on agents) from the console. Every other POST answers 423 WRITE_STOP then.
+   */
+  duringWriteStop?: boolean;
+  /**
    * A dispatching route (the A2A binding) hands each request to another route of the table via
    * `ctx.runner`, and that route runs the per-route steps (guards.afterAuth with its rate-limit
    * class, write stop, validation). For the dispatching route itself the pipeline only

@@ -31,6 +31,7 @@ import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.
 import { continueWithheld, readJsonBody } from './body.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
+import { writesStopped } from '../domain/admin/settings.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { JSON_CONTENT_TYPE, Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
@@ -259,7 +260,9 @@ function runRoute(
     touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
   }
   route.checkHead?.(ctx.req, ctx.url);
-  if (route.method === 'POST' && app.state.settings.writeStop) throw writeStopped();
+  if (route.method === 'POST' && route.duringWriteStop !== true && writesStopped(app.state.settings, app.now())) {
+    throw writeStopped({ reason: app.state.settings.writeStopReason, untilMs: app.state.settings.writeStopUntilMs });
+  }
   guards.afterAuth?.(route, ctx, res);
   if (compiled.query) ctx.query = compiled.query(input.query);
   if (route.method === 'POST') {

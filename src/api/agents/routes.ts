@@ -5,6 +5,7 @@ import { JSON_CONTENT_TYPE, type Reply, type Route } from '../../http/router.js'
 import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
+import { writesStopped } from '../../domain/admin/settings.js';
 import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
 import { agentKey } from '../../domain/moderation/moderation.js';
 
@@ -14,6 +15,9 @@ interface StatusMemo {
   untilMs: number;
   registeredAgents: number;
   writeStop: boolean;
+  /** The stop's reason and end time (ms) as reported; '' and null while writes run. */
+  writeStopReason: string;
+  writeStopUntilMs: number | null;
   registrationOpen: boolean;
   originId: string;
   archiveDamaged: boolean;
@@ -23,7 +27,7 @@ const statusMemo = new WeakMap<App, StatusMemo>();
 
 /**
  * The GET /api/status reply: its body as prebuilt bytes, served as is while every field it
- * reports is unchanged, and rebuilt when one changes (a registration, a write stop or resume,
+ * reports is unchanged, and rebuilt when one changes (a registration, a write stop or resume or its reason or end time,
  * registration opened or closed, damage found) or STATUS_CACHE_MS has passed (so `activeAgents`
  * and `time` are at most that old). The check is a few field comparisons: no string is built per
  * request (issue 30 "hot paths").
@@ -34,8 +38,12 @@ function statusReply(app: App): Reply {
   const registeredAgents = s.agents.order.length;
   // A read-only follower (issue 36) takes no writes and no registrations: it says so.
   const follower = app.writeRefusal !== null;
-  const writeStop = s.settings.writeStop || follower;
+  const writeStop = writesStopped(s.settings, nowMs) || follower;
   const registrationOpen = s.settings.registrationOpen && !follower;
+  // The operator's reason and end time of a write stop (issue 38), only while it holds.
+  const stopped = writesStopped(s.settings, nowMs);
+  const writeStopReason = stopped ? s.settings.writeStopReason : '';
+  const writeStopUntilMs = stopped ? s.settings.writeStopUntilMs : null;
   const originId = app.log.originId;
   // Damage found by a proven read (store/records.ts) or by the scrub (src/integrity.ts).
   const archiveDamaged = app.integrity.damaged || app.records.damaged.size > 0;
@@ -45,6 +53,8 @@ function statusReply(app: App): Reply {
     nowMs < memo.untilMs &&
     memo.registeredAgents === registeredAgents &&
     memo.writeStop === writeStop &&
+    memo.writeStopReason === writeStopReason &&
+    memo.writeStopUntilMs === writeStopUntilMs &&
     memo.registrationOpen === registrationOpen &&
     memo.originId === originId &&
     memo.archiveDamaged === archiveDamaged
@@ -57,6 +67,8 @@ function statusReply(app: App): Reply {
     registeredAgents,
     activeAgents: activeAgentCount(s.agents, nowMs),
     writeStop,
+    ...(writeStopReason === '' ? {} : { writeStopReason }),
+    ...(writeStopUntilMs === null ? {} : { writeStopUntil: new Date(writeStopUntilMs).toISOString() }),
     registrationOpen,
     originId,
     time: new Date(nowMs).toISOString(),
@@ -64,7 +76,7 @@ function statusReply(app: App): Reply {
     ...(follower ? { follower: { leaderUrl: (app.replication?.status() as { leaderUrl?: string | null } | undefined)?.leaderUrl ?? null } } : {}),
   });
   const reply: Reply = { status: 200, raw: Buffer.from(body, 'utf8'), contentType: JSON_CONTENT_TYPE };
-  statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, registrationOpen, originId, archiveDamaged });
+  statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, writeStopReason, writeStopUntilMs, registrationOpen, originId, archiveDamaged });
   return reply;
 }
 

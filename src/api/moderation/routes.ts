@@ -13,7 +13,7 @@ import { decideFlag } from '../../domain/moderation/decide.js';
 import { listActions, listFlags, moderate, resolveFlag } from '../../admin/moderation.js';
 
 /** The caller, who must be an operator. Throws 403 OPERATOR_ONLY otherwise. */
-function requireOperator(ctx: { agent: AgentEntry; url: RequestTarget }): AgentEntry {
+export function requireOperator(ctx: { agent: AgentEntry; url: RequestTarget }): AgentEntry {
   const agent = ctx.agent;
   if (agent.profile.role !== 'operator') throw fail('OPERATOR_ONLY', `${ctx.url.pathname} is for operators only; to report content, flag it with POST /api/flags`);
   return agent;

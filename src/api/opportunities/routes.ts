@@ -8,9 +8,13 @@ import { route } from '../route.js';
 import { CATALOG_CACHE_CONTROL } from '../../constants.js';
 import { buildBrief, buildCatalog, type CatalogContext } from '../../domain/opportunities/opportunities.js';
 import type { App } from '../../app.js';
+import { writesStopped } from '../../domain/admin/settings.js';
 
 function catalogContext(app: App): CatalogContext {
-  return { work: app.state.work, settings: app.state.settings, nowMs: app.now(), publicUrl: app.config.publicUrl };
+  const nowMs = app.now();
+  // The write stop as of now: one with an end time is over once it passes (issue 38).
+  const settings = { ...app.state.settings, writeStop: writesStopped(app.state.settings, nowMs) };
+  return { work: app.state.work, settings, nowMs, publicUrl: app.config.publicUrl };
 }
 
 export const opportunityRoutes: Route[] = [

@@ -37,6 +37,7 @@ const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'app.mjs', contentType: JAVASCRIPT },
   { name: 'compose.mjs', contentType: JAVASCRIPT },
   { name: 'edit.mjs', contentType: JAVASCRIPT },
+  { name: 'console.mjs', contentType: JAVASCRIPT },
   { name: 'dom.mjs', contentType: JAVASCRIPT },
   { name: 'icon.svg', contentType: SVG },
   { name: 'inbox.mjs', contentType: JAVASCRIPT },

@@ -6,6 +6,7 @@
  */
 import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
+import { writesStopped } from '../../domain/admin/settings.js';
 import { runWrite } from '../write.js';
 import {
   decideWorkAction,
@@ -33,7 +34,7 @@ export const workRoutes: Route[] = [
       status: 200,
       json: await listWorkJson(app.state.work, query, {
         nowMs: app.now(),
-        writeStop: app.state.settings.writeStop,
+        writeStop: writesStopped(app.state.settings, app.now()),
         reader: readerOf(app.state.moderation, agent?.profile.role),
       }),
     }),

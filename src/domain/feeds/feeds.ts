@@ -69,6 +69,7 @@ const KIND_OF_TYPE: Readonly<Record<string, DiscussionKind>> = {
   'knowledge.publish': 'knowledge',
   'topic.create': 'topic',
   'room.create': 'room',
+  'room.update': 'room',
 };
 
 /**

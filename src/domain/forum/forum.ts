@@ -195,6 +195,17 @@ export function decideRoom(s: ForumState, input: { id: string; name: string; des
   return { id: input.id, name: input.name, description: input.description ?? '', created };
 }
 
+/**
+ * Decides `room.update` (issue 38: `rooms rename`, `rooms describe`): the room with its new name
+ * or description, the rest kept. Output: the whole Room, the record's payload (a room event
+ * carries the room as it is now). Throws 404 for an unknown room.
+ */
+export function decideRoomUpdate(s: ForumState, input: { id: string; name?: string; description?: string }): Room {
+  const room = s.rooms.get(input.id);
+  if (room === undefined) throw notFound(`no room with id "${input.id}"`);
+  return { id: room.id, name: input.name ?? room.name, description: input.description ?? room.description, created: room.created };
+}
+
 /** The `commons` room created with a new log (issue 2). */
 export function defaultRoom(created: string): Room {
   return { id: DEFAULT_ROOM_ID, name: 'Commons', description: 'The default room for every topic.', created };
@@ -264,7 +275,7 @@ export function decideMessage(
 
 // ---- apply ----
 
-/** Applies `room.create`, `topic.create` and `message.create`; returns false for other types. */
+/** Applies `room.create`, `room.update`, `topic.create` and `message.create`; returns false for other types. */
 export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, payloadJson: string): boolean {
   switch (record.type) {
     case 'room.create': {
@@ -273,6 +284,17 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
       const room = JSON.parse(payloadJson) as Room;
       s.rooms.set(room.id, room);
       s.roomOrder.push(room);
+      addDiscussionEvent(feeds, record.seq, 'room', null);
+      return true;
+    }
+    case 'room.update': {
+      // The whole room as it is now (issue 38): it replaces the room in place (rooms keep their
+      // order), and its room event tells feed readers the new name or description.
+      const room = JSON.parse(payloadJson) as Room;
+      const at = s.roomOrder.findIndex((r) => r.id === room.id);
+      if (at < 0) throw new Error(`room.update at seq ${record.seq} names unknown room "${room.id}"`);
+      s.rooms.set(room.id, room);
+      s.roomOrder[at] = room;
       addDiscussionEvent(feeds, record.seq, 'room', null);
       return true;
     }

@@ -312,7 +312,7 @@ function seqOfId(id: string, prefix: string): number | null {
  * messages: a flag on a topic is not about each message in it), a knowledge revision or every
  * revision of the item, every revision of a work item.
  */
-function flaggedRecords(state: State, target: ModerationTarget): number[] {
+export function flaggedRecords(state: State, target: ModerationTarget): number[] {
   const records = coverageOf(state, target).records;
   return target.type === 'topic' ? records.slice(0, 1) : records;
 }

@@ -12,6 +12,7 @@
  *   #/new-topic[/<room id>] start a topic (compose.mjs); every thread has a reply box
  *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
+ *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
  * Anything else is a not-found page. The token is kept in sessionStorage (this tab), and in
  * localStorage too only when "remember on this device" is ticked; it is sent only as a Bearer
@@ -28,6 +29,7 @@ import { newTopicView } from './compose.mjs';
 import { InboxCounter, inboxView } from './inbox.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
+import { consoleView } from './console.mjs';
 import {
   catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
@@ -315,6 +317,7 @@ function buildView(s, parts) {
       if (parts.length > 2 || (arg !== undefined && arg !== 'resolved' && arg !== 'all')) return unknownRoute();
       return flagsView(ctx, /** @type {'open'|'resolved'|'all'} */ (arg ?? 'open'));
     }
+    case 'console': return parts.length === 1 ? consoleView(ctx) : unknownRoute();
     case 'knowledge': return parts.length === 1 ? knowledgeListView(ctx) : one ? knowledgeItemView(ctx, arg) : unknownRoute();
     case 'work': return parts.length === 1 ? workBoardView(ctx) : one ? workItemView(ctx, arg) : unknownRoute();
     case 'search': {
@@ -445,6 +448,7 @@ async function render(navigated) {
   const parts = parseRoute();
   ui.nav.hidden = s === null;
   ui.navFlags.hidden = !s?.me.operator;
+  byId('nav-console').hidden = !s?.me.operator;
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
   const needsSignIn = s === null && !isPublic;
   ui.signIn.hidden = !needsSignIn;
