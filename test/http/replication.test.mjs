@@ -310,6 +310,26 @@ test('an erasure removes the erased bytes from every object in the bucket: chunk
   assert.ok(Object.values(segmentFiles(dir)).every((b) => !b.includes(secret)));
 });
 
+test('a point-in-time restore that would keep an erased record without the erase record vouching for it is refused, and nothing changes', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  const topic = await ok(s.post('/api/topics', { title: 'erased before the cut' }, a.token), 201);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'to be erased', clientId: 'e1' }, a.token), 201);
+  const cut = (await status(s)).shippedSeq;
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'test' }, op.token), 201);
+  await waitFor(async () => !(await bucketObjects(target)).some((o) => o.body.includes('to be erased')), 10_000, 'the bucket to lose the erased text');
+  await s.stop();
+  const refused = await restoreFrom(t, target, '--to-seq', String(cut));
+  assert.notEqual(refused.run.code, 0);
+  assert.match(refused.run.stderr, /does not verify .*tombstone/);
+  const whole = await restoreFrom(t, target);
+  assert.equal(whole.run.code, 0, whole.run.stderr);
+  assert.deepEqual(segmentFiles(whole.dir), segmentFiles(s.dataDir), 'to the last record it is the leader’s log, tombstone and all');
+});
+
 test('replication settings are checked at start: a malformed FORUM_REPLICA_URL or mode stops the server with the rule', async (t) => {
   const dir = tempDir(t);
   await assert.rejects(startServer(t, { dataDir: dir, env: { FORUM_REPLICA_URL: 'https://bucket/x' } }), /FORUM_REPLICA_URL: a replica URL must be s3:\/\/BUCKET/);
