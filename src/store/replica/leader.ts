@@ -21,8 +21,9 @@
  *   shipped when the store answers again (`status` reports it).
  * - `sync`: each group commit's batch becomes durable (readable, acknowledged) only once its
  *   chunk is in the bucket and its fdatasync is done (Log#replicate: the PUT runs alongside the
- *   fdatasync): RPO 0 for the loss of the box; group commit amortises the PUT. While the store is unreachable writes are refused (503 REPLICA_UNAVAILABLE) and a
- *   write already queued gets that answer after REPLICA_ACK_TIMEOUT_MS, unacknowledged.
+ *   fdatasync): RPO 0 for the loss of the box; group commit amortises the PUT. While the store
+ *   is unreachable writes are refused (503 REPLICA_UNAVAILABLE) and a write already queued gets
+ *   that answer after REPLICA_ACK_TIMEOUT_MS, unacknowledged.
  *
  * Compaction: once a segment is sealed on disk and all its records are shipped, the whole segment
  * is stored as one object, the manifest lists it (If-Match), and the chunks it covers are deleted.
@@ -153,8 +154,9 @@ export class ReplicaLeader {
   private kickResolve: (() => void) | null = null;
   private stateWaiters: Array<() => void> = [];
   /**
-   * While a start takes back records from the bucket (`pullAhead`): the bucket's head seq. The
-   * sync gate lets batches up to it through (the bucket holds them) and writes are refused.
+   * While a start takes back records from the bucket (`pullAhead`): the bucket's head seq (0
+   * otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
+   * lets through at once (the bucket holds it).
    */
   private pullingTo = 0;
   /** Called once per state change (metrics, tests). */
