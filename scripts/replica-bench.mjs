@@ -44,6 +44,10 @@
 //   bench.mjs's --rounds, --duration, --warmup, --seed-messages, --threads, --loadgen, --ours,
 //   --gen-archive, --replay-timeout (bound on the leader's start on the archive and on its
 //   shipping) and --out apply here too; see node scripts/bench.mjs --help.
+//   Environment: FORUM_BENCH_REPLICA_SECTIONS=writes,restore,followers (which parts run; default
+//   all); FORUM_BENCH_REPLICA_BASELINE=DIR (another build, e.g. main's built into a temp folder:
+//   its sync mode as a fourth write server `sync-base`, and its restore --from of the same bucket,
+//   in the same run).
 //
 // The object store: AWS_ENDPOINT_URL_S3 set (with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_REGION): that store, one bucket created per run (its objects are deleted at the end, the
@@ -69,6 +73,16 @@ const PRICE = { putPer1000: 0.005, listPer1000: 0.005, getPer1000: 0.0004, gbMon
 const MONTH_S = 730 * 3600;
 const GB = 2 ** 30;
 const MODES = ['none', 'async', 'sync'];
+/**
+ * FORUM_BENCH_REPLICA_BASELINE=DIR: another build of the project (DIR/dist/server.js and
+ * DIR/dist/cli.js, e.g. main's, built into a temp folder) measured in the same run: its sync mode
+ * as a fourth write server (`sync-base`) and its `restore --from` of the same bucket beside ours.
+ */
+const BASELINE = process.env.FORUM_BENCH_REPLICA_BASELINE ? path.resolve(process.env.FORUM_BENCH_REPLICA_BASELINE) : null;
+/** FORUM_BENCH_REPLICA_SECTIONS: which parts run (comma-separated; default all): writes, restore, followers. */
+const SECTIONS = new Set((process.env.FORUM_BENCH_REPLICA_SECTIONS ?? 'writes,restore,followers').split(',').map((x) => x.trim()));
+/** The write servers: ours in each mode, and the baseline's sync mode when there is one. */
+const WRITE_MODES = BASELINE ? [...MODES, 'sync-base'] : MODES;
 const CONNECTIONS = [64, 1];
 const LAG_SAMPLE_MS = 100;
 
@@ -305,9 +319,9 @@ async function stopGracefully(child, ms = 120_000) {
 }
 
 /** Runs `node dist/cli.js ARGS` with `env` added; resolves to { code, stdout, stderr, seconds }. */
-function cli(track, args, env) {
+function cli(track, args, env, base = root) {
   const t0 = performance.now();
-  const child = track(spawn(process.execPath, [path.join(root, 'dist', 'cli.js'), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(process.execPath, [path.join(base, 'dist', 'cli.js'), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -359,10 +373,12 @@ export async function measureReplication(ctx) {
   const result = { store: store.label };
   try {
     await s3.client.send(new s3.sdk.CreateBucketCommand({ Bucket: bucket }));
-    result.writes = await measureWrites(ctx, store, bucket);
-    result.probe = await probePuts(s3, bucket);
-    result.restore = await measureRestore(ctx, store, bucket);
-    result.followers = await measureFollowers(ctx, store, bucket);
+    if (SECTIONS.has('writes')) {
+      result.writes = await measureWrites(ctx, store, bucket);
+      result.probe = await probePuts(s3, bucket);
+    }
+    if (SECTIONS.has('restore')) result.restore = await measureRestore(ctx, store, bucket);
+    if (SECTIONS.has('followers')) result.followers = await measureFollowers(ctx, store, bucket);
     return result;
   } catch (err) {
     return { ...result, failed: err.message };
@@ -376,8 +392,10 @@ export async function measureReplication(ctx) {
 
 async function startOurs(ctx, store, bucket, mode) {
   const env = { FORUM_METRICS_PORT: '0' };
-  if (mode !== 'none') Object.assign(env, store.env, { FORUM_REPLICA_URL: `s3://${bucket}/bench-${mode}`, FORUM_REPLICA_MODE: mode });
-  const server = await ctx.startServer('ours', ctx.opts, { env });
+  const replicaMode = mode === 'sync-base' ? 'sync' : mode;
+  if (mode !== 'none') Object.assign(env, store.env, { FORUM_REPLICA_URL: `s3://${bucket}/bench-${mode}`, FORUM_REPLICA_MODE: replicaMode });
+  const opts = mode === 'sync-base' ? { ...ctx.opts, oursEntry: path.join(BASELINE, 'dist', 'server.js') } : ctx.opts;
+  const server = await ctx.startServer('ours', opts, { env });
   server.mode = mode;
   server.info = await listening(server);
   server.metricsUrl = server.info.metricsUrl;
@@ -402,7 +420,7 @@ async function waitForLagZero(server, ms = 60_000) {
 async function measureWrites(ctx, store, bucket) {
   const { opts, log, gen } = ctx;
   const servers = [];
-  for (const mode of MODES) {
+  for (const mode of WRITE_MODES) {
     const server = await startOurs(ctx, store, bucket, mode);
     servers.push(server);
     const t0 = performance.now();
@@ -521,6 +539,18 @@ async function measureRestore(ctx, store, bucket) {
 
     const restored = path.join(target, 'restored');
     log(`replication: restore --from ${url} into a new folder…`);
+    let baseline = null;
+    if (BASELINE) {
+      // The baseline build's restore of the same bucket first (the page cache is as warm for ours).
+      const into = path.join(target, 'restored-base');
+      log(`replication: the baseline's restore --from ${url} (${BASELINE})…`);
+      const b = await cli(track, ['--data-dir', into, 'restore', '--from', url, '--yes'], store.env, BASELINE);
+      if (b.code !== 0) throw new Error(`the baseline's restore --from exited ${b.code}: ${b.stderr.trim().slice(-400)}`);
+      const bj = JSON.parse(b.stdout);
+      baseline = { wallS: b.seconds, ms: bj.ms, check: sameSegments(archive, into) };
+      log(`replication: baseline restored ${bj.records} records in ${b.seconds.toFixed(2)} s (its ms: ${bj.ms})`);
+      rmSync(into, { recursive: true, force: true });
+    }
     const r = await cli(track, ['--data-dir', restored, 'restore', '--from', url, '--yes'], store.env);
     if (r.code !== 0) throw new Error(`restore --from exited ${r.code}: ${r.stderr.trim().slice(-400)}`);
     const json = JSON.parse(r.stdout);
@@ -541,6 +571,7 @@ async function measureRestore(ctx, store, bucket) {
       restoredRecords: json.records,
       sameLineage: json.sameLineage,
       check,
+      baseline,
     };
   } finally {
     // 2 × the archive on disk: not left until the end of the run.
@@ -696,12 +727,12 @@ export function renderReplication(result, opts) {
     out.push('| conns | replication | req/s | req/s min–max | p50 ms | p99 ms | ÷ none | non-2xx | target |', '|---:|---|---:|---:|---:|---:|---:|---:|---|');
     for (const c of CONNECTIONS) {
       const none = cell(c, 'none').summary;
-      for (const m of MODES) {
+      for (const m of WRITE_MODES) {
         const s = cell(c, m).summary;
         const ratio = s.rps / none.rps;
         let target = '';
         if (c === 64 && m === 'async') target = `async ≥ ${TARGET.asyncRatio}× none: ${verdict(ratio >= TARGET.asyncRatio)}`;
-        if (c === 64 && m === 'sync') target = `p99 ≤ ${TARGET.syncP99Ms} ms and ≥ ${fmtInt(TARGET.syncRps)} req/s: ${verdict(s.p99Ms <= TARGET.syncP99Ms && s.rps >= TARGET.syncRps)}`;
+        if (c === 64 && m.startsWith('sync')) target = `p99 ≤ ${TARGET.syncP99Ms} ms and ≥ ${fmtInt(TARGET.syncRps)} req/s: ${verdict(s.p99Ms <= TARGET.syncP99Ms && s.rps >= TARGET.syncRps)}`;
         out.push(`| ${c} | ${m} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${m === 'none' ? '—' : `${ratio.toFixed(2)}×`} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
       }
     }
@@ -732,7 +763,7 @@ export function renderReplication(result, opts) {
     const c1 = cell(1, 'sync');
     row(`sync, 1 conn (${c1.load.seconds.toFixed(1)} s measured)`, c1.load, c1.load.commitRecords / c1.load.seconds);
     const sync64 = rates(cell(64, 'sync').load);
-    out.push('', `sync at 64 conns: one group commit every ${fmtMs(sync64.cycleMs)} ms on average, of which ${fmtMs(sync64.fsyncMs)} ms fdatasync; the rest is the batch's chunk PUT and the requests' handling (in sync mode the next group commit starts only once the PUT answered: Log#replicate).`);
+    out.push('', `sync at 64 conns: one group commit every ${fmtMs(sync64.cycleMs)} ms on average, of which ${fmtMs(sync64.fsyncMs)} ms fdatasync; the batch's chunk PUT runs alongside it and the next group commit starts once both are done (Log#replicate), so the cycle is the slower of the two plus the requests' handling.`);
   }
   if (result.probe) {
     out.push('', '### The object store alone (sequential create-only PUTs from the harness, same SDK, no server running)', '');
@@ -750,6 +781,7 @@ export function renderReplication(result, opts) {
       out.push(`| leader (async) on it: spawn → listening; → everything shipped and compacted | ${r.listenS.toFixed(1)} s; ${r.shippedS.toFixed(1)} s (${r.segments} segment objects + ${r.chunks} chunk(s); ${r.shipRequests.puts} PUTs) | |`);
       out.push(`| restore --from: wall clock (CLI spawn → exit) | ${r.wallS.toFixed(2)} s | ≤ ${TARGET.restoreS} s: ${verdict(r.wallS <= TARGET.restoreS)} |`);
       out.push(`| restore --from: its JSON's ms | ${fmtInt(r.ms)} ms | |`);
+      if (r.baseline) out.push(`| the baseline build's restore --from of the same bucket (FORUM_BENCH_REPLICA_BASELINE): wall clock; its ms; segments equal | ${r.baseline.wallS.toFixed(2)} s; ${fmtInt(r.baseline.ms)} ms; ${r.baseline.check.same ? 'yes' : `**NO: ${r.baseline.check.why}**`} | |`);
       out.push(`| objects read (manifest, segments, chunks) | ${r.objectsRead} (${mib(r.bytes)}) | |`);
       out.push(`| restored segments equal the leader's (cmp) | ${r.check.same ? `yes, ${r.check.files} of ${r.check.files}` : `**NO: ${r.check.why}**`} | byte for byte |`);
     }

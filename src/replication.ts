@@ -144,6 +144,18 @@ export class Replication {
       },
       publicUrl: () => app.config.publicUrl,
       now: () => app.now(),
+      apply: (record, payloadJson) => app.applyProven(record, payloadJson),
+      seedErased: (payload) => app.seedErased(payload),
+      erase: (targets) => app.eraseRecords(targets),
+      holdWrites: async (refusal, task) => {
+        const before = app.writeRefusal;
+        app.writeRefusal = () => refusal;
+        try {
+          return await task();
+        } finally {
+          app.writeRefusal = before;
+        }
+      },
     }, { expectEpoch });
   }
 

@@ -489,7 +489,7 @@ interface Waiter {
 }
 
 /**
- * One group commit's batch, on disk (written and fdatasync'd) but not yet marked durable: what
+ * One group commit's batch, written (its fdatasync under way) but not yet marked durable: what
  * `Log#replicate` is handed (issue 35). `data` is exactly the bytes written, starting at byte
  * `offset` of the segment whose first record is `segmentFirstSeq`.
  */
@@ -546,9 +546,12 @@ export class Log {
   onDurable: ((seq: number, hash: string) => void) | null = null;
 
   /**
-   * Replication's gate (issue 35, `sync` mode): called for each batch after its fdatasync and
-   * before it is marked durable; when it returns a promise, the batch becomes durable (readable,
-   * acknowledged) only once it resolves, and appends meanwhile gather into the next batch. A
+   * Replication's gate (issue 35, `sync` mode): called for each batch right after it is written,
+   * while its fdatasync runs, and before it is marked durable; when it returns a promise, the
+   * batch becomes durable (readable, acknowledged) only once both it and the fdatasync resolved,
+   * and appends meanwhile gather into the next batch. So the bucket may hold a batch that a crash
+   * took from the local disk (its fdatasync unfinished): the leader's start pulls it back
+   * (leader.ts). A
    * rejection with a ServiceError (the leadership was lost: 503 REPLICA_FENCED) refuses every
    * later write and read past the durable head with that error; the process goes on serving
    * what is durable. Any other rejection is a failed write (onFatal).
@@ -1000,11 +1003,11 @@ export class Log {
         let written = 0;
         while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
         const syncStarted = performance.now();
-        await handle.datasync();
-        const fsyncMs = performance.now() - syncStarted;
-        // sync replication: durable (readable, acknowledged) only once the bucket holds it too.
+        const synced = handle.datasync().then(() => performance.now() - syncStarted);
+        // sync replication: the chunk PUT runs alongside the fdatasync (issue 35); the batch is
+        // durable (readable, acknowledged) only once both are done.
         const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
-        if (gate !== undefined && gate !== null) await gate;
+        const [fsyncMs] = await Promise.all([synced, gate]);
         let offset = this.segmentBytes;
         for (let i = 0; i < lineBytes.length; i++) {
           this.records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);

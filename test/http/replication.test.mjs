@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { cpSync } from 'node:fs';
 import { request } from 'undici';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
@@ -87,6 +88,60 @@ test('a restart takes the next writer epoch and goes on from the bucket’s head
   // Another archive on the same prefix: the server refuses to start and says why.
   const other = startServer(t, { env: target.serverEnv });
   await assert.rejects(other, /replicates archive .* but this data folder holds archive/);
+});
+
+/**
+ * A stopped leader's data folder copied aside (older), then more writes on the leader: the bucket
+ * now holds records beyond the copy's head, as it does after a crash that took a sync-mode batch's
+ * fdatasync while its chunk PUT succeeded (the two run together).
+ */
+async function folderBehindTheBucket(t, target) {
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  const topic = await ok(s.post('/api/topics', { title: 'behind' }, a.token), 201);
+  await ok(s.post('/api/messages', { topicId: topic.id, content: 'before the copy', clientId: 'b0' }, a.token), 201);
+  await s.stop();
+  const older = tempDir(t, 'forum-older-');
+  cpSync(s.dataDir, older, { recursive: true });
+  await s.start();
+  const later = [];
+  for (let i = 0; i < 3; i++) later.push(await ok(s.post('/api/messages', { topicId: topic.id, content: `after the copy ${i}`, clientId: `a${i}` }, a.token), 201));
+  const bucketHead = (await status(s)).shippedSeq;
+  await s.stop();
+  return { older, token: a.token, topic, later, bucketHead };
+}
+
+test('a leader whose folder lacks records the bucket holds beyond its head takes them back, proven from its head, then takes the next epoch and serves them', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const { older, token, topic, later, bucketHead } = await folderBehindTheBucket(t, target);
+  const r = await startServer(t, { dataDir: older, env: target.serverEnv });
+  assert.match(r.stdout, /took back records/, 'the start says what it took back');
+  const st = await status(r);
+  assert.equal(st.state, 'leading');
+  assert.equal(st.epoch, 3, 'the epoch after the two earlier starts');
+  assert.equal(st.shippedSeq, bucketHead + 1, 'the bucket’s records, then its own epoch record');
+  const shown = (await ok(r.get(`/api/messages?topicId=${topic.id}`, token))).messages.map((m) => m.id);
+  for (const m of later) assert.ok(shown.includes(m.id), `message ${m.id} written after the copy is served`);
+  await ok(r.post('/api/messages', { topicId: topic.id, content: 'on the folder that caught up', clientId: 'c1' }, token), 201);
+  const after = await status(r);
+  assert.equal(after.shippedSeq, after.durableSeq);
+  const verify = await r.cli('verify');
+  assert.equal(verify.code, 0, verify.stderr);
+});
+
+test('a leader whose folder diverged from the bucket (a record differs at a seq both hold) is refused at start, and its folder is not changed', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const { older, token, topic } = await folderBehindTheBucket(t, target);
+  // Served without replication, the copy writes a record of its own where the bucket has another.
+  const alone = await startServer(t, { dataDir: older });
+  await ok(alone.post('/api/messages', { topicId: topic.id, content: 'written alone', clientId: 'x1' }, token), 201);
+  const headAlone = (await alone.cli('verify')).json.lastSeq;
+  await alone.stop();
+  await assert.rejects(startServer(t, { dataDir: older, env: target.serverEnv }), /diverged/);
+  const again = await startServer(t, { dataDir: older });
+  assert.equal((await again.cli('verify')).json.lastSeq, headAlone, 'nothing of the bucket was taken into the folder');
 });
 
 test('point-in-time restore to a seq is a new lineage ending at that seq; beyond the bucket it is refused and nothing changes', async (t) => {
@@ -253,6 +308,26 @@ test('an erasure removes the erased bytes from every object in the bucket: chunk
   const msgs = (await ok(r.get(`/api/messages?topicId=${topic.id}&limit=100`, a.token))).messages;
   assert.equal(msgs.find((m) => m.id === early.id).erased, true);
   assert.ok(Object.values(segmentFiles(dir)).every((b) => !b.includes(secret)));
+});
+
+test('a point-in-time restore that would keep an erased record without the erase record vouching for it is refused, and nothing changes', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  const topic = await ok(s.post('/api/topics', { title: 'erased before the cut' }, a.token), 201);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'to be erased', clientId: 'e1' }, a.token), 201);
+  const cut = (await status(s)).shippedSeq;
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'test' }, op.token), 201);
+  await waitFor(async () => !(await bucketObjects(target)).some((o) => o.body.includes('to be erased')), 10_000, 'the bucket to lose the erased text');
+  await s.stop();
+  const refused = await restoreFrom(t, target, '--to-seq', String(cut));
+  assert.notEqual(refused.run.code, 0);
+  assert.match(refused.run.stderr, /does not verify .*tombstone/);
+  const whole = await restoreFrom(t, target);
+  assert.equal(whole.run.code, 0, whole.run.stderr);
+  assert.deepEqual(segmentFiles(whole.dir), segmentFiles(s.dataDir), 'to the last record it is the leader’s log, tombstone and all');
 });
 
 test('replication settings are checked at start: a malformed FORUM_REPLICA_URL or mode stops the server with the rule', async (t) => {

@@ -292,10 +292,29 @@ export class ReplicaFollower {
     this.setState('promoting', 'replication promote');
     this.wake?.();
     await this.loop;
+    await this.drain();
+  }
+
+  /** Applies object after object until the bucket holds nothing after the local head. */
+  private async drain(): Promise<void> {
     for (;;) {
       this.misses = this.resyncAfter;
       if (!(await this.step())) break;
     }
+  }
+
+  /**
+   * A leader's start (leader.ts; issue 35): applies, once and without tailing, every record the
+   * bucket holds after `host.log`'s head, proven exactly as a follower proves them (the first
+   * object must link to the local head's hash). Output: how many records were applied. Throws
+   * LogCorruptError when an object does not prove against the local log (the two diverged, or the
+   * object is damaged): nothing of that object is applied; the store's error when it cannot be reached.
+   */
+  async pullOnce(host: FollowerHost): Promise<number> {
+    this.host = host;
+    const from = host.log.headSeq;
+    await this.drain();
+    return host.log.headSeq - from;
   }
 
   /** Goes back to tailing after a promotion that lost the epoch race. */

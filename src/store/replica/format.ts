@@ -165,7 +165,9 @@ export function lastHashOf(lines: Buffer): string | null {
  * Proves a run of log lines: each line is framed and hash-checked (parseLine), chained from
  * `prevHash` and numbered from `firstSeq`; `onRecord` gets each record (an erased record with
  * `erased: true`), the offset and length of its line in `lines` (newline included) and its chained hash. Output: the last seq and its chained
- * hash. Throws LogCorruptError (`where`, byte offset) at the first line that is not proven.
+ * hash. `strict`: each record (not a tombstone) must also be in canonical JSON form, as `verify`
+ * checks (a restore; issue 35). Throws LogCorruptError (`where`, byte offset) at the first line
+ * that is not proven.
  */
 export function proveLines(
   lines: Buffer,
@@ -173,6 +175,7 @@ export function proveLines(
   prevHash: string,
   where: string,
   onRecord?: (record: LogRecord, payloadJson: string, offset: number, length: number, hash: string) => void,
+  strict = false,
 ): { lastSeq: number; lastHash: string } {
   let pos = 0;
   let seq = firstSeq;
@@ -180,7 +183,7 @@ export function proveLines(
   while (pos < lines.length) {
     const nl = lines.indexOf(10, pos);
     if (nl === -1) throw new LogCorruptError(where, pos, 'the last line is incomplete');
-    const parsed = parseLine(lines, pos, nl, hash, seq, where, false, stableStringify);
+    const parsed = parseLine(lines, pos, nl, hash, seq, where, strict, stableStringify);
     onRecord?.(parsed.record, parsed.payloadJson, pos, nl + 1 - pos, parsed.hash);
     hash = parsed.hash;
     seq++;

@@ -3,8 +3,9 @@
  * log to an S3-compatible bucket (format.ts), fenced with conditional writes alone.
  *
  * Start (`start`): read the manifest (create it for a new bucket); refuse a bucket of another
- * archive (originId), a bucket whose chain goes further than this folder's log (another leader
- * wrote after it: restore from the bucket first) or differs from it; take the writer epoch by
+ * archive (originId); take back the records the bucket holds beyond this folder's log, proven
+ * from its head as a follower proves them (`pullAhead`); refuse a bucket whose chain differs
+ * from this folder's log (diverged); take the writer epoch by
  * writing the manifest with `If-Match` (epoch + 1); append a `replication.epoch` record and ship
  * everything up to it. That record's chunk occupies the next key, so a stale leader that wakes up
  * loses its next chunk PUT and learns it lost; a start that loses the epoch race stops.
@@ -19,9 +20,10 @@
  *   store is unreachable the server keeps serving; the backlog waits on the local disk and is
  *   shipped when the store answers again (`status` reports it).
  * - `sync`: each group commit's batch becomes durable (readable, acknowledged) only once its
- *   chunk is in the bucket (Log#replicate): RPO 0 for the loss of the box; group commit amortises
- *   the PUT. While the store is unreachable writes are refused (503 REPLICA_UNAVAILABLE) and a
- *   write already queued gets that answer after REPLICA_ACK_TIMEOUT_MS, unacknowledged.
+ *   chunk is in the bucket and its fdatasync is done (Log#replicate: the PUT runs alongside the
+ *   fdatasync): RPO 0 for the loss of the box; group commit amortises the PUT. While the store
+ *   is unreachable writes are refused (503 REPLICA_UNAVAILABLE) and a write already queued gets
+ *   that answer after REPLICA_ACK_TIMEOUT_MS, unacknowledged.
  *
  * Compaction: once a segment is sealed on disk and all its records are shipped, the whole segment
  * is stored as one object, the manifest lists it (If-Match), and the chunks it covers are deleted.
@@ -38,7 +40,7 @@ import { performance } from 'node:perf_hooks';
 import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { logger } from '../../logger.js';
-import { StoreStateError } from '../errors.js';
+import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
 import { GENESIS_HASH } from '../record-format.js';
 import { segmentName } from '../segment.js';
@@ -58,6 +60,7 @@ import {
   type ChunkHeader,
   type Manifest,
 } from './format.js';
+import { ReplicaFollower, type FollowerHost } from './follower.js';
 import type { ObjectStore } from './object-store.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
@@ -73,8 +76,11 @@ export interface EpochPayload {
   leaderUrl: string;
 }
 
-/** What the leader needs from the running service. */
-export interface ReplicaHost {
+/**
+ * What the leader needs from the running service. The follower's hooks (apply, seedErased,
+ * erase) take back records the bucket holds beyond the local head at a start.
+ */
+export interface ReplicaHost extends FollowerHost {
   log: Log;
   /** Appends the `replication.epoch` record (applied like any record); returns its seq. */
   appendEpoch(payload: EpochPayload): number;
@@ -82,6 +88,8 @@ export interface ReplicaHost {
   publicUrl(): string;
   /** Current time, ms. */
   now(): number;
+  /** Runs `task` while every write is refused with `refusal` (App#commit), then lifts it. */
+  holdWrites<T>(refusal: ServiceError, task: () => Promise<T>): Promise<T>;
 }
 
 /** `replication status`: the bucket, mode, epoch and how far shipping is behind. */
@@ -145,6 +153,12 @@ export class ReplicaLeader {
   private expectEpoch: number | null = null;
   private kickResolve: (() => void) | null = null;
   private stateWaiters: Array<() => void> = [];
+  /**
+   * While a start takes back records from the bucket (`pullAhead`): the bucket's head seq (0
+   * otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
+   * lets through at once (the bucket holds it).
+   */
+  private pullingTo = 0;
   /** Called once per state change (metrics, tests). */
   onState: ((state: ReplicaState) => void) | null = null;
 
@@ -176,6 +190,7 @@ export class ReplicaLeader {
    */
   refusal(): ServiceError | null {
     if (this.stateValue === 'fenced') return this.fencedError;
+    if (this.pullingTo > 0) return this.pullingRefusal();
     if (this.mode === 'sync' && this.stateValue !== 'leading') {
       return new ServiceError(
         'REPLICA_UNAVAILABLE',
@@ -277,9 +292,10 @@ export class ReplicaLeader {
       for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
       head = { seq: header.lastSeq, hash };
     }
+    if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
     if (head.seq > log.durableSeq) {
       throw new ReplicaStartError(
-        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq}: another leader wrote after this one. ` +
+        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq} after taking back what the bucket held: another leader is writing. ` +
           'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
       );
     }
@@ -314,6 +330,7 @@ export class ReplicaLeader {
     this.manifestEtag = etag;
     this.epoch = epoch;
     this.shipped = head;
+    this.durableTimes = this.durableTimes.filter(([seq]) => seq > head.seq);
     this.chunks = chunks;
     if (stale.length > 0) await this.store.delete(stale).catch(() => undefined);
     // The fence: the epoch record's chunk takes the next key (shipped with everything before it).
@@ -324,8 +341,61 @@ export class ReplicaLeader {
     await this.serial(() => this.finishErasures());
   }
 
-  /** The sync-mode gate (Log#replicate): resolves once the batch's chunk is in the bucket; rejects only when fenced. */
-  private gate(batch: WrittenBatch): Promise<void> {
+  /**
+   * A start whose bucket holds records beyond the local log (issue 35): a sync-mode batch whose
+   * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
+   * leader wrote after this folder was copied. They are taken back into the local log — proven
+   * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
+   * appended as they are and applied — before this server takes the next epoch; writes are
+   * refused meanwhile. They were never acknowledged by this server, but the bucket holds them
+   * (followers and restores may already show them), so keeping them is the one consistent
+   * choice. Throws ReplicaStartError when the bucket's records do not prove against the local
+   * log (the two diverged: a record differs at a seq both hold); the store's error when it
+   * cannot be reached.
+   */
+  private async pullAhead(bucketSeq: number): Promise<void> {
+    const host = this.host!;
+    const log = host.log;
+    this.pullingTo = bucketSeq;
+    try {
+      await host.holdWrites(this.pullingRefusal(), async () => {
+        // Writes appended before the hold are made durable first: the bucket must prove against them.
+        await log.sync();
+        const from = log.durableSeq;
+        const started = performance.now();
+        let pulled: number;
+        try {
+          pulled = await new ReplicaFollower(this.store).pullOnce(host);
+        } catch (err) {
+          if (!(err instanceof LogCorruptError)) throw err;
+          throw new ReplicaStartError(
+            `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
+              'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+          );
+        }
+        logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
+      });
+    } finally {
+      this.pullingTo = 0;
+    }
+  }
+
+  /** The 503 a write gets while a start takes back records from the bucket. */
+  private pullingRefusal(): ServiceError {
+    return new ServiceError(
+      'REPLICA_UNAVAILABLE',
+      `this server is taking back records ${this.host!.log.durableSeq + 1}..${this.pullingTo} from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
+      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
+    );
+  }
+
+  /**
+   * The sync-mode gate (Log#replicate): resolves once the batch's chunk is in the bucket; rejects
+   * only when fenced. A batch a start takes back from the bucket (`pullAhead`) passes at once.
+   */
+  private gate(batch: WrittenBatch): Promise<void> | undefined {
+    // While a start takes records back, writes are refused: every batch is one the bucket holds.
+    if (this.pullingTo > 0) return undefined;
     return this.serial(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.stateValue === 'fenced') throw this.fencedError!;

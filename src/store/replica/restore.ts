@@ -5,8 +5,12 @@
  * The sealed segments the manifest lists are read, then the chunks after the last of them (one
  * LIST); every line is proven on the way (hash chain from record 1, seq continuity, each object's
  * link to the one before), and the lines are written to segment files of the same names at the
- * same offsets as on the leader, so the restored log is the leader's byte for byte. The folder is
- * then verified as `restore DIR` verifies a backup, and installed the same way (the current log
+ * same offsets as on the leader, so the restored log is the leader's byte for byte. The one pass
+ * that proves the lines also makes `verify`'s strict checks (issue 35): every record in
+ * canonical JSON form, every tombstone vouched for by a later erase record, every segment file
+ * starting with the record it is named after — so the staged folder is verified as `restore DIR`
+ * verifies a backup without being read again (its files are exactly the proven bytes, checked by
+ * name and size), and installed the same way (the current log
  * moved to `log.replaced-<time>`, never deleted; a marker makes an interrupted restore refuse to
  * start).
  * - To the bucket's last record: the same log — same originId, so every client cursor, receipt
@@ -19,10 +23,10 @@ import { removeSnapshot } from '../snapshot.js';
 import { join } from 'node:path';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { fsyncDirSync } from '../fsutil.js';
-import { replaySegments } from '../log.js';
+import { listSegments } from '../segment.js';
 import { LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
 import { RESTORE_MARKER, installStagedLog } from '../archive.js';
-import { GENESIS_HASH } from '../record-format.js';
+import { ERASE_RECORD_TYPE, GENESIS_HASH, eraseTargetsOf } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import { CHUNKS_DIR, MANIFEST_NAME, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName } from './format.js';
 import type { ObjectStore } from './object-store.js';
@@ -54,6 +58,8 @@ class StagingWriter {
   private file = -1;
   private size = 0;
   bytes = 0;
+  /** Each file written: its segment's first seq → its size in bytes. */
+  readonly files = new Map<number, number>();
 
   constructor(private readonly dir: string) {}
 
@@ -66,6 +72,7 @@ class StagingWriter {
       this.file = segment;
       this.size = 0;
     }
+    this.files.set(segment, this.size + lines.length);
     if (offset !== this.size) throw new LogCorruptError(where, 0, `its lines start at byte ${offset} of ${segmentName(segment)}, but the objects before it end at byte ${this.size}`);
     let w = 0;
     while (w < lines.length) w += writeSync(this.fd!, lines, w, lines.length - w);
@@ -104,10 +111,17 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
   let objectsRead = 1;
   let done = false;
   let lastTimeSeq = 0;
-  /** Proves `lines` (records seq + 1 …), keeps those up to the restore point, writes them. */
+  let lastTimeHash = GENESIS_HASH;
+  /** Tombstones kept and not yet vouched for by a later erase record (seq → stored hash, where). */
+  const unvouched = new Map<number, { hash: string; where: string; offset: number }>();
+  /**
+   * Proves `lines` (records seq + 1 …) strictly (canonical form; the erasure contract's
+   * vouching), keeps those up to the restore point, writes them.
+   */
   const take = (lines: Buffer, segment: number, offset: number, where: string): void => {
+    if (offset === 0 && segment !== seq + 1) throw new LogCorruptError(where, 0, `its lines begin segment ${segmentName(segment)} but start with record ${seq + 1}`);
     let keep = lines.length;
-    const proven = proveLines(lines, seq + 1, hash, where, (record, _json, at) => {
+    const proven = proveLines(lines, seq + 1, hash, where, (record, _json, at, _length, chained) => {
       if (done) return;
       const beyondSeq = point.toSeq !== undefined && record.seq > point.toSeq;
       const beyondTime = point.toTimeMs !== undefined && Date.parse(record.time) > point.toTimeMs;
@@ -116,11 +130,18 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
         keep = at;
         return;
       }
+      // As the strict replay of `verify` does (store/log.ts Replay#emit).
+      if (record.erased === true) unvouched.set(record.seq, { hash: chained, where, offset: at });
+      else if (record.type === ERASE_RECORD_TYPE) {
+        for (const t of eraseTargetsOf(record.payload)) if (unvouched.get(t.seq)?.hash === t.hash) unvouched.delete(t.seq);
+      }
       lastTimeSeq = record.seq;
-    });
+      lastTimeHash = chained;
+    }, true);
     if (keep > 0) writer.write(segment, offset, keep === lines.length ? lines : lines.subarray(0, keep), where);
     if (done) {
       seq = lastTimeSeq;
+      hash = lastTimeHash;
     } else {
       seq = proven.lastSeq;
       hash = proven.lastHash;
@@ -168,17 +189,22 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
     rmSync(staging, { recursive: true, force: true });
     throw new StoreStateError(`no record of ${url} is at or before the restore point; nothing was changed`);
   }
-  // Verified whole as a backup is (tombstones vouched for, canonical form) before anything moves.
-  let verified;
-  try {
-    verified = replaySegments(staging, () => undefined, { strict: true });
-  } catch (err) {
+  // Verified whole as a backup is (tombstones vouched for, canonical form: checked while proving)
+  // before anything moves; the staged files are exactly the ones written, of the sizes written.
+  const firstUnvouched = unvouched.entries().next();
+  if (!firstUnvouched.done) {
     rmSync(staging, { recursive: true, force: true });
-    if (err instanceof LogCorruptError && seq < bucketLast) {
-      throw new StoreStateError(`the log cut at record ${seq} does not verify (${err.reason}): an erased record before the cut is vouched for by an erase record after it; restore to a later point; nothing was changed`);
-    }
-    throw err;
+    const [tSeq, t] = firstUnvouched.value;
+    const reason = `record ${tSeq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`;
+    if (seq < bucketLast) throw new StoreStateError(`the log cut at record ${seq} does not verify (${reason}): an erased record before the cut is vouched for by an erase record after it; restore to a later point; nothing was changed`);
+    throw new LogCorruptError(t.where, t.offset, reason);
   }
+  const staged = listSegments(staging);
+  if (staged.length !== writer.files.size || staged.some((f) => writer.files.get(f.firstSeq) !== f.sizeBytes)) {
+    rmSync(staging, { recursive: true, force: true });
+    throw new StoreStateError(`the staged folder ${staging} does not hold exactly the segment files written (${staged.map((f) => `${f.name} ${f.sizeBytes} B`).join(', ')}); nothing was changed`);
+  }
+  const verified = { lastSeq: seq, lastHash: hash, records: seq };
   fsyncDirSync(staging);
   const marker = join(dataDir, RESTORE_MARKER);
   writeFileSync(marker, `restore of ${url} started ${nowIso}\n`);
