@@ -405,6 +405,8 @@ export interface KnowledgeQuery {
   q?: string;
   agentId?: string;
   id?: string;
+  /** Ours (issue 38): only revisions naming this topic. */
+  topicId?: string;
   history: boolean;
   limit: number;
 }
@@ -416,7 +418,9 @@ export interface KnowledgeQuery {
  * not returned); history=true returns every matching revision. `q` is a case-insensitive
  * substring of the title or the content, checked on each candidate's stored JSON by the one
  * indexed scan (domain/indexed-scan.ts: `index` proposes candidates, null scans; in slices).
- * Starts from the smallest index a filter names (`id`, `agentId`) and stops at `limit`. Unknown
+ * `topicId` (ours, issue 38) keeps the revisions that name that topic (with history=false the
+ * latest revision itself must name it, like the other filters).
+ * Starts from the smallest index a filter names (`id`, `agentId`, `topicId`) and stops at `limit`. Unknown
  * ids give an empty result.
  */
 export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeRow[]> {
@@ -439,8 +443,19 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
       at = (i) => byAuthor!.at(i);
     }
   }
+  // rows.topic holds the topic's name number + 1 (0: no topic); -1: a topic no knowledge names.
+  const topicNo = query.topicId === undefined ? undefined : (s.nameIds.get(query.topicId) ?? -2) + 1;
+  if (query.topicId !== undefined) {
+    const byTopic = s.byTopic.get(query.topicId);
+    const length = byTopic?.length ?? 0;
+    if (length < count) {
+      count = length;
+      at = (i) => byTopic!.at(i);
+    }
+  }
   const passes = (row: KnowledgeRow): boolean =>
     (query.history || isLatest(s, row)) &&
+    (topicNo === undefined || s.rows.topic.at(row) === topicNo) &&
     (query.id === undefined || s.rows.item.at(row) === itemNo) &&
     (query.agentId === undefined || s.rows.author.at(row) === authorNo);
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();
