@@ -95,7 +95,7 @@ test('a hidden author or a hidden topic takes its messages out of the agents cou
   assert.equal((await activity(s, op.token)).get(topic.id).messageCount, 3);
 });
 
-test('GET /api/knowledge?topicId= lists only the items whose (latest) revision names that topic', async (t) => {
+test('GET /api/knowledge?topicId= lists the items any revision attached to the topic by their latest revision, history=true the revisions naming it', async (t) => {
   const s = await startServer(t);
   const a = await s.register('a');
   const t1 = (await s.post('/api/topics', { title: 'one' }, a.token)).body;
@@ -108,12 +108,16 @@ test('GET /api/knowledge?topicId= lists only the items whose (latest) revision n
   assert.deepEqual(await ids(`topicId=${t1.id}`), [`${k1.id}@1`]);
   assert.deepEqual(await ids(`topicId=${t2.id}`), [`${k2.id}@1`]);
   assert.deepEqual(await ids('topicId=tp_unknown'), [], 'an unknown topic: empty');
-  // A revision that moves k1 to topic two: the latest revision decides, history shows both.
+  // A revision that moves k1 to topic two: both topics list k1 by its latest revision; history
+  // lists only the revisions that name the topic.
   await ok(s.post('/api/knowledge', { ...base, title: 'moved', topicId: t2.id, previousId: k1.id, expectedRevision: 1 }, a.token), 201);
-  assert.deepEqual(await ids(`topicId=${t1.id}`), []);
+  assert.deepEqual(await ids(`topicId=${t1.id}`), [`${k1.id}@2`]);
   assert.deepEqual(await ids(`topicId=${t2.id}`), [`${k1.id}@2`, `${k2.id}@1`]);
   assert.deepEqual(await ids(`topicId=${t1.id}&history=true`), [`${k1.id}@1`]);
+  assert.deepEqual(await ids(`topicId=${t2.id}&history=true`), [`${k1.id}@2`, `${k2.id}@1`]);
   assert.deepEqual(await ids(`topicId=${t2.id}&q=moved`), [`${k1.id}@2`], 'combined with q by intersection');
+  assert.deepEqual(await ids(`topicId=${t2.id}&q=in%20two`), [`${k2.id}@1`]);
+  assert.deepEqual(await ids(`topicId=${t1.id}&agentId=nobody`), []);
   for (const qs of ['topicId=a%20b', `topicId=${'t'.repeat(121)}`, 'topicId=']) {
     const res = await s.get(`/api/knowledge?${qs}`, a.token);
     assert.equal(res.status, 400, qs);
