@@ -156,7 +156,9 @@ test('knowledge filters intersect: q over title and content, agentId, id, limit;
     [`q=${'x'.repeat(201)}`, /"q"/],
     [`agentId=${'x'.repeat(201)}`, /agentId/],
     [`id=${'x'.repeat(201)}`, /"id"/],
-    ['topicId=tp_1', /unknown query parameter "topicId"/],
+    ['topicId=tp%201', /topicId/],
+    [`topicId=${'t'.repeat(121)}`, /topicId/],
+    ['topicId=', /topicId/],
     ['history=true&history=false', /more than once/],
   ]) {
     const res = await s.get(`/api/knowledge?${qs}`, a.token);

@@ -13,6 +13,7 @@ import {
   messagesJson,
   queryMessages,
 } from '../../domain/forum/forum.js';
+import { listTopicsWithActivityJson } from '../../domain/forum/activity.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 import { refuseErasedContainer, refuseErasedRetry } from '../../domain/moderation/decide.js';
 
@@ -28,17 +29,20 @@ export const forumRoutes: Route[] = [
     responses: { 200: { description: 'Rooms', schema: 'RoomList' } },
     handler: ({ app }) => ({ status: 200, body: app.state.forum.roomOrder }),
   },
-  {
+  route({
     method: 'GET',
     path: '/api/topics',
     auth: 'bearer',
     operationId: 'listTopics',
-    summary: 'Topics, newest first, at most 500.',
+    summary: 'Topics, newest first, at most 500. With counts=true (ours, issue 38) each topic also carries messageCount and lastActivity.',
     tag: 'Forum',
-    query: 'NoQuery',
+    query: 'TopicsQuery',
     responses: { 200: { description: 'Topics', schema: 'TopicList' } },
-    handler: ({ app, agent }) => ({ status: 200, json: listTopicsJson(app.state.forum, readerOf(app.state.moderation, agent?.profile.role)) }),
-  },
+    handler: ({ app, agent, query }) => {
+      const reader = readerOf(app.state.moderation, agent?.profile.role);
+      return { status: 200, json: query.counts ? listTopicsWithActivityJson(app.state.forum, reader) : listTopicsJson(app.state.forum, reader) };
+    },
+  }),
   route({
     method: 'POST',
     path: '/api/topics',

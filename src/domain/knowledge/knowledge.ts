@@ -405,6 +405,8 @@ export interface KnowledgeQuery {
   q?: string;
   agentId?: string;
   id?: string;
+  /** Ours (issue 38): the knowledge of this topic (see queryKnowledge). */
+  topicId?: string;
   history: boolean;
   limit: number;
 }
@@ -416,7 +418,11 @@ export interface KnowledgeQuery {
  * not returned); history=true returns every matching revision. `q` is a case-insensitive
  * substring of the title or the content, checked on each candidate's stored JSON by the one
  * indexed scan (domain/indexed-scan.ts: `index` proposes candidates, null scans; in slices).
- * Starts from the smallest index a filter names (`id`, `agentId`) and stops at `limit`. Unknown
+ * `topicId` (ours, issue 38): with history=true the revisions that name that topic; with
+ * history=false the items any of whose revisions named it, each by its latest revision (a
+ * revision replaces every field, so a later one may name no topic) — the knowledge of a topic as
+ * the reader shows it. O(revisions filed under the topic) to gather them.
+ * Starts from the smallest index a filter names (`id`, `agentId`, `topicId`) and stops at `limit`. Unknown
  * ids give an empty result.
  */
 export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, index: CandidateIndex | null, reader: Reader): Promise<KnowledgeRow[]> {
@@ -439,8 +445,33 @@ export async function queryKnowledge(s: KnowledgeState, query: KnowledgeQuery, i
       at = (i) => byAuthor!.at(i);
     }
   }
+  // rows.topic holds the topic's name number + 1 (0: no topic); -1: a topic no knowledge names.
+  const topicNo = query.topicId === undefined ? undefined : (s.nameIds.get(query.topicId) ?? -2) + 1;
+  // history=false: the items any revision attached to the topic (item numbers), by their latest rows.
+  let attached: Set<number> | undefined;
+  if (query.topicId !== undefined) {
+    const byTopic = s.byTopic.get(query.topicId);
+    let rows: { length: number; at(i: number): KnowledgeRow } = byTopic ?? { length: 0, at: () => 0 };
+    if (!query.history) {
+      attached = new Set();
+      const latest: KnowledgeRow[] = [];
+      for (let i = 0; i < rows.length; i++) {
+        const item = s.rows.item.at(rows.at(i));
+        if (attached.has(item)) continue;
+        attached.add(item);
+        latest.push(s.itemLast.at(item));
+      }
+      latest.sort((x, y) => x - y);
+      rows = { length: latest.length, at: (i) => latest[i]! };
+    }
+    if (rows.length < count) {
+      count = rows.length;
+      at = (i) => rows.at(i);
+    }
+  }
   const passes = (row: KnowledgeRow): boolean =>
     (query.history || isLatest(s, row)) &&
+    (topicNo === undefined || (attached === undefined ? s.rows.topic.at(row) === topicNo : attached.has(s.rows.item.at(row)))) &&
     (query.id === undefined || s.rows.item.at(row) === itemNo) &&
     (query.agentId === undefined || s.rows.author.at(row) === authorNo);
   const lq = query.q === undefined || query.q === '' ? undefined : query.q.toLowerCase();

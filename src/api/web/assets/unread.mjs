@@ -64,7 +64,9 @@ export function isUnread(meId, m) {
 
 /**
  * The badge of a topic in a list: "New" when it was never opened here, "New activity" when its
- * last known message (`last`, or undefined when unknown) is unread; otherwise null.
+ * last known message (`last`, or undefined when unknown) is unread; otherwise null. `last` may be
+ * a stand-in built from the topic's `lastActivity` (GET /api/topics?counts=true, issue 38):
+ * `{created, id: '', authorId: null}`, unread when strictly newer than the mark.
  * @param {string|undefined} meId @param {string} topicId @param {any} [last]
  */
 export function topicBadge(meId, topicId, last) {

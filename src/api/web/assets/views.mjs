@@ -57,7 +57,7 @@ export const ACTIVITY_WINDOW = 100;
 export const HOME_TOPICS = 12;
 /** Characters of a message shown as its excerpt on the home page. */
 const EXCERPT_CHARS = 240;
-/** Knowledge revisions read to find the items attached to a topic (the newest revisions; the API has no topic filter). */
+/** Knowledge items of a topic shown on its page (GET /api/knowledge?topicId=, ours, issue 38). */
 const KNOWLEDGE_WINDOW = 100;
 /** Work states in board order (part 3). */
 const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'completed', 'cancelled']);
@@ -142,16 +142,36 @@ async function recentActivity(ctx) {
     if (entry) entry.count++;
     else byTopic.set(m.topicId, { last: m, count: 1 });
   }
-  /** Activity line of a topic: message count (when exact) and last activity. @param {any} t */
+  /**
+   * Activity line of a topic: message count and last activity — from the topic's own
+   * `messageCount`/`lastActivity` (GET /api/topics?counts=true, ours, issue 38) when it has them,
+   * else from the window (exact only for topics started inside it).
+   * @param {any} t
+   */
   const line = (t) => {
+    if (typeof t.messageCount === 'number' && typeof t.lastActivity === 'string') {
+      return t.messageCount === 0 ? ['No messages yet · started ', time(t.created)] : [count(t.messageCount, 'message'), ' · last activity ', time(t.lastActivity)];
+    }
     const entry = byTopic.get(t.id);
     const exact = everything || (oldest !== '' && t.created > oldest);
     if (!entry) return exact ? ['No messages yet · started ', time(t.created)] : ['Started ', time(t.created), ' · no messages since ', time(oldest)];
     return [exact ? count(entry.count, 'message') : `${entry.count}+ messages`, ' · last activity ', time(entry.last.created)];
   };
-  /** The newest message of a topic within the window, or undefined. @param {any} t */
-  const lastOf = (t) => byTopic.get(t.id)?.last;
+  /**
+   * The newest message of a topic: the one in the window (its author is known), else, for a topic
+   * with `lastActivity` (counts=true), a stand-in with that time and no author or id (unread.mjs
+   * compares it with the seen mark), else undefined. @param {any} t
+   */
+  const lastOf = (t) => byTopic.get(t.id)?.last ?? (t.messageCount > 0 && typeof t.lastActivity === 'string' ? { created: t.lastActivity, id: '', authorId: null } : undefined);
   return { messages, byTopic, line, lastOf };
+}
+
+/**
+ * The topics, newest first, each with `messageCount` and `lastActivity` as the caller may read
+ * them (GET /api/topics?counts=true, ours, issue 38). @param {ViewContext} ctx @returns {Promise<any[]>}
+ */
+function topicsWithActivity(ctx) {
+  return ctx.client.request('GET', '/api/topics', { query: { counts: true } });
 }
 
 /**
@@ -169,7 +189,7 @@ async function workByTopic(ctx) {
 
 /** The signed-in home: latest activity across rooms. @param {ViewContext} ctx @returns {Promise<View>} */
 export async function homeView(ctx) {
-  const [rooms, topics, activity] = await Promise.all([ctx.cache.rooms(), ctx.client.topics(), recentActivity(ctx)]);
+  const [rooms, topics, activity] = await Promise.all([ctx.cache.rooms(), topicsWithActivity(ctx), recentActivity(ctx)]);
   for (const t of topics) ctx.cache.rememberTopic(t);
   const roomName = (/** @type {string} */ id) => rooms.find((r) => r.id === id)?.name ?? id;
   const topicById = new Map(topics.map((t) => [t.id, t]));
@@ -248,7 +268,7 @@ export async function roomsView(ctx) {
  * @param {ViewContext} ctx @param {string} roomId @returns {Promise<View>}
  */
 export async function roomView(ctx, roomId) {
-  const [rooms, topics, activity, work] = await Promise.all([ctx.cache.rooms(), ctx.client.topics(), recentActivity(ctx), workByTopic(ctx)]);
+  const [rooms, topics, activity, work] = await Promise.all([ctx.cache.rooms(), topicsWithActivity(ctx), recentActivity(ctx), workByTopic(ctx)]);
   for (const t of topics) ctx.cache.rememberTopic(t);
   const room = rooms.find((r) => r.id === roomId);
   if (!room) return notFoundView('Room not found', `There is no room with the id "${roomId}". It may have been mistyped.`);
@@ -332,7 +352,8 @@ export async function topicView(ctx, topicId, target) {
 
   const extras = Promise.all([
     ctx.cache.rooms(),
-    ctx.client.knowledge({ history: true, limit: KNOWLEDGE_WINDOW }),
+    // The topic's knowledge (issue 38, ours): every item a revision attached to it, by its latest revision.
+    ctx.client.knowledge({ topicId, limit: KNOWLEDGE_WINDOW }),
     ctx.cache.workByTopic ? Promise.resolve(null) : ctx.client.work({ q: topic.title.slice(0, 200), limit: 100 }),
   ]);
   extras.catch(() => {}); // awaited below; this only keeps an early failure from being reported as unhandled
@@ -371,12 +392,10 @@ export async function topicView(ctx, topicId, target) {
   }
   const [rooms, { knowledge }, workSearch] = await extras;
   const room = rooms.find((r) => r.id === topic.roomId);
-  // An item belongs to the topic when any of its revisions named it; it is shown by its latest revision.
-  /** @type {Map<string, any>} */
-  const latestRevision = new Map();
-  for (const k of knowledge) if (!latestRevision.has(k.id) || latestRevision.get(k.id).revision < k.revision) latestRevision.set(k.id, k);
-  const attachedIds = new Set(knowledge.filter((/** @type {any} */ k) => k.topicId === topicId).map((/** @type {any} */ k) => k.id));
-  const linkedKnowledge = [...attachedIds].map((kid) => latestRevision.get(kid));
+  // An item belongs to the topic when any of its revisions named it; it is shown by its latest
+  // revision — what GET /api/knowledge?topicId= answers.
+  /** @type {any[]} */
+  const linkedKnowledge = knowledge;
   const workItem = ctx.cache.workByTopic ? ctx.cache.workByTopic.get(topicId) : workSearch?.items.find((/** @type {any} */ w) => w.topicId === topicId);
 
   // Pages count back from the newest message: page 1 is the latest THREAD_PAGE_SIZE messages.
