@@ -61,8 +61,7 @@ import {
   ERASE_RECORD_TYPE,
   GENESIS_HASH,
   HASH_SUFFIX_LENGTH,
-  chainHash,
-  encodeLine,
+  encodeRecordLine,
   eraseTargetsOf,
   lineRecord,
   parseLine,
@@ -527,7 +526,8 @@ export class Log {
   /** Chained hash of record durableSeq (the checkpoint candidate). */
   private durableHash: string;
   private metaValue: LogMeta;
-  private pending: string[] = [];
+  /** Lines (UTF-8, newline included) waiting for the next group commit, in seq order. */
+  private pending: Buffer[] = [];
   /** Byte length of each pending line (same order), so a flush can locate every record it writes. */
   private pendingBytes: number[] = [];
   private pendingFirstSeq = 0;
@@ -855,11 +855,11 @@ export class Log {
     // The payload's text stands alone (the index keeps it); the record text is built around it.
     const payloadJson = stableStringify(payload);
     const body = recordJson(payloadJson, seq, record.time, type);
-    const hash = chainHash(this.lastHash, body);
+    // Encoded to UTF-8 once: the hash is taken over the bytes that are written (issue 39).
+    const { line, hash } = encodeRecordLine(this.lastHash, body);
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
-    const line = encodeLine(body, hash);
     this.pending.push(line);
-    this.pendingBytes.push(Buffer.byteLength(line, 'utf8'));
+    this.pendingBytes.push(line.length);
     this.records.appended(seq, { payloadJson, time: record.time, type });
     // The erasure contract: an erase record vouches for the tombstones it will leave.
     if (type === ERASE_RECORD_TYPE) for (const t of eraseTargetsOf(payload)) this.records.vouch(t.seq, t.hash);
@@ -884,7 +884,7 @@ export class Log {
     if (this.failed) throw this.failed;
     if (record.seq !== this.headSeqValue + 1) throw new Error(`record ${record.seq} does not follow the log's head ${this.headSeqValue}`);
     if (this.pending.length === 0) this.pendingFirstSeq = record.seq;
-    this.pending.push(line.toString('utf8'));
+    this.pending.push(line);
     this.pendingBytes.push(line.length);
     this.records.appended(record.seq, record.erased === true ? { payloadJson: 'null', time: record.time, type: record.type, erased: true } : { payloadJson, time: record.time, type: record.type });
     if (record.type === ERASE_RECORD_TYPE && record.erased !== true) for (const t of eraseTargetsOf(record.payload)) this.records.vouch(t.seq, t.hash);
@@ -991,7 +991,7 @@ export class Log {
         const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
         this.pending = [];
         this.pendingBytes = [];
-        const data = Buffer.from(lines.join(''), 'utf8');
+        const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
         await this.ensureSegment(firstSeq, data.length);
         const handle = this.handle!;
         const prevHash = this.durableHash;

@@ -78,11 +78,6 @@ export function recordJson(payloadJson: string, seq: number, time: string, type:
   return `${PAYLOAD_PREFIX}${payloadJson},"seq":${seq},"time":"${time}","type":"${type}"}`;
 }
 
-/** The line (with its newline) of a record whose canonical JSON is `body` and chained hash `hash`. */
-export function encodeLine(body: string, chained: string): string {
-  return body.slice(0, -1) + HASH_PREFIX + chained + '"}\n';
-}
-
 /** Computes the chained hash of a record body (canonical JSON) after `prevHash`. */
 export function chainHash(prevHash: string, body: string): string {
   return hash('sha256', prevHash + body);
@@ -102,6 +97,26 @@ export function chainHashBytes(prevHash: string, buf: Buffer, start: number, end
   buf.copy(scratch, HASH_HEX_LENGTH, start, end);
   scratch[n - 1] = 0x7d; // '}' closes the body where the hash field was cut off
   return hash('sha256', scratch.subarray(0, n));
+}
+
+/**
+ * Encodes a record for the log in one UTF-8 pass (issue 39): `body` (the record's canonical
+ * JSON) is written once, next to `prevHash`, into the scratch buffer; its chained hash is taken
+ * over those bytes (the same value as `chainHash(prevHash, body)`), and the line (the record text, `,"hash":"<hash>"}`
+ * and a newline) is assembled from them. Output: the line's bytes and the chained hash.
+ */
+export function encodeRecordLine(prevHash: string, body: string): { line: Buffer; hash: string } {
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8 (a surrogate pair: 4 bytes for 2 units).
+  const max = HASH_HEX_LENGTH + body.length * 3;
+  if (scratch.length < max) scratch = Buffer.allocUnsafe(Math.max(max, scratch.length * 2));
+  scratch.write(prevHash, 0, HASH_HEX_LENGTH, 'latin1');
+  const bodyBytes = scratch.write(body, HASH_HEX_LENGTH, 'utf8');
+  const chained = hash('sha256', scratch.subarray(0, HASH_HEX_LENGTH + bodyBytes));
+  const textBytes = bodyBytes - 1; // the record text: the body without its closing '}'
+  const line = Buffer.allocUnsafe(textBytes + HASH_SUFFIX_LENGTH + 1);
+  scratch.copy(line, 0, HASH_HEX_LENGTH, HASH_HEX_LENGTH + textBytes);
+  line.write(HASH_PREFIX + chained + '"}\n', textBytes, 'latin1');
+  return { line, hash: chained };
 }
 
 /**

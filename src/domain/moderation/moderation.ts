@@ -526,7 +526,7 @@ export function discussionView(reader: Reader, kind: string, json: string, statu
 }
 
 /** Prefix of an erased clientId (`erasedClientId`); the rest is 43 base64url characters. */
-const ERASED_CLIENT_ID_PREFIX = 'e-';
+export const ERASED_CLIENT_ID_PREFIX = 'e-';
 
 /**
  * What an erasure keeps of the clientId `clientId` that `authorId` wrote with (issue 34): `e-`
