@@ -6,7 +6,7 @@
 //
 // Each profile sample is one stack. A sample goes to the first stage of STAGES (in that order)
 // one of whose frames it holds anywhere in its stack — so the SHA-256 under `authenticate` is
-// "auth", the one under `chainHash` is "hash", and node's stream code under `sendReply` is
+// "auth", the one under `chainHash` or `encodeRecordLine` (the record's one UTF-8 encoding and its hash) is "hash", and node's stream code under `sendReply` is
 // "response" — and to "other" when none matches. GC and "(program)" (native code outside JS)
 // are leaf nodes of their own. "(idle)" samples (the event loop waiting) are not CPU and are left
 // out of the shares.
@@ -48,7 +48,7 @@ export const STAGES = [
   { name: 'GC', leaf: fn('(garbage collector)') },
   { name: 'native, outside JS ((program))', leaf: fn('(program)') },
   { name: 'search indexing', frames: [file('/store/search/'), file('/domain/search-indexer.')] },
-  { name: 'hash (SHA-256 chain)', frames: [fn('chainHash', 'chainHashBytes')] },
+  { name: 'hash (SHA-256 chain)', frames: [fn('chainHash', 'chainHashBytes', 'encodeRecordLine')] },
   { name: 'auth (token lookup)', frames: [fn('authenticate', 'hashToken')] },
   { name: 'serialise (canonical JSON, line)', frames: [file('fast-json-stable-stringify'), fn('recordJson', 'encodeLine', 'stableStringify')] },
   { name: 'schema validation', frames: [file('/http/validate.'), file('/node_modules/ajv'), (f) => f.url === '' && /^validate\d*$/.test(f.functionName)] },
