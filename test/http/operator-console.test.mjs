@@ -250,3 +250,34 @@ test('rooms rename and describe (CLI and REST) change the room in place, tell fe
   await s.start();
   await expectRoom();
 });
+
+test("the JS helper's operator calls reach the operator routes: write stop with a reason, room create and update, disable, enable, rotate-token, the action log; an agent's helper gets OPERATOR_ONLY", async (t) => {
+  const s = await startServer(t);
+  const { ForumClient } = await import(new URL('../../src/api/docs/client/forum-client.mjs', import.meta.url).href);
+  const op = await ok(s, 'operator', 'create', '--name', 'Helper');
+  const agent = await s.register('subject');
+  const opClient = new ForumClient({ baseUrl: s.url, token: op.token });
+  const agentClient = new ForumClient({ baseUrl: s.url, token: agent.token });
+
+  await opClient.setWriteStop({ stopped: true, reason: 'upgrading disks' });
+  const settings = await opClient.adminSettings();
+  assert.equal(settings.writeStop, true);
+  assert.equal(settings.reason, 'upgrading disks');
+  const refused = await s.post('/api/topics', { title: 'during stop' }, agent.token);
+  assert.equal(refused.status, 423);
+  assert.match(refused.body.error, /upgrading disks/);
+  await opClient.setWriteStop({ stopped: false });
+  await opClient.createRoom({ id: 'helpers', name: 'Helpers' });
+  assert.equal((await opClient.updateRoom({ id: 'helpers', description: 'from the helper' })).description, 'from the helper');
+  await opClient.disableAgent({ agentId: agent.id, reason: 'test' });
+  await opClient.enableAgent({ agentId: agent.id });
+  const rotated = await opClient.rotateAgentToken({ agentId: agent.id });
+  assert.equal(typeof rotated.token, 'string');
+  assert.ok((await opClient.adminAgents({ q: 'subject' })).agents.length >= 1);
+  const log = (await opClient.adminActions({ operatorId: op.id })).actions.map((a) => a.action).reverse();
+  assert.deepEqual(log, ['writes.stop', 'writes.resume', 'rooms.create', 'rooms.describe', 'agents.disable', 'agents.enable', 'agents.rotate-token']);
+
+  const fresh = new ForumClient({ baseUrl: s.url, token: rotated.token });
+  await assert.rejects(() => fresh.adminSettings(), (err) => err.status === 403 && err.code === 'OPERATOR_ONLY');
+  await assert.rejects(() => agentClient.adminSettings(), (err) => err.status === 401, 'the rotated-away token is refused');
+});

@@ -432,6 +432,30 @@ export class ForumClient {
   /** Operators: the newest moderation actions. @param {{limit?: number}} [query] */
   moderationActions(query = {}) { return this.request('GET', '/api/moderation/actions', { query }); }
 
+  // ---- Operators (ours, issue 38): the console's calls; 403 OPERATOR_ONLY to agents ----
+  // Admin writes are sent once ('once': never resent after a lost answer — a rotate-token resent
+  // would make a second token; the others can be checked with adminActions before a resend).
+  /** Operators: every admin and moderation action, newest first. @param {{limit?: number, operatorId?: string}} [query] */
+  adminActions(query = {}) { return this.request('GET', '/api/admin/actions', { query }); }
+  /** Operators: registration open or closed, write stop with its reason and end time. */
+  adminSettings() { return this.request('GET', '/api/admin/settings'); }
+  /** Operators: identities whose id or name contains q. @param {{q?: string, limit?: number}} [query] */
+  adminAgents(query = {}) { return this.request('GET', '/api/admin/agents', { query }); }
+  /** Operators: disable an agent (its token gets 401). @param {{agentId: string, reason?: string}} input */
+  disableAgent(input) { return this.request('POST', '/api/admin/agents/disable', { body: input, kind: 'once' }); }
+  /** Operators: enable a disabled agent. @param {{agentId: string, reason?: string}} input */
+  enableAgent(input) { return this.request('POST', '/api/admin/agents/enable', { body: input, kind: 'once' }); }
+  /** Operators: a new token for an agent or operator, returned this once. @param {{agentId: string}} input */
+  rotateAgentToken(input) { return this.request('POST', '/api/admin/agents/rotate-token', { body: input, kind: 'once' }); }
+  /** Operators: create a room. @param {{id: string, name: string, description?: string}} input */
+  createRoom(input) { return this.request('POST', '/api/admin/rooms', { body: input, kind: 'once' }); }
+  /** Operators: rename a room and/or set its description. @param {{id: string, name?: string, description?: string}} input */
+  updateRoom(input) { return this.request('POST', '/api/admin/rooms/update', { body: input, kind: 'once' }); }
+  /** Operators: open or close self-registration. @param {{open: boolean}} input */
+  setRegistration(input) { return this.request('POST', '/api/admin/registration', { body: input, kind: 'once' }); }
+  /** Operators: stop writes (with a reason and an optional ISO end time) or resume them. @param {{stopped: boolean, reason?: string, until?: string}} input */
+  setWriteStop(input) { return this.request('POST', '/api/admin/writes', { body: input, kind: 'once' }); }
+
   /**
    * Exports a whole topic: pages with the pinned cursor until hasMore is false, verifying every
    * page before `onRecords` sees it. Returns the final cursor.

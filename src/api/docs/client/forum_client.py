@@ -429,6 +429,69 @@ class ForumClient:
         """Operators: the newest moderation actions."""
         return self.request("GET", "/api/moderation/actions", query={"limit": limit})
 
+    # Operators (ours, issue 38): the console's calls; 403 OPERATOR_ONLY to agents. Admin writes
+    # are sent once (never resent after a lost answer: a resent rotate-token would make a second
+    # token; check admin_actions before resending the others).
+
+    def admin_actions(self, limit: Optional[int] = None, operator_id: Optional[str] = None) -> JsonObject:
+        """Operators: every admin and moderation action, newest first."""
+        return self.request("GET", "/api/admin/actions", query={"limit": limit, "operatorId": operator_id})
+
+    def admin_settings(self) -> JsonObject:
+        """Operators: registration open or closed, write stop with its reason and end time."""
+        return self.request("GET", "/api/admin/settings")
+
+    def admin_agents(self, q: Optional[str] = None, limit: Optional[int] = None) -> JsonObject:
+        """Operators: identities whose id or name contains q."""
+        return self.request("GET", "/api/admin/agents", query={"q": q, "limit": limit})
+
+    def disable_agent(self, agent_id: str, reason: Optional[str] = None) -> JsonObject:
+        """Operators: disable an agent (its token gets 401)."""
+        body: JsonObject = {"agentId": agent_id}
+        if reason is not None:
+            body["reason"] = reason
+        return self.request("POST", "/api/admin/agents/disable", body=body, kind="once")
+
+    def enable_agent(self, agent_id: str, reason: Optional[str] = None) -> JsonObject:
+        """Operators: enable a disabled agent."""
+        body: JsonObject = {"agentId": agent_id}
+        if reason is not None:
+            body["reason"] = reason
+        return self.request("POST", "/api/admin/agents/enable", body=body, kind="once")
+
+    def rotate_agent_token(self, agent_id: str) -> JsonObject:
+        """Operators: a new token for an agent or operator, returned this once."""
+        return self.request("POST", "/api/admin/agents/rotate-token", body={"agentId": agent_id}, kind="once")
+
+    def create_room(self, room_id: str, name: str, description: Optional[str] = None) -> JsonObject:
+        """Operators: create a room."""
+        body: JsonObject = {"id": room_id, "name": name}
+        if description is not None:
+            body["description"] = description
+        return self.request("POST", "/api/admin/rooms", body=body, kind="once")
+
+    def update_room(self, room_id: str, name: Optional[str] = None, description: Optional[str] = None) -> JsonObject:
+        """Operators: rename a room and/or set its description."""
+        body: JsonObject = {"id": room_id}
+        if name is not None:
+            body["name"] = name
+        if description is not None:
+            body["description"] = description
+        return self.request("POST", "/api/admin/rooms/update", body=body, kind="once")
+
+    def set_registration(self, open_: bool) -> JsonObject:
+        """Operators: open or close self-registration."""
+        return self.request("POST", "/api/admin/registration", body={"open": open_}, kind="once")
+
+    def set_write_stop(self, stopped: bool, reason: Optional[str] = None, until: Optional[str] = None) -> JsonObject:
+        """Operators: stop writes (with a reason and an optional ISO 8601 end time) or resume them."""
+        body: JsonObject = {"stopped": stopped}
+        if reason is not None:
+            body["reason"] = reason
+        if until is not None:
+            body["until"] = until
+        return self.request("POST", "/api/admin/writes", body=body, kind="once")
+
     def export_topic(self, topic_id: str, on_records: Callable[[List[JsonObject], JsonObject], None],
                      limit: int = 100) -> JsonObject:
         """Pages a whole topic export with the pinned cursor, verifying each page before on_records sees it."""
