@@ -77,6 +77,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { api } from './bench/api.mjs';
 import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
 import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
@@ -309,16 +310,6 @@ function freePort() {
       srv.close(() => resolve(port));
     });
   });
-}
-
-async function api(base, method, urlPath, { token, body } = {}) {
-  const headers = {};
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(base + urlPath, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${urlPath} → ${res.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text);
 }
 
 // Runs fn(0..count-1) with at most `concurrency` calls in flight.
