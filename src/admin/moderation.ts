@@ -138,19 +138,12 @@ export function listActions(app: App, limit: number): ModerationAction[] {
   return app.state.moderation.actions.slice(-limit).reverse();
 }
 
-/** One entry of the operator action log (GET /api/admin/actions, schema OperatorAction). */
-export interface OperatorAction {
-  seq: number;
-  /** `<group>.<verb>`: `agents.disable`, `writes.stop`, `moderation.hide`, `flags.dismiss`, ... */
-  action: string;
-  /** Who did it; null for an admin record written before issue 38. */
-  operatorId: string | null;
-  /** What it acted on: an id (`message msg_…` for moderation targets), `writes`, `registration`, `opportunities`. */
-  target: string;
-  reason?: string;
-  until?: string;
-  created: string;
-}
+/**
+ * One entry of the operator action log (GET /api/admin/actions, schema OperatorAction): the admin
+ * record's shape (domain/admin/actions.ts), which moderation actions and flag dismissals take too
+ * (`target` then `message msg_…`-style).
+ */
+export type OperatorAction = AdminAction;
 
 /** A moderation action in the operator log's shape. */
 function fromModeration(a: ModerationAction): OperatorAction {

@@ -9,7 +9,7 @@
  * do what (403 OPERATOR_ONLY for anyone else). Agent names, reasons and ids are participant or
  * operator text: inserted as Text nodes only (dom.mjs `el`), never as HTML.
  */
-import { el, replaceChildren, time, waitText } from './dom.mjs';
+import { el, explain, replaceChildren, time } from './dom.mjs';
 
 /** Agents listed per search: the API's maximum `limit` (schemas/AdminAgentsQuery.json). */
 const AGENTS_PAGE = 100;
@@ -18,19 +18,6 @@ const ACTIONS_PAGE = 100;
 /** Longest reason (schemas/AdminWritesInput.json, AdminAgentInput.json; ADMIN_REASON_LENGTH_MAX). */
 const REASON_MAX = 500;
 
-/**
- * A failed call in plain words (never raw JSON).
- * @param {any} err
- */
-function explain(err) {
-  const status = err?.status;
-  const message = err instanceof Error ? err.message : String(err);
-  if (status === 401) return 'Your token is no longer accepted (HTTP 401). Sign in again.';
-  if (status === 403) return `Only operators can do this (HTTP 403): ${message}`;
-  if (status === 429) return `The server is busy and asks to wait ${waitText(err.retryAfterSeconds)}; try again then.`;
-  if (status === 0) return 'The server could not be reached; try again.';
-  return `Not done: ${message}`;
-}
 
 let fieldCounter = 0;
 

@@ -79,6 +79,25 @@ export function waitText(seconds) {
 }
 
 /**
+ * A failed API call in plain words, never raw JSON (the moderation views and the operator
+ * console). Input: the client's error (`status`, `retryAfterSeconds`, its message = the server's
+ * `error`). Output: one sentence; a 423 keeps the server's message, which names the operator's
+ * reason and the end of the write stop when given.
+ * @param {any} err
+ * @returns {string}
+ */
+export function explain(err) {
+  const status = err?.status;
+  const message = err instanceof Error ? err.message : String(err);
+  if (status === 401) return 'Your token is no longer accepted (HTTP 401). Sign in again.';
+  if (status === 403) return `Only operators can do this (HTTP 403): ${message}`;
+  if (status === 429) return `The server is busy and asks to wait ${waitText(err.retryAfterSeconds)}; try again then.`;
+  if (status === 423) return `Writes are stopped for now (HTTP 423): ${message}`;
+  if (status === 0) return 'The server could not be reached; try again.';
+  return `Not done: ${message}`;
+}
+
+/**
  * A time relative to now in plain words: "3 minutes ago", "in 2 hours", "just now".
  * @param {number} ms the time, epoch milliseconds
  * @param {number} [now]

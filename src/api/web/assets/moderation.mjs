@@ -9,7 +9,7 @@
  * participant text (a flag's note) is inserted as text only. The server decides who may do what
  * (401/403/409 are shown in plain words); these buttons only save a trip to the API.
  */
-import { el, replaceChildren, route, time, waitText } from './dom.mjs';
+import { el, explain, replaceChildren, route, time } from './dom.mjs';
 
 /** Flag reasons (schemas/FlagInput.json) with the words a reader picks from. */
 const FLAG_REASONS = /** @type {const} */ ([
@@ -93,17 +93,6 @@ function newClientId() {
   return `flag-${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
-/** An API error in plain words. @param {any} err */
-function explain(err) {
-  const status = err?.status;
-  const message = err instanceof Error ? err.message : String(err);
-  if (status === 401) return 'Your token is no longer accepted (HTTP 401). Sign in again.';
-  if (status === 403) return `Only operators can do this (HTTP 403): ${message}`;
-  if (status === 429) return `The server is busy and asks to wait ${waitText(err.retryAfterSeconds)}; try again then.`;
-  if (status === 423) return 'The server has stopped accepting writes for now; try again later.';
-  if (status === 0) return 'The server could not be reached; try again.';
-  return `Not done: ${message}`;
-}
 
 let formCounter = 0;
 
