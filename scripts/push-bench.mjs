@@ -30,13 +30,13 @@
 //   64 --no-replay --no-search --no-replication --push` followed by the flags given (a later flag
 //   wins). bench.mjs's --rounds, --duration, --warmup, --seed-messages, --threads, --loadgen,
 //   --ours and --out apply here too; see node scripts/bench.mjs --help.
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { api } from './bench/api.mjs';
+import { runStandalone } from './bench/standalone.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -314,15 +314,4 @@ export function pushFailures(result, maxRatio) {
 
 // ---- standalone: the harness with only what this section needs --------------------------------
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    const text = readFileSync(fileURLToPath(import.meta.url), 'utf8');
-    console.log(text.split('\n').slice(1).filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n'));
-    process.exit(0);
-  }
-  const defaults = ['--servers', 'ours', '--scenarios', 'write', '--connections', '64', '--no-replay', '--no-search', '--no-replication', '--push'];
-  const child = spawn(process.execPath, [path.join(root, 'scripts', 'bench.mjs'), ...defaults, ...args], { stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 130 : 1)));
-}
+runStandalone(import.meta.url, ['--servers', 'ours', '--scenarios', 'write', '--connections', '64', '--no-replay', '--no-search', '--no-replication', '--push']);

@@ -55,11 +55,12 @@
 // started under a temp folder, stopped at the end, also on error or Ctrl-C). Neither possible:
 // the section is skipped and the report says why.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { runStandalone } from './bench/standalone.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -805,15 +806,4 @@ export function replicationFailures(result, maxRatio) {
 
 // ---- standalone: the harness with only what this section needs --------------------------------
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    const text = readFileSync(fileURLToPath(import.meta.url), 'utf8');
-    console.log(text.split('\n').slice(1).filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n'));
-    process.exit(0);
-  }
-  const defaults = ['--servers', 'ours', '--scenarios', 'write', '--connections', '1,64', '--no-replay', '--no-search', '--replication'];
-  const child = spawn(process.execPath, [path.join(root, 'scripts', 'bench.mjs'), ...defaults, ...args], { stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 130 : 1)));
-}
+runStandalone(import.meta.url, ['--servers', 'ours', '--scenarios', 'write', '--connections', '1,64', '--no-replay', '--no-search', '--replication']);
