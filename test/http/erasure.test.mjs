@@ -296,6 +296,9 @@ test('purge --mode erase covers every participant-controlled field: the agent pr
   // An identical retry of its erased message is never a new message holding its clientId.
   const again = await s.post('/api/messages', { topicId: topic.id, content: 'spam', clientId: FIELD.messageClientId }, x.token);
   assert.notEqual(again.status, 201, `an identical retry of an erased message is not posted again: ${JSON.stringify(again.body)}`);
+  // Nor of its erased work item (the replay filed it under its erased clientId only).
+  const workAgain = await s.post('/api/work', { clientId: FIELD.workClientId, title: 'spam', description: 'd', acceptanceCriteria: 'c', tags: [FIELD.tag] }, x.token);
+  assert.notEqual(workAgain.status, 201, `an identical retry of an erased work item is not created again: ${JSON.stringify(workAgain.body)}`);
   await s.stop();
   assertNoErasedFields(s.dataDir, 'data folder after the restarts');
 });

@@ -55,7 +55,7 @@ import { packTable, unpackTable, type PackedArrays, type PackedTable } from '../
 import { SliceTimer } from '../slices.js';
 import { idHasSeq, makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
-import { agentKey, clientIdMatches, ERASED, erasedClientId, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
+import { agentKey, clientIdMatches, ERASED, ERASED_CLIENT_ID_PREFIX, erasedClientId, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 import { nameId } from '../columns.js';
 
 /** A work item's state (spec part 3); not to be confused with WorkBoardState, the whole board. */
@@ -194,6 +194,12 @@ export interface WorkBoardState {
    * actions (part 4); confirmed from the record.
    */
   byClientId: RowHashTable;
+  /**
+   * How many records `byClientId` files under an erased clientId (one applied already erased,
+   * issue 34): while none is, `workReceiptOf` skips its second lookup and the SHA-256 that names
+   * it (issue 39).
+   */
+  erasedClientRows: number;
   /** Where revisions are read back from. */
   records: RecordSource;
   /** Interned author, topic and assignee ids: `names[n]` is the id numbered n in the columns. */
@@ -214,6 +220,7 @@ export function createWorkBoardState(records: RecordSource): WorkBoardState {
     rows: { seq: u(), author: u(), topic: u(), tags: u(), state: u(), assignee: u(), revision: u(), leaseUntilMs: new F64List(256), lastRev: u() },
     revs: { seq: u(), prev: u() },
     byClientId: new RowHashTable(),
+    erasedClientRows: 0,
     records,
     names: [],
     nameIds: new Map(),
@@ -466,7 +473,7 @@ export function workReceiptOf(s: WorkBoardState, authorId: string, clientId: str
   };
   // An erased record is filed under its clientId when it was applied before its erasure, and
   // under its `erasedClientId` when a replay applied it already erased.
-  if (s.byClientId.find(clientHash(authorId, clientId), visit) === undefined) s.byClientId.find(clientHash(authorId, erasedClientId(authorId, clientId)), visit);
+  if (s.byClientId.find(clientHash(authorId, clientId), visit) === undefined && s.erasedClientRows !== 0) s.byClientId.find(clientHash(authorId, erasedClientId(authorId, clientId)), visit);
   return found;
 }
 
@@ -788,6 +795,8 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
         s.otherIdOf.set(row, item.id);
       }
       s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
+      // Counted conservatively: a clientId a client chose with the erased prefix counts too.
+      if (p.clientId.startsWith(ERASED_CLIENT_ID_PREFIX)) s.erasedClientRows++;
       addWorkEvent(feeds, record.seq);
       return true;
     }
@@ -808,6 +817,8 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       s.revs.prev.push(r.lastRev.at(row) + 1);
       r.lastRev.set(row, s.revs.seq.length - 1);
       s.byClientId.add(clientHash(p.authorId, p.clientId), record.seq);
+      // Counted conservatively: a clientId a client chose with the erased prefix counts too.
+      if (p.clientId.startsWith(ERASED_CLIENT_ID_PREFIX)) s.erasedClientRows++;
       addWorkEvent(feeds, record.seq);
       return true;
     }
@@ -863,6 +874,8 @@ export interface PackedWork {
   tagLists: Array<readonly string[]>;
   otherIds: Array<[string, number]>;
   byClientId: PackedTable;
+  /** WorkBoardState.erasedClientRows; absent in a snapshot written before issue 39 (read as 1: unknown). */
+  erasedClientRows?: number;
 }
 
 /** Packs the work board; its arrays go to `arrays`. */
@@ -886,6 +899,7 @@ export function packWork(s: WorkBoardState, arrays: PackedArrays): PackedWork {
     tagLists: tags.lists,
     otherIds: [...s.otherIds],
     byClientId: packTable(s.byClientId, arrays),
+    erasedClientRows: s.erasedClientRows,
   };
 }
 
@@ -921,6 +935,7 @@ export function unpackWork(s: WorkBoardState, p: PackedWork, arrays: PackedArray
   s.otherIds = new Map(p.otherIds);
   s.otherIdOf = new Map(p.otherIds.map(([id, row]) => [row, id]));
   s.byClientId = unpackTable(p.byClientId, arrays);
+  s.erasedClientRows = p.erasedClientRows ?? 1;
 }
 
 // ---- queries ----
