@@ -114,11 +114,12 @@ function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: s
 }
 
 /**
- * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, and
- * the ones an MCP client sends to POST /mcp. Mcp-Session-Id and Last-Event-ID are not listed:
- * /mcp is stateless (no session id is issued) and has no SSE stream to resume.
+ * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, the
+ * ones an MCP client sends to POST /mcp, and Last-Event-ID, with which a fetch-based stream
+ * client resumes a feed stream (issue 37). Mcp-Session-Id is not listed: /mcp is stateless (no
+ * session id is issued).
  */
-const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
+const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, Last-Event-ID, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
 
 /**
  * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method

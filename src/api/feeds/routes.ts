@@ -9,7 +9,7 @@ import type { App } from '../../app.js';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { tooManyRequests } from '../../http/errors.js';
-import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route } from '../../http/router.js';
+import { JSON_CONTENT_TYPE, type ParameterDoc, type Reply, type RequestContext, type Route } from '../../http/router.js';
 import { route } from '../route.js';
 import {
   checkCursor,
@@ -23,7 +23,7 @@ import {
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName } from './long-poll.js';
-import { FeedStream, lastEventCursor } from './stream.js';
+import { FeedStream, eventOf, lastEventCursor } from './stream.js';
 import { inboxLast } from '../../domain/inbox/inbox.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -89,6 +89,19 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   return waitersOf(ctx.app).hold(feed, after, wait, ctx.agent!.profile.id, ctx.req.socket, render) ?? render();
 }
 
+/** What a stream's events carry, for OpenAPI (issue 37). */
+export const STREAM_DOC =
+  'With Accept: text/event-stream (ours, issue 37): Server-Sent Events for `wait` seconds (1..60, default 60). First `retry: 1000`; then, whenever the feed has events past the cursor, one event per page: `id: <originId>:<after>` (the page cursor) and `data: <the page JSON>`, byte-identical to GET with the previous cursor; `: keep-alive` comments when quiet. Resume with Last-Event-ID. Counts once against the change-read limit; past the bounds on held requests 429 (per agent) or 503 (in total) with Retry-After.';
+
+/** The Last-Event-ID request header of the stream form (issue 37), for OpenAPI. */
+export const LAST_EVENT_ID_PARAMETER: ParameterDoc = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description: 'Stream form only (Accept: text/event-stream): the id of the last event processed, `<originId>:<after>`; resumes after it and replaces the query cursor. Malformed: 400; another feed or lineage, or ahead of the archive: 409.',
+  schema: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(0|[1-9][0-9]{0,15})$' },
+};
+
 /** `Accept` naming text/event-stream (what an EventSource sends). */
 const EVENT_STREAM_ACCEPT = /(^|[\s,])text\/event-stream\s*(;|,|$)/i;
 
@@ -100,19 +113,6 @@ const EVENT_STREAM_ACCEPT = /(^|[\s,])text\/event-stream\s*(;|,|$)/i;
 export function wantsStream(req: IncomingMessage): boolean {
   const accept = req.headers.accept;
   return req.method === 'GET' && accept !== undefined && EVENT_STREAM_ACCEPT.test(accept);
-}
-
-/** The cursor position a rendered page carries (`"cursor":{"originId":"…","after":N}`), per Buffer. */
-const afterOfPage = new WeakMap<Buffer, number>();
-const PAGE_CURSOR = /"cursor":\{"originId":"[^"]*","after":(\d+)\}/;
-function pageAfter(page: Buffer): number {
-  let after = afterOfPage.get(page);
-  if (after === undefined) {
-    const m = PAGE_CURSOR.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
-    if (m === null) throw new Error('a feed page without its cursor');
-    afterOfPage.set(page, (after = Number(m[1])));
-  }
-  return after;
 }
 
 /**
@@ -131,10 +131,9 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
   checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
   const { app } = ctx;
   const source = {
-    originId,
     next(after: number) {
       const p = page({ after, limit: q.limit, originId });
-      return p === null ? null : { page: p, after: pageAfter(p) };
+      return p === null ? null : eventOf(p);
     },
   };
   const stream = new FeedStream(source, q.after, () => app.now());
@@ -174,7 +173,8 @@ export const feedRoutes: Route[] = [
     query: 'ChangesQuery',
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
-    responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app, query } = ctx;
       const { discussion } = app.state.feeds;
@@ -206,7 +206,8 @@ export const feedRoutes: Route[] = [
     query: 'ChangesQuery',
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
-    responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app } = ctx;
       const originId = workFeedOriginId(app.log.originId);

@@ -21,17 +21,44 @@ import type { HeldStream } from './long-poll.js';
 
 /** What a stream reads its pages from: one feed, for one caller. */
 export interface StreamSource {
-  /** The feed's originId: the first half of every event id. */
-  readonly originId: string;
   /**
-   * The page at cursor position `after` as GET with that cursor would answer it now (only durable
-   * records), with its cursor's `after`; null when the feed has nothing past `after` to send.
+   * The event of the page at cursor position `after` as GET with that cursor would answer it now
+   * (only durable records; see `eventOf`), with its cursor's `after`; null when the feed has
+   * nothing past `after` to send.
    */
-  next(after: number): { page: Buffer; after: number } | null;
+  next(after: number): StreamEvent | null;
 }
 
-const SSE_END = Buffer.from('\n\n');
+/** One page as a whole stream event: its bytes and its cursor position. */
+export interface StreamEvent {
+  readonly bytes: Buffer;
+  readonly after: number;
+}
+
 const KEEPALIVE = ': keep-alive\n\n';
+/** A page's cursor as the page renders it (`"cursor":{"originId":"…","after":N}`), near its start. */
+const PAGE_CURSOR = /"cursor":\{"originId":"([^"]*)","after":(\d+)\}/;
+/** The event of each page Buffer: streams at one cursor share the page, so they share its event. */
+const events = new WeakMap<Buffer, StreamEvent>();
+
+/**
+ * The stream event of page `page` (a feed or inbox page as its GET answers it): `id:
+ * <originId>:<after>` from the page's own cursor, then `data: ` and the page, then the blank
+ * line that ends an event. Built once per page Buffer and shared by every stream that sends it
+ * (the page cache hands the same Buffer to every stream at one cursor). Pages are one line of
+ * JSON (no raw line break), so one `data:` line carries it whole.
+ */
+export function eventOf(page: Buffer): StreamEvent {
+  let ev = events.get(page);
+  if (ev === undefined) {
+    const m = PAGE_CURSOR.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
+    if (m === null) throw new Error('a feed page without its cursor');
+    const after = Number(m[2]);
+    ev = { bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${after}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]), after };
+    events.set(page, ev);
+  }
+  return ev;
+}
 
 /** A `Last-Event-ID` value: the `<originId>:<after>` of a stream event's id. */
 const EVENT_ID = /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):(0|[1-9][0-9]{0,15})$/;
@@ -96,11 +123,7 @@ export class FeedStream implements HeldStream {
       for (;;) {
         const next = this.source.next(this.after);
         if (next === null || next.after <= this.after) return;
-        res.cork();
-        res.write(`id: ${this.source.originId}:${next.after}\ndata: `);
-        res.write(next.page);
-        const room = res.write(SSE_END);
-        res.uncork();
+        const room = res.write(next.bytes);
         this.after = next.after;
         this.lastWriteMs = this.nowMs();
         if (!room && res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
