@@ -170,6 +170,12 @@ export interface ResponseDoc {
   /** Content type when not application/json. */
   contentType?: string;
   headers?: string[];
+  /**
+   * The same status may instead be a stream of Server-Sent Events (issue 37; asked for with
+   * `Accept: text/event-stream`): what its events carry. OpenAPI lists it as a second content,
+   * `text/event-stream`.
+   */
+  eventStream?: string;
 }
 
 /**

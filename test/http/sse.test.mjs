@@ -288,3 +288,14 @@ test(`streams share the held requests' bounds: past ${FEED_WAITERS_PER_AGENT_MAX
   assert.ok(streams.every((st) => st.done), 'every stream ended cleanly');
   assert.equal(await stopping, 0);
 });
+
+test('/openapi.json documents the stream form: a text/event-stream content beside the JSON page, and the Last-Event-ID header, on the three routes', async (t) => {
+  const s = await startServer(t);
+  const doc = (await s.get('/openapi.json')).body;
+  for (const path of ['/api/changes', '/api/work/changes', '/api/inbox']) {
+    const op = doc.paths[path].get;
+    assert.deepEqual(Object.keys(op.responses['200'].content).sort(), ['application/json', 'text/event-stream'], path);
+    assert.match(op.responses['200'].content['text/event-stream'].schema.description, /Last-Event-ID/);
+    assert.ok(op.parameters.some((p) => p.in === 'header' && p.name === 'Last-Event-ID'), `${path}: Last-Event-ID`);
+  }
+});

@@ -9,7 +9,7 @@ import { route } from '../route.js';
 import { checkCursor } from '../../domain/feeds/pages.js';
 import { inboxHasEntryAfter, inboxOriginId, inboxPageJson } from '../../domain/inbox/inbox.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
-import { openStream, pageOrWait, wantsStream } from '../feeds/routes.js';
+import { LAST_EVENT_ID_PARAMETER, STREAM_DOC, openStream, pageOrWait, wantsStream } from '../feeds/routes.js';
 
 export const inboxRoutes: Route[] = [
   route({
@@ -22,7 +22,8 @@ export const inboxRoutes: Route[] = [
     query: 'InboxQuery',
     rateLimit: 'changeRead',
     errors: [409],
-    responses: { 200: { description: 'One page; store the whole cursor only after processing every entry.', schema: 'InboxPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every entry.', schema: 'InboxPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app, query, agent } = ctx;
       const originId = inboxOriginId(app.log.originId);
