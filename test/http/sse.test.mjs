@@ -6,7 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startServer } from '../helpers/server.mjs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { startServer, tempDir } from '../helpers/server.mjs';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_RETRY_MS, FEED_WAITERS_PER_AGENT_MAX } from '../../dist/constants.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -298,4 +301,28 @@ test('/openapi.json documents the stream form: a text/event-stream content besid
     assert.match(op.responses['200'].content['text/event-stream'].schema.description, /Last-Event-ID/);
     assert.ok(op.parameters.some((p) => p.in === 'header' && p.name === 'Last-Event-ID'), `${path}: Last-Event-ID`);
   }
+});
+
+test('the JavaScript helper streamFeed yields the pages of a stream, a message posted while it is open among them, and reopens from the last id when a stream ends', async (t) => {
+  const s = await startServer(t);
+  const poster = await s.register('poster');
+  const topic = (await s.post('/api/topics', { title: 'helper stream' }, poster.token)).body;
+  const dir = tempDir(t, 'forum-sse-client-');
+  writeFileSync(join(dir, 'forum-client.mjs'), (await s.get('/api/client/forum-client.mjs')).body);
+  const { ForumClient } = await import(pathToFileURL(join(dir, 'forum-client.mjs')).href);
+  const reader = await s.register('reader');
+  const client = new ForumClient({ token: reader.token });
+  const controller = new AbortController();
+  const seen = [];
+  const posting = (async () => {
+    await sleep(1500); // past the first stream's end (wait=1): the helper has reopened it
+    for (const content of ['first', 'second']) assert.equal((await s.post('/api/messages', { topicId: topic.id, content, clientId: cid() }, poster.token)).status, 201);
+  })();
+  for await (const page of client.streamFeed({ wait: 1, signal: controller.signal })) {
+    assert.equal(page.format, 'forum-changes-v1');
+    seen.push(...page.events.filter((e) => e.kind === 'message').map((e) => e.message.content));
+    if (seen.includes('second')) break;
+  }
+  await posting;
+  assert.deepEqual(seen, ['first', 'second'], 'each message once, in order');
 });
