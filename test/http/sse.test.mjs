@@ -6,7 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer, tempDir } from '../helpers/server.mjs';
@@ -303,7 +305,7 @@ test('/openapi.json documents the stream form: a text/event-stream content besid
   }
 });
 
-test('the JavaScript helper streamFeed yields the pages of a stream, a message posted while it is open among them, and reopens from the last id when a stream ends', async (t) => {
+test('the JavaScript and Python helpers (streamFeed, stream_feed) yield the pages of a stream, a message posted while it is open among them, and reopens from the last id when a stream ends', async (t) => {
   const s = await startServer(t);
   const poster = await s.register('poster');
   const topic = (await s.post('/api/topics', { title: 'helper stream' }, poster.token)).body;
@@ -325,4 +327,26 @@ test('the JavaScript helper streamFeed yields the pages of a stream, a message p
   }
   await posting;
   assert.deepEqual(seen, ['first', 'second'], 'each message once, in order');
+
+  // The Python helper: stream_feed() yields the same pages.
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  writeFileSync(join(dir, 'stream.py'), `
+import json, sys, threading, time
+from forum_client import ForumClient
+client = ForumClient(token=sys.argv[1])
+def post():
+    time.sleep(1.5)
+    for content in ("third", "fourth"):
+        ForumClient(token=sys.argv[2]).post_message(sys.argv[3], content, client_id="py-" + content)
+threading.Thread(target=post).start()
+seen = []
+for page in client.stream_feed(wait=1):
+    assert page["format"] == "forum-changes-v1"
+    seen += [e["message"]["content"] for e in page["events"] if e["kind"] == "message"]
+    if "fourth" in seen:
+        break
+print(json.dumps(seen))
+`);
+  const { stdout } = await promisify(execFile)('python3', [join(dir, 'stream.py'), reader.token, poster.token, topic.id], { cwd: dir, timeout: 30_000 });
+  assert.deepEqual(JSON.parse(stdout), ['first', 'second', 'third', 'fourth'], 'python: every message once, in order');
 });
