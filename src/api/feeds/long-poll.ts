@@ -187,16 +187,17 @@ export class FeedWaiters {
 
   /**
    * Coalesces stream writes (FEED_STREAM_FLUSH_MS, leading edge): the first commit of a quiet
-   * period is written at once and opens a window; commits within it are written together when it
-   * ends, which opens the next window; a window without commits closes it.
+   * period is written at once and, when it woke any stream, opens a window; commits within it are
+   * written together when it ends, which opens the next window; a window without commits closes
+   * it. A commit that concerns no stream (most commits, for inbox streams) opens no window, so the
+   * next one that does is written at once.
    */
   private requestFlush(): void {
     if (this.flushTimer !== null) {
       this.flushPending = true;
       return;
     }
-    this.flushStreams();
-    this.flushTimer = setTimeout(() => this.windowEnd(), FEED_STREAM_FLUSH_MS).unref();
+    if (this.flushStreams() > 0) this.flushTimer = setTimeout(() => this.windowEnd(), FEED_STREAM_FLUSH_MS).unref();
   }
 
   private windowEnd(): void {
@@ -206,18 +207,33 @@ export class FeedWaiters {
     this.requestFlush();
   }
 
-  /** Lets every stream whose feed (an inbox stream: its agent's inbox) has an event past its cursor write. */
-  private flushStreams(): void {
+  /**
+   * Lets every stream whose feed (an inbox stream: its agent's inbox) has an event past its cursor
+   * write. Output: how many streams it woke.
+   */
+  private flushStreams(): number {
+    let woken = 0;
     for (const feed of ['discussion', 'work'] as const) {
       const set = this.streamsByFeed[feed];
       if (set.size === 0) continue;
       const last = this.lastEvent(feed);
-      for (const w of [...set]) if (last > w.stream!.after) w.stream!.pump();
+      for (const w of [...set]) {
+        if (last > w.stream!.after) {
+          woken++;
+          w.stream!.pump();
+        }
+      }
     }
     for (const [agentId, set] of [...this.inboxStreamsByAgent]) {
       const mine = this.lastEvent('inbox', agentId);
-      for (const w of [...set]) if (mine > w.stream!.after) w.stream!.pump();
+      for (const w of [...set]) {
+        if (mine > w.stream!.after) {
+          woken++;
+          w.stream!.pump();
+        }
+      }
     }
+    return woken;
   }
 
   private index(w: Waiter): void {
