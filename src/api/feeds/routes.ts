@@ -121,7 +121,8 @@ export function wantsStream(req: IncomingMessage): boolean {
  * `originId` and `head` first, so a bad cursor is the JSON form's 400/409 before the stream starts.
  * `page(q)` renders the page at cursor `q` from durable records only, or returns null when there
  * is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
- * when absent). Past the bounds on held requests: 429 RATE_LIMITED (the caller's
+ * when absent); once the caller is disabled it sends nothing more. Past the bounds on held
+ * requests: 429 RATE_LIMITED (the caller's
  * FEED_WAITERS_PER_AGENT_MAX) or 503 UNAVAILABLE (FEED_WAITERS_MAX), with Retry-After
  * FEED_STREAM_BUSY_RETRY_SECONDS.
  */
@@ -130,14 +131,18 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
   const q: CursorQuery = resumed === undefined ? { ...ctx.query } : { after: resumed.after, originId: resumed.originId, limit: ctx.query.limit };
   checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
   const { app } = ctx;
+  const agent = ctx.agent!;
   const source = {
     next(after: number) {
+      // An agent the operator disables while its stream is open gets nothing more (its stream
+      // ends at its wait, and reopening it is 401).
+      if (agent.disabled) return null;
       const p = page({ after, limit: q.limit, originId });
       return p === null ? null : eventOf(p);
     },
   };
   const stream = new FeedStream(source, q.after, () => app.now());
-  const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, ctx.agent!.profile.id, ctx.req.socket, stream);
+  const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agent.profile.id, ctx.req.socket, stream);
   if (refused === 'agent') {
     throw tooManyRequests(`you hold ${FEED_WAITERS_PER_AGENT_MAX} long-polled requests and streams already (the most per agent); close one, or retry after Retry-After seconds`, FEED_STREAM_BUSY_RETRY_SECONDS);
   }
