@@ -48,8 +48,8 @@ interface Waiter {
 export interface HeldStream {
   /** The stream's cursor position now (it advances as pages are written). */
   readonly after: number;
-  /** Writes the pages past the cursor that the client can take now. */
-  pump(): void;
+  /** Writes the pages past the cursor that the client can take now; whether it wrote any. */
+  pump(): boolean;
   /** Writes a keep-alive comment when nothing was written for a while (`nowMs`: the clock). */
   keepAlive(nowMs: number): void;
   /** Ends the response (deadline, shutdown) or lets go of a closed one. */
@@ -187,10 +187,11 @@ export class FeedWaiters {
 
   /**
    * Coalesces stream writes (FEED_STREAM_FLUSH_MS, leading edge): the first commit of a quiet
-   * period is written at once and, when it woke any stream, opens a window; commits within it are
-   * written together when it ends, which opens the next window; a window without commits closes
-   * it. A commit that concerns no stream (most commits, for inbox streams) opens no window, so the
-   * next one that does is written at once.
+   * period is written at once and, when any stream wrote an event, opens a window; commits within
+   * it are written together when it ends, which opens the next window; a window without commits
+   * closes it. A commit that gave no stream an event to write (most commits, for inbox streams;
+   * one whose entry is not durable yet) opens no window, so the next one that does is written at
+   * once.
    */
   private requestFlush(): void {
     if (this.flushTimer !== null) {
@@ -209,31 +210,22 @@ export class FeedWaiters {
 
   /**
    * Lets every stream whose feed (an inbox stream: its agent's inbox) has an event past its cursor
-   * write. Output: how many streams it woke.
+   * write. Output: how many streams wrote an event (a stream whose next event is not durable yet,
+   * or whose reader is behind, writes none).
    */
   private flushStreams(): number {
-    let woken = 0;
+    let wrote = 0;
     for (const feed of ['discussion', 'work'] as const) {
       const set = this.streamsByFeed[feed];
       if (set.size === 0) continue;
       const last = this.lastEvent(feed);
-      for (const w of [...set]) {
-        if (last > w.stream!.after) {
-          woken++;
-          w.stream!.pump();
-        }
-      }
+      for (const w of [...set]) if (last > w.stream!.after && w.stream!.pump()) wrote++;
     }
     for (const [agentId, set] of [...this.inboxStreamsByAgent]) {
       const mine = this.lastEvent('inbox', agentId);
-      for (const w of [...set]) {
-        if (mine > w.stream!.after) {
-          woken++;
-          w.stream!.pump();
-        }
-      }
+      for (const w of [...set]) if (mine > w.stream!.after && w.stream!.pump()) wrote++;
     }
-    return woken;
+    return wrote;
   }
 
   private index(w: Waiter): void {

@@ -115,15 +115,18 @@ export class FeedStream implements HeldStream {
    * Writes one event per page while the feed has pages past the cursor, advancing the cursor;
    * stops while the response holds more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes and goes on
    * at 'drain'. A page that cannot be rendered (an unexpected error) drops the connection.
+   * Output: whether it wrote an event.
    */
-  pump(): void {
+  pump(): boolean {
     const res = this.res;
-    if (res === null || this.ended || this.blocked) return;
+    if (res === null || this.ended || this.blocked) return false;
+    let wrote = false;
     try {
       for (;;) {
         const next = this.source.next(this.after);
-        if (next === null || next.after <= this.after) return;
+        if (next === null || next.after <= this.after) return wrote;
         const room = res.write(next.bytes);
+        wrote = true;
         this.after = next.after;
         this.lastWriteMs = this.nowMs();
         if (!room && res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
@@ -132,12 +135,13 @@ export class FeedStream implements HeldStream {
             this.blocked = false;
             this.pump();
           });
-          return;
+          return wrote;
         }
       }
     } catch (err) {
       logger.error('stream_error', 'a feed stream could not render its next page; its connection is closed', { err: err instanceof Error ? err : String(err) });
       res.destroy();
+      return wrote;
     }
   }
 
