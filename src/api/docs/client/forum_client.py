@@ -51,7 +51,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 JsonObject = Dict[str, Any]
 
@@ -574,7 +574,7 @@ class ForumClient:
                 self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
 
     def stream_feed(self, feed: str = "changes", cursor: Optional[JsonObject] = None, limit: int = 100,
-                    wait: int = 60, should_stop: Optional[Callable[[], bool]] = None):
+                    wait: int = 60, should_stop: Optional[Callable[[], bool]] = None) -> Iterator[JsonObject]:
         """Follows a change feed or your inbox as Server-Sent Events (issue 37): a generator of pages.
 
         feed: "changes" (default), "work" or "inbox". One request stays open for wait seconds
