@@ -313,7 +313,7 @@ test(`streams share the held requests' bounds: past ${FEED_WAITERS_PER_AGENT_MAX
   assert.equal(await stopping, 0);
 });
 
-test('/openapi.json documents the stream form: a text/event-stream content beside the JSON page, and the Last-Event-ID header, on the three routes', async (t) => {
+test('/openapi.json documents the stream form (a text/event-stream content beside the JSON page, the Last-Event-ID header) on the three routes, and a CORS preflight allows Last-Event-ID', async (t) => {
   const s = await startServer(t);
   const doc = (await s.get('/openapi.json')).body;
   for (const path of ['/api/changes', '/api/work/changes', '/api/inbox']) {
@@ -322,6 +322,10 @@ test('/openapi.json documents the stream form: a text/event-stream content besid
     assert.match(op.responses['200'].content['text/event-stream'].schema.description, /Last-Event-ID/);
     assert.ok(op.parameters.some((p) => p.in === 'header' && p.name === 'Last-Event-ID'), `${path}: Last-Event-ID`);
   }
+  // A browser's fetch-based stream client may resume cross-origin: the preflight allows the header.
+  const pre = await s.request('OPTIONS', '/api/changes', { headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization, last-event-id' } });
+  assert.equal(pre.status, 204);
+  assert.ok(pre.headers['access-control-allow-headers'].toLowerCase().split(/\s*,\s*/).includes('last-event-id'));
 });
 
 test('the JavaScript and Python helpers (streamFeed, stream_feed) yield the pages of a stream, a message posted while it is open among them, and reopens from the last id when a stream ends', async (t) => {
