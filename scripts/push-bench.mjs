@@ -12,7 +12,10 @@
 //      agents (2 or 20 each), every one on a connection of its own; each one, answered, sends
 //      its next request at once from the page's cursor (what the helpers' followFeed does).
 //      Every write wakes them all. The same with waiters on /api/inbox, which only a write that
-//      concerns their agent wakes: each probe mentions 5 of the 50 agents in turn.
+//      concerns their agent wakes: each probe mentions 5 of the 50 agents in turn. Then the same
+//      four cells with Server-Sent Events streams instead of long polls (`Accept:
+//      text/event-stream`, one stream per connection, each page an event; a stream that ends at
+//      its wait is reopened from its last event id).
 //      Delivery is timed with probes: a probe writer of the harness posts one message every
 //      100 ms (on its own connection, beside the load) and notes when its 201 arrived — the
 //      moment the write was acknowledged to its writer, after its group commit's fdatasync. A
@@ -46,12 +49,18 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * woken only by the probes that mention their agent). 0 waiters is the throughput reference.
  */
 const CELLS = [
-  { feed: 'changes', waiters: 0 },
-  { feed: 'changes', waiters: 100 },
-  { feed: 'changes', waiters: 1000 },
-  { feed: 'inbox', waiters: 100 },
-  { feed: 'inbox', waiters: 1000 },
+  { feed: 'changes', waiters: 0, mode: 'poll' },
+  { feed: 'changes', waiters: 100, mode: 'poll' },
+  { feed: 'changes', waiters: 1000, mode: 'poll' },
+  { feed: 'inbox', waiters: 100, mode: 'poll' },
+  { feed: 'inbox', waiters: 1000, mode: 'poll' },
+  { feed: 'changes', waiters: 100, mode: 'sse' },
+  { feed: 'changes', waiters: 1000, mode: 'sse' },
+  { feed: 'inbox', waiters: 100, mode: 'sse' },
+  { feed: 'inbox', waiters: 1000, mode: 'sse' },
 ];
+/** How a cell's waiters follow their feed: held long-poll requests, or Server-Sent Events streams. */
+const MODES = { poll: 'long poll', sse: 'SSE' };
 /** Waiter agents a probe mentions (inbox cells): probe k mentions agents 5k .. 5k + 4 (mod 50). */
 const MENTIONS_PER_PROBE = 5;
 const PATHS = { changes: '/api/changes', inbox: '/api/inbox' };
@@ -65,6 +74,12 @@ const WAIT_S = 30;
 /** The issue's target: write req/s with 1,000 waiters ≥ this × without. */
 const TARGET_RATIO = 0.9;
 const PROBE = /push probe #(\d+)\./g;
+/** Stream framing and the probe text, as bytes (the SSE waiters scan bytes). */
+const EVENT_END = Buffer.from('\n\n');
+const PROBE_MARK = Buffer.from('push probe #');
+const DOT = Buffer.from('.');
+const NEWLINE = Buffer.from('\n');
+const ID_MARK = Buffer.from('id: ');
 
 /** How many of the [probe, time] pairs in `arrivals` are of probe `k`. */
 function countOf(arrivals, k) {
@@ -112,11 +127,12 @@ async function caughtUp(base, feed, token) {
 
 /**
  * Starts `n` waiters on `feed` (waiter i as agent i mod WAITER_AGENTS) at `cursor` (an inbox
- * cursor at the head is every agent's caught-up cursor), each on a connection of its own. Each
- * notes [probe number, arrival ms] for every probe its pages carry. Returns { arrivals, stats,
- * stop() }.
+ * cursor at the head is every agent's caught-up cursor), each on a connection of its own, as
+ * held long polls (`mode` 'poll') or streams ('sse'). Each notes [probe number, arrival ms] for
+ * every probe its pages carry. Returns { arrivals, stats, stop() }; stats.responses counts pages
+ * read (long-poll responses, stream events).
  */
-function startWaiters(base, feed, tokens, n, cursor) {
+function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
   const pool = new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
   const controller = new AbortController();
   const arrivals = [];
@@ -143,7 +159,46 @@ function startWaiters(base, feed, tokens, n, cursor) {
       }
     }
   };
-  const loops = Array.from({ length: n }, (_, i) => loop(i));
+  // A stream: one request that stays open, every page an event (`id:` its cursor, `data:` the
+  // page); an event's arrival is the chunk that completed it. When the stream ends at its wait,
+  // the next one resumes from the last id, as EventSource does.
+  const streamLoop = async (i) => {
+    const authorization = `Bearer ${tokens[i % tokens.length]}`;
+    let lastId = `${cursor.originId}:${cursor.after}`;
+    while (!stopping) {
+      try {
+        const res = await pool.request({ method: 'GET', path: `${PATHS[feed]}?limit=100&wait=${WAIT_S}`, headers: { authorization, accept: 'text/event-stream', 'last-event-id': lastId }, signal: controller.signal });
+        if (res.statusCode !== 200) throw new Error(`stream ${PATHS[feed]} → ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
+        // Bytes, not text: the probes and ids are ASCII, and a stream of every event of the write
+        // load is a lot to decode in the harness's one process.
+        let pending = Buffer.alloc(0);
+        for await (const chunk of res.body) {
+          const at = performance.now();
+          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+          const end = pending.lastIndexOf(EVENT_END);
+          if (end === -1) continue;
+          const complete = pending.subarray(0, end);
+          pending = pending.subarray(end + 2);
+          for (let i = complete.indexOf(PROBE_MARK); i !== -1; i = complete.indexOf(PROBE_MARK, i + PROBE_MARK.length)) {
+            const from = i + PROBE_MARK.length;
+            arrivals.push(Number(complete.toString('latin1', from, complete.indexOf(DOT, from))), at);
+          }
+          for (let i = complete.indexOf(ID_MARK); i !== -1; i = complete.indexOf(ID_MARK, i + 1)) {
+            if (i > 0 && complete[i - 1] !== 10) continue; // an `id:` field starts a line
+            const from = i + ID_MARK.length;
+            lastId = complete.toString('latin1', from, complete.indexOf(NEWLINE, from));
+            stats.responses++;
+          }
+        }
+      } catch (err) {
+        if (stopping) return;
+        stats.errors++;
+        stats.lastError = err.message;
+        await sleep(100);
+      }
+    }
+  };
+  const loops = Array.from({ length: n }, (_, i) => (mode === 'sse' ? streamLoop(i) : loop(i)));
   return {
     arrivals,
     stats,
@@ -228,7 +283,7 @@ export async function measurePush(ctx) {
         // How many of the waiters probe k concerns: all on the feed; on the inbox, those of the agents it mentions.
         const concerned = (k) => (cell.feed === 'changes' ? n : mentionedBy(k).reduce((sum, a) => sum + Math.floor(n / WAITER_AGENTS) + (a < n % WAITER_AGENTS ? 1 : 0), 0));
         const cursor = await caughtUp(server.base, cell.feed, waiterTokens[0]);
-        const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor);
+        const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode);
         await untilHeld(info.metricsUrl, n);
         if (opts.warmup > 0) await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.warmup);
         const responsesBefore = waiters.stats.responses;
@@ -260,7 +315,7 @@ export async function measurePush(ctx) {
         cell.errors += waiters.stats.errors;
         cell.lastError = waiters.stats.lastError ?? cell.lastError;
         const lat = n > 0 ? `  delivery p50 ${fmtMs(pct(cell.latencies, 50))} ms p99 ${fmtMs(pct(cell.latencies, 99))} ms (${fmtInt(cell.delivered)} of ${fmtInt(cell.expected)})` : '';
-        log(`[push ${round + 1}/${opts.rounds}] ${cell.feed.padEnd(7)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
+        log(`[push ${round + 1}/${opts.rounds}] ${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
       }
     }
     for (const cell of cells) cell.summary = ctx.summarize(cell.rounds);
@@ -274,7 +329,7 @@ export async function measurePush(ctx) {
 
 /** The section's markdown lines. */
 export function renderPush(result, opts) {
-  const out = ['', '## Push: long-polled feeds (issue 37)', ''];
+  const out = ['', '## Push: long-polled feeds and streams (issue 37)', ''];
   if (!result || result.skipped) {
     out.push(`skipped: ${result?.skipped ?? 'off (--no-push)'}`);
     return out;
@@ -283,20 +338,20 @@ export function renderPush(result, opts) {
     out.push(`**failed: ${result.failed}**`);
     return out;
   }
-  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request at once from the page's cursor; every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request at once from the page's cursor (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   const none = result.cells.find((c) => c.waiters === 0).summary;
-  out.push(`| waiters on | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | waiter responses/s | non-2xx | target |`);
-  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | waiter pages/s | non-2xx | target |`);
+  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const c of result.cells) {
     const s = c.summary;
     const ratio = s.rps / none.rps;
     const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${ratio >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
-    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
+    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
   }
-  out.push('', `Reading the table: each /api/changes waiter reads every event of the write load, so 1,000 of them read about 1,000 × the write rate in events; "waiter responses/s" is what the harness (one process, on the same cores) managed to read. When that is less than the stream needs, the waiters fall behind and their delivery latency is their backlog — a bound of this machine and harness, not of the server's wake-up after a commit. The /api/inbox rows show the cost of holding requests that a write does not concern.`);
+  out.push('', `Reading the table: each /api/changes waiter reads every event of the write load, so 1,000 of them read about 1,000 × the write rate in events; "waiter pages/s" is how many pages (long-poll responses, stream events) the harness (one process, on the same cores) managed to read. When that is less than the stream needs, the waiters fall behind and their delivery latency is their backlog — a bound of this machine and harness, not of the server's wake-up after a commit. The /api/inbox rows show the cost of holding requests that a write does not concern.`);
   const errors = result.cells.filter((c) => c.errors > 0);
-  for (const c of errors) out.push('', `${c.waiters} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
+  for (const c of errors) out.push('', `${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
 }
 
@@ -306,8 +361,8 @@ export function pushFailures(result, maxRatio) {
   if (result.failed) return [`push: ${result.failed}`];
   const out = [];
   for (const c of result.cells) {
-    if (c.summary.non2xxRatio > maxRatio) out.push(`push write c=${CONNECTIONS} with ${c.waiters} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
-    if (c.errors > 0) out.push(`push: ${c.errors} waiter requests failed with ${c.waiters} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
+    if (c.summary.non2xxRatio > maxRatio) out.push(`push write c=${CONNECTIONS} with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
+    if (c.errors > 0) out.push(`push: ${c.errors} waiter requests failed with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
   }
   return out;
 }

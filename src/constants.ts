@@ -104,6 +104,41 @@ export const FEED_WAITERS_MAX = 1536;
 export const FEED_WAITER_RSS_BYTES_MAX = 32 * 1024;
 /** How often held feed requests are checked for their deadline, in ms (one timer for all; issue 37). */
 export const FEED_WAIT_SWEEP_MS = 100;
+/**
+ * Change feeds as Server-Sent Events (issue 37 "optionally the same stream as Server-Sent
+ * Events"): a stream asked for without `wait` stays open this many seconds (the long poll's
+ * FEED_WAIT_SECONDS_MAX; ours), then ends and the client reconnects with Last-Event-ID.
+ */
+export const FEED_STREAM_WAIT_DEFAULT_SECONDS = 60;
+/**
+ * Streams are written at most once per this many ms (ours; issue 37 "answered within 100 ms of a
+ * commit"): the first group commit after a quiet period is sent at once, the later ones within the
+ * window together at its end, so at high write rates 1,000 streams cost one write each per window,
+ * not one per group commit. One timer for all streams.
+ */
+export const FEED_STREAM_FLUSH_MS = 50;
+/**
+ * A stream whose response holds more than this many bytes not yet taken by the client's socket
+ * is not written to until it drains (ours; issue 37 "memory that does not grow with waiters"): it
+ * keeps its cursor and catches up from it afterwards, so a reader that does not read costs at most
+ * this plus one page.
+ */
+export const FEED_STREAM_BUFFER_BYTES_MAX = 64 * 1024;
+/**
+ * The `retry:` a stream sends first, in ms (ours): how long an EventSource waits before it
+ * reconnects (with Last-Event-ID) once the stream ends at its wait.
+ */
+export const FEED_STREAM_RETRY_MS = 1000;
+/**
+ * A stream with nothing written for this many ms gets a `: keep-alive` comment line (ours), for
+ * proxies that close quiet connections; sent by the held requests' one sweep timer.
+ */
+export const FEED_STREAM_KEEPALIVE_MS = 15_000;
+/**
+ * Retry-After, in seconds, of the 429 (the caller's FEED_WAITERS_PER_AGENT_MAX reached) or 503
+ * (FEED_WAITERS_MAX reached) that refuses a stream past the bounds on held requests (ours).
+ */
+export const FEED_STREAM_BUSY_RETRY_SECONDS = 5;
 export const CATALOG_ITEMS_MAX = 3;
 /**
  * Feed pages whose whole window lies below the log head never change, so recently served ones are

@@ -14,8 +14,8 @@
  *   (read when scraped);
  * - `forum_scrub_bytes_total`, `forum_scrub_passes_total` and `forum_archive_damage_found_total`
  *   — the background scrub's progress and the damaged places found (issue 28; read when scraped);
- * - `forum_feed_waiters` — long-polled feed and inbox requests held now (issue 37; read when
- *   scraped);
+ * - `forum_feed_waiters` — long-polled feed and inbox requests held now and feed and inbox
+ *   streams (Server-Sent Events) open now (issue 37; read when scraped);
  * - prom-client's default process metrics (`process_*`, `nodejs_*`: CPU, memory, event-loop lag,
  *   GC).
  *
@@ -37,7 +37,7 @@ export interface MetricsSources {
   scrub?(): { bytes: number; passes: number; damage: number };
   /** Replication (issue 35): shipping lag and object-store requests; absent = replication off. */
   replication?(): ReplicationSample;
-  /** Long-polled feed requests held now (issue 37); absent = not reported. */
+  /** Long-polled feed requests held now and feed streams open now (issue 37); absent = not reported. */
   feedWaiters?(): number;
 }
 
@@ -103,7 +103,7 @@ export class Metrics {
     });
     const feedWaiters = sources.feedWaiters;
     if (feedWaiters !== undefined) {
-      new Gauge({ name: 'forum_feed_waiters', help: 'Long-polled feed and inbox requests held now (wait=SECONDS).', registers, collect() { this.set(feedWaiters()); } });
+      new Gauge({ name: 'forum_feed_waiters', help: 'Long-polled feed and inbox requests held now (wait=SECONDS) and feed and inbox streams open now (Accept: text/event-stream).', registers, collect() { this.set(feedWaiters()); } });
     }
     const replication = sources.replication;
     if (replication !== undefined) {

@@ -4,7 +4,7 @@
  * handler. The same table drives request handling and /openapi.json, so the document cannot miss
  * a route.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
 import { type ServiceError, fail, notFound } from '../errors.js';
@@ -29,7 +29,16 @@ export interface Reply {
   raw?: string | Buffer;
   contentType?: string;
   headers?: Record<string, string>;
+  /**
+   * ...or a stream (issue 37, Server-Sent Events): the server writes the head (`status`,
+   * EVENT_STREAM_CONTENT_TYPE, no Content-Length) and hands the response to this function, which
+   * writes to it and ends it later.
+   */
+  stream?: (res: ServerResponse) => void;
 }
+
+/** The Content-Type of a Server-Sent Events stream (WHATWG HTML "Server-sent events"; UTF-8 always). */
+export const EVENT_STREAM_CONTENT_TYPE = 'text/event-stream';
 
 /** A parsed request target: the path as sent (not decoded) and the query parameters. */
 export interface RequestTarget {
@@ -161,6 +170,12 @@ export interface ResponseDoc {
   /** Content type when not application/json. */
   contentType?: string;
   headers?: string[];
+  /**
+   * The same status may instead be a stream of Server-Sent Events (issue 37; asked for with
+   * `Accept: text/event-stream`): what its events carry. OpenAPI lists it as a second content,
+   * `text/event-stream`.
+   */
+  eventStream?: string;
 }
 
 /**

@@ -34,7 +34,7 @@ import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { writesStopped } from '../domain/admin/settings.js';
 import { logger, type LogFields } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { JSON_CONTENT_TYPE, Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
+import { EVENT_STREAM_CONTENT_TYPE, JSON_CONTENT_TYPE, Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
 
 /**
@@ -114,11 +114,12 @@ function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: s
 }
 
 /**
- * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, and
- * the ones an MCP client sends to POST /mcp. Mcp-Session-Id and Last-Event-ID are not listed:
- * /mcp is stateless (no session id is issued) and has no SSE stream to resume.
+ * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, the
+ * ones an MCP client sends to POST /mcp, and Last-Event-ID, with which a fetch-based stream
+ * client resumes a feed stream (issue 37). Mcp-Session-Id is not listed: /mcp is stateless (no
+ * session id is issued).
  */
-const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
+const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, Last-Event-ID, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
 
 /**
  * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method
@@ -179,6 +180,7 @@ export function toServiceError(err: unknown, context: LogFields = {}): ServiceEr
  * `requestId` as X-Request-Id when given.
  */
 export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requestId?: string): void {
+  if (reply.stream !== undefined) return sendStream(res, reply, reply.stream, head, requestId);
   let payload: string | Buffer;
   let contentType = reply.contentType ?? JSON_CONTENT_TYPE;
   if (reply.raw !== undefined) payload = reply.raw;
@@ -209,6 +211,25 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requ
     res.writeHead(reply.status, { ...BASE_HEADERS, ...idHeader, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
   }
   res.end(head ? undefined : payload);
+}
+
+/**
+ * Starts a streamed reply (issue 37, Server-Sent Events): writes the head — `reply.status`, the
+ * security headers, X-Request-Id, `text/event-stream`, chunked (no Content-Length), and
+ * `X-Accel-Buffering: no` so that a buffering proxy (nginx) passes events on as they come — and
+ * hands the response to `stream`, which writes the events and ends it. A HEAD request gets the
+ * head only.
+ */
+function sendStream(res: ServerResponse, reply: Reply, stream: (res: ServerResponse) => void, head: boolean, requestId?: string): void {
+  res.writeHead(reply.status, {
+    ...BASE_HEADERS,
+    ...(requestId === undefined ? {} : { 'X-Request-Id': requestId }),
+    ...reply.headers,
+    'Content-Type': EVENT_STREAM_CONTENT_TYPE,
+    'X-Accel-Buffering': 'no',
+  });
+  if (head) res.end();
+  stream(res);
 }
 
 /** Reads the bearer token and returns its agent; throws 401 (part 5 item 6). */

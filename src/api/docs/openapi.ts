@@ -29,7 +29,7 @@
  * - routes with their own `errorFormat` (A2A) refer to `components.responses.<schema><Name>`, the
  *   same error responses with that schema instead of Error.
  */
-import type { CatchAllOperation, Method, ParameterDoc, RateLimitClass, Route, ResponseDoc } from '../../http/router.js';
+import { EVENT_STREAM_CONTENT_TYPE, type CatchAllOperation, type Method, type ParameterDoc, type RateLimitClass, type Route, type ResponseDoc } from '../../http/router.js';
 import type { JsonSchema } from '../../http/validate.js';
 import {
   BASE_URL_PLACEHOLDER,
@@ -281,7 +281,10 @@ function catchAllOperation(route: Route, o: CatchAllOperation): Operation {
 function responseContent(doc: ResponseDoc, schemas: ReadonlyMap<string, JsonSchema>): Record<string, unknown> | undefined {
   if (doc.schema !== undefined) {
     if (!schemas.has(doc.schema)) throw new Error(`response schema "${doc.schema}" is not in schemas/`);
-    return { [mediaType(doc.contentType ?? 'application/json')]: { schema: schemaRef(doc.schema) } };
+    const content: Record<string, unknown> = { [mediaType(doc.contentType ?? 'application/json')]: { schema: schemaRef(doc.schema) } };
+    // A stream of Server-Sent Events (issue 37): text whose events' `data` is one page each.
+    if (doc.eventStream !== undefined) content[EVENT_STREAM_CONTENT_TYPE] = { schema: { type: 'string', description: doc.eventStream } };
+    return content;
   }
   if (doc.contentType !== undefined) return { [mediaType(doc.contentType)]: { schema: textOrBinary(doc.contentType) } };
   return undefined;

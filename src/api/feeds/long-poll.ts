@@ -12,9 +12,15 @@
  * compares each feed's last event with the one it saw before: only a feed that gained an event
  * has its held requests looked at, one comparison each; held inbox requests are kept per agent,
  * so only the agents whose inbox gained an entry are looked at.
+ *
+ * Streams (Server-Sent Events, src/api/feeds/stream.ts) are held requests too: they share the
+ * bounds, the sweep (their deadline and keep-alive comments) and `releaseAll`, and are counted in
+ * `size`. After a group commit they are not answered but written to: at most once per
+ * FEED_STREAM_FLUSH_MS (one shared timer; leading edge), each stream of a feed that gained an
+ * event past its cursor writes its pages (`pump`).
  */
 import type { Socket } from 'node:net';
-import { FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
+import { FEED_STREAM_FLUSH_MS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
 import { holdConnection } from '../../http/server.js';
 import type { Reply } from '../../http/router.js';
 
@@ -32,9 +38,26 @@ interface Waiter {
   /** When the wait ends, in the clock's ms. */
   deadlineMs: number;
   agentId: string;
-  /** Answers the request now (renders its page) and forgets it. */
+  /** Answers the request now (renders its page; a stream: ends it) and forgets it. */
   answer: () => void;
+  /** Set for a stream: what the flush and the sweep call. */
+  stream?: HeldStream;
 }
+
+/** What FeedWaiters needs of an open stream (src/api/feeds/stream.ts). */
+export interface HeldStream {
+  /** The stream's cursor position now (it advances as pages are written). */
+  readonly after: number;
+  /** Writes the pages past the cursor that the client can take now; whether it wrote any. */
+  pump(): boolean;
+  /** Writes a keep-alive comment when nothing was written for a while (`nowMs`: the clock). */
+  keepAlive(nowMs: number): void;
+  /** Ends the response (deadline, shutdown) or lets go of a closed one. */
+  end(): void;
+}
+
+/** Why `FeedWaiters.openStream` refused: the caller's bound or the total one. */
+export type StreamRefusal = 'agent' | 'total';
 
 /** The held feed requests of one app. */
 export class FeedWaiters {
@@ -44,6 +67,14 @@ export class FeedWaiters {
   private readonly inboxByAgent = new Map<string, Set<Waiter>>();
   private readonly perAgent = new Map<string, number>();
   private sweep: NodeJS.Timeout | null = null;
+  /** Open streams, by feed and (inbox) per agent: the flush looks only at these. */
+  private readonly streamsByFeed: Record<'discussion' | 'work', Set<Waiter>> = { discussion: new Set(), work: new Set() };
+  private readonly inboxStreamsByAgent = new Map<string, Set<Waiter>>();
+  private streams = 0;
+  /** The flush window's one timer (null: quiet, the next commit is written at once). */
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** A commit arrived within the current window: flush at its end. */
+  private flushPending = false;
   /** Each feed's last event position as `notify` last saw it. */
   private readonly seen: Record<FeedName, number>;
 
@@ -73,36 +104,64 @@ export class FeedWaiters {
    * connection closes is answered (into nothing) and forgotten at once.
    */
   hold(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, render: () => Reply): Promise<Reply> | null {
-    const mine = this.perAgent.get(agentId) ?? 0;
-    if (this.held.size >= FEED_WAITERS_MAX || mine >= FEED_WAITERS_PER_AGENT_MAX) return null;
+    if (this.refusal(agentId) !== null) return null;
     return new Promise<Reply>((resolve, reject) => {
-      const release = holdConnection(socket);
-      const waiter: Waiter = {
-        feed,
-        after,
-        agentId,
-        deadlineMs: this.nowMs() + waitSeconds * 1000,
-        answer: () => {
-          if (!this.held.delete(waiter)) return;
-          this.unindex(waiter);
-          socket.off('close', waiter.answer);
-          release();
-          const left = this.perAgent.get(agentId)! - 1;
-          if (left === 0) this.perAgent.delete(agentId);
-          else this.perAgent.set(agentId, left);
-          try {
-            resolve(render());
-          } catch (err) {
-            reject(err as Error);
-          }
-        },
-      };
-      this.held.add(waiter);
-      this.index(waiter);
-      this.perAgent.set(agentId, mine + 1);
-      socket.once('close', waiter.answer);
-      this.sweep ??= setInterval(() => this.expire(), FEED_WAIT_SWEEP_MS).unref();
+      this.add(feed, after, waitSeconds, agentId, socket, () => {
+        try {
+          resolve(render());
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
     });
+  }
+
+  /**
+   * Which bound a new held request or stream of `agentId` would pass: 'total' (FEED_WAITERS_MAX),
+   * 'agent' (FEED_WAITERS_PER_AGENT_MAX), or null when it fits.
+   */
+  refusal(agentId: string): StreamRefusal | null {
+    if (this.held.size >= FEED_WAITERS_MAX) return 'total';
+    return (this.perAgent.get(agentId) ?? 0) >= FEED_WAITERS_PER_AGENT_MAX ? 'agent' : null;
+  }
+
+  /**
+   * Opens stream `stream` of `agentId` on `feed` for up to `waitSeconds` (s), counted in the same
+   * bounds as held requests. Output: null when opened (it is ended at its deadline, at
+   * `releaseAll`, and forgotten when its connection closes), or which bound refused it.
+   */
+  openStream(feed: FeedName, waitSeconds: number, agentId: string, socket: Socket, stream: HeldStream): StreamRefusal | null {
+    const refused = this.refusal(agentId);
+    if (refused !== null) return refused;
+    this.add(feed, stream.after, waitSeconds, agentId, socket, () => stream.end(), stream);
+    return null;
+  }
+
+  /** Holds a request or stream; `done` runs once when it is answered, ended or its connection closes. */
+  private add(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, done: () => void, stream?: HeldStream): void {
+    const release = holdConnection(socket);
+    const waiter: Waiter = {
+      feed,
+      after,
+      agentId,
+      deadlineMs: this.nowMs() + waitSeconds * 1000,
+      stream,
+      answer: () => {
+        if (!this.held.delete(waiter)) return;
+        this.unindex(waiter);
+        socket.off('close', waiter.answer);
+        release();
+        const left = this.perAgent.get(agentId)! - 1;
+        if (left === 0) this.perAgent.delete(agentId);
+        else this.perAgent.set(agentId, left);
+        done();
+      },
+    };
+    this.held.add(waiter);
+    this.index(waiter);
+    this.perAgent.set(agentId, (this.perAgent.get(agentId) ?? 0) + 1);
+    socket.once('close', waiter.answer);
+    this.sweep ??= setInterval(() => this.expire(), FEED_WAIT_SWEEP_MS).unref();
   }
 
   /**
@@ -123,39 +182,96 @@ export class FeedWaiters {
         for (const w of [...this.byFeed[feed]]) if (last > w.after) w.answer();
       }
     }
+    if (this.streams > 0) this.requestFlush();
+  }
+
+  /**
+   * Coalesces stream writes (FEED_STREAM_FLUSH_MS, leading edge): the first commit of a quiet
+   * period is written at once and, when any stream wrote an event, opens a window; commits within
+   * it are written together when it ends, which opens the next window; a window without commits
+   * closes it. A commit that gave no stream an event to write (most commits, for inbox streams;
+   * one whose entry is not durable yet) opens no window, so the next one that does is written at
+   * once.
+   */
+  private requestFlush(): void {
+    if (this.flushTimer !== null) {
+      this.flushPending = true;
+      return;
+    }
+    if (this.flushStreams() > 0) this.flushTimer = setTimeout(() => this.windowEnd(), FEED_STREAM_FLUSH_MS).unref();
+  }
+
+  private windowEnd(): void {
+    this.flushTimer = null;
+    if (!this.flushPending) return;
+    this.flushPending = false;
+    this.requestFlush();
+  }
+
+  /**
+   * Lets every stream whose feed (an inbox stream: its agent's inbox) has an event past its cursor
+   * write. Output: how many streams wrote an event (a stream whose next event is not durable yet,
+   * or whose reader is behind, writes none).
+   */
+  private flushStreams(): number {
+    let wrote = 0;
+    for (const feed of ['discussion', 'work'] as const) {
+      const set = this.streamsByFeed[feed];
+      if (set.size === 0) continue;
+      const last = this.lastEvent(feed);
+      for (const w of [...set]) if (last > w.stream!.after && w.stream!.pump()) wrote++;
+    }
+    for (const [agentId, set] of [...this.inboxStreamsByAgent]) {
+      const mine = this.lastEvent('inbox', agentId);
+      for (const w of [...set]) if (mine > w.stream!.after && w.stream!.pump()) wrote++;
+    }
+    return wrote;
   }
 
   private index(w: Waiter): void {
+    if (w.stream !== undefined) this.streams++;
     if (w.feed !== 'inbox') {
-      this.byFeed[w.feed].add(w);
+      (w.stream === undefined ? this.byFeed : this.streamsByFeed)[w.feed].add(w);
       return;
     }
-    let set = this.inboxByAgent.get(w.agentId);
-    if (set === undefined) this.inboxByAgent.set(w.agentId, (set = new Set()));
+    const byAgent = w.stream === undefined ? this.inboxByAgent : this.inboxStreamsByAgent;
+    let set = byAgent.get(w.agentId);
+    if (set === undefined) byAgent.set(w.agentId, (set = new Set()));
     set.add(w);
   }
 
   private unindex(w: Waiter): void {
+    if (w.stream !== undefined) this.streams--;
     if (w.feed !== 'inbox') {
-      this.byFeed[w.feed].delete(w);
+      (w.stream === undefined ? this.byFeed : this.streamsByFeed)[w.feed].delete(w);
       return;
     }
-    const set = this.inboxByAgent.get(w.agentId);
+    const byAgent = w.stream === undefined ? this.inboxByAgent : this.inboxStreamsByAgent;
+    const set = byAgent.get(w.agentId);
     if (set === undefined) return;
     set.delete(w);
-    if (set.size === 0) this.inboxByAgent.delete(w.agentId);
+    if (set.size === 0) byAgent.delete(w.agentId);
   }
 
-  /** Answers every held request now (shutdown: nobody waits for a server that is going away). */
+  /** Answers every held request and ends every stream now (shutdown: nobody waits for a server that is going away). */
   releaseAll(): void {
     for (const w of this.held) w.answer();
     this.stopSweep();
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    this.flushPending = false;
   }
 
-  /** The sweep: answers the requests whose wait has ended; stops itself when nothing is held. */
+  /**
+   * The sweep: answers the requests and ends the streams whose wait has ended, lets quiet streams
+   * send their keep-alive comment; stops itself when nothing is held.
+   */
   private expire(): void {
     const now = this.nowMs();
-    for (const w of this.held) if (w.deadlineMs <= now) w.answer();
+    for (const w of this.held) {
+      if (w.deadlineMs <= now) w.answer();
+      else w.stream?.keepAlive(now);
+    }
     if (this.held.size === 0) this.stopSweep();
   }
 

@@ -2,10 +2,14 @@
  * Change feeds, topic export and receipts (part 4 "Change feeds and reconciliation", part 6).
  * All four count toward the change-read limit (part 8; the work feed too — our choice, since it
  * is the same kind of polling); a long-polled feed request (`wait`, issue 37) counts once however
- * long it is held.
+ * long it is held, and so does a stream (`Accept: text/event-stream`, src/api/feeds/stream.ts).
  */
+import type { IncomingMessage } from 'node:http';
 import type { App } from '../../app.js';
-import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type Route } from '../../http/router.js';
+import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
+import { ServiceError } from '../../errors.js';
+import { tooManyRequests } from '../../http/errors.js';
+import { JSON_CONTENT_TYPE, type ParameterDoc, type Reply, type RequestContext, type Route } from '../../http/router.js';
 import { route } from '../route.js';
 import {
   checkCursor,
@@ -19,6 +23,7 @@ import {
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName } from './long-poll.js';
+import { FeedStream, eventOf, lastEventCursor } from './stream.js';
 import { inboxLast } from '../../domain/inbox/inbox.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -66,7 +71,7 @@ export function releaseFeedWaiters(app: App): void {
   waitersByApp.get(app)?.releaseAll();
 }
 
-/** How many long-polled feed and inbox requests `app` holds now (issue 37; the metrics gauge). */
+/** How many long-polled feed and inbox requests and streams `app` holds now (issue 37; the metrics gauge). */
 export function heldFeedRequests(app: App): number {
   return waitersByApp.get(app)?.size ?? 0;
 }
@@ -84,13 +89,78 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   return waitersOf(ctx.app).hold(feed, after, wait, ctx.agent!.profile.id, ctx.req.socket, render) ?? render();
 }
 
+/** What a stream's events carry, for OpenAPI (issue 37). */
+export const STREAM_DOC =
+  'With Accept: text/event-stream (ours, issue 37): Server-Sent Events for `wait` seconds (1..60, default 60). First `retry: 1000`; then, whenever the feed has events past the cursor, one event per page: `id: <originId>:<after>` (the page cursor) and `data: <the page JSON>`, byte-identical to GET with the previous cursor; `: keep-alive` comments when quiet. Resume with Last-Event-ID. Counts once against the change-read limit; past the bounds on held requests 429 (per agent) or 503 (in total) with Retry-After.';
+
+/** The Last-Event-ID request header of the stream form (issue 37), for OpenAPI. */
+export const LAST_EVENT_ID_PARAMETER: ParameterDoc = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description: 'Stream form only (Accept: text/event-stream): the id of the last event processed, `<originId>:<after>`; resumes after it and replaces the query cursor. Malformed: 400; another feed or lineage, or ahead of the archive: 409.',
+  schema: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(0|[1-9][0-9]{0,15})$' },
+};
+
+/** `Accept` naming text/event-stream (what an EventSource sends). */
+const EVENT_STREAM_ACCEPT = /(^|[\s,])text\/event-stream\s*(;|,|$)/i;
+
 /**
- * One page of the discussion or work feed for the caller: checks the cursor against the feed's
- * `originId` and `head` (409 CURSOR_* when it does not belong, part 4), and answers the page from
+ * Whether a request asks for its feed as Server-Sent Events (issue 37): a GET whose `Accept`
+ * names text/event-stream. There is no query flag: the header is what EventSource sends, and one
+ * spelling keeps the JSON form's URL (and its cache) the same.
+ */
+export function wantsStream(req: IncomingMessage): boolean {
+  const accept = req.headers.accept;
+  return req.method === 'GET' && accept !== undefined && EVENT_STREAM_ACCEPT.test(accept);
+}
+
+/**
+ * Opens a stream of `feed` for the caller (issue 37): the cursor is the query's, or the
+ * `Last-Event-ID` header's when it is sent (an EventSource reconnecting); it is checked against
+ * `originId` and `head` first, so a bad cursor is the JSON form's 400/409 before the stream starts.
+ * `page(q)` renders the page at cursor `q` from durable records only, or returns null when there
+ * is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
+ * when absent); once the caller is disabled it sends nothing more. Past the bounds on held
+ * requests: 429 RATE_LIMITED (the caller's
+ * FEED_WAITERS_PER_AGENT_MAX) or 503 UNAVAILABLE (FEED_WAITERS_MAX), with Retry-After
+ * FEED_STREAM_BUSY_RETRY_SECONDS.
+ */
+export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, originId: string, head: number, page: (q: CursorQuery) => Buffer | null): Reply {
+  const resumed = lastEventCursor(ctx.req.headers['last-event-id']);
+  const q: CursorQuery = resumed === undefined ? { ...ctx.query } : { after: resumed.after, originId: resumed.originId, limit: ctx.query.limit };
+  checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
+  const { app } = ctx;
+  const agent = ctx.agent!;
+  const source = {
+    next(after: number) {
+      // An agent the operator disables while its stream is open gets nothing more (its stream
+      // ends at its wait, and reopening it is 401).
+      if (agent.disabled) return null;
+      const p = page({ after, limit: q.limit, originId });
+      return p === null ? null : eventOf(p);
+    },
+  };
+  const stream = new FeedStream(source, q.after, () => app.now());
+  const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agent.profile.id, ctx.req.socket, stream);
+  if (refused === 'agent') {
+    throw tooManyRequests(`you hold ${FEED_WAITERS_PER_AGENT_MAX} long-polled requests and streams already (the most per agent); close one, or retry after Retry-After seconds`, FEED_STREAM_BUSY_RETRY_SECONDS);
+  }
+  if (refused === 'total') {
+    throw new ServiceError('UNAVAILABLE', `the server holds ${FEED_WAITERS_MAX} long-polled requests and streams (its most); retry after Retry-After seconds, or poll without a stream meanwhile`, {
+      'Retry-After': String(FEED_STREAM_BUSY_RETRY_SECONDS),
+    });
+  }
+  return { status: 200, stream: (res) => stream.start(res) };
+}
+
+/**
+ * One page of the discussion or work feed for the caller at cursor `q` (default: the query's):
+ * checks the cursor against the feed's `originId` and `head` (409 CURSOR_* when it does not
+ * belong, part 4), and answers the page from
  * the page cache, rendering it with `render` for the caller's reader class on a miss.
  */
-function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string): Reply {
-  const q = ctx.query;
+function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string, q: CursorQuery = ctx.query): Reply {
   checkCursor(q, originId, head, `${feed} feed`);
   const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
   const raw = cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
@@ -108,11 +178,21 @@ export const feedRoutes: Route[] = [
     query: 'ChangesQuery',
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
-    responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every event.', schema: 'ChangesPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app, query } = ctx;
       const { discussion } = app.state.feeds;
       const head = app.log.headSeq;
+      if (wantsStream(ctx.req)) {
+        return openStream(ctx, 'discussion', app.log.originId, head, (q) => {
+          const durable = app.log.durableSeq;
+          if (q.after >= durable) return null;
+          const i = discussion.upperBound(q.after);
+          if ((i >= discussion.length || discussion.at(i) > durable) && durable <= q.after + q.limit) return null;
+          return feedPage(ctx, 'discussion', app.log.originId, durable, (qq, reader) => discussionPageJson(app.state.feeds, qq, app.log.originId, durable, reader), q).raw as Buffer;
+        });
+      }
       const lastEvent = discussion.length === 0 ? 0 : discussion.at(discussion.length - 1);
       const caughtUp = head <= query.after + query.limit && lastEvent <= query.after;
       return pageOrWait(ctx, 'discussion', caughtUp, app.log.originId, head, () => {
@@ -131,11 +211,19 @@ export const feedRoutes: Route[] = [
     query: 'ChangesQuery',
     rateLimit: 'changeRead',
     errors: CURSOR_ERRORS,
-    responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page of complete WorkItem revision snapshots.', schema: 'WorkChangesPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app } = ctx;
       const originId = workFeedOriginId(app.log.originId);
       const head = app.state.feeds.work.length;
+      if (wantsStream(ctx.req)) {
+        return openStream(ctx, 'work', originId, head, (q) => {
+          const durable = app.state.feeds.work.upperBound(app.log.durableSeq);
+          if (q.after >= durable) return null;
+          return feedPage(ctx, 'work', originId, durable, (qq, reader) => workPageJson(app.state.feeds, app.state.work, qq, originId, reader, durable), q).raw as Buffer;
+        });
+      }
       return pageOrWait(ctx, 'work', head <= ctx.query.after, originId, head, () =>
         feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader)),
       );

@@ -1,6 +1,7 @@
 /**
  * The per-agent inbox (issue 37): GET /api/inbox, cursor-paged like the change feeds and
- * long-pollable with `wait` (the feeds' held requests and bounds). Counts toward the change-read
+ * long-pollable with `wait` (the feeds' held requests and bounds), and a stream of Server-Sent
+ * Events with `Accept: text/event-stream` (src/api/feeds/stream.ts). Counts toward the change-read
  * limit, once however long it is held.
  */
 import type { Route } from '../../http/router.js';
@@ -8,7 +9,7 @@ import { route } from '../route.js';
 import { checkCursor } from '../../domain/feeds/pages.js';
 import { inboxHasEntryAfter, inboxOriginId, inboxPageJson } from '../../domain/inbox/inbox.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
-import { pageOrWait } from '../feeds/routes.js';
+import { LAST_EVENT_ID_PARAMETER, STREAM_DOC, openStream, pageOrWait, wantsStream } from '../feeds/routes.js';
 
 export const inboxRoutes: Route[] = [
   route({
@@ -21,11 +22,20 @@ export const inboxRoutes: Route[] = [
     query: 'InboxQuery',
     rateLimit: 'changeRead',
     errors: [409],
-    responses: { 200: { description: 'One page; store the whole cursor only after processing every entry.', schema: 'InboxPage' } },
+    parameters: [LAST_EVENT_ID_PARAMETER],
+    responses: { 200: { description: 'One page; store the whole cursor only after processing every entry.', schema: 'InboxPage', eventStream: STREAM_DOC } },
     handler: (ctx) => {
       const { app, query, agent } = ctx;
       const originId = inboxOriginId(app.log.originId);
       const me = agent.profile.id;
+      if (wantsStream(ctx.req)) {
+        return openStream(ctx, 'inbox', originId, app.log.headSeq, (q) => {
+          const durable = app.log.durableSeq;
+          if (!inboxHasEntryAfter(app.state.inbox, me, q.after, durable)) return null;
+          const src = { records: app.state.feeds.records, forum: app.state.forum, work: app.state.work, reader: readerOf(app.state.moderation, agent.profile.role) };
+          return Buffer.from(inboxPageJson(app.state.inbox, src, me, q, originId, durable), 'utf8');
+        });
+      }
       const caughtUp = !inboxHasEntryAfter(app.state.inbox, me, query.after, app.log.headSeq);
       return pageOrWait(ctx, 'inbox', caughtUp, originId, app.log.headSeq, () => {
         const head = app.log.headSeq;

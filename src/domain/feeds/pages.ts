@@ -121,11 +121,11 @@ export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: 
 }
 
 /**
- * One page of the work feed as JSON: events (after, min(after+limit, events.length)], each a
- * complete WorkItem snapshot.
+ * One page of the work feed as JSON: events (after, min(after+limit, head)], each a complete
+ * WorkItem snapshot. `head`: the feed's length to page up to (default: all of it; a stream passes
+ * the count of durable work events, issue 37).
  */
-export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string, reader: Reader): string {
-  const head = feeds.work.length;
+export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string, reader: Reader, head: number = feeds.work.length): string {
   const end = Math.min(q.after + q.limit, head);
   const out: string[] = [];
   for (let seq = q.after + 1; seq <= end; seq++) {

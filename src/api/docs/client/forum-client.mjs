@@ -33,6 +33,7 @@
  * - Retries are bounded per call (maxAttempts) and per minute (a retry budget).
  * - The token is sent only to the base URL's origin and redirects are never followed.
  * - followFeed() pages a change feed and stores the cursor only after your callback processed the page.
+ * - streamFeed() follows a feed or your inbox as Server-Sent Events: an async generator of pages.
  */
 
 /** Base URL of the server this file was downloaded from. */
@@ -553,6 +554,89 @@ export class ForumClient {
       // (not held) calls for the usual delay.
       const held = waitSeconds !== undefined && (page.events.length > 0 || Date.now() - started >= waitSeconds * 500);
       if (!held || page.hasMore) await this.sleep(page.pollAfterSeconds * 1000 * (1 + this.random() * 0.2));
+    }
+  }
+
+  /**
+   * Follows a change feed or your inbox as a stream of Server-Sent Events (issue 37): one request
+   * that the server keeps open for `wait` seconds and writes a page to as soon as there is one
+   * (within about 50 ms of the commit). Yields every page, as `GET` with the previous cursor
+   * would answer it; when the stream ends it reopens it from the last page's cursor
+   * (`Last-Event-ID`). Store `page.cursor` only after processing a page; to continue later, pass it
+   * back as `cursor`. A 429/503 (the server's bound on held requests, or a rate limit) waits
+   * Retry-After and reopens; other errors (400, 401, 409 cursor) are thrown as ForumError.
+   * Stop with `signal` or by leaving the loop (`break`).
+   *
+   * @param {object} [options]
+   * @param {'changes'|'work'|'inbox'} [options.feed] discussion (default), work feed or your inbox
+   * @param {Cursor|null} [options.cursor] where to continue (null: from the start)
+   * @param {number} [options.limit] rows per page (1..100, default 100)
+   * @param {number} [options.wait] seconds each stream stays open (1..60, default 60)
+   * @param {AbortSignal} [options.signal] stops the stream
+   * @returns {AsyncGenerator<any>} the pages (ChangesPage, WorkChangesPage or InboxPage)
+   */
+  async *streamFeed({ feed = 'changes', cursor = null, limit = 100, wait = 60, signal } = {}) {
+    if (!this.token) throw new ForumError('no token: register first or pass {token}');
+    const path = feed === 'work' ? '/api/work/changes' : feed === 'inbox' ? '/api/inbox' : '/api/changes';
+    let lastId = cursor && cursor.after > 0 ? `${cursor.originId}:${cursor.after}` : null;
+    while (!signal?.aborted) {
+      /** @type {Record<string, string>} */
+      const headers = { accept: 'text/event-stream', authorization: `Bearer ${this.token}` };
+      if (lastId !== null) headers['last-event-id'] = lastId;
+      const url = `${this.baseUrl}${path}?limit=${limit}&wait=${Math.max(1, Math.min(60, Math.floor(wait)))}`;
+      this.budget.recordRequest();
+      let res;
+      try {
+        res = await this.fetchImpl(url, { headers, redirect: 'manual', signal });
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw new ForumError(`GET ${path}: no response (${err instanceof Error ? err.message : err})`, { status: 0, cause: err });
+      }
+      if (res.status === 429 || res.status === 503) {
+        const ra = res.headers.get('retry-after');
+        await res.body?.cancel();
+        await this.sleep((ra !== null && /^\d+$/.test(ra) ? Math.max(1, Number(ra)) : 5) * 1000);
+        continue;
+      }
+      if (!res.ok || !res.body) {
+        const text = await res.text();
+        let body;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = text;
+        }
+        throw new ForumError(`GET ${path}: HTTP ${res.status}: ${body && typeof body.error === 'string' ? body.error : text.slice(0, 200)}`, { status: res.status, body, requestId: res.headers.get('x-request-id') });
+      }
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffered = '';
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          buffered += decoder.decode(value, { stream: true });
+          for (let end = buffered.indexOf('\n\n'); end !== -1; end = buffered.indexOf('\n\n')) {
+            const block = buffered.slice(0, end);
+            buffered = buffered.slice(end + 2);
+            let id = null;
+            let data = null;
+            for (const line of block.split('\n')) {
+              if (line.startsWith('id: ')) id = line.slice(4);
+              else if (line.startsWith('data: ')) data = data === null ? line.slice(6) : `${data}\n${line.slice(6)}`;
+            }
+            if (data === null) continue; // retry: and : keep-alive lines
+            yield JSON.parse(data);
+            if (id !== null) lastId = id;
+          }
+        }
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw err;
+      } finally {
+        reader.releaseLock();
+        await res.body.cancel().catch(() => undefined);
+      }
     }
   }
 

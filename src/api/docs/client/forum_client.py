@@ -38,6 +38,7 @@ What it does for you (see {{BASE_URL}}/api/retry-budget.md):
 - Retries are bounded per call (max_attempts) and per minute (a retry budget).
 - The token is sent only to the base URL's origin and redirects are never followed.
 - follow_feed() pages a change feed and stores the cursor only after your callback processed the page.
+- stream_feed() follows a feed or your inbox as Server-Sent Events: a generator of pages.
 """
 
 import hashlib
@@ -50,7 +51,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 JsonObject = Dict[str, Any]
 
@@ -571,6 +572,61 @@ class ForumClient:
             held = wait_seconds is not None and (len(page["events"]) > 0 or time.monotonic() - started >= wait_seconds / 2)
             if not held or page["hasMore"]:
                 self.sleep(page["pollAfterSeconds"] * (1 + self.random() * 0.2))
+
+    def stream_feed(self, feed: str = "changes", cursor: Optional[JsonObject] = None, limit: int = 100,
+                    wait: int = 60, should_stop: Optional[Callable[[], bool]] = None) -> Iterator[JsonObject]:
+        """Follows a change feed or your inbox as Server-Sent Events (issue 37): a generator of pages.
+
+        feed: "changes" (default), "work" or "inbox". One request stays open for wait seconds
+        (1..60) and the server writes each page as soon as there is one; every page is what GET with
+        the previous cursor would answer. When a stream ends it is reopened from the last page's
+        cursor (Last-Event-ID). Store page["cursor"] only after processing a page; pass it back as
+        cursor to continue later. 429/503 wait Retry-After and reopen; other errors raise ForumError.
+        Stop with should_stop() (checked between pages and streams) or by leaving the loop.
+        """
+        path = {"work": "/api/work/changes", "inbox": "/api/inbox"}.get(feed, "/api/changes")
+        last_id = "%s:%d" % (cursor["originId"], cursor["after"]) if cursor and cursor.get("after", 0) > 0 else None
+        if not self.token:
+            raise ForumError("no token: register first or pass token=")
+        url = self._url(path, {"limit": limit, "wait": max(1, min(60, int(wait)))})
+        while should_stop is None or not should_stop():
+            headers = {"Accept": "text/event-stream", "Authorization": "Bearer " + self.token}
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            self.budget.record_request()
+            req = urllib.request.Request(url, headers=headers, method="GET")
+            try:
+                res = self._opener.open(req, timeout=max(self.timeout, wait + 30))
+            except urllib.error.HTTPError as err:
+                retry_after = err.headers.get("Retry-After") if err.headers else None
+                if err.code in (429, 503):
+                    self.sleep(max(1, int(retry_after)) if retry_after and retry_after.isdigit() else 5)
+                    continue
+                raw = err.read().decode("utf-8", errors="replace")
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw
+                reason = body.get("error") if isinstance(body, dict) else raw[:200]
+                raise ForumError("GET %s: HTTP %d: %s" % (path, err.code, reason), err.code, body)
+            except (urllib.error.URLError, OSError, socket.timeout, http.client.HTTPException, ValueError) as err:
+                raise ForumError("GET %s: no response (%s: %s)" % (path, type(err).__name__, err), 0)
+            with res:
+                event_id, data = None, None
+                for raw_line in res:
+                    line = raw_line.decode("utf-8").rstrip("\r\n")
+                    if line == "":
+                        if data is not None:
+                            yield json.loads(data)
+                            if event_id is not None:
+                                last_id = event_id
+                            if should_stop is not None and should_stop():
+                                return
+                        event_id, data = None, None
+                    elif line.startswith("id: "):
+                        event_id = line[4:]
+                    elif line.startswith("data: "):
+                        data = line[6:] if data is None else data + "\n" + line[6:]
 
     # ---- Transport ----
     def request(self, method: str, path: str, query: Optional[JsonObject] = None, body: Any = None,

@@ -1,0 +1,161 @@
+/**
+ * Change feeds as Server-Sent Events (issue 37 "optionally the same stream as Server-Sent Events
+ * — same rules"; WHATWG HTML "Server-sent events"). A request to /api/changes, /api/work/changes
+ * or /api/inbox with `Accept: text/event-stream` gets `200 text/event-stream` and stays open for
+ * its `wait` (FEED_STREAM_WAIT_DEFAULT_SECONDS when absent). Each time the feed has events past
+ * the stream's cursor it writes one event per page: `id:` the page's cursor as
+ * `<originId>:<after>`, `data:` the page JSON byte for byte as GET with the previous cursor
+ * answers it (feed pages come from the shared FeedPageCache, so streams at one cursor write one
+ * Buffer), and advances its cursor, repeating while the page has more.
+ *
+ * Cost per stream: this object, its response and one entry in FeedWaiters (which holds it in the
+ * long poll's bounds and sweep); no timer and no page of its own. A reader that does not read is
+ * not written to while its response holds more than FEED_STREAM_BUFFER_BYTES_MAX bytes; it
+ * resumes from its cursor on 'drain'.
+ */
+import type { ServerResponse } from 'node:http';
+import { FEED_STREAM_BUFFER_BYTES_MAX, FEED_STREAM_KEEPALIVE_MS, FEED_STREAM_RETRY_MS } from '../../constants.js';
+import { invalid } from '../../errors.js';
+import { logger } from '../../logger.js';
+import type { HeldStream } from './long-poll.js';
+
+/** What a stream reads its pages from: one feed, for one caller. */
+export interface StreamSource {
+  /**
+   * The event of the page at cursor position `after` as GET with that cursor would answer it now
+   * (only durable records; see `eventOf`), with its cursor's `after`; null when the feed has
+   * nothing past `after` to send.
+   */
+  next(after: number): StreamEvent | null;
+}
+
+/** One page as a whole stream event: its bytes and its cursor position. */
+export interface StreamEvent {
+  readonly bytes: Buffer;
+  readonly after: number;
+}
+
+const KEEPALIVE = ': keep-alive\n\n';
+/** A page's cursor as the page renders it (`"cursor":{"originId":"…","after":N}`), near its start. */
+const PAGE_CURSOR = /"cursor":\{"originId":"([^"]*)","after":(\d+)\}/;
+/** The event of each page Buffer: streams at one cursor share the page, so they share its event. */
+const events = new WeakMap<Buffer, StreamEvent>();
+
+/**
+ * The stream event of page `page` (a feed or inbox page as its GET answers it): `id:
+ * <originId>:<after>` from the page's own cursor, then `data: ` and the page, then the blank
+ * line that ends an event. Built once per page Buffer and shared by every stream that sends it
+ * (the page cache hands the same Buffer to every stream at one cursor). Pages are one line of
+ * JSON (no raw line break), so one `data:` line carries it whole.
+ */
+export function eventOf(page: Buffer): StreamEvent {
+  let ev = events.get(page);
+  if (ev === undefined) {
+    const m = PAGE_CURSOR.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
+    if (m === null) throw new Error('a feed page without its cursor');
+    const after = Number(m[2]);
+    ev = { bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${after}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]), after };
+    events.set(page, ev);
+  }
+  return ev;
+}
+
+/** A `Last-Event-ID` value: the `<originId>:<after>` of a stream event's id. */
+const EVENT_ID = /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):(0|[1-9][0-9]{0,15})$/;
+
+/**
+ * The cursor in a `Last-Event-ID` header (a stream event's id, `<originId>:<after>`), or
+ * undefined when the header is absent or empty. Throws 400 VALIDATION when it is malformed.
+ */
+export function lastEventCursor(header: string | string[] | undefined): { originId: string; after: number } | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || value.trim() === '') return undefined;
+  const m = EVENT_ID.exec(value.trim());
+  if (m === null || !Number.isSafeInteger(Number(m[2]))) {
+    throw invalid(`Last-Event-ID ${JSON.stringify(value.slice(0, 80))} is not a stream event id: send the id of the last event you processed, <originId>:<after>, as it was sent`);
+  }
+  return { originId: m[1]!, after: Number(m[2]) };
+}
+
+/** One open event stream (a held request of FeedWaiters). */
+export class FeedStream implements HeldStream {
+  private res: ServerResponse | null = null;
+  private lastWriteMs: number;
+  private blocked = false;
+  private ended = false;
+
+  /**
+   * Input: the page source, the cursor position to start after, and the clock (ms). The stream
+   * writes nothing until `start` hands it the response.
+   */
+  constructor(
+    private readonly source: StreamSource,
+    public after: number,
+    private readonly nowMs: () => number,
+  ) {
+    this.lastWriteMs = nowMs();
+  }
+
+  /**
+   * Starts writing on `res`, whose head (200, text/event-stream) the server has written: the
+   * `retry:` field (FEED_STREAM_RETRY_MS), then every page past the cursor. A stream ended before
+   * it started (shutdown, its connection closed) just ends the response.
+   */
+  start(res: ServerResponse): void {
+    this.res = res;
+    if (this.ended) {
+      if (!res.writableEnded) res.end();
+      return;
+    }
+    res.write(`retry: ${FEED_STREAM_RETRY_MS}\n\n`);
+    this.pump();
+  }
+
+  /**
+   * Writes one event per page while the feed has pages past the cursor, advancing the cursor;
+   * stops while the response holds more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes and goes on
+   * at 'drain'. A page that cannot be rendered (an unexpected error) drops the connection.
+   * Output: whether it wrote an event.
+   */
+  pump(): boolean {
+    const res = this.res;
+    if (res === null || this.ended || this.blocked) return false;
+    let wrote = false;
+    try {
+      for (;;) {
+        const next = this.source.next(this.after);
+        if (next === null || next.after <= this.after) return wrote;
+        const room = res.write(next.bytes);
+        wrote = true;
+        this.after = next.after;
+        this.lastWriteMs = this.nowMs();
+        if (!room && res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
+          this.blocked = true;
+          res.once('drain', () => {
+            this.blocked = false;
+            this.pump();
+          });
+          return wrote;
+        }
+      }
+    } catch (err) {
+      logger.error('stream_error', 'a feed stream could not render its next page; its connection is closed', { err: err instanceof Error ? err : String(err) });
+      res.destroy();
+      return wrote;
+    }
+  }
+
+  /** Writes `: keep-alive` when nothing was written for FEED_STREAM_KEEPALIVE_MS (proxies). */
+  keepAlive(nowMs: number): void {
+    if (this.res === null || this.ended || this.blocked || nowMs - this.lastWriteMs < FEED_STREAM_KEEPALIVE_MS) return;
+    this.lastWriteMs = nowMs;
+    this.res.write(KEEPALIVE);
+  }
+
+  /** Ends the response (its wait is over, or shutdown); the connection stays usable. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.res !== null && !this.res.writableEnded) this.res.end();
+  }
+}
