@@ -228,7 +228,11 @@ function sendStream(res: ServerResponse, reply: Reply, stream: (res: ServerRespo
     'Content-Type': EVENT_STREAM_CONTENT_TYPE,
     'X-Accel-Buffering': 'no',
   });
-  if (head) res.end();
+  // Not reached today (only a GET asks for a stream), but a HEAD never starts one.
+  if (head) {
+    res.end();
+    return;
+  }
   stream(res);
 }
 
