@@ -255,6 +255,8 @@ export function writeEntry(dict: Buffer, g: number, key: number, offset: number,
 export const SHARD_ENTRY_BYTES = ENTRY_BYTES;
 /** Bytes of the MAC that ends a shard file. */
 export const SHARD_MAC_BYTES = MAC_BYTES;
+/** Bytes of one sample entry (a dictionary block's first key and crc32). */
+export const SHARD_SAMPLE_BYTES = SAMPLE_BYTES;
 
 /**
  * Whether the MAC at the end of the open shard file `fd` (`size` bytes) is the HMAC under `key`
