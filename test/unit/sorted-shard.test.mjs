@@ -68,6 +68,24 @@ test('a shard of more than 65536 documents (ordinals past 16 bits) is the same f
   assert.ok(sortedFile(1, 70000, docs).equals(expected));
 });
 
+test('a list in no more documents than a bitmap has bytes but longer as varints (long gaps) is a bitmap both ways', async () => {
+  // 800 documents: a bitmap is 100 bytes; "x" is in 99 documents (97 one-byte deltas, two of two bytes: 101 bytes).
+  const docs = [];
+  for (let i = 0; i < 800; i++) docs.push({ seq: i + 1, texts: [i < 97 || i === 300 || i === 600 ? 'x' : 'y'] });
+  assert.ok(sortedFile(1, 800, docs).equals(await liveFile(1, 800, docs)));
+});
+
+test('hundreds of grams frequent enough to be bitmaps (bitmap rows grown while adding) give the same file both ways', async () => {
+  const docs = [];
+  for (let i = 0; i < 4000; i++) {
+    let text = '';
+    for (let k = 0; k < 300; k++) if ((i * 7 + k * 13) % 5 !== 0) text += String.fromCharCode(0x100 + k) + String.fromCharCode(0x41 + (k % 20));
+    docs.push({ seq: 2 * i + 1, texts: [text] });
+  }
+  const last = docs[docs.length - 1].seq;
+  assert.ok(sortedFile(1, last, docs).equals(await liveFile(1, last, docs)));
+});
+
 test('any documents (random UTF-16 texts, empty texts, two texts each) give the same file both ways', async () => {
   await fc.assert(
     fc.asyncProperty(

@@ -27,6 +27,13 @@ import { assertKey, sampleAndBloom, SHARD_ENTRY_BYTES, SHARD_HEADER_BYTES, SHARD
 const P16 = 65536;
 const P32 = 4294967296;
 const P48 = 281474976710656;
+/** Fields per gram id in `meta`: the last document posted + 1, documents posted, bitmap row. */
+const META = 3;
+const LAST = 0;
+const COUNT = 1;
+const ROW = 2;
+/** Bitmap rows first made room for. */
+const ROWS_MIN = 64;
 /** Bigram and trigram table: initial slots (a power of two), grown at half full. */
 const TABLE_SLOTS_MIN = 1 << 14;
 
@@ -58,19 +65,35 @@ export class SortedShardBuilder {
   private tUsed = 0;
   /** Per gram id: its key (ngram.ts packing). */
   private keys = new Float64Array(4096);
-  /** Per gram id, two fields: the last document posted + 1 (at 2·id) and the documents posted (at 2·id + 1). */
-  private meta = new Int32Array(2 * 4096);
+  /**
+   * Per gram id, META fields: the last document posted + 1, the documents posted, and its bitmap
+   * row in `rows` (-1: none; its postings are appended instead).
+   */
+  private meta = new Int32Array(META * 4096);
+  /**
+   * Bitmaps of the grams in more documents than a bitmap of plannedDocs bits has bytes (a list
+   * that is certainly a bitmap in the file: each varint takes at least a byte): once a gram
+   * passes that count, its later documents set bits here instead of appending postings.
+   */
+  private rows: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private rowCount = 0;
+  /** Rows `rows` has room for. It is laid out by column: the byte for documents 8b..8b+7 of row r is at b · rowCap + r, so one document's bits lie together. */
+  private rowCap = 0;
+  /** Bytes of one row: ceil(plannedDocs / 8). */
+  private readonly rowBytes: number;
 
   /**
    * `firstSeq`: the first log seq the shard covers (the previous shard's lastSeq + 1).
-   * `plannedDocs` is accepted for LiveShard's signature (a file's bitmaps are sized by its actual
-   * document count here; LiveShard's by its planned count, which the build worker makes the actual
-   * one before it encodes).
+   * `plannedDocs`: the most documents it will hold (add() refuses more); the file's bitmaps are
+   * sized by the documents it holds when encoded.
    */
   constructor(
     readonly firstSeq: number,
     readonly plannedDocs: number,
-  ) {}
+  ) {
+    if (!Number.isInteger(plannedDocs) || plannedDocs < 1) throw new RangeError('SortedShardBuilder: plannedDocs must be a positive integer');
+    this.rowBytes = Math.ceil(plannedDocs / 8);
+  }
 
   /** Seq of the newest document, or firstSeq - 1 when empty. */
   get lastDocSeq(): number {
@@ -84,6 +107,7 @@ export class SortedShardBuilder {
    */
   add(seq: number, lcTexts: readonly string[]): void {
     const ord = this.docs;
+    if (ord >= this.plannedDocs) throw new RangeError(`SortedShardBuilder.add: the shard holds its ${this.plannedDocs} planned documents`);
     if (ord === this.seqs.length) {
       this.seqs = grownF64(this.seqs, ord * 2);
       this.docEnds = grownI32(this.docEnds, ord * 2);
@@ -92,12 +116,17 @@ export class SortedShardBuilder {
     const tag = ord + 1;
     const uni = this.uni;
     const bi = this.bi;
+    const byte = ord >>> 3;
+    const bit = 1 << (ord & 7);
+    const promoteAt = this.rowBytes;
     for (const text of lcTexts) {
       const len = text.length;
       // Room for every occurrence of this text: the appends below need no bounds check.
       if (this.used + 3 * len > this.postings.length) this.postings = grownI32(this.postings, Math.max(this.postings.length * 2, this.used + 3 * len));
       const postings = this.postings;
       let meta = this.meta;
+      let rows = this.rows;
+      let rowAt = byte * this.rowCap;
       let used = this.used;
       let p2 = 0;
       let p1 = 0;
@@ -108,10 +137,18 @@ export class SortedShardBuilder {
           id = uni[c] = this.newGram(P48 + c * P32);
           meta = this.meta;
         }
-        if (meta[2 * id] !== tag) {
-          meta[2 * id] = tag;
-          meta[2 * id + 1]!++;
-          postings[used++] = id;
+        let m: number;
+        m = META * id;
+        if (meta[m + LAST] !== tag) {
+          meta[m + LAST] = tag;
+          const count = ++meta[m + COUNT]!;
+          const row = meta[m + ROW]!;
+          if (row >= 0) rows[rowAt + row]! |= bit;
+          else if (count > promoteAt) {
+            rows = this.rowFor(id);
+            rowAt = byte * this.rowCap;
+            rows[rowAt + meta[m + ROW]!]! |= bit;
+          } else postings[used++] = id;
         }
         if (i >= 1) {
           if ((p1 | c) < 256) {
@@ -124,18 +161,32 @@ export class SortedShardBuilder {
             id = this.find(0x20000 | p1, c << 16);
             meta = this.meta;
           }
-          if (meta[2 * id] !== tag) {
-            meta[2 * id] = tag;
-            meta[2 * id + 1]!++;
-            postings[used++] = id;
+          m = META * id;
+          if (meta[m + LAST] !== tag) {
+            meta[m + LAST] = tag;
+            const count = ++meta[m + COUNT]!;
+            const row = meta[m + ROW]!;
+            if (row >= 0) rows[rowAt + row]! |= bit;
+            else if (count > promoteAt) {
+              rows = this.rowFor(id);
+              rowAt = byte * this.rowCap;
+              rows[rowAt + meta[m + ROW]!]! |= bit;
+            } else postings[used++] = id;
           }
           if (i >= 2) {
             id = this.find(0x30000 | p2, (p1 << 16) | c);
             meta = this.meta;
-            if (meta[2 * id] !== tag) {
-              meta[2 * id] = tag;
-              meta[2 * id + 1]!++;
-              postings[used++] = id;
+            m = META * id;
+            if (meta[m + LAST] !== tag) {
+              meta[m + LAST] = tag;
+              const count = ++meta[m + COUNT]!;
+              const row = meta[m + ROW]!;
+              if (row >= 0) rows[rowAt + row]! |= bit;
+              else if (count > promoteAt) {
+                rows = this.rowFor(id);
+                rowAt = byte * this.rowCap;
+                rows[rowAt + meta[m + ROW]!]! |= bit;
+              } else postings[used++] = id;
             }
           }
         }
@@ -146,6 +197,20 @@ export class SortedShardBuilder {
     }
     this.docEnds[ord] = this.used;
     this.docs = ord + 1;
+  }
+
+  /** Gives gram `id` a zeroed bitmap row; returns `rows` (maybe grown, and rowCap with it). */
+  private rowFor(id: number): Uint8Array<ArrayBuffer> {
+    const r = this.rowCount++;
+    if (r === this.rowCap) {
+      const cap = Math.max(ROWS_MIN, this.rowCap * 2);
+      const grown = new Uint8Array(cap * this.rowBytes);
+      for (let b = 0; b < this.rowBytes; b++) grown.set(this.rows.subarray(b * this.rowCap, (b + 1) * this.rowCap), b * cap);
+      this.rows = grown;
+      this.rowCap = cap;
+    }
+    this.meta[META * id + ROW] = r;
+    return this.rows;
   }
 
   /**
@@ -166,22 +231,23 @@ export class SortedShardBuilder {
     const order = new Int32Array(grams);
     for (let g = 0; g < grams; g++) order[g] = this.idOf(sortedKeys[g]!);
     // A gram in more documents than a bitmap has bytes is a bitmap (a varint takes at least a
-    // byte): its bits are set straight into a row of `rows`. Every other gram's ordinals are
+    // byte): its bits are in its row of `rows` (given while adding, or here), its postings
+    // appended before it had one are set there too. Every other gram's ordinals are
     // counting-sorted by id into `ords`, from start[id], ascending.
-    const row = new Int32Array(grams).fill(-1);
     const start = new Int32Array(grams);
-    let rowCount = 0;
     let listed = 0;
     for (let g = 0; g < grams; g++) {
       const id = order[g]!;
-      const count = meta[2 * id + 1]!;
-      if (count > bitmapBytes) row[id] = rowCount++;
+      const count = meta[META * id + COUNT]!;
+      if (meta[META * id + ROW]! >= 0) continue;
+      if (count > bitmapBytes) this.rowFor(id);
       else {
         start[id] = listed;
         listed += count;
       }
     }
-    const rows = new Uint8Array(rowCount * bitmapBytes);
+    const rows = this.rows;
+    const cap = this.rowCap;
     const fill = start.slice();
     const ords = docs <= P16 ? new Uint16Array(listed) : new Uint32Array(listed);
     const postings = this.postings;
@@ -191,8 +257,8 @@ export class SortedShardBuilder {
       const bit = 1 << (ord & 7);
       for (; j < end; j++) {
         const id = postings[j]!;
-        const r = row[id]!;
-        if (r >= 0) rows[r * bitmapBytes + byte]! |= bit;
+        const r = meta[META * id + ROW]!;
+        if (r >= 0) rows[byte * cap + r]! |= bit;
         else ords[fill[id]!++] = ord;
       }
     }
@@ -202,13 +268,13 @@ export class SortedShardBuilder {
     let postingsBytes = 0;
     for (let g = 0; g < grams; g++) {
       const id = order[g]!;
-      if (row[id]! >= 0) {
+      if (meta[META * id + ROW]! >= 0) {
         vbytes[g] = bitmapBytes + 1;
         postingsBytes += bitmapBytes;
         continue;
       }
       const from = start[id]!;
-      const to = from + meta[2 * id + 1]!;
+      const to = from + meta[META * id + COUNT]!;
       let bytes = 0;
       let prev = 0;
       for (let i = from; i < to; i++) {
@@ -237,11 +303,12 @@ export class SortedShardBuilder {
     let pos = postingsOff;
     for (let g = 0; g < grams; g++) {
       const id = order[g]!;
-      const count = meta[2 * id + 1]!;
+      const count = meta[META * id + COUNT]!;
+      const row = meta[META * id + ROW]!;
       const at = pos;
       const bitmap = vbytes[g]! > bitmapBytes;
-      if (row[id]! >= 0) {
-        buf.set(rows.subarray(row[id]! * bitmapBytes, (row[id]! + 1) * bitmapBytes), at);
+      if (row >= 0) {
+        for (let b = 0; b < bitmapBytes; b++) buf[at + b] = rows[b * cap + row]!;
         pos += bitmapBytes;
       } else if (bitmap) {
         const to = start[id]! + count;
@@ -275,6 +342,7 @@ export class SortedShardBuilder {
 
   /** Hands the postings array to the next builder (this one is spent). */
   private release(): void {
+    this.rows = new Uint8Array(0);
     if (spare.length < SPARE_MAX && this.postings.length > 0) spare.push(this.postings);
     this.postings = new Int32Array(0);
   }
@@ -318,9 +386,10 @@ export class SortedShardBuilder {
     const id = this.grams++;
     if (id === this.keys.length) {
       this.keys = grownF64(this.keys, id * 2);
-      this.meta = grownI32(this.meta, id * 4);
+      this.meta = grownI32(this.meta, META * id * 2);
     }
     this.keys[id] = key;
+    this.meta[META * id + ROW] = -1;
     return id;
   }
 
