@@ -6,12 +6,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { SortedShardBuilder } from '../../dist/store/search/build.js';
 import { LiveShard } from '../../dist/store/search/live.js';
 import { encodeShardSliced, ShardReader, shardFileName } from '../../dist/store/search/shard.js';
+import { mergeShardFiles } from '../../dist/store/search/merge.js';
 import { queryKeys } from '../../dist/store/search/ngram.js';
 import { tempDir } from '../helpers/server.mjs';
 
@@ -127,4 +128,23 @@ test('a sorted-built shard file opens and answers each query with the documents 
   } finally {
     reader.close();
   }
+});
+
+test('merging shard files (bitmaps ORed in, on and off byte boundaries) gives byte for byte the file built from all their documents at once', (t) => {
+  const dir = tempDir(t, 'sorted-merge-');
+  const docs = fixture(6000);
+  // Inputs of 2000, 1003 (its successor's ordinals start off a byte boundary) and 2997 documents.
+  const cuts = [0, 2000, 3003, 6000];
+  const inputs = [];
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const part = docs.slice(cuts[i], cuts[i + 1]);
+    const firstSeq = i === 0 ? 1 : inputs[i - 1].lastSeq + 1;
+    const lastSeq = part[part.length - 1].seq;
+    const path = join(dir, shardFileName(firstSeq, lastSeq));
+    writeFileSync(path, sortedFile(firstSeq, lastSeq, part));
+    inputs.push({ path, firstSeq, lastSeq });
+  }
+  const out = join(dir, 'merged');
+  mergeShardFiles(inputs, out, KEY);
+  assert.ok(readFileSync(out).equals(sortedFile(1, inputs[inputs.length - 1].lastSeq, docs)));
 });

@@ -457,6 +457,27 @@ export class ShardReader {
   }
 
   /**
+   * ORs `entry`'s ordinals, each plus `bitBase`, as bits into the bitmap that starts at `out[at]`
+   * (a merge's output list, issue 39). A bitmap list starting on a byte boundary (bitBase a
+   * multiple of 8) is ORed byte by byte, with no decoding; any other is decoded into `tmp` (room
+   * for entry.count ordinals) and set bit by bit. Throws ShardDamage (checksum; a decoded list as
+   * decode() checks it; a copied bitmap's bits were covered by the file's MAC at open).
+   */
+  orBitsInto(entry: PostingEntry, out: Uint8Array, at: number, bitBase: number, tmp: Uint32Array): void {
+    if (entry.bitmap && bitBase % 8 === 0) {
+      const buf = this.readList(entry);
+      const o = at + bitBase / 8;
+      for (let j = 0; j < entry.bytes; j++) out[o + j]! |= buf[j]!;
+      return;
+    }
+    const n = this.decode(entry, tmp);
+    for (let i = 0; i < n; i++) {
+      const bit = bitBase + tmp[i]!;
+      out[at + (bit >>> 3)]! |= 1 << (bit & 7);
+    }
+  }
+
+  /**
    * Keeps in `ords[0, n)` (ascending) only the ordinals also in `entry`'s list; returns the new
    * count. A bitmap list is tested bit by bit; a varint list is decoded into `tmp` and merged.
    * Throws ShardDamage.
