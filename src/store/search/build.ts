@@ -5,18 +5,24 @@
  * the live shard of a running index (live.ts) stays as it is, since it must answer queries.
  *
  * While documents are added, each distinct gram gets a dense id (unigrams by a direct table over
- * the 65536 code units, bigrams and trigrams by an open-addressing table over two int32 halves of
- * the gram, no double arithmetic or key hashing of a double per occurrence), and each (gram, document)
- * pair is appended once, as the gram's id, to one Int32Array in document order: no per-gram chain
- * of blocks, bitmap or varint is touched per posting. At the seal, one counting sort by id (the
- * counts are kept while adding) lays every gram's ordinals out ascending, and the file is encoded
- * from them with the same layout and choices as shard.ts encodes a live shard: a list is a bitmap
+ * the 65536 code units, bigrams of two code units below 256 by a direct table too, other bigrams
+ * and trigrams by an open-addressing table over two int32 halves of the gram: no double arithmetic
+ * or hashing of a double per occurrence), and each (gram, document) pair is appended once, as the
+ * gram's id, to one Int32Array in document order: no per-gram chain of blocks or varint is touched
+ * per posting. A gram once in more documents than a bitmap of plannedDocs bits has bytes is a
+ * bitmap in the file for certain (each varint takes at least a byte): from then on its documents
+ * set bits in its row of a column-major bitmap table instead of appending. At the seal, one
+ * counting sort by id (the counts are kept while adding) lays every other gram's ordinals out
+ * ascending (the pairs appended before a gram got its row are set in the row), and the file is
+ * encoded with the same layout and choices as shard.ts encodes a live shard: a list is a bitmap
  * exactly when its delta varints would take more than ceil(docs / 8) bytes. The file is therefore
  * byte for byte the one shard.ts makes for the same documents (test/unit/sorted-shard.test.mjs).
  *
- * Memory: 4 bytes per posting while adding, plus 2 (shards of at most 65536 documents) or 4 bytes
- * per posting during the seal; about 40 MiB + 20 MiB for 32768 documents of ~350 characters of
- * the benchmark's text (LiveShard: about 10 MiB), freed after each seal.
+ * Memory: 4 bytes per (gram, document) pair appended (a doubling array, reused by the next
+ * builder) and a bitmap row of ceil(plannedDocs / 8) bytes per frequent gram, plus 2 (shards of
+ * at most 65536 documents) or 4 bytes per appended pair during the seal. Measured at 32768
+ * documents: 10 MiB for the gen-archive text, 36 MiB with 8 random hex tokens per document
+ * (a LiveShard: about 10 MiB).
  */
 import { createHmac } from 'node:crypto';
 import { crc32 } from 'node:zlib';
