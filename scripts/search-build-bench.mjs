@@ -5,7 +5,8 @@
  *
  * Does on this thread what one build worker (dist/store/search/build-worker.js) does for the
  * message documents of a gen-archive folder (scripts/gen-archive.mjs; only read), with a timer
- * around each step, and prints the µs of one core per document for each:
+ * around each step, and prints the wall µs per document of each (one core's time on an otherwise
+ * idle machine; a loaded one inflates them all) and the process's CPU time per document:
  *   read   — the segment file read and the line framing (readFileSync, indexOf of the newline);
  *   check  — record-format parseLine: the line's fields, seq and SHA-256 hash chain;
  *   texts  — the document's lower-cased texts from the payload (documents.ts documentTextsOf);
@@ -136,6 +137,7 @@ function mergeDue(b, dir) {
 for (const b of BUILDERS) mkdirSync(join(out, b), { recursive: true });
 
 const started = performance.now();
+const cpuStart = process.cpuUsage();
 let prevHash = GENESIS;
 let lastHash = '';
 let seq = 1;
@@ -179,7 +181,9 @@ try {
   const us = (ms) => ((ms * 1000) / docs).toFixed(2).padStart(7);
   const [l1, l5] = loadavg();
   console.log(`${ARCHIVE}: ${records} records, ${docs} message documents, shards of ${SHARD}, merge factor ${FACTOR}; load ${l1.toFixed(1)} / ${l5.toFixed(1)} (1 / 5 min); ${((performance.now() - started) / 1000).toFixed(1)} s in all`);
-  console.log('µs of one core per document:');
+  const cpu = process.cpuUsage(cpuStart);
+  console.log(`CPU time of this process (all threads, every builder, timers included): ${((cpu.user + cpu.system) / docs).toFixed(2)} µs per document`);
+  console.log('µs per document (wall time of each step: one core\'s time when the machine is otherwise idle):');
   console.log(['builder'.padEnd(8), 'read', 'check', 'texts', 'add', 'encode', 'write', 'merge', 'total'].map((s, i) => (i === 0 ? s : s.padStart(7))).join(' '));
   for (const b of BUILDERS) {
     const p = per[b];
