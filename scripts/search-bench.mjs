@@ -27,7 +27,8 @@
  *    or queried: the server starts on DIR with its derived files removed (a whole replay and a
  *    whole search index build), for the --baseline tree, then for this tree with
  *    FORUM_SEARCH_BUILD_WORKERS=0 (the build on the main thread, in slices) and =2 (two build
- *    worker threads), and prints the time to listen and the time until the index covers the log.
+ *    worker threads; `--workers 2` runs only that one, `--workers 0,1,2` others), and prints the
+ *    time to listen and the time until the index covers the log.
  *
  * The folder is removed at the end. Numbers depend on the machine and on its other load.
  */
@@ -247,7 +248,7 @@ async function timeIndexBuild(root, dataDir, env) {
 if (ARCHIVE !== null) {
   const runs = [];
   if (BASELINE !== null) runs.push([BASELINE, 'baseline', {}]);
-  runs.push([ROOT, 'FORUM_SEARCH_BUILD_WORKERS=0', { FORUM_SEARCH_BUILD_WORKERS: '0' }], [ROOT, 'FORUM_SEARCH_BUILD_WORKERS=2', { FORUM_SEARCH_BUILD_WORKERS: '2' }]);
+  for (const w of textArg('workers', '0,2').split(',')) runs.push([ROOT, `FORUM_SEARCH_BUILD_WORKERS=${w}`, { FORUM_SEARCH_BUILD_WORKERS: w }]);
   const rounds = arg('rounds', 1);
   console.log(`${ARCHIVE}: start with no derived files, ${rounds} round(s), the trees interleaved; seconds from spawn (cpu: the server's user + system time until then)`);
   console.log(['round', 'tree'.padEnd(60), 'listening'.padStart(10), 'index complete'.padStart(15), 'cpu'.padStart(7), 'load'.padStart(6)].join(' '));

@@ -9,8 +9,10 @@
  * (record-format.ts `parseLine`: framing, seq continuity, hash chain from `prevHash`). Records of
  * seq fromSeq..toSeq are documents as the job's `documents` table (the domain's rule, handed down
  * as data; documents.ts extracts the texts) says, one index per kind, from each kind's `startAt` on; tombstones and the seqs in `erased` (erasures not yet
- * rewritten into tombstones) are no documents. Every `shardDocsMax` documents of a kind, the shard
- * is sealed on that document's seq, encoded with the index's own encoder (shard.ts) and written
+ * rewritten into tombstones) are no documents. Each kind's shard is filled by a SortedShardBuilder
+ * (build.ts, issue 39: postings appended and sorted at the seal, the same file bytes as the live
+ * shard's encoder in shard.ts). Every `shardDocsMax` documents of a kind, the shard is sealed on
+ * that document's seq, encoded and written
  * temp → fsync → rename into `outDir[kind]` (fsutil.ts `writeFileAtomic`). At the end, the partial
  * shard of each kind is sealed on toSeq (any record: its chained hash is known), so that the next
  * worker's shards, which start at toSeq + 1, follow it, and the owner is left only the records
@@ -25,8 +27,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLine } from '../record-format.js';
 import { writeFileAtomic } from '../fsutil.js';
-import { LiveShard } from './live.js';
-import { encodeShardSliced, shardFileName } from './shard.js';
+import { SortedShardBuilder } from './build.js';
+import { shardFileName } from './shard.js';
 import { documentTextsOf, type DocumentRule } from './documents.js';
 
 /** One worker's share of a rebuild (see the module doc); K names the kinds of document. */
@@ -53,42 +55,22 @@ export interface BuildJob<K extends string = string> {
 /** A message from a build worker to its owner. */
 export type BuildMessage<K extends string = string> = { type: 'shard'; kind: K; path: string; firstSeq: number; lastSeq: number } | { type: 'done' };
 
-/** Encoding runs to completion here: no event loop to share. */
-const NO_SLICES_MS = Number.POSITIVE_INFINITY;
-
-/**
- * The shard of one kind being filled, its documents (to re-add them into a shard sized for them
- * when it is sealed partial: the encoder sizes bitmaps for the shard's planned document count), and
- * the first seq of the next shard.
- */
-interface KindBuild {
-  live: LiveShard | null;
-  docs: { seq: number; texts: string[] }[];
-  nextFirstSeq: number;
-}
-
 async function run<K extends string>(job: BuildJob<K>): Promise<void> {
   const key = Buffer.from(job.key);
   const erased = new Set(job.erased);
   const kinds = Object.keys(job.outDir) as K[];
-  const builds = new Map<K, KindBuild>(kinds.map((kind) => [kind, { live: null, docs: [], nextFirstSeq: Math.max(job.fromSeq, job.startAt[kind]) }]));
+  /** Per kind: the shard being filled (null between shards) and the first seq of the next one. */
+  const builds = new Map<K, { shard: SortedShardBuilder | null; nextFirstSeq: number }>(kinds.map((kind) => [kind, { shard: null, nextFirstSeq: Math.max(job.fromSeq, job.startAt[kind]) }]));
   for (const dir of Object.values<string>(job.outDir)) mkdirSync(dir, { recursive: true });
 
   const seal = async (kind: K, seq: number, hash: string): Promise<void> => {
     const b = builds.get(kind)!;
-    let live = b.live!;
-    if (live.docs < job.shardDocsMax) {
-      live = new LiveShard(live.firstSeq, live.docs);
-      for (const doc of b.docs) live.add(doc.seq, doc.texts);
-    }
-    live.lastSeq = seq;
-    live.lastHash = hash;
-    b.live = null;
-    b.docs = [];
+    const shard = b.shard!;
+    b.shard = null;
     b.nextFirstSeq = seq + 1;
-    const path = join(job.outDir[kind], shardFileName(live.firstSeq, seq));
-    await writeFileAtomic(path, await encodeShardSliced(live, NO_SLICES_MS, key));
-    parentPort!.postMessage({ type: 'shard', kind, path, firstSeq: live.firstSeq, lastSeq: seq } satisfies BuildMessage);
+    const path = join(job.outDir[kind], shardFileName(shard.firstSeq, seq));
+    await writeFileAtomic(path, shard.encode(seq, hash, key));
+    parentPort!.postMessage({ type: 'shard', kind, path, firstSeq: shard.firstSeq, lastSeq: seq } satisfies BuildMessage);
   };
 
   let prevHash = job.prevHash;
@@ -110,18 +92,16 @@ async function run<K extends string>(job: BuildJob<K>): Promise<void> {
       if (rule !== undefined && seq >= job.startAt[rule.kind]) {
         const kind = rule.kind;
         const b = builds.get(kind)!;
-        b.live ??= new LiveShard(b.nextFirstSeq, job.shardDocsMax);
-        const texts = documentTextsOf(rule.fields, parsed.payloadJson);
-        b.live.add(seq, texts);
-        b.docs.push({ seq, texts });
-        if (b.live.docs >= job.shardDocsMax) await seal(kind, seq, parsed.hash);
+        b.shard ??= new SortedShardBuilder(b.nextFirstSeq, job.shardDocsMax);
+        b.shard.add(seq, documentTextsOf(rule.fields, parsed.payloadJson));
+        if (b.shard.docs >= job.shardDocsMax) await seal(kind, seq, parsed.hash);
       }
       seq++;
     }
   }
   if (seq <= job.toSeq) throw new Error(`build worker: the segments end at record ${seq - 1}, before ${job.toSeq}`);
   for (const kind of kinds) {
-    if (builds.get(kind)!.live !== null) await seal(kind, job.toSeq, lastHash);
+    if (builds.get(kind)!.shard !== null) await seal(kind, job.toSeq, lastHash);
   }
   parentPort!.postMessage({ type: 'done' } satisfies BuildMessage);
 }

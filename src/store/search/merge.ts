@@ -18,7 +18,7 @@ import { closeSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { NGRAM_DICT_BLOCK_ENTRIES, NGRAM_MERGE_WRITE_BYTES, SHARD_MAC_READ_BYTES } from '../../constants.js';
 import { bloomAdd, bloomWords } from './bloom.js';
-import { assertKey, entryOf, keyOfEntry, sampleAndBloom, SHARD_ENTRY_BYTES, SHARD_HEADER_BYTES, SHARD_MAC_BYTES, shardHeader, ShardReader, writeEntry } from './shard.js';
+import { assertKey, entryOf, keyOfEntry, sampleAndBloom, SHARD_ENTRY_BYTES, SHARD_HEADER_BYTES, SHARD_MAC_BYTES, shardHeader, ShardReader, writeEntry, type PostingEntry } from './shard.js';
 
 /** One input of a merge: a shard file and the seqs its name says it covers. */
 export interface MergeInput {
@@ -200,6 +200,8 @@ function mergeReaders(readers: ShardReader[], outPath: string, key: Buffer): Mer
     const cursors = readers.map((r) => new DictCursor(r));
     const all = new Uint32Array(docs);
     const tmp = new Uint32Array(maxInputDocs);
+    const hitEntries: PostingEntry[] = [];
+    const hitInputs: number[] = [];
     let dict = Buffer.alloc(SHARD_ENTRY_BYTES * 1024);
     let keys = new Float64Array(1024);
     let grams = 0;
@@ -207,23 +209,46 @@ function mergeReaders(readers: ShardReader[], outPath: string, key: Buffer): Mer
       let min = Infinity;
       for (const c of cursors) if (!c.done && c.key < min) min = c.key;
       if (min === Infinity) break;
+      // The inputs holding `min`, and how many documents hold it in all.
+      let hits = 0;
       let n = 0;
       for (let k = 0; k < cursors.length; k++) {
         const c = cursors[k]!;
         if (c.done || c.key !== min) continue;
-        const m = readers[k]!.decode(c.entry(), tmp);
-        const base = bases[k]!;
-        for (let i = 0; i < m; i++) all[n++] = base + tmp[i]!;
+        hitEntries[hits] = c.entry();
+        hitInputs[hits++] = k;
+        n += hitEntries[hits - 1]!.count;
         c.next();
       }
-      const vBytes = varintBytes(all, n);
-      const bitmap = vBytes > bitmapBytes;
-      const bytes = bitmap ? bitmapBytes : vBytes;
-      const { buf, at } = out.reserve(bytes);
-      if (bitmap) {
+      let bitmap: boolean;
+      let bytes: number;
+      let buf: Buffer;
+      let at: number;
+      if (n > bitmapBytes) {
+        // Certainly a bitmap (a varint takes at least a byte): the inputs' lists are ORed in,
+        // bitmaps on a byte boundary without decoding (issue 39).
+        bitmap = true;
+        bytes = bitmapBytes;
+        ({ buf, at } = out.reserve(bytes));
         buf.fill(0, at, at + bytes);
-        for (let i = 0; i < n; i++) buf[at + (all[i]! >>> 3)]! |= 1 << (all[i]! & 7);
-      } else writeDeltas(all, n, buf, at);
+        for (let h = 0; h < hits; h++) readers[hitInputs[h]!]!.orBitsInto(hitEntries[h]!, buf, at, bases[hitInputs[h]!]!, tmp);
+      } else {
+        n = 0;
+        for (let h = 0; h < hits; h++) {
+          const k = hitInputs[h]!;
+          const m = readers[k]!.decode(hitEntries[h]!, tmp);
+          const base = bases[k]!;
+          for (let i = 0; i < m; i++) all[n++] = base + tmp[i]!;
+        }
+        const vBytes = varintBytes(all, n);
+        bitmap = vBytes > bitmapBytes;
+        bytes = bitmap ? bitmapBytes : vBytes;
+        ({ buf, at } = out.reserve(bytes));
+        if (bitmap) {
+          buf.fill(0, at, at + bytes);
+          for (let i = 0; i < n; i++) buf[at + (all[i]! >>> 3)]! |= 1 << (all[i]! & 7);
+        } else writeDeltas(all, n, buf, at);
+      }
       const offset = out.pos - postingsOff;
       if (offset + bytes > 0xffffffff) throw new RangeError('mergeShardFiles: postings would pass 4 GiB');
       if ((grams + 1) * SHARD_ENTRY_BYTES > dict.length) {

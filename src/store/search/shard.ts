@@ -255,6 +255,8 @@ export function writeEntry(dict: Buffer, g: number, key: number, offset: number,
 export const SHARD_ENTRY_BYTES = ENTRY_BYTES;
 /** Bytes of the MAC that ends a shard file. */
 export const SHARD_MAC_BYTES = MAC_BYTES;
+/** Bytes of one sample entry (a dictionary block's first key and crc32). */
+export const SHARD_SAMPLE_BYTES = SAMPLE_BYTES;
 
 /**
  * Whether the MAC at the end of the open shard file `fd` (`size` bytes) is the HMAC under `key`
@@ -452,6 +454,27 @@ export class ShardReader {
     }
     if (n !== entry.count) throw new ShardDamage('posting list length differs from its entry');
     return n;
+  }
+
+  /**
+   * ORs `entry`'s ordinals, each plus `bitBase`, as bits into the bitmap that starts at `out[at]`
+   * (a merge's output list, issue 39). A bitmap list starting on a byte boundary (bitBase a
+   * multiple of 8) is ORed byte by byte, with no decoding; any other is decoded into `tmp` (room
+   * for entry.count ordinals) and set bit by bit. Throws ShardDamage (checksum; a decoded list as
+   * decode() checks it; a copied bitmap's bits were covered by the file's MAC at open).
+   */
+  orBitsInto(entry: PostingEntry, out: Uint8Array, at: number, bitBase: number, tmp: Uint32Array): void {
+    if (entry.bitmap && bitBase % 8 === 0) {
+      const buf = this.readList(entry);
+      const o = at + bitBase / 8;
+      for (let j = 0; j < entry.bytes; j++) out[o + j]! |= buf[j]!;
+      return;
+    }
+    const n = this.decode(entry, tmp);
+    for (let i = 0; i < n; i++) {
+      const bit = bitBase + tmp[i]!;
+      out[at + (bit >>> 3)]! |= 1 << (bit & 7);
+    }
   }
 
   /**
