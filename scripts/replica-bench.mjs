@@ -84,8 +84,18 @@ const MODES = ['none', 'async', 'sync'];
 const BASELINE = process.env.FORUM_BENCH_REPLICA_BASELINE ? path.resolve(process.env.FORUM_BENCH_REPLICA_BASELINE) : null;
 /** FORUM_BENCH_REPLICA_SECTIONS: which parts run (comma-separated; default all): writes, restore, followers. */
 const SECTIONS = new Set((process.env.FORUM_BENCH_REPLICA_SECTIONS ?? 'writes,restore,followers').split(',').map((x) => x.trim()));
-/** The write servers: ours in each mode, and the baseline's in each mode when there is one. */
-const WRITE_MODES = BASELINE ? [...MODES, ...MODES.map((m) => `${m}-base`)] : MODES;
+/**
+ * The write servers: ours in each mode, and the baseline's in each mode when there is one;
+ * FORUM_BENCH_REPLICA_SERVERS=LIST picks some of them, in that order (e.g. `async-base,async`).
+ */
+const WRITE_MODES = (() => {
+  const all = BASELINE ? [...MODES, ...MODES.map((m) => `${m}-base`)] : MODES;
+  const pick = process.env.FORUM_BENCH_REPLICA_SERVERS?.split(',').map((x) => x.trim()).filter(Boolean);
+  if (!pick) return all;
+  const unknown = pick.filter((m) => !all.includes(m));
+  if (unknown.length > 0) throw new Error(`FORUM_BENCH_REPLICA_SERVERS: unknown server(s) ${unknown.join(', ')} (known: ${all.join(', ')})`);
+  return pick;
+})();
 /**
  * FORUM_BENCH_REPLICA_CPU_PROF=DIR: every write server runs under `node --cpu-prof` and writes its
  * V8 CPU profile to DIR/<mode>/ when it stops (for a look at where the main thread's CPU goes).
@@ -766,13 +776,13 @@ export function renderReplication(result, opts) {
     for (const c of CONNECTIONS) {
       for (const m of WRITE_MODES) {
         // A baseline build's modes are compared with its own none.
-        const none = cell(c, m.endsWith('-base') ? 'none-base' : 'none').summary;
+        const none = cell(c, m.endsWith('-base') ? 'none-base' : 'none')?.summary;
         const s = cell(c, m).summary;
-        const ratio = s.rps / none.rps;
+        const ratio = none ? s.rps / none.rps : NaN;
         let target = '';
         if (c === 64 && modeOf(m) === 'async') target = `async ≥ ${TARGET.asyncRatio}× none: ${verdict(ratio >= TARGET.asyncRatio)}`;
         if (c === 64 && m.startsWith('sync')) target = `p99 ≤ ${TARGET.syncP99Ms} ms and ≥ ${fmtInt(TARGET.syncRps)} req/s: ${verdict(s.p99Ms <= TARGET.syncP99Ms && s.rps >= TARGET.syncRps)}`;
-        out.push(`| ${c} | ${m} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${modeOf(m) === 'none' ? '—' : `${ratio.toFixed(2)}×`} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
+        out.push(`| ${c} | ${m} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${modeOf(m) === 'none' || !none ? '—' : `${ratio.toFixed(2)}×`} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
       }
     }
 
@@ -804,18 +814,18 @@ export function renderReplication(result, opts) {
       const r = rates(win);
       out.push(`| ${label} | ${fmtInt(rps)} | ${fmtRate(r.puts)} | ${fmtRate(r.lists)} | ${fmtRate(r.gets)} | ${fmtRate(r.deletes)} | ${win.failures} | ${fmtRate(r.commits)} | ${fmtRate(r.recordsPerCommit)} | ${fmtMs(r.fsyncMs)} | ${fmtUsd(r.requestUsd)} | ${r.gbPerMonth.toFixed(2)} | ${fmtUsd(r.storageUsd)} | ${target} |`);
     };
-    for (const m of ['async', 'sync']) {
+    for (const m of ['async', 'sync'].filter((x) => w.idle[x])) {
       const win = w.idle[m];
       row(`${m}, idle (${win.seconds.toFixed(1)} s, no writes)`, win, 0, `PUT/s ≤ ${TARGET.idlePutsPerS}: ${verdict(win.puts / win.seconds <= TARGET.idlePutsPerS)}`);
     }
-    for (const m of ['async', 'sync']) {
+    for (const m of ['async', 'sync'].filter((x) => cell(64, x))) {
       const c = cell(64, m);
       row(`${m}, continuous load (64 conns, ${c.load.seconds.toFixed(1)} s measured)`, c.load, c.load.commitRecords / c.load.seconds);
     }
     const c1 = cell(1, 'sync');
-    row(`sync, 1 conn (${c1.load.seconds.toFixed(1)} s measured)`, c1.load, c1.load.commitRecords / c1.load.seconds);
-    const sync64 = rates(cell(64, 'sync').load);
-    out.push('', `sync at 64 conns: one group commit every ${fmtMs(sync64.cycleMs)} ms on average, of which ${fmtMs(sync64.fsyncMs)} ms fdatasync; the batch's chunk PUT runs alongside it and the next group commit starts once both are done (Log#replicate), so the cycle is the slower of the two plus the requests' handling.`);
+    if (c1) row(`sync, 1 conn (${c1.load.seconds.toFixed(1)} s measured)`, c1.load, c1.load.commitRecords / c1.load.seconds);
+    const sync64 = cell(64, 'sync') ? rates(cell(64, 'sync').load) : null;
+    if (sync64) out.push('', `sync at 64 conns: one group commit every ${fmtMs(sync64.cycleMs)} ms on average, of which ${fmtMs(sync64.fsyncMs)} ms fdatasync; the batch's chunk PUT runs alongside it and the next group commit starts once both are done (Log#replicate), so the cycle is the slower of the two plus the requests' handling.`);
   }
   if (result.probe) {
     out.push('', '### The object store alone (sequential create-only PUTs from the harness, same SDK, no server running)', '');
