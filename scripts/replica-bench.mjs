@@ -47,8 +47,11 @@
 //   Environment: FORUM_BENCH_REPLICA_SECTIONS=writes,restore,followers (which parts run; default
 //   all); FORUM_BENCH_REPLICA_BASELINE=DIR (another build, e.g. main's built into a temp folder:
 //   its three modes as write servers `none-base`, `async-base`, `sync-base`, and its restore --from
-//   of the same bucket, in the same run); FORUM_BENCH_REPLICA_CPU_PROF=DIR (every write server
-//   under node --cpu-prof, profiles in DIR/<server>/).
+//   of the same bucket, in the same run); FORUM_BENCH_REPLICA_SERVERS=LIST (which write servers
+//   run, in that order, e.g. async-base,async); FORUM_BENCH_REPLICA_CPU_PROF=DIR (every write
+//   server under node --cpu-prof, profiles in DIR/<server>/); FORUM_BENCH_REPLICA_STORE_DIR=DIR
+//   (the scripts/rgw.sh folder of the store at AWS_ENDPOINT_URL_S3, so its daemons' CPU is
+//   counted; a store the harness starts itself is counted anyway).
 //
 // The object store: AWS_ENDPOINT_URL_S3 set (with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_REGION): that store, one bucket created per run (its objects are deleted at the end, the
