@@ -524,13 +524,6 @@ export const REPLICA_SHIP_INTERVAL_MS = 200;
 /** A chunk holds at most about this many bytes of log lines (ours): a PUT stays small, a restore reads few objects. */
 export const REPLICA_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
 /**
- * `async` mode: the group commits' bytes kept in memory for shipping (store/replica/ship-queue.ts)
- * take at most this many bytes (ours; issue 35): past it (the object store is down or slower than
- * the writes) the queue is dropped and the backlog is read back from the segment files, so memory
- * stays bounded. Four full chunks: 200 ms of writes is far below it at any measured rate.
- */
-export const REPLICA_SHIP_QUEUE_BYTES_MAX = 4 * REPLICA_CHUNK_BYTES_MAX;
-/**
  * In `sync` mode a write waits at most this long for the bucket to confirm it, ms, then gets 503
  * REPLICA_UNAVAILABLE (not acknowledged; it may still be committed: retry with the same clientId)
  * (ours; FORUM_REPLICA_ACK_TIMEOUT_MS).

@@ -546,8 +546,7 @@ export class Log {
   onDurable: ((seq: number, hash: string) => void) | null = null;
 
   /**
-   * Replication's hook (issue 35). `async` mode: it keeps the batch's bytes for shipping and
-   * returns undefined (nothing waits on it). `sync` mode, the gate: called for each batch right after it is written,
+   * Replication's gate (issue 35, `sync` mode): called for each batch right after it is written,
    * while its fdatasync runs, and before it is marked durable; when it returns a promise, the
    * batch becomes durable (readable, acknowledged) only once both it and the fdatasync resolved,
    * and appends meanwhile gather into the next batch. So the bucket may hold a batch that a crash

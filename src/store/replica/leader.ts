@@ -16,13 +16,9 @@
  * another leader's chunk, and this one is fenced — it stops acknowledging writes at once (503
  * REPLICA_FENCED naming the new leader's URL) and ships nothing more.
  * - `async` (default): a write is acknowledged after the local fdatasync; durable records are
- *   gathered for REPLICA_SHIP_INTERVAL_MS and shipped as one chunk (RPO ≤ about 1 s). The chunk's
- *   lines come from the group commits' own bytes, kept in memory as they are written
- *   (ship-queue.ts, bounded by REPLICA_SHIP_QUEUE_BYTES_MAX), not read back from the segment
- *   files; the same chunk, byte for byte, as a read-back gives, which stays the fallback (a
- *   backlog past the bound, records written before the leader started, a run holding an erase
- *   target). When the store is unreachable the server keeps serving; the backlog waits on the
- *   local disk and is shipped when the store answers again (`status` reports it).
+ *   gathered for REPLICA_SHIP_INTERVAL_MS and shipped as one chunk (RPO ≤ about 1 s). When the
+ *   store is unreachable the server keeps serving; the backlog waits on the local disk and is
+ *   shipped when the store answers again (`status` reports it).
  * - `sync`: each group commit's batch becomes durable (readable, acknowledged) only once its
  *   chunk is in the bucket and its fdatasync is done (Log#replicate: the PUT runs alongside the
  *   fdatasync): RPO 0 for the loss of the box; group commit amortises the PUT. While the store
@@ -41,7 +37,7 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { REPLICA_CHUNK_BYTES_MAX, REPLICA_SHIP_QUEUE_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
+import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
@@ -66,7 +62,6 @@ import {
 } from './format.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
 import type { ObjectStore } from './object-store.js';
-import { ShipQueue } from './ship-queue.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
 export type ReplicaMode = 'async' | 'sync';
@@ -116,12 +111,6 @@ export interface ReplicaStatus {
   /** Point-in-time restore reaches every seq from 1 to shippedSeq (the log is never dropped). */
   pointInTimeRestore: { fromSeq: number; toSeq: number; window: string };
   requests: { puts: number; gets: number; lists: number; deletes: number; failures: number };
-  /**
-   * Where the chunks' lines came from since the start: the group commits' bytes kept in memory
-   * (async mode) or read back from the segment files; the bytes held now and how often the queue
-   * was dropped for its bound (REPLICA_SHIP_QUEUE_BYTES_MAX).
-   */
-  shipping: { fromMemory: number; fromDisk: number; queueBytes: number; queueDropped: number };
   lastError: string | null;
 }
 
@@ -172,13 +161,6 @@ export class ReplicaLeader {
   private pullingTo = 0;
   /** Called once per state change (metrics, tests). */
   onState: ((state: ReplicaState) => void) | null = null;
-  /** Async mode: the group commits' bytes not yet shipped (module doc). */
-  private readonly queue = new ShipQueue(REPLICA_SHIP_QUEUE_BYTES_MAX);
-  /** Chunks cut from the queue and read back from disk (`status`). */
-  private readonly runs = { fromMemory: 0, fromDisk: 0 };
-  /** The vouched map's size when `maxEraseTarget` was last computed, and the largest erase target seq in it. */
-  private vouchedSeen = -1;
-  private maxEraseTarget = 0;
 
   constructor(
     readonly store: ObjectStore,
@@ -230,12 +212,6 @@ export class ReplicaLeader {
     this.host = host;
     this.expectEpoch = opts.expectEpoch ?? null;
     if (this.mode === 'sync') host.log.replicate = (batch) => this.gate(batch);
-    else {
-      host.log.replicate = (batch) => {
-        this.queue.push(batch);
-        return undefined;
-      };
-    }
     try {
       await this.takeLeadership();
     } catch (err) {
@@ -508,48 +484,14 @@ export class ReplicaLeader {
     }
   }
 
-  /**
-   * Ships every durable record up to `seq` that the bucket lacks, as chunks cut from the shipping
-   * queue (async mode) or read back from the segment files: the same chunks either way.
-   */
+  /** Ships every durable record up to `seq` that the bucket lacks, as chunks read back from the segment files. */
   private async catchUp(seq: number): Promise<void> {
     const log = this.host!.log;
     while (this.shipped.seq < Math.min(seq, log.durableSeq)) {
-      const run = this.runFromMemory(this.shipped.seq + 1, Math.min(seq, log.durableSeq)) ?? (await log.readLines(this.shipped.seq + 1, seq, REPLICA_CHUNK_BYTES_MAX));
+      const run = await log.readLines(this.shipped.seq + 1, seq, REPLICA_CHUNK_BYTES_MAX);
       if (run === null) return;
       await this.putChunk(run);
     }
-  }
-
-  /**
-   * The run `Log#readLines(fromSeq, toSeq, REPLICA_CHUNK_BYTES_MAX)` would read, cut from the
-   * shipping queue, or null (read it from disk): the queue does not start at `fromSeq`, or the run
-   * holds an erase target (its bytes on disk are a tombstone now, or will be: the queue is dropped).
-   */
-  private runFromMemory(fromSeq: number, toSeq: number): LineRun | null {
-    this.queue.shipped(fromSeq - 1);
-    const run = this.queue.take(fromSeq, toSeq, REPLICA_CHUNK_BYTES_MAX);
-    if (run !== null && this.holdsEraseTarget(run.firstSeq, run.lastSeq)) {
-      this.queue.clear();
-      this.runs.fromDisk++;
-      return null;
-    }
-    if (run === null) this.runs.fromDisk++;
-    else this.runs.fromMemory++;
-    return run;
-  }
-
-  /** Whether an erase target (the log's vouched map, fed as each erase record is appended) lies in first..last. */
-  private holdsEraseTarget(first: number, last: number): boolean {
-    const vouched = this.host!.log.records.locations.vouched;
-    if (vouched.size !== this.vouchedSeen) {
-      this.vouchedSeen = vouched.size;
-      this.maxEraseTarget = 0;
-      for (const seq of vouched.keys()) if (seq > this.maxEraseTarget) this.maxEraseTarget = seq;
-    }
-    if (this.maxEraseTarget < first) return false;
-    for (const seq of vouched.keys()) if (seq >= first && seq <= last) return true;
-    return false;
   }
 
   /**
@@ -593,7 +535,6 @@ export class ReplicaLeader {
     }
     this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
     this.shipped = { seq: run.lastSeq, hash: run.lastHash };
-    this.queue.shipped(run.lastSeq);
     const log = this.host!.log;
     let shippedBatches = 0;
     while (shippedBatches < this.durableTimes.length && this.durableTimes[shippedBatches]![0] <= this.shipped.seq) shippedBatches++;
@@ -762,7 +703,6 @@ export class ReplicaLeader {
       chunks: this.chunks.length,
       pointInTimeRestore: { fromSeq: this.shipped.seq > 0 ? 1 : 0, toSeq: this.shipped.seq, window: 'the whole history: the log is append-only and never dropped' },
       requests: { ...this.store.counters },
-      shipping: { ...this.runs, queueBytes: this.queue.size, queueDropped: this.queue.stats.dropped },
       lastError: this.lastError,
     };
   }
