@@ -310,6 +310,29 @@ test('an erasure removes the erased bytes from every object in the bucket: chunk
   assert.ok(Object.values(segmentFiles(dir)).every((b) => !b.includes(secret)));
 });
 
+test('async mode: a record erased before its chunk is shipped reaches the bucket only as its tombstone', async (t) => {
+  // A long shipping interval: the erasure (and its local rewrite) is done before the first chunk.
+  const target = await replicaTarget(t, { mode: 'async', env: { FORUM_REPLICA_SHIP_MS: '2500' } });
+  if (target === null) return;
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  await waitFor(async () => ((await status(s)).lag.records === 0 ? true : null), 10_000, 'the set-up to be shipped');
+  const topic = await ok(s.post('/api/topics', { title: 'erased before shipping' }, a.token), 201);
+  const secret = 'SECRET-4b1d77-unshipped';
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: `leak ${secret}`, clientId: 'u1' }, a.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'leaked key' }, op.token), 201);
+  const before = await status(s);
+  assert.ok(before.lag.records > 0, 'nothing of it was shipped before the erasure');
+  await waitFor(async () => ((await status(s)).lag.records === 0 ? true : null), 15_000, 'everything to be shipped');
+  const holding = (await bucketObjects(target)).filter((o) => o.body.includes(secret)).map((o) => o.key);
+  assert.deepEqual(holding, [], 'no object in the bucket holds the erased text');
+  await s.stop();
+  const { dir, run } = await restoreFrom(t, target);
+  assert.equal(run.code, 0, run.stderr);
+  assert.ok(Object.values(segmentFiles(dir)).every((b) => !b.includes(secret)));
+});
+
 test('a point-in-time restore that would keep an erased record without the erase record vouching for it is refused, and nothing changes', async (t) => {
   const target = await replicaTarget(t, { mode: 'sync' });
   if (target === null) return;
