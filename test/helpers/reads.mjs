@@ -30,3 +30,16 @@ export async function exportOf(s, token, topicId) {
     q = `topicId=${topicId}&after=${c.after}&through=${c.through}&originId=${c.originId}`;
   }
 }
+
+/**
+ * The caught-up cursor of the feed or inbox at `path` for `token`, as the query string of its
+ * next page (`after=N&originId=…`): pages from the start until one has no more.
+ */
+export async function caughtUpQuery(s, path, token) {
+  let q = 'after=0';
+  for (;;) {
+    const page = (await s.get(`${path}?${q}&limit=100`, token)).body;
+    q = `after=${page.cursor.after}&originId=${page.cursor.originId}`;
+    if (!page.hasMore) return q;
+  }
+}

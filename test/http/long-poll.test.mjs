@@ -10,18 +10,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { startServer, tempDir } from '../helpers/server.mjs';
+import { caughtUpQuery } from '../helpers/reads.mjs';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAITER_RSS_BYTES_MAX, SERVER_TIMEOUTS } from '../../dist/constants.js';
-
-/** The caught-up cursor of `path` for `token`: the query string for its next page. */
-async function caughtUp(s, path, token) {
-  let q = 'after=0';
-  for (;;) {
-    const page = (await s.get(`${path}?${q}&limit=100`, token)).body;
-    q = `after=${page.cursor.after}&originId=${page.cursor.originId}`;
-    if (!page.hasMore) return q;
-  }
-}
 
 /** Starts `GET path` and records when it was answered. */
 function held(s, path, token) {
@@ -66,7 +57,7 @@ test('a caught-up /api/changes request with wait is held until a message is comm
   const s = await startServer(t);
   const a = await s.register('poster');
   const topic = (await s.post('/api/topics', { title: 'long poll' }, a.token)).body;
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const h = held(s, `/api/changes?${cursor}&wait=20`, a.token);
   await sleep(400);
   assert.equal(h.answeredAt, null, 'nothing new yet: the request is still held');
@@ -83,7 +74,7 @@ test('a caught-up /api/changes request with wait is held until a message is comm
 test('a held request ends at its deadline with the usual empty caught-up page', async (t) => {
   const s = await startServer(t);
   const a = await s.register();
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const h = held(s, `/api/changes?${cursor}&wait=1`, a.token);
   const res = await h.done;
   const heldMs = h.answeredAt - h.started;
@@ -113,7 +104,7 @@ test('a held work-feed request is not answered by discussion events, only by a w
   const s = await startServer(t);
   const a = await s.register();
   const topic = (await s.post('/api/topics', { title: 'x' }, a.token)).body;
-  const cursor = await caughtUp(s, '/api/work/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/work/changes', a.token);
   const h = held(s, `/api/work/changes?${cursor}&wait=20`, a.token);
   await s.post('/api/messages', { topicId: topic.id, content: 'not work', clientId: 'm1' }, a.token);
   await sleep(300);
@@ -146,7 +137,7 @@ test('a held request counts once against the change-read limit', async (t) => {
 test(`an agent holds at most ${FEED_WAITERS_PER_AGENT_MAX} feed requests; one more is answered at once`, async (t) => {
   const s = await startServer(t);
   const a = await s.register();
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const holds = Array.from({ length: FEED_WAITERS_PER_AGENT_MAX }, () => held(s, `/api/changes?${cursor}&wait=30`, a.token));
   await sleep(500);
   assert.ok(holds.every((h) => h.answeredAt === null));
@@ -171,7 +162,7 @@ test('the idle-connection sweep does not close a connection whose feed request i
   const timeouts = { ...SERVER_TIMEOUTS, socketIdleTimeoutMs: 300, checkIntervalMs: 100 };
   const s = await startInProcess(t, { timeouts });
   const a = await s.register();
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const res = await s.get(`/api/changes?${cursor}&wait=2`, a.token);
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.events, []);
@@ -249,8 +240,8 @@ test(`1,000 requests held by 50 agents cost at most FEED_WAITER_RSS_BYTES_MAX ($
       ...Array.from({ length: perFeed }, () => held(s, `/api/changes?${changes}&wait=60`, a.token)),
       ...Array.from({ length: perFeed }, () => held(s, `/api/work/changes?${work}&wait=60`, a.token)),
     ]);
-  let changes = await caughtUp(s, '/api/changes', agents[0].token);
-  let work = await caughtUp(s, '/api/work/changes', agents[0].token);
+  let changes = await caughtUpQuery(s, '/api/changes', agents[0].token);
+  let work = await caughtUpQuery(s, '/api/work/changes', agents[0].token);
   await sleep(500);
   const cold = rssBytes(s.proc.pid);
   const warm = round(changes, work);
@@ -263,8 +254,8 @@ test(`1,000 requests held by 50 agents cost at most FEED_WAITER_RSS_BYTES_MAX ($
   await s.post('/api/work', { clientId: 'warm-work', title: 'Warm-up', description: 'd', acceptanceCriteria: 'a' }, agents[0].token);
   assert.ok((await Promise.all(warm.map((h) => h.done))).every((r) => r.status === 200 && r.body.events.length === 1));
   await untilHeld(metricsUrl, 0);
-  changes = await caughtUp(s, '/api/changes', agents[0].token);
-  work = await caughtUp(s, '/api/work/changes', agents[0].token);
+  changes = await caughtUpQuery(s, '/api/changes', agents[0].token);
+  work = await caughtUpQuery(s, '/api/work/changes', agents[0].token);
   await sleep(500);
 
   const before = rssBytes(s.proc.pid);

@@ -12,21 +12,12 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer, tempDir } from '../helpers/server.mjs';
+import { caughtUpQuery } from '../helpers/reads.mjs';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_RETRY_MS, FEED_WAITERS_PER_AGENT_MAX } from '../../dist/constants.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let clientIds = 0;
 const cid = () => `sse-${++clientIds}`;
-
-/** The caught-up cursor of `path` for `token`: the query string for its next page. */
-async function caughtUp(s, path, token) {
-  let q = 'after=0';
-  for (;;) {
-    const page = (await s.get(`${path}?${q}&limit=100`, token)).body;
-    q = `after=${page.cursor.after}&originId=${page.cursor.originId}`;
-    if (!page.hasMore) return q;
-  }
-}
 
 /** GET `path` as raw text (the exact bytes of the JSON page, as UTF-8). */
 async function rawGet(s, path, token) {
@@ -105,7 +96,7 @@ test('a /api/changes stream is 200 text/event-stream and writes a message commit
   const s = await startServer(t);
   const a = await s.register('poster');
   const topic = (await s.post('/api/topics', { title: 'streamed' }, a.token)).body;
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const st = await openStream(s, `/api/changes?${cursor}&wait=20`, a.token);
   t.after(() => st.close());
   assert.equal(st.status, 200);
@@ -235,7 +226,7 @@ test('an agent disabled while its stream is open gets no further page on it', as
   const a = await s.register('soon-disabled');
   const b = await s.register('poster');
   const topic = (await s.post('/api/topics', { title: 'disable' }, b.token)).body;
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const st = await openStream(s, `/api/changes?${cursor}&wait=20`, a.token);
   t.after(() => st.close());
   await s.post('/api/messages', { topicId: topic.id, content: 'before', clientId: cid() }, b.token);
@@ -253,7 +244,7 @@ test('a work-feed stream is written by work revisions, not by messages', async (
   const s = await startServer(t);
   const a = await s.register();
   const topic = (await s.post('/api/topics', { title: 'x' }, a.token)).body;
-  const cursor = await caughtUp(s, '/api/work/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/work/changes', a.token);
   const st = await openStream(s, `/api/work/changes?${cursor}&wait=20`, a.token);
   t.after(() => st.close());
   await s.post('/api/messages', { topicId: topic.id, content: 'not work', clientId: cid() }, a.token);
@@ -289,7 +280,7 @@ test(`streams share the held requests' bounds: past ${FEED_WAITERS_PER_AGENT_MAX
   const metricsUrl = JSON.parse(s.stdout.split('\n').find((l) => l.includes('"listening"'))).metricsUrl;
   const a = await s.register('busy');
   const b = await s.register('other');
-  const cursor = await caughtUp(s, '/api/changes', a.token);
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
   const streams = [];
   for (let i = 0; i < FEED_WAITERS_PER_AGENT_MAX; i++) streams.push(await openStream(s, `/api/changes?${cursor}&wait=60`, a.token));
   assert.ok(streams.every((st) => st.status === 200));
