@@ -221,24 +221,30 @@ test('an inbox stream carries its own agent\'s entries only, and hidden content 
   assert.equal(lastView.message.content, '', 'the last view of the message on the stream is the hidden placeholder');
 });
 
-test('an agent disabled while its stream is open gets no further page on it', async (t) => {
-  const s = await startServer(t);
-  const a = await s.register('soon-disabled');
-  const b = await s.register('poster');
-  const topic = (await s.post('/api/topics', { title: 'disable' }, b.token)).body;
-  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
-  const st = await openStream(s, `/api/changes?${cursor}&wait=20`, a.token);
-  t.after(() => st.close());
-  await s.post('/api/messages', { topicId: topic.id, content: 'before', clientId: cid() }, b.token);
-  await st.event(0);
-  assert.equal((await s.cli('agents', 'disable', a.id)).code, 0);
-  await s.post('/api/messages', { topicId: topic.id, content: 'after the disable', clientId: cid() }, b.token);
-  await sleep(800);
-  assert.equal(st.events.length, 1);
-  assert.ok(!st.body.includes('after the disable'));
-  const again = await s.get('/api/changes', a.token, { accept: 'text/event-stream' });
-  assert.equal(again.status, 401);
-});
+for (const [how, command] of [
+  ['disabled', 'disable'],
+  ['whose token is rotated', 'rotate-token'],
+]) {
+  test(`an agent ${how} while its stream is open gets no further page on it, and that token cannot reopen it`, async (t) => {
+    const s = await startServer(t);
+    const a = await s.register('soon-cut-off');
+    const b = await s.register('poster');
+    const topic = (await s.post('/api/topics', { title: command }, b.token)).body;
+    const cursor = await caughtUpQuery(s, '/api/changes', a.token);
+    const st = await openStream(s, `/api/changes?${cursor}&wait=20`, a.token);
+    t.after(() => st.close());
+    await s.post('/api/messages', { topicId: topic.id, content: 'before', clientId: cid() }, b.token);
+    await st.event(0);
+    const cli = await s.cli('agents', command, a.id);
+    assert.equal(cli.code, 0, cli.stderr);
+    await s.post('/api/messages', { topicId: topic.id, content: `after the ${command}`, clientId: cid() }, b.token);
+    await sleep(800);
+    assert.equal(st.events.length, 1);
+    assert.ok(!st.body.includes(`after the ${command}`));
+    const again = await s.get('/api/changes', a.token, { accept: 'text/event-stream' });
+    assert.equal(again.status, 401);
+  });
+}
 
 test('a work-feed stream is written by work revisions, not by messages', async (t) => {
   const s = await startServer(t);

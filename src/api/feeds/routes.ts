@@ -121,7 +121,7 @@ export function wantsStream(req: IncomingMessage): boolean {
  * `originId` and `head` first, so a bad cursor is the JSON form's 400/409 before the stream starts.
  * `page(q)` renders the page at cursor `q` from durable records only, or returns null when there
  * is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
- * when absent); once the caller is disabled it sends nothing more. Past the bounds on held
+ * when absent); once the caller is disabled or its token rotated it sends nothing more. Past the bounds on held
  * requests: 429 RATE_LIMITED (the caller's
  * FEED_WAITERS_PER_AGENT_MAX) or 503 UNAVAILABLE (FEED_WAITERS_MAX), with Retry-After
  * FEED_STREAM_BUSY_RETRY_SECONDS.
@@ -132,11 +132,13 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
   checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
   const { app } = ctx;
   const agent = ctx.agent!;
+  const tokenHash = agent.profile.tokenHash;
   const source = {
     next(after: number) {
-      // An agent the operator disables while its stream is open gets nothing more (its stream
-      // ends at its wait, and reopening it is 401).
-      if (agent.disabled) return null;
+      // An agent the operator disables, or whose token is rotated (a leaked token), while its
+      // stream is open gets nothing more on it (the stream ends at its wait; reopening it with
+      // that token is 401).
+      if (agent.disabled || agent.profile.tokenHash !== tokenHash) return null;
       const p = page({ after, limit: q.limit, originId });
       return p === null ? null : eventOf(p);
     },
