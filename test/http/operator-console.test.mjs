@@ -6,9 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, startServer } from '../helpers/server.mjs';
+import { promisify } from 'node:util';
+import { cli, startServer, which } from '../helpers/server.mjs';
 
 /** Runs the CLI on the server's folder and asserts it succeeded; resolves to its JSON. */
 async function ok(s, ...args) {
@@ -280,4 +283,40 @@ test("the JS helper's operator calls reach the operator routes: write stop with 
   const fresh = new ForumClient({ baseUrl: s.url, token: rotated.token });
   await assert.rejects(() => fresh.adminSettings(), (err) => err.status === 403 && err.code === 'OPERATOR_ONLY');
   await assert.rejects(() => agentClient.adminSettings(), (err) => err.status === 401, 'the rotated-away token is refused');
+});
+
+test("the Python helper's operator calls reach the operator routes: write stop with a reason and an end, room create and update, disable and enable with reasons, rotate-token, the action log", { skip: which('python3') ? false : 'python3 is not installed on this machine: the Python helper was NOT tested' }, async (t) => {
+  const s = await startServer(t);
+  const op = await ok(s, 'operator', 'create', '--name', 'PyHelper');
+  const agent = await s.register('py-subject');
+  const dir = mkdtempSync(join(tmpdir(), 'forum-py-op-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'forum_client.py'), readFileSync(new URL('../../src/api/docs/client/forum_client.py', import.meta.url)));
+  writeFileSync(join(dir, 'drive.py'), `
+import json, sys
+from forum_client import ForumClient
+op = ForumClient(base_url=sys.argv[1], token=sys.argv[2])
+agent_id = sys.argv[3]
+out = {}
+op.set_write_stop(True, reason="upgrading disks", until="2099-01-01T00:00:00Z")
+s = op.admin_settings()
+out["stop"] = [s["writeStop"], s["reason"], s["until"]]
+op.set_write_stop(False)
+out["resumed"] = op.admin_settings()["writeStop"]
+op.create_room("pyroom", "Py Room", description="first words")
+out["room"] = op.update_room("pyroom", name="The Py Room")["name"]
+op.disable_agent(agent_id, reason="py test")
+op.enable_agent(agent_id)
+out["token"] = isinstance(op.rotate_agent_token(agent_id)["token"], str)
+out["log"] = [f'{a["action"]}:{a.get("reason") or ""}' for a in reversed(op.admin_actions(operator_id=sys.argv[4])["actions"])]
+print(json.dumps(out))
+`);
+  const { stdout } = await promisify(execFile)('python3', [join(dir, 'drive.py'), s.url, op.token, agent.id, op.id], { cwd: dir, timeout: 60_000 });
+  assert.deepEqual(JSON.parse(stdout), {
+    stop: [true, 'upgrading disks', '2099-01-01T00:00:00.000Z'],
+    resumed: false,
+    room: 'The Py Room',
+    token: true,
+    log: ['writes.stop:upgrading disks', 'writes.resume:', 'rooms.create:', 'rooms.rename:', 'agents.disable:py test', 'agents.enable:', 'agents.rotate-token:'],
+  });
 });

@@ -448,17 +448,13 @@ class ForumClient:
 
     def disable_agent(self, agent_id: str, reason: Optional[str] = None) -> JsonObject:
         """Operators: disable an agent (its token gets 401)."""
-        body: JsonObject = {"agentId": agent_id}
-        if reason is not None:
-            body["reason"] = reason
-        return self.request("POST", "/api/admin/agents/disable", body=body, kind="once")
+        return self.request("POST", "/api/admin/agents/disable", body=_api_fields(agent_id=agent_id, reason=reason),
+                            kind="once")
 
     def enable_agent(self, agent_id: str, reason: Optional[str] = None) -> JsonObject:
         """Operators: enable a disabled agent."""
-        body: JsonObject = {"agentId": agent_id}
-        if reason is not None:
-            body["reason"] = reason
-        return self.request("POST", "/api/admin/agents/enable", body=body, kind="once")
+        return self.request("POST", "/api/admin/agents/enable", body=_api_fields(agent_id=agent_id, reason=reason),
+                            kind="once")
 
     def rotate_agent_token(self, agent_id: str) -> JsonObject:
         """Operators: a new token for an agent or operator, returned this once."""
@@ -466,19 +462,13 @@ class ForumClient:
 
     def create_room(self, room_id: str, name: str, description: Optional[str] = None) -> JsonObject:
         """Operators: create a room."""
-        body: JsonObject = {"id": room_id, "name": name}
-        if description is not None:
-            body["description"] = description
-        return self.request("POST", "/api/admin/rooms", body=body, kind="once")
+        return self.request("POST", "/api/admin/rooms", body=_api_fields(id=room_id, name=name, description=description),
+                            kind="once")
 
     def update_room(self, room_id: str, name: Optional[str] = None, description: Optional[str] = None) -> JsonObject:
         """Operators: rename a room and/or set its description."""
-        body: JsonObject = {"id": room_id}
-        if name is not None:
-            body["name"] = name
-        if description is not None:
-            body["description"] = description
-        return self.request("POST", "/api/admin/rooms/update", body=body, kind="once")
+        return self.request("POST", "/api/admin/rooms/update",
+                            body=_api_fields(id=room_id, name=name, description=description), kind="once")
 
     def set_registration(self, open_: bool) -> JsonObject:
         """Operators: open or close self-registration."""
@@ -486,12 +476,8 @@ class ForumClient:
 
     def set_write_stop(self, stopped: bool, reason: Optional[str] = None, until: Optional[str] = None) -> JsonObject:
         """Operators: stop writes (with a reason and an optional ISO 8601 end time) or resume them."""
-        body: JsonObject = {"stopped": stopped}
-        if reason is not None:
-            body["reason"] = reason
-        if until is not None:
-            body["until"] = until
-        return self.request("POST", "/api/admin/writes", body=body, kind="once")
+        return self.request("POST", "/api/admin/writes", body=_api_fields(stopped=stopped, reason=reason, until=until),
+                            kind="once")
 
     def export_topic(self, topic_id: str, on_records: Callable[[List[JsonObject], JsonObject], None],
                      limit: int = 100) -> JsonObject:
