@@ -10,7 +10,9 @@
 //   2. commit-to-delivery latency p50/p99 for 100 and 1,000 waiters during that write load.
 //      Waiters: held long-poll requests on /api/changes (wait=30, limit=100), spread over 50
 //      agents (2 or 20 each), every one on a connection of its own; each one, answered, sends
-//      its next request at once from the page's cursor (what the helpers' followFeed does).
+//      its next request from the page's cursor as the helpers' followFeed does: at once, or
+//      after a page with hasMore (a backlog) once its pollAfterSeconds (1 s, + up to 20 %
+//      jitter) has passed. Streams follow the same rules on the server's side (stream.ts).
 //      Every write wakes them all. The same with waiters on /api/inbox, which only a write that
 //      concerns their agent wakes: each probe mentions 5 of the 50 agents in turn. Then the same
 //      four cells with Server-Sent Events streams instead of long polls (`Accept:
@@ -97,12 +99,15 @@ const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US'
 const fmtMs = (n) => (!Number.isFinite(n) ? 'n/a' : Math.abs(n) < 10 ? n.toFixed(2) : n.toFixed(1));
 
 
-/** The forum_feed_waiters gauge. */
-async function heldNow(metricsUrl) {
+/** A gauge of the server's metrics (forum_feed_waiters, forum_log_head_seq). */
+async function gauge(metricsUrl, name) {
   const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(5000) })).text();
-  const m = /^forum_feed_waiters (\S+)$/m.exec(text);
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
 }
+
+/** The forum_feed_waiters gauge. */
+const heldNow = (metricsUrl) => gauge(metricsUrl, 'forum_feed_waiters');
 
 /** Resolves once the server holds exactly `n` requests; throws after `ms`. */
 async function untilHeld(metricsUrl, n, ms = 60_000) {
@@ -129,14 +134,16 @@ async function caughtUp(base, feed, token) {
  * Starts `n` waiters on `feed` (waiter i as agent i mod WAITER_AGENTS) at `cursor` (an inbox
  * cursor at the head is every agent's caught-up cursor), each on a connection of its own, as
  * held long polls (`mode` 'poll') or streams ('sse'). Each notes [probe number, arrival ms] for
- * every probe its pages carry. Returns { arrivals, stats, stop() }; stats.responses counts pages
- * read (long-poll responses, stream events).
+ * every probe its pages carry. Returns { arrivals, stats, positions, stop() }; stats.responses
+ * counts pages read (long-poll responses, stream events); positions[i] is waiter i's cursor
+ * position (`after`) now.
  */
 function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
   const pool = new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
   const controller = new AbortController();
   const arrivals = [];
   const stats = { responses: 0, errors: 0, lastError: null };
+  const positions = new Array(n).fill(cursor.after);
   let stopping = false;
   const loop = async (i) => {
     const authorization = `Bearer ${tokens[i % tokens.length]}`;
@@ -151,6 +158,10 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
         for (const m of text.matchAll(PROBE)) arrivals.push(Number(m[1]), at);
         // The cursor is the page's first `"after"` (format, then cursor, then the events).
         after = Number(/"after":(\d+)/.exec(text)[1]);
+        positions[i] = after;
+        // The documented follower (followFeed, exchange.md): after a page with hasMore (a
+        // backlog) wait its pollAfterSeconds (+ up to 20 % jitter); after a held page, ask again at once.
+        if (text.includes('"hasMore":true')) await sleep(Number(/"pollAfterSeconds":(\d+)/.exec(text)[1]) * 1000 * (1 + Math.random() * 0.2));
       } catch (err) {
         if (stopping) return;
         stats.errors++;
@@ -187,6 +198,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
             if (i > 0 && complete[i - 1] !== 10) continue; // an `id:` field starts a line
             const from = i + ID_MARK.length;
             lastId = complete.toString('latin1', from, complete.indexOf(NEWLINE, from));
+            positions[i] = Number(lastId.slice(lastId.lastIndexOf(':') + 1));
             stats.responses++;
           }
         }
@@ -202,6 +214,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
   return {
     arrivals,
     stats,
+    positions,
     async stop() {
       stopping = true;
       controller.abort();
@@ -291,6 +304,14 @@ export async function measurePush(ctx) {
         const c0 = performance.now();
         const r = await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.duration);
         const seconds = (performance.now() - c0) / 1000;
+        if (cell.feed === 'changes' && n > 0) {
+          // How far behind the head the followers are when the write load stops (log records;
+          // the discussion feed's cursor is a log seq): the median waiter, the largest in any round.
+          const head = await gauge(info.metricsUrl, 'forum_log_head_seq');
+          const lag = head - [...waiters.positions].sort((a, b) => a - b)[Math.floor(n / 2)];
+          cell.lagRecords = Math.max(cell.lagRecords ?? 0, lag);
+          cell.lagSeconds = Math.max(cell.lagSeconds ?? 0, lag / r.rps);
+        }
         await probes.stop();
         // Let the last probe reach every waiter (up to 10 s) before the waiters stop.
         const last = Math.max(0, ...probes.acks.keys());
@@ -338,18 +359,19 @@ export function renderPush(result, opts) {
     out.push(`**failed: ${result.failed}**`);
     return out;
   }
-  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request at once from the page's cursor (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   const none = result.cells.find((c) => c.waiters === 0).summary;
-  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | waiter pages/s | non-2xx | target |`);
-  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx | target |`);
+  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const c of result.cells) {
     const s = c.summary;
     const ratio = s.rps / none.rps;
     const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${ratio >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
-    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
+    const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
+    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
   }
-  out.push('', `Reading the table: each /api/changes waiter reads every event of the write load, so 1,000 of them read about 1,000 × the write rate in events; "waiter pages/s" is how many pages (long-poll responses, stream events) the harness (one process, on the same cores) managed to read. When that is less than the stream needs, the waiters fall behind and their delivery latency is their backlog — a bound of this machine and harness, not of the server's wake-up after a commit. The /api/inbox rows show the cost of holding requests that a write does not concern.`);
+  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
   for (const c of errors) out.push('', `${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;

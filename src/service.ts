@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
-import { heldFeedRequests, releaseFeedWaiters } from './api/feeds/routes.js';
+import { countStreamPages, heldFeedRequests, releaseFeedWaiters } from './api/feeds/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -123,6 +123,9 @@ export async function startService(
     disk: new DiskSpace(opts.freeBytes ?? (() => statfsFreeBytes(config.dataDir)), DISK_CHECK_INTERVAL_MS),
     shutdown: new ShutdownGate(),
   };
+  // A feed stream's pages after its first count as change reads of its agent (issue 37, part 8).
+  const limits = protections.rateLimits;
+  if (limits !== null) countStreamPages(app, (agentId) => limits.takeChangeRead(agentId));
   const free = protections.disk.freeBytes(now());
   if (free !== null && free < config.minFreeBytes) {
     logger.warn(

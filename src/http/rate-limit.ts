@@ -306,6 +306,17 @@ export class RateLimits implements Guards {
     check(limit, key, this.now(), res, true, this.onLimited);
   }
 
+  /**
+   * Counts one change read of agent `agentId` outside a request: a page of an open feed stream
+   * after its first (issue 37, src/api/feeds/stream.ts), keyed as the agent's requests are.
+   * Output: 0 when counted, else the ms until the window lets one more through (nothing counted,
+   * no 429: the stream waits).
+   */
+  takeChangeRead(agentId: string): number {
+    const d = this.changeReads.limiter.take(`agent:${agentId}`, this.now());
+    return d.allowed ? 0 : Math.max(1, d.resetMs);
+  }
+
   /** Keys dropped at the key cap so far, by limit name (metrics). */
   evictions(): Record<string, number> {
     const out: Record<string, number> = {};

@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { caughtUpQuery } from '../helpers/reads.mjs';
-import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_RETRY_MS, FEED_WAITERS_PER_AGENT_MAX } from '../../dist/constants.js';
+import { CHANGE_READS_PER_TOKEN_PER_MINUTE, FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_RETRY_MS, FEED_WAITERS_PER_AGENT_MAX } from '../../dist/constants.js';
+import { ManualClock } from '../../dist/clock.js';
+import { startInProcess } from '../helpers/inprocess.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let clientIds = 0;
@@ -28,7 +30,7 @@ async function rawGet(s, path, token) {
 
 /**
  * Opens `GET path` with `Accept: text/event-stream` (and `headers`). Resolves once the response
- * head arrived to { status, headers, events: [{id, data}], retry, comments, ended (a promise),
+ * head arrived to { status, headers, events: [{id, data, at (arrival, performance.now() ms)}], retry, comments, ended (a promise),
  * event(i) (resolves to the i-th event, fails after 15 s), text() (the whole body once ended),
  * close() }.
  */
@@ -52,7 +54,10 @@ function openStream(s, path, token, headers = {}) {
             else if (line.startsWith('id: ')) ev.id = line.slice(4);
             else if (line.startsWith('data: ')) ev.data = (ev.data === undefined ? '' : `${ev.data}\n`) + line.slice(6);
           }
-          if (ev.data !== undefined) st.events.push(ev);
+          if (ev.data !== undefined) {
+            ev.at = performance.now();
+            st.events.push(ev);
+          }
         }
         for (const w of wake) w();
       });
@@ -122,24 +127,35 @@ test('a /api/changes stream is 200 text/event-stream and writes a message commit
   assert.equal(ev2.data, await rawGet(s, `/api/changes?after=${page.cursor.after}&originId=${page.cursor.originId}`, a.token));
 });
 
-test('a stream from an old cursor writes every page up to the head, each equal to GET at the cursor before it, then ends at its wait', async (t) => {
+test('a stream from an old cursor writes the backlog one page per pollAfterSeconds (1 s), as a polling client would read it, each page equal to GET at the cursor before it, then ends at its wait', async (t) => {
   const s = await startServer(t);
   const a = await s.register();
   const topic = (await s.post('/api/topics', { title: 'backlog' }, a.token)).body;
   for (let i = 0; i < 5; i++) await s.post('/api/messages', { topicId: topic.id, content: `m${i}`, clientId: cid() }, a.token);
   const started = performance.now();
-  const st = await openStream(s, '/api/changes?after=0&limit=3&wait=1', a.token);
+  const st = await openStream(s, '/api/changes?after=0&limit=2&wait=6', a.token);
   await st.ended;
   const heldMs = performance.now() - started;
-  assert.ok(heldMs >= 900 && heldMs < 5000, `the stream lasted ${Math.round(heldMs)} ms for wait=1`);
-  assert.ok(st.events.length >= 2, 'several pages');
-  let q = 'after=0&limit=3';
+  assert.ok(heldMs >= 5900 && heldMs < 11000, `the stream lasted ${Math.round(heldMs)} ms for wait=6`);
+  let pages = 0;
+  for (let q = 'after=0&limit=2'; ; pages++) {
+    const page = JSON.parse(await rawGet(s, `/api/changes?${q}`, a.token));
+    if (!page.hasMore) break;
+    q = `after=${page.cursor.after}&originId=${page.cursor.originId}&limit=2`;
+  }
+  assert.ok(pages >= 2, `a backlog of ${pages + 1} pages`);
+  assert.equal(st.events.length, pages + 1, 'every page of the backlog, in its wait');
+  let q = 'after=0&limit=2';
   for (const ev of st.events) {
     assert.equal(ev.data, await rawGet(s, `/api/changes?${q}`, a.token));
     const page = pageOf(ev);
-    q = `after=${page.cursor.after}&originId=${page.cursor.originId}&limit=3`;
+    q = `after=${page.cursor.after}&originId=${page.cursor.originId}&limit=2`;
   }
   assert.equal(pageOf(st.events.at(-1)).hasMore, false, 'the last page is caught up');
+  for (let i = 1; i < st.events.length; i++) {
+    const gap = st.events[i].at - st.events[i - 1].at;
+    assert.ok(gap >= 950, `page ${i + 1} came ${Math.round(gap)} ms after a page with hasMore (its pollAfterSeconds is 1)`);
+  }
   const contents = st.events.flatMap((ev) => pageOf(ev).events.filter((e) => e.kind === 'message').map((e) => e.message.content));
   assert.deepEqual(contents, ['m0', 'm1', 'm2', 'm3', 'm4']);
 });
@@ -263,22 +279,36 @@ test('a work-feed stream is written by work revisions, not by messages', async (
   assert.equal(ev.data, await rawGet(s, `/api/work/changes?${cursor}`, a.token));
 });
 
-test('a stream counts once against the change-read limit, however many events it carries', async (t) => {
-  const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
+test('a stream counts one change read when it opens and one for each page after its first, as a long poll would; a page past the limit waits for the window (no 429 on an open stream)', async (t) => {
+  const clock = new ManualClock();
+  const s = await startInProcess(t, { env: { FORUM_RATE_LIMITS: 'on' }, clock });
   const a = await s.register();
   const topic = (await s.post('/api/topics', { title: 'limits' }, a.token)).body;
   const first = await s.get('/api/changes?after=0&limit=100', a.token);
   const remaining = Number(first.headers['ratelimit-remaining']);
-  assert.ok(Number.isInteger(remaining), 'RateLimit-Remaining is sent');
-  const st = await openStream(s, `/api/changes?after=${first.body.cursor.after}&originId=${first.body.cursor.originId}&wait=2`, a.token);
+  assert.equal(remaining, CHANGE_READS_PER_TOKEN_PER_MINUTE - 1);
+  clock.advance(10_000);
+  const st = await openStream(s, `/api/changes?after=${first.body.cursor.after}&originId=${first.body.cursor.originId}&wait=60`, a.token);
+  t.after(() => st.close());
   assert.equal(Number(st.headers['ratelimit-remaining']), remaining - 1);
   for (let i = 0; i < 3; i++) {
     await s.post('/api/messages', { topicId: topic.id, content: `n${i}`, clientId: cid() }, a.token);
     await st.event(i);
   }
-  await st.ended;
-  const after = await s.get('/api/changes?after=0&limit=1', a.token);
-  assert.equal(Number(after.headers['ratelimit-remaining']), remaining - 2, 'the stream and this request: two reads');
+  const probe = await s.get('/api/changes?after=0&limit=1', a.token);
+  assert.equal(Number(probe.headers['ratelimit-remaining']), remaining - 1 - 2 - 1, 'the opening, two pages after the first, this request');
+  // Spend the rest of the minute's change reads.
+  let left = Number(probe.headers['ratelimit-remaining']);
+  while (left > 0) left = Number((await s.get('/api/changes?after=0&limit=1', a.token)).headers['ratelimit-remaining']);
+  assert.equal((await s.get('/api/changes?after=0&limit=1', a.token)).status, 429);
+  const late = await s.post('/api/messages', { topicId: topic.id, content: 'past the limit', clientId: cid() }, a.token);
+  assert.equal(late.status, 201);
+  await sleep(600);
+  assert.equal(st.events.length, 3, 'the page waits while the limit refuses it');
+  assert.equal(st.done, false, 'the stream stays open');
+  clock.advance(50_000); // the first read (10 s before the stream opened) leaves the window; the stream's wait has 10 s left
+  const ev = await st.event(3);
+  assert.deepEqual(pageOf(ev).events.map((e) => e.message?.id), [late.body.id]);
 });
 
 test(`streams share the held requests' bounds: past ${FEED_WAITERS_PER_AGENT_MAX} per agent a stream is refused 429 with Retry-After, and shutdown ends every stream`, async (t) => {

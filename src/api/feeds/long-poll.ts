@@ -17,7 +17,8 @@
  * bounds, the sweep (their deadline and keep-alive comments) and `releaseAll`, and are counted in
  * `size`. After a group commit they are not answered but written to: at most once per
  * FEED_STREAM_FLUSH_MS (one shared timer; leading edge), each stream of a feed that gained an
- * event past its cursor writes its pages (`pump`).
+ * event past its cursor writes the pages its rules allow (`pump`); a stream paused by them (a
+ * backlog page's pollAfterSeconds, the change-read limit) is resumed by the sweep.
  */
 import type { Socket } from 'node:net';
 import { FEED_STREAM_FLUSH_MS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
@@ -50,8 +51,12 @@ export interface HeldStream {
   readonly after: number;
   /** Writes the pages past the cursor that the client can take now; whether it wrote any. */
   pump(): boolean;
-  /** Writes a keep-alive comment when nothing was written for a while (`nowMs`: the clock). */
-  keepAlive(nowMs: number): void;
+  /**
+   * The sweep's call (`nowMs`: the clock): a stream paused by its feed's rules (a backlog page's
+   * pollAfterSeconds, the change-read limit) writes once its time has come; a quiet one writes a
+   * keep-alive comment.
+   */
+  tick(nowMs: number): void;
   /** Ends the response (deadline, shutdown) or lets go of a closed one. */
   end(): void;
 }
@@ -263,14 +268,15 @@ export class FeedWaiters {
   }
 
   /**
-   * The sweep: answers the requests and ends the streams whose wait has ended, lets quiet streams
-   * send their keep-alive comment; stops itself when nothing is held.
+   * The sweep: answers the requests and ends the streams whose wait has ended, resumes the streams
+   * whose pause is over and lets quiet ones send their keep-alive comment; stops itself when
+   * nothing is held.
    */
   private expire(): void {
     const now = this.nowMs();
     for (const w of this.held) {
       if (w.deadlineMs <= now) w.answer();
-      else w.stream?.keepAlive(now);
+      else w.stream?.tick(now);
     }
     if (this.held.size === 0) this.stopSweep();
   }

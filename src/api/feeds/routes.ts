@@ -2,7 +2,8 @@
  * Change feeds, topic export and receipts (part 4 "Change feeds and reconciliation", part 6).
  * All four count toward the change-read limit (part 8; the work feed too — our choice, since it
  * is the same kind of polling); a long-polled feed request (`wait`, issue 37) counts once however
- * long it is held, and so does a stream (`Accept: text/event-stream`, src/api/feeds/stream.ts).
+ * long it is held; a stream (`Accept: text/event-stream`, src/api/feeds/stream.ts) counts once
+ * when it opens and once for every page after its first, as the long poll's next requests would.
  */
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../../app.js';
@@ -23,7 +24,7 @@ import {
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName } from './long-poll.js';
-import { FeedStream, eventOf, lastEventCursor } from './stream.js';
+import { FeedStream, eventOf, lastEventCursor, type StreamSource } from './stream.js';
 import { inboxLast } from '../../domain/inbox/inbox.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -63,6 +64,18 @@ function waitersOf(app: App): FeedWaiters {
   return w;
 }
 
+/** Per app: counts a stream page as a change read of its agent (set when rate limits are on). */
+const changeReadTakers = new WeakMap<App, (agentId: string) => number>();
+
+/**
+ * Makes the streams of `app` count every page after the first as one change read of their agent
+ * (part 8; issue 37 "same rules"): `take(agentId)` returns 0 when counted, else the ms until the
+ * limit's window lets one more through. The service calls it when rate limits are on.
+ */
+export function countStreamPages(app: App, take: (agentId: string) => number): void {
+  changeReadTakers.set(app, take);
+}
+
 /**
  * Answers every held feed request of `app` now, with the page it would get now (shutdown,
  * issue 37: the server answers its waiters before it stops accepting).
@@ -91,7 +104,7 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
 
 /** What a stream's events carry, for OpenAPI (issue 37). */
 export const STREAM_DOC =
-  'With Accept: text/event-stream (ours, issue 37): Server-Sent Events for `wait` seconds (1..60, default 60). First `retry: 1000`; then, whenever the feed has events past the cursor, one event per page: `id: <originId>:<after>` (the page cursor) and `data: <the page JSON>`, byte-identical to GET with the previous cursor; `: keep-alive` comments when quiet. Resume with Last-Event-ID. Counts once against the change-read limit; past the bounds on held requests 429 (per agent) or 503 (in total) with Retry-After.';
+  'With Accept: text/event-stream (ours, issue 37): Server-Sent Events for `wait` seconds (1..60, default 60). First `retry: 1000`; then, whenever the feed has events past the cursor, one event per page: `id: <originId>:<after>` (the page cursor) and `data: <the page JSON>`, byte-identical to GET with the previous cursor; `: keep-alive` comments when quiet. After a page with hasMore (a backlog) the next page follows its pollAfterSeconds (1 s) later, as a polling client would ask for it; a caught-up stream gets the next page as soon as there is one. Resume with Last-Event-ID. The request counts one change read and each page after the first one more (a page past the limit waits for the window; no 429 once open); past the bounds on held requests 429 (per agent) or 503 (in total) with Retry-After.';
 
 /** The Last-Event-ID request header of the stream form (issue 37), for OpenAPI. */
 export const LAST_EVENT_ID_PARAMETER: ParameterDoc = {
@@ -121,7 +134,9 @@ export function wantsStream(req: IncomingMessage): boolean {
  * `originId` and `head` first, so a bad cursor is the JSON form's 400/409 before the stream starts.
  * `page(q)` renders the page at cursor `q` from durable records only, or returns null when there
  * is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
- * when absent); once the caller is disabled or its token rotated it sends nothing more. Past the bounds on held
+ * when absent); once the caller is disabled or its token rotated it sends nothing more. Its pages
+ * follow the feed's rules (src/api/feeds/stream.ts): after a backlog page its pollAfterSeconds,
+ * and with rate limits on every page after the first counts as a change read. Past the bounds on held
  * requests: 429 RATE_LIMITED (the caller's
  * FEED_WAITERS_PER_AGENT_MAX) or 503 UNAVAILABLE (FEED_WAITERS_MAX), with Retry-After
  * FEED_STREAM_BUSY_RETRY_SECONDS.
@@ -143,7 +158,10 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
       return p === null ? null : eventOf(p);
     },
   };
-  const stream = new FeedStream(source, q.after, () => app.now());
+  const take = changeReadTakers.get(app);
+  const agentId = agent.profile.id;
+  const counted: StreamSource = take === undefined ? source : { next: source.next, take: () => take(agentId) };
+  const stream = new FeedStream(counted, q.after, () => app.now());
   const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agent.profile.id, ctx.req.socket, stream);
   if (refused === 'agent') {
     throw tooManyRequests(`you hold ${FEED_WAITERS_PER_AGENT_MAX} long-polled requests and streams already (the most per agent); close one, or retry after Retry-After seconds`, FEED_STREAM_BUSY_RETRY_SECONDS);

@@ -8,10 +8,21 @@
  * answers it (feed pages come from the shared FeedPageCache, so streams at one cursor write one
  * Buffer), and advances its cursor, repeating while the page has more.
  *
+ * The same rules as a polling client (part 4 rule 5, part 8): after a page with `hasMore` (a
+ * backlog) the next page is written no sooner than that page's `pollAfterSeconds` (1) later, as a
+ * client following the feed would send its next request; a page that catches the stream up is
+ * followed by the next one as soon as the feed has an event past it, as a held request would be
+ * answered. The opening request counts once against the change-read limit and pays for the first
+ * page; every later page counts one change read of the caller, as the next request of a long poll
+ * would, and a page the limit refuses waits, unwritten, until the window lets it through (an open
+ * stream gets no 429). So a stream reads no faster than the long poll of the same caller would:
+ * a follower of a busy feed is paced by the feed's rules, not by how fast the server can copy
+ * bytes, and 1,000 of them cannot take the writers' share of the machine (issue 37).
+ *
  * Cost per stream: this object, its response and one entry in FeedWaiters (which holds it in the
- * long poll's bounds and sweep); no timer and no page of its own. A reader that does not read is
- * not written to while its response holds more than FEED_STREAM_BUFFER_BYTES_MAX bytes; it
- * resumes from its cursor on 'drain'.
+ * long poll's bounds and sweep); no timer and no page of its own (a paused stream is resumed by
+ * the sweep). A reader that does not read is not written to while its response holds more than
+ * FEED_STREAM_BUFFER_BYTES_MAX bytes; it resumes from its cursor on 'drain'.
  */
 import type { ServerResponse } from 'node:http';
 import { FEED_STREAM_BUFFER_BYTES_MAX, FEED_STREAM_KEEPALIVE_MS, FEED_STREAM_RETRY_MS } from '../../constants.js';
@@ -27,17 +38,30 @@ export interface StreamSource {
    * nothing past `after` to send.
    */
   next(after: number): StreamEvent | null;
+  /**
+   * Counts one change read of the caller for a page after the first (part 8); output: 0 when
+   * counted (write it now), else the ms until the limit's window lets one more through (nothing
+   * counted). Absent: pages are not counted (rate limits off).
+   */
+  take?(): number;
 }
 
-/** One page as a whole stream event: its bytes and its cursor position. */
+/** One page as a whole stream event: its bytes, its cursor position and its pacing. */
 export interface StreamEvent {
   readonly bytes: Buffer;
   readonly after: number;
+  /** The page's `hasMore`: a backlog, so the next page waits `pollAfterMs`. */
+  readonly hasMore: boolean;
+  /** The page's `pollAfterSeconds`, in ms. */
+  readonly pollAfterMs: number;
 }
 
 const KEEPALIVE = ': keep-alive\n\n';
-/** A page's cursor as the page renders it (`"cursor":{"originId":"…","after":N}`), near its start. */
-const PAGE_CURSOR = /"cursor":\{"originId":"([^"]*)","after":(\d+)\}/;
+/**
+ * A page's cursor, `hasMore` and `pollAfterSeconds` as the page renders them
+ * (`"cursor":{"originId":"…","after":N},"hasMore":B,"pollAfterSeconds":S`), near its start.
+ */
+const PAGE_HEAD = /"cursor":\{"originId":"([^"]*)","after":(\d+)\},"hasMore":(true|false),"pollAfterSeconds":(\d+)/;
 /** The event of each page Buffer: streams at one cursor share the page, so they share its event. */
 const events = new WeakMap<Buffer, StreamEvent>();
 
@@ -51,10 +75,15 @@ const events = new WeakMap<Buffer, StreamEvent>();
 export function eventOf(page: Buffer): StreamEvent {
   let ev = events.get(page);
   if (ev === undefined) {
-    const m = PAGE_CURSOR.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
-    if (m === null) throw new Error('a feed page without its cursor');
+    const m = PAGE_HEAD.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
+    if (m === null) throw new Error('a feed page without its cursor, hasMore and pollAfterSeconds');
     const after = Number(m[2]);
-    ev = { bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${after}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]), after };
+    ev = {
+      bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${after}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]),
+      after,
+      hasMore: m[3] === 'true',
+      pollAfterMs: Number(m[4]) * 1000,
+    };
     events.set(page, ev);
   }
   return ev;
@@ -83,6 +112,10 @@ export class FeedStream implements HeldStream {
   private lastWriteMs: number;
   private blocked = false;
   private ended = false;
+  /** No page before this time (clock ms): a backlog page's pollAfterSeconds, or the change-read limit. */
+  private notBeforeMs = 0;
+  /** Pages written so far (the first is paid for by the opening request). */
+  private pages = 0;
 
   /**
    * Input: the page source, the cursor position to start after, and the clock (ms). The stream
@@ -112,23 +145,40 @@ export class FeedStream implements HeldStream {
   }
 
   /**
-   * Writes one event per page while the feed has pages past the cursor, advancing the cursor;
-   * stops while the response holds more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes and goes on
-   * at 'drain'. A page that cannot be rendered (an unexpected error) drops the connection.
-   * Output: whether it wrote an event.
+   * Writes the pages past the cursor the rules allow now, advancing the cursor: one event per
+   * page, stopping after a page with `hasMore` (the next one waits its `pollAfterSeconds`), at a
+   * page the change-read limit refuses (it waits for the window), and while the response holds
+   * more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes (it goes on at 'drain'). A page that
+   * cannot be rendered (an unexpected error) drops the connection. Output: whether it wrote an event.
    */
   pump(): boolean {
     const res = this.res;
     if (res === null || this.ended || this.blocked) return false;
+    if (this.notBeforeMs !== 0) {
+      if (this.nowMs() < this.notBeforeMs) return false;
+      this.notBeforeMs = 0;
+    }
     let wrote = false;
     try {
       for (;;) {
         const next = this.source.next(this.after);
         if (next === null || next.after <= this.after) return wrote;
+        if (this.pages > 0 && this.source.take !== undefined) {
+          const waitMs = this.source.take();
+          if (waitMs > 0) {
+            this.notBeforeMs = this.nowMs() + waitMs;
+            return wrote;
+          }
+        }
         const room = res.write(next.bytes);
         wrote = true;
+        this.pages++;
         this.after = next.after;
         this.lastWriteMs = this.nowMs();
+        if (next.hasMore) {
+          this.notBeforeMs = this.lastWriteMs + next.pollAfterMs;
+          return wrote;
+        }
         if (!room && res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
           this.blocked = true;
           res.once('drain', () => {
@@ -145,8 +195,18 @@ export class FeedStream implements HeldStream {
     }
   }
 
+  /**
+   * The sweep's call (`nowMs`: the clock): a paused stream (a backlog page's pollAfterSeconds, or
+   * the change-read limit) whose time has come writes what it may; one that wrote nothing for
+   * FEED_STREAM_KEEPALIVE_MS writes `: keep-alive` (proxies).
+   */
+  tick(nowMs: number): void {
+    if (this.notBeforeMs !== 0 && nowMs >= this.notBeforeMs) this.pump();
+    this.keepAlive(nowMs);
+  }
+
   /** Writes `: keep-alive` when nothing was written for FEED_STREAM_KEEPALIVE_MS (proxies). */
-  keepAlive(nowMs: number): void {
+  private keepAlive(nowMs: number): void {
     if (this.res === null || this.ended || this.blocked || nowMs - this.lastWriteMs < FEED_STREAM_KEEPALIVE_MS) return;
     this.lastWriteMs = nowMs;
     this.res.write(KEEPALIVE);
