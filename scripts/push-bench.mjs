@@ -42,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { api } from './bench/api.mjs';
 import { runStandalone } from './bench/standalone.mjs';
+import { mainThreadCpuUs } from './bench/stages.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -287,7 +288,7 @@ export async function measurePush(ctx) {
       waiterTokens.push(a.token);
     }
     log(`push: ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    const cells = CELLS.map((c) => ({ ...c, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null }));
+    const cells = CELLS.map((c) => ({ ...c, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 }));
     let probeNo = 1;
     for (let round = 0; round < opts.rounds; round++) {
       const rotated = cells.map((_, i) => cells[(i + round) % cells.length]);
@@ -302,8 +303,16 @@ export async function measurePush(ctx) {
         const responsesBefore = waiters.stats.responses;
         const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo);
         const c0 = performance.now();
+        const cpu0 = mainThreadCpuUs(server.pid);
         const r = await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.duration);
+        const cpu1 = mainThreadCpuUs(server.pid);
         const seconds = (performance.now() - c0) / 1000;
+        // The server's own cost, apart from the harness and wrk on the same cores: its main
+        // thread's CPU time in the cell (writes, and whatever the waiters made it do) per write.
+        if (cpu0 !== null && cpu1 !== null) {
+          cell.cpuUs += cpu1 - cpu0;
+          cell.writes += r.requests - r.non2xx;
+        }
         if (cell.feed === 'changes' && n > 0) {
           // How far behind the head the followers are when the write load stops (log records;
           // the discussion feed's cursor is a log seq): the median waiter, the largest in any round.
@@ -360,18 +369,20 @@ export function renderPush(result, opts) {
     return out;
   }
   out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
-  const none = result.cells.find((c) => c.waiters === 0).summary;
-  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx | target |`);
-  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  const noneCell = result.cells.find((c) => c.waiters === 0);
+  const none = noneCell.summary;
+  const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
+  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx | target |`);
+  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const c of result.cells) {
     const s = c.summary;
     const ratio = s.rps / none.rps;
     const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${ratio >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
     const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
-    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
+    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
   }
-  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
+  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
   for (const c of errors) out.push('', `${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
