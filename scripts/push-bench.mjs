@@ -306,6 +306,8 @@ export async function measurePush(ctx) {
         const cpu0 = mainThreadCpuUs(server.pid);
         const r = await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.duration);
         const cpu1 = mainThreadCpuUs(server.pid);
+        // Pages read during the cell (not during the wait for the last probe below).
+        const responses = waiters.stats.responses - responsesBefore;
         const seconds = (performance.now() - c0) / 1000;
         // The server's own cost, apart from the harness and wrk on the same cores: its main
         // thread's CPU time in the cell (writes, and whatever the waiters made it do) per write.
@@ -325,7 +327,6 @@ export async function measurePush(ctx) {
         // Let the last probe reach every waiter (up to 10 s) before the waiters stop.
         const last = Math.max(0, ...probes.acks.keys());
         for (let t = 0; t < 200 && n > 0 && countOf(waiters.arrivals, last) < concerned(last); t++) await sleep(50);
-        const responses = waiters.stats.responses - responsesBefore;
         await waiters.stop();
         await untilHeld(info.metricsUrl, 0);
         probeNo = probes.next;
