@@ -6,7 +6,7 @@
  * the stream's cursor it writes one event per page: `id:` the page's cursor as
  * `<originId>:<after>`, `data:` the page JSON byte for byte as GET with the previous cursor
  * answers it (feed pages come from the shared FeedPageCache, so streams at one cursor write one
- * Buffer), and advances its cursor, repeating while the page has more.
+ * Buffer), and advances its cursor; the pages follow one another as below.
  *
  * The same rules as a polling client (part 4 rule 5, part 8): after a page with `hasMore` (a
  * backlog) the next page is written no sooner than that page's `pollAfterSeconds` (1) later, as a
