@@ -56,6 +56,11 @@
 //                          scripts/push-bench.mjs): write req/s at 64 connections with and
 //                          without waiters, commit-to-delivery latency p50/p99 (default on,
 //                          off with --smoke)
+//   --push-rate N          the push section's write load at a fixed N writes/s (open loop, the
+//                          harness's own writer on 64 connections) instead of wrk's closed loop
+//                          at 64 connections: every cell then does the same writes, so the
+//                          server's CPU per write with and without waiters compares like for
+//                          like; default 0 (wrk)
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
@@ -132,6 +137,7 @@ function parseOptions(argv) {
       'replica-records': { type: 'string', default: '1000000' },
       push: { type: 'boolean' },
       'no-push': { type: 'boolean' },
+      'push-rate': { type: 'string', default: '0' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -169,6 +175,7 @@ function parseOptions(argv) {
     replication: values['no-replication'] ? false : values.replication ?? !values.smoke,
     replicaRecords: int('replica-records'),
     push: values['no-push'] ? false : values.push ?? !values.smoke,
+    pushRate: int('push-rate', 0),
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,

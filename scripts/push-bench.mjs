@@ -267,6 +267,71 @@ function startProbes(base, token, topicId, first) {
   };
 }
 
+/** A run id, so the fixed-rate writer's clientIds never repeat across cells and runs. */
+const RUN_ID = `${process.pid}-${Date.now().toString(36)}`;
+let rateCells = 0;
+
+/**
+ * The fixed-rate write load (--push-rate): POST /api/messages at `rate` writes/s, open loop (a
+ * write is sent when it is due, whether or not earlier ones were answered), on `connections`
+ * connections; a write due while every connection is busy is not sent and counted as late.
+ * Returns { stop() } resolving to a cell result shaped like bench.mjs's runCell ({ rps,
+ * requests, non2xx, p50Ms, p99Ms, socketErrors }) plus `late`.
+ */
+function startRateWriter(base, token, topicId, rate, connections) {
+  const pool = new Pool(base, { connections, pipelining: 1 });
+  const cell = ++rateCells;
+  const latencies = [];
+  let ok = 0;
+  let bad = 0;
+  let late = 0;
+  let inflight = 0;
+  let due = 0;
+  const t0 = performance.now();
+  const authorization = `Bearer ${token}`;
+  const send = (k) => {
+    const s = performance.now();
+    inflight++;
+    pool
+      .request({ method: 'POST', path: '/api/messages', headers: { authorization, 'content-type': 'application/json' }, body: `{"topicId":"${topicId}","content":"fixed-rate write ${k} of the push benchmark","clientId":"rate-${RUN_ID}-${cell}-${k}"}` })
+      .then(async (res) => {
+        await res.body.dump();
+        if (res.statusCode === 201) ok++;
+        else bad++;
+        latencies.push(performance.now() - s);
+      }, () => bad++)
+      .finally(() => inflight--);
+  };
+  const timer = setInterval(() => {
+    const target = Math.floor(((performance.now() - t0) / 1000) * rate);
+    for (; due < target; due++) {
+      if (inflight >= connections) late++;
+      else send(due);
+    }
+  }, 2);
+  return {
+    async stop() {
+      clearInterval(timer);
+      const seconds = (performance.now() - t0) / 1000;
+      while (inflight > 0) await sleep(5);
+      await pool.close();
+      return { rps: ok / seconds, requests: ok + bad, non2xx: bad, p50Ms: pct(latencies, 50), p99Ms: pct(latencies, 99), socketErrors: 0, late };
+    },
+  };
+}
+
+/**
+ * The write load of one cell for `seconds`: wrk's closed loop at CONNECTIONS connections (bench.mjs
+ * `runCell`), or with --push-rate the fixed-rate writer.
+ */
+async function writeLoad(ctx, server, seconds) {
+  const { opts, gen } = ctx;
+  if (!opts.pushRate) return ctx.runCell(gen, server, 'write', CONNECTIONS, seconds);
+  const w = startRateWriter(server.base, server.seed.tokens[1] ?? server.seed.tokens[0], server.seed.topicId, opts.pushRate, CONNECTIONS);
+  await sleep(seconds * 1000);
+  return w.stop();
+}
+
 /**
  * Runs the section. `ctx`: bench.mjs's { opts, gen, log, startServer, stopChild, seedForum,
  * runCell, summarize }. Returns { cells: [{ waiters, summary, latencies, delivered, expected,
@@ -299,12 +364,12 @@ export async function measurePush(ctx) {
         const cursor = await caughtUp(server.base, cell.feed, waiterTokens[0]);
         const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode);
         await untilHeld(info.metricsUrl, n);
-        if (opts.warmup > 0) await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.warmup);
+        if (opts.warmup > 0) await writeLoad(ctx, server, opts.warmup);
         const responsesBefore = waiters.stats.responses;
         const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo);
         const c0 = performance.now();
         const cpu0 = mainThreadCpuUs(server.pid);
-        const r = await ctx.runCell(gen, server, 'write', CONNECTIONS, opts.duration);
+        const r = await writeLoad(ctx, server, opts.duration);
         const cpu1 = mainThreadCpuUs(server.pid);
         // Pages read during the cell (not during the wait for the last probe below).
         const responses = waiters.stats.responses - responsesBefore;
@@ -346,7 +411,7 @@ export async function measurePush(ctx) {
         cell.errors += waiters.stats.errors;
         cell.lastError = waiters.stats.lastError ?? cell.lastError;
         const lat = n > 0 ? `  delivery p50 ${fmtMs(pct(cell.latencies, 50))} ms p99 ${fmtMs(pct(cell.latencies, 99))} ms (${fmtInt(cell.delivered)} of ${fmtInt(cell.expected)})` : '';
-        log(`[push ${round + 1}/${opts.rounds}] ${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
+        log(`[push ${round + 1}/${opts.rounds}] ${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${r.late ? `  late ${r.late}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
       }
     }
     for (const cell of cells) cell.summary = ctx.summarize(cell.rounds);
@@ -369,7 +434,7 @@ export function renderPush(result, opts) {
     out.push(`**failed: ${result.failed}**`);
     return out;
   }
-  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   const noneCell = result.cells.find((c) => c.waiters === 0);
   const none = noneCell.summary;
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);

@@ -111,12 +111,22 @@ export const FEED_WAIT_SWEEP_MS = 100;
  */
 export const FEED_STREAM_WAIT_DEFAULT_SECONDS = 60;
 /**
- * Streams are written at most once per this many ms (ours; issue 37 "answered within 100 ms of a
- * commit"): the first group commit after a quiet period is sent at once, the later ones within the
- * window together at its end, so at high write rates 1,000 streams cost one write each per window,
- * not one per group commit. One timer for all streams.
+ * The delivery window, in ms (ours; issue 37 "answered within 100 ms of a commit"): held feed
+ * requests are answered and streams written in delivery rounds, at most one per window. The first
+ * group commit after a quiet period is delivered at once; the later ones within the window
+ * together at its end, so at high write rates 1,000 followers cost one answer or stream write
+ * each per window, not one per group commit. One timer for all. The window grows past this when
+ * rounds are costly (FEED_DELIVERY_SHARE_PERCENT).
  */
 export const FEED_STREAM_FLUSH_MS = 50;
+/**
+ * The share of the main thread's time that delivery rounds may take, in percent (ours; issue 37
+ * "writes unaffected"): after a round that took C ms (answers, stream writes, and what they set
+ * off before the event loop's next check phase), the next window is at least C · (100 − P) / P ms
+ * long, so however many followers a feed has, delivering to them leaves the writers at least
+ * 100 − P percent; many followers then get bigger pages less often instead of starving the writes.
+ */
+export const FEED_DELIVERY_SHARE_PERCENT = 10;
 /**
  * A stream whose response holds more than this many bytes not yet taken by the client's socket
  * is not written to until it drains (ours; issue 37 "memory that does not grow with waiters"): it

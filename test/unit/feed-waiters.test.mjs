@@ -1,17 +1,20 @@
 /**
- * Which open streams a group commit looks at (src/api/feeds/long-poll.ts, issue 37): inbox
- * streams only when some inbox gained an entry, or when one was left with an entry it could not
- * write yet (not durable at the last look) — never lost, and not compared after every commit.
+ * Delivery rounds (src/api/feeds/long-poll.ts, issue 37): which open streams a group commit looks
+ * at (inbox streams only when some inbox gained an entry, or when one was left with an entry it
+ * could not write yet — never lost, and not compared after every commit), followers that ask
+ * again within a delivery window answered by the round at its end, and windows that grow with the
+ * cost of a round.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from '../helpers/server.mjs';
 
 const { FeedWaiters } = await import(pathToFileURL(join(ROOT, 'dist', 'api', 'feeds', 'long-poll.js')).href);
-const { FEED_STREAM_FLUSH_MS } = await import(pathToFileURL(join(ROOT, 'dist', 'constants.js')).href);
+const { FEED_DELIVERY_SHARE_PERCENT, FEED_STREAM_FLUSH_MS } = await import(pathToFileURL(join(ROOT, 'dist', 'constants.js')).href);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -48,6 +51,12 @@ function fakeStream(forum, agentId) {
 }
 
 const socket = () => Object.assign(new EventEmitter(), {});
+
+/** The waiters' timers are unref'd (a server's sockets keep its process alive): keep this one alive meanwhile. */
+const keepAlive = (t) => {
+  const timer = setInterval(() => {}, 1000);
+  t.after(() => clearInterval(timer));
+};
 
 test('a commit that gives no inbox an entry does not look at the inbox streams; an entry not yet durable at one look is written at the next', async (t) => {
   const forum = fakeForum();
@@ -97,4 +106,67 @@ test('an inbox stream opened after the last look is looked at by the next commit
   forum.durable = 12;
   waiters.notify();
   assert.equal(c.after, 12, 'the late stream got its entry');
+});
+
+/** A stand-in for a held request's reply: which request it answered. */
+const replyOf = (name) => () => ({ status: 200, json: { name } });
+
+test('within a delivery window, a request whose cursor is not caught up is held and answered by the round at the window\'s end, not at once', async (t) => {
+  const forum = fakeForum();
+  let discussion = 5;
+  const waiters = new FeedWaiters(() => Date.now(), (feed, agentId) => (feed === 'discussion' ? discussion : forum.lastEvent(feed, agentId)));
+  t.after(() => waiters.releaseAll());
+  keepAlive(t);
+  // No window open: not held (the caller answers at once).
+  assert.equal(waiters.holdForRound('discussion', 3, 30, 'ag_a', socket(), replyOf('early')), null);
+  // A caught-up request, answered by a commit: that round opens a window.
+  const first = waiters.hold('discussion', 5, 30, 'ag_a', socket(), replyOf('first'));
+  discussion = 6;
+  const t0 = performance.now();
+  waiters.notify();
+  assert.deepEqual((await first).json, { name: 'first' });
+  // Its follower asks again at once from 6 while the feed has moved on to 7: held for the round.
+  discussion = 7;
+  waiters.notify();
+  const again = waiters.holdForRound('discussion', 6, 30, 'ag_a', socket(), replyOf('again'));
+  assert.ok(again !== null, 'held while the window is open');
+  assert.equal(waiters.size, 1);
+  assert.deepEqual((await again).json, { name: 'again' });
+  const waited = performance.now() - t0;
+  assert.ok(waited >= FEED_STREAM_FLUSH_MS - 5, `answered ${Math.round(waited)} ms after the first round, at the window's end`);
+  assert.equal(waiters.size, 0);
+});
+
+test('after a costly round the next window is long enough to keep deliveries to their share of the main thread', async (t) => {
+  const forum = fakeForum();
+  let discussion = 1;
+  const waiters = new FeedWaiters(() => Date.now(), (feed, agentId) => (feed === 'discussion' ? discussion : forum.lastEvent(feed, agentId)));
+  t.after(() => waiters.releaseAll());
+  keepAlive(t);
+  const busy = (ms) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+  // A stream whose every write costs 30 ms of the main thread.
+  const stream = { after: 0, tick() {}, end() {}, pump() {
+    if (discussion <= stream.after) return false;
+    busy(30);
+    stream.after = discussion;
+    return true;
+  } };
+  waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
+  waiters.notify(); // round 1: costs 30 ms; its window is the minimum (no cost known yet)
+  await sleep(FEED_STREAM_FLUSH_MS + 40);
+  discussion = 2;
+  waiters.notify(); // round 2: delivered at once (the window closed); its window is sized by round 1's cost
+  assert.equal(stream.after, 2);
+  const t0 = performance.now();
+  discussion = 3;
+  waiters.notify(); // within round 2's window
+  const share = FEED_DELIVERY_SHARE_PERCENT / 100;
+  const expectedMs = (30 * (1 - share)) / share;
+  while (stream.after < 3 && performance.now() - t0 < 5000) await sleep(10);
+  const waited = performance.now() - t0;
+  assert.equal(stream.after, 3, 'delivered at the window\'s end');
+  assert.ok(waited >= expectedMs * 0.8, `the next delivery came ${Math.round(waited)} ms later, for a round of 30 ms (at least ${Math.round(expectedMs)} ms expected)`);
 });

@@ -8,20 +8,27 @@
  * Cost: no timer per request (one sweep every FEED_WAIT_SWEEP_MS while anything is held, none
  * otherwise); per held request one set entry, a close listener on its socket and its request
  * context; at most FEED_WAITERS_MAX in total and FEED_WAITERS_PER_AGENT_MAX per agent (past
- * them a request is answered at once, as without `wait`). After each group commit `notify`
- * compares each feed's last event with the one it saw before: only a feed that gained an event
- * has its held requests looked at, one comparison each; held inbox requests are kept per agent,
- * so only the agents whose inbox gained an entry are looked at.
+ * them a request is answered at once, as without `wait`).
+ *
+ * Delivery rounds: after a group commit `notify` runs a round — each feed's last event is compared
+ * with the one the last round saw, and only a feed that gained an event has its held requests
+ * looked at, one comparison each (held inbox requests are kept per agent, so only the agents
+ * whose inbox gained an entry are) — or, within a delivery window, leaves it to the round at the
+ * window's end. A round that delivered anything opens a window of FEED_STREAM_FLUSH_MS, longer
+ * when the last round was costly (FEED_DELIVERY_SHARE_PERCENT of the main thread at most), and a
+ * request with `wait` that arrives during a window with its cursor not caught up is held until the
+ * window's round too (`holdForRound`). So 1,000 followers of a moving feed are answered once per
+ * window each, in bigger pages when there are more of them, and the writers keep their share.
  *
  * Streams (Server-Sent Events, src/api/feeds/stream.ts) are held requests too: they share the
  * bounds, the sweep (their deadline and keep-alive comments) and `releaseAll`, and are counted in
- * `size`. After a group commit they are not answered but written to: at most once per
- * FEED_STREAM_FLUSH_MS (one shared timer; leading edge), each stream of a feed that gained an
- * event past its cursor writes the pages its rules allow (`pump`); a stream paused by them (a
- * backlog page's pollAfterSeconds, the change-read limit) is resumed by the sweep.
+ * `size`. They are not answered but written to, in the same delivery rounds: each stream of a
+ * feed that gained an event past its cursor writes the pages its rules allow (`pump`); a stream
+ * paused by them (a backlog page's pollAfterSeconds, the change-read limit) is resumed by the sweep.
  */
 import type { Socket } from 'node:net';
-import { FEED_STREAM_FLUSH_MS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
+import { performance } from 'node:perf_hooks';
+import { FEED_DELIVERY_SHARE_PERCENT, FEED_STREAM_FLUSH_MS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
 import { holdConnection } from '../../http/server.js';
 import type { Reply } from '../../http/router.js';
 
@@ -76,10 +83,14 @@ export class FeedWaiters {
   private readonly streamsByFeed: Record<'discussion' | 'work', Set<Waiter>> = { discussion: new Set(), work: new Set() };
   private readonly inboxStreamsByAgent = new Map<string, Set<Waiter>>();
   private streams = 0;
-  /** The flush window's one timer (null: quiet, the next commit is written at once). */
-  private flushTimer: NodeJS.Timeout | null = null;
-  /** A commit arrived within the current window: flush at its end. */
-  private flushPending = false;
+  /** The delivery window's one timer (null: quiet, the next commit is delivered at once). */
+  private roundTimer: NodeJS.Timeout | null = null;
+  /** A commit arrived within the current window: a round at its end. */
+  private roundPending = false;
+  /** How long the last delivery round took, in ms (real time): the next window is sized by it. */
+  private lastRoundMs = 0;
+  /** Requests held during a window although their cursor was not caught up (`holdForRound`): the next round answers them all. */
+  private readonly late = new Set<Waiter>();
   /** The inboxes' last entry when the inbox streams were last looked at (-1: never). */
   private inboxFlushed = -1;
   /**
@@ -116,17 +127,30 @@ export class FeedWaiters {
    * FEED_WAITERS_PER_AGENT_MAX) is reached — the caller then answers at once. A request whose
    * connection closes is answered (into nothing) and forgotten at once.
    */
-  hold(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, render: () => Reply): Promise<Reply> | null {
+  hold(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, render: () => Reply, late = false): Promise<Reply> | null {
     if (this.refusal(agentId) !== null) return null;
     return new Promise<Reply>((resolve, reject) => {
-      this.add(feed, after, waitSeconds, agentId, socket, () => {
+      const w = this.add(feed, after, waitSeconds, agentId, socket, () => {
         try {
           resolve(render());
         } catch (err) {
           reject(err as Error);
         }
       });
+      if (late) this.late.add(w);
     });
+  }
+
+  /**
+   * A request with `wait` whose cursor is not caught up, arriving while a delivery window is open:
+   * held like a caught-up one and answered by the round at the window's end (with the page the
+   * same request would get then), so that followers who keep asking while the feed moves are
+   * answered once per window rather than at once each time. Output: its reply's promise, or null
+   * when no window is open or a bound is reached (the caller answers at once).
+   */
+  holdForRound(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, render: () => Reply): Promise<Reply> | null {
+    if (this.roundTimer === null) return null;
+    return this.hold(feed, after, waitSeconds, agentId, socket, render, true);
   }
 
   /**
@@ -151,7 +175,7 @@ export class FeedWaiters {
   }
 
   /** Holds a request or stream; `done` runs once when it is answered, ended or its connection closes. */
-  private add(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, done: () => void, stream?: HeldStream): void {
+  private add(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, done: () => void, stream?: HeldStream): Waiter {
     const release = holdConnection(socket);
     const waiter: Waiter = {
       feed,
@@ -175,50 +199,82 @@ export class FeedWaiters {
     this.perAgent.set(agentId, (this.perAgent.get(agentId) ?? 0) + 1);
     socket.once('close', waiter.answer);
     this.sweep ??= setInterval(() => this.expire(), FEED_WAIT_SWEEP_MS).unref();
+    return waiter;
   }
 
   /**
-   * After a group commit: answers the held requests of every feed that gained an event past their
-   * cursor; an inbox request only when its own agent's inbox did.
+   * After a group commit: a delivery round now when no window is open, else one at the window's
+   * end (FEED_STREAM_FLUSH_MS, leading edge; see `round`).
    */
   notify(): void {
+    if (this.roundTimer !== null) {
+      this.roundPending = true;
+      return;
+    }
+    this.round();
+  }
+
+  /**
+   * One delivery round: answers the held requests of every feed that gained an event past their
+   * cursor (an inbox request: when its own agent's inbox did; a feed with requests held while not
+   * caught up: all of them), then lets the streams write (`flushStreams`). A round that delivered
+   * anything opens a window of FEED_STREAM_FLUSH_MS, or of the last round's cost times
+   * (100 − FEED_DELIVERY_SHARE_PERCENT) / FEED_DELIVERY_SHARE_PERCENT when that is longer; commits
+   * within it are delivered together by the round at its end, which opens the next window; a
+   * window without commits (or late-held requests) closes. A round that delivered nothing (most
+   * commits, for inbox requests; one whose entry is not durable yet) opens none, so the next
+   * commit that does is delivered at once. The cost is measured from the round's start to the
+   * event loop's next check phase, so the answers' responses are in it.
+   */
+  private round(): void {
+    const t0 = performance.now();
+    const delivered = this.answerHeld() + (this.streams > 0 ? this.flushStreams() : 0);
+    if (delivered === 0) return;
+    const windowMs = Math.max(FEED_STREAM_FLUSH_MS, (this.lastRoundMs * (100 - FEED_DELIVERY_SHARE_PERCENT)) / FEED_DELIVERY_SHARE_PERCENT);
+    this.roundTimer = setTimeout(() => this.windowEnd(), windowMs).unref();
+    setImmediate(() => {
+      this.lastRoundMs = performance.now() - t0;
+    });
+  }
+
+  private windowEnd(): void {
+    this.roundTimer = null;
+    if (!this.roundPending && this.late.size === 0) return;
+    this.roundPending = false;
+    this.round();
+  }
+
+  /**
+   * Answers the requests held late (all of them) and the held requests whose feed has an event
+   * past their cursor; output: how many.
+   */
+  private answerHeld(): number {
+    let answered = this.late.size;
+    for (const w of [...this.late]) w.answer();
     for (const feed of ['discussion', 'work', 'inbox'] as const) {
       const last = this.lastEvent(feed);
       if (last === this.seen[feed]) continue;
       this.seen[feed] = last;
       if (feed === 'inbox') {
-        for (const [agentId, waiters] of this.inboxByAgent) {
+        for (const [agentId, waiters] of [...this.inboxByAgent]) {
           const mine = this.lastEvent(feed, agentId);
-          for (const w of [...waiters]) if (mine > w.after) w.answer();
+          for (const w of [...waiters]) {
+            if (mine > w.after) {
+              w.answer();
+              answered++;
+            }
+          }
         }
       } else {
-        for (const w of [...this.byFeed[feed]]) if (last > w.after) w.answer();
+        for (const w of [...this.byFeed[feed]]) {
+          if (last > w.after) {
+            w.answer();
+            answered++;
+          }
+        }
       }
     }
-    if (this.streams > 0) this.requestFlush();
-  }
-
-  /**
-   * Coalesces stream writes (FEED_STREAM_FLUSH_MS, leading edge): the first commit of a quiet
-   * period is written at once and, when any stream wrote an event, opens a window; commits within
-   * it are written together when it ends, which opens the next window; a window without commits
-   * closes it. A commit that gave no stream an event to write (most commits, for inbox streams;
-   * one whose entry is not durable yet) opens no window, so the next one that does is written at
-   * once.
-   */
-  private requestFlush(): void {
-    if (this.flushTimer !== null) {
-      this.flushPending = true;
-      return;
-    }
-    if (this.flushStreams() > 0) this.flushTimer = setTimeout(() => this.windowEnd(), FEED_STREAM_FLUSH_MS).unref();
-  }
-
-  private windowEnd(): void {
-    this.flushTimer = null;
-    if (!this.flushPending) return;
-    this.flushPending = false;
-    this.requestFlush();
+    return answered;
   }
 
   /**
@@ -267,6 +323,7 @@ export class FeedWaiters {
   }
 
   private unindex(w: Waiter): void {
+    this.late.delete(w);
     if (w.stream !== undefined) this.streams--;
     if (w.feed !== 'inbox') {
       (w.stream === undefined ? this.byFeed : this.streamsByFeed)[w.feed].delete(w);
@@ -283,9 +340,9 @@ export class FeedWaiters {
   releaseAll(): void {
     for (const w of this.held) w.answer();
     this.stopSweep();
-    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
-    this.flushTimer = null;
-    this.flushPending = false;
+    if (this.roundTimer !== null) clearTimeout(this.roundTimer);
+    this.roundTimer = null;
+    this.roundPending = false;
   }
 
   /**

@@ -90,16 +90,22 @@ export function heldFeedRequests(app: App): number {
 }
 
 /**
- * A feed request with `wait` (issue 37): when its page would be caught up (`caughtUp`: no event
- * past the cursor and nothing more to scan), the cursor is checked (400/409 at once) and the
- * request is held until the feed has an event past the cursor or the wait ends; otherwise, or
- * when the bounds on held requests are reached, it is answered at once. `render` builds the page.
+ * A feed request with `wait` (issue 37): the cursor is checked first (400/409 at once). When its
+ * page would be caught up (`caughtUp`: no event past the cursor and nothing more to scan), the
+ * request is held until the feed has an event past the cursor or the wait ends; when it is not
+ * caught up but a delivery window is open (the feed is moving and followers were just answered),
+ * it is held until the round at the window's end, so a follower that keeps asking is answered
+ * once per window, not at every commit; otherwise, or when the bounds on held requests are
+ * reached, it is answered at once. `render` builds the page.
  */
 export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
-  if (wait === undefined || !caughtUp) return render();
-  checkCursor(ctx.query, originId, head, `${feed} feed`);
-  return waitersOf(ctx.app).hold(feed, after, wait, ctx.agent!.profile.id, ctx.req.socket, render) ?? render();
+  if (wait === undefined) return render();
+  checkCursor(ctx.query, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
+  const waiters = waitersOf(ctx.app);
+  const agentId = ctx.agent!.profile.id;
+  const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
+  return held ?? render();
 }
 
 /** What a stream's events carry, for OpenAPI (issue 37). */
