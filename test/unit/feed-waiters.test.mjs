@@ -108,25 +108,33 @@ test('an inbox stream opened after the last look is looked at by the next commit
   assert.equal(c.after, 12, 'the late stream got its entry');
 });
 
+/**
+ * FeedWaiters over a discussion feed whose last event is `feed.discussion` (set it to commit),
+ * released and kept alive for the test.
+ */
+function discussionWaiters(t, discussion) {
+  const feed = { discussion };
+  const waiters = new FeedWaiters(() => Date.now(), (name) => (name === 'discussion' ? feed.discussion : 0));
+  t.after(() => waiters.releaseAll());
+  keepAlive(t);
+  return { waiters, feed };
+}
+
 /** A stand-in for a held request's reply: which request it answered. */
 const replyOf = (name) => () => ({ status: 200, json: { name } });
 
 test('within a delivery window, a request whose cursor is not caught up is held and answered by the round at the window\'s end, not at once', async (t) => {
-  const forum = fakeForum();
-  let discussion = 5;
-  const waiters = new FeedWaiters(() => Date.now(), (feed, agentId) => (feed === 'discussion' ? discussion : forum.lastEvent(feed, agentId)));
-  t.after(() => waiters.releaseAll());
-  keepAlive(t);
+  const { waiters, feed } = discussionWaiters(t, 5);
   // No window open: not held (the caller answers at once).
   assert.equal(waiters.holdForRound('discussion', 3, 30, 'ag_a', socket(), replyOf('early')), null);
   // A caught-up request, answered by a commit: that round opens a window.
   const first = waiters.hold('discussion', 5, 30, 'ag_a', socket(), replyOf('first'));
-  discussion = 6;
+  feed.discussion = 6;
   const t0 = performance.now();
   waiters.notify();
   assert.deepEqual((await first).json, { name: 'first' });
   // Its follower asks again at once from 6 while the feed has moved on to 7: held for the round.
-  discussion = 7;
+  feed.discussion = 7;
   waiters.notify();
   const again = waiters.holdForRound('discussion', 6, 30, 'ag_a', socket(), replyOf('again'));
   assert.ok(again !== null, 'held while the window is open');
@@ -138,30 +146,26 @@ test('within a delivery window, a request whose cursor is not caught up is held 
 });
 
 test('after a costly round the next window is long enough to keep deliveries to their share of the main thread', async (t) => {
-  const forum = fakeForum();
-  let discussion = 1;
-  const waiters = new FeedWaiters(() => Date.now(), (feed, agentId) => (feed === 'discussion' ? discussion : forum.lastEvent(feed, agentId)));
-  t.after(() => waiters.releaseAll());
-  keepAlive(t);
+  const { waiters, feed } = discussionWaiters(t, 1);
   const busy = (ms) => {
     const until = performance.now() + ms;
     while (performance.now() < until);
   };
   // A stream whose every write costs 30 ms of the main thread.
   const stream = { after: 0, tick() {}, end() {}, pump() {
-    if (discussion <= stream.after) return false;
+    if (feed.discussion <= stream.after) return false;
     busy(30);
-    stream.after = discussion;
+    stream.after = feed.discussion;
     return true;
   } };
   waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
   waiters.notify(); // round 1: costs 30 ms; its window is the minimum (no cost known yet)
   await sleep(FEED_STREAM_FLUSH_MS + 40);
-  discussion = 2;
+  feed.discussion = 2;
   waiters.notify(); // round 2: delivered at once (the window closed); its window is sized by round 1's cost
   assert.equal(stream.after, 2);
   const t0 = performance.now();
-  discussion = 3;
+  feed.discussion = 3;
   waiters.notify(); // within round 2's window
   const share = FEED_DELIVERY_SHARE_PERCENT / 100;
   const expectedMs = (30 * (1 - share)) / share;

@@ -154,7 +154,9 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
   const { app } = ctx;
   const agent = ctx.agent!;
   const tokenHash = agent.profile.tokenHash;
-  const source = {
+  const take = changeReadTakers.get(app);
+  const agentId = agent.profile.id;
+  const source: StreamSource = {
     next(after: number) {
       // An agent the operator disables, or whose token is rotated (a leaked token), while its
       // stream is open gets nothing more on it (the stream ends at its wait; reopening it with
@@ -163,12 +165,10 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
       const p = page({ after, limit: q.limit, originId });
       return p === null ? null : eventOf(p);
     },
+    take: take === undefined ? undefined : () => take(agentId),
   };
-  const take = changeReadTakers.get(app);
-  const agentId = agent.profile.id;
-  const counted: StreamSource = take === undefined ? source : { next: source.next, take: () => take(agentId) };
-  const stream = new FeedStream(counted, q.after, () => app.now());
-  const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agent.profile.id, ctx.req.socket, stream);
+  const stream = new FeedStream(source, q.after, () => app.now());
+  const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agentId, ctx.req.socket, stream);
   if (refused === 'agent') {
     throw tooManyRequests(`you hold ${FEED_WAITERS_PER_AGENT_MAX} long-polled requests and streams already (the most per agent); close one, or retry after Retry-After seconds`, FEED_STREAM_BUSY_RETRY_SECONDS);
   }
