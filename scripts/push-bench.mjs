@@ -338,7 +338,7 @@ async function writeLoad(ctx, server, seconds) {
  * responsesPerS, errors }] } or { skipped } / { failed }.
  */
 export async function measurePush(ctx) {
-  const { opts, gen, log } = ctx;
+  const { opts, log } = ctx;
   if (!existsSync(opts.oursEntry)) return { skipped: `${path.relative(root, opts.oursEntry)} not found (npm run build)` };
   const server = await ctx.startServer('ours', opts, { env: { FORUM_METRICS_PORT: '0', FORUM_CONNECTIONS_PER_ADDRESS: '0' } });
   try {
