@@ -61,6 +61,11 @@
 //                          at 64 connections: every cell then does the same writes, so the
 //                          server's CPU per write with and without waiters compares like for
 //                          like; default 0 (wrk)
+//   --push-mode MODE       only the push section's cells of MODE: poll (long polls) or sse
+//                          (streams), besides the cell without waiters; default both
+//   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
+//                          the push section's same cells, alternating with ours: before and
+//                          after in one run
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
@@ -138,6 +143,8 @@ function parseOptions(argv) {
       push: { type: 'boolean' },
       'no-push': { type: 'boolean' },
       'push-rate': { type: 'string', default: '0' },
+      'push-mode': { type: 'string' },
+      'push-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -176,6 +183,8 @@ function parseOptions(argv) {
     replicaRecords: int('replica-records'),
     push: values['no-push'] ? false : values.push ?? !values.smoke,
     pushRate: int('push-rate', 0),
+    pushMode: values['push-mode'] ?? null,
+    pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
@@ -185,6 +194,7 @@ function parseOptions(argv) {
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
+  if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
   if (opts.connections.some((c) => !Number.isInteger(c) || c < 1)) throw new Error('--connections must list positive integers');

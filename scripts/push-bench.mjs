@@ -76,13 +76,24 @@ const PROBE_INTERVAL_MS = 100;
 const WAIT_S = 30;
 /** The issue's target: write req/s with 1,000 waiters ≥ this × without. */
 const TARGET_RATIO = 0.9;
-const PROBE = /push probe #(\d+)\./g;
 /** Stream framing and the probe text, as bytes (the SSE waiters scan bytes). */
 const EVENT_END = Buffer.from('\n\n');
 const PROBE_MARK = Buffer.from('push probe #');
 const DOT = Buffer.from('.');
 const NEWLINE = Buffer.from('\n');
 const ID_MARK = Buffer.from('id: ');
+const AFTER_MARK = Buffer.from('"after":');
+const POLL_AFTER_MARK = Buffer.from('"pollAfterSeconds":');
+const HAS_MORE = Buffer.from('"hasMore":true');
+
+/** The integer right after the first `mark` in `buf` (a page's cursor, its pollAfterSeconds). */
+function numberAfter(buf, mark) {
+  let i = buf.indexOf(mark);
+  if (i === -1) throw new Error(`no ${mark} in the page`);
+  let n = 0;
+  for (i += mark.length; buf[i] >= 48 && buf[i] <= 57; i++) n = n * 10 + buf[i] - 48;
+  return n;
+}
 
 /** How many of the [probe, time] pairs in `arrivals` are of probe `k`. */
 function countOf(arrivals, k) {
@@ -152,17 +163,22 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
     while (!stopping) {
       try {
         const res = await pool.request({ method: 'GET', path: `${PATHS[feed]}?after=${after}&originId=${cursor.originId}&limit=100&wait=${WAIT_S}`, headers: { authorization }, signal: controller.signal });
-        const text = await res.body.text();
+        // Bytes, not text (as the streams below): 1,000 followers of a busy feed read tens of MB a
+        // second, and decoding it all would take the harness's share of the cores from wrk.
+        const body = Buffer.from(await res.body.arrayBuffer());
         const at = performance.now();
-        if (res.statusCode !== 200) throw new Error(`GET ${PATHS[feed]} → ${res.statusCode}: ${text.slice(0, 200)}`);
+        if (res.statusCode !== 200) throw new Error(`GET ${PATHS[feed]} → ${res.statusCode}: ${body.toString('utf8', 0, 200)}`);
         stats.responses++;
-        for (const m of text.matchAll(PROBE)) arrivals.push(Number(m[1]), at);
-        // The cursor is the page's first `"after"` (format, then cursor, then the events).
-        after = Number(/"after":(\d+)/.exec(text)[1]);
+        for (let j = body.indexOf(PROBE_MARK); j !== -1; j = body.indexOf(PROBE_MARK, j + PROBE_MARK.length)) {
+          const from = j + PROBE_MARK.length;
+          arrivals.push(Number(body.toString('latin1', from, body.indexOf(DOT, from))), at);
+        }
+        // The cursor is the page's first `"after":` (format, then cursor, then the events).
+        after = numberAfter(body, AFTER_MARK);
         positions[i] = after;
         // The documented follower (followFeed, exchange.md): after a page with hasMore (a
         // backlog) wait its pollAfterSeconds (+ up to 20 % jitter); after a held page, ask again at once.
-        if (text.includes('"hasMore":true')) await sleep(Number(/"pollAfterSeconds":(\d+)/.exec(text)[1]) * 1000 * (1 + Math.random() * 0.2));
+        if (body.includes(HAS_MORE)) await sleep(numberAfter(body, POLL_AFTER_MARK) * 1000 * (1 + Math.random() * 0.2));
       } catch (err) {
         if (stopping) return;
         stats.errors++;
@@ -340,30 +356,41 @@ async function writeLoad(ctx, server, seconds) {
 export async function measurePush(ctx) {
   const { opts, log } = ctx;
   if (!existsSync(opts.oursEntry)) return { skipped: `${path.relative(root, opts.oursEntry)} not found (npm run build)` };
-  const server = await ctx.startServer('ours', opts, { env: { FORUM_METRICS_PORT: '0', FORUM_CONNECTIONS_PER_ADDRESS: '0' } });
+  if (opts.pushAgainst && !existsSync(opts.pushAgainst)) return { failed: `--push-against ${opts.pushAgainst} not found` };
+  // The servers measured: ours, and with --push-against an earlier tree's server beside it, every
+  // cell run on both one after the other (their order flips each round), so the two compare in one run.
+  const targets = [{ name: 'ours', entry: opts.oursEntry }];
+  if (opts.pushAgainst) targets.push({ name: 'against', entry: opts.pushAgainst });
   try {
-    let info = null;
-    for (let i = 0; i < 3000 && !(info = server.listening()); i++) await sleep(20);
-    if (!info?.metricsUrl) throw new Error('the server logged no metricsUrl');
-    const t0 = performance.now();
-    server.seed = await ctx.seedForum(server, { messages: opts.seedMessages });
-    const waiterTokens = [];
-    for (let i = 0; i < WAITER_AGENTS; i++) {
-      const a = await api(server.base, 'POST', '/api/register', { body: { name: `push-waiter-${i}`, provider: 'bench', acceptsPublicArchive: true, operatorAuthorized: true } });
-      waiterTokens.push(a.token);
+    for (const target of targets) {
+      const server = await ctx.startServer('ours', { ...opts, oursEntry: target.entry }, { env: { FORUM_METRICS_PORT: '0', FORUM_CONNECTIONS_PER_ADDRESS: '0' } });
+      target.server = server;
+      let info = null;
+      for (let i = 0; i < 3000 && !(info = server.listening()); i++) await sleep(20);
+      if (!info?.metricsUrl) throw new Error(`the server ${target.entry} logged no metricsUrl`);
+      target.metricsUrl = info.metricsUrl;
+      const t0 = performance.now();
+      server.seed = await ctx.seedForum(server, { messages: opts.seedMessages });
+      target.waiterTokens = [];
+      for (let i = 0; i < WAITER_AGENTS; i++) {
+        const a = await api(server.base, 'POST', '/api/register', { body: { name: `push-waiter-${i}`, provider: 'bench', acceptsPublicArchive: true, operatorAuthorized: true } });
+        target.waiterTokens.push(a.token);
+      }
+      log(`push: ${target.name} (${path.relative(root, target.entry)}) ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
-    log(`push: ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    const cells = CELLS.map((c) => ({ ...c, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 }));
+    const chosen = CELLS.filter((c) => c.waiters === 0 || !opts.pushMode || c.mode === opts.pushMode);
+    const cells = chosen.flatMap((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 })));
     let probeNo = 1;
     for (let round = 0; round < opts.rounds; round++) {
       const rotated = cells.map((_, i) => cells[(i + round) % cells.length]);
       for (const cell of rotated) {
         const n = cell.waiters;
+        const { server, metricsUrl, waiterTokens } = cell.target;
         // How many of the waiters probe k concerns: all on the feed; on the inbox, those of the agents it mentions.
         const concerned = (k) => (cell.feed === 'changes' ? n : mentionedBy(k).reduce((sum, a) => sum + Math.floor(n / WAITER_AGENTS) + (a < n % WAITER_AGENTS ? 1 : 0), 0));
         const cursor = await caughtUp(server.base, cell.feed, waiterTokens[0]);
         const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode);
-        await untilHeld(info.metricsUrl, n);
+        await untilHeld(metricsUrl, n);
         if (opts.warmup > 0) await writeLoad(ctx, server, opts.warmup);
         const responsesBefore = waiters.stats.responses;
         const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo);
@@ -383,7 +410,7 @@ export async function measurePush(ctx) {
         if (cell.feed === 'changes' && n > 0) {
           // How far behind the head the followers are when the write load stops (log records;
           // the discussion feed's cursor is a log seq): the median waiter, the largest in any round.
-          const head = await gauge(info.metricsUrl, 'forum_log_head_seq');
+          const head = await gauge(metricsUrl, 'forum_log_head_seq');
           const lag = head - [...waiters.positions].sort((a, b) => a - b)[Math.floor(n / 2)];
           cell.lagRecords = Math.max(cell.lagRecords ?? 0, lag);
           cell.lagSeconds = Math.max(cell.lagSeconds ?? 0, lag / r.rps);
@@ -393,7 +420,7 @@ export async function measurePush(ctx) {
         const last = Math.max(0, ...probes.acks.keys());
         for (let t = 0; t < 200 && n > 0 && countOf(waiters.arrivals, last) < concerned(last); t++) await sleep(50);
         await waiters.stop();
-        await untilHeld(info.metricsUrl, 0);
+        await untilHeld(metricsUrl, 0);
         probeNo = probes.next;
         const pairs = waiters.arrivals;
         let delivered = 0;
@@ -411,15 +438,16 @@ export async function measurePush(ctx) {
         cell.errors += waiters.stats.errors;
         cell.lastError = waiters.stats.lastError ?? cell.lastError;
         const lat = n > 0 ? `  delivery p50 ${fmtMs(pct(cell.latencies, 50))} ms p99 ${fmtMs(pct(cell.latencies, 99))} ms (${fmtInt(cell.delivered)} of ${fmtInt(cell.expected)})` : '';
-        log(`[push ${round + 1}/${opts.rounds}] ${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${r.late ? `  late ${r.late}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
+        const who = targets.length > 1 ? `${cell.target.name.padEnd(7)} ` : '';
+        log(`[push ${round + 1}/${opts.rounds}] ${who}${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${r.late ? `  late ${r.late}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
       }
     }
     for (const cell of cells) cell.summary = ctx.summarize(cell.rounds);
-    return { cells };
+    return { cells, servers: targets.map((t) => ({ name: t.name, entry: path.relative(root, t.entry) })) };
   } catch (err) {
     return { failed: err.message };
   } finally {
-    await ctx.stopChild(server.child);
+    for (const target of targets) if (target.server) await ctx.stopChild(target.server.child);
   }
 }
 
@@ -435,22 +463,27 @@ export function renderPush(result, opts) {
     return out;
   }
   out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
-  const noneCell = result.cells.find((c) => c.waiters === 0);
-  const none = noneCell.summary;
+  const two = result.servers.length > 1;
+  if (two) out.push(`Two servers, every cell run on both one after the other (their order flipping each round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
+  const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
+  const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.waiters === c.waiters);
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
-  out.push(`| waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx | target |`);
-  out.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
+  out.push(`|${two ? '---|' : ''}---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${two ? '---:|' : ''}---|`);
   for (const c of result.cells) {
     const s = c.summary;
-    const ratio = s.rps / none.rps;
+    const noneCell = noneOf(c);
+    const ratio = s.rps / noneCell.summary.rps;
     const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${ratio >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
     const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
-    out.push(`| ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% | ${target} |`);
+    const twin = two ? twinOf(c) : undefined;
+    const vs = !two ? '' : c.target.name !== 'ours' || !twin ? ' — |' : ` ${(s.rps / twin.summary.rps).toFixed(2)}×, ${(cpuPerWrite(c) / cpuPerWrite(twin)).toFixed(2)}× |`;
+    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
   }
   out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
-  for (const c of errors) out.push('', `${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
+  for (const c of errors) out.push('', `${c.target.name}: ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
 }
 
@@ -460,8 +493,8 @@ export function pushFailures(result, maxRatio) {
   if (result.failed) return [`push: ${result.failed}`];
   const out = [];
   for (const c of result.cells) {
-    if (c.summary.non2xxRatio > maxRatio) out.push(`push write c=${CONNECTIONS} with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
-    if (c.errors > 0) out.push(`push: ${c.errors} waiter requests failed with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
+    if (c.summary.non2xxRatio > maxRatio) out.push(`push (${c.target.name}) write c=${CONNECTIONS} with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
+    if (c.errors > 0) out.push(`push (${c.target.name}): ${c.errors} waiter requests failed with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
   }
   return out;
 }
