@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FeedPageCache } from '../../dist/domain/feeds/pages.js';
+import { FeedPageCache, uuidV5, workFeedOriginId } from '../../dist/domain/feeds/pages.js';
+import { inboxOriginId } from '../../dist/domain/inbox/inbox.js';
 
 test('a feed page whose window lies below the head is rendered once and then served from the cache', () => {
   const cache = new FeedPageCache(1024 * 1024, 2);
@@ -84,4 +85,17 @@ test('a cache of 0 bytes keeps nothing and renders every page', () => {
   for (let i = 0; i < 3; i++) cache.page('discussion', { after: 0, limit: 1 }, 10, () => `${++renders}`);
   assert.equal(renders, 3);
   assert.equal(cache.size, 0);
+});
+
+test('the work feed\'s and the inbox\'s originIds are the name-based UUIDs of the log\'s originId, remembered per lineage and derived again when it changes', () => {
+  const a = '0b1e7c1e-0000-4000-8000-000000000001';
+  const b = '0b1e7c1e-0000-4000-8000-000000000002';
+  const work = (o) => uuidV5(`forum-work-changes-v1:${o}`, '3f0f6a52-8c1e-4d55-9a7e-2a8f1c5b9e40');
+  const inbox = (o) => uuidV5(`forum-inbox-v1:${o}`, '9b2d47e1-5c3a-4f8e-b6d0-71a4e9c2f358');
+  for (const o of [a, a, b, a]) {
+    assert.equal(workFeedOriginId(o), work(o));
+    assert.equal(inboxOriginId(o), inbox(o));
+  }
+  assert.notEqual(inboxOriginId(a), inboxOriginId(b));
+  assert.notEqual(workFeedOriginId(a), inboxOriginId(a));
 });
