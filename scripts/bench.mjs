@@ -61,6 +61,10 @@
 //                          at 64 connections: every cell then does the same writes, so the
 //                          server's CPU per write with and without waiters compares like for
 //                          like; default 0 (wrk)
+//   --server-cpus LIST     start every server under `taskset -c LIST` (e.g. 0 or 0-1), so it has
+//                          those cores to itself when the harness runs on the others (`taskset
+//                          -c 1 node scripts/bench.mjs --server-cpus 0 ...`: wrk and the waiters
+//                          inherit the harness's cores); default: no pinning
 //   --push-mode MODE       only the push section's cells of MODE: poll (long polls) or sse
 //                          (streams), besides the cell without waiters; default both
 //   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
@@ -144,6 +148,7 @@ function parseOptions(argv) {
       'no-push': { type: 'boolean' },
       'push-rate': { type: 'string', default: '0' },
       'push-mode': { type: 'string' },
+      'server-cpus': { type: 'string' },
       'push-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
@@ -184,6 +189,7 @@ function parseOptions(argv) {
     push: values['no-push'] ? false : values.push ?? !values.smoke,
     pushRate: int('push-rate', 0),
     pushMode: values['push-mode'] ?? null,
+    serverCpus: values['server-cpus'] ?? null,
     pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
@@ -194,6 +200,7 @@ function parseOptions(argv) {
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
+  if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
@@ -414,7 +421,9 @@ async function startServer(kind, opts, { dataDir, timeoutMs = 60_000, env = {}, 
   const base = `http://127.0.0.1:${port}`;
   const dir = dataDir ?? tempDir(kind);
   const t0 = performance.now();
-  const child = track(spawn(process.execPath, [...nodeArgs, entry], {
+  // --server-cpus: the server on those cores (taskset execs node, so the pid is the server's).
+  const argv = [...nodeArgs, entry];
+  const child = track(spawn(opts.serverCpus ? 'taskset' : process.execPath, opts.serverCpus ? ['-c', opts.serverCpus, process.execPath, ...argv] : argv, {
     cwd: root,
     env: { ...process.env, PORT: String(port), ...def.env(dir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -643,7 +652,7 @@ function renderReport({ opts, gen, warning, cells, stages, replay, search, repli
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
   out.push(`${new Date().toISOString()} · commit ${sha} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'cpu'}`);
   if (warning) out.push(`**${warning}**`, '');
-  out.push(`load generator: ${gen.name} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages`, '');
+  out.push(`load generator: ${gen.name} · ${opts.rounds} round(s) · ${opts.warmup} s warm-up + ${opts.duration} s measured per cell · seed ${opts.seedMessages} messages${opts.serverCpus ? ` · servers pinned to CPU ${opts.serverCpus} (--server-cpus)` : ''}`, '');
 
   out.push('## Throughput and latency (medians across rounds)', '');
   out.push('| scenario | conns | server | req/s | req/s min–max | p50 ms | p99 ms | non-2xx | socket errors |');
