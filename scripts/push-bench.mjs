@@ -358,7 +358,7 @@ export async function measurePush(ctx) {
   if (!existsSync(opts.oursEntry)) return { skipped: `${path.relative(root, opts.oursEntry)} not found (npm run build)` };
   if (opts.pushAgainst && !existsSync(opts.pushAgainst)) return { failed: `--push-against ${opts.pushAgainst} not found` };
   // The servers measured: ours, and with --push-against an earlier tree's server beside it, every
-  // cell run on both one after the other (their order flips each round), so the two compare in one run.
+  // cell run on both one after the other (which goes first alternating by round), so the two compare in one run.
   const targets = [{ name: 'ours', entry: opts.oursEntry }];
   if (opts.pushAgainst) targets.push({ name: 'against', entry: opts.pushAgainst });
   try {
@@ -379,10 +379,13 @@ export async function measurePush(ctx) {
       log(`push: ${target.name} (${path.relative(root, target.entry)}) ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
     const chosen = CELLS.filter((c) => c.waiters === 0 || !opts.pushMode || c.mode === opts.pushMode);
-    const cells = chosen.flatMap((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 })));
+    // One group per cell: the same cell on each server.
+    const groups = chosen.map((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 })));
+    const cells = groups.flat();
     let probeNo = 1;
     for (let round = 0; round < opts.rounds; round++) {
-      const rotated = cells.map((_, i) => cells[(i + round) % cells.length]);
+      // The cells' order rotates each round, and within a cell the servers take turns going first.
+      const rotated = groups.map((_, i) => groups[(i + round) % groups.length]).flatMap((g) => (round % 2 === 0 ? g : [...g].reverse()));
       for (const cell of rotated) {
         const n = cell.waiters;
         const { server, metricsUrl, waiterTokens } = cell.target;
@@ -462,9 +465,9 @@ export function renderPush(result, opts) {
     out.push(`**failed: ${result.failed}**`);
     return out;
   }
-  out.push(`One server (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   const two = result.servers.length > 1;
-  if (two) out.push(`Two servers, every cell run on both one after the other (their order flipping each round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
+  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  if (two) out.push(`Two servers, every cell run on both one after the other (which goes first alternating round by round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
   const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
   const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.waiters === c.waiters);
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
