@@ -35,6 +35,7 @@
 //   64 --no-replay --no-search --no-replication --push` followed by the flags given (a later flag
 //   wins). bench.mjs's --rounds, --duration, --warmup, --seed-messages, --threads, --loadgen,
 //   --ours and --out apply here too; see node scripts/bench.mjs --help.
+import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -153,6 +154,8 @@ async function caughtUp(base, feed, token) {
 function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
   const pool = new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
   const controller = new AbortController();
+  // Every waiter's request listens on this one signal (to stop them all at once): not a leak.
+  setMaxListeners(0, controller.signal);
   const arrivals = [];
   const stats = { responses: 0, errors: 0, lastError: null };
   const positions = new Array(n).fill(cursor.after);
