@@ -34,7 +34,7 @@ import type { LogRecord } from '../../store/log.js';
 import type { RecordSource } from '../../store/records.js';
 import { FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import type { AgentRegisterPayload } from '../agents/agents.js';
-import { derivedOnce, uuidV5, type CursorQuery, type DerivedOnce } from '../feeds/pages.js';
+import { lastOnly, uuidV5, type CursorQuery } from '../feeds/pages.js';
 import { messageAuthorOf, type ForumState } from '../forum/forum.js';
 import { discussionRecordStatus, flagJson, statusOf, VISIBLE, type ModerationPayload, type ModerationState, type Reader } from '../moderation/moderation.js';
 import { workRecordJson, type WorkActionPayload, type WorkBoardState } from '../work/work.js';
@@ -50,10 +50,7 @@ const INBOX_NAMESPACE = '9b2d47e1-5c3a-4f8e-b6d0-71a4e9c2f358';
  * The inbox's originId: derived from the log's originId (stable across restarts, new with a new
  * lineage, never equal to either feed's, so a feed cursor sent to the inbox is a 409).
  */
-export function inboxOriginId(logOriginId: string): string {
-  return derivedOnce(inboxOrigin, logOriginId, () => uuidV5(`${INBOX_FORMAT}:${logOriginId}`, INBOX_NAMESPACE));
-}
-const inboxOrigin: DerivedOnce = { from: '', value: '' };
+export const inboxOriginId = lastOnly((logOriginId) => uuidV5(`${INBOX_FORMAT}:${logOriginId}`, INBOX_NAMESPACE));
 
 /** Every agent's inbox and what deciding an entry needs. */
 export interface InboxState {
