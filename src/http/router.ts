@@ -121,6 +121,12 @@ export interface RequestContext {
   agent: AgentEntry | null;
   /** Client address (see FORUM_TRUST_PROXY and src/http/client-ip.ts `clientIpResolver`). */
   clientIp: string;
+  /**
+   * When the request's handling began (performance.now(), ms; its head parsed): a long-polled
+   * feed request charges the main-thread time from here to its hold to the delivery round whose
+   * followers it belongs to (issue 37, src/api/feeds/long-poll.ts). Unset on dispatched routes.
+   */
+  startedMs?: number;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;
   /**

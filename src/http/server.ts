@@ -369,7 +369,7 @@ export function createRequestListener(
       // never answered, so it must never run (issue 28 item 5: a refused body followed by a write
       // committed the write while only the 413 reached the client).
       if (res.socket === null && !(await turnOf(res, req.socket))) return;
-      const started = timed ? performance.now() : 0;
+      const started = performance.now();
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);
       const requestId = head.requestId;
@@ -411,7 +411,7 @@ export function createRequestListener(
         const preflight = method === 'OPTIONS' ? req.headers['access-control-request-method'] : undefined;
         if (preflight !== undefined && url) return sendPreflight(res, router, url.pathname, preflight, requestId);
         if (targetError !== undefined || !url || !route) throw targetError;
-        ctx = { app, req, url, query: {}, body: undefined, agent: null, clientIp };
+        ctx = { app, req, url, query: {}, body: undefined, agent: null, clientIp, startedMs: started };
         let reply: Reply;
         if (route.dispatch) {
           // The dispatching route only authenticates and reads its envelope; the route it hands

@@ -125,8 +125,9 @@ const replyOf = (name) => () => ({ status: 200, json: { name } });
 
 test('within a delivery window, a request whose cursor is not caught up is held and answered by the round at the window\'s end, not at once', async (t) => {
   const { waiters, feed } = discussionWaiters(t, 5);
-  // No window open: not held (the caller answers at once).
+  // No window open: not held (the caller answers at once); it opens one, which closes empty.
   assert.equal(waiters.holdForRound('discussion', 3, 30, 'ag_a', socket(), replyOf('early')), null);
+  await sleep(FEED_STREAM_FLUSH_MS + 30);
   // A caught-up request, answered by a commit: that round opens a window.
   const first = waiters.hold('discussion', 5, 30, 'ag_a', socket(), replyOf('first'));
   feed.discussion = 6;
@@ -143,6 +144,57 @@ test('within a delivery window, a request whose cursor is not caught up is held 
   const waited = performance.now() - t0;
   assert.ok(waited >= FEED_STREAM_FLUSH_MS - 5, `answered ${Math.round(waited)} ms after the first round, at the window's end`);
   assert.equal(waiters.size, 0);
+});
+
+test('followers that are never caught up are paced too: the first to ask is answered at once and the others that ask within its window by one round at its end', async (t) => {
+  const { waiters, feed } = discussionWaiters(t, 100);
+  const t0 = performance.now();
+  // The feed moves faster than they read: every request has events past its cursor.
+  assert.equal(waiters.holdForRound('discussion', 10, 30, 'ag_a', socket(), replyOf('first')), null, 'the first is answered at once');
+  const others = ['b', 'c', 'd'].map((x, i) => waiters.holdForRound('discussion', 20 + i, 30, `ag_${x}`, socket(), replyOf(x)));
+  assert.ok(others.every((p) => p !== null), 'the followers who ask within the window it opened are held');
+  assert.equal(waiters.size, 3);
+  feed.discussion = 101;
+  waiters.notify();
+  assert.equal(waiters.size, 3, 'a commit within the window is left to the round at its end');
+  const answered = await Promise.all(others);
+  assert.deepEqual(answered.map((r) => r.json.name), ['b', 'c', 'd']);
+  const waited = performance.now() - t0;
+  assert.ok(waited >= FEED_STREAM_FLUSH_MS - 5, `answered ${Math.round(waited)} ms after the first, at the window's end`);
+  assert.equal(waiters.size, 0);
+});
+
+test('what the followers\' next requests cost the main thread during a window (charge) lengthens the next one as the round\'s own cost does', async (t) => {
+  const { waiters, feed } = discussionWaiters(t, 5);
+  const first = waiters.hold('discussion', 5, 30, 'ag_a', socket(), replyOf('first'));
+  feed.discussion = 6;
+  waiters.notify(); // a round: answers `first`, opens a window of the minimum
+  await first;
+  // Its followers' next requests: 30 ms of the main thread, charged to this window.
+  waiters.charge(30);
+  feed.discussion = 7;
+  waiters.notify();
+  const second = waiters.holdForRound('discussion', 6, 30, 'ag_a', socket(), replyOf('second'));
+  await second; // the round at the window's end, whose window is sized by the 30 ms
+  const t0 = performance.now();
+  feed.discussion = 8;
+  waiters.notify();
+  const third = waiters.holdForRound('discussion', 7, 30, 'ag_a', socket(), replyOf('third'));
+  assert.ok(third !== null);
+  await third;
+  const waited = performance.now() - t0;
+  const share = FEED_DELIVERY_SHARE_PERCENT / 100;
+  const expectedMs = (30 * (1 - share)) / share;
+  assert.ok(waited >= expectedMs * 0.9, `the next round came ${Math.round(waited)} ms later, for 30 ms charged (at least ${Math.round(expectedMs)} ms expected)`);
+  // Outside a window nothing is charged: after it closes, a commit is delivered at once.
+  await sleep(FEED_STREAM_FLUSH_MS + 30);
+  waiters.charge(1000);
+  const fourth = waiters.hold('discussion', 8, 30, 'ag_a', socket(), replyOf('fourth'));
+  const t1 = performance.now();
+  feed.discussion = 9;
+  waiters.notify();
+  await fourth;
+  assert.ok(performance.now() - t1 < 20, 'delivered at once');
 });
 
 test('after a costly round the next window is long enough to keep deliveries to their share of the main thread', async (t) => {

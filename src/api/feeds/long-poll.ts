@@ -15,7 +15,8 @@
  * looked at, one comparison each (held inbox requests are kept per agent, so only the agents
  * whose inbox gained an entry are) — or, within a delivery window, leaves it to the round at the
  * window's end. A round that delivered anything opens a window of FEED_STREAM_FLUSH_MS, longer
- * when the last round was costly (FEED_DELIVERY_SHARE_PERCENT of the main thread at most), and a
+ * when the last round was costly (FEED_DELIVERY_SHARE_PERCENT of the main thread at most, its
+ * answers and its followers' next requests counted), and a
  * request with `wait` that arrives during a window with its cursor not caught up is held until the
  * window's round too (`holdForRound`). So 1,000 followers of a moving feed are answered once per
  * window each, in bigger pages when there are more of them, and the writers keep their share.
@@ -89,6 +90,12 @@ export class FeedWaiters {
   private roundPending = false;
   /** How long the last delivery round took, in ms (real time): the next window is sized by it. */
   private lastRoundMs = 0;
+  /**
+   * What the requests with `wait` that arrived during the current window cost the main thread, in
+   * ms (`charge`): mostly the last round's followers asking again. The next window is sized by it
+   * too, so that a round's share counts what its answers brought back.
+   */
+  private followMs = 0;
   /** Requests held during a window although their cursor was not caught up (`holdForRound`): the next round answers them all. */
   private readonly late = new Set<Waiter>();
   /** The inboxes' last entry when the inbox streams were last looked at (-1: never). */
@@ -145,12 +152,30 @@ export class FeedWaiters {
    * A request with `wait` whose cursor is not caught up, arriving while a delivery window is open:
    * held like a caught-up one and answered by the round at the window's end (with the page the
    * same request would get then), so that followers who keep asking while the feed moves are
-   * answered once per window rather than at once each time. Output: its reply's promise, or null
-   * when no window is open or a bound is reached (the caller answers at once).
+   * answered once per window rather than at once each time. With no window open the request is
+   * the first of the feed's followers to ask since the last window: it opens one (`openWindow`) and
+   * is answered at once, and the followers who ask after it wait for that window's round — without
+   * this, followers that are never caught up (a feed moving faster than they read) would never be
+   * held and each would be answered as fast as it asks. Output: its reply's promise, or null when
+   * no window was open or a bound is reached (the caller answers at once).
    */
   holdForRound(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, render: () => Reply): Promise<Reply> | null {
-    if (this.roundTimer === null) return null;
+    if (this.roundTimer === null) {
+      this.openWindow();
+      return null;
+    }
     return this.hold(feed, after, waitSeconds, agentId, socket, render, true);
+  }
+
+  /**
+   * Charges `ms` of main-thread time (a request with `wait`, from its parsed head to its hold or
+   * answer) to the delivery rounds when it arrives during a delivery window: those are the
+   * answered followers asking again, and their cost is the round's as much as its answers are
+   * (with 1,000 followers of a busy feed it is several times theirs). Outside a window it is not
+   * a round's and is not counted.
+   */
+  charge(ms: number): void {
+    if (this.roundTimer !== null) this.followMs += ms;
   }
 
   /**
@@ -218,7 +243,8 @@ export class FeedWaiters {
    * One delivery round: answers the held requests of every feed that gained an event past their
    * cursor (an inbox request: when its own agent's inbox did; a feed with requests held while not
    * caught up: all of them), then lets the streams write (`flushStreams`). A round that delivered
-   * anything opens a window of FEED_STREAM_FLUSH_MS, or of the last round's cost times
+   * anything opens a window of FEED_STREAM_FLUSH_MS, or of the last round's cost (its answers, and
+   * the requests `charge`d during its window: its followers asking again) times
    * (100 − FEED_DELIVERY_SHARE_PERCENT) / FEED_DELIVERY_SHARE_PERCENT when that is longer; commits
    * within it are delivered together by the round at its end, which opens the next window; a
    * window without commits (or late-held requests) closes. A round that delivered nothing (most
@@ -230,16 +256,29 @@ export class FeedWaiters {
     const t0 = performance.now();
     const delivered = this.answerHeld() + (this.streams > 0 ? this.flushStreams() : 0);
     if (delivered === 0) return;
-    const windowMs = Math.max(FEED_STREAM_FLUSH_MS, (this.lastRoundMs * (100 - FEED_DELIVERY_SHARE_PERCENT)) / FEED_DELIVERY_SHARE_PERCENT);
-    this.roundTimer = setTimeout(() => this.windowEnd(), windowMs).unref();
+    this.openWindow();
     setImmediate(() => {
       this.lastRoundMs = performance.now() - t0;
     });
   }
 
+  /**
+   * Opens a delivery window: FEED_STREAM_FLUSH_MS, or the last round's cost (its answers and the
+   * requests charged since: ms) times (100 − FEED_DELIVERY_SHARE_PERCENT) /
+   * FEED_DELIVERY_SHARE_PERCENT when that is longer.
+   */
+  private openWindow(): void {
+    const windowMs = Math.max(FEED_STREAM_FLUSH_MS, ((this.lastRoundMs + this.followMs) * (100 - FEED_DELIVERY_SHARE_PERCENT)) / FEED_DELIVERY_SHARE_PERCENT);
+    this.followMs = 0;
+    this.roundTimer = setTimeout(() => this.windowEnd(), windowMs).unref();
+  }
+
   private windowEnd(): void {
     this.roundTimer = null;
-    if (!this.roundPending && this.late.size === 0) return;
+    if (!this.roundPending && this.late.size === 0) {
+      this.followMs = 0;
+      return;
+    }
     this.roundPending = false;
     this.round();
   }

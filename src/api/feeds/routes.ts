@@ -6,6 +6,7 @@
  * when it opens and once for every page after its first, as the long poll's next requests would.
  */
 import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { App } from '../../app.js';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
@@ -105,6 +106,7 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   const waiters = waitersOf(ctx.app);
   const agentId = ctx.agent!.profile.id;
   const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
+  if (ctx.startedMs !== undefined) waiters.charge(performance.now() - ctx.startedMs);
   return held ?? render();
 }
 
