@@ -67,6 +67,9 @@
 //                          inherit the harness's cores); default: no pinning
 //   --push-mode MODE       only the push section's cells of MODE: poll (long polls) or sse
 //                          (streams), besides the cell without waiters; default both
+//   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lean-http.mjs,
+//                          a minimal GET client; default), undici, or lean,undici (each long-poll
+//                          cell once per client, in the same rounds)
 //   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
 //                          the push section's same cells, alternating with ours: before and
 //                          after in one run
@@ -148,6 +151,7 @@ function parseOptions(argv) {
       'no-push': { type: 'boolean' },
       'push-rate': { type: 'string', default: '0' },
       'push-mode': { type: 'string' },
+      'push-client': { type: 'string', default: 'lean' },
       'server-cpus': { type: 'string' },
       'push-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
@@ -189,6 +193,7 @@ function parseOptions(argv) {
     push: values['no-push'] ? false : values.push ?? !values.smoke,
     pushRate: int('push-rate', 0),
     pushMode: values['push-mode'] ?? null,
+    pushClients: values['push-client'].split(',').map((c) => c.trim()).filter(Boolean),
     serverCpus: values['server-cpus'] ?? null,
     pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
     out: path.resolve(values.out),
@@ -202,6 +207,7 @@ function parseOptions(argv) {
   }
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
+  if (opts.pushClients.length === 0 || opts.pushClients.some((c) => c !== 'lean' && c !== 'undici')) throw new Error('--push-client must be lean, undici or lean,undici');
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
   if (opts.connections.some((c) => !Number.isInteger(c) || c < 1)) throw new Error('--connections must list positive integers');

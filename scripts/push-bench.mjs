@@ -42,6 +42,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { api } from './bench/api.mjs';
+import { LeanConnection } from './bench/lean-http.mjs';
 import { runStandalone } from './bench/standalone.mjs';
 import { mainThreadCpuUs } from './bench/stages.mjs';
 
@@ -65,6 +66,8 @@ const CELLS = [
 ];
 /** How a cell's waiters follow their feed: held long-poll requests, or Server-Sent Events streams. */
 const MODES = { poll: 'long poll', sse: 'SSE' };
+/** How a cell's waiters follow, for the table: "long poll", "long poll (undici client)", "SSE". */
+const asLabel = (c) => (c.mode === 'poll' && c.client !== 'lean' ? `${MODES[c.mode]} (${c.client} client)` : MODES[c.mode]);
 /** Waiter agents a probe mentions (inbox cells): probe k mentions agents 5k .. 5k + 4 (mod 50). */
 const MENTIONS_PER_PROBE = 5;
 const PATHS = { changes: '/api/changes', inbox: '/api/inbox' };
@@ -146,13 +149,15 @@ async function caughtUp(base, feed, token) {
 /**
  * Starts `n` waiters on `feed` (waiter i as agent i mod WAITER_AGENTS) at `cursor` (an inbox
  * cursor at the head is every agent's caught-up cursor), each on a connection of its own, as
- * held long polls (`mode` 'poll') or streams ('sse'). Each notes [probe number, arrival ms] for
+ * held long polls (`mode` 'poll', sent over `client`: 'lean', scripts/bench/lean-http.mjs, or
+ * 'undici', one undici Pool) or streams ('sse', undici). Each notes [probe number, arrival ms] for
  * every probe its pages carry. Returns { arrivals, stats, positions, stop() }; stats.responses
  * counts pages read (long-poll responses, stream events); positions[i] is waiter i's cursor
  * position (`after`) now.
  */
-function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
+function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'lean') {
   const pool = new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
+  const lean = [];
   const controller = new AbortController();
   // Every waiter's request listens on this one signal (to stop them all at once): not a leak.
   setMaxListeners(0, controller.signal);
@@ -162,15 +167,24 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
   let stopping = false;
   const loop = async (i) => {
     const authorization = `Bearer ${tokens[i % tokens.length]}`;
+    // The lean client (scripts/bench/lean-http.mjs) by default: a third of undici's CPU per page.
+    const conn = client === 'lean' ? (lean[i] = new LeanConnection(base, { authorization })) : null;
     let after = cursor.after;
     while (!stopping) {
       try {
-        const res = await pool.request({ method: 'GET', path: `${PATHS[feed]}?after=${after}&originId=${cursor.originId}&limit=100&wait=${WAIT_S}`, headers: { authorization }, signal: controller.signal });
-        // Bytes, not text (as the streams below): 1,000 followers of a busy feed read tens of MB a
-        // second, and decoding it all would take the harness's share of the cores from wrk.
-        const body = Buffer.from(await res.body.arrayBuffer());
+        const path = `${PATHS[feed]}?after=${after}&originId=${cursor.originId}&limit=100&wait=${WAIT_S}`;
+        let status;
+        let body;
+        if (conn !== null) ({ status, body } = await conn.get(path));
+        else {
+          const res = await pool.request({ method: 'GET', path, headers: { authorization }, signal: controller.signal });
+          status = res.statusCode;
+          // Bytes, not text (as the streams below): 1,000 followers of a busy feed read tens of MB a
+          // second, and decoding it all would take the harness's share of the cores from wrk.
+          body = Buffer.from(await res.body.arrayBuffer());
+        }
         const at = performance.now();
-        if (res.statusCode !== 200) throw new Error(`GET ${PATHS[feed]} → ${res.statusCode}: ${body.toString('utf8', 0, 200)}`);
+        if (status !== 200) throw new Error(`GET ${PATHS[feed]} → ${status}: ${body.toString('utf8', 0, 200)}`);
         stats.responses++;
         for (let j = body.indexOf(PROBE_MARK); j !== -1; j = body.indexOf(PROBE_MARK, j + PROBE_MARK.length)) {
           const from = j + PROBE_MARK.length;
@@ -238,6 +252,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll') {
     async stop() {
       stopping = true;
       controller.abort();
+      for (const conn of lean) conn?.close();
       await Promise.allSettled(loops);
       await pool.destroy().catch(() => undefined);
     },
@@ -381,7 +396,8 @@ export async function measurePush(ctx) {
       }
       log(`push: ${target.name} (${path.relative(root, target.entry)}) ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
-    const chosen = CELLS.filter((c) => c.waiters === 0 || !opts.pushMode || c.mode === opts.pushMode);
+    // Long-poll cells once per waiter client (--push-client), streams always over undici.
+    const chosen = CELLS.filter((c) => c.waiters === 0 || !opts.pushMode || c.mode === opts.pushMode).flatMap((c) => (c.waiters > 0 && c.mode === 'poll' ? opts.pushClients.map((client) => ({ ...c, client })) : [{ ...c, client: c.mode === 'sse' ? 'undici' : null }]));
     // One group per cell: the same cell on each server.
     const groups = chosen.map((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 })));
     const cells = groups.flat();
@@ -395,7 +411,7 @@ export async function measurePush(ctx) {
         // How many of the waiters probe k concerns: all on the feed; on the inbox, those of the agents it mentions.
         const concerned = (k) => (cell.feed === 'changes' ? n : mentionedBy(k).reduce((sum, a) => sum + Math.floor(n / WAITER_AGENTS) + (a < n % WAITER_AGENTS ? 1 : 0), 0));
         const cursor = await caughtUp(server.base, cell.feed, waiterTokens[0]);
-        const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode);
+        const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode, cell.client ?? 'lean');
         await untilHeld(metricsUrl, n);
         if (opts.warmup > 0) await writeLoad(ctx, server, opts.warmup);
         const responsesBefore = waiters.stats.responses;
@@ -445,7 +461,7 @@ export async function measurePush(ctx) {
         cell.lastError = waiters.stats.lastError ?? cell.lastError;
         const lat = n > 0 ? `  delivery p50 ${fmtMs(pct(cell.latencies, 50))} ms p99 ${fmtMs(pct(cell.latencies, 99))} ms (${fmtInt(cell.delivered)} of ${fmtInt(cell.expected)})` : '';
         const who = targets.length > 1 ? `${cell.target.name.padEnd(7)} ` : '';
-        log(`[push ${round + 1}/${opts.rounds}] ${who}${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${r.late ? `  late ${r.late}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
+        log(`[push ${round + 1}/${opts.rounds}] ${who}${cell.feed.padEnd(7)} ${cell.mode.padEnd(4)} ${cell.mode === 'poll' && n > 0 ? `${cell.client.padEnd(6)} ` : ''}waiters ${String(n).padEnd(4)} write c=${CONNECTIONS} ${fmtInt(r.rps).padStart(7)} req/s  p99 ${fmtMs(r.p99Ms)} ms${lat}${r.non2xx ? `  non-2xx ${r.non2xx}` : ''}${r.late ? `  late ${r.late}` : ''}${waiters.stats.errors ? `  waiter errors ${waiters.stats.errors}` : ''}`);
       }
     }
     for (const cell of cells) cell.summary = ctx.summarize(cell.rounds);
@@ -469,10 +485,10 @@ export function renderPush(result, opts) {
     return out;
   }
   const two = result.servers.length > 1;
-  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each, each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each (sent by scripts/bench/lean-http.mjs, a minimal keep-alive GET client that costs the harness about a third of undici's CPU per page; "undici client" rows: one undici Pool, as before), each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   if (two) out.push(`Two servers, every cell run on both one after the other (which goes first alternating round by round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
   const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
-  const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.waiters === c.waiters);
+  const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.client === c.client && x.waiters === c.waiters);
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
   out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
   out.push(`|${two ? '---|' : ''}---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${two ? '---:|' : ''}---|`);
@@ -485,11 +501,11 @@ export function renderPush(result, opts) {
     const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
     const twin = two ? twinOf(c) : undefined;
     const vs = !two ? '' : c.target.name !== 'ours' || !twin ? ' — |' : ` ${(s.rps / twin.summary.rps).toFixed(2)}×, ${(cpuPerWrite(c) / cpuPerWrite(twin)).toFixed(2)}× |`;
-    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : MODES[c.mode]} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
+    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : asLabel(c)} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
   }
   out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
-  for (const c of errors) out.push('', `${c.target.name}: ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
+  for (const c of errors) out.push('', `${c.target.name}: ${c.waiters} ${asLabel(c)} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
 }
 
@@ -499,8 +515,8 @@ export function pushFailures(result, maxRatio) {
   if (result.failed) return [`push: ${result.failed}`];
   const out = [];
   for (const c of result.cells) {
-    if (c.summary.non2xxRatio > maxRatio) out.push(`push (${c.target.name}) write c=${CONNECTIONS} with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
-    if (c.errors > 0) out.push(`push (${c.target.name}): ${c.errors} waiter requests failed with ${c.waiters} ${MODES[c.mode]} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
+    if (c.summary.non2xxRatio > maxRatio) out.push(`push (${c.target.name}) write c=${CONNECTIONS} with ${c.waiters} ${asLabel(c)} waiters on ${PATHS[c.feed]}: ${(c.summary.non2xxRatio * 100).toFixed(2)}% non-2xx responses`);
+    if (c.errors > 0) out.push(`push (${c.target.name}): ${c.errors} waiter requests failed with ${c.waiters} ${asLabel(c)} waiters on ${PATHS[c.feed]} (last: ${c.lastError})`);
   }
   return out;
 }
