@@ -91,9 +91,9 @@ export class FeedWaiters {
   /** How long the last delivery round took, in ms (real time): the next window is sized by it. */
   private lastRoundMs = 0;
   /**
-   * What the requests with `wait` that arrived during the current window cost the main thread, in
-   * ms (`charge`): mostly the last round's followers asking again. The next window is sized by it
-   * too, so that a round's share counts what its answers brought back.
+   * What the followers' requests (with `wait`, not caught up) that arrived during the current
+   * window cost the main thread, in ms (`charge`): the last round's followers asking again. The
+   * next window is sized by it too, so that a round's share counts what its answers brought back.
    */
   private followMs = 0;
   /** Requests held during a window although their cursor was not caught up (`holdForRound`): the next round answers them all. */
@@ -168,11 +168,11 @@ export class FeedWaiters {
   }
 
   /**
-   * Charges `ms` of main-thread time (a request with `wait`, from its parsed head to its hold or
-   * answer) to the delivery rounds when it arrives during a delivery window: those are the
-   * answered followers asking again, and their cost is the round's as much as its answers are
-   * (with 1,000 followers of a busy feed it is several times theirs). Outside a window it is not
-   * a round's and is not counted.
+   * Charges `ms` of main-thread time (a request with `wait` whose cursor was not caught up, from
+   * its parsed head to its hold or answer) to the delivery rounds when it arrives during a
+   * delivery window: those are the followers of a moving feed asking again, and their cost is the
+   * round's as much as its answers are (1,000 followers: about as much again). Outside a window it
+   * is not a round's and is not counted.
    */
   charge(ms: number): void {
     if (this.roundTimer !== null) this.followMs += ms;

@@ -106,7 +106,11 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   const waiters = waitersOf(ctx.app);
   const agentId = ctx.agent!.profile.id;
   const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
-  if (ctx.startedMs !== undefined) waiters.charge(performance.now() - ctx.startedMs);
+  // A follower of a moving feed: what its request cost counts in the delivery rounds' share. A
+  // caught-up request is not charged (its next answer waits for a new event anyway, and the
+  // inbox's held requests, answered a few at a time, would have their windows lengthened by
+  // whatever GC pause fell inside one of them: p99 delivery 270-470 ms against 3-23 ms).
+  if (!caughtUp && ctx.startedMs !== undefined) waiters.charge(performance.now() - ctx.startedMs);
   return held ?? render();
 }
 
