@@ -122,7 +122,8 @@ export const FEED_STREAM_FLUSH_MS = 50;
 /**
  * The share of the main thread's time that delivery rounds may take, in percent (ours; issue 37
  * "writes unaffected"): after a round that took C ms (answers, stream writes, and what they set
- * off before the event loop's next check phase), the next window is at least C · (100 − P) / P ms
+ * off before the event loop's next check phase, plus the requests of followers not caught up that
+ * arrived during its window: src/api/feeds/long-poll.ts `charge`), the next window is at least C · (100 − P) / P ms
  * long, so however many followers a feed has, delivering to them leaves the writers at least
  * 100 − P percent; many followers then get bigger pages less often instead of starving the writes.
  */
