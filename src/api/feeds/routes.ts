@@ -96,8 +96,10 @@ export function heldFeedRequests(app: App): number {
  * request is held until the feed has an event past the cursor or the wait ends; when it is not
  * caught up but a delivery window is open (the feed is moving and followers were just answered),
  * it is held until the round at the window's end, so a follower that keeps asking is answered
- * once per window, not at every commit; otherwise, or when the bounds on held requests are
- * reached, it is answered at once. `render` builds the page.
+ * once per window, not at every commit; when no window is open it is answered at once and opens
+ * one (so followers that are never caught up are paced too), as it is when the bounds on held
+ * requests are reached. What a not-caught-up request cost the main thread so far (from
+ * `ctx.startedMs`) is charged to the delivery rounds' share. `render` builds the page.
  */
 export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
