@@ -156,7 +156,9 @@ async function caughtUp(base, feed, token) {
  * position (`after`) now.
  */
 function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'lean') {
-  const pool = new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
+  // undici for streams and for long polls with `client` 'undici'; the lean client needs no pool.
+  const useLean = mode === 'poll' && client === 'lean';
+  const pool = useLean ? null : new Pool(base, { connections: n, pipelining: 1, headersTimeout: (WAIT_S + 30) * 1000, bodyTimeout: (WAIT_S + 30) * 1000 });
   const lean = [];
   const controller = new AbortController();
   // Every waiter's request listens on this one signal (to stop them all at once): not a leak.
@@ -168,7 +170,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'le
   const loop = async (i) => {
     const authorization = `Bearer ${tokens[i % tokens.length]}`;
     // The lean client (scripts/bench/lean-http.mjs) by default: a third of undici's CPU per page.
-    const conn = client === 'lean' ? (lean[i] = new LeanConnection(base, { authorization })) : null;
+    const conn = useLean ? (lean[i] = new LeanConnection(base, { authorization })) : null;
     let after = cursor.after;
     while (!stopping) {
       try {
@@ -254,7 +256,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'le
       controller.abort();
       for (const conn of lean) conn?.close();
       await Promise.allSettled(loops);
-      await pool.destroy().catch(() => undefined);
+      await pool?.destroy().catch(() => undefined);
     },
   };
 }
