@@ -16,6 +16,9 @@
  *   — the background scrub's progress and the damaged places found (issue 28; read when scraped);
  * - `forum_feed_waiters` — long-polled feed and inbox requests held now and feed and inbox
  *   streams (Server-Sent Events) open now (issue 37; read when scraped);
+ * - `forum_feed_delivery_seconds_total` — the main-thread time the delivery rounds of held
+ *   requests and streams measured for themselves, what their windows are sized by
+ *   (FEED_DELIVERY_SHARE_PERCENT; issue 37; read when scraped);
  * - prom-client's default process metrics (`process_*`, `nodejs_*`: CPU, memory, event-loop lag,
  *   GC).
  *
@@ -39,6 +42,8 @@ export interface MetricsSources {
   replication?(): ReplicationSample;
   /** Long-polled feed requests held now and feed streams open now (issue 37); absent = not reported. */
   feedWaiters?(): number;
+  /** The delivery rounds' measured main-thread time so far, in seconds (issue 37); absent = not reported. */
+  feedDeliverySeconds?(): number;
 }
 
 /** What the replication gauges read (issue 35). */
@@ -104,6 +109,17 @@ export class Metrics {
     const feedWaiters = sources.feedWaiters;
     if (feedWaiters !== undefined) {
       new Gauge({ name: 'forum_feed_waiters', help: 'Long-polled feed and inbox requests held now (wait=SECONDS) and feed and inbox streams open now (Accept: text/event-stream).', registers, collect() { this.set(feedWaiters()); } });
+    }
+    const feedDelivery = sources.feedDeliverySeconds;
+    if (feedDelivery !== undefined) {
+      new Gauge({
+        name: 'forum_feed_delivery_seconds_total',
+        help: 'Main-thread time the delivery rounds of held feed requests and streams measured for themselves (their answers and stream writes, the writing of their answers, their followers\' next requests), in seconds: what their windows are sized by.',
+        registers,
+        collect() {
+          this.set(feedDelivery());
+        },
+      });
     }
     const replication = sources.replication;
     if (replication !== undefined) {

@@ -127,6 +127,12 @@ export interface RequestContext {
    * followers it belongs to (issue 37, src/api/feeds/long-poll.ts). Unset on dispatched routes.
    */
   startedMs?: number;
+  /**
+   * Set by a handler whose reply a delivery round sends (a held long-poll request, issue 37):
+   * called with the main-thread time, in ms, that sending the reply took (its head and body
+   * written to the socket), which the rounds' share counts.
+   */
+  onSent?: (ms: number) => void;
   /** Set on dispatching routes only (`dispatch: true`): runs other routes of the table. */
   runner?: RouteRunner;
   /**

@@ -433,7 +433,12 @@ export function createRequestListener(
           const pending = runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
           reply = pending instanceof Promise ? await pending : pending;
         }
-        sendReply(res, reply, method === 'HEAD', requestId);
+        if (ctx.onSent === undefined) sendReply(res, reply, method === 'HEAD', requestId);
+        else {
+          const sending = performance.now();
+          sendReply(res, reply, method === 'HEAD', requestId);
+          ctx.onSent(performance.now() - sending);
+        }
       } catch (err) {
         const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
         const format = route?.errorFormat;

@@ -290,3 +290,26 @@ test(`1,000 requests held by 50 agents cost at most FEED_WAITER_RSS_BYTES_MAX ($
   assert.ok(rest.every((r) => r.status === 200 && r.body.events.length === 0));
   assert.equal(await stopping, 0);
 });
+
+test('forum_feed_delivery_seconds_total reports the delivery rounds\' measured time: it grows when held requests are answered, not while they wait', async (t) => {
+  const s = await startServer(t, { env: { FORUM_METRICS_PORT: '0' } });
+  const metricsUrl = JSON.parse(s.stdout.split('\n').find((l) => l.includes('"listening"'))).metricsUrl;
+  const deliverySeconds = async () => {
+    const line = (await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith('forum_feed_delivery_seconds_total '));
+    assert.ok(line, 'forum_feed_delivery_seconds_total is reported');
+    return Number(line.split(' ')[1]);
+  };
+  const a = await s.register('measured');
+  const topic = (await s.post('/api/topics', { title: 'measured rounds' }, a.token)).body;
+  const cursor = await caughtUpQuery(s, '/api/changes', a.token);
+  const holds = Array.from({ length: FEED_WAITERS_PER_AGENT_MAX }, () => held(s, `/api/changes?${cursor}&wait=30`, a.token));
+  await untilHeld(metricsUrl, FEED_WAITERS_PER_AGENT_MAX);
+  const before = await deliverySeconds();
+  await sleep(200);
+  assert.equal(await deliverySeconds(), before, 'holding costs the rounds nothing');
+  await s.post('/api/messages', { topicId: topic.id, content: 'wakes them', clientId: 'measured-1' }, a.token);
+  assert.ok((await Promise.all(holds.map((h) => h.done))).every((r) => r.status === 200 && r.body.events.length === 1));
+  const after = await deliverySeconds();
+  assert.ok(after > before, `the round that answered ${FEED_WAITERS_PER_AGENT_MAX} requests measured ${after - before} s`);
+  assert.ok(after - before < 5, 'in seconds, not ms');
+});

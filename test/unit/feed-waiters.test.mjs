@@ -197,7 +197,7 @@ test('what the followers\' next requests cost the main thread during a window (c
   assert.ok(performance.now() - t1 < 20, 'delivered at once');
 });
 
-test('after a costly round the next window is long enough to keep deliveries to their share of the main thread', async (t) => {
+test('a costly round opens a window long enough to keep deliveries to their share of the main thread', async (t) => {
   const { waiters, feed } = discussionWaiters(t, 1);
   const busy = (ms) => {
     const until = performance.now() + ms;
@@ -211,18 +211,46 @@ test('after a costly round the next window is long enough to keep deliveries to 
     return true;
   } };
   waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
-  waiters.notify(); // round 1: costs 30 ms; its window is the minimum (no cost known yet)
-  await sleep(FEED_STREAM_FLUSH_MS + 40);
   feed.discussion = 2;
-  waiters.notify(); // round 2: delivered at once (the window closed); its window is sized by round 1's cost
-  assert.equal(stream.after, 2);
+  waiters.notify(); // a round: its write costs 30 ms, and its window is sized by that
+  assert.equal(stream.after, 2, 'the first commit after a quiet period is delivered at once');
   const t0 = performance.now();
   feed.discussion = 3;
-  waiters.notify(); // within round 2's window
+  waiters.notify(); // within that round's window
   const share = FEED_DELIVERY_SHARE_PERCENT / 100;
   const expectedMs = (30 * (1 - share)) / share;
   while (stream.after < 3 && performance.now() - t0 < 5000) await sleep(10);
   const waited = performance.now() - t0;
   assert.equal(stream.after, 3, 'delivered at the window\'s end');
   assert.ok(waited >= expectedMs * 0.8, `the next delivery came ${Math.round(waited)} ms later, for a round of 30 ms (at least ${Math.round(expectedMs)} ms expected)`);
+});
+
+test('a round\'s cost is its own work: what the event loop does after it in the same turn (its group commit\'s write acknowledgements) does not lengthen the windows', async (t) => {
+  const { waiters, feed } = discussionWaiters(t, 1);
+  const busy = (ms) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+  // A stream whose writes cost next to nothing.
+  const stream = { after: 0, tick() {}, end() {}, pump() {
+    if (feed.discussion <= stream.after) return false;
+    stream.after = feed.discussion;
+    return true;
+  } };
+  waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
+  feed.discussion = 2;
+  waiters.notify(); // a round, at once
+  busy(30); // other work of the same turn, after the round
+  feed.discussion = 3;
+  waiters.notify(); // within the window: delivered at its end
+  while (stream.after < 3) await sleep(5);
+  const t0 = performance.now();
+  feed.discussion = 4;
+  waiters.notify(); // within the next window, which the 30 ms must not have lengthened
+  while (stream.after < 4 && performance.now() - t0 < 5000) await sleep(5);
+  const waited = performance.now() - t0;
+  const share = FEED_DELIVERY_SHARE_PERCENT / 100;
+  const lengthenedMs = (30 * (1 - share)) / share;
+  assert.equal(stream.after, 4);
+  assert.ok(waited < FEED_STREAM_FLUSH_MS + (lengthenedMs - FEED_STREAM_FLUSH_MS) / 2, `delivered ${Math.round(waited)} ms later: a window of ${FEED_STREAM_FLUSH_MS} ms, not one sized by the 30 ms that followed a round (${Math.round(lengthenedMs)} ms)`);
 });

@@ -91,6 +91,15 @@ export function heldFeedRequests(app: App): number {
 }
 
 /**
+ * The delivery rounds' measured main-thread time in `app` so far, in seconds (issue 37; the
+ * metric forum_feed_delivery_seconds_total): what their windows are sized by
+ * (FEED_DELIVERY_SHARE_PERCENT).
+ */
+export function feedDeliverySeconds(app: App): number {
+  return (waitersByApp.get(app)?.deliveryMs ?? 0) / 1000;
+}
+
+/**
  * A feed request with `wait` (issue 37): the cursor is checked first (400/409 at once). When its
  * page would be caught up (`caughtUp`: no event past the cursor and nothing more to scan), the
  * request is held until the feed has an event past the cursor or the wait ends; when it is not
@@ -99,7 +108,8 @@ export function heldFeedRequests(app: App): number {
  * once per window, not at every commit; when no window is open it is answered at once and opens
  * one (so followers that are never caught up are paced too), as it is when the bounds on held
  * requests are reached. What a not-caught-up request cost the main thread so far (from
- * `ctx.startedMs`) is charged to the delivery rounds' share. `render` builds the page.
+ * `ctx.startedMs`) is charged to the delivery rounds' share, and so is the writing of a held
+ * request's answer (`ctx.onSent`, timed by src/http/server.ts). `render` builds the page.
  */
 export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
@@ -113,7 +123,10 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   // inbox's held requests, answered a few at a time, would have their windows lengthened by
   // whatever GC pause fell inside one of them: p99 delivery 270-470 ms against 3-23 ms).
   if (!caughtUp && ctx.startedMs !== undefined) waiters.charge(performance.now() - ctx.startedMs);
-  return held ?? render();
+  if (held === null) return render();
+  // Answered by a round: writing its answer to the socket is the round's cost too.
+  ctx.onSent = (ms) => waiters.charge(ms);
+  return held;
 }
 
 /** What a stream's events carry, for OpenAPI (issue 37). */
