@@ -67,6 +67,8 @@
 //                          inherit the harness's cores); default: no pinning
 //   --push-mode MODE       only the push section's cells of MODE: poll (long polls) or sse
 //                          (streams), besides the cell without waiters; default both
+//   --push-waiters LIST    only the push section's cells with these numbers of waiters (100,
+//                          1000 or 100,1000), besides the cell without waiters; default both
 //   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lean-http.mjs,
 //                          a minimal GET client; default), undici, or lean,undici (each long-poll
 //                          cell once per client, in the same rounds)
@@ -152,6 +154,7 @@ function parseOptions(argv) {
       'push-rate': { type: 'string', default: '0' },
       'push-mode': { type: 'string' },
       'push-client': { type: 'string', default: 'lean' },
+      'push-waiters': { type: 'string' },
       'server-cpus': { type: 'string' },
       'push-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
@@ -194,6 +197,7 @@ function parseOptions(argv) {
     pushRate: int('push-rate', 0),
     pushMode: values['push-mode'] ?? null,
     pushClients: values['push-client'].split(',').map((c) => c.trim()).filter(Boolean),
+    pushWaiters: values['push-waiters'] === undefined ? null : values['push-waiters'].split(',').map((n) => Number(n.trim())),
     serverCpus: values['server-cpus'] ?? null,
     pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
     out: path.resolve(values.out),
@@ -207,6 +211,7 @@ function parseOptions(argv) {
   }
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
+  if (opts.pushWaiters !== null && (opts.pushWaiters.length === 0 || opts.pushWaiters.some((n) => n !== 100 && n !== 1000))) throw new Error('--push-waiters must be 100, 1000 or 100,1000');
   if (opts.pushClients.length === 0 || opts.pushClients.some((c) => c !== 'lean' && c !== 'undici')) throw new Error('--push-client must be lean, undici or lean,undici');
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);

@@ -399,9 +399,9 @@ export async function measurePush(ctx) {
       log(`push: ${target.name} (${path.relative(root, target.entry)}) ready on ${server.base}, seeded ${opts.seedMessages} messages and ${WAITER_AGENTS} waiter agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }
     // Long-poll cells once per waiter client (--push-client), streams always over undici.
-    const chosen = CELLS.filter((c) => c.waiters === 0 || !opts.pushMode || c.mode === opts.pushMode).flatMap((c) => (c.waiters > 0 && c.mode === 'poll' ? opts.pushClients.map((client) => ({ ...c, client })) : [{ ...c, client: c.mode === 'sse' ? 'undici' : null }]));
+    const chosen = CELLS.filter((c) => c.waiters === 0 || ((!opts.pushMode || c.mode === opts.pushMode) && (opts.pushWaiters === null || opts.pushWaiters.includes(c.waiters)))).flatMap((c) => (c.waiters > 0 && c.mode === 'poll' ? opts.pushClients.map((client) => ({ ...c, client })) : [{ ...c, client: c.mode === 'sse' ? 'undici' : null }]));
     // One group per cell: the same cell on each server.
-    const groups = chosen.map((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0 })));
+    const groups = chosen.map((c) => targets.map((target) => ({ ...c, target, rounds: [], latencies: [], delivered: 0, expected: 0, responses: 0, seconds: 0, errors: 0, lastError: null, cpuUs: 0, writes: 0, deliveryS: 0 })));
     const cells = groups.flat();
     let probeNo = 1;
     for (let round = 0; round < opts.rounds; round++) {
@@ -418,10 +418,13 @@ export async function measurePush(ctx) {
         if (opts.warmup > 0) await writeLoad(ctx, server, opts.warmup);
         const responsesBefore = waiters.stats.responses;
         const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo);
+        // The delivery rounds' own measure of their main-thread time (a server without the metric: NaN).
+        const delivery0 = await gauge(metricsUrl, 'forum_feed_delivery_seconds_total');
         const c0 = performance.now();
         const cpu0 = mainThreadCpuUs(server.pid);
         const r = await writeLoad(ctx, server, opts.duration);
         const cpu1 = mainThreadCpuUs(server.pid);
+        const delivery1 = await gauge(metricsUrl, 'forum_feed_delivery_seconds_total');
         // Pages read during the cell (not during the wait for the last probe below).
         const responses = waiters.stats.responses - responsesBefore;
         const seconds = (performance.now() - c0) / 1000;
@@ -431,6 +434,7 @@ export async function measurePush(ctx) {
           cell.cpuUs += cpu1 - cpu0;
           cell.writes += r.requests - r.non2xx;
         }
+        cell.deliveryS += delivery1 - delivery0;
         if (cell.feed === 'changes' && n > 0) {
           // How far behind the head the followers are when the write load stops (log records;
           // the discussion feed's cursor is a log seq): the median waiter, the largest in any round.
@@ -492,8 +496,8 @@ export function renderPush(result, opts) {
   const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
   const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.client === c.client && x.waiters === c.waiters);
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
-  out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
-  out.push(`|${two ? '---|' : ''}---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${two ? '---:|' : ''}---|`);
+  out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | delivery rounds: measured ms/s (main-thread ms/s above no waiters) | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
+  out.push(`|${two ? '---|' : ''}---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${two ? '---:|' : ''}---|`);
   for (const c of result.cells) {
     const s = c.summary;
     const noneCell = noneOf(c);
@@ -502,10 +506,14 @@ export function renderPush(result, opts) {
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
     const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
     const twin = two ? twinOf(c) : undefined;
+    // The rounds' own measure beside what the server's main thread spent above its CPU per write
+    // without waiters, at this cell's write rate (ms per second of the cell).
+    const above = (c.cpuUs - cpuPerWrite(noneCell) * c.writes) / 1000 / c.seconds;
+    const measured = c.waiters === 0 ? '—' : `${Number.isFinite(c.deliveryS) ? fmtMs((c.deliveryS * 1000) / c.seconds) : '—'} (${fmtMs(above)})`;
     const vs = !two ? '' : c.target.name !== 'ours' || !twin ? ' — |' : ` ${(s.rps / twin.summary.rps).toFixed(2)}×, ${(cpuPerWrite(c) / cpuPerWrite(twin)).toFixed(2)}× |`;
-    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : asLabel(c)} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
+    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : asLabel(c)} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${measured} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
   }
-  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
+  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. "delivery rounds: measured ms/s" is the server's forum_feed_delivery_seconds_total over the cell: the main-thread time its delivery rounds measured for themselves, which sizes their windows (FEED_DELIVERY_SHARE_PERCENT); beside it in parentheses, the main-thread time per second of the cell above what the same writes cost without waiters (CPU per write of the no-waiters row × writes; it also moves with the group commits' size): the whole cost the waiters brought. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
   for (const c of errors) out.push('', `${c.target.name}: ${c.waiters} ${asLabel(c)} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
