@@ -197,19 +197,26 @@ test('what the followers\' next requests cost the main thread during a window (c
   assert.ok(performance.now() - t1 < 20, 'delivered at once');
 });
 
-test('a costly round opens a window long enough to keep deliveries to their share of the main thread', async (t) => {
-  const { waiters, feed } = discussionWaiters(t, 1);
-  const busy = (ms) => {
-    const until = performance.now() + ms;
-    while (performance.now() < until);
-  };
-  // A stream whose every write costs 30 ms of the main thread.
+/** Keeps the main thread busy for `ms`. */
+const busy = (ms) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+/** A discussion stream whose every write costs `costMs` of the main thread. */
+const costlyStream = (feed, costMs) => {
   const stream = { after: 0, tick() {}, end() {}, pump() {
     if (feed.discussion <= stream.after) return false;
-    busy(30);
+    busy(costMs);
     stream.after = feed.discussion;
     return true;
   } };
+  return stream;
+};
+
+test('a costly round opens a window long enough to keep deliveries to their share of the main thread', async (t) => {
+  const { waiters, feed } = discussionWaiters(t, 1);
+  const stream = costlyStream(feed, 30);
   waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
   feed.discussion = 2;
   waiters.notify(); // a round: its write costs 30 ms, and its window is sized by that
@@ -227,16 +234,7 @@ test('a costly round opens a window long enough to keep deliveries to their shar
 
 test('a round\'s cost is its own work: what the event loop does after it in the same turn (its group commit\'s write acknowledgements) does not lengthen the windows', async (t) => {
   const { waiters, feed } = discussionWaiters(t, 1);
-  const busy = (ms) => {
-    const until = performance.now() + ms;
-    while (performance.now() < until);
-  };
-  // A stream whose writes cost next to nothing.
-  const stream = { after: 0, tick() {}, end() {}, pump() {
-    if (feed.discussion <= stream.after) return false;
-    stream.after = feed.discussion;
-    return true;
-  } };
+  const stream = costlyStream(feed, 0);
   waiters.openStream('discussion', 60, 'ag_a', socket(), stream);
   feed.discussion = 2;
   waiters.notify(); // a round, at once
