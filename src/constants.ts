@@ -120,12 +120,21 @@ export const FEED_STREAM_WAIT_DEFAULT_SECONDS = 60;
  */
 export const FEED_STREAM_FLUSH_MS = 50;
 /**
- * The share of the main thread's time that delivery rounds may take, in percent (ours; issue 37
- * "writes unaffected"): after a round that took C ms (answers, stream writes, and what they set
- * off before the event loop's next check phase, plus the requests of followers not caught up that
- * arrived during its window: src/api/feeds/long-poll.ts `charge`), the next window is at least C · (100 − P) / P ms
- * long, so however many followers a feed has, delivering to them leaves the writers at least
- * 100 − P percent; many followers then get bigger pages less often instead of starving the writes.
+ * The share of the main thread's time that delivery rounds may take, by their own measure, in
+ * percent (ours; issue 37 "writes unaffected"): after a round whose measured cost is C ms — its
+ * own work (answers rendered, stream writes), the writing of each answer it released to its
+ * socket, and the requests of followers not caught up that arrived during the window before it
+ * (src/api/feeds/long-poll.ts `charge`) — its window is at least C · (100 − P) / P ms long, so
+ * many followers get bigger pages less often instead of starving the writes. What can be timed
+ * per request (from its handler on) is about half of what it costs the main thread (node:http
+ * parses it first and sets up its request and response; its objects leave garbage): measured
+ * (scripts/push-bench.mjs, 2026-11-28, 64 write connections, four runs) 39-45 ms/s by the rounds
+ * (forum_feed_delivery_seconds_total) against 55-96 ms/s of main-thread time above the same
+ * writes without waiters for 1,000 long-poll followers of /api/changes, 30-36 against 45-152
+ * ms/s for 1,000 /api/inbox long polls (that figure is noisy). So where the rule binds, the whole
+ * cost can be about twice P. A share of 5 was tried: no write throughput gained beyond the runs'
+ * noise, and the inbox's delivery p99 with 1,000 long polls rose (74-78 ms against 31-50 ms for
+ * the tree before; 13 ms with 10; README, "Push").
  */
 export const FEED_DELIVERY_SHARE_PERCENT = 10;
 /**
