@@ -40,10 +40,17 @@ export interface MetricsSources {
   scrub?(): { bytes: number; passes: number; damage: number };
   /** Replication (issue 35): shipping lag and object-store requests; absent = replication off. */
   replication?(): ReplicationSample;
-  /** Long-polled feed requests held now and feed streams open now (issue 37); absent = not reported. */
-  feedWaiters?(): number;
-  /** The delivery rounds' measured main-thread time so far, in seconds (issue 37); absent = not reported. */
-  feedDeliverySeconds?(): number;
+  /** Held feed requests and their delivery rounds (issue 37); absent = not reported. */
+  feeds?(): FeedSample;
+}
+
+/**
+ * What the feed gauges read (issue 37): long-polled feed and inbox requests and streams held now,
+ * and the delivery rounds' measured main-thread time since the start, in seconds.
+ */
+export interface FeedSample {
+  waiters: number;
+  deliverySeconds: number;
 }
 
 /** What the replication gauges read (issue 35). */
@@ -106,25 +113,18 @@ export class Metrics {
         for (const [limit, n] of Object.entries(sources.evictions())) this.set({ limit }, n);
       },
     });
-    const feedWaiters = sources.feedWaiters;
-    if (feedWaiters !== undefined) {
-      new Gauge({ name: 'forum_feed_waiters', help: 'Long-polled feed and inbox requests held now (wait=SECONDS) and feed and inbox streams open now (Accept: text/event-stream).', registers, collect() { this.set(feedWaiters()); } });
-    }
-    const feedDelivery = sources.feedDeliverySeconds;
-    if (feedDelivery !== undefined) {
-      new Gauge({
-        name: 'forum_feed_delivery_seconds_total',
-        help: 'Main-thread time the delivery rounds of held feed requests and streams measured for themselves (their answers and stream writes, the writing of their answers, their followers\' next requests), in seconds: what their windows are sized by.',
-        registers,
-        collect() {
-          this.set(feedDelivery());
-        },
-      });
+    // A gauge that reads one figure of a sample taken when scraped.
+    const sampled = <T>(read: () => T) => (name: string, help: string, pick: (sample: T) => number) =>
+      new Gauge({ name, help, registers, collect() { this.set(pick(read())); } });
+    const feeds = sources.feeds;
+    if (feeds !== undefined) {
+      const gauge = sampled(feeds);
+      gauge('forum_feed_waiters', 'Long-polled feed and inbox requests held now (wait=SECONDS) and feed and inbox streams open now (Accept: text/event-stream).', (f) => f.waiters);
+      gauge('forum_feed_delivery_seconds_total', 'Main-thread time the delivery rounds of held feed requests and streams measured for themselves (their answers and stream writes, the writing of their answers, their followers\' next requests), in seconds: what their windows are sized by.', (f) => f.deliverySeconds);
     }
     const replication = sources.replication;
     if (replication !== undefined) {
-      const gauge = (name: string, help: string, pick: (r: ReplicationSample) => number) =>
-        new Gauge({ name, help, registers, collect() { this.set(pick(replication())); } });
+      const gauge = sampled(replication);
       gauge('forum_replication_lag_records', 'Durable records not yet stored in the replica bucket.', (r) => r.lagRecords);
       gauge('forum_replication_lag_seconds', 'How long the oldest record not yet in the replica bucket has waited (seconds).', (r) => r.lagSeconds);
       gauge('forum_replication_shipped_seq', 'Seq of the last record stored in the replica bucket.', (r) => r.shippedSeq);
@@ -142,8 +142,7 @@ export class Metrics {
     }
     const scrub = sources.scrub;
     if (scrub !== undefined) {
-      const counter = (name: string, help: string, pick: (c: { bytes: number; passes: number; damage: number }) => number) =>
-        new Gauge({ name, help, registers, collect() { this.set(pick(scrub())); } });
+      const counter = sampled(scrub);
       counter('forum_scrub_bytes_total', 'Bytes of sealed log segments re-verified by the background scrub since the start.', (c) => c.bytes);
       counter('forum_scrub_passes_total', 'Passes of the background scrub over every sealed segment completed since the start.', (c) => c.passes);
       counter('forum_archive_damage_found_total', 'Damaged places in the log found by the background scrub since the start (each counted once).', (c) => c.damage);

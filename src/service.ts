@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
-import { countStreamPages, feedDeliverySeconds, heldFeedRequests, releaseFeedWaiters } from './api/feeds/routes.js';
+import { countStreamPages, feedSample, releaseFeedWaiters } from './api/feeds/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -152,8 +152,7 @@ export async function startService(
       evictions: () => protections.rateLimits?.evictions() ?? {},
       scrub: () => app.scrubCounters(),
       replication: replica === null ? undefined : () => replica.sample(),
-      feedWaiters: () => heldFeedRequests(app),
-      feedDeliverySeconds: () => feedDeliverySeconds(app),
+      feeds: () => feedSample(app),
     });
   }
   const metricsServer = metrics === null ? null : await metrics.listen(config.metricsPort!, METRICS_HOST);

@@ -11,6 +11,7 @@ import type { App } from '../../app.js';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { tooManyRequests } from '../../http/errors.js';
+import type { FeedSample } from '../../metrics.js';
 import { JSON_CONTENT_TYPE, type ParameterDoc, type Reply, type RequestContext, type Route } from '../../http/router.js';
 import { route } from '../route.js';
 import {
@@ -85,18 +86,15 @@ export function releaseFeedWaiters(app: App): void {
   waitersByApp.get(app)?.releaseAll();
 }
 
-/** How many long-polled feed and inbox requests and streams `app` holds now (issue 37; the metrics gauge). */
-export function heldFeedRequests(app: App): number {
-  return waitersByApp.get(app)?.size ?? 0;
-}
-
 /**
- * The delivery rounds' measured main-thread time in `app` so far, in seconds (issue 37; the
- * metric forum_feed_delivery_seconds_total): what their windows are sized by
- * (FEED_DELIVERY_SHARE_PERCENT).
+ * What the metrics read of `app`'s held feed requests (issue 37): `waiters`, the long-polled feed
+ * and inbox requests and streams held now (forum_feed_waiters), and `deliverySeconds`, the
+ * delivery rounds' measured main-thread time so far, in seconds, what their windows are sized by
+ * (FEED_DELIVERY_SHARE_PERCENT; forum_feed_delivery_seconds_total).
  */
-export function feedDeliverySeconds(app: App): number {
-  return (waitersByApp.get(app)?.deliveryMs ?? 0) / 1000;
+export function feedSample(app: App): FeedSample {
+  const w = waitersByApp.get(app);
+  return { waiters: w?.size ?? 0, deliverySeconds: (w?.deliveryMs ?? 0) / 1000 };
 }
 
 /**
@@ -119,12 +117,12 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   const agentId = ctx.agent!.profile.id;
   const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
   // A follower of a moving feed: what its request cost counts in the delivery rounds' share. A
-  // caught-up request is not charged (its next answer waits for a new event anyway, and the
+  // caught-up request's handling is not charged (its next answer waits for a new event anyway, and the
   // inbox's held requests, answered a few at a time, would have their windows lengthened by
   // whatever GC pause fell inside one of them: p99 delivery 270-470 ms against 3-23 ms).
   if (!caughtUp && ctx.startedMs !== undefined) waiters.charge(performance.now() - ctx.startedMs);
   if (held === null) return render();
-  // Answered by a round: writing its answer to the socket is the round's cost too.
+  // Answered by a round (caught up or not): writing its answer to the socket is the round's cost.
   ctx.onSent = (ms) => waiters.charge(ms);
   return held;
 }
