@@ -69,6 +69,9 @@
 //                          (streams), besides the cell without waiters; default both
 //   --push-waiters LIST    only the push section's cells with these numbers of waiters (100,
 //                          1000 or 100,1000), besides the cell without waiters; default both
+//   --push-mentions N      how many of the 50 waiter agents each probe (one every 100 ms) mentions,
+//                          1..50: with 1,000 inbox waiters, N × 200 deliveries a second; default 5
+//                          (1,000 a second: every waiter answered about once a second)
 //   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lean-http.mjs,
 //                          a minimal GET client; default), undici, or lean,undici (each long-poll
 //                          cell once per client, in the same rounds)
@@ -100,7 +103,7 @@ import { api } from './bench/api.mjs';
 import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
 import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
-import { measurePush, pushFailures, renderPush } from './push-bench.mjs';
+import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './push-bench.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -155,6 +158,7 @@ function parseOptions(argv) {
       'push-mode': { type: 'string' },
       'push-client': { type: 'string', default: 'lean' },
       'push-waiters': { type: 'string' },
+      'push-mentions': { type: 'string', default: String(PUSH_MENTIONS_DEFAULT) },
       'server-cpus': { type: 'string' },
       'push-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
@@ -197,6 +201,7 @@ function parseOptions(argv) {
     pushRate: int('push-rate', 0),
     pushMode: values['push-mode'] ?? null,
     pushClients: values['push-client'].split(',').map((c) => c.trim()).filter(Boolean),
+    pushMentions: int('push-mentions'),
     pushWaiters: values['push-waiters'] === undefined ? null : values['push-waiters'].split(',').map((n) => Number(n.trim())),
     serverCpus: values['server-cpus'] ?? null,
     pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
@@ -212,6 +217,7 @@ function parseOptions(argv) {
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   if (opts.pushWaiters !== null && (opts.pushWaiters.length === 0 || opts.pushWaiters.some((n) => n !== 100 && n !== 1000))) throw new Error('--push-waiters must be 100, 1000 or 100,1000');
+  if (opts.pushMentions > 50) throw new Error('--push-mentions must be 1..50 (there are 50 waiter agents)');
   if (opts.pushClients.length === 0 || opts.pushClients.some((c) => c !== 'lean' && c !== 'undici')) throw new Error('--push-client must be lean, undici or lean,undici');
   for (const s of opts.servers) if (!SERVERS[s]) throw new Error(`unknown server "${s}" (known: ${Object.keys(SERVERS).join(', ')})`);
   for (const s of opts.scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);

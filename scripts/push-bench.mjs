@@ -68,8 +68,12 @@ const CELLS = [
 const MODES = { poll: 'long poll', sse: 'SSE' };
 /** How a cell's waiters follow, for the table: "long poll", "long poll (undici client)", "SSE". */
 const asLabel = (c) => (c.mode === 'poll' && c.client !== 'lean' ? `${MODES[c.mode]} (${c.client} client)` : MODES[c.mode]);
-/** Waiter agents a probe mentions (inbox cells): probe k mentions agents 5k .. 5k + 4 (mod 50). */
-const MENTIONS_PER_PROBE = 5;
+/**
+ * Waiter agents a probe mentions (inbox cells), by default (--push-mentions): probe k mentions
+ * agents 5k .. 5k + 4 (mod 50), so with 1,000 waiters (20 per agent) every probe wakes 100 of
+ * them, 1,000 deliveries a second: each waiter is answered about once a second.
+ */
+export const PUSH_MENTIONS_DEFAULT = 5;
 const PATHS = { changes: '/api/changes', inbox: '/api/inbox' };
 /** Agents the waiters are spread over (issue 37: "1,000 waiting requests from 50 agents"). */
 const WAITER_AGENTS = 50;
@@ -261,14 +265,14 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'le
   };
 }
 
-/** The waiter agents probe `k` mentions (by name). */
-const mentionedBy = (k) => Array.from({ length: MENTIONS_PER_PROBE }, (_, j) => (k * MENTIONS_PER_PROBE + j) % WAITER_AGENTS);
+/** The `mentions` waiter agents (numbers 0..49) probe `k` mentions by name. */
+const mentionedBy = (k, mentions) => Array.from({ length: mentions }, (_, j) => (k * mentions + j) % WAITER_AGENTS);
 
 /**
  * Posts a probe message every PROBE_INTERVAL_MS (numbers from `first`) until stopped, on a
- * connection of its own, mentioning `mentionedBy(k)`; acks[k] = when probe k's 201 arrived. Returns { acks, next, stop() }.
+ * connection of its own, mentioning `mentionedBy(k, mentions)`; acks[k] = when probe k's 201 arrived. Returns { acks, next, stop() }.
  */
-function startProbes(base, token, topicId, first) {
+function startProbes(base, token, topicId, first, mentions) {
   const pool = new Pool(base, { connections: 1 });
   const acks = new Map();
   let stopping = false;
@@ -280,7 +284,7 @@ function startProbes(base, token, topicId, first) {
         method: 'POST',
         path: '/api/messages',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ topicId, content: `push probe #${k}. ${mentionedBy(k).map((a) => `@push-waiter-${a}`).join(' ')}`, clientId: `push-probe-${k}` }),
+        body: JSON.stringify({ topicId, content: `push probe #${k}. ${mentionedBy(k, mentions).map((a) => `@push-waiter-${a}`).join(' ')}`, clientId: `push-probe-${k}` }),
       });
       const at = performance.now();
       await res.body.dump();
@@ -411,13 +415,13 @@ export async function measurePush(ctx) {
         const n = cell.waiters;
         const { server, metricsUrl, waiterTokens } = cell.target;
         // How many of the waiters probe k concerns: all on the feed; on the inbox, those of the agents it mentions.
-        const concerned = (k) => (cell.feed === 'changes' ? n : mentionedBy(k).reduce((sum, a) => sum + Math.floor(n / WAITER_AGENTS) + (a < n % WAITER_AGENTS ? 1 : 0), 0));
+        const concerned = (k) => (cell.feed === 'changes' ? n : mentionedBy(k, opts.pushMentions).reduce((sum, a) => sum + Math.floor(n / WAITER_AGENTS) + (a < n % WAITER_AGENTS ? 1 : 0), 0));
         const cursor = await caughtUp(server.base, cell.feed, waiterTokens[0]);
         const waiters = startWaiters(server.base, cell.feed, waiterTokens, n, cursor, cell.mode, cell.client ?? 'lean');
         await untilHeld(metricsUrl, n);
         if (opts.warmup > 0) await writeLoad(ctx, server, opts.warmup);
         const responsesBefore = waiters.stats.responses;
-        const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo);
+        const probes = startProbes(server.base, server.seed.tokens[0], server.seed.topicId, probeNo, opts.pushMentions);
         // The delivery rounds' own measure of their main-thread time (a server without the metric: NaN).
         const delivery0 = await gauge(metricsUrl, 'forum_feed_delivery_seconds_total');
         const c0 = performance.now();
@@ -479,6 +483,20 @@ export async function measurePush(ctx) {
   }
 }
 
+/**
+ * The write throughput of `cell` ÷ that of `noneCell` (same server), round by round: each round
+ * runs both cells minutes apart at most, so a pair shares that round's machine state (the disk's
+ * fsync latency, other load), which drifts between rounds by more than the waiters cost.
+ * Output: { median, min, max } of the per-round ratios (NaN when there are none).
+ */
+function pairedRatios(cell, noneCell) {
+  const ratios = cell.rounds.map((r, i) => r.rps / noneCell.rounds[i].rps).filter(Number.isFinite).sort((a, b) => a - b);
+  if (ratios.length === 0) return { median: NaN, min: NaN, max: NaN };
+  const mid = ratios.length >> 1;
+  const median = ratios.length % 2 === 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+  return { median, min: ratios[0], max: ratios[ratios.length - 1] };
+}
+
 /** The section's markdown lines. */
 export function renderPush(result, opts) {
   const out = ['', '## Push: long-polled feeds and streams (issue 37)', ''];
@@ -491,18 +509,19 @@ export function renderPush(result, opts) {
     return out;
   }
   const two = result.servers.length > 1;
-  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each (sent by scripts/bench/lean-http.mjs, a minimal keep-alive GET client that costs the harness about a third of undici's CPU per page; "undici client" rows: one undici Pool, as before), each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${MENTIONS_PER_PROBE} of the ${WAITER_AGENTS} waiter agents in turn; for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each (sent by scripts/bench/lean-http.mjs, a minimal keep-alive GET client that costs the harness about a third of undici's CPU per page; "undici client" rows: one undici Pool, as before), each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${opts.pushMentions} of the ${WAITER_AGENTS} waiter agents in turn (--push-mentions; so ${fmtInt((1000 / PROBE_INTERVAL_MS) * opts.pushMentions * (1000 / WAITER_AGENTS))} inbox deliveries a second with 1,000 waiters, each answered every ${(WAITER_AGENTS / opts.pushMentions / (1000 / PROBE_INTERVAL_MS)).toFixed(1)} s); for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   if (two) out.push(`Two servers, every cell run on both one after the other (which goes first alternating round by round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
   const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
   const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.client === c.client && x.waiters === c.waiters);
   const cpuPerWrite = (c) => (c.writes > 0 ? c.cpuUs / c.writes : NaN);
-  out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | delivery rounds: measured ms/s (main-thread ms/s above no waiters) | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
+  out.push(`|${two ? ' server |' : ''} waiters on | as | waiters | write req/s (${CONNECTIONS} conns) | req/s min–max | write p50 ms | write p99 ms | ÷ no waiters: of the medians; median of the rounds' pairs (min–max) | server CPU µs/write (÷ no waiters) | delivery p50 ms | delivery p99 ms | delivery max ms | deliveries (of probes × waiters) | follower lag at the end (log records) | waiter pages/s | delivery rounds: measured ms/s (main-thread ms/s above no waiters) | non-2xx |${two ? ' ours ÷ against (req/s, CPU/write) |' : ''} target |`);
   out.push(`|${two ? '---|' : ''}---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${two ? '---:|' : ''}---|`);
   for (const c of result.cells) {
     const s = c.summary;
     const noneCell = noneOf(c);
     const ratio = s.rps / noneCell.summary.rps;
-    const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${ratio >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
+    const paired = pairedRatios(c, noneCell);
+    const target = c.waiters === 1000 ? `≥ ${TARGET_RATIO}× no waiters: ${paired.median >= TARGET_RATIO ? 'met' : 'MISSED'}` : '';
     const lat = c.waiters === 0 ? '— | — | — | —' : `${fmtMs(pct(c.latencies, 50))} | ${fmtMs(pct(c.latencies, 99))} | ${fmtMs(Math.max(...c.latencies))} | ${fmtInt(c.delivered)} of ${fmtInt(c.expected)}`;
     const lag = c.lagRecords === undefined ? '—' : `${fmtInt(c.lagRecords)} (${c.lagSeconds.toFixed(1)} s of writes)`;
     const twin = two ? twinOf(c) : undefined;
@@ -511,9 +530,9 @@ export function renderPush(result, opts) {
     const above = (c.cpuUs - cpuPerWrite(noneCell) * c.writes) / 1000 / c.seconds;
     const measured = c.waiters === 0 ? '—' : `${Number.isFinite(c.deliveryS) ? fmtMs((c.deliveryS * 1000) / c.seconds) : '—'} (${fmtMs(above)})`;
     const vs = !two ? '' : c.target.name !== 'ours' || !twin ? ' — |' : ` ${(s.rps / twin.summary.rps).toFixed(2)}×, ${(cpuPerWrite(c) / cpuPerWrite(twin)).toFixed(2)}× |`;
-    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : asLabel(c)} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${measured} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
+    out.push(`|${two ? ` ${c.target.name} |` : ''} ${c.waiters === 0 ? '—' : PATHS[c.feed]} | ${c.waiters === 0 ? '—' : asLabel(c)} | ${fmtInt(c.waiters)} | ${fmtInt(s.rps)} | ${fmtInt(s.minRps)}–${fmtInt(s.maxRps)} | ${fmtMs(s.p50Ms)} | ${fmtMs(s.p99Ms)} | ${c.waiters === 0 ? '—' : `${ratio.toFixed(2)}×; ${paired.median.toFixed(2)}× (${paired.min.toFixed(2)}–${paired.max.toFixed(2)}×)`} | ${cpuPerWrite(c).toFixed(1)}${c.waiters === 0 ? '' : ` (${(cpuPerWrite(c) / cpuPerWrite(noneCell)).toFixed(2)}×)`} | ${lat} | ${lag} | ${c.waiters === 0 ? '—' : fmtInt(c.responses / c.seconds)} | ${measured} | ${(s.non2xxRatio * 100).toFixed(2)}% |${vs} ${target} |`);
   }
-  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. "delivery rounds: measured ms/s" is the server's forum_feed_delivery_seconds_total over the cell: the main-thread time its delivery rounds measured for themselves, which sizes their windows (FEED_DELIVERY_SHARE_PERCENT); beside it in parentheses, the main-thread time per second of the cell above what the same writes cost without waiters (CPU per write of the no-waiters row × writes; it also moves with the group commits' size): the whole cost the waiters brought. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
+  out.push('', `Reading the table: each /api/changes waiter follows every event of the write load. The feed's rules (part 4 rule 5; streams keep them on the server's side) let a follower that is behind read one page of at most 100 events per pollAfterSeconds (1 s), so at a write rate above 100 a second the followers fall behind by design and stay there while the load lasts ("follower lag": the median follower's distance from the log's head when the write load stops, the largest over the rounds, and how many seconds of that load it is), delivering no probe within the cell; what they cost the writers is the "÷ no waiters" column: first the ratio of the cells' median req/s over all rounds, then the median (and range) of the ratios round by round — each round runs every cell once, so a pair shares that round's machine (disk latency and other load drift between rounds by more than the waiters cost); the target is judged on the latter. "server CPU µs/write" is the server's main-thread CPU time in the cell (/proc, utime + stime of its main thread) per write completed, whatever the waiters made it do included: the server's own cost, apart from the harness (waiters, probes) and wrk, which share the same cores here and slow the load down when they are busy. "waiter pages/s" is how many pages (long-poll responses, stream events) the harness read. "delivery rounds: measured ms/s" is the server's forum_feed_delivery_seconds_total over the cell: the main-thread time its delivery rounds measured for themselves, which sizes their windows (FEED_DELIVERY_SHARE_PERCENT); beside it in parentheses, the main-thread time per second of the cell above what the same writes cost without waiters (CPU per write of the no-waiters row × writes; it also moves with the group commits' size): the whole cost the waiters brought. The /api/inbox rows are the waiting case: held requests a write does not concern, woken with the probes that mention their agent.`);
   const errors = result.cells.filter((c) => c.errors > 0);
   for (const c of errors) out.push('', `${c.target.name}: ${c.waiters} ${asLabel(c)} waiters on ${PATHS[c.feed]}: ${c.errors} failed waiter requests (last: ${c.lastError})`);
   return out;
