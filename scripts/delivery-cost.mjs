@@ -93,8 +93,7 @@ async function measure(server) {
     const writer = await register('cost-writer');
     const agents = [];
     for (let i = 0; i < AGENTS; i++) agents.push(await register(`cost-waiter-${i}`));
-    const topic = await api(base, 'POST', '/api/topics', { token: writer.token, body: { title: 'delivery cost' } });
-    const topicId = topic.topicId ?? topic.id;
+    const { id: topicId } = await api(base, 'POST', '/api/topics', { token: writer.token, body: { title: 'delivery cost' } });
     let k = 0;
     const writeFor = async (ms) => {
       const end = performance.now() + ms;

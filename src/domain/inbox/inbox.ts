@@ -237,11 +237,11 @@ function entryJson(src: InboxPageSources, agentId: string, seq: number): string 
   switch (r.type) {
     case 'message.create': {
       if (discussionRecordStatus(src.reader, 'message', seq, r.payloadJson) !== VISIBLE) return null;
-      const m = JSON.parse(r.payloadJson) as { replyTo: string | null };
+      // A reply to the agent's message, as applyInbox filed it: the forum's rows hold the parent's
+      // seq (0 for no parent), so the payload is not parsed again for every page that shows it.
       const rows = src.forum.rows;
-      const row = rows.seq.upperBound(seq - 1);
-      const parentSeq = rows.replyTo.at(row);
-      const reply = m.replyTo !== null && parentSeq > 0 && messageAuthorOf(src.forum, rows.seq.upperBound(parentSeq - 1)) === agentId;
+      const parentSeq = rows.replyTo.at(rows.seq.upperBound(seq - 1));
+      const reply = parentSeq > 0 && messageAuthorOf(src.forum, rows.seq.upperBound(parentSeq - 1)) === agentId;
       return `${head}"reason":"${reply ? 'reply' : 'mention'}","message":${r.payloadJson}}`;
     }
     case 'knowledge.publish': {
