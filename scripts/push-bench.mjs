@@ -489,7 +489,7 @@ export async function measurePush(ctx) {
  * fsync latency, other load), which drifts between rounds by more than the waiters cost.
  * Output: { median, min, max } of the per-round ratios (NaN when there are none).
  */
-function pairedRatios(cell, noneCell) {
+export function pairedRatios(cell, noneCell) {
   const ratios = cell.rounds.map((r, i) => r.rps / noneCell.rounds[i].rps).filter(Number.isFinite).sort((a, b) => a - b);
   if (ratios.length === 0) return { median: NaN, min: NaN, max: NaN };
   const mid = ratios.length >> 1;
