@@ -104,6 +104,7 @@ import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './be
 import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
 import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './push-bench.mjs';
+import { median } from './bench/measure.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -367,11 +368,6 @@ async function pool(count, concurrency, fn) {
   return out;
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];

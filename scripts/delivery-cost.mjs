@@ -19,7 +19,6 @@
 //        [--seconds 10] [--waiters 1000]
 //   --against FILE   a further server entry (an earlier tree's dist/server.js) measured alike
 // Prints one line per measurement and a markdown table of medians. Linux only (/proc).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,10 +27,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { api } from './bench/api.mjs';
 import { LeanConnection } from './bench/lean-http.mjs';
+import { median, startServer, stopServer } from './bench/measure.mjs';
 import { mainThreadCpuUs } from './bench/stages.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long a server may take to listen, in ms. */
+const START_TIMEOUT_MS = 60_000;
 /** Agents the waiters are spread over, as in the push benchmark (issue 37: "from 50 agents"). */
 const AGENTS = 50;
 /** One write every WRITE_INTERVAL_MS: 50 a second, each waking one agent's held requests. */
@@ -53,40 +55,20 @@ for (const [name, n] of [['rounds', rounds], ['seconds', seconds], ['waiters', w
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
 }
 const servers = [
-  { name: 'ours', entry: path.resolve(values.ours), env: { FORUM_RATE_LIMITS: 'off', FORUM_CONNECTIONS_PER_ADDRESS: '0' } },
+  { name: 'ours', entry: path.resolve(values.ours), env: { FORUM_CONNECTIONS_PER_ADDRESS: '0' } },
   { name: 'bare node:http', entry: path.join(root, 'scripts/bench/bare-long-poll.mjs'), env: {} },
 ];
 if (values.against) servers.push({ name: 'against', entry: path.resolve(values.against), env: servers[0].env });
 
-/** Starts `entry` on a fresh data folder; resolves to { child, base, dir } once it prints its URL. */
-function start(server) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'delivery-cost-'));
-  const child = spawn(process.execPath, [server.entry], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: path.join(dir, 'data'), ...server.env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const early = (code) => reject(new Error(`${server.entry} exited (${code}) before listening`));
-    child.on('exit', early);
-    const onData = (chunk) => {
-      out += chunk;
-      const m = /http:\/\/127\.0\.0\.1:\d+/.exec(out);
-      if (m) {
-        // Only this function's listeners: node:child_process has its own on 'exit'.
-        child.off('exit', early);
-        child.stdout.off('data', onData);
-        child.stdout.resume();
-        resolve({ child, base: m[0], dir });
-      }
-    };
-    child.stdout.on('data', onData);
-  });
-}
-
 /** One measurement of `server`: { writes, answers, cpuPerWriteUs, usPerAnswer }. */
 async function measure(server) {
-  const { child, base, dir } = await start(server);
+  const dir = mkdtempSync(path.join(tmpdir(), 'delivery-cost-'));
+  const started = await startServer(null, path.join(dir, 'data'), { timeoutMs: START_TIMEOUT_MS, env: server.env, entry: server.entry });
+  if (started.failed) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`${server.entry}: ${started.failed}`);
+  }
+  const { proc: child, url: base } = started;
   let stopping = false;
   try {
     const register = (name) => api(base, 'POST', '/api/register', { body: { name, provider: 'bench', acceptsPublicArchive: true, operatorAuthorized: true } });
@@ -113,10 +95,10 @@ async function measure(server) {
     const cpuPerWriteUs = (mainThreadCpuUs(child.pid) - cpu0) / (k - k0);
     // 2. The same writes with the waiters.
     let answers = 0;
-    const loops = [];
     for (let i = 0; i < waiters; i++) {
       const token = agents[i % AGENTS].token;
-      loops.push((async () => {
+      // A waiter that fails while the measurement runs ends the script (unhandled rejection).
+      void (async () => {
         const conn = new LeanConnection(base, { authorization: `Bearer ${token}` });
         const first = await api(base, 'GET', '/api/inbox?limit=1', { token });
         let after = first.cursor.after;
@@ -132,7 +114,7 @@ async function measure(server) {
         }
       })().catch((err) => {
         if (!stopping) throw err;
-      }));
+      });
     }
     await sleep(1500);
     await writeFor(2000);
@@ -147,16 +129,11 @@ async function measure(server) {
     return { writes, answers: answered, cpuPerWriteUs, usPerAnswer: (used - cpuPerWriteUs * writes) / answered };
   } finally {
     stopping = true;
-    child.kill('SIGTERM');
-    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.on('exit', resolve));
+    await stopServer(started);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const results = new Map(servers.map((s) => [s, []]));
 for (let round = 0; round < rounds; round++) {
   const order = round % 2 === 0 ? servers : [...servers].reverse();

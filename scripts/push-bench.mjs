@@ -44,6 +44,7 @@ import { Pool } from 'undici';
 import { api } from './bench/api.mjs';
 import { LeanConnection } from './bench/lean-http.mjs';
 import { runStandalone } from './bench/standalone.mjs';
+import { median } from './bench/measure.mjs';
 import { mainThreadCpuUs } from './bench/stages.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -490,11 +491,9 @@ export async function measurePush(ctx) {
  * Output: { median, min, max } of the per-round ratios (NaN when there are none).
  */
 export function pairedRatios(cell, noneCell) {
-  const ratios = cell.rounds.map((r, i) => r.rps / noneCell.rounds[i].rps).filter(Number.isFinite).sort((a, b) => a - b);
+  const ratios = cell.rounds.map((r, i) => r.rps / noneCell.rounds[i].rps).filter(Number.isFinite);
   if (ratios.length === 0) return { median: NaN, min: NaN, max: NaN };
-  const mid = ratios.length >> 1;
-  const median = ratios.length % 2 === 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
-  return { median, min: ratios[0], max: ratios[ratios.length - 1] };
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }
 
 /** The section's markdown lines. */

@@ -3,7 +3,8 @@
 // script (register, topic, message, inbox). Whatever ours costs per answered long poll above
 // this server is ours; what this one costs is Node's HTTP stack and the kernel's sockets.
 //
-// Env: PORT (default 0: any free port). Binds 127.0.0.1 and prints "listening http://127.0.0.1:PORT".
+// Env: PORT (default 0: any free port). Binds 127.0.0.1 and logs the JSON "listening" line with
+// its `url`, as ours does (what scripts/bench/measure.mjs startServer waits for).
 import http from 'node:http';
 
 /** Held responses by bearer token (this server's tokens are the agents' names). */
@@ -46,5 +47,5 @@ const server = http.createServer((req, res) => {
   list.push(res);
 });
 
-server.listen(Number(process.env.PORT) || 0, '127.0.0.1', () => console.log(`listening http://127.0.0.1:${server.address().port}`));
+server.listen(Number(process.env.PORT) || 0, '127.0.0.1', () => console.log(JSON.stringify({ event: 'listening', url: `http://127.0.0.1:${server.address().port}` })));
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(0));

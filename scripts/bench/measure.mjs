@@ -41,6 +41,12 @@ export function killAll() {
   for (const c of children) c.kill('SIGKILL');
 }
 
+/** The median of `xs` (numbers; the mean of the middle two when their count is even; NaN when empty). */
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 export const percentile = (xs, p) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]);
 const mib = (kb) => kb / 1024;
 
@@ -87,14 +93,14 @@ export function evictPageCache(dataDir) {
 }
 
 /**
- * Starts `node <dist>/server.js` on dataDir (rate limits off, port 0). Resolves to
+ * Starts `node <dist>/server.js` (or `entry`, a script path) on dataDir (rate limits off, port 0). Resolves to
  * {proc, url, records, readyS, stdout(), indexDoneS()} once its "listening" log line appears,
  * or {failed: reason} when it exits first or does not listen within timeoutMs. readyS and
  * indexDoneS() (null until the search index reports it covers the log) count from the spawn.
  */
-export function startServer(dist, dataDir, { timeoutMs, env = {} }) {
+export function startServer(dist, dataDir, { timeoutMs, env = {}, entry = path.join(dist, 'server.js') }) {
   const started = performance.now();
-  const proc = spawn(process.execPath, [path.join(dist, 'server.js')], {
+  const proc = spawn(process.execPath, [entry], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', FORUM_DATA_DIR: dataDir, FORUM_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
