@@ -557,6 +557,22 @@ export const REPLICA_CONNECT_TIMEOUT_MS = 2_000;
 export const REPLICA_RETRY_MIN_MS = 250;
 /** Longest pause between two shipping attempts while the object store is unreachable, ms (ours). */
 export const REPLICA_RETRY_MAX_MS = 5_000;
+/**
+ * A sync-mode write waiting for the bucket is retried at least this often, ms, whatever the
+ * backoff (ours; issue 50): the store answering again is seen well within the ack timeout.
+ */
+export const REPLICA_SYNC_RETRY_MAX_MS = 1_000;
+/**
+ * A leader reads the manifest this often, ms, and fences itself when another server took the
+ * epoch (ours; issue 50): a takeover waits at most about this long for the previous leader to
+ * stop writing chunks.
+ */
+export const REPLICA_EPOCH_CHECK_MS = 1_000;
+/**
+ * A start or promotion that took the epoch gives up placing its fence record after this long,
+ * ms, if the previous leader keeps writing (ours; issue 50); normally it takes one PUT.
+ */
+export const REPLICA_TAKEOVER_MAX_MS = 30_000;
 /** Retry-After, seconds, of a 503 REPLICA_UNAVAILABLE or REPLICA_FENCED (ours). */
 export const REPLICA_RETRY_AFTER_SECONDS = 5;
 

@@ -132,16 +132,8 @@ export class Replication {
     const app = this.app;
     await leader.start({
       log: app.log,
-      appendEpoch: (p) => {
-        // The fence record is written even while other writes are still refused (a promotion).
-        const refusal = app.writeRefusal;
-        app.writeRefusal = null;
-        try {
-          return app.commit(REPLICATION_EPOCH_TYPE, p).seq;
-        } finally {
-          app.writeRefusal = refusal;
-        }
-      },
+      // The fence record: encoded here, placed in the bucket, then appended (leader.ts placeFence).
+      encodeEpoch: (p) => app.log.encodeNext(REPLICATION_EPOCH_TYPE, p, app.now()),
       publicUrl: () => app.config.publicUrl,
       now: () => app.now(),
       apply: (record, payloadJson) => app.applyProven(record, payloadJson),
@@ -206,21 +198,38 @@ export class Replication {
     const manifest = await follower.store.get(MANIFEST_NAME);
     if (manifest === null) throw new ServiceError('REPLICA_FENCED', `${follower.store.location.url} has no ${MANIFEST_NAME}: nothing to take over`);
     const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME).epoch;
-    await follower.stopForPromotion();
+    try {
+      await follower.stopForPromotion();
+    } catch (err) {
+      throw new ServiceError('REPLICA_FENCED', `promotion refused: ${(err as Error).message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
+    }
     const leader = this.attachLeader(follower.store);
     this.leader = leader;
     try {
       await this.startLeader(expectEpoch);
-      if (leader.state !== 'leading') throw new ReplicaStartError(`the leadership was not taken (${leader.state}): ${JSON.stringify(leader.status().lastError)}`);
     } catch (err) {
+      // Nothing of this promotion is in the bucket, or a later leader won: keep following.
       this.leader = null;
       this.app.log.ackTimeout = null;
+      this.app.log.replicate = null;
       follower.resume(`promotion failed: ${(err as Error).message}`);
       throw new ServiceError('REPLICA_FENCED', `promotion failed, this server stays a follower: ${(err as Error).message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
     }
     follower.promoted();
     this.follower = null;
     this.app.writeRefusal = null;
+    if (leader.state !== 'leading') {
+      // It holds the epoch but the store stopped answering before the fence record was placed:
+      // the previous leader stops at its next look at the manifest, so this server must finish
+      // the take-over; it retries in the background and takes writes once it leads.
+      const why = leader.status().lastError ?? 'no answer';
+      logger.warn('promoted', `replication: took the epoch, but the object store stopped answering before the take-over finished (${why}); retrying`);
+      throw new ServiceError(
+        'REPLICA_UNAVAILABLE',
+        `this server took the leadership of ${follower.store.location.url} but the object store stopped answering before the take-over finished (${why}); it retries on its own and takes writes once the store answers (replication status shows state leading)`,
+        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
+      );
+    }
     logger.info('promoted', `replication: promoted to leader in ${Date.now() - started} ms`, { ms: Date.now() - started });
     return { promoted: true, ms: Date.now() - started, ...leader.status() };
   }

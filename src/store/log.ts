@@ -849,14 +849,8 @@ export class Log {
    */
   append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
     if (this.failed) throw this.failed;
-    if (!RECORD_TYPE.test(type)) throw new Error(`invalid record type ${JSON.stringify(type)}`);
-    const seq = this.headSeqValue + 1;
-    const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
-    // The payload's text stands alone (the index keeps it); the record text is built around it.
-    const payloadJson = stableStringify(payload);
-    const body = recordJson(payloadJson, seq, record.time, type);
-    // Encoded to UTF-8 once: the hash is taken over the bytes that are written (issue 39).
-    const { line, hash } = encodeRecordLine(this.lastHash, body);
+    const { record, payloadJson, line, hash } = this.encodeNext(type, payload, timeMs);
+    const seq = record.seq;
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
     this.pending.push(line);
     this.pendingBytes.push(line.length);
@@ -871,6 +865,45 @@ export class Log {
       queueMicrotask(() => void this.flushLoop());
     }
     return { record, payloadJson };
+  }
+
+  /**
+   * Encodes the record that `append` would write next (seq headSeq + 1, chained to the head),
+   * without appending it: a leader's start places its `replication.epoch` record in the bucket
+   * first and appends the same bytes with `appendProven` only once the bucket took them
+   * (replica/leader.ts). Input as `append`. Output: the record, its payload's canonical JSON, the
+   * line's bytes (newline included) and its chained hash. Throws Error for an invalid type.
+   */
+  encodeNext<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string; line: Buffer; hash: string } {
+    if (!RECORD_TYPE.test(type)) throw new Error(`invalid record type ${JSON.stringify(type)}`);
+    const seq = this.headSeqValue + 1;
+    const record: LogRecord<P> = { seq, time: new Date(timeMs).toISOString(), type, payload };
+    // The payload's text stands alone (the index keeps it); the record text is built around it.
+    const payloadJson = stableStringify(payload);
+    const body = recordJson(payloadJson, seq, record.time, type);
+    // Encoded to UTF-8 once: the hash is taken over the bytes that are written (issue 39).
+    const { line, hash } = encodeRecordLine(this.lastHash, body);
+    return { record, payloadJson, line, hash };
+  }
+
+  /**
+   * Where a batch of `bytes` appended now would lie: its segment's first seq and its byte offset
+   * there, by the same rule the group commit applies (a full or sealed segment rolls over to a new
+   * one named by the batch's first seq). Exact only while nothing else is pending and no erasure
+   * runs (`quiesce` first, writes held): a leader's start names the epoch record's place in the
+   * chunk header before appending it.
+   */
+  nextPosition(bytes: number): { segmentFirstSeq: number; offset: number } {
+    const seq = this.headSeqValue + 1;
+    if (this.pending.length > 0) throw new Error('nextPosition: records are pending');
+    if (this.segment.bytes === 0 || this.segment.isFull(bytes, this.sealRequested)) return { segmentFirstSeq: seq, offset: 0 };
+    return { segmentFirstSeq: this.segment.firstSeq, offset: this.segment.bytes };
+  }
+
+  /** Resolves once no erasure runs and every record appended so far is durable (see `nextPosition`). */
+  async quiesce(): Promise<void> {
+    await this.erasing.catch(() => undefined);
+    await this.sync();
   }
 
   /**

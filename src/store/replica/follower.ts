@@ -25,7 +25,7 @@
 import { performance } from 'node:perf_hooks';
 import { FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
 import { logger } from '../../logger.js';
-import { LogCorruptError } from '../errors.js';
+import { LogCorruptError, StoreStateError } from '../errors.js';
 import type { Log } from '../log.js';
 import { ERASE_RECORD_TYPE, eraseTargetsOf, type EraseTarget, type LogRecord } from '../record-format.js';
 import { CHUNKS_DIR, MANIFEST_NAME, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
@@ -284,20 +284,26 @@ export class ReplicaFollower {
   }
 
   /**
-   * Applies what the bucket holds now and stops tailing (`replication promote`). Resolves once
-   * the local log is at the bucket's head. Throws when the follower stopped on damage.
+   * Stops tailing for `replication promote` (issue 50): the leader's start then takes back what
+   * the bucket holds, bounded, after it took the epoch (leader.ts). Resolves once the tailing
+   * loop has stopped. Throws StoreStateError when the follower stopped on damage (it cannot
+   * prove what follows its head, so it must not lead).
    */
   async stopForPromotion(): Promise<void> {
-    if (this.stateValue === 'stopped') throw new Error(`this follower stopped applying (${this.lastError}); it cannot take over`);
+    if (this.stateValue === 'stopped') {
+      throw new StoreStateError(
+        `this follower stopped applying the bucket (${this.lastError}): it cannot prove the records after its record ${this.host?.log.durableSeq ?? 0}, so it must not lead. ` +
+          'Promote another follower, or restore this one from the bucket (node dist/cli.js restore --from URL --yes) and promote it then',
+      );
+    }
     this.setState('promoting', 'replication promote');
     this.wake?.();
     await this.loop;
-    await this.drain();
   }
 
-  /** Applies object after object until the bucket holds nothing after the local head. */
-  private async drain(): Promise<void> {
-    for (;;) {
+  /** Applies object after object until the bucket holds nothing after the local head, or the head reaches `untilSeq`. */
+  private async drain(untilSeq = Number.MAX_SAFE_INTEGER): Promise<void> {
+    while (this.host!.log.headSeq < untilSeq) {
       this.misses = this.resyncAfter;
       if (!(await this.step())) break;
     }
@@ -309,11 +315,13 @@ export class ReplicaFollower {
    * object must link to the local head's hash). Output: how many records were applied. Throws
    * LogCorruptError when an object does not prove against the local log (the two diverged, or the
    * object is damaged): nothing of that object is applied; the store's error when it cannot be reached.
+   * `untilSeq`: stop once the local head reaches it (a start takes back only up to the head it
+   * listed, so a leader still writing cannot hold it up).
    */
-  async pullOnce(host: FollowerHost): Promise<number> {
+  async pullOnce(host: FollowerHost, untilSeq = Number.MAX_SAFE_INTEGER): Promise<number> {
     this.host = host;
     const from = host.log.headSeq;
-    await this.drain();
+    await this.drain(untilSeq);
     return host.log.headSeq - from;
   }
 

@@ -37,12 +37,20 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
+import {
+  REPLICA_CHUNK_BYTES_MAX,
+  REPLICA_EPOCH_CHECK_MS,
+  REPLICA_RETRY_AFTER_SECONDS,
+  REPLICA_RETRY_MAX_MS,
+  REPLICA_RETRY_MIN_MS,
+  REPLICA_SYNC_RETRY_MAX_MS,
+  REPLICA_TAKEOVER_MAX_MS,
+} from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
-import { GENESIS_HASH } from '../record-format.js';
+import { GENESIS_HASH, type LogRecord } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
@@ -82,8 +90,12 @@ export interface EpochPayload {
  */
 export interface ReplicaHost extends FollowerHost {
   log: Log;
-  /** Appends the `replication.epoch` record (applied like any record); returns its seq. */
-  appendEpoch(payload: EpochPayload): number;
+  /**
+   * Encodes the `replication.epoch` record as the log's next record without appending it
+   * (Log#encodeNext with the service's clock): the start places it in the bucket first, then
+   * appends and applies the same bytes (`log.appendProven`, `apply`).
+   */
+  encodeEpoch(payload: EpochPayload): { record: LogRecord; payloadJson: string; line: Buffer; hash: string };
   /** The server's public URL (FORUM_PUBLIC_URL or the bound address), written in the manifest. */
   publicUrl(): string;
   /** Current time, ms. */
@@ -159,6 +171,10 @@ export class ReplicaLeader {
    * lets through at once (the bucket holds it).
    */
   private pullingTo = 0;
+  /** While a start takes the leadership (epoch, take-back, fence record): writes are held. */
+  private taking = false;
+  /** The epoch this leader wrote into the manifest (set at the If-Match, before the fence record is placed). */
+  private tookEpoch: number | null = null;
   /** Called once per state change (metrics, tests). */
   onState: ((state: ReplicaState) => void) | null = null;
 
@@ -191,6 +207,16 @@ export class ReplicaLeader {
   refusal(): ServiceError | null {
     if (this.stateValue === 'fenced') return this.fencedError;
     if (this.pullingTo > 0) return this.pullingRefusal();
+    if (this.taking || this.epoch === null) {
+      // Nothing is acknowledged before the start has checked the bucket and placed its fence
+      // record (issue 50): an old leader restarted after a failover must not take writes it
+      // would have to refuse at the next step.
+      return new ServiceError(
+        'REPLICA_UNAVAILABLE',
+        `this server has not taken the leadership of ${this.store.location.url} yet (${this.taking ? 'taking it now' : this.lastError ?? 'no answer from the object store yet'}); nothing was written; retry after Retry-After seconds`,
+        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
+      );
+    }
     if (this.mode === 'sync' && this.stateValue !== 'leading') {
       return new ServiceError(
         'REPLICA_UNAVAILABLE',
@@ -216,9 +242,42 @@ export class ReplicaLeader {
       await this.takeLeadership();
     } catch (err) {
       if (err instanceof ReplicaStartError) throw err;
+      // A promotion that changed nothing in the bucket answers now (its follower goes on
+      // following); once it holds the epoch it must finish the take-over: retried below.
+      if (opts.expectEpoch !== undefined && this.tookEpoch === null) {
+        this.closed = true;
+        throw err;
+      }
       this.unavailable(err);
     }
     void this.shipLoop();
+    void this.watchEpoch();
+  }
+
+  /**
+   * Every REPLICA_EPOCH_CHECK_MS while leading (issue 50): one GET of the manifest; when it names
+   * another writer (a promotion or a later start took the epoch), this leader fences itself at
+   * once instead of at its next conditional write, which in a quiet forum may be minutes away.
+   * This bounds how long a takeover waits for the previous leader to stop writing. A store that
+   * does not answer is left to the shipping paths to report.
+   */
+  private async watchEpoch(): Promise<void> {
+    while (!this.closed && this.stateValue !== 'fenced') {
+      await sleep(REPLICA_EPOCH_CHECK_MS);
+      if (this.closed || this.taking || this.epoch === null || (this.stateValue as ReplicaState) === 'fenced') continue;
+      let current: Manifest;
+      try {
+        const got = await this.store.get(MANIFEST_NAME);
+        if (got === null) continue;
+        current = decodeManifest(got.body, MANIFEST_NAME);
+      } catch {
+        continue;
+      }
+      if (this.closed || this.taking || (this.stateValue as ReplicaState) === 'fenced') continue;
+      if (current.epoch !== this.epoch || current.writer !== this.writer) {
+        await this.lostTo(`the manifest names epoch ${current.epoch}, taken by another server`);
+      }
+    }
   }
 
   /** Wakes the shipping loop (async mode): called after every group commit. */
@@ -243,10 +302,38 @@ export class ReplicaLeader {
     return run;
   }
 
-  /** The start procedure: manifest, checks against the local log, epoch, fence record. */
+  /**
+   * The start procedure (module doc; issue 50): with writes held, read the manifest, check the
+   * bucket against the local log, take back (bounded: up to the head the listing showed) what the
+   * bucket holds beyond it, take the writer epoch (If-Match), then place the fence record.
+   * Throws ReplicaStartError when this server must not lead (another archive, diverged, a newer
+   * leader won); the store's error when it cannot be reached (retried by the caller).
+   */
   private async takeLeadership(): Promise<void> {
     const host = this.host!;
+    this.taking = true;
+    try {
+      await host.holdWrites(this.takingRefusal(), () => this.takeLeadershipHeld());
+    } finally {
+      this.taking = false;
+    }
+    // Sync mode ships from the gate and async mode from the loop; erasures left from a crash first.
+    this.setState('leading', `epoch ${this.epoch} taken; shipping from record ${this.shipped.seq + 1}`);
+    await this.serial(() => this.finishErasures());
+  }
+
+  /** The 503 a write gets while a start takes the leadership. */
+  private takingRefusal(): ServiceError {
+    return new ServiceError('REPLICA_UNAVAILABLE', `this server is taking the leadership of ${this.store.location.url}; nothing was written; retry after Retry-After seconds`, {
+      'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS),
+    });
+  }
+
+  private async takeLeadershipHeld(): Promise<void> {
+    const host = this.host!;
     const log = host.log;
+    // Writes appended before the hold are made durable first: the bucket must prove against them.
+    await log.quiesce();
     let got = await this.store.get(MANIFEST_NAME);
     if (got === null) {
       const existing = await this.store.list('');
@@ -268,7 +355,79 @@ export class ReplicaLeader {
           'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
       );
     }
-    // The bucket's head: the last sealed segment, then the chunks after it (one LIST, one GET).
+    const { head, chunks, stale } = await this.bucketHead(manifest);
+    // Bounded: only up to the head this listing showed. A previous leader that is still writing
+    // stops once it sees the new epoch; what it writes meanwhile is taken back below.
+    if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
+    if (head.seq > log.durableSeq) {
+      throw new ReplicaStartError(
+        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq} after taking back what the bucket held: another leader is writing. ` +
+          'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
+      );
+    }
+    if (head.seq > 0) {
+      const local = log.records.storedHashOf(head.seq);
+      if (local !== head.hash) {
+        throw new ReplicaStartError(
+          `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
+            'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+        );
+      }
+    }
+    let epoch: number;
+    let taken: Manifest;
+    let etag: string;
+    if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) {
+      // This leader took the epoch on an earlier attempt that did not get to place its fence.
+      epoch = manifest.epoch;
+      taken = manifest;
+      etag = got.etag;
+    } else {
+      if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
+        throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
+      }
+      // Take the writer epoch: one conditional write; losing it means another server is starting.
+      epoch = manifest.epoch + 1;
+      taken = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString() };
+      // Set before the write: an answer lost on the way may still have taken it.
+      this.tookEpoch = epoch;
+      try {
+        etag = await this.takeEpoch(taken, got.etag);
+      } catch (err) {
+        if (err instanceof ReplicaStartError) this.tookEpoch = null;
+        throw err;
+      }
+    }
+    this.manifest = taken;
+    this.manifestEtag = etag;
+    this.shipped = head;
+    this.durableTimes = this.durableTimes.filter(([seq]) => seq > head.seq);
+    this.chunks = chunks;
+    if (stale.length > 0) await this.store.delete(stale).catch(() => undefined);
+    await this.placeFence(epoch);
+    // Only now does this server lead: the shipping paths and the epoch watch key on it.
+    this.epoch = epoch;
+  }
+
+  /** Writes `taken` over the manifest whose ETag is `etag` (If-Match). Output: the new ETag. Throws ReplicaStartError when another server wrote it first. */
+  private async takeEpoch(taken: Manifest, etag: string): Promise<string> {
+    const body = encodeManifest(taken);
+    const r = await this.store.replace(MANIFEST_NAME, body, etag);
+    if (r.outcome === 'replaced') return r.etag;
+    const now = await this.store.get(MANIFEST_NAME);
+    if (now === null || !now.body.equals(body)) {
+      const other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
+      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
+    }
+    return now.etag;
+  }
+
+  /**
+   * The bucket's head: the last sealed segment, then the chunks after it (one LIST, one GET).
+   * Output: the head, the chunks after the last segment, and stale chunk names (covered by a
+   * segment; a compaction's deletes that did not finish).
+   */
+  private async bucketHead(manifest: Manifest): Promise<{ head: { seq: number; hash: string }; chunks: ChunkRef[]; stale: string[] }> {
     const lastSegment = manifest.segments.at(-1);
     let head = lastSegment === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: lastSegment.lastSeq, hash: lastSegment.lastHash };
     const sealedTo = head.seq;
@@ -292,53 +451,57 @@ export class ReplicaLeader {
       for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
       head = { seq: header.lastSeq, hash };
     }
-    if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
-    if (head.seq > log.durableSeq) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq} after taking back what the bucket held: another leader is writing. ` +
-          'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
-      );
-    }
-    if (head.seq > 0) {
-      const local = log.records.storedHashOf(head.seq);
-      if (local !== head.hash) {
-        throw new ReplicaStartError(
-          `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
-            'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
-        );
+    return { head, chunks, stale };
+  }
+
+  /**
+   * The fence (issue 50): the epoch record's chunk takes the key after everything this log holds,
+   * created in the bucket BEFORE the record is appended locally, so a start that loses the key
+   * leaves nothing behind in its log. First ships the local backlog (records durable here but not
+   * in the bucket: an async leader's restart). When the previous leader, still writing until it
+   * sees the new epoch (REPLICA_EPOCH_CHECK_MS), took the key first, its records are taken back
+   * (proven) and the next key is tried, for at most REPLICA_TAKEOVER_MAX_MS. Throws
+   * ReplicaStartError when a leader of a later epoch holds the key, or past the bound.
+   */
+  private async placeFence(epoch: number): Promise<void> {
+    const host = this.host!;
+    const log = host.log;
+    const deadline = performance.now() + REPLICA_TAKEOVER_MAX_MS;
+    for (let round = 0; ; round++) {
+      await this.catchUp(log.durableSeq);
+      await log.quiesce();
+      const entry = host.encodeEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() });
+      const pos = log.nextPosition(entry.line.length);
+      const run: LineRun = {
+        firstSeq: entry.record.seq,
+        lastSeq: entry.record.seq,
+        prevHash: log.headHash,
+        lastHash: entry.hash,
+        segmentFirstSeq: pos.segmentFirstSeq,
+        offset: pos.offset,
+        bytes: entry.line,
+      };
+      const lost = await this.tryPutChunk(run);
+      if (lost === null) {
+        this.shipped = { seq: run.lastSeq, hash: run.lastHash };
+        this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
+        log.appendProven(entry.line, entry.record, entry.payloadJson, entry.hash);
+        host.apply(entry.record, entry.payloadJson);
+        await log.sync();
+        if (round > 0) logger.info('replication_fence', `replication: the fence record took key ${chunkName(run.firstSeq)} after ${round} key(s) the previous leader wrote first`);
+        return;
       }
-    }
-    if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
-      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
-    }
-    // Take the writer epoch: one conditional write; losing it means another server is starting.
-    const epoch = manifest.epoch + 1;
-    const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString() };
-    const body = encodeManifest(taken);
-    const r = await this.store.replace(MANIFEST_NAME, body, got.etag);
-    let etag: string;
-    if (r.outcome === 'replaced') etag = r.etag;
-    else {
-      const now = await this.store.get(MANIFEST_NAME);
-      if (now === null || !now.body.equals(body)) {
-        const other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
-        throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
+      if (lost.epoch === null || lost.epoch >= epoch) {
+        throw new ReplicaStartError(`${chunkName(run.firstSeq)} was written by ${lost.epoch === null ? 'an unknown writer' : `the leader of epoch ${lost.epoch}`} while this server took epoch ${epoch}: not starting as a second leader`);
       }
-      etag = now.etag;
+      if (performance.now() > deadline) {
+        throw new ReplicaStartError(`the leader of epoch ${lost.epoch} kept writing for ${REPLICA_TAKEOVER_MAX_MS} ms after epoch ${epoch} was taken: the fence record could not be placed`);
+      }
+      // The previous leader's chunk: take its records back (proven from this log's head), then try the next key.
+      await this.pullAhead(Number.MAX_SAFE_INTEGER);
+      this.shipped = { seq: log.durableSeq, hash: log.headHash };
+      this.chunks = (await this.bucketHead(this.manifest!)).chunks.filter((c) => c.firstSeq <= log.durableSeq);
     }
-    this.manifest = taken;
-    this.manifestEtag = etag;
-    this.epoch = epoch;
-    this.shipped = head;
-    this.durableTimes = this.durableTimes.filter(([seq]) => seq > head.seq);
-    this.chunks = chunks;
-    if (stale.length > 0) await this.store.delete(stale).catch(() => undefined);
-    // The fence: the epoch record's chunk takes the next key (shipped with everything before it).
-    this.setState('leading', `epoch ${epoch} taken; shipping from record ${head.seq + 1}`);
-    const seq = host.appendEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() });
-    await log.sync();
-    if (this.mode === 'async') await this.serial(() => this.catchUp(seq));
-    await this.serial(() => this.finishErasures());
   }
 
   /**
@@ -346,8 +509,10 @@ export class ReplicaLeader {
    * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
    * leader wrote after this folder was copied. They are taken back into the local log — proven
    * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
-   * appended as they are and applied — before this server takes the next epoch; writes are
-   * refused meanwhile. They were never acknowledged by this server, but the bucket holds them
+   * appended as they are and applied — up to `bucketSeq` (the head a listing showed, so a writing
+   * leader cannot keep a start waiting) before this server takes the next epoch, and while it
+   * places its fence record (placeFence: MAX_SAFE_INTEGER, everything there is); writes are
+   * held meanwhile (takeLeadership). They were never acknowledged by this server, but the bucket holds them
    * (followers and restores may already show them), so keeping them is the one consistent
    * choice. Throws ReplicaStartError when the bucket's records do not prove against the local
    * log (the two diverged: a record differs at a seq both hold); the store's error when it
@@ -358,23 +523,21 @@ export class ReplicaLeader {
     const log = host.log;
     this.pullingTo = bucketSeq;
     try {
-      await host.holdWrites(this.pullingRefusal(), async () => {
-        // Writes appended before the hold are made durable first: the bucket must prove against them.
-        await log.sync();
-        const from = log.durableSeq;
-        const started = performance.now();
-        let pulled: number;
-        try {
-          pulled = await new ReplicaFollower(this.store).pullOnce(host);
-        } catch (err) {
-          if (!(err instanceof LogCorruptError)) throw err;
-          throw new ReplicaStartError(
-            `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
-              'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
-          );
-        }
+      const from = log.durableSeq;
+      const started = performance.now();
+      let pulled: number;
+      try {
+        pulled = await new ReplicaFollower(this.store).pullOnce(host, bucketSeq);
+      } catch (err) {
+        if (!(err instanceof LogCorruptError)) throw err;
+        throw new ReplicaStartError(
+          `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
+            'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+        );
+      }
+      if (pulled > 0) {
         logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
-      });
+      }
     } finally {
       this.pullingTo = 0;
     }
@@ -384,7 +547,7 @@ export class ReplicaLeader {
   private pullingRefusal(): ServiceError {
     return new ServiceError(
       'REPLICA_UNAVAILABLE',
-      `this server is taking back records ${this.host!.log.durableSeq + 1}..${this.pullingTo} from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
+      `this server is taking back records from record ${this.host!.log.durableSeq + 1} on from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
       { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
     );
   }
@@ -394,8 +557,9 @@ export class ReplicaLeader {
    * only when fenced. A batch a start takes back from the bucket (`pullAhead`) passes at once.
    */
   private gate(batch: WrittenBatch): Promise<void> | undefined {
-    // While a start takes records back, writes are refused: every batch is one the bucket holds.
-    if (this.pullingTo > 0) return undefined;
+    // While a start takes records back, writes are refused: every batch is one the bucket holds;
+    // so is the fence record, which the start put in the bucket before appending it.
+    if (this.pullingTo > 0 || batch.lastSeq <= this.shipped.seq) return undefined;
     return this.serial(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.stateValue === 'fenced') throw this.fencedError!;
@@ -404,19 +568,24 @@ export class ReplicaLeader {
           // acknowledged, and the next start ships it.
           throw new ServiceError('REPLICA_UNAVAILABLE', 'the server stops while the object store is unreachable: this write was not acknowledged', { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
         }
-        if (this.stateValue === 'leading') {
+        // Every attempt is its own probe (issue 50): the gate never waits for another task to see
+        // the store answer again — that task may be queued behind this one (a deadlock).
+        if (this.epoch !== null) {
           try {
             await this.catchUp(batch.firstSeq - 1);
             if (this.shipped.seq < batch.lastSeq) {
               await this.putChunk({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, prevHash: batch.prevHash, lastHash: batch.lastHash, segmentFirstSeq: batch.segmentFirstSeq, offset: batch.offset, bytes: batch.data });
             }
+            if (this.stateValue === 'unavailable') this.setState('leading', 'the object store answers again');
             return;
           } catch (err) {
             if ((this.stateValue as ReplicaState) === 'fenced') throw this.fencedError!;
             this.unavailable(err);
           }
         }
-        await this.waitForState(Math.min(REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS * 2 ** Math.min(attempt, 5)));
+        // Throttling (503 SlowDown) and outages back off, but never past REPLICA_SYNC_RETRY_MAX_MS:
+        // a write waits at most its ack timeout, and the next attempt must come well before it.
+        await this.waitForState(Math.min(REPLICA_SYNC_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS * 2 ** Math.min(attempt, 5)));
       }
     });
   }
@@ -500,6 +669,25 @@ export class ReplicaLeader {
    * store's error when it cannot be reached.
    */
   private async putChunk(run: LineRun): Promise<void> {
+    const lost = await this.tryPutChunk(run);
+    if (lost !== null) throw await this.lostTo(`${chunkName(run.firstSeq)} was written by another leader (epoch ${lost.epoch ?? '?'})`);
+    this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
+    this.shipped = { seq: run.lastSeq, hash: run.lastHash };
+    const log = this.host!.log;
+    let shippedBatches = 0;
+    while (shippedBatches < this.durableTimes.length && this.durableTimes[shippedBatches]![0] <= this.shipped.seq) shippedBatches++;
+    // The oldest unshipped record now belongs to the first batch past the shipped seq.
+    if (shippedBatches > 0) this.durableTimes.splice(0, shippedBatches);
+    if (log.durableSeq <= this.shipped.seq) this.durableTimes.length = 0;
+  }
+
+  /**
+   * Creates the chunk for `run` (If-None-Match: *). Output: null when the bucket holds it (created
+   * now, or our own earlier attempt whose answer was lost: same bytes); otherwise the epoch of the
+   * chunk another writer put there (null epoch: not even a chunk). Throws the store's error when it
+   * cannot be reached.
+   */
+  private async tryPutChunk(run: LineRun): Promise<{ epoch: number | null } | null> {
     if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
       throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
     }
@@ -524,23 +712,16 @@ export class ReplicaLeader {
         if (attempt >= 3) throw new Error(`creating ${name}: ${r.outcome === 'unknown' ? r.reason : 'refused, yet the key is empty'}`);
         continue;
       }
-      if (existing.body.equals(body)) break; // our own attempt, whose answer was lost
+      if (existing.body.equals(body)) return null; // our own attempt, whose answer was lost
       let other: ChunkHeader | null = null;
       try {
         other = decodeChunk(existing.body, name).header;
       } catch {
         // not even a chunk: still not ours
       }
-      throw await this.lostTo(`${name} was written by another leader (epoch ${other?.epoch ?? '?'})`);
+      return { epoch: other?.epoch ?? null };
     }
-    this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
-    this.shipped = { seq: run.lastSeq, hash: run.lastHash };
-    const log = this.host!.log;
-    let shippedBatches = 0;
-    while (shippedBatches < this.durableTimes.length && this.durableTimes[shippedBatches]![0] <= this.shipped.seq) shippedBatches++;
-    // The oldest unshipped record now belongs to the first batch past the shipped seq.
-    if (shippedBatches > 0) this.durableTimes.splice(0, shippedBatches);
-    if (log.durableSeq <= this.shipped.seq) this.durableTimes.length = 0;
+    return null;
   }
 
   /** Fences this leader after a lost conditional write: reads the manifest for the new leader's URL. Returns the 503 to throw. */
