@@ -199,7 +199,12 @@ export class App {
    * The replication leader (issue 35, store/replica/leader.ts), or null when FORUM_REPLICA_URL is
    * unset: `replication status` reads it. Set by startService.
    */
-  replication: { status(): unknown; promote(): Promise<unknown> } | null = null;
+  replication: { status(): unknown; promote(): Promise<unknown>; following(): boolean } | null = null;
+
+  /** True on a read-only follower (issue 36): a feed cursor ahead of its head is lag, answered "not yet" (issue 50). */
+  get following(): boolean {
+    return this.replication?.following() ?? false;
+  }
 
   /**
    * On a read-only follower (issue 36): the 503 every write gets (FOLLOWER_READ_ONLY, naming the

@@ -80,7 +80,7 @@ export class Replication {
     const follow = config.follow;
     if (settings === null && follow === null) return null;
     const r = new Replication(app, settings?.mode ?? 'async', settings?.shipIntervalMs ?? 0, settings?.ackTimeoutMs ?? 0);
-    app.replication = { status: () => r.status(), promote: () => r.promote() };
+    app.replication = { status: () => r.status(), promote: () => r.promote(), following: () => r.follower !== null };
     if (follow !== null) {
       const store = await openStore(follow.url);
       const follower = new ReplicaFollower(store, follow.pollMs);

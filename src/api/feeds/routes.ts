@@ -16,7 +16,10 @@ import { JSON_CONTENT_TYPE, type ParameterDoc, type Reply, type RequestContext, 
 import { route } from '../route.js';
 import {
   checkCursor,
+  DISCUSSION_FORMAT,
   exchangePageJson,
+  notYetPageJson,
+  WORK_FORMAT,
   FeedPageCache,
   discussionPageJson,
   workPageJson,
@@ -112,7 +115,8 @@ export function feedSample(app: App): FeedSample {
 export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
   if (wait === undefined) return render();
-  checkCursor(ctx.query, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
+  // On a follower a cursor ahead of its head is held as caught up, until the feed passes it (issue 50).
+  if (checkCursor(ctx.query, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following)) caughtUp = true;
   const waiters = waitersOf(ctx.app);
   const agentId = ctx.agent!.profile.id;
   const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
@@ -169,7 +173,7 @@ export function wantsStream(req: IncomingMessage): boolean {
 export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, originId: string, head: number, page: (q: CursorQuery) => Buffer | null): Reply {
   const resumed = lastEventCursor(ctx.req.headers['last-event-id']);
   const q: CursorQuery = resumed === undefined ? { ...ctx.query } : { after: resumed.after, originId: resumed.originId, limit: ctx.query.limit };
-  checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`);
+  checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following);
   const { app } = ctx;
   const agent = ctx.agent!;
   const tokenHash = agent.profile.tokenHash;
@@ -206,7 +210,9 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
  * the page cache, rendering it with `render` for the caller's reader class on a miss.
  */
 function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string, q: CursorQuery = ctx.query): Reply {
-  checkCursor(q, originId, head, `${feed} feed`);
+  if (checkCursor(q, originId, head, `${feed} feed`, ctx.app.following)) {
+    return { status: 200, json: notYetPageJson(feed === 'discussion' ? DISCUSSION_FORMAT : WORK_FORMAT, originId, q.after) };
+  }
   const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
   const raw = cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
   return { status: 200, raw, contentType: JSON_CONTENT_TYPE };

@@ -39,7 +39,8 @@ export const inboxRoutes: Route[] = [
       const caughtUp = !inboxHasEntryAfter(app.state.inbox, me, query.after, app.log.headSeq);
       return pageOrWait(ctx, 'inbox', caughtUp, originId, app.log.headSeq, () => {
         const head = app.log.headSeq;
-        checkCursor(query, originId, head, 'inbox');
+        // A follower answers a cursor ahead of its head with an empty page at that cursor (issue 50).
+        checkCursor(query, originId, head, 'inbox', app.following);
         const reader = readerOf(app.state.moderation, agent.profile.role);
         const src = { records: app.state.feeds.records, forum: app.state.forum, work: app.state.work, reader };
         return { status: 200, json: inboxPageJson(app.state.inbox, src, me, query, originId, head) };

@@ -63,12 +63,16 @@ export interface CursorQuery {
 
 /**
  * Checks a cursor against a feed: originId required when after > 0 (400), must equal the feed's
- * (409), and after must not be beyond the feed's head (409: restored older data — reread).
+ * (409), and after must not be beyond the feed's head (409: restored older data — reread) —
+ * except on a read-only follower (`lagging`, issue 50): there a cursor ahead of the head is one
+ * the leader (or a follower further along) gave out, and the answer is "not yet". Output: true
+ * when the cursor is ahead and `lagging` (the caller answers an empty page at that cursor,
+ * `notYetPageJson`, or holds a long poll until the feed passes it).
  * The query schema admits only the canonical hyphenated UUID form, so the one remaining
  * spelling difference is the case of the hex digits: both sides are compared lower-cased
  * (RFC 4122 §3: UUIDs are case-insensitive on input).
  */
-export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string): void {
+export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string, lagging = false): boolean {
   if (q.after > 0 && q.originId === undefined) {
     throw invalid(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
   }
@@ -77,9 +81,20 @@ export function checkCursor(q: { after: number; originId?: string }, originId: s
         'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate');
   }
   if (q.after > head) {
+    if (lagging) return true;
     throw fail('CURSOR_AHEAD', `cursor after=${q.after} is ahead of this archive, which ends at ${head}: the data was restored from an older backup; ` +
         'reread from after=0 and reconcile, never continue silently');
   }
+  return false;
+}
+
+/**
+ * A follower's answer to a cursor ahead of its head (issue 50; see `checkCursor`): a caught-up
+ * page with no events that gives the same cursor back, so the client keeps it and asks again
+ * after pollAfterSeconds.
+ */
+export function notYetPageJson(format: string, originId: string, after: number): string {
+  return pageJson(format, originId, after, after, []);
 }
 
 /** The page envelope around events already encoded; rows (after, end] were scanned. */
