@@ -36,7 +36,13 @@
  *    that took the epoch (its `leaderUrl`, mapped to a server name by `serverOf`); replays of an
  *    earlier commit — an answer whose `created` precedes the request — are not counted;
  *  - `no-recovery`: after each fault ended, some write was acknowledged within `recoveryBoundMs`
- *    (checked where no other fault is active in that window and the load ran to its end);
+ *    (faults that start within that bound of the previous one's end are judged together, after
+ *    the last of them; a window past the end of the load is not judged);
+ *  - `promote-bound`: `replication promote` answered (success or a refusal) within
+ *    `promoteBoundMs` (events `{ kind: 'promote', server, status, ms, answer }`);
+ *  - `end-state`: at the end (events `{ kind: 'final-status', server, role, state, lastError }`
+ *    from each live server's `replication status`, after a quiet tail) exactly one server leads
+ *    and no follower has stopped;
  *  - `crash`: no server process exited without the schedule having signalled it.
  */
 import { createHash } from 'node:crypto';
@@ -58,9 +64,9 @@ const WRITE_OPS = new Set(['message', 'work']);
  * Default bounds (ms), README "Replication" and docs/operate/fault-suite.md: an async leader may
  * lose what it acknowledged in its last shipping interval before it is given up (and, in a
  * takeover, until its next chunk PUT finds itself fenced); writes succeed again within the
- * ack timeout plus 5 s after a fault ends.
+ * ack timeout plus 5 s after a fault ends; a promotion answers within 10 s.
  */
-export const DEFAULT_BOUNDS = Object.freeze({ asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, recoveryBoundMs: 6000 });
+export const DEFAULT_BOUNDS = Object.freeze({ asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, recoveryBoundMs: 6000, promoteBoundMs: 10_000 });
 
 /**
  * What makes two records "the same" for the id rule: the fields a record keeps for life, by the
@@ -371,20 +377,42 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
     }
   }
 
-  // Liveness: after each fault, writes succeed again within the bound.
+  // Liveness: after each fault, writes succeed again within the bound. Faults that start within
+  // the bound of the one before form one cluster, judged after its last fault ends.
   const faults = events.filter((e) => e.kind === 'fault').sort((x, y) => x.start - y.start);
   const endT = events.find((e) => e.kind === 'end')?.t ?? Math.max(0, ...entries.map((e) => e.end));
   const ackEnds = acks.map((a) => a.end).sort((x, y) => x - y);
-  let recoveryChecked = 0;
+  const clusters = [];
   for (const f of faults) {
-    const until = f.end + b.recoveryBoundMs;
+    const last = clusters.at(-1);
+    if (last !== undefined && f.start < last.end + b.recoveryBoundMs) {
+      last.faults.push(f);
+      last.end = Math.max(last.end, f.end);
+    } else clusters.push({ faults: [f], end: f.end });
+  }
+  let recoveryChecked = 0;
+  for (const c of clusters) {
+    const until = c.end + b.recoveryBoundMs;
     if (until > endT) continue;
-    if (faults.some((g) => g !== f && g.start < until && g.end > f.end)) continue;
     recoveryChecked++;
-    if (!ackEnds.some((t) => t >= f.end && t <= until)) {
-      const next = ackEnds.find((t) => t >= f.end);
-      violate('no-recovery', { fault: f.id, kind: f.fault, server: f.server, endedAt: f.end, boundMs: b.recoveryBoundMs, nextAckAfterMs: next === undefined ? null : next - f.end });
+    if (!ackEnds.some((t) => t >= c.end && t <= until)) {
+      const next = ackEnds.find((t) => t >= c.end);
+      violate('no-recovery', { faults: c.faults.map((f) => `${f.id} ${f.fault} on ${f.server}`), endedAt: c.end, boundMs: b.recoveryBoundMs, nextAckAfterMs: next === undefined ? null : next - c.end });
     }
+  }
+
+  // A promotion answers within its bound (a refusal that says why is an answer).
+  const promotions = events.filter((e) => e.kind === 'promote');
+  for (const p of promotions) {
+    if (p.status === 0 || p.ms > b.promoteBoundMs) violate('promote-bound', { server: p.server, ms: p.ms, boundMs: b.promoteBoundMs, answer: p.answer });
+  }
+
+  // The forum ends with exactly one leader, and no follower stopped.
+  const finals = events.filter((e) => e.kind === 'final-status');
+  if (finals.length > 0) {
+    const leading = finals.filter((f) => f.role === 'leader' && f.state === 'leading');
+    if (leading.length !== 1) violate('end-state', { problem: `${leading.length} servers lead at the end`, servers: finals });
+    for (const f of finals.filter((x) => x.role === 'follower' && x.state === 'stopped')) violate('end-state', { problem: `follower ${f.server} stopped`, status: f });
   }
 
   // No process exited unless the schedule signalled it.
@@ -415,6 +443,7 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       distinctAcked: firstAck.size,
       reads: entries.filter((e) => !WRITE_OPS.has(e.op)).length,
       faults: faultCounts,
+      promotions: promotions.map((p) => `${p.server}: ${p.ok ? 'leading' : 'not leading'} after ${p.ms} ms`),
       kills: events.filter((e) => e.kind === 'kill').length,
       exits: events.filter((e) => e.kind === 'exit').length,
       bucketRecords: bucket.records.length,

@@ -173,11 +173,15 @@ test('no-recovery: no write acknowledged within the bound after a fault ended', 
   const r = checkHistory({ ...run, bounds: { recoveryBoundMs: 500 } });
   assert.deepEqual(rules(r), ['no-recovery']);
   assert.equal(r.violations[0].evidence.nextAckAfterMs, 1050);
-  // A window another fault overlaps, or one past the end of the load, is not judged.
+  // A fault that starts within the bound of the one before is judged with it, after the last one ends.
   const overlapped = [...run.events, { t: T0 + 8200, kind: 'fault', id: 2, fault: 'proxy:slowDown', server: 's2', start: T0 + 8200, end: T0 + 8300 }];
-  const r2 = checkHistory({ ...run, events: overlapped, bounds: { recoveryBoundMs: 500 } });
-  assert.deepEqual(rules(r2), ['no-recovery'], 'only the second fault, after which nothing was acknowledged within 0.5 s, is judged');
-  assert.equal(r2.violations[0].evidence.fault, 2);
+  const joined = checkHistory({ ...run, events: overlapped, bounds: { recoveryBoundMs: 500 } });
+  assert.deepEqual(rules(joined), ['no-recovery']);
+  assert.deepEqual(joined.violations[0].evidence.faults, ['1 failover on s1', '2 proxy:slowDown on s2']);
+  assert.equal(joined.violations[0].evidence.nextAckAfterMs, 750);
+  assert.deepEqual(rules(checkHistory({ ...run, events: overlapped, bounds: { recoveryBoundMs: 800 } })), [], 'an ack 0.75 s after the second fault is within 0.8 s');
+  // A window past the end of the load is not judged.
+  assert.equal(checkHistory({ ...run, bounds: { recoveryBoundMs: 15_000 } }).counts.recoveryChecked, 0);
 });
 
 test('crash: a server that exited without the schedule signalling it', () => {
@@ -186,6 +190,24 @@ test('crash: a server that exited without the schedule signalling it', () => {
   const r = checkHistory({ ...run, events });
   assert.deepEqual(rules(r), ['crash']);
   assert.match(r.violations[0].evidence.stderr, /ERR_INVALID_CHAR/);
+});
+
+test('promote-bound: a promotion that never answered, or answered past the bound; a refusal in time is an answer', () => {
+  const run = goodRun();
+  const events = [...run.events, { t: T0 + 7000, kind: 'promote', server: 's2', ok: false, status: 0, ms: 15_000, answer: 'timeout' }, { t: T0 + 7500, kind: 'promote', server: 's3', ok: false, status: 409, ms: 300, answer: { error: 'lost the race' } }];
+  const r = checkHistory({ ...run, events });
+  assert.deepEqual(rules(r), ['promote-bound']);
+  assert.equal(r.violations[0].evidence.server, 's2');
+});
+
+test('end-state: the forum ends with exactly one leader and no stopped follower', () => {
+  const run = goodRun();
+  const final = (server, role, state) => ({ t: T0 + 19_000, kind: 'final-status', server, role, state, lastError: null });
+  assert.deepEqual(rules(checkHistory({ ...run, events: [...run.events, final('s2', 'leader', 'leading'), final('s3', 'follower', 'following')] })), []);
+  const none = checkHistory({ ...run, events: [...run.events, final('s2', 'follower', 'stopped'), final('s3', 'follower', 'following')] });
+  assert.deepEqual(rules(none), ['end-state', 'end-state']);
+  assert.match(none.violations[0].evidence.problem, /0 servers lead/);
+  assert.match(none.violations[1].evidence.problem, /follower s2 stopped/);
 });
 
 test('client logs are JSONL; a torn last line (a killed writer) is skipped, a torn middle line is an error', () => {
