@@ -307,11 +307,13 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
 
   // Acknowledged writes against the bucket.
   const acks = entries.filter(isAck);
-  const firstAck = new Map();
+  const acksOf = new Map();
   for (const a of acks) {
     const k = writeKey(a.body.authorId, a.request?.clientId);
-    if (!firstAck.has(k)) firstAck.set(k, a);
+    if (!acksOf.has(k)) acksOf.set(k, []);
+    acksOf.get(k).push(a);
   }
+  const firstAck = new Map([...acksOf].map(([k, list]) => [k, list[0]]));
   const losers = events.filter((e) => e.kind === 'fault' && e.losesLeader);
   const asyncLosses = [];
   const epochServers = new Map();
@@ -333,7 +335,7 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       continue;
     }
     const rec = found[0];
-    for (const ack of acks.filter((x) => writeKey(x.body.authorId, x.request?.clientId) === k)) {
+    for (const ack of acksOf.get(k)) {
       if (ack.body.id !== rec.id || identityOf(ack.body.id, ack.body) !== rec.identity) {
         violate('ack-mismatch', { write: brief(ack), answered: { id: ack.body.id, identity: identityOf(ack.body.id, ack.body) }, inBucket: { id: rec.id, seq: rec.seq, identity: rec.identity } });
       }

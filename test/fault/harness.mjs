@@ -26,12 +26,10 @@ import { faultProxy } from '../helpers/fault-proxy.mjs';
 import { objectStore } from '../helpers/object-store.mjs';
 import { bucketObjects } from '../helpers/replica.mjs';
 import { logText, startServer, tempDir } from '../helpers/server.mjs';
-import { checkHistory, compactPage, parseBucket, parseJsonl } from './checker.mjs';
+import { DEFAULT_BOUNDS as BOUNDS, checkHistory, compactPage, parseBucket, parseJsonl } from './checker.mjs';
 
-/** Server settings of the suite: a short ack timeout keeps refusals quick; followers poll often. */
+/** Server settings of the suite: a short ack timeout keeps refusals quick; followers poll often (the checker's DEFAULT_BOUNDS are for these). */
 export const SERVER_SETTINGS = Object.freeze({ FORUM_REPLICA_ACK_TIMEOUT_MS: '1000', FORUM_REPLICA_SHIP_MS: '200', FORUM_FOLLOW_POLL_MS: '100' });
-/** The checker's bounds for these settings: recovery within the ack timeout + 5 s; async loss within one shipping interval plus a PUT's time (1 s) of the fault. */
-export const BOUNDS = Object.freeze({ recoveryBoundMs: 6000, asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, promoteBoundMs: 10_000 });
 /** A client request's time limit (ms): a stopped server does not hold a client for longer. */
 const REQUEST_TIMEOUT_MS = 5000;
 /** An admin call's time limit (ms); `replication promote`'s. */
