@@ -364,7 +364,7 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       violate('id-conflict', { name: key, first: { identity: prior.identity, seenBy: brief(prior.e) }, then: { identity, seenBy: brief(e) } });
     }
   };
-  for (const e of entries) {
+  for (const e of [...entries].sort((x, y) => x.end - y.end)) {
     if (!(e.status >= 200 && e.status < 300) || e.body === null || typeof e.body !== 'object') continue;
     if (WRITE_OPS.has(e.op) && typeof e.body.id === 'string') see(`id ${e.body.id}`, identityOf(e.body.id, e.body), e);
     if (Array.isArray(e.body.events)) {

@@ -9,12 +9,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatReport, runFaults } from './harness.mjs';
 
-/** How long each case injects faults (ms): two cases stay within 3 min on 2 cores. */
+/** How long each case injects faults (ms): two cases take about 3 min on 2 idle cores (set-up, the quiet tail and the bucket read come on top); the time limit allows for a loaded machine. */
 const CASE_MS = 45_000;
 const seed = process.env.FORUM_FAULT_SEED ? Number(process.env.FORUM_FAULT_SEED) : Math.floor(Math.random() * 2 ** 31);
 
 for (const [mode, offset] of [['sync', 0], ['async', 1]]) {
-  test(`${mode} mode under a seeded schedule of faults: every acknowledged write kept (async: lost only within the bound), no id names two records, one writer per epoch, writes recover, no crash`, { timeout: CASE_MS + 120_000 }, async (t) => {
+  test(`${mode} mode under a seeded schedule of faults: every acknowledged write kept (async: lost only within the bound), no id names two records, one writer per epoch, writes recover, no crash`, { timeout: CASE_MS + 240_000 }, async (t) => {
     // Recovery is judged against 15 s here, not the documented 6 s: CI machines are shared, and
     // every known failure to recover (issue 50: the sync wedge, the leaderless takeover) is unbounded.
     const r = await runFaults({ mode, seed: seed + offset, durationMs: CASE_MS, bounds: { recoveryBoundMs: 15_000 }, log: (line) => t.diagnostic(line) });
