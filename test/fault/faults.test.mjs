@@ -27,6 +27,7 @@ for (const [mode, offset] of [['sync', 0], ['async', 1]]) {
     const injected = Object.values(r.counts.faults).reduce((a, b) => a + b, 0);
     assert.ok(injected >= 3, `the schedule injected faults (${injected})`);
     assert.ok(r.counts.distinctAcked > 0, 'writes were acknowledged');
+    assert.equal(r.counts.harnessErrors, 0, `the harness ran every step it started (${report})`);
     assert.deepEqual(r.violations.map((v) => v.rule), [], report);
   });
 }

@@ -330,7 +330,13 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   const runStep = async (step) => {
     const id = ++faultId;
     const lead = servers.get(leader);
+    // Followers retired leaders left may still be starting: wait for one (bounded), else skip the step.
+    if (followers().length === 0) await Promise.race([Promise.allSettled(booting), sleep(STEP_DEADLINE_MS / 2)]);
     const fol = followers();
+    if (lead === undefined || (fol.length === 0 && (step.on === 'follower' || step.kind === 'failover' || step.kind === 'takeover'))) {
+      event({ kind: 'skipped', id, step, why: lead === undefined ? 'no leader' : 'no follower running' });
+      return;
+    }
     const target = step.on === 'follower' ? fol[step.follower % fol.length] : lead;
     const start = Date.now();
     let fault = step.kind;
@@ -421,8 +427,10 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   const events = parseJsonl(readFileSync(eventsFile, 'utf8'));
   const result = checkHistory({ mode, entries, events, bucket, bounds });
   result.counts.proxyFaultsHit = proxyCounts;
-  result.counts.harnessErrors = events.filter((e) => e.kind === 'harness-error' || e.kind === 'harness-timeout').length;
-  return { seed, mode, schedule, ...result, logDir, harnessEvents: events.filter((e) => e.kind === 'harness-error' || e.kind === 'harness-timeout'), elapsedMs: Date.now() - t0 };
+  result.counts.harnessErrors = events.filter((e) => e.kind === 'harness-error').length;
+  result.counts.stepsTimedOut = events.filter((e) => e.kind === 'harness-timeout').length;
+  result.counts.stepsSkipped = events.filter((e) => e.kind === 'skipped').length;
+  return { seed, mode, schedule, ...result, logDir, harnessEvents: events.filter((e) => e.kind === 'harness-error' || e.kind === 'harness-timeout' || e.kind === 'skipped'), elapsedMs: Date.now() - t0 };
 }
 
 /** A run's result as text: seed, counts, async losses and violations (each with its evidence). */
