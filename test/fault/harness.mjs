@@ -185,6 +185,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   const event = (e) => appendFileSync(eventsFile, `${JSON.stringify({ t: Date.now(), ...e })}\n`);
   const servers = new Map(); // name → { name, role, dataDir, handle, proxy }
   let nameCounter = 0;
+  const proxies = []; // every server's proxy, retired ones too (their counts)
   let leader = null; // the name writers send to
 
   /** Starts (or restarts, on its folder) server `s` as its role says; records its exit. */
@@ -226,6 +227,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
     const name = `s${++nameCounter}`;
     const proxy = await faultProxy(store.endpoint);
     ctx.after(() => proxy.close());
+    proxies.push(proxy);
     const s = { name, role, dataDir: tempDir(ctx, `forum-fault-${name}-`), handle: null, proxy };
     servers.set(name, s);
     await boot(s);
@@ -419,7 +421,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
     signal(s, 'SIGKILL');
     await exited(s);
   }
-  for (const s of servers.values()) for (const [k, v] of Object.entries(s.proxy.counts.faults)) if (v > 0) proxyCounts[k] = (proxyCounts[k] ?? 0) + v;
+  for (const p of proxies) for (const [k, v] of Object.entries(p.counts.faults)) if (v > 0) proxyCounts[k] = (proxyCounts[k] ?? 0) + v;
   const bucket = parseBucket(await bucketObjects({ store, prefix }));
 
   const entries = [];
