@@ -136,6 +136,35 @@ test('async losses are reported with their time relative to the failover; within
   assert.deepEqual(rules(checkHistory({ ...run, mode: 'sync', bucket })), ['sync-ack-lost']);
 });
 
+test('an async loss is judged by when it was sent: a paused leader answering after the failover began is still within the bound', () => {
+  const run = goodRun('async');
+  const bucket = parseBucket(bucketOf([run.records[0], run.records[1], { type: 'topic.create', time: iso(T0 + 50), payload: { id: 'tp_3', created: iso(T0 + 50) } }, run.records[3], run.records[4]]));
+  // Sent 100 ms before the failover, answered 2.5 s after it began (the leader was paused).
+  const entries = [ack(run.m3, 's1', T0 + 3900, T0 + 6500), ...run.entries.slice(1)];
+  const r = checkHistory({ ...run, entries, bucket });
+  assert.equal(r.asyncLosses.length, 1);
+  assert.deepEqual(rules(r), []);
+  // Sent 2 s after the failover began: outside the bound.
+  const late = checkHistory({ ...run, entries: [ack(run.m3, 's1', T0 + 6000, T0 + 6500), ...run.entries.slice(1)], bucket });
+  assert.deepEqual(rules(late), ['async-loss-unbounded']);
+});
+
+test('an id the new leader gives again after an async failover lost its first record is reported as async reuse, not hidden and not a violation', () => {
+  const run = goodRun('async');
+  // s1 acknowledged msg_…5 just before the failover and lost it; the new leader (its epoch record
+  // at seq 4) gives msg_…5 to another writer's message.
+  const lost = message(5, 'c7', 'lost with s1', T0 + 3980);
+  const other = { ...message(5, 'c8', 'another writer', T0 + 8500), authorId: 'ag_9' };
+  const bucket = parseBucket(bucketOf([run.records[0], run.records[1], run.records[2], epochRecord(2, 's2', T0 + 8000), messageRecord(other)]));
+  const entries = [run.entries[0], ack(lost, 's1', T0 + 3950, T0 + 3990), ack(other, 's2', T0 + 8400, T0 + 8510, 'writer-2')];
+  const r = checkHistory({ ...run, entries, bucket });
+  assert.equal(r.asyncLosses.length, 1);
+  assert.deepEqual(rules(r), []);
+  assert.equal(r.asyncReuse.length, 1);
+  assert.equal(r.asyncReuse[0].name, 'id msg_0000000005');
+  assert.equal(r.counts.asyncReuse, 1);
+});
+
 test('ack-duplicated and ack-mismatch: an acknowledged write is in the bucket once, as the record its answer named', () => {
   const run = goodRun();
   const twice = [...run.records, messageRecord({ ...run.m3, id: 'msg_0000000006' })];
