@@ -19,6 +19,7 @@ import type { App } from './app.js';
 import type { Config } from './config.js';
 import { REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
 import { ServiceError } from './errors.js';
+import { leaderHeader, shownText } from './http/header-value.js';
 import type { Guards } from './http/server.js';
 import { logger } from './logger.js';
 import type { ReplicationSample } from './metrics.js';
@@ -89,8 +90,8 @@ export class Replication {
         const leaderUrl = follower.status().leaderUrl;
         return new ServiceError(
           'FOLLOWER_READ_ONLY',
-          `this server is a read-only follower of ${follow.url}: it takes no writes${leaderUrl ? `; send them to the leader at ${leaderUrl}` : ''}`,
-          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...(leaderUrl ? { 'X-Forum-Leader': leaderUrl } : {}) },
+          `this server is a read-only follower of ${follow.url}: it takes no writes${leaderUrl ? `; send them to the leader at ${shownText(leaderUrl)}` : ''}`,
+          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leaderUrl) },
         );
       };
       await follower.start({

@@ -39,6 +39,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
+import { leaderHeader, shownText } from '../../http/header-value.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
@@ -554,8 +555,8 @@ export class ReplicaLeader {
     }
     const err = new ServiceError(
       'REPLICA_FENCED',
-      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${leader}` : ''}`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...(leader ? { 'X-Forum-Leader': leader } : {}) },
+      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`,
+      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leader) },
     );
     this.fence(err);
     return err;
