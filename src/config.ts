@@ -203,7 +203,6 @@ function rangeEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, range:
  */
 function checkPublicUrl(publicUrl: string, raw: string | undefined): string {
   const shown = JSON.stringify(raw);
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f-\u009f]/.test(publicUrl)) throw new Error(`FORUM_PUBLIC_URL must not hold control characters (tab, newline, …), got ${shown}`);
   let url: URL;
   try {

@@ -28,6 +28,7 @@ import { hasArchive } from './store/meta.js';
 import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
 import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
 import { ReplicaFollower } from './store/replica/follower.js';
+import { assertMayStartAlone, markReplicated } from './store/replica/marker.js';
 import { ReplicaLeader, ReplicaStartError, type ReplicaMode } from './store/replica/leader.js';
 import type { ObjectStore } from './store/replica/object-store.js';
 import { restoreFromBucket } from './store/replica/restore.js';
@@ -40,11 +41,15 @@ async function openStore(url: string): Promise<ObjectStore> {
 }
 
 /**
- * Before the App opens its folder: a follower on an empty data folder restores it from the bucket
- * (to the last record: the leader's originId), holding the folder's lock meanwhile. Throws what
- * the restore throws (no manifest, damage).
+ * Before the App opens its folder: a folder that replicated and is started without
+ * FORUM_REPLICA_URL or FORUM_FOLLOW is refused (StoreStateError naming the bucket and
+ * `replication detach`; store/replica/marker.ts). A follower on an empty data folder restores it
+ * from the bucket (to the last record: the leader's originId), holding the folder's lock
+ * meanwhile. Throws what the restore throws (no manifest, damage).
  */
 export async function prepareFollowerFolder(config: Config): Promise<void> {
+  // The split-brain guard (issue 50): a folder that replicated starts only with replica settings or detached.
+  if (config.replica === null && config.follow === null) assertMayStartAlone(config.dataDir);
   const follow = config.follow;
   if (follow === null || hasArchive(config.dataDir)) return;
   const store = await openStore(follow.url);
@@ -86,6 +91,7 @@ export class Replication {
       const store = await openStore(follow.url);
       const follower = new ReplicaFollower(store, follow.pollMs);
       r.follower = follower;
+      markReplicated(config.dataDir, app.log.originId, follow.url, 'follower', new Date().toISOString());
       app.writeRefusal = () => {
         const leaderUrl = follower.status().leaderUrl;
         return new ServiceError(
@@ -134,6 +140,8 @@ export class Replication {
     await leader.start({
       log: app.log,
       appendEpoch: (p) => {
+        // The folder now holds an epoch record: from here on it starts only with replica settings.
+        markReplicated(app.config.dataDir, app.log.originId, leader.store.location.url, 'leader', new Date(app.now()).toISOString());
         // The fence record is written even while other writes are still refused (a promotion).
         const refusal = app.writeRefusal;
         app.writeRefusal = null;

@@ -8,7 +8,6 @@ import { validateHeaderName, validateHeaderValue, type OutgoingHttpHeaders, type
 import { logger } from '../logger.js';
 
 /** Control characters (C0, DEL, C1): never part of a header value built here. */
-// eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
