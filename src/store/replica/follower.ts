@@ -30,6 +30,7 @@ import type { Log } from '../log.js';
 import { ERASE_RECORD_TYPE, eraseTargetsOf, type EraseTarget, type LogRecord } from '../record-format.js';
 import { CHUNKS_DIR, MANIFEST_NAME, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
 import type { ObjectStore } from './object-store.js';
+import { stoppedFollowerRefusal } from './refusals.js';
 
 /** Where the follower stands: `following` (tailing), `stopped` (an object did not prove; see lastError), `promoting`, `promoted`. */
 export type FollowerState = 'starting' | 'following' | 'stopped' | 'promoting' | 'promoted';
@@ -285,10 +286,10 @@ export class ReplicaFollower {
 
   /**
    * Applies what the bucket holds now and stops tailing (`replication promote`). Resolves once
-   * the local log is at the bucket's head. Throws when the follower stopped on damage.
+   * the local log is at the bucket's head. Throws 400 UNSUPPORTED_OPERATION when the follower stopped on damage (stoppedFollowerRefusal).
    */
   async stopForPromotion(): Promise<void> {
-    if (this.stateValue === 'stopped') throw new Error(`this follower stopped applying (${this.lastError}); it cannot take over`);
+    if (this.stateValue === 'stopped') throw stoppedFollowerRefusal(this.store.location.url, this.host?.log.durableSeq ?? 0, this.lastError);
     this.setState('promoting', 'replication promote');
     this.wake?.();
     await this.loop;

@@ -371,10 +371,10 @@ export class ReplicaLeader {
           if (!(err instanceof LogCorruptError)) throw err;
           throw new ReplicaStartError(
             `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
-              'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+              `First list what only this folder holds (node dist/cli.js replication lost --from ${this.store.location.url} --out lost.jsonl), then restore this folder from the bucket (node dist/cli.js restore --from ${this.store.location.url} --yes; the replaced log is kept aside)`,
           );
         }
-        logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
+        if (pulled > 0) logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
       });
     } finally {
       this.pullingTo = 0;
