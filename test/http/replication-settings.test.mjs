@@ -195,6 +195,8 @@ test('a folder that led a bucket refuses to start without FORUM_REPLICA_URL unti
   const again = await startServer(t, { dataDir, env: target.serverEnv });
   assert.equal((await shipped(again)) > 0, true);
   await again.stop();
+  // The bucket held nothing beyond this folder: no "took back records N..N-1 (0)" line.
+  assert.doesNotMatch(logText(again.stdout + again.stderr), /took back records/);
   assert.equal(refusedStart(t, target.storeEnv, dataDir).code, 1, 'leading again re-arms the guard');
 });
 
