@@ -91,6 +91,28 @@ const COMMANDS: CommandSpec[] = [
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
   { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
   { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
+  {
+    words: 'replication detach',
+    options: { yes: 'boolean' },
+    help: 'let this stopped folder, which replicated, start without FORUM_REPLICA_URL/FORUM_FOLLOW (README "Replication")',
+    details:
+      'A data folder that led, followed or was restored from a replica bucket refuses to start without\n' +
+      'FORUM_REPLICA_URL or FORUM_FOLLOW (it would take writes the bucket never sees: a split brain).\n' +
+      'detach records (in DATA/replication.json) that the operator ended its replication; it needs --yes\n' +
+      'and a stopped server. A later start with FORUM_REPLICA_URL or FORUM_FOLLOW replicates as before.',
+  },
+  {
+    words: 'replication lost',
+    options: { from: 'string', out: 'string' },
+    required: ['from'],
+    help: 'after an async failover, on the old leader\'s stopped folder: the records the bucket lacks, as a replay file',
+    details:
+      'Compares this folder\'s log with the chain in the bucket (--from s3://BUCKET/PREFIX; credentials from the\n' +
+      'standard AWS variables) and lists the records after the last seq where both agree: acknowledged here,\n' +
+      'never shipped. --out FILE writes them as JSON Lines, one write a client can re-send per line (method,\n' +
+      'path, agentId, body with its clientId, so a replay posts each once); records that cannot be re-sent as\n' +
+      'a client write are listed as not replayable. See README "Failover".',
+  },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
   { words: 'backup', arg: 'DIR', help: 'consistent copy of the data folder (server running or not)' },
@@ -124,8 +146,11 @@ function synopsis(c: CommandSpec): string {
   return [c.words, arg, ...opts].filter(Boolean).join(' ');
 }
 
-/** True for the commands that work on the archive files themselves (src/cli/offline.ts). */
-const isArchiveCommand = (c: CommandSpec): boolean => offlineCommands[c.words.split(' ')[0]!] !== undefined;
+/** True for the commands that work on the archive files themselves (src/cli/offline.ts): a whole group, or one two-word command. */
+const isArchiveCommand = (c: CommandSpec): boolean => offlineCommands[c.words.split(' ')[0]!] !== undefined || offlineCommands[c.words] !== undefined;
+
+/** Archive commands that only read the folder (not logged as admin actions). */
+const READ_ONLY_ARCHIVE_COMMANDS = new Set(['verify', 'replication lost']);
 
 /** The usage lines of some commands. */
 const listing = (cs: CommandSpec[]): string => cs.map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n');
@@ -311,11 +336,13 @@ export async function run(argv: string[]): Promise<CliOutput> {
   if (help) return { text: commandHelp(command) };
   if (version) return { text: packageVersion() };
   const [group, verb, arg] = words as [string, string | undefined, string | undefined];
-  const offline = offlineCommands[group];
+  // An archive command is a group (`restore`) or two words (`replication detach`, issue 50).
+  const offlineName = offlineCommands[group] !== undefined ? group : command.words;
+  const offline = offlineCommands[offlineName];
   if (offline) {
-    const runOffline = () => offline(dataDir, words.slice(1), options, (name, args) => viaChannel(dataDir, name, args));
-    // `verify` only reads; backup, restore and repair are admin actions on the data folder.
-    return { json: group === 'verify' ? await runOffline() : await recordAdminAction(group, dataDir, runOffline) };
+    const runOffline = () => offline(dataDir, words.slice(offlineName.split(' ').length), options, (name, args) => viaChannel(dataDir, name, args));
+    // `verify` and `replication lost` only read; backup, restore, repair and detach are admin actions on the data folder.
+    return { json: READ_ONLY_ARCHIVE_COMMANDS.has(offlineName) ? await runOffline() : await recordAdminAction(offlineName.replace(' ', '.'), dataDir, runOffline) };
   }
   const name = `${group}.${verb ?? ''}`;
   const args: Record<string, unknown> = { ...options };

@@ -3,7 +3,8 @@
  */
 import { resolve } from 'node:path';
 import { parseReplicaUrl } from './store/replica/format.js';
-import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS } from './constants.js';
+import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE } from './constants.js';
+import { urlHeaderValue } from './http/header-value.js';
 
 const MIB = 1024 * 1024;
 
@@ -175,15 +176,34 @@ function percentEnv(env: NodeJS.ProcessEnv): number {
 }
 
 /**
+ * An integer setting that must lie in `range` (issue 50 Low: 0 and 10^14 made a leader refuse most
+ * writes or overflow setTimeout). Unset or empty: `fallback`. Throws Error naming the variable
+ * and the range for a non-integer or a value outside it.
+ */
+function rangeEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, range: { readonly min: number; readonly max: number }): number {
+  const raw = env[name];
+  const rule = `${name} must be an integer number of milliseconds from ${range.min} to ${range.max}`;
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d{1,16}$/.test(raw)) throw new Error(`${rule}, got ${JSON.stringify(raw.slice(0, 40))}`);
+  const value = Number(raw);
+  if (value < range.min || value > range.max) throw new Error(`${rule}, got ${value}`);
+  return value;
+}
+
+/**
  * Checks FORUM_PUBLIC_URL, the base of every published link (agent card, catalog, guides,
  * OpenAPI servers): an absolute http: or https: URL with a host and nothing a base URL must not
  * carry — no user name or password (they would be published to every reader), no query and no
  * fragment (links are built by appending paths). A path prefix is allowed.
  * Input: the URL without trailing slashes, and the raw variable for the message.
- * Throws Error naming the variable and the rule (the server prints it and exits 1).
+ * Output: its ASCII form (issue 50 High item 4): an IDN host as punycode, the path
+ * percent-encoded, no trailing slash — valid in every published link and in `X-Forum-Leader`.
+ * Throws Error naming the variable and the rule (the server prints it and exits 1); control
+ * characters are refused (WHATWG `URL` would silently drop a tab or newline).
  */
-function checkPublicUrl(publicUrl: string, raw: string | undefined): void {
+function checkPublicUrl(publicUrl: string, raw: string | undefined): string {
   const shown = JSON.stringify(raw);
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(publicUrl)) throw new Error(`FORUM_PUBLIC_URL must not hold control characters (tab, newline, …), got ${shown}`);
   let url: URL;
   try {
     url = new URL(publicUrl);
@@ -195,6 +215,9 @@ function checkPublicUrl(publicUrl: string, raw: string | undefined): void {
   if (url.username !== '' || url.password !== '') throw new Error('FORUM_PUBLIC_URL must not carry a user name or password (it is published in the agent card and every link)');
   if (publicUrl.includes('?')) throw new Error(`FORUM_PUBLIC_URL must not carry a query ("?…"): it is a base that paths are appended to, got ${shown}`);
   if (publicUrl.includes('#')) throw new Error(`FORUM_PUBLIC_URL must not carry a fragment ("#…"): it is a base that paths are appended to, got ${shown}`);
+  const ascii = urlHeaderValue(publicUrl);
+  if (ascii === null) throw new Error(`FORUM_PUBLIC_URL must be an absolute http(s) URL that can be written as ASCII, got ${shown}`);
+  return ascii.replace(/\/+$/, '');
 }
 
 /**
@@ -217,7 +240,7 @@ function replicationEnv(env: NodeJS.ProcessEnv): Pick<Config, 'replica' | 'follo
   }
   const url = followUrl ?? leadUrl;
   if (url === undefined) return { replica: null, follow: null };
-  const follow = followUrl === undefined ? null : { url: followUrl, pollMs: Math.max(10, intEnv(env, 'FORUM_FOLLOW_POLL_MS', FOLLOW_POLL_MS)!) };
+  const follow = followUrl === undefined ? null : { url: followUrl, pollMs: rangeEnv(env, 'FORUM_FOLLOW_POLL_MS', FOLLOW_POLL_MS, FOLLOW_POLL_MS_RANGE) };
   return { replica: replicaSettings(env, url), follow };
 }
 
@@ -228,8 +251,8 @@ function replicaSettings(env: NodeJS.ProcessEnv, url: string): NonNullable<Confi
   return {
     url,
     mode,
-    shipIntervalMs: Math.max(1, intEnv(env, 'FORUM_REPLICA_SHIP_MS', REPLICA_SHIP_INTERVAL_MS)!),
-    ackTimeoutMs: Math.max(1, intEnv(env, 'FORUM_REPLICA_ACK_TIMEOUT_MS', REPLICA_ACK_TIMEOUT_MS)!),
+    shipIntervalMs: rangeEnv(env, 'FORUM_REPLICA_SHIP_MS', REPLICA_SHIP_INTERVAL_MS, REPLICA_SHIP_MS_RANGE),
+    ackTimeoutMs: rangeEnv(env, 'FORUM_REPLICA_ACK_TIMEOUT_MS', REPLICA_ACK_TIMEOUT_MS, REPLICA_ACK_TIMEOUT_MS_RANGE),
   };
 }
 
@@ -242,12 +265,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (port > 65535) throw new Error('PORT must be 0..65535');
   const host = env.HOST || '127.0.0.1';
   const publicUrl = (env.FORUM_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-  checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL);
   return {
     port,
     host,
     dataDir: resolve(env.FORUM_DATA_DIR || 'data'),
-    publicUrl,
+    publicUrl: checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL),
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
     accessLog: flagEnv(env, 'FORUM_ACCESS_LOG', false),

@@ -589,3 +589,13 @@ export const FOLLOW_RESYNC_AFTER_MISSES = 10;
 export const FOLLOW_RESYNC_AFTER_MISSES_MAX = 300;
 /** A follower reads at most this many bytes ahead for the erase record of a tombstone it meets (ours). */
 export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;
+
+// Replication settings' ranges and split-brain guard (issue 50; README "Configuration", "Replication")
+/** FORUM_REPLICA_SHIP_MS must lie in this range, ms (ours): below it a leader PUTs a chunk per write; above a minute the async loss bound means little. */
+export const REPLICA_SHIP_MS_RANGE = { min: 10, max: 60_000 } as const;
+/** FORUM_REPLICA_ACK_TIMEOUT_MS must lie in this range, ms (ours): below it a healthy store's PUT times out; above ten minutes a sync write has no useful bound (setTimeout's limit is ~24.8 days). */
+export const REPLICA_ACK_TIMEOUT_MS_RANGE = { min: 100, max: 600_000 } as const;
+/** FORUM_FOLLOW_POLL_MS must lie in this range, ms (ours): below it an idle follower sends 100+ GETs a second; above a minute it lags for minutes. */
+export const FOLLOW_POLL_MS_RANGE = { min: 10, max: 60_000 } as const;
+/** The file in the data folder that records the bucket this folder replicates to or follows, or its detachment (ours; src/store/replica/marker.ts). */
+export const REPLICATION_MARKER_FILE = 'replication.json';

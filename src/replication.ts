@@ -19,6 +19,7 @@ import type { App } from './app.js';
 import type { Config } from './config.js';
 import { REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
 import { ServiceError } from './errors.js';
+import { leaderHeader, shownText } from './http/header-value.js';
 import type { Guards } from './http/server.js';
 import { logger } from './logger.js';
 import type { ReplicationSample } from './metrics.js';
@@ -27,6 +28,7 @@ import { hasArchive } from './store/meta.js';
 import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
 import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
 import { ReplicaFollower } from './store/replica/follower.js';
+import { assertMayStartAlone, markReplicated } from './store/replica/marker.js';
 import { ReplicaLeader, ReplicaStartError, type ReplicaMode } from './store/replica/leader.js';
 import type { ObjectStore } from './store/replica/object-store.js';
 import { restoreFromBucket } from './store/replica/restore.js';
@@ -39,11 +41,15 @@ async function openStore(url: string): Promise<ObjectStore> {
 }
 
 /**
- * Before the App opens its folder: a follower on an empty data folder restores it from the bucket
- * (to the last record: the leader's originId), holding the folder's lock meanwhile. Throws what
- * the restore throws (no manifest, damage).
+ * Before the App opens its folder: a folder that replicated and is started without
+ * FORUM_REPLICA_URL or FORUM_FOLLOW is refused (StoreStateError naming the bucket and
+ * `replication detach`; store/replica/marker.ts). A follower on an empty data folder restores it
+ * from the bucket (to the last record: the leader's originId), holding the folder's lock
+ * meanwhile. Throws what the restore throws (no manifest, damage).
  */
 export async function prepareFollowerFolder(config: Config): Promise<void> {
+  // The split-brain guard (issue 50): a folder that replicated starts only with replica settings or detached.
+  if (config.replica === null && config.follow === null) assertMayStartAlone(config.dataDir);
   const follow = config.follow;
   if (follow === null || hasArchive(config.dataDir)) return;
   const store = await openStore(follow.url);
@@ -85,12 +91,13 @@ export class Replication {
       const store = await openStore(follow.url);
       const follower = new ReplicaFollower(store, follow.pollMs);
       r.follower = follower;
+      markReplicated(config.dataDir, app.log.originId, follow.url, 'follower', new Date().toISOString());
       app.writeRefusal = () => {
         const leaderUrl = follower.status().leaderUrl;
         return new ServiceError(
           'FOLLOWER_READ_ONLY',
-          `this server is a read-only follower of ${follow.url}: it takes no writes${leaderUrl ? `; send them to the leader at ${leaderUrl}` : ''}`,
-          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...(leaderUrl ? { 'X-Forum-Leader': leaderUrl } : {}) },
+          `this server is a read-only follower of ${follow.url}: it takes no writes${leaderUrl ? `; send them to the leader at ${shownText(leaderUrl)}` : ''}`,
+          { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leaderUrl) },
         );
       };
       await follower.start({
@@ -133,7 +140,11 @@ export class Replication {
     await leader.start({
       log: app.log,
       // The fence record: encoded here, placed in the bucket, then appended (leader.ts placeFence).
-      encodeEpoch: (p) => app.log.encodeNext(REPLICATION_EPOCH_TYPE, p, app.now()),
+      encodeEpoch: (p) => {
+        // The folder is about to hold an epoch record: from here on it starts only with replica settings.
+        markReplicated(app.config.dataDir, app.log.originId, leader.store.location.url, 'leader', new Date(app.now()).toISOString());
+        return app.log.encodeNext(REPLICATION_EPOCH_TYPE, p, app.now());
+      },
       publicUrl: () => app.config.publicUrl,
       now: () => app.now(),
       apply: (record, payloadJson) => app.applyProven(record, payloadJson),
@@ -198,11 +209,8 @@ export class Replication {
     const manifest = await follower.store.get(MANIFEST_NAME);
     if (manifest === null) throw new ServiceError('REPLICA_FENCED', `${follower.store.location.url} has no ${MANIFEST_NAME}: nothing to take over`);
     const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME).epoch;
-    try {
-      await follower.stopForPromotion();
-    } catch (err) {
-      throw new ServiceError('REPLICA_FENCED', `promotion refused: ${(err as Error).message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
-    }
+    // A stopped follower is refused here (400 UNSUPPORTED_OPERATION, saying why), before anything changes.
+    await follower.stopForPromotion();
     const leader = this.attachLeader(follower.store);
     this.leader = leader;
     try {

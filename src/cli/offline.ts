@@ -12,6 +12,9 @@ import { backupArchive, repairArchive, restoreArchive } from '../store/archive.j
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
 import { parseReplicaUrl, quietSdkNodeWarning } from '../store/replica/format.js';
 import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
+import { findLost } from '../store/replica/lost.js';
+import { detachMarker, markReplicated } from '../store/replica/marker.js';
+import type { ObjectStore } from '../store/replica/object-store.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -193,7 +196,56 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   const store = new S3ObjectStore(location);
   try {
-    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
+    const result = await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
+    // The same lineage as the bucket's servers: from now on it starts only with replica settings or detached (issue 50).
+    if (result.sameLineage) markReplicated(dataDir, result.originId, location.url, 'restored', new Date().toISOString());
+    return result;
+  } finally {
+    store.close();
+  }
+}
+
+/** The object store behind a replica URL given as `--from` (the SDK is imported only here). Throws StoreStateError for a malformed URL (never echoing credentials). */
+async function bucketOf(url: string): Promise<ObjectStore> {
+  let location;
+  try {
+    location = parseReplicaUrl(url);
+  } catch (err) {
+    throw new StoreStateError(`--from: ${(err as Error).message}`);
+  }
+  quietSdkNodeWarning();
+  const { S3ObjectStore } = await import('../store/replica/object-store.js');
+  return new S3ObjectStore(location);
+}
+
+/**
+ * `replication detach --yes` (issue 50; store/replica/marker.ts): on a stopped folder that led,
+ * followed or was restored from a bucket, records that the operator ended its replication, so a
+ * start without FORUM_REPLICA_URL/FORUM_FOLLOW is allowed. Output: `{detached, url, role, …}`.
+ * Throws ConfirmationRequired (exit 2) without --yes, StoreStateError when a server runs on it or
+ * it holds no archive.
+ */
+async function replicationDetach(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
+  if (!hasArchive(dataDir)) throw new StoreStateError(`${dataDir} holds no Agent Forum archive (no meta.json): check --data-dir`);
+  if (options.yes !== true) {
+    throw new ConfirmationRequired(
+      'detach lets this folder start and take writes on its own, apart from the bucket it replicated to; the bucket and its servers never see those writes. ' +
+        `Nothing was changed. To confirm, run it again with --yes: node dist/cli.js --data-dir ${dataDir} replication detach --yes`,
+    );
+  }
+  return whileStopped(dataDir, 'replication detach', () => detachMarker(dataDir, new Date().toISOString()));
+}
+
+/**
+ * `replication lost --from s3://BUCKET/PREFIX [--out FILE]` (issue 50; store/replica/lost.ts): on
+ * the old leader's stopped folder after an async failover, the records acknowledged here that the
+ * bucket lacks, and (--out) a JSON Lines file a client can replay. Reads only.
+ */
+async function replicationLost(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
+  if (typeof options.from !== 'string') throw new StoreStateError('usage: replication lost --from s3://BUCKET/PREFIX [--out FILE]');
+  const store = await bucketOf(options.from);
+  try {
+    return await whileStoppedAsync(dataDir, 'replication lost', () => findLost(dataDir, store, typeof options.out === 'string' ? resolve(options.out) : null));
   } finally {
     store.close();
   }
@@ -217,4 +269,5 @@ async function repair(dataDir: string, _w: string[], options: Record<string, str
   return whileStopped(dataDir, 'repair', () => repairArchive(dataDir, mode, new Date().toISOString()));
 }
 
-export const offlineCommands: Record<string, OfflineCommand> = { verify, backup, restore, repair };
+/** Archive commands by their words: a whole group (`restore`) or a two-word command (`replication detach`). */
+export const offlineCommands: Record<string, OfflineCommand> = { verify, backup, restore, repair, 'replication detach': replicationDetach, 'replication lost': replicationLost };

@@ -29,6 +29,7 @@ import type { App } from '../app.js';
 import { BODY_BYTES_MAX, BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_BODY_BYTES_MAX, MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { continueWithheld, readJsonBody } from './body.js';
+import { writeHeadSafely } from './header-value.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { writesStopped } from '../domain/admin/settings.js';
@@ -154,7 +155,7 @@ export function sendError(res: ServerResponse, err: ServiceError, render?: (err:
   const body = render
     ? render(err)
     : JSON.stringify(err.status >= 500 && requestId !== undefined ? { error: err.message, code: err.code, requestId } : { error: err.message, code: err.code });
-  res.writeHead(err.status, {
+  writeHeadSafely(res, err.status, {
     ...BASE_HEADERS,
     ...err.headers,
     ...(requestId === undefined ? {} : { 'X-Request-Id': requestId }),
@@ -208,7 +209,7 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requ
     res.writeHead(reply.status, list);
   } else {
     // The reply's own headers override the base ones (e.g. a document's Cache-Control).
-    res.writeHead(reply.status, { ...BASE_HEADERS, ...idHeader, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
+    writeHeadSafely(res, reply.status, { ...BASE_HEADERS, ...idHeader, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
   }
   res.end(head ? undefined : payload);
 }

@@ -1,6 +1,7 @@
 /**
  * Public and agent endpoints of part 4: status, register, agents (parts 4, 5).
  */
+import { replicationSummary, summaryKey } from './replication-summary.js';
 import { JSON_CONTENT_TYPE, type Reply, type Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
@@ -21,6 +22,7 @@ interface StatusMemo {
   registrationOpen: boolean;
   originId: string;
   archiveDamaged: boolean;
+  replicationKey: string;
 }
 
 const statusMemo = new WeakMap<App, StatusMemo>();
@@ -38,7 +40,10 @@ function statusReply(app: App): Reply {
   const registeredAgents = s.agents.order.length;
   // A read-only follower (issue 36) takes no writes and no registrations: it says so.
   const follower = app.writeRefusal !== null;
-  const writeStop = writesStopped(s.settings, nowMs) || follower;
+  // A fenced leader takes no writes either (issue 50): it says so, and who leads now.
+  const replication = app.replication === null ? null : replicationSummary(app);
+  const replicationKey = summaryKey(replication);
+  const writeStop = writesStopped(s.settings, nowMs) || follower || replication?.state === 'fenced';
   const registrationOpen = s.settings.registrationOpen && !follower;
   // The operator's reason and end time of a write stop (issue 38), only while it holds.
   const stopped = writesStopped(s.settings, nowMs);
@@ -57,7 +62,8 @@ function statusReply(app: App): Reply {
     memo.writeStopUntilMs === writeStopUntilMs &&
     memo.registrationOpen === registrationOpen &&
     memo.originId === originId &&
-    memo.archiveDamaged === archiveDamaged
+    memo.archiveDamaged === archiveDamaged &&
+    memo.replicationKey === replicationKey
   ) {
     return memo.reply;
   }
@@ -74,9 +80,10 @@ function statusReply(app: App): Reply {
     time: new Date(nowMs).toISOString(),
     archiveDamaged,
     ...(follower ? { follower: { leaderUrl: (app.replication?.status() as { leaderUrl?: string | null } | undefined)?.leaderUrl ?? null } } : {}),
+    ...(replication === null ? {} : { replication }),
   });
   const reply: Reply = { status: 200, raw: Buffer.from(body, 'utf8'), contentType: JSON_CONTENT_TYPE };
-  statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, writeStopReason, writeStopUntilMs, registrationOpen, originId, archiveDamaged });
+  statusMemo.set(app, { reply, untilMs: nowMs + STATUS_CACHE_MS, registeredAgents, writeStop, writeStopReason, writeStopUntilMs, registrationOpen, originId, archiveDamaged, replicationKey });
   return reply;
 }
 

@@ -25,11 +25,12 @@
 import { performance } from 'node:perf_hooks';
 import { FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
 import { logger } from '../../logger.js';
-import { LogCorruptError, StoreStateError } from '../errors.js';
+import { LogCorruptError } from '../errors.js';
 import type { Log } from '../log.js';
 import { ERASE_RECORD_TYPE, eraseTargetsOf, type EraseTarget, type LogRecord } from '../record-format.js';
 import { CHUNKS_DIR, MANIFEST_NAME, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
 import type { ObjectStore } from './object-store.js';
+import { stoppedFollowerRefusal } from './refusals.js';
 
 /** Where the follower stands: `following` (tailing), `stopped` (an object did not prove; see lastError), `promoting`, `promoted`. */
 export type FollowerState = 'starting' | 'following' | 'stopped' | 'promoting' | 'promoted';
@@ -286,16 +287,11 @@ export class ReplicaFollower {
   /**
    * Stops tailing for `replication promote` (issue 50): the leader's start then takes back what
    * the bucket holds, bounded, after it took the epoch (leader.ts). Resolves once the tailing
-   * loop has stopped. Throws StoreStateError when the follower stopped on damage (it cannot
-   * prove what follows its head, so it must not lead).
+   * loop has stopped. Throws 400 UNSUPPORTED_OPERATION when the follower stopped on damage
+   * (stoppedFollowerRefusal: it cannot prove what follows its head, so it must not lead).
    */
   async stopForPromotion(): Promise<void> {
-    if (this.stateValue === 'stopped') {
-      throw new StoreStateError(
-        `this follower stopped applying the bucket (${this.lastError}): it cannot prove the records after its record ${this.host?.log.durableSeq ?? 0}, so it must not lead. ` +
-          'Promote another follower, or restore this one from the bucket (node dist/cli.js restore --from URL --yes) and promote it then',
-      );
-    }
+    if (this.stateValue === 'stopped') throw stoppedFollowerRefusal(this.store.location.url, this.host?.log.durableSeq ?? 0, this.lastError);
     this.setState('promoting', 'replication promote');
     this.wake?.();
     await this.loop;

@@ -35,11 +35,21 @@ export interface ReplicaLocation {
  * Throws Error naming the rule for anything else (the caller says which setting it came from).
  */
 export function parseReplicaUrl(url: string): ReplicaLocation {
-  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(url);
-  if (!m) throw new Error(`a replica URL must be s3://BUCKET[/PREFIX] (bucket: 3-63 lower-case letters, digits, dots or hyphens), got ${JSON.stringify(url)}`);
+  // Issue 50: a URL with "@" may carry credentials (s3://KEY:SECRET@bucket/x); it is refused
+  // without being echoed, and any other refused URL is shown only up to its scheme and host.
+  if (url.includes('@')) throw new Error('a replica URL must be s3://BUCKET[/PREFIX] with no "@" in it (the URL given is not shown: it may hold credentials); credentials go in the standard AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), never in the URL');
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([\x21-\x7e]*))?$/.exec(url);
+  if (!m) throw new Error(`a replica URL must be s3://BUCKET[/PREFIX] (bucket: 3-63 lower-case letters, digits, dots or hyphens; prefix: visible ASCII), got ${shownUrlStart(url)}`);
   const prefix = (m[2] ?? '').replace(/^\/+|\/+$/g, '');
   if (prefix.split('/').some((part) => part === '.' || part === '..')) throw new Error(`a replica URL's prefix must not contain . or .. parts, got ${JSON.stringify(url)}`);
   return { bucket: m[1]!, prefix, url };
+}
+
+/** A refused URL in a message: its scheme and host part only (never a path or query that may hold a key), JSON-quoted. */
+function shownUrlStart(url: string): string {
+  const m = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*)/.exec(url);
+  const start = m ? m[1]! : url.slice(0, 8);
+  return `${JSON.stringify(start.slice(0, 80))}${start.length < url.length ? ' (the rest not shown)' : ''}`;
 }
 
 /**

@@ -47,6 +47,7 @@ import {
   REPLICA_TAKEOVER_MAX_MS,
 } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
+import { leaderHeader, shownText } from '../../http/header-value.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
@@ -532,7 +533,7 @@ export class ReplicaLeader {
         if (!(err instanceof LogCorruptError)) throw err;
         throw new ReplicaStartError(
           `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
-            'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+            `First list what only this folder holds (node dist/cli.js replication lost --from ${this.store.location.url} --out lost.jsonl), then restore this folder from the bucket (node dist/cli.js restore --from ${this.store.location.url} --yes; the replaced log is kept aside)`,
         );
       }
       if (pulled > 0) {
@@ -735,8 +736,8 @@ export class ReplicaLeader {
     }
     const err = new ServiceError(
       'REPLICA_FENCED',
-      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${leader}` : ''}`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...(leader ? { 'X-Forum-Leader': leader } : {}) },
+      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`,
+      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leader) },
     );
     this.fence(err);
     return err;
