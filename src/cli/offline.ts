@@ -12,6 +12,8 @@ import { backupArchive, repairArchive, restoreArchive } from '../store/archive.j
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
 import { parseReplicaUrl, quietSdkNodeWarning } from '../store/replica/format.js';
 import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
+import { verifyKey } from '../store/replica/keys.js';
+import { replicaKeyEnv } from '../config.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -187,16 +189,30 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
     if (!/^\d{4}-\d{2}-\d{2}T/.test(t) || Number.isNaN(ms)) throw new StoreStateError(`--to-time must be an ISO 8601 time such as 2026-11-27T18:00:00Z, got ${JSON.stringify(t)}`);
     point.toTimeMs = ms;
   }
+  let key;
+  try {
+    const publicKey = typeof options['public-key'] === 'string' ? options['public-key'] : undefined;
+    const env = publicKey === undefined ? process.env : { ...process.env, FORUM_REPLICA_PUBLIC_KEY: publicKey };
+    key = verifyKey(replicaKeyEnv(env, dataDir), 'restore --from');
+  } catch (err) {
+    throw new StoreStateError(publicKeyOptionMessage((err as Error).message, options['public-key'] !== undefined));
+  }
   if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
   await confirmRestore(dataDir, url, options.yes === true, point.toSeq !== undefined || point.toTimeMs !== undefined);
   quietSdkNodeWarning();
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   const store = new S3ObjectStore(location);
   try {
-    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
+    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, key, point, new Date().toISOString()));
   } finally {
     store.close();
   }
+}
+
+/** A key refusal of `restore --from`, naming --public-key when the key came from it. */
+function publicKeyOptionMessage(message: string, fromOption: boolean): string {
+  const named = fromOption ? message.replace(/^FORUM_REPLICA_PUBLIC_KEY/, '--public-key') : message;
+  return named.replace('set FORUM_REPLICA_PUBLIC_KEY=', 'give --public-key (or set FORUM_REPLICA_PUBLIC_KEY=)');
 }
 
 /** whileStopped for an asynchronous `fn`. */

@@ -32,12 +32,21 @@
  * Erasure: after the local rewrite (store/erase.ts), every chunk and segment object holding an
  * erased record is rewritten from the local (tombstoned) bytes with If-Match, and the manifest
  * counts the erase targets done (`erased`), so a start after a crash finishes the rest.
+ *
+ * Authentication (issue 50; format.ts, keys.ts): every chunk and manifest this leader writes is
+ * signed with the replica signing key (an erasure rewrite re-signs), every sealed segment is listed
+ * with its SHA-256; a start reads only what authenticates (a forged or altered object stops it,
+ * named) and takes back only records it can authenticate. The manifest's head watermark is raised
+ * whenever the manifest is written anyway and at most every REPLICA_WATERMARK_INTERVAL_MS while
+ * the head moves (`raiseWatermark`; never on the write path); a start whose bucket ends before it
+ * names the missing objects and re-ships them from its own log. A leader of a new bucket without a
+ * signing key creates one (keys.ts); on an existing bucket it refuses to start without it.
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS } from '../../constants.js';
+import { REPLICA_CHUNK_BYTES_MAX, REPLICA_RETRY_AFTER_SECONDS, REPLICA_RETRY_MAX_MS, REPLICA_RETRY_MIN_MS, REPLICA_WATERMARK_INTERVAL_MS } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
@@ -47,19 +56,25 @@ import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
   CHUNKS_DIR,
+  EMPTY_HEAD,
   MANIFEST_FORMAT,
   MANIFEST_NAME,
+  UnsignedBucketError,
   chunkName,
   decodeChunk,
   decodeManifest,
   encodeChunk,
   encodeManifest,
   firstSeqOfName,
+  higherHead,
   lastHashOf,
   segmentObjectName,
+  sha256Hex,
+  type ChunkFields,
   type ChunkHeader,
   type Manifest,
 } from './format.js';
+import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
 import type { ObjectStore } from './object-store.js';
 
@@ -112,6 +127,21 @@ export interface ReplicaStatus {
   pointInTimeRestore: { fromSeq: number; toSeq: number; window: string };
   requests: { puts: number; gets: number; lists: number; deletes: number; failures: number };
   lastError: string | null;
+  /** The replica public key (`ed25519:…`) followers and restores verify with (FORUM_REPLICA_PUBLIC_KEY); null until the key is known. */
+  publicKey: string | null;
+  /** The bucket's signed head watermark (format.ts Manifest.head). */
+  watermark: { seq: number } | null;
+}
+
+/**
+ * The leader's replica key (keys.ts): the signing key when this server holds its file; the file's
+ * path (a leader creating a new bucket manifest creates it there); the public key the operator
+ * gave (FORUM_REPLICA_PUBLIC_KEY), which must be the signing key's.
+ */
+export interface LeaderKeys {
+  signing: ReplicaKey | null;
+  path: string;
+  publicKey: ReplicaKey | null;
 }
 
 /** A chunk in the bucket after the last sealed segment. */
@@ -161,12 +191,19 @@ export class ReplicaLeader {
   private pullingTo = 0;
   /** Called once per state change (metrics, tests). */
   onState: ((state: ReplicaState) => void) | null = null;
+  /** The signing key (null until loaded or, for a new bucket, created). */
+  private key: ReplicaKey | null;
+  /** performance.now() of the last manifest write (the head watermark's age). */
+  private watermarkAt = 0;
 
   constructor(
     readonly store: ObjectStore,
     readonly mode: ReplicaMode,
     private readonly shipIntervalMs: number,
-  ) {}
+    private readonly keys: LeaderKeys,
+  ) {
+    this.key = keys.signing;
+  }
 
   get state(): ReplicaState {
     return this.stateValue;
@@ -255,13 +292,15 @@ export class ReplicaLeader {
       }
       const meta = log.meta;
       const lineage = { ...(meta.restoredFrom ? { restoredFrom: meta.restoredFrom } : {}), ...(meta.repairedFrom ? { repairedFrom: meta.repairedFrom } : {}) };
-      const fresh: Manifest = { format: MANIFEST_FORMAT, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0 };
-      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh));
+      const key = this.keyForNewManifest();
+      const fresh: Manifest = { format: MANIFEST_FORMAT, keyId: key.keyId, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0, head: EMPTY_HEAD };
+      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh, key));
       if (r.outcome === 'unknown') throw new Error(`creating ${MANIFEST_NAME}: ${r.reason}`);
       got = await this.store.get(MANIFEST_NAME);
       if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
     }
-    const manifest = decodeManifest(got.body, `${this.store.location.url}/${MANIFEST_NAME}`);
+    const manifest = this.authenticManifest(got.body);
+    const key = this.key!;
     if (manifest.originId !== log.originId) {
       throw new ReplicaStartError(
         `${this.store.location.url} replicates archive ${manifest.originId}, but this data folder holds archive ${log.originId}: ` +
@@ -286,12 +325,13 @@ export class ReplicaLeader {
       const lastName = chunkName(firsts.at(-1)!);
       const last = await this.store.get(lastName);
       if (last === null) throw new Error(`${lastName} was listed but is gone (is another server compacting this bucket?)`);
-      const { header, lines } = decodeChunk(last.body, lastName);
+      const { header, lines } = this.authenticChunk(last.body, lastName);
       const hash = lastHashOf(lines);
       if (hash === null) throw new ReplicaStartError(`${lastName} does not end with a whole record: the bucket is damaged`);
       for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
       head = { seq: header.lastSeq, hash };
     }
+    this.checkWatermark(manifest, head, firsts, sealedTo);
     if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
     if (head.seq > log.durableSeq) {
       throw new ReplicaStartError(
@@ -313,32 +353,126 @@ export class ReplicaLeader {
     }
     // Take the writer epoch: one conditional write; losing it means another server is starting.
     const epoch = manifest.epoch + 1;
-    const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString() };
-    const body = encodeManifest(taken);
+    const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
+    const body = encodeManifest(taken, key);
     const r = await this.store.replace(MANIFEST_NAME, body, got.etag);
     let etag: string;
     if (r.outcome === 'replaced') etag = r.etag;
     else {
       const now = await this.store.get(MANIFEST_NAME);
       if (now === null || !now.body.equals(body)) {
-        const other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
+        let other: Manifest | null = null;
+        try {
+          other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME, key);
+        } catch {
+          // not authentic: still not ours
+        }
         throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
       }
       etag = now.etag;
     }
     this.manifest = taken;
     this.manifestEtag = etag;
+    this.watermarkAt = performance.now();
     this.epoch = epoch;
     this.shipped = head;
     this.durableTimes = this.durableTimes.filter(([seq]) => seq > head.seq);
     this.chunks = chunks;
     if (stale.length > 0) await this.store.delete(stale).catch(() => undefined);
     // The fence: the epoch record's chunk takes the next key (shipped with everything before it).
-    this.setState('leading', `epoch ${epoch} taken; shipping from record ${head.seq + 1}`);
+    this.setState('leading', `epoch ${epoch} taken; shipping from record ${head.seq + 1}; replica public key ${key.text} (FORUM_REPLICA_PUBLIC_KEY for followers and restores)`);
     const seq = host.appendEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() });
     await log.sync();
     if (this.mode === 'async') await this.serial(() => this.catchUp(seq));
     await this.serial(() => this.finishErasures());
+  }
+
+  /**
+   * The signing key for a new bucket manifest (an empty prefix): the one held, or a new one created
+   * at the configured path (mode 0600; logged with its public key). Throws ReplicaStartError when
+   * a public key was given (FORUM_REPLICA_PUBLIC_KEY) but its signing key is not here.
+   */
+  private keyForNewManifest(): ReplicaKey {
+    if (this.key !== null) return this.key;
+    if (this.keys.publicKey !== null) {
+      throw new ReplicaStartError(
+        `FORUM_REPLICA_PUBLIC_KEY is ${this.keys.publicKey.text}, but its signing key is not at ${this.keys.path}: put the signing key there (or set FORUM_REPLICA_SIGNING_KEY to its path), or unset FORUM_REPLICA_PUBLIC_KEY to let this leader make a new key for this new bucket`,
+      );
+    }
+    this.key = createSigningKey(this.keys.path);
+    logger.info('replication_key', `replication: created the replica signing key ${this.keys.path} (mode 0600; copy it to each standby that may lead); followers and restores need only its public key ${this.key.text}`, { path: this.keys.path, publicKey: this.key.text });
+    return this.key;
+  }
+
+  /**
+   * The bucket's manifest, authenticated (takeLeadership). Throws ReplicaStartError when this
+   * server holds no signing key for an existing bucket, or the manifest does not authenticate.
+   */
+  private authenticManifest(body: Buffer): Manifest {
+    const where = `${this.store.location.url}/${MANIFEST_NAME}`;
+    if (this.key === null) {
+      throw new ReplicaStartError(
+        `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
+          'A server with only the public key can follow (FORUM_FOLLOW) but not lead',
+      );
+    }
+    try {
+      return decodeManifest(body, where, this.key);
+    } catch (err) {
+      if (err instanceof UnsignedBucketError) throw new ReplicaStartError(`${err.message}`);
+      if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
+      throw err;
+    }
+  }
+
+  /** A chunk of the bucket, authenticated (takeLeadership). Throws ReplicaStartError naming it when it does not authenticate. */
+  private authenticChunk(body: Buffer, name: string): { header: ChunkHeader; lines: Buffer } {
+    try {
+      return decodeChunk(body, `${this.store.location.url}/${name}`, this.key!);
+    } catch (err) {
+      if (!(err instanceof LogCorruptError)) throw err;
+      throw new ReplicaStartError(`${err.message} This server takes back only records it can authenticate: delete the object (it holds nothing a leader wrote), or put back the one it replaced, then start again.`);
+    }
+  }
+
+  /**
+   * A start's check of the bucket against its signed head watermark (issue 50): chunks that end
+   * before it (rolled back) or do not start right after the last sealed segment (holed) are
+   * named in the log and in `lastError`. A rolled-back tail this folder's log holds is re-shipped
+   * from it (the leader ships from the bucket's head); one it does not hold stops the start.
+   * Throws ReplicaStartError then.
+   */
+  private checkWatermark(manifest: Manifest, head: { seq: number; hash: string }, firsts: number[], sealedTo: number): void {
+    const url = this.store.location.url;
+    const log = this.host!.log;
+    const problems: string[] = [];
+    if (firsts.length > 0 && firsts[0]! !== sealedTo + 1 && sealedTo + 1 <= manifest.head.seq) {
+      problems.push(`${url}/${chunkName(sealedTo + 1)} is missing (the chunks after the last sealed segment start at ${chunkName(firsts[0]!)}): the bucket is holed; followers and restores stop there`);
+    }
+    if (head.seq < manifest.head.seq) {
+      const localHash = log.durableSeq >= manifest.head.seq ? log.records.storedHashOf(manifest.head.seq) : null;
+      if (localHash !== manifest.head.hash) {
+        throw new ReplicaStartError(
+          `${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq}, ` +
+            `and this data folder's log ${log.durableSeq >= manifest.head.seq ? 'differs there' : `ends at ${log.durableSeq}`}: the bucket was rolled back or holed. Put the objects back (a versioned bucket keeps old versions), or start the server whose log holds them`,
+        );
+      }
+      problems.push(`${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq} (rolled back); re-shipping them from this server's log`);
+    }
+    if (problems.length === 0) return;
+    this.lastError = problems.join('; ');
+    logger.error('replication_holed', `replication: ${this.lastError}`, { bucket: url });
+  }
+
+  /**
+   * Raises the manifest's head watermark to the shipped head (a manifest write): when it moved and
+   * REPLICA_WATERMARK_INTERVAL_MS passed since the last manifest write, or at once (`now`: a clean
+   * stop). Called from the shipping loop, never on the write path.
+   */
+  private async raiseWatermark(now: boolean): Promise<void> {
+    if (this.manifest === null || this.stateValue !== 'leading' || this.shipped.seq <= this.manifest.head.seq) return;
+    if (!now && performance.now() - this.watermarkAt < REPLICA_WATERMARK_INTERVAL_MS) return;
+    await this.writeManifest({ ...this.manifest });
   }
 
   /**
@@ -365,7 +499,7 @@ export class ReplicaLeader {
         const started = performance.now();
         let pulled: number;
         try {
-          pulled = await new ReplicaFollower(this.store).pullOnce(host);
+          pulled = await new ReplicaFollower(this.store, this.key!).pullOnce(host);
         } catch (err) {
           if (!(err instanceof LogCorruptError)) throw err;
           throw new ReplicaStartError(
@@ -457,6 +591,7 @@ export class ReplicaLeader {
         if (!this.closed && this.stateValue === 'leading') {
           await this.serial(() => this.compact());
           await this.serial(() => this.finishErasures());
+          await this.serial(() => this.raiseWatermark(false));
         }
         failures = 0;
       } catch (err) {
@@ -503,7 +638,7 @@ export class ReplicaLeader {
     if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
       throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
     }
-    const header: ChunkHeader = {
+    const header: ChunkFields = {
       format: CHUNK_FORMAT,
       originId: this.host!.log.originId,
       epoch: this.epoch!,
@@ -514,7 +649,7 @@ export class ReplicaLeader {
       segment: run.segmentFirstSeq,
       offset: run.offset,
     };
-    const body = encodeChunk(header, run.bytes);
+    const body = encodeChunk(header, run.bytes, this.key!);
     const name = chunkName(run.firstSeq);
     for (let attempt = 0; ; attempt++) {
       const r = await this.store.create(name, body);
@@ -527,11 +662,11 @@ export class ReplicaLeader {
       if (existing.body.equals(body)) break; // our own attempt, whose answer was lost
       let other: ChunkHeader | null = null;
       try {
-        other = decodeChunk(existing.body, name).header;
+        other = decodeChunk(existing.body, name, this.key!).header;
       } catch {
-        // not even a chunk: still not ours
+        // not signed by the replica key (forged or altered in the bucket): still not ours
       }
-      throw await this.lostTo(`${name} was written by another leader (epoch ${other?.epoch ?? '?'})`);
+      throw await this.lostTo(other === null ? `${name} holds an object not signed by the replica key ${this.key!.text} (forged or altered in the bucket)` : `${name} was written by another leader (epoch ${other.epoch})`);
     }
     this.chunks.push({ firstSeq: run.firstSeq, lastSeq: run.lastSeq });
     this.shipped = { seq: run.lastSeq, hash: run.lastHash };
@@ -548,7 +683,7 @@ export class ReplicaLeader {
     let leader = '';
     try {
       const m = await this.store.get(MANIFEST_NAME);
-      if (m !== null) leader = decodeManifest(m.body, MANIFEST_NAME).leaderUrl;
+      if (m !== null) leader = decodeManifest(m.body, MANIFEST_NAME, this.key!).leaderUrl;
     } catch {
       // the URL is a courtesy; the fence holds without it
     }
@@ -567,9 +702,14 @@ export class ReplicaLeader {
     this.host?.log.refuse(err);
   }
 
-  /** Writes the manifest with If-Match; a manifest that is no longer this epoch's fences the leader. */
-  private async writeManifest(next: Manifest): Promise<void> {
-    const body = encodeManifest(next);
+  /**
+   * Writes the manifest with If-Match, signed, its head watermark raised to the shipped head; a
+   * manifest that is no longer this epoch's fences the leader.
+   */
+  private async writeManifest(raised: Manifest): Promise<void> {
+    const next: Manifest = { ...raised, head: higherHead(raised.head, this.shipped) };
+    const body = encodeManifest(next, this.key!);
+    this.watermarkAt = performance.now();
     for (let attempt = 0; ; attempt++) {
       const r = await this.store.replace(MANIFEST_NAME, body, this.manifestEtag);
       if (r.outcome === 'replaced') {
@@ -583,7 +723,7 @@ export class ReplicaLeader {
         this.manifestEtag = now.etag;
         return;
       }
-      const current = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
+      const current = now === null ? null : decodeManifest(now.body, `${this.store.location.url}/${MANIFEST_NAME}`, this.key!);
       if (current === null || current.epoch !== this.epoch || current.writer !== this.writer) {
         throw await this.lostTo(`the manifest is at epoch ${current?.epoch ?? '?'}`);
       }
@@ -608,7 +748,7 @@ export class ReplicaLeader {
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq)));
       await this.putSegment(seg.firstSeq, bytes);
       const lastHash = log.records.storedHashOf(lastSeq)!;
-      await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash }] });
+      await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash, sha256: sha256Hex(bytes) }] });
       const covered = this.chunks.filter((c) => c.lastSeq <= lastSeq);
       this.chunks = this.chunks.filter((c) => c.lastSeq > lastSeq);
       await this.store.delete(covered.map((c) => chunkName(c.firstSeq)));
@@ -656,20 +796,25 @@ export class ReplicaLeader {
     // The local rewrite must be complete first (Log#erase runs one at a time; it is done when the
     // record reads as a tombstone), or the bucket would get the original bytes back.
     for (const seq of vouched.slice(done)) if (seq <= log.durableSeq && !log.records.isTombstone(seq)) return;
+    const digests = new Map<number, string>();
     for (const first of segmentsToRewrite) {
-      await this.putSegment(first, await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first))));
+      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first)));
+      await this.putSegment(first, bytes);
+      digests.set(first, sha256Hex(bytes));
     }
     for (const c of chunksToRewrite) {
       const name = chunkName(c.firstSeq);
       const existing = await this.store.get(name);
       if (existing === null) continue;
-      const { header } = decodeChunk(existing.body, name);
+      const { header } = decodeChunk(existing.body, `${this.store.location.url}/${name}`, this.key!);
       const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
       if (run === null || run.lastSeq !== header.lastSeq) throw new Error(`${name}: records ${header.firstSeq}..${header.lastSeq} cannot be read back`);
-      const r = await this.store.replace(name, encodeChunk(header, run.bytes), existing.etag);
+      const r = await this.store.replace(name, encodeChunk(header, run.bytes, this.key!), existing.etag);
       if (r.outcome !== 'replaced') throw new Error(`rewriting ${name} for an erasure: ${r.outcome}`);
     }
-    await this.writeManifest({ ...this.manifest!, erased: vouched.length });
+    // The rewritten segments' new digests are listed with the count (a reader between the two reads the manifest again).
+    const segments = this.manifest!.segments.map((s) => (digests.has(s.firstSeq) ? { ...s, sha256: digests.get(s.firstSeq)! } : s));
+    await this.writeManifest({ ...this.manifest!, segments, erased: vouched.length });
     if (segmentsToRewrite.size + chunksToRewrite.size > 0) {
       logger.info('replication_erased', `replication: erased ${vouched.length - done} record(s) in the bucket too (${segmentsToRewrite.size} segment and ${chunksToRewrite.size} chunk object(s) rewritten)`);
     }
@@ -704,6 +849,8 @@ export class ReplicaLeader {
       pointInTimeRestore: { fromSeq: this.shipped.seq > 0 ? 1 : 0, toSeq: this.shipped.seq, window: 'the whole history: the log is append-only and never dropped' },
       requests: { ...this.store.counters },
       lastError: this.lastError,
+      publicKey: this.key?.text ?? null,
+      watermark: this.manifest === null ? null : { seq: this.manifest.head.seq },
     };
   }
 
@@ -719,6 +866,7 @@ export class ReplicaLeader {
       const log = this.host.log;
       await this.serial(() => this.catchUp(log.durableSeq)).catch((err) => logger.warn('replication_close', `replication: records after ${this.shipped.seq} were not shipped before the stop (${(err as Error).message}); the next start ships them`));
     }
+    if (this.stateValue === 'leading') await this.serial(() => this.raiseWatermark(true)).catch(() => undefined);
     await this.chain;
     if (this.stateValue !== 'fenced') this.setState('stopped', 'the server stops');
     this.store.close();
