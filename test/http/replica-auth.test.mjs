@@ -215,3 +215,64 @@ test('the signed head watermark: a deleted middle chunk and a deleted newest chu
   assert.ok(whole.result.lastSeq > head);
   assert.equal(whole.result.sameLineage, true);
 });
+
+/** Rewrites the target's bucket as a v1 (unsigned, pre-issue-50) bucket would hold it. */
+async function downgradeToV1(target) {
+  for (const o of await bucketObjects(target)) {
+    let body;
+    if (o.key === 'manifest.json') {
+      const { keyId: _k, sig: _s, head: _h, ...m } = JSON.parse(o.body.toString('utf8'));
+      body = Buffer.from(`${JSON.stringify({ ...m, format: 'agent-forum-replica-v1', segments: m.segments.map(({ sha256: _d, ...s }) => s) }, null, 1)}\n`);
+    } else if (o.key.startsWith('chunks/')) {
+      const nl = o.body.indexOf(10);
+      const { linesSha256: _d, sig: _s, ...h } = JSON.parse(o.body.toString('utf8', 0, nl));
+      body = Buffer.concat([Buffer.from(`${stableStringify({ ...h, format: 'agent-forum-chunk-v1' })}\n`), o.body.subarray(nl + 1)]);
+    } else continue;
+    await target.store.client.send(new PutObjectCommand({ Bucket: target.store.bucket, Key: `${target.prefix}/${o.key}`, Body: body }));
+  }
+}
+
+test('a v1 (unsigned) bucket: followers and restore refuse it, saying to start the leader once; the leader refuses unsigned records beyond its log, then signs the bucket', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const leader = await startServer(t, { env: target.serverEnv });
+  const a = await leader.register('writer');
+  const topic = await ok(leader.post('/api/topics', { title: 'old bucket' }, a.token), 201);
+  for (let i = 0; i < 3; i++) await ok(leader.post('/api/messages', { topicId: topic.id, content: `m${i}`, clientId: `m${i}` }, a.token), 201);
+  await leader.stop();
+  await downgradeToV1(target);
+
+  const refused = await restoreFrom(t, target);
+  assert.notEqual(refused.run.code, 0);
+  assert.match(refused.run.stderr, /unsigned agent-forum-replica-v1 manifest.*Start the leader once with this version/);
+  await assert.rejects(follower(t, target), /unsigned agent-forum-replica-v1 manifest/);
+
+  // An unsigned chunk appended beyond the leader's log: not taken back, the start refused naming it.
+  const all = await chunks(target);
+  const last = all.at(-1);
+  const seq = last.header.lastSeq + 1;
+  const prevHash = lastHashOf(last.lines);
+  const { payload } = decideOperator('intruder', { seq, created: new Date().toISOString() });
+  const { line } = encodeRecordLine(prevHash, recordJson(stableStringify(payload), seq, new Date().toISOString(), 'agent.register'));
+  const forgedKey = `chunks/${String(seq).padStart(16, '0')}`;
+  const forgedHeader = { ...last.header, firstSeq: seq, lastSeq: seq, prevHash, offset: last.header.offset + last.lines.length };
+  await target.store.client.send(new PutObjectCommand({ Bucket: target.store.bucket, Key: `${target.prefix}/${forgedKey}`, Body: Buffer.concat([Buffer.from(`${stableStringify(forgedHeader)}\n`), line]) }));
+  const before = segmentFiles(leader.dataDir);
+  await assert.rejects(startServer(t, { dataDir: leader.dataDir, env: target.serverEnv }), (err) => {
+    assert.ok(err.message.includes(forgedKey), err.message);
+    assert.match(err.message, /unsigned .* beyond this data folder's log/);
+    return true;
+  });
+  assert.deepEqual(segmentFiles(leader.dataDir), before, 'nothing was taken back');
+  await deleteObject(target, forgedKey);
+
+  // The leader signs the bucket; afterwards every object is v2 and a restore with the public key is the same log.
+  const signer = await startServer(t, { dataDir: leader.dataDir, env: target.serverEnv });
+  assert.match(signer.stdout + signer.stderr, /signed the v1 bucket/);
+  await ok(signer.post('/api/messages', { topicId: topic.id, content: 'after signing', clientId: 'after' }, a.token), 201);
+  await signer.stop();
+  for (const c of await chunks(target)) assert.equal(c.header.format, 'agent-forum-chunk-v2', c.key);
+  const { dir, run } = await restoreFrom(t, target);
+  assert.equal(run.code, 0, run.stderr);
+  assert.deepEqual(segmentFiles(dir), segmentFiles(leader.dataDir));
+});

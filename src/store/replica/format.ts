@@ -305,13 +305,24 @@ export function proveLines(
   return { lastSeq: seq - 1, lastHash: hash };
 }
 
-/** A manifest of the unsigned v1 format (a bucket written before issue 50): refused by readers; a leader's start signs the bucket. */
+/** A manifest of the unsigned v1 format (a bucket written before issue 50): no keyId, head or segment digests. */
+export type UnsignedManifest = Omit<Manifest, 'format' | 'keyId' | 'head' | 'segments'> & { format: typeof MANIFEST_FORMAT_V1; segments: Array<Omit<SealedSegment, 'sha256'>> };
+
+/** The v1 manifest `body` holds, or null when it is not one (leader.ts signs such a bucket). */
+export function unsignedManifestOf(body: Buffer): UnsignedManifest | null {
+  let m: UnsignedManifest;
+  try {
+    m = JSON.parse(body.toString('utf8')) as UnsignedManifest;
+  } catch {
+    return null;
+  }
+  if (m?.format !== MANIFEST_FORMAT_V1 || typeof m.originId !== 'string' || !Number.isSafeInteger(m.epoch) || !Array.isArray(m.segments)) return null;
+  return { ...m, erased: m.erased ?? 0 };
+}
+
+/** A v1 (unsigned) manifest where a signed one is required: refused by readers; a leader's start signs the bucket. */
 export class UnsignedBucketError extends LogCorruptError {
-  constructor(
-    where: string,
-    /** The v1 manifest as read (no keyId, head or segment digests). */
-    readonly manifest: Omit<Manifest, 'format' | 'keyId' | 'head'> & { format: typeof MANIFEST_FORMAT_V1 },
-  ) {
+  constructor(where: string) {
     super(where, 0, `it is an unsigned ${MANIFEST_FORMAT_V1} manifest (a bucket written before this version)`, UNSIGNED_BUCKET_ADVICE);
   }
 }
@@ -328,9 +339,7 @@ export function decodeManifest(body: Buffer, where: string, key: ReplicaKey): Ma
   } catch {
     throw new LogCorruptError(where, 0, 'it is not JSON', BUCKET_OBJECT_ADVICE);
   }
-  if ((m as { format?: unknown } | null)?.format === MANIFEST_FORMAT_V1 && Array.isArray(m.segments)) {
-    throw new UnsignedBucketError(where, { ...(m as unknown as UnsignedBucketError['manifest']), erased: m.erased ?? 0 });
-  }
+  if (unsignedManifestOf(body) !== null) throw new UnsignedBucketError(where);
   if (m?.format !== MANIFEST_FORMAT || typeof m.originId !== 'string' || !Number.isSafeInteger(m.epoch) || !Array.isArray(m.segments)) {
     throw new LogCorruptError(where, 0, `it is not an ${MANIFEST_FORMAT} manifest`, BUCKET_OBJECT_ADVICE);
   }

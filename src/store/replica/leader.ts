@@ -59,8 +59,8 @@ import {
   EMPTY_HEAD,
   MANIFEST_FORMAT,
   MANIFEST_NAME,
-  UnsignedBucketError,
   chunkName,
+  decodeUnsignedChunk,
   decodeChunk,
   decodeManifest,
   encodeChunk,
@@ -73,6 +73,8 @@ import {
   type ChunkFields,
   type ChunkHeader,
   type Manifest,
+  type UnsignedManifest,
+  unsignedManifestOf,
 } from './format.js';
 import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
@@ -299,7 +301,7 @@ export class ReplicaLeader {
       got = await this.store.get(MANIFEST_NAME);
       if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
     }
-    const manifest = this.authenticManifest(got.body);
+    const { manifest, etag: manifestEtag } = await this.authenticManifest(got);
     const key = this.key!;
     if (manifest.originId !== log.originId) {
       throw new ReplicaStartError(
@@ -355,7 +357,7 @@ export class ReplicaLeader {
     const epoch = manifest.epoch + 1;
     const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
     const body = encodeManifest(taken, key);
-    const r = await this.store.replace(MANIFEST_NAME, body, got.etag);
+    const r = await this.store.replace(MANIFEST_NAME, body, manifestEtag);
     let etag: string;
     if (r.outcome === 'replaced') etag = r.etag;
     else {
@@ -405,11 +407,14 @@ export class ReplicaLeader {
   }
 
   /**
-   * The bucket's manifest, authenticated (takeLeadership). Throws ReplicaStartError when this
-   * server holds no signing key for an existing bucket, or the manifest does not authenticate.
+   * The bucket's manifest, authenticated (takeLeadership), and its ETag. A v1 (unsigned) bucket is
+   * signed first (`signV1Bucket`). Throws ReplicaStartError when this server holds no signing key
+   * for an existing bucket, or the manifest does not authenticate.
    */
-  private authenticManifest(body: Buffer): Manifest {
+  private async authenticManifest(got: { body: Buffer; etag: string }): Promise<{ manifest: Manifest; etag: string }> {
     const where = `${this.store.location.url}/${MANIFEST_NAME}`;
+    const v1 = unsignedManifestOf(got.body);
+    if (v1 !== null) return this.signV1Bucket(v1, got.etag);
     if (this.key === null) {
       throw new ReplicaStartError(
         `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
@@ -417,12 +422,67 @@ export class ReplicaLeader {
       );
     }
     try {
-      return decodeManifest(body, where, this.key);
+      return { manifest: decodeManifest(got.body, where, this.key), etag: got.etag };
     } catch (err) {
-      if (err instanceof UnsignedBucketError) throw new ReplicaStartError(`${err.message}`);
       if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
       throw err;
     }
+  }
+
+  /**
+   * Signs a v1 (unsigned, pre-issue-50) bucket at a leader's start: every sealed segment object is
+   * stored again from this folder's segment file (its SHA-256 listed), every chunk after them is
+   * re-written signed (If-Match) when its lines are byte for byte this folder's, and the manifest
+   * is re-written as v2 (If-Match on the v1 one), its watermark at the last chunk. Output: the new
+   * manifest and its ETag. Throws ReplicaStartError for another archive's bucket, for unsigned
+   * records beyond this folder's log (they cannot be authenticated, so they are not taken back) or
+   * that differ from it, and when another server changed the manifest meanwhile.
+   */
+  private async signV1Bucket(v1: UnsignedManifest, etag: string): Promise<{ manifest: Manifest; etag: string }> {
+    const url = this.store.location.url;
+    const log = this.host!.log;
+    if (v1.originId !== log.originId) {
+      throw new ReplicaStartError(`${url} replicates archive ${v1.originId}, but this data folder holds archive ${log.originId}: replicate to another prefix`);
+    }
+    const key = this.keyForNewManifest();
+    const refuse = (name: string, why: string) =>
+      new ReplicaStartError(`${url}/${name} is unsigned (a v1 bucket) and ${why}: it cannot be authenticated, so it is not taken back. Delete it (or start the server whose log holds it), then start again`);
+    const segments = [];
+    for (const s of v1.segments) {
+      if (s.lastSeq > log.durableSeq) throw refuse(segmentObjectName(s.firstSeq), `holds records up to ${s.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
+      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(s.firstSeq)));
+      if (bytes.length !== s.bytes || log.records.storedHashOf(s.lastSeq) !== s.lastHash) throw refuse(segmentObjectName(s.firstSeq), 'differs from this data folder\'s segment');
+      await this.putSegment(s.firstSeq, bytes);
+      segments.push({ ...s, sha256: sha256Hex(bytes) });
+    }
+    const sealedTo = segments.at(-1)?.lastSeq ?? 0;
+    let head = segments.length === 0 ? EMPTY_HEAD : { seq: sealedTo, hash: segments.at(-1)!.lastHash };
+    let signed = 0;
+    for (const name of await this.store.list(CHUNKS_DIR)) {
+      const first = firstSeqOfName(name);
+      if (first === null || first <= sealedTo) continue;
+      const obj = await this.store.get(name);
+      if (obj === null) continue;
+      let header: ChunkFields;
+      let lines: Buffer;
+      try {
+        ({ header, lines } = decodeChunk(obj.body, `${url}/${name}`, key)); // signed by an earlier, interrupted start
+      } catch {
+        ({ header, lines } = decodeUnsignedChunk(obj.body, `${url}/${name}`));
+        if (header.lastSeq > log.durableSeq) throw refuse(name, `holds records ${header.firstSeq}..${header.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
+        const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
+        if (run === null || run.lastSeq !== header.lastSeq || run.prevHash !== header.prevHash || !run.bytes.equals(lines)) throw refuse(name, "its lines are not byte for byte this data folder's");
+        const r = await this.store.replace(name, encodeChunk({ ...header, segment: run.segmentFirstSeq, offset: run.offset }, run.bytes, key), obj.etag);
+        if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${name}: another server changed it meanwhile (${r.outcome}); start again`);
+        signed++;
+      }
+      head = { seq: header.lastSeq, hash: lastHashOf(lines) ?? head.hash };
+    }
+    const manifest: Manifest = { ...v1, format: MANIFEST_FORMAT, keyId: key.keyId, segments, erased: v1.erased ?? 0, head };
+    const r = await this.store.replace(MANIFEST_NAME, encodeManifest(manifest, key), etag);
+    if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${MANIFEST_NAME}: another server changed it meanwhile (${r.outcome}); start again`);
+    logger.info('replication_signed', `replication: signed the v1 bucket ${url} (${segments.length} segment(s), ${signed} chunk(s), the manifest) with the replica key ${key.text}`, { bucket: url });
+    return { manifest, etag: r.etag };
   }
 
   /** A chunk of the bucket, authenticated (takeLeadership). Throws ReplicaStartError naming it when it does not authenticate. */
