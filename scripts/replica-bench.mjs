@@ -59,7 +59,8 @@
 // started under a temp folder, stopped at the end, also on error or Ctrl-C). Neither possible:
 // the section is skipped and the report says why.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -401,6 +402,14 @@ function sameSegments(a, b) {
 
 // ---- the measurements -------------------------------------------------------------------------
 
+/** A new replica key pair in `dir` (issue 50): FORUM_REPLICA_SIGNING_KEY (a PKCS#8 PEM file, 0600) and FORUM_REPLICA_PUBLIC_KEY. */
+function replicaKeyEnv(dir) {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const file = path.join(dir, 'replica-signing-key.pem');
+  writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+  return { FORUM_REPLICA_SIGNING_KEY: file, FORUM_REPLICA_PUBLIC_KEY: `ed25519:${publicKey.export({ format: 'jwk' }).x}` };
+}
+
 /**
  * Runs the whole section. `ctx` is the harness's machinery (scripts/bench.mjs): { opts, gen, log,
  * track, tempDir, onCleanup(stop, stopSync), startServer(kind, opts, {env, dataDir, timeoutMs}),
@@ -412,6 +421,8 @@ export async function measureReplication(ctx) {
   if (!existsSync(opts.oursEntry)) return { skipped: `${path.relative(root, opts.oursEntry)} not found (npm run build)` };
   const store = await acquireObjectStore(ctx, opts.replicaRecords);
   if (store.skipped) return store;
+  // One replica key pair (issue 50) for every server and restore of the section: leaders sign with it, followers verify.
+  store.env = { ...store.env, ...replicaKeyEnv(ctx.tempDir('replica-key')) };
   const release = ctx.onCleanup(store.stop, store.stopSync);
   const s3 = await s3Client(store);
   const bucket = `forum-bench-${process.pid}-${Date.now().toString(36)}`;

@@ -120,7 +120,7 @@ const COMMANDS: CommandSpec[] = [
     words: 'restore',
     arg: 'DIR',
     argOrOption: 'from',
-    options: { yes: 'boolean', from: 'string', 'to-seq': 'string', 'to-time': 'string' },
+    options: { yes: 'boolean', from: 'string', 'to-seq': 'string', 'to-time': 'string', 'public-key': 'string' },
     help: 'install a backup into this (stopped) data folder, new lineage; or --from s3://BUCKET/PREFIX',
     details:
       'When the data folder already holds an archive, restore replaces it (the replaced log is kept in\n' +
@@ -129,7 +129,10 @@ const COMMANDS: CommandSpec[] = [
       'restore --from s3://BUCKET/PREFIX [--to-seq N | --to-time ISO-TIME] rebuilds the folder from a replica\n' +
       'bucket (README "Replication"; credentials, region and endpoint from the standard AWS variables).\n' +
       'To the last record it is the same log (same originId: cursors stay valid); to an earlier point\n' +
-      '(--to-seq, or --to-time: the last record at or before it) it is a new lineage.',
+      '(--to-seq, or --to-time: the last record at or before it) it is a new lineage.\n' +
+      'Every object is verified against the replica key: --public-key ed25519:... (or FORUM_REPLICA_PUBLIC_KEY;\n' +
+      'the leader prints it in "replication status" as publicKey), or the signing key file\n' +
+      '(FORUM_REPLICA_SIGNING_KEY, default DATA/replica-signing-key.pem) when this machine holds it.',
   },
   { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
 ];

@@ -1,10 +1,11 @@
 /**
  * Server configuration from the environment (issue 2, README "Configuration"). All optional.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseReplicaUrl } from './store/replica/format.js';
 import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE } from './constants.js';
 import { urlHeaderValue } from './http/header-value.js';
+import { REPLICA_SIGNING_KEY_FILE, parsePublicKey } from './store/replica/keys.js';
 
 const MIB = 1024 * 1024;
 
@@ -126,8 +127,12 @@ export interface Config {
    * (FORUM_REPLICA_SHIP_MS, default REPLICA_SHIP_INTERVAL_MS) and the sync mode's longest wait for
    * the bucket in ms (FORUM_REPLICA_ACK_TIMEOUT_MS, default REPLICA_ACK_TIMEOUT_MS).
    * Credentials, region and endpoint are the standard AWS variables (store/replica/object-store.ts).
+   * The replica key (issue 50; store/replica/keys.ts): the signing key file
+   * (FORUM_REPLICA_SIGNING_KEY, default `<data dir>/replica-signing-key.pem`; a leader of a new
+   * bucket creates it) and the public key (FORUM_REPLICA_PUBLIC_KEY, `ed25519:<base64url>`; null
+   * when unset) that followers and restores verify with.
    */
-  replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number } | null;
+  replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number; signingKeyPath: string; publicKey: string | null } | null;
   /**
    * A read-only follower of a replica bucket (issue 36, README "Replication"): FORUM_FOLLOW
    * (`s3://bucket/prefix`; unset = not a follower) and its poll interval in ms
@@ -224,7 +229,7 @@ function checkPublicUrl(publicUrl: string, raw: string | undefined): string {
  * The replication settings (Config.replica, Config.follow). A follower's `replica` names the same
  * bucket (FORUM_FOLLOW), for after its promotion. Throws Error naming the variable and the rule.
  */
-function replicationEnv(env: NodeJS.ProcessEnv): Pick<Config, 'replica' | 'follow'> {
+function replicationEnv(env: NodeJS.ProcessEnv, dataDir: string): Pick<Config, 'replica' | 'follow'> {
   const leadUrl = env.FORUM_REPLICA_URL || undefined;
   const followUrl = env.FORUM_FOLLOW || undefined;
   for (const [name, url] of [['FORUM_REPLICA_URL', leadUrl], ['FORUM_FOLLOW', followUrl]] as const) {
@@ -241,11 +246,11 @@ function replicationEnv(env: NodeJS.ProcessEnv): Pick<Config, 'replica' | 'follo
   const url = followUrl ?? leadUrl;
   if (url === undefined) return { replica: null, follow: null };
   const follow = followUrl === undefined ? null : { url: followUrl, pollMs: rangeEnv(env, 'FORUM_FOLLOW_POLL_MS', FOLLOW_POLL_MS, FOLLOW_POLL_MS_RANGE) };
-  return { replica: replicaSettings(env, url), follow };
+  return { replica: replicaSettings(env, url, dataDir), follow };
 }
 
-/** FORUM_REPLICA_MODE and the intervals for the bucket at `url`. Throws Error naming the variable. */
-function replicaSettings(env: NodeJS.ProcessEnv, url: string): NonNullable<Config['replica']> {
+/** FORUM_REPLICA_MODE, the intervals and the replica key settings for the bucket at `url`. Throws Error naming the variable. */
+function replicaSettings(env: NodeJS.ProcessEnv, url: string, dataDir: string): NonNullable<Config['replica']> {
   const mode = (env.FORUM_REPLICA_MODE || REPLICA_MODE_DEFAULT).toLowerCase();
   if (mode !== 'async' && mode !== 'sync') throw new Error(`FORUM_REPLICA_MODE must be async or sync, got ${JSON.stringify(env.FORUM_REPLICA_MODE)}`);
   return {
@@ -253,7 +258,25 @@ function replicaSettings(env: NodeJS.ProcessEnv, url: string): NonNullable<Confi
     mode,
     shipIntervalMs: rangeEnv(env, 'FORUM_REPLICA_SHIP_MS', REPLICA_SHIP_INTERVAL_MS, REPLICA_SHIP_MS_RANGE),
     ackTimeoutMs: rangeEnv(env, 'FORUM_REPLICA_ACK_TIMEOUT_MS', REPLICA_ACK_TIMEOUT_MS, REPLICA_ACK_TIMEOUT_MS_RANGE),
+    ...replicaKeyEnv(env, dataDir),
   };
+}
+
+/**
+ * The replica key settings (issue 50): FORUM_REPLICA_SIGNING_KEY (a path; default
+ * `<dataDir>/replica-signing-key.pem`) and FORUM_REPLICA_PUBLIC_KEY (checked for its form here).
+ * Also used by `restore --from`. Throws Error naming the variable and the rule.
+ */
+export function replicaKeyEnv(env: NodeJS.ProcessEnv, dataDir: string): { signingKeyPath: string; publicKey: string | null } {
+  const publicKey = env.FORUM_REPLICA_PUBLIC_KEY?.trim() || null;
+  if (publicKey !== null) {
+    try {
+      parsePublicKey(publicKey);
+    } catch (err) {
+      throw new Error(`FORUM_REPLICA_PUBLIC_KEY: ${(err as Error).message}`);
+    }
+  }
+  return { signingKeyPath: resolve(env.FORUM_REPLICA_SIGNING_KEY || join(dataDir, REPLICA_SIGNING_KEY_FILE)), publicKey };
 }
 
 /**
@@ -265,10 +288,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (port > 65535) throw new Error('PORT must be 0..65535');
   const host = env.HOST || '127.0.0.1';
   const publicUrl = (env.FORUM_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const dataDir = resolve(env.FORUM_DATA_DIR || 'data');
   return {
     port,
     host,
-    dataDir: resolve(env.FORUM_DATA_DIR || 'data'),
+    dataDir,
     publicUrl: checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL),
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),
@@ -290,6 +314,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessLogClientAddress: flagEnv(env, 'FORUM_ACCESS_LOG_CLIENT_ADDRESS', false),
     scrubMbPerMinute: intEnv(env, 'FORUM_SCRUB_MB_PER_MINUTE', SCRUB_MB_PER_MINUTE_DEFAULT)!,
     scrubStartDelayS: intEnv(env, 'FORUM_SCRUB_START_DELAY_S', SCRUB_START_DELAY_S_DEFAULT)!,
-    ...replicationEnv(env),
+    ...replicationEnv(env, dataDir),
   };
 }

@@ -575,6 +575,14 @@ export const REPLICA_EPOCH_CHECK_MS = 1_000;
 export const REPLICA_TAKEOVER_MAX_MS = 30_000;
 /** Retry-After, seconds, of a 503 REPLICA_UNAVAILABLE or REPLICA_FENCED (ours). */
 export const REPLICA_RETRY_AFTER_SECONDS = 5;
+/**
+ * The leader raises the bucket's signed head watermark (manifest `head`; issue 50) at most this
+ * often while the head moves, ms, besides every manifest write it makes anyway (epoch, compaction,
+ * erasure, a clean stop): one manifest PUT per interval under load, none when idle, never on the
+ * write path. Records newer than the watermark can be deleted from the bucket undetected by
+ * readers (ours).
+ */
+export const REPLICA_WATERMARK_INTERVAL_MS = 30_000;
 
 // Read-only followers (issue 36; README "Replication", "Followers")
 /** A follower asks the bucket for the chunk after its head this often, ms (ours; FORUM_FOLLOW_POLL_MS): about 5 GETs per second per idle follower. */

@@ -12,6 +12,10 @@
  *   this server leads (FORUM_REPLICA_MODE, default async); losing the epoch race leaves it a
  *   follower.
  *
+ * The replica key (issue 50; store/replica/keys.ts): a leader signs with the signing key file
+ * (created for a new bucket); a follower verifies with FORUM_REPLICA_PUBLIC_KEY or the signing
+ * key, and needs the signing key only to be promoted.
+ *
  * The AWS SDK is loaded only when replication is configured, so a server without it never pays
  * for it.
  */
@@ -29,7 +33,8 @@ import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
 import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
 import { ReplicaFollower } from './store/replica/follower.js';
 import { assertMayStartAlone, markReplicated } from './store/replica/marker.js';
-import { ReplicaLeader, ReplicaStartError, type ReplicaMode } from './store/replica/leader.js';
+import { ReplicaLeader, type LeaderKeys, type ReplicaMode } from './store/replica/leader.js';
+import { loadReplicaKeys, verifyKey, type ReplicaKeySettings } from './store/replica/keys.js';
 import type { ObjectStore } from './store/replica/object-store.js';
 import { restoreFromBucket } from './store/replica/restore.js';
 
@@ -40,22 +45,36 @@ async function openStore(url: string): Promise<ObjectStore> {
   return new S3ObjectStore(parseReplicaUrl(url));
 }
 
+/** The key a follower verifies with. Throws Error saying what to set when there is none (or it is malformed). */
+function followerKey(settings: ReplicaKeySettings) {
+  return verifyKey(settings, 'a follower (FORUM_FOLLOW)');
+}
+
+/** A leader's keys: the signing key if its file exists, its path, the public key given. Throws Error when the two do not match. */
+function leaderKeys(settings: ReplicaKeySettings): LeaderKeys {
+  const { signing, verify } = loadReplicaKeys(settings);
+  return { signing, path: settings.signingKeyPath, publicKey: settings.publicKey === null ? null : verify };
+}
+
 /**
  * Before the App opens its folder: a folder that replicated and is started without
  * FORUM_REPLICA_URL or FORUM_FOLLOW is refused (StoreStateError naming the bucket and
  * `replication detach`; store/replica/marker.ts). A follower on an empty data folder restores it
  * from the bucket (to the last record: the leader's originId), holding the folder's lock
- * meanwhile. Throws what the restore throws (no manifest, damage).
+ * meanwhile. Throws what the restore throws (no manifest, damage, an object that does not
+ * authenticate), or Error when there is no replica key to verify with.
  */
 export async function prepareFollowerFolder(config: Config): Promise<void> {
   // The split-brain guard (issue 50): a folder that replicated starts only with replica settings or detached.
   if (config.replica === null && config.follow === null) assertMayStartAlone(config.dataDir);
   const follow = config.follow;
-  if (follow === null || hasArchive(config.dataDir)) return;
+  if (follow === null) return;
+  const key = followerKey(config.replica!);
+  if (hasArchive(config.dataDir)) return;
   const store = await openStore(follow.url);
   const release = await lockDataDir(config.dataDir);
   try {
-    const r = await restoreFromBucket(config.dataDir, store, {}, new Date().toISOString());
+    const r = await restoreFromBucket(config.dataDir, store, key, {}, new Date().toISOString());
     logger.info('follower_restored', `follower: restored ${r.records} records from ${follow.url} in ${r.ms} ms (${r.objectsRead} objects)`, { records: r.records, ms: r.ms });
   } finally {
     await release();
@@ -74,6 +93,7 @@ export class Replication {
     private readonly mode: ReplicaMode,
     private readonly shipIntervalMs: number,
     private readonly ackTimeoutMs: number,
+    private readonly keySettings: ReplicaKeySettings,
   ) {}
 
   /**
@@ -85,11 +105,11 @@ export class Replication {
     const settings = config.replica;
     const follow = config.follow;
     if (settings === null && follow === null) return null;
-    const r = new Replication(app, settings?.mode ?? 'async', settings?.shipIntervalMs ?? 0, settings?.ackTimeoutMs ?? 0);
+    const r = new Replication(app, settings!.mode, settings!.shipIntervalMs, settings!.ackTimeoutMs, settings!);
     app.replication = { status: () => r.status(), promote: () => r.promote(), following: () => r.follower !== null };
     if (follow !== null) {
       const store = await openStore(follow.url);
-      const follower = new ReplicaFollower(store, follow.pollMs);
+      const follower = new ReplicaFollower(store, followerKey(settings!), follow.pollMs);
       r.follower = follower;
       markReplicated(config.dataDir, app.log.originId, follow.url, 'follower', new Date().toISOString());
       app.writeRefusal = () => {
@@ -108,13 +128,14 @@ export class Replication {
       });
       return r;
     }
-    r.leader = r.attachLeader(await openStore(settings!.url));
+    const keys = leaderKeys(settings!);
+    r.leader = r.attachLeader(await openStore(settings!.url), keys);
     return r;
   }
 
   /** Ties a new leader to the app (see the module doc). */
-  private attachLeader(store: ObjectStore): ReplicaLeader {
-    const leader = new ReplicaLeader(store, this.mode, this.shipIntervalMs || 1);
+  private attachLeader(store: ObjectStore, keys: LeaderKeys): ReplicaLeader {
+    const leader = new ReplicaLeader(store, this.mode, this.shipIntervalMs || 1, keys);
     this.app.afterGroupCommit.add(() => leader.kick());
     this.app.afterErase.add(() => void leader.erased());
     if (this.mode === 'sync') {
@@ -205,13 +226,26 @@ export class Replication {
     const follower = this.follower;
     if (follower === null) throw new ServiceError('UNSUPPORTED_OPERATION', 'this server is not a follower (FORUM_FOLLOW is not set): there is nothing to promote');
     const started = Date.now();
+    // Only a holder of the signing key may lead (read when promoted: it may have been copied here since the start).
+    let keys: LeaderKeys;
+    try {
+      keys = leaderKeys(this.keySettings);
+    } catch (err) {
+      throw new ServiceError('UNSUPPORTED_OPERATION', `this follower cannot lead: ${(err as Error).message}`);
+    }
+    if (keys.signing === null || !keys.signing.sameAs(follower.key)) {
+      throw new ServiceError(
+        'UNSUPPORTED_OPERATION',
+        `this follower cannot lead: it holds ${keys.signing === null ? 'no replica signing key' : `the signing key of ${keys.signing.text}, not of the bucket's ${follower.key.text},`} at ${this.keySettings.signingKeyPath}; copy the leader's signing key file there (mode 0600) or set FORUM_REPLICA_SIGNING_KEY, then promote again. It stays a follower`,
+      );
+    }
     // The epoch this promotion takes over from: a server that takes it first wins the race.
     const manifest = await follower.store.get(MANIFEST_NAME);
     if (manifest === null) throw new ServiceError('REPLICA_FENCED', `${follower.store.location.url} has no ${MANIFEST_NAME}: nothing to take over`);
-    const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME).epoch;
+    const expectEpoch = decodeManifest(manifest.body, MANIFEST_NAME, follower.key).epoch;
     // A stopped follower is refused here (400 UNSUPPORTED_OPERATION, saying why), before anything changes.
     await follower.stopForPromotion();
-    const leader = this.attachLeader(follower.store);
+    const leader = this.attachLeader(follower.store, keys);
     this.leader = leader;
     try {
       await this.startLeader(expectEpoch);

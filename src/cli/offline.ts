@@ -15,6 +15,8 @@ import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.j
 import { findLost } from '../store/replica/lost.js';
 import { detachMarker, markReplicated } from '../store/replica/marker.js';
 import type { ObjectStore } from '../store/replica/object-store.js';
+import { verifyKey } from '../store/replica/keys.js';
+import { replicaKeyEnv } from '../config.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -190,13 +192,14 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
     if (!/^\d{4}-\d{2}-\d{2}T/.test(t) || Number.isNaN(ms)) throw new StoreStateError(`--to-time must be an ISO 8601 time such as 2026-11-27T18:00:00Z, got ${JSON.stringify(t)}`);
     point.toTimeMs = ms;
   }
+  const key = replicaVerifyKey(dataDir, options, 'restore --from');
   if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
   await confirmRestore(dataDir, url, options.yes === true, point.toSeq !== undefined || point.toTimeMs !== undefined);
   quietSdkNodeWarning();
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   const store = new S3ObjectStore(location);
   try {
-    const result = await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
+    const result = await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, key, point, new Date().toISOString()));
     // The same lineage as the bucket's servers: from now on it starts only with replica settings or detached (issue 50).
     if (result.sameLineage) markReplicated(dataDir, result.originId, location.url, 'restored', new Date().toISOString());
     return result;
@@ -242,13 +245,35 @@ async function replicationDetach(dataDir: string, _w: string[], options: Record<
  * bucket lacks, and (--out) a JSON Lines file a client can replay. Reads only.
  */
 async function replicationLost(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
-  if (typeof options.from !== 'string') throw new StoreStateError('usage: replication lost --from s3://BUCKET/PREFIX [--out FILE]');
+  if (typeof options.from !== 'string') throw new StoreStateError('usage: replication lost --from s3://BUCKET/PREFIX [--out FILE] [--public-key KEY]');
+  const key = replicaVerifyKey(dataDir, options, 'replication lost');
   const store = await bucketOf(options.from);
   try {
-    return await whileStoppedAsync(dataDir, 'replication lost', () => findLost(dataDir, store, typeof options.out === 'string' ? resolve(options.out) : null));
+    return await whileStoppedAsync(dataDir, 'replication lost', () => findLost(dataDir, store, key, typeof options.out === 'string' ? resolve(options.out) : null));
   } finally {
     store.close();
   }
+}
+
+/**
+ * The key a command that reads the bucket verifies with (issue 50): `--public-key`, else
+ * FORUM_REPLICA_PUBLIC_KEY, else the public half of the signing key in the folder. Throws
+ * StoreStateError saying what to give when there is none.
+ */
+function replicaVerifyKey(dataDir: string, options: Record<string, string | boolean>, what: string) {
+  try {
+    const publicKey = typeof options['public-key'] === 'string' ? options['public-key'] : undefined;
+    const env = publicKey === undefined ? process.env : { ...process.env, FORUM_REPLICA_PUBLIC_KEY: publicKey };
+    return verifyKey(replicaKeyEnv(env, dataDir), what);
+  } catch (err) {
+    throw new StoreStateError(publicKeyOptionMessage((err as Error).message, options['public-key'] !== undefined));
+  }
+}
+
+/** A key refusal of `restore --from`, naming --public-key when the key came from it. */
+function publicKeyOptionMessage(message: string, fromOption: boolean): string {
+  const named = fromOption ? message.replace(/^FORUM_REPLICA_PUBLIC_KEY/, '--public-key') : message;
+  return named.replace('set FORUM_REPLICA_PUBLIC_KEY=', 'give --public-key (or set FORUM_REPLICA_PUBLIC_KEY=)');
 }
 
 /** whileStopped for an asynchronous `fn`. */

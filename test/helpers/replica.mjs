@@ -4,8 +4,8 @@
  * fault-injecting proxy (s3-proxy.mjs), the server environment that points a leader at it, and
  * ways to look into the bucket and restore from it.
  */
-import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { objectStore } from './object-store.mjs';
@@ -13,10 +13,24 @@ import { s3Proxy } from './s3-proxy.mjs';
 import { cli, tempDir } from './server.mjs';
 
 /**
+ * A new replica key pair (issue 50) in a temp folder: { signingKeyPath (PKCS#8 PEM, mode 0600),
+ * publicKey (`ed25519:<base64url>`), privateKey (a KeyObject, to sign test objects) }.
+ */
+export function replicaKeyPair(t) {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const signingKeyPath = join(tempDir(t, 'forum-replica-key-'), 'replica-signing-key.pem');
+  writeFileSync(signingKeyPath, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+  return { signingKeyPath, publicKey: `ed25519:${publicKey.export({ format: 'jwk' }).x}`, privateKey };
+}
+
+/**
  * A replica target for one test, or null (the test is skipped with a message saying what did
  * not run) when no object store is available. `mode`: FORUM_REPLICA_MODE; `proxy`: put the
  * fault-injecting proxy between the server and the store; `env`: more server variables.
- * Resolves to { store, url, prefix, proxy, serverEnv, storeEnv }.
+ * Each target has its own replica key pair (issue 50): `storeEnv` (followers, restores) and
+ * `serverEnv` (leaders) carry both FORUM_REPLICA_SIGNING_KEY and FORUM_REPLICA_PUBLIC_KEY, so a
+ * follower may be promoted; `readerEnv` carries only the public key (a read-only follower).
+ * Resolves to { store, url, prefix, proxy, serverEnv, storeEnv, readerEnv, keys }.
  */
 export async function replicaTarget(t, { mode = 'async', proxy = false, env = {} } = {}) {
   const store = await objectStore(t);
@@ -27,14 +41,17 @@ export async function replicaTarget(t, { mode = 'async', proxy = false, env = {}
   const prefix = `forum-${randomUUID().slice(0, 8)}`;
   const url = `s3://${store.bucket}/${prefix}`;
   const px = proxy ? await s3Proxy(t, store.endpoint) : null;
+  const keys = replicaKeyPair(t);
+  const readerEnv = { ...store.env, FORUM_REPLICA_PUBLIC_KEY: keys.publicKey, FORUM_REPLICA_SIGNING_KEY: '' };
+  const storeEnv = { ...readerEnv, FORUM_REPLICA_SIGNING_KEY: keys.signingKeyPath };
   const serverEnv = {
-    ...store.env,
+    ...storeEnv,
     AWS_ENDPOINT_URL_S3: px?.endpoint ?? store.endpoint,
     FORUM_REPLICA_URL: url,
     FORUM_REPLICA_MODE: mode,
     ...env,
   };
-  return { store, url, prefix, proxy: px, serverEnv, storeEnv: store.env };
+  return { store, url, prefix, proxy: px, serverEnv, storeEnv, readerEnv, keys };
 }
 
 /** Every object under the target's prefix: [{ key, body: Buffer }], in key order (one deleted between the LIST and its GET is left out). */

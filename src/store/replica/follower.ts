@@ -18,6 +18,11 @@
  * (erased on the leader after it was shipped) is applied with the emptied payload that its later
  * erase record carries: the follower reads ahead until that record, then applies in order.
  *
+ * Authentication (issue 50; format.ts): the manifest, every chunk and every segment object must
+ * authenticate under the replica key (a follower needs only the public key and read access); and
+ * a record the manifest's signed head watermark says the bucket held but whose object is gone
+ * (a holed or rolled-back bucket) stops the tailing, naming the missing object.
+ *
  * Promotion (`replication promote`): the follower applies what the bucket holds, stops tailing,
  * and becomes the leader (leader.ts: it takes the writer epoch with If-Match and writes its fence
  * record at the next seq); when another server wins the epoch it stays a follower.
@@ -28,7 +33,8 @@ import { logger } from '../../logger.js';
 import { LogCorruptError } from '../errors.js';
 import type { Log } from '../log.js';
 import { ERASE_RECORD_TYPE, eraseTargetsOf, type EraseTarget, type LogRecord } from '../record-format.js';
-import { CHUNKS_DIR, MANIFEST_NAME, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
+import { BUCKET_OBJECT_ADVICE, HOLE_ADVICE, CHUNKS_DIR, MANIFEST_NAME, checkSegment, chunkName, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
+import type { ReplicaKey } from './keys.js';
 import type { ObjectStore } from './object-store.js';
 import { stoppedFollowerRefusal } from './refusals.js';
 
@@ -61,6 +67,8 @@ export interface FollowerStatus {
   sinceCaughtUpMs: number | null;
   requests: { puts: number; gets: number; lists: number; deletes: number; failures: number };
   lastError: string | null;
+  /** The replica public key every object is verified with (`ed25519:…`). */
+  publicKey: string;
 }
 
 /** One proven line waiting to be applied. */
@@ -88,8 +96,10 @@ export class ReplicaFollower {
   /** Called with the new head after each applied batch (tests, metrics). */
   onApplied: ((seq: number) => void) | null = null;
 
+  /** `key`: the replica key every object must authenticate under (the public half suffices). */
   constructor(
     readonly store: ObjectStore,
+    readonly key: ReplicaKey,
     private readonly pollMs: number = FOLLOW_POLL_MS,
   ) {}
 
@@ -106,13 +116,12 @@ export class ReplicaFollower {
 
   /**
    * Checks that the bucket holds this folder's archive, catches up once, then tails in the
-   * background. Rejects with Error when the bucket has no manifest or names another archive.
+   * background. Rejects with Error when the bucket has no manifest or names another archive,
+   * LogCorruptError when the manifest does not authenticate under the replica key.
    */
   async start(host: FollowerHost): Promise<void> {
     this.host = host;
-    const got = await this.store.get(MANIFEST_NAME);
-    if (got === null) throw new Error(`${this.store.location.url} holds no ${MANIFEST_NAME}: no leader replicates there yet`);
-    this.manifest = decodeManifest(got.body, MANIFEST_NAME);
+    this.manifest = await this.readManifest();
     if (this.manifest.originId !== host.log.originId) {
       throw new Error(`${this.store.location.url} replicates archive ${this.manifest.originId}, but this data folder holds archive ${host.log.originId}: start the follower on an empty folder (it restores from the bucket)`);
     }
@@ -186,7 +195,7 @@ export class ReplicaFollower {
   /** Proves a chunk's lines from `next` on (a chunk may begin before it). Throws LogCorruptError. */
   private proveChunk(body: Buffer, name: string, next: number): ProvenLine[] {
     const where = `${this.store.location.url}/${name}`;
-    const { header, lines } = decodeChunk(body, where);
+    const { header, lines } = decodeChunk(body, where, this.key);
     if (header.originId !== this.host!.log.originId) throw new LogCorruptError(where, 0, `the chunk belongs to archive ${header.originId}`);
     if (header.firstSeq > next || header.lastSeq < next) throw new LogCorruptError(where, 0, `it holds records ${header.firstSeq}..${header.lastSeq}, not record ${next}`);
     return this.proveFrom(lines, header.firstSeq, header.prevHash, next, where);
@@ -207,33 +216,55 @@ export class ReplicaFollower {
     return out;
   }
 
+  /** Reads and authenticates the manifest. Throws Error when it is gone, LogCorruptError when it does not authenticate. */
+  private async readManifest(): Promise<Manifest> {
+    const got = await this.store.get(MANIFEST_NAME);
+    if (got === null) throw new Error(`${this.store.location.url} holds no ${MANIFEST_NAME}: no leader replicates there (yet)`);
+    return decodeManifest(got.body, `${this.store.location.url}/${MANIFEST_NAME}`, this.key);
+  }
+
   /**
    * Finds the object holding record `next` when its chunk key is missing: a sealed segment the
    * manifest lists, or the chunk before the next key. Output: its proven lines from `next`, or
-   * null when the bucket holds nothing after the follower's head.
+   * null when the bucket holds nothing after the follower's head. Throws LogCorruptError when an
+   * object does not authenticate, or when record `next` is at or before the manifest's head
+   * watermark and no object holds it (checked twice, with the manifest read again: a compaction
+   * or an erasure in between moves objects, a hole stays).
    */
-  private async locate(next: number): Promise<ProvenLine[] | null> {
-    const got = await this.store.get(MANIFEST_NAME);
-    if (got === null) throw new Error(`${MANIFEST_NAME} is gone from ${this.store.location.url}`);
-    this.manifest = decodeManifest(got.body, MANIFEST_NAME);
-    const seg = this.manifest.segments.find((s) => s.firstSeq <= next && next <= s.lastSeq);
+  private async locate(next: number, again = true): Promise<ProvenLine[] | null> {
+    const manifest = (this.manifest = await this.readManifest());
+    const seg = manifest.segments.find((s) => s.firstSeq <= next && next <= s.lastSeq);
     if (seg !== undefined) {
       const name = segmentObjectName(seg.firstSeq);
+      const where = `${this.store.location.url}/${name}`;
       const obj = await this.store.get(name);
-      if (obj === null) throw new Error(`${name} is listed in the manifest but missing`);
+      if (obj === null) throw new LogCorruptError(where, 0, `it is listed in the signed ${MANIFEST_NAME} but missing: the bucket is holed`, BUCKET_OBJECT_ADVICE);
+      try {
+        checkSegment(obj.body, seg, where, this.key);
+      } catch (err) {
+        if (again) return this.locate(next, false); // rewritten by an erasure since the manifest was read
+        throw err;
+      }
       // A sealed segment starts at its first record; its own link is the previous segment's last hash.
-      const prev = this.manifest.segments.find((s) => s.lastSeq === seg.firstSeq - 1);
+      const prev = manifest.segments.find((s) => s.lastSeq === seg.firstSeq - 1);
       const prevHash = seg.firstSeq === 1 ? '0'.repeat(64) : prev?.lastHash ?? this.host!.log.headHash;
-      return this.proveFrom(obj.body, seg.firstSeq, prevHash, next, `${this.store.location.url}/${name}`);
+      return this.proveFrom(obj.body, seg.firstSeq, prevHash, next, where);
     }
     const firsts = (await this.store.list(CHUNKS_DIR)).map(firstSeqOfName).filter((n): n is number => n !== null && n <= next);
     const first = firsts.at(-1);
-    if (first === undefined) return null;
-    const obj = await this.store.get(chunkName(first));
-    if (obj === null) return null;
-    const { header } = decodeChunk(obj.body, chunkName(first));
-    if (header.lastSeq < next) return null;
-    return this.proveChunk(obj.body, chunkName(first), next);
+    const obj = first === undefined ? null : await this.store.get(chunkName(first));
+    if (obj !== null) {
+      const { header } = decodeChunk(obj.body, `${this.store.location.url}/${chunkName(first!)}`, this.key);
+      if (header.lastSeq >= next) return this.proveChunk(obj.body, chunkName(first!), next);
+    }
+    if (next > manifest.head.seq) return null;
+    if (again) return this.locate(next, false);
+    throw new LogCorruptError(
+      `${this.store.location.url}/${chunkName(next)}`,
+      0,
+      `the object is missing, but the signed head watermark in ${MANIFEST_NAME} says the bucket held records up to ${manifest.head.seq}: the bucket is holed or rolled back; this follower stays at record ${next - 1}`,
+      HOLE_ADVICE,
+    );
   }
 
   /**
@@ -277,7 +308,7 @@ export class ReplicaFollower {
       const obj = await this.store.get(chunkName(next));
       if (obj === null) throw new Error(`records ${[...tombstones].join(', ')} are erased but the bucket does not hold their erase record yet`);
       read += obj.body.length;
-      const { header, lines: more } = decodeChunk(obj.body, chunkName(next));
+      const { header, lines: more } = decodeChunk(obj.body, `${this.store.location.url}/${chunkName(next)}`, this.key);
       // Only read for the payloads here; the chunk is proven again when it is applied.
       proveLines(more, header.firstSeq, header.prevHash, chunkName(next), (record) => seed({ line: Buffer.alloc(0), record, payloadJson: '', hash: '' }));
       next = header.lastSeq + 1;
@@ -345,6 +376,7 @@ export class ReplicaFollower {
       sinceCaughtUpMs: this.caughtUpAt === null ? null : Math.round(performance.now() - this.caughtUpAt),
       requests: { ...this.store.counters },
       lastError: this.lastError,
+      publicKey: this.key.text,
     };
   }
 

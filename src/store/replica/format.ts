@@ -16,10 +16,25 @@
  *
  * Every line is proven on the way back (hash chain from `prevHash`, seq continuity), so a chunk
  * that was tampered with or belongs to another chain is refused, never applied.
+ *
+ * Authentication (issue 50): every object is signed, or listed with its SHA-256 in a signed one,
+ * under the replica key (keys.ts: Ed25519; the signing key never enters the bucket), so bucket
+ * write access alone cannot make a record that a follower, a restore or a leader's start accepts.
+ * One documented byte string per object kind is signed, each starting with its format tag (domain
+ * separation: a signature of one kind never verifies as another):
+ * - a chunk: `"agent-forum-chunk-v2\n" + stableStringify(header without sig)`; the header holds
+ *   `linesSha256`, the SHA-256 of the log lines after it, so the signature covers them too;
+ * - the manifest: `"agent-forum-replica-v2\n" + stableStringify(manifest without sig)`; each sealed
+ *   segment it lists carries the SHA-256 of the segment object's bytes, and `head` (the head
+ *   watermark: a seq and its chained hash the bucket is known to have held) lets a reader tell a
+ *   rolled-back or holed bucket from a current one.
+ * A v1 (unsigned) bucket is refused by readers; a leader's start signs it (leader.ts).
  */
+import { createHash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import { LogCorruptError } from '../errors.js';
-import { parseLine, storedHashOfTail, type LogRecord } from '../record-format.js';
+import { GENESIS_HASH, parseLine, storedHashOfTail, type LogRecord } from '../record-format.js';
+import type { ReplicaKey } from './keys.js';
 
 /** Where a replica lives: `s3://bucket/prefix` split into its parts (the prefix without slashes at its ends). */
 export interface ReplicaLocation {
@@ -62,10 +77,28 @@ export function quietSdkNodeWarning(): void {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 }
 
-/** Format tag of a chunk's header line. */
-export const CHUNK_FORMAT = 'agent-forum-chunk-v1';
-/** Format tag of the manifest. */
-export const MANIFEST_FORMAT = 'agent-forum-replica-v1';
+/** Format tag of a chunk's header line (v2: signed; issue 50). */
+export const CHUNK_FORMAT = 'agent-forum-chunk-v2';
+/** Format tag of the manifest (v2: signed, with segment digests and the head watermark; issue 50). */
+export const MANIFEST_FORMAT = 'agent-forum-replica-v2';
+/** The unsigned formats before issue 50: refused by readers, signed by a leader's start. */
+export const CHUNK_FORMAT_V1 = 'agent-forum-chunk-v1';
+export const MANIFEST_FORMAT_V1 = 'agent-forum-replica-v1';
+
+/** What to do about an object in the bucket that does not authenticate or prove. */
+export const BUCKET_OBJECT_ADVICE =
+  'Nothing of it was used. Only a server holding the replica signing key writes objects that authenticate: this one was altered or forged ' +
+  "in the bucket, or the bucket is signed by another key (compare FORUM_REPLICA_PUBLIC_KEY with the leader's publicKey in \"replication status\").";
+
+/** What to do about an object missing before the head watermark (a holed or rolled-back bucket). */
+export const HOLE_ADVICE =
+  'Nothing of the bucket was used past it. Deleting objects, or putting back older ones, needs only bucket write access: put the object back ' +
+  "(a versioned bucket keeps old versions), or start the leader, whose start re-ships a rolled-back tail from its own log.";
+
+/** The SHA-256 of `bytes`, hex. */
+export function sha256Hex(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
 /** The manifest's name under the prefix. */
 export const MANIFEST_NAME = 'manifest.json';
 /** Folder of chunk objects under the prefix. */
@@ -89,8 +122,8 @@ export function firstSeqOfName(name: string): number | null {
   return m ? Number(m[1] ?? m[2]) : null;
 }
 
-/** A chunk's header line. */
-export interface ChunkHeader {
+/** A chunk's header line as the leader fills it in; `encodeChunk` adds the digest and the signature. */
+export interface ChunkFields {
   format: typeof CHUNK_FORMAT;
   /** The log's originId (part 2 Cursor): a chunk of another archive is refused. */
   originId: string;
@@ -107,6 +140,12 @@ export interface ChunkHeader {
   offset: number;
 }
 
+/** A chunk's header line as stored: the fields, the lines' SHA-256 (hex) and the signature over both (base64url). */
+export interface ChunkHeader extends ChunkFields {
+  linesSha256: string;
+  sig: string;
+}
+
 /** One sealed segment as the manifest lists it. */
 export interface SealedSegment {
   firstSeq: number;
@@ -114,11 +153,21 @@ export interface SealedSegment {
   bytes: number;
   /** Chained hash of record lastSeq. */
   lastHash: string;
+  /** SHA-256 (hex) of the segment object's bytes: the object is authenticated through the signed manifest. */
+  sha256: string;
+}
+
+/** A record the bucket held: its seq and chained hash (GENESIS_HASH at seq 0). */
+export interface HeadMark {
+  seq: number;
+  hash: string;
 }
 
 /** The manifest: the fence (writer epoch) and the compaction state. */
 export interface Manifest {
   format: typeof MANIFEST_FORMAT;
+  /** The first 16 hex digits of the SHA-256 of the raw public key that signs this bucket (keys.ts). */
+  keyId: string;
   originId: string;
   /** When the archive began (its meta.json `created`) and what it was restored or repaired from: a restore writes them back. */
   created: string;
@@ -137,10 +186,32 @@ export interface Manifest {
    * bucket too: a start finishes the rest (the erasure contract's crash rule for the bucket).
    */
   erased: number;
+  /**
+   * The head watermark: the bucket held every record up to this one. Raised by the leader whenever
+   * it writes the manifest (epoch, compaction, erasure, a clean stop) and at most every
+   * REPLICA_WATERMARK_INTERVAL_MS while the head moves; never lowered. Chunks that end before it,
+   * or a gap in the chunks before it, mean the bucket was rolled back or holed.
+   */
+  head: HeadMark;
 }
 
-/** The bytes of a chunk: its header line and the log lines. */
-export function encodeChunk(header: ChunkHeader, lines: Buffer): Buffer {
+/** The watermark of an empty bucket. */
+export const EMPTY_HEAD: HeadMark = { seq: 0, hash: GENESIS_HASH };
+
+/** The byte string a signature of `kind` (a format tag) covers: the tag, a newline, the fields' canonical JSON. */
+function signedBytes(kind: string, fields: object): Buffer {
+  return Buffer.from(`${kind}\n${stableStringify(fields)}`, 'utf8');
+}
+
+/**
+ * The bytes of a chunk: its header line — `fields` with the lines' SHA-256 and the signature by
+ * `key` (a decoded header's old digest and signature are replaced: an erasure re-signs) — and the
+ * log lines. Throws Error when `key` cannot sign.
+ */
+export function encodeChunk(fields: ChunkFields | ChunkHeader, lines: Buffer, key: ReplicaKey): Buffer {
+  const { linesSha256: _digest, sig: _sig, ...rest } = fields as ChunkHeader;
+  const signed = { ...rest, format: CHUNK_FORMAT as typeof CHUNK_FORMAT, linesSha256: sha256Hex(lines) };
+  const header: ChunkHeader = { ...signed, sig: key.sign(signedBytes(CHUNK_FORMAT, signed)) };
   return Buffer.concat([Buffer.from(`${stableStringify(header)}\n`, 'utf8'), lines]);
 }
 
@@ -150,19 +221,61 @@ export interface DecodedChunk {
   lines: Buffer;
 }
 
-/** Splits a chunk into header and lines. Throws LogCorruptError (`where`: its name) when the header is not a chunk header. */
-export function decodeChunk(body: Buffer, where: string): DecodedChunk {
+/** The advice for an unsigned (v1) bucket. */
+const UNSIGNED_BUCKET_ADVICE =
+  'Nothing of it was used. Start the leader once with this version: its start signs the bucket (it rewrites the manifest and every chunk it holds locally); then start this server again.';
+
+/** Splits a chunk into its header line (parsed, unchecked) and its lines. Throws LogCorruptError when there is no JSON header line. */
+function splitChunk(body: Buffer, where: string): { header: ChunkHeader; lines: Buffer } {
   const nl = body.indexOf(10);
   let header: ChunkHeader;
   try {
     header = JSON.parse(body.toString('utf8', 0, nl === -1 ? body.length : nl)) as ChunkHeader;
   } catch {
-    throw new LogCorruptError(where, 0, 'the chunk has no JSON header line');
+    throw new LogCorruptError(where, 0, 'the chunk has no JSON header line', BUCKET_OBJECT_ADVICE);
   }
-  if (nl === -1 || header?.format !== CHUNK_FORMAT || !Number.isSafeInteger(header.firstSeq) || !Number.isSafeInteger(header.lastSeq) || header.lastSeq < header.firstSeq) {
-    throw new LogCorruptError(where, 0, `the chunk's header is not an ${CHUNK_FORMAT} header`);
-  }
+  if (nl === -1 || header === null || typeof header !== 'object') throw new LogCorruptError(where, 0, 'the chunk has no header line', BUCKET_OBJECT_ADVICE);
   return { header, lines: body.subarray(nl + 1) };
+}
+
+/** True for a header's seq fields: safe integers, lastSeq ≥ firstSeq. */
+const seqsValid = (h: ChunkFields): boolean => Number.isSafeInteger(h.firstSeq) && Number.isSafeInteger(h.lastSeq) && h.lastSeq >= h.firstSeq;
+
+/**
+ * Splits a chunk into header and lines and authenticates it: an `agent-forum-chunk-v2` header
+ * signed by `key` whose `linesSha256` is the lines'. Throws LogCorruptError (`where`: its name)
+ * for anything else — an unsigned v1 chunk, another key's signature, altered lines — naming the
+ * key it is not signed by.
+ */
+export function decodeChunk(body: Buffer, where: string, key: ReplicaKey): DecodedChunk {
+  const { header, lines } = splitChunk(body, where);
+  if ((header.format as string) === CHUNK_FORMAT_V1) throw new LogCorruptError(where, 0, `it is an unsigned ${CHUNK_FORMAT_V1} chunk (a bucket written before this version)`, UNSIGNED_BUCKET_ADVICE);
+  if (header.format !== CHUNK_FORMAT || !seqsValid(header)) throw new LogCorruptError(where, 0, `the chunk's header is not an ${CHUNK_FORMAT} header`, BUCKET_OBJECT_ADVICE);
+  const { sig, ...signed } = header;
+  if (!key.verify(signedBytes(CHUNK_FORMAT, signed), sig)) throw new LogCorruptError(where, 0, `the chunk is not signed by the replica key ${key.text}`, BUCKET_OBJECT_ADVICE);
+  if (sha256Hex(lines) !== header.linesSha256) throw new LogCorruptError(where, 0, `its lines are not the ones its signed header names (linesSha256 differs): they were altered; it is not signed by the replica key ${key.text}`, BUCKET_OBJECT_ADVICE);
+  return { header, lines };
+}
+
+/**
+ * A v1 (unsigned) chunk's header and lines, for the leader that signs a v1 bucket (leader.ts): it
+ * keeps only chunks whose lines are byte for byte its own. Throws LogCorruptError when `body` is
+ * not a v1 chunk.
+ */
+export function decodeUnsignedChunk(body: Buffer, where: string): { header: ChunkFields; lines: Buffer } {
+  const { header, lines } = splitChunk(body, where);
+  if ((header.format as string) !== CHUNK_FORMAT_V1 || !seqsValid(header)) throw new LogCorruptError(where, 0, `the chunk's header is not an ${CHUNK_FORMAT_V1} header`, BUCKET_OBJECT_ADVICE);
+  return { header: { ...header, format: CHUNK_FORMAT }, lines };
+}
+
+/**
+ * Authenticates a sealed segment object through the signed manifest: its bytes must have the
+ * SHA-256 the manifest lists. Throws LogCorruptError (`where`) otherwise.
+ */
+export function checkSegment(body: Buffer, entry: SealedSegment, where: string, key: ReplicaKey): void {
+  if (sha256Hex(body) !== entry.sha256) {
+    throw new LogCorruptError(where, 0, `its bytes are not the ones the signed manifest lists (sha256 differs): it is not signed by the replica key ${key.text}`, BUCKET_OBJECT_ADVICE);
+  }
 }
 
 /** The last chained hash of a run of whole log lines (the stored hash of its last line), or null when it does not end in one. */
@@ -202,22 +315,61 @@ export function proveLines(
   return { lastSeq: seq - 1, lastHash: hash };
 }
 
-/** Parses a manifest. Throws Error (`where`) when it is not one. */
-export function decodeManifest(body: Buffer, where: string): Manifest {
-  let m: Manifest;
+/** A manifest of the unsigned v1 format (a bucket written before issue 50): no keyId, head or segment digests. */
+export type UnsignedManifest = Omit<Manifest, 'format' | 'keyId' | 'head' | 'segments'> & { format: typeof MANIFEST_FORMAT_V1; segments: Array<Omit<SealedSegment, 'sha256'>> };
+
+/** The v1 manifest `body` holds, or null when it is not one (leader.ts signs such a bucket). */
+export function unsignedManifestOf(body: Buffer): UnsignedManifest | null {
+  let m: UnsignedManifest;
+  try {
+    m = JSON.parse(body.toString('utf8')) as UnsignedManifest;
+  } catch {
+    return null;
+  }
+  if (m?.format !== MANIFEST_FORMAT_V1 || typeof m.originId !== 'string' || !Number.isSafeInteger(m.epoch) || !Array.isArray(m.segments)) return null;
+  return { ...m, erased: m.erased ?? 0 };
+}
+
+/** A v1 (unsigned) manifest where a signed one is required: refused by readers; a leader's start signs the bucket. */
+export class UnsignedBucketError extends LogCorruptError {
+  constructor(where: string) {
+    super(where, 0, `it is an unsigned ${MANIFEST_FORMAT_V1} manifest (a bucket written before this version)`, UNSIGNED_BUCKET_ADVICE);
+  }
+}
+
+/**
+ * Parses a manifest and authenticates it: an `agent-forum-replica-v2` manifest signed by `key`.
+ * Output: the manifest (without its signature). Throws LogCorruptError (`where`) when it is not
+ * one or does not authenticate (naming the key), UnsignedBucketError for a v1 manifest.
+ */
+export function decodeManifest(body: Buffer, where: string, key: ReplicaKey): Manifest {
+  let m: Manifest & { sig?: unknown };
   try {
     m = JSON.parse(body.toString('utf8')) as Manifest;
   } catch {
-    throw new Error(`${where} is not JSON`);
+    throw new LogCorruptError(where, 0, 'it is not JSON', BUCKET_OBJECT_ADVICE);
   }
+  if (unsignedManifestOf(body) !== null) throw new UnsignedBucketError(where);
   if (m?.format !== MANIFEST_FORMAT || typeof m.originId !== 'string' || !Number.isSafeInteger(m.epoch) || !Array.isArray(m.segments)) {
-    throw new Error(`${where} is not an ${MANIFEST_FORMAT} manifest`);
+    throw new LogCorruptError(where, 0, `it is not an ${MANIFEST_FORMAT} manifest`, BUCKET_OBJECT_ADVICE);
   }
-  m.erased ??= 0;
-  return m;
+  const { sig, ...signed } = m;
+  if (m.keyId !== key.keyId) {
+    throw new LogCorruptError(where, 0, `it is signed by the replica key with keyId ${JSON.stringify(m.keyId)}, not by the replica key ${key.text} (keyId ${key.keyId})`, BUCKET_OBJECT_ADVICE);
+  }
+  if (!key.verify(signedBytes(MANIFEST_FORMAT, signed), sig)) throw new LogCorruptError(where, 0, `it is not signed by the replica key ${key.text}`, BUCKET_OBJECT_ADVICE);
+  if (!Number.isSafeInteger(signed.head?.seq) || typeof signed.head.hash !== 'string') throw new LogCorruptError(where, 0, 'its head watermark is malformed', BUCKET_OBJECT_ADVICE);
+  return signed;
 }
 
-/** The bytes of a manifest. */
-export function encodeManifest(m: Manifest): Buffer {
-  return Buffer.from(`${JSON.stringify(m, null, 1)}\n`, 'utf8');
+/** The bytes of a manifest, signed by `key` (its keyId set; an old signature replaced). Throws Error when `key` cannot sign. */
+export function encodeManifest(m: Manifest, key: ReplicaKey): Buffer {
+  const { sig: _sig, ...rest } = m as Manifest & { sig?: string };
+  const signed: Manifest = { ...rest, format: MANIFEST_FORMAT, keyId: key.keyId };
+  return Buffer.from(`${JSON.stringify({ ...signed, sig: key.sign(signedBytes(MANIFEST_FORMAT, signed)) }, null, 1)}\n`, 'utf8');
+}
+
+/** The higher of two watermarks (a watermark is never lowered). */
+export function higherHead(a: HeadMark, b: HeadMark): HeadMark {
+  return b.seq > a.seq ? b : a;
 }

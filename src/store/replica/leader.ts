@@ -32,6 +32,15 @@
  * Erasure: after the local rewrite (store/erase.ts), every chunk and segment object holding an
  * erased record is rewritten from the local (tombstoned) bytes with If-Match, and the manifest
  * counts the erase targets done (`erased`), so a start after a crash finishes the rest.
+ *
+ * Authentication (issue 50; format.ts, keys.ts): every chunk and manifest this leader writes is
+ * signed with the replica signing key (an erasure rewrite re-signs), every sealed segment is listed
+ * with its SHA-256; a start reads only what authenticates (a forged or altered object stops it,
+ * named) and takes back only records it can authenticate. The manifest's head watermark is raised
+ * whenever the manifest is written anyway and at most every REPLICA_WATERMARK_INTERVAL_MS while
+ * the head moves (`raiseWatermark`; never on the write path); a start whose bucket ends before it
+ * names the missing objects and re-ships them from its own log. A leader of a new bucket without a
+ * signing key creates one (keys.ts); on an existing bucket it refuses to start without it.
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -45,6 +54,7 @@ import {
   REPLICA_RETRY_MIN_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
   REPLICA_TAKEOVER_MAX_MS,
+  REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
 import { leaderHeader, shownText } from '../../http/header-value.js';
@@ -56,19 +66,27 @@ import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
   CHUNKS_DIR,
+  EMPTY_HEAD,
   MANIFEST_FORMAT,
   MANIFEST_NAME,
   chunkName,
+  decodeUnsignedChunk,
   decodeChunk,
   decodeManifest,
   encodeChunk,
   encodeManifest,
   firstSeqOfName,
+  higherHead,
   lastHashOf,
   segmentObjectName,
+  sha256Hex,
+  type ChunkFields,
   type ChunkHeader,
   type Manifest,
+  type UnsignedManifest,
+  unsignedManifestOf,
 } from './format.js';
+import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
 import type { ObjectStore } from './object-store.js';
 
@@ -125,6 +143,21 @@ export interface ReplicaStatus {
   pointInTimeRestore: { fromSeq: number; toSeq: number; window: string };
   requests: { puts: number; gets: number; lists: number; deletes: number; failures: number };
   lastError: string | null;
+  /** The replica public key (`ed25519:…`) followers and restores verify with (FORUM_REPLICA_PUBLIC_KEY); null until the key is known. */
+  publicKey: string | null;
+  /** The bucket's signed head watermark (format.ts Manifest.head). */
+  watermark: { seq: number } | null;
+}
+
+/**
+ * The leader's replica key (keys.ts): the signing key when this server holds its file; the file's
+ * path (a leader creating a new bucket manifest creates it there); the public key the operator
+ * gave (FORUM_REPLICA_PUBLIC_KEY), which must be the signing key's.
+ */
+export interface LeaderKeys {
+  signing: ReplicaKey | null;
+  path: string;
+  publicKey: ReplicaKey | null;
 }
 
 /** A chunk in the bucket after the last sealed segment. */
@@ -178,12 +211,19 @@ export class ReplicaLeader {
   private tookEpoch: number | null = null;
   /** Called once per state change (metrics, tests). */
   onState: ((state: ReplicaState) => void) | null = null;
+  /** The signing key (null until loaded or, for a new bucket, created). */
+  private key: ReplicaKey | null;
+  /** performance.now() of the last manifest write (the head watermark's age). */
+  private watermarkAt = 0;
 
   constructor(
     readonly store: ObjectStore,
     readonly mode: ReplicaMode,
     private readonly shipIntervalMs: number,
-  ) {}
+    private readonly keys: LeaderKeys,
+  ) {
+    this.key = keys.signing;
+  }
 
   get state(): ReplicaState {
     return this.stateValue;
@@ -270,8 +310,9 @@ export class ReplicaLeader {
       try {
         const got = await this.store.get(MANIFEST_NAME);
         if (got === null) continue;
-        current = decodeManifest(got.body, MANIFEST_NAME);
+        current = decodeManifest(got.body, MANIFEST_NAME, this.key!);
       } catch {
+        // Unreachable, or not signed by our key (a forged manifest fences no one).
         continue;
       }
       if (this.closed || this.taking || (this.stateValue as ReplicaState) === 'fenced') continue;
@@ -319,7 +360,7 @@ export class ReplicaLeader {
       this.taking = false;
     }
     // Sync mode ships from the gate and async mode from the loop; erasures left from a crash first.
-    this.setState('leading', `epoch ${this.epoch} taken; shipping from record ${this.shipped.seq + 1}`);
+    this.setState('leading', `epoch ${this.epoch} taken; shipping from record ${this.shipped.seq + 1}; replica public key ${this.key!.text} (FORUM_REPLICA_PUBLIC_KEY for followers and restores)`);
     await this.serial(() => this.finishErasures());
   }
 
@@ -343,20 +384,23 @@ export class ReplicaLeader {
       }
       const meta = log.meta;
       const lineage = { ...(meta.restoredFrom ? { restoredFrom: meta.restoredFrom } : {}), ...(meta.repairedFrom ? { repairedFrom: meta.repairedFrom } : {}) };
-      const fresh: Manifest = { format: MANIFEST_FORMAT, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0 };
-      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh));
+      const key = this.keyForNewManifest();
+      const fresh: Manifest = { format: MANIFEST_FORMAT, keyId: key.keyId, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0, head: EMPTY_HEAD };
+      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh, key));
       if (r.outcome === 'unknown') throw new Error(`creating ${MANIFEST_NAME}: ${r.reason}`);
       got = await this.store.get(MANIFEST_NAME);
       if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
     }
-    const manifest = decodeManifest(got.body, `${this.store.location.url}/${MANIFEST_NAME}`);
+    const { manifest, etag: manifestEtag } = await this.authenticManifest(got);
+    const key = this.key!;
     if (manifest.originId !== log.originId) {
       throw new ReplicaStartError(
         `${this.store.location.url} replicates archive ${manifest.originId}, but this data folder holds archive ${log.originId}: ` +
           'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
       );
     }
-    const { head, chunks, stale } = await this.bucketHead(manifest);
+    const { head, chunks, stale, firsts, sealedTo } = await this.bucketHead(manifest);
+    this.checkWatermark(manifest, head, firsts, sealedTo);
     // Bounded: only up to the head this listing showed. A previous leader that is still writing
     // stops once it sees the new epoch; what it writes meanwhile is taken back below.
     if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
@@ -382,18 +426,18 @@ export class ReplicaLeader {
       // This leader took the epoch on an earlier attempt that did not get to place its fence.
       epoch = manifest.epoch;
       taken = manifest;
-      etag = got.etag;
+      etag = manifestEtag;
     } else {
       if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
         throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
       }
       // Take the writer epoch: one conditional write; losing it means another server is starting.
       epoch = manifest.epoch + 1;
-      taken = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString() };
+      taken = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
       // Set before the write: an answer lost on the way may still have taken it.
       this.tookEpoch = epoch;
       try {
-        etag = await this.takeEpoch(taken, got.etag);
+        etag = await this.takeEpoch(taken, manifestEtag, key);
       } catch (err) {
         if (err instanceof ReplicaStartError) this.tookEpoch = null;
         throw err;
@@ -401,6 +445,7 @@ export class ReplicaLeader {
     }
     this.manifest = taken;
     this.manifestEtag = etag;
+    this.watermarkAt = performance.now();
     this.shipped = head;
     this.durableTimes = this.durableTimes.filter(([seq]) => seq > head.seq);
     this.chunks = chunks;
@@ -411,13 +456,18 @@ export class ReplicaLeader {
   }
 
   /** Writes `taken` over the manifest whose ETag is `etag` (If-Match). Output: the new ETag. Throws ReplicaStartError when another server wrote it first. */
-  private async takeEpoch(taken: Manifest, etag: string): Promise<string> {
-    const body = encodeManifest(taken);
+  private async takeEpoch(taken: Manifest, etag: string, key: ReplicaKey): Promise<string> {
+    const body = encodeManifest(taken, key);
     const r = await this.store.replace(MANIFEST_NAME, body, etag);
     if (r.outcome === 'replaced') return r.etag;
     const now = await this.store.get(MANIFEST_NAME);
     if (now === null || !now.body.equals(body)) {
-      const other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
+      let other: Manifest | null = null;
+      try {
+        other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME, key);
+      } catch {
+        // not authentic: still not ours
+      }
       throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
     }
     return now.etag;
@@ -428,7 +478,7 @@ export class ReplicaLeader {
    * Output: the head, the chunks after the last segment, and stale chunk names (covered by a
    * segment; a compaction's deletes that did not finish).
    */
-  private async bucketHead(manifest: Manifest): Promise<{ head: { seq: number; hash: string }; chunks: ChunkRef[]; stale: string[] }> {
+  private async bucketHead(manifest: Manifest): Promise<{ head: { seq: number; hash: string }; chunks: ChunkRef[]; stale: string[]; firsts: number[]; sealedTo: number }> {
     const lastSegment = manifest.segments.at(-1);
     let head = lastSegment === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: lastSegment.lastSeq, hash: lastSegment.lastHash };
     const sealedTo = head.seq;
@@ -446,13 +496,13 @@ export class ReplicaLeader {
       const lastName = chunkName(firsts.at(-1)!);
       const last = await this.store.get(lastName);
       if (last === null) throw new Error(`${lastName} was listed but is gone (is another server compacting this bucket?)`);
-      const { header, lines } = decodeChunk(last.body, lastName);
+      const { header, lines } = this.authenticChunk(last.body, lastName);
       const hash = lastHashOf(lines);
       if (hash === null) throw new ReplicaStartError(`${lastName} does not end with a whole record: the bucket is damaged`);
       for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
       head = { seq: header.lastSeq, hash };
     }
-    return { head, chunks, stale };
+    return { head, chunks, stale, firsts, sealedTo };
   }
 
   /**
@@ -506,6 +556,152 @@ export class ReplicaLeader {
   }
 
   /**
+   * The signing key for a new bucket manifest (an empty prefix): the one held, or a new one created
+   * at the configured path (mode 0600; logged with its public key). Throws ReplicaStartError when
+   * a public key was given (FORUM_REPLICA_PUBLIC_KEY) but its signing key is not here.
+   */
+  private keyForNewManifest(): ReplicaKey {
+    if (this.key !== null) return this.key;
+    if (this.keys.publicKey !== null) {
+      throw new ReplicaStartError(
+        `FORUM_REPLICA_PUBLIC_KEY is ${this.keys.publicKey.text}, but its signing key is not at ${this.keys.path}: put the signing key there (or set FORUM_REPLICA_SIGNING_KEY to its path), or unset FORUM_REPLICA_PUBLIC_KEY to let this leader make a new key for this new bucket`,
+      );
+    }
+    this.key = createSigningKey(this.keys.path);
+    logger.info('replication_key', `replication: created the replica signing key ${this.keys.path} (mode 0600; copy it to each standby that may lead); followers and restores need only its public key ${this.key.text}`, { path: this.keys.path, publicKey: this.key.text });
+    return this.key;
+  }
+
+  /**
+   * The bucket's manifest, authenticated (takeLeadership), and its ETag. A v1 (unsigned) bucket is
+   * signed first (`signV1Bucket`). Throws ReplicaStartError when this server holds no signing key
+   * for an existing bucket, or the manifest does not authenticate.
+   */
+  private async authenticManifest(got: { body: Buffer; etag: string }): Promise<{ manifest: Manifest; etag: string }> {
+    const where = `${this.store.location.url}/${MANIFEST_NAME}`;
+    const v1 = unsignedManifestOf(got.body);
+    if (v1 !== null) return this.signV1Bucket(v1, got.etag);
+    if (this.key === null) {
+      throw new ReplicaStartError(
+        `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
+          'A server with only the public key can follow (FORUM_FOLLOW) but not lead',
+      );
+    }
+    try {
+      return { manifest: decodeManifest(got.body, where, this.key), etag: got.etag };
+    } catch (err) {
+      if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
+      throw err;
+    }
+  }
+
+  /**
+   * Signs a v1 (unsigned, pre-issue-50) bucket at a leader's start: every sealed segment object is
+   * stored again from this folder's segment file (its SHA-256 listed), every chunk after them is
+   * re-written signed (If-Match) when its lines are byte for byte this folder's, and the manifest
+   * is re-written as v2 (If-Match on the v1 one), its watermark at the last chunk. Output: the new
+   * manifest and its ETag. Throws ReplicaStartError for another archive's bucket, for unsigned
+   * records beyond this folder's log (they cannot be authenticated, so they are not taken back) or
+   * that differ from it, and when another server changed the manifest meanwhile.
+   */
+  private async signV1Bucket(v1: UnsignedManifest, etag: string): Promise<{ manifest: Manifest; etag: string }> {
+    const url = this.store.location.url;
+    const log = this.host!.log;
+    if (v1.originId !== log.originId) {
+      throw new ReplicaStartError(`${url} replicates archive ${v1.originId}, but this data folder holds archive ${log.originId}: replicate to another prefix`);
+    }
+    const key = this.keyForNewManifest();
+    const refuse = (name: string, why: string) =>
+      new ReplicaStartError(`${url}/${name} is unsigned (a v1 bucket) and ${why}: it cannot be authenticated, so it is not taken back. Delete it (or start the server whose log holds it), then start again`);
+    const segments = [];
+    for (const s of v1.segments) {
+      if (s.lastSeq > log.durableSeq) throw refuse(segmentObjectName(s.firstSeq), `holds records up to ${s.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
+      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(s.firstSeq)));
+      if (bytes.length !== s.bytes || log.records.storedHashOf(s.lastSeq) !== s.lastHash) throw refuse(segmentObjectName(s.firstSeq), 'differs from this data folder\'s segment');
+      await this.putSegment(s.firstSeq, bytes);
+      segments.push({ ...s, sha256: sha256Hex(bytes) });
+    }
+    const sealedTo = segments.at(-1)?.lastSeq ?? 0;
+    let head = segments.length === 0 ? EMPTY_HEAD : { seq: sealedTo, hash: segments.at(-1)!.lastHash };
+    let signed = 0;
+    for (const name of await this.store.list(CHUNKS_DIR)) {
+      const first = firstSeqOfName(name);
+      if (first === null || first <= sealedTo) continue;
+      const obj = await this.store.get(name);
+      if (obj === null) continue;
+      let header: ChunkFields;
+      let lines: Buffer;
+      try {
+        ({ header, lines } = decodeChunk(obj.body, `${url}/${name}`, key)); // signed by an earlier, interrupted start
+      } catch {
+        ({ header, lines } = decodeUnsignedChunk(obj.body, `${url}/${name}`));
+        if (header.lastSeq > log.durableSeq) throw refuse(name, `holds records ${header.firstSeq}..${header.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
+        const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
+        if (run === null || run.lastSeq !== header.lastSeq || run.prevHash !== header.prevHash || !run.bytes.equals(lines)) throw refuse(name, "its lines are not byte for byte this data folder's");
+        const r = await this.store.replace(name, encodeChunk({ ...header, segment: run.segmentFirstSeq, offset: run.offset }, run.bytes, key), obj.etag);
+        if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${name}: another server changed it meanwhile (${r.outcome}); start again`);
+        signed++;
+      }
+      head = { seq: header.lastSeq, hash: lastHashOf(lines) ?? head.hash };
+    }
+    const manifest: Manifest = { ...v1, format: MANIFEST_FORMAT, keyId: key.keyId, segments, erased: v1.erased ?? 0, head };
+    const r = await this.store.replace(MANIFEST_NAME, encodeManifest(manifest, key), etag);
+    if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${MANIFEST_NAME}: another server changed it meanwhile (${r.outcome}); start again`);
+    logger.info('replication_signed', `replication: signed the v1 bucket ${url} (${segments.length} segment(s), ${signed} chunk(s), the manifest) with the replica key ${key.text}`, { bucket: url });
+    return { manifest, etag: r.etag };
+  }
+
+  /** A chunk of the bucket, authenticated (takeLeadership). Throws ReplicaStartError naming it when it does not authenticate. */
+  private authenticChunk(body: Buffer, name: string): { header: ChunkHeader; lines: Buffer } {
+    try {
+      return decodeChunk(body, `${this.store.location.url}/${name}`, this.key!);
+    } catch (err) {
+      if (!(err instanceof LogCorruptError)) throw err;
+      throw new ReplicaStartError(`${err.message} This server takes back only records it can authenticate: delete the object (it holds nothing a leader wrote), or put back the one it replaced, then start again.`);
+    }
+  }
+
+  /**
+   * A start's check of the bucket against its signed head watermark (issue 50): chunks that end
+   * before it (rolled back) or do not start right after the last sealed segment (holed) are
+   * named in the log and in `lastError`. A rolled-back tail this folder's log holds is re-shipped
+   * from it (the leader ships from the bucket's head); one it does not hold stops the start.
+   * Throws ReplicaStartError then.
+   */
+  private checkWatermark(manifest: Manifest, head: { seq: number; hash: string }, firsts: number[], sealedTo: number): void {
+    const url = this.store.location.url;
+    const log = this.host!.log;
+    const problems: string[] = [];
+    if (firsts.length > 0 && firsts[0]! !== sealedTo + 1 && sealedTo + 1 <= manifest.head.seq) {
+      problems.push(`${url}/${chunkName(sealedTo + 1)} is missing (the chunks after the last sealed segment start at ${chunkName(firsts[0]!)}): the bucket is holed; followers and restores stop there`);
+    }
+    if (head.seq < manifest.head.seq) {
+      const localHash = log.durableSeq >= manifest.head.seq ? log.records.storedHashOf(manifest.head.seq) : null;
+      if (localHash !== manifest.head.hash) {
+        throw new ReplicaStartError(
+          `${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq}, ` +
+            `and this data folder's log ${log.durableSeq >= manifest.head.seq ? 'differs there' : `ends at ${log.durableSeq}`}: the bucket was rolled back or holed. Put the objects back (a versioned bucket keeps old versions), or start the server whose log holds them`,
+        );
+      }
+      problems.push(`${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq} (rolled back); re-shipping them from this server's log`);
+    }
+    if (problems.length === 0) return;
+    this.lastError = problems.join('; ');
+    logger.error('replication_holed', `replication: ${this.lastError}`, { bucket: url });
+  }
+
+  /**
+   * Raises the manifest's head watermark to the shipped head (a manifest write): when it moved and
+   * REPLICA_WATERMARK_INTERVAL_MS passed since the last manifest write, or at once (`now`: a clean
+   * stop). Called from the shipping loop, never on the write path.
+   */
+  private async raiseWatermark(now: boolean): Promise<void> {
+    if (this.manifest === null || this.stateValue !== 'leading' || this.shipped.seq <= this.manifest.head.seq) return;
+    if (!now && performance.now() - this.watermarkAt < REPLICA_WATERMARK_INTERVAL_MS) return;
+    await this.writeManifest({ ...this.manifest });
+  }
+
+  /**
    * A start whose bucket holds records beyond the local log (issue 35): a sync-mode batch whose
    * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
    * leader wrote after this folder was copied. They are taken back into the local log — proven
@@ -528,7 +724,7 @@ export class ReplicaLeader {
       const started = performance.now();
       let pulled: number;
       try {
-        pulled = await new ReplicaFollower(this.store).pullOnce(host, bucketSeq);
+        pulled = await new ReplicaFollower(this.store, this.key!).pullOnce(host, bucketSeq);
       } catch (err) {
         if (!(err instanceof LogCorruptError)) throw err;
         throw new ReplicaStartError(
@@ -627,6 +823,7 @@ export class ReplicaLeader {
         if (!this.closed && this.stateValue === 'leading') {
           await this.serial(() => this.compact());
           await this.serial(() => this.finishErasures());
+          await this.serial(() => this.raiseWatermark(false));
         }
         failures = 0;
       } catch (err) {
@@ -692,7 +889,7 @@ export class ReplicaLeader {
     if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
       throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
     }
-    const header: ChunkHeader = {
+    const header: ChunkFields = {
       format: CHUNK_FORMAT,
       originId: this.host!.log.originId,
       epoch: this.epoch!,
@@ -703,7 +900,7 @@ export class ReplicaLeader {
       segment: run.segmentFirstSeq,
       offset: run.offset,
     };
-    const body = encodeChunk(header, run.bytes);
+    const body = encodeChunk(header, run.bytes, this.key!);
     const name = chunkName(run.firstSeq);
     for (let attempt = 0; ; attempt++) {
       const r = await this.store.create(name, body);
@@ -716,9 +913,9 @@ export class ReplicaLeader {
       if (existing.body.equals(body)) return null; // our own attempt, whose answer was lost
       let other: ChunkHeader | null = null;
       try {
-        other = decodeChunk(existing.body, name).header;
+        other = decodeChunk(existing.body, name, this.key!).header;
       } catch {
-        // not even a chunk: still not ours
+        // not signed by the replica key (forged or altered in the bucket): still not ours
       }
       return { epoch: other?.epoch ?? null };
     }
@@ -730,7 +927,7 @@ export class ReplicaLeader {
     let leader = '';
     try {
       const m = await this.store.get(MANIFEST_NAME);
-      if (m !== null) leader = decodeManifest(m.body, MANIFEST_NAME).leaderUrl;
+      if (m !== null) leader = decodeManifest(m.body, MANIFEST_NAME, this.key!).leaderUrl;
     } catch {
       // the URL is a courtesy; the fence holds without it
     }
@@ -749,9 +946,14 @@ export class ReplicaLeader {
     this.host?.log.refuse(err);
   }
 
-  /** Writes the manifest with If-Match; a manifest that is no longer this epoch's fences the leader. */
-  private async writeManifest(next: Manifest): Promise<void> {
-    const body = encodeManifest(next);
+  /**
+   * Writes the manifest with If-Match, signed, its head watermark raised to the shipped head; a
+   * manifest that is no longer this epoch's fences the leader.
+   */
+  private async writeManifest(raised: Manifest): Promise<void> {
+    const next: Manifest = { ...raised, head: higherHead(raised.head, this.shipped) };
+    const body = encodeManifest(next, this.key!);
+    this.watermarkAt = performance.now();
     for (let attempt = 0; ; attempt++) {
       const r = await this.store.replace(MANIFEST_NAME, body, this.manifestEtag);
       if (r.outcome === 'replaced') {
@@ -765,7 +967,7 @@ export class ReplicaLeader {
         this.manifestEtag = now.etag;
         return;
       }
-      const current = now === null ? null : decodeManifest(now.body, MANIFEST_NAME);
+      const current = now === null ? null : decodeManifest(now.body, `${this.store.location.url}/${MANIFEST_NAME}`, this.key!);
       if (current === null || current.epoch !== this.epoch || current.writer !== this.writer) {
         throw await this.lostTo(`the manifest is at epoch ${current?.epoch ?? '?'}`);
       }
@@ -790,7 +992,7 @@ export class ReplicaLeader {
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq)));
       await this.putSegment(seg.firstSeq, bytes);
       const lastHash = log.records.storedHashOf(lastSeq)!;
-      await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash }] });
+      await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash, sha256: sha256Hex(bytes) }] });
       const covered = this.chunks.filter((c) => c.lastSeq <= lastSeq);
       this.chunks = this.chunks.filter((c) => c.lastSeq > lastSeq);
       await this.store.delete(covered.map((c) => chunkName(c.firstSeq)));
@@ -838,20 +1040,25 @@ export class ReplicaLeader {
     // The local rewrite must be complete first (Log#erase runs one at a time; it is done when the
     // record reads as a tombstone), or the bucket would get the original bytes back.
     for (const seq of vouched.slice(done)) if (seq <= log.durableSeq && !log.records.isTombstone(seq)) return;
+    const digests = new Map<number, string>();
     for (const first of segmentsToRewrite) {
-      await this.putSegment(first, await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first))));
+      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first)));
+      await this.putSegment(first, bytes);
+      digests.set(first, sha256Hex(bytes));
     }
     for (const c of chunksToRewrite) {
       const name = chunkName(c.firstSeq);
       const existing = await this.store.get(name);
       if (existing === null) continue;
-      const { header } = decodeChunk(existing.body, name);
+      const { header } = decodeChunk(existing.body, `${this.store.location.url}/${name}`, this.key!);
       const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
       if (run === null || run.lastSeq !== header.lastSeq) throw new Error(`${name}: records ${header.firstSeq}..${header.lastSeq} cannot be read back`);
-      const r = await this.store.replace(name, encodeChunk(header, run.bytes), existing.etag);
+      const r = await this.store.replace(name, encodeChunk(header, run.bytes, this.key!), existing.etag);
       if (r.outcome !== 'replaced') throw new Error(`rewriting ${name} for an erasure: ${r.outcome}`);
     }
-    await this.writeManifest({ ...this.manifest!, erased: vouched.length });
+    // The rewritten segments' new digests are listed with the count (a reader between the two reads the manifest again).
+    const segments = this.manifest!.segments.map((s) => (digests.has(s.firstSeq) ? { ...s, sha256: digests.get(s.firstSeq)! } : s));
+    await this.writeManifest({ ...this.manifest!, segments, erased: vouched.length });
     if (segmentsToRewrite.size + chunksToRewrite.size > 0) {
       logger.info('replication_erased', `replication: erased ${vouched.length - done} record(s) in the bucket too (${segmentsToRewrite.size} segment and ${chunksToRewrite.size} chunk object(s) rewritten)`);
     }
@@ -886,6 +1093,8 @@ export class ReplicaLeader {
       pointInTimeRestore: { fromSeq: this.shipped.seq > 0 ? 1 : 0, toSeq: this.shipped.seq, window: 'the whole history: the log is append-only and never dropped' },
       requests: { ...this.store.counters },
       lastError: this.lastError,
+      publicKey: this.key?.text ?? null,
+      watermark: this.manifest === null ? null : { seq: this.manifest.head.seq },
     };
   }
 
@@ -901,6 +1110,7 @@ export class ReplicaLeader {
       const log = this.host.log;
       await this.serial(() => this.catchUp(log.durableSeq)).catch((err) => logger.warn('replication_close', `replication: records after ${this.shipped.seq} were not shipped before the stop (${(err as Error).message}); the next start ships them`));
     }
+    if (this.stateValue === 'leading') await this.serial(() => this.raiseWatermark(true)).catch(() => undefined);
     await this.chain;
     if (this.stateValue !== 'fenced') this.setState('stopped', 'the server stops');
     this.store.close();

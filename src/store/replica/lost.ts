@@ -28,6 +28,7 @@ import { LOG_DIR, replaySegments } from '../log.js';
 import { readMeta } from '../meta.js';
 import { storedHashOfTail, type LogRecord } from '../record-format.js';
 import { listSegments } from '../segment.js';
+import type { ReplicaKey } from './keys.js';
 import type { ObjectStore } from './object-store.js';
 import { restoreFromBucket } from './restore.js';
 
@@ -133,14 +134,14 @@ function idsIn(value: unknown, out: Set<string>): Set<string> {
  * Output: the LostReport. Throws StoreStateError (no archive here, no manifest in the bucket, an
  * existing --out file) or LogCorruptError (damage in the local log or the bucket).
  */
-export async function findLost(dataDir: string, store: ObjectStore, outFile: string | null): Promise<LostReport> {
+export async function findLost(dataDir: string, store: ObjectStore, key: ReplicaKey, outFile: string | null): Promise<LostReport> {
   const meta = readMeta(dataDir);
   if (meta === null) throw new StoreStateError(`${dataDir} holds no Agent Forum archive (no meta.json): run this on the old leader's data folder`);
   const logDir = join(dataDir, LOG_DIR);
   const local = replaySegments(logDir, () => undefined);
   const scratch = mkdtempSync(join(tmpdir(), 'forum-lost-'));
   try {
-    const restored = await restoreFromBucket(scratch, store, {}, new Date().toISOString());
+    const restored = await restoreFromBucket(scratch, store, key, {}, new Date().toISOString());
     const theirs = chainedHashes(join(scratch, LOG_DIR));
     const ours = chainedHashes(logDir);
     let agree = 0;

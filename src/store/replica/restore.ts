@@ -17,6 +17,11 @@
  *   and export checksum stays valid.
  * - To an earlier point (`toSeq`, or `toTime`: the last record at or before that instant): a new
  *   lineage (new originId, `restoredFrom`), as `restore DIR` makes: cursors beyond it get 409.
+ *
+ * Authentication (issue 50; format.ts): the manifest must be signed by the replica key, each
+ * segment object must have the SHA-256 the manifest lists, each chunk must be signed; and the
+ * bucket must reach the manifest's head watermark without a gap — a rolled-back or holed bucket is
+ * refused, naming the missing object. Nothing in the data folder changes then.
  */
 import { mkdirSync, openSync, closeSync, writeSync, fsyncSync, rmSync, writeFileSync } from 'node:fs';
 import { removeSnapshot } from '../snapshot.js';
@@ -28,7 +33,8 @@ import { LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
 import { RESTORE_MARKER, installStagedLog } from '../archive.js';
 import { ERASE_RECORD_TYPE, GENESIS_HASH, eraseTargetsOf } from '../record-format.js';
 import { segmentName } from '../segment.js';
-import { CHUNKS_DIR, MANIFEST_NAME, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName } from './format.js';
+import { BUCKET_OBJECT_ADVICE, HOLE_ADVICE, CHUNKS_DIR, MANIFEST_NAME, chunkName, checkSegment, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
+import type { ReplicaKey } from './keys.js';
 import type { ObjectStore } from './object-store.js';
 
 /** Where to stop: the last record (default), a seq, or an instant (the last record at or before it). */
@@ -88,18 +94,36 @@ class StagingWriter {
   }
 }
 
-/**
- * Rebuilds `dataDir` (stopped, locked by the caller) from the bucket behind `store`, up to `point`.
- * Output: what was restored. Throws StoreStateError (no manifest, a point before record 1 or
- * beyond the bucket, the bucket changed during the restore) or LogCorruptError (an object whose
- * lines are not proven: named by its key and byte offset); nothing in `dataDir` changes then.
- */
-export async function restoreFromBucket(dataDir: string, store: ObjectStore, point: RestorePoint, nowIso: string): Promise<BucketRestoreResult> {
-  const started = Date.now();
+/** The bucket's manifest, authenticated by `key`. Throws StoreStateError when there is none, LogCorruptError when it does not authenticate. */
+async function readManifest(store: ObjectStore, key: ReplicaKey): Promise<Manifest> {
   const url = store.location.url;
   const got = await store.get(MANIFEST_NAME);
   if (got === null) throw new StoreStateError(`${url} holds no ${MANIFEST_NAME}: no Agent Forum replica there (check the URL, the endpoint and the credentials)`);
-  const manifest = decodeManifest(got.body, `${url}/${MANIFEST_NAME}`);
+  return decodeManifest(got.body, `${url}/${MANIFEST_NAME}`, key);
+}
+
+/** The refusal of a bucket that is holed or rolled back: `missing` (a chunk name) is gone before the watermark. */
+function holedBucket(url: string, missing: string, manifest: Manifest, why: string): LogCorruptError {
+  return new LogCorruptError(
+    `${url}/${missing}`,
+    0,
+    `the object is missing (${why}), but the signed head watermark in ${MANIFEST_NAME} says the bucket held records up to ${manifest.head.seq}: the bucket is holed or rolled back`,
+    `Nothing was changed. ${HOLE_ADVICE}`,
+  );
+}
+
+/**
+ * Rebuilds `dataDir` (stopped, locked by the caller) from the bucket behind `store`, up to `point`,
+ * authenticating every object with `key` (the replica public key). Output: what was restored.
+ * Throws StoreStateError (no manifest, a point before record 1 or beyond the bucket, the bucket
+ * changed during the restore) or LogCorruptError (an object that does not authenticate or whose
+ * lines are not proven, or one missing before the head watermark: named by its key and byte
+ * offset); nothing in `dataDir` changes then.
+ */
+export async function restoreFromBucket(dataDir: string, store: ObjectStore, key: ReplicaKey, point: RestorePoint, nowIso: string): Promise<BucketRestoreResult> {
+  const started = Date.now();
+  const url = store.location.url;
+  const manifest = await readManifest(store, key);
   if (point.toSeq !== undefined && point.toSeq < 1) throw new StoreStateError('--to-seq must be at least 1');
   mkdirSync(dataDir, { recursive: true });
   const staging = join(dataDir, 'log.restoring');
@@ -112,6 +136,8 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
   let done = false;
   let lastTimeSeq = 0;
   let lastTimeHash = GENESIS_HASH;
+  /** The chained hash of the head watermark's record as proven (null until it is passed). */
+  let hashAtHead: string | null = manifest.head.seq === 0 ? manifest.head.hash : null;
   /** Tombstones kept and not yet vouched for by a later erase record (seq → stored hash, where). */
   const unvouched = new Map<number, { hash: string; where: string; offset: number }>();
   /**
@@ -122,6 +148,7 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
     if (offset === 0 && segment !== seq + 1) throw new LogCorruptError(where, 0, `its lines begin segment ${segmentName(segment)} but start with record ${seq + 1}`);
     let keep = lines.length;
     const proven = proveLines(lines, seq + 1, hash, where, (record, _json, at, _length, chained) => {
+      if (record.seq === manifest.head.seq) hashAtHead = chained;
       if (done) return;
       const beyondSeq = point.toSeq !== undefined && record.seq > point.toSeq;
       const beyondTime = point.toTimeMs !== undefined && Date.parse(record.time) > point.toTimeMs;
@@ -156,24 +183,42 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, poi
       const name = segmentObjectName(s.firstSeq);
       const obj = await store.get(name);
       objectsRead++;
-      if (obj === null) throw new StoreStateError(`${url}/${name} is listed in the manifest but missing: the bucket is damaged`);
+      if (obj === null) throw new LogCorruptError(`${url}/${name}`, 0, `it is listed in the signed ${MANIFEST_NAME} but missing: the bucket is holed`, BUCKET_OBJECT_ADVICE);
+      try {
+        checkSegment(obj.body, s, `${url}/${name}`, key);
+      } catch (err) {
+        // An erasure rewrites the segment, then lists its new digest: a restore between the two reads the manifest again.
+        const now = await readManifest(store, key);
+        if (now.segments.find((n) => n.firstSeq === s.firstSeq)?.sha256 !== s.sha256) throw new StoreStateError(`${url}/${name} was rewritten during the restore (an erasure); run the restore again`);
+        throw err;
+      }
       take(obj.body, s.firstSeq, 0, `${url}/${name}`);
       if (!done && (seq !== s.lastSeq || hash !== s.lastHash)) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at record ${s.lastSeq} with the hash the manifest lists`);
     }
     const names = (await store.list(CHUNKS_DIR)).filter((n) => (firstSeqOfName(n) ?? 0) > bucketLast);
     for (const name of names) {
       const first = firstSeqOfName(name)!;
-      if (first !== bucketLast + 1) throw new StoreStateError(`${url}/${name} does not follow record ${bucketLast}: the bucket changed during the restore (compaction); run the restore again`);
+      if (first !== bucketLast + 1) {
+        const now = await readManifest(store, key);
+        if ((now.segments.at(-1)?.lastSeq ?? 0) > (manifest.segments.at(-1)?.lastSeq ?? 0)) {
+          throw new StoreStateError(`${url}/${name} does not follow record ${bucketLast}: the bucket changed during the restore (compaction); run the restore again`);
+        }
+        throw holedBucket(url, chunkName(bucketLast + 1), manifest, `the chunks jump from record ${bucketLast} to ${name}`);
+      }
       const obj = await store.get(name);
       objectsRead++;
       if (obj === null) throw new StoreStateError(`${url}/${name} vanished during the restore (compaction); run the restore again`);
-      const { header, lines } = decodeChunk(obj.body, `${url}/${name}`);
+      const { header, lines } = decodeChunk(obj.body, `${url}/${name}`, key);
       if (header.firstSeq !== first || header.originId !== manifest.originId) throw new LogCorruptError(`${url}/${name}`, 0, "its header does not match its key or the manifest's archive");
       bucketLast = header.lastSeq;
       if (done) continue;
       if (header.prevHash !== hash) throw new LogCorruptError(`${url}/${name}`, 0, `it does not link to record ${seq} (prevHash differs)`);
       take(lines, header.segment, header.offset, `${url}/${name}`);
       if (!done && seq !== header.lastSeq) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at ${header.lastSeq} as its header says`);
+    }
+    if (bucketLast < manifest.head.seq) throw holedBucket(url, chunkName(bucketLast + 1), manifest, `the bucket's chunks end at record ${bucketLast}`);
+    if (hashAtHead !== null && hashAtHead !== manifest.head.hash) {
+      throw new LogCorruptError(`${url}/${MANIFEST_NAME}`, 0, `record ${manifest.head.seq} in the bucket is not the one its signed head watermark names (another chain)`, BUCKET_OBJECT_ADVICE);
     }
     writer.closeFile();
   } catch (err) {
