@@ -138,3 +138,32 @@ test('the discussion feed kinds and the erasable types come from the catalogue',
   assert.deepEqual(kinds, { 'room.create': 'room', 'room.update': 'room', 'topic.create': 'topic', 'message.create': 'message', 'knowledge.publish': 'knowledge' });
   assert.throws(() => redactPayload('room.create', '{}', redactWorkPayload), /not content/);
 });
+
+const DOC = join(ROOT, 'docs', 'internals', 'record-types.md');
+const TABLE_START = '<!-- record-types table: checked against src/domain/record-types.ts by test/unit/record-types.test.mjs -->';
+const TABLE_END = '<!-- end of record-types table -->';
+
+/** The doc's table of the catalogue, one row per record type in catalogue order. */
+function catalogueTable() {
+  const code = (xs) => (xs.length === 0 ? '—' : xs.map((x) => `\`${x}\``).join(', '));
+  const rows = Object.entries(RECORD_TYPES).map(([type, { area, feedKind, erasure }]) => {
+    const cells = [`\`${type}\``, area, feedKind === null ? '—' : `\`${feedKind}\``, erasure === null ? 'no' : 'yes'];
+    if (erasure === null) cells.push('—', '—', '—');
+    else cells.push(code(Object.keys(erasure.text)), code(erasure.covered), code(erasure.kept));
+    return `| ${cells.join(' | ')} |`;
+  });
+  return [
+    '| type | area | discussion feed kind | erasable | participant text (emptied) | covered (digest) | kept |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n');
+}
+
+test('docs/internals/record-types.md holds the catalogue\'s table, row for row', () => {
+  const doc = readFileSync(DOC, 'utf8');
+  const start = doc.indexOf(TABLE_START);
+  const end = doc.indexOf(TABLE_END);
+  assert.ok(start >= 0 && end > start, `${DOC} marks its table with ${TABLE_START} … ${TABLE_END}`);
+  const table = doc.slice(start + TABLE_START.length, end).trim();
+  assert.equal(table, catalogueTable(), `the table in ${DOC} differs from the catalogue; the current table is:\n${catalogueTable()}`);
+});
