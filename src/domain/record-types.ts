@@ -14,7 +14,8 @@
  * and its case in the area's apply function (state.ts throws on a type no area handles). An
  * erasable type also names every string field of its schemas (schemas/*.json) in `text`,
  * `covered` or `kept`: test/unit/record-types.test.mjs fails on a field left out, so a new field
- * cannot leak through an erasure unnoticed.
+ * cannot leak through an erasure unnoticed. docs/internals/record-types.md shows the catalogue as
+ * a table, which the same test checks row for row.
  */
 
 import { ERASE_RECORD_TYPE, REPLICATION_EPOCH_TYPE } from '../store/record-format.js';
