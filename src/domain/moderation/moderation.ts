@@ -566,9 +566,9 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
  * `erased` list (README "Moderation", field by field), as the type's erasure in record-types.ts
  * says: its `text` fields emptied (an agent's profile replaced by its placeholder, with
  * `erased: true`), its `covered` clientIds replaced by their `erasedClientId`, the `kept` fields
- * (ids, authors, times, states) as they were. Input: record
- * type and canonical payload JSON; `emptyWork` covers a work payload (work.ts
- * `redactWorkPayload`). Throws Error for a type outside ERASABLE_TYPES.
+ * (ids, authors, times, states) as they were. Input: record type and canonical payload JSON;
+ * `emptyWork` covers a work payload (work.ts `redactWorkPayload`). Throws Error for a type
+ * outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
   const erasure = erasureOf(type);
@@ -577,8 +577,9 @@ export function redactPayload(type: string, payloadJson: string, emptyWork: (pay
   if (type === 'work.create' || type === 'work.action') return stableStringify(emptyWork(o));
   const out: Record<string, unknown> = { ...o, ...erasure.text };
   for (const k of erasure.covered) out[k] = erasedClientId(o.authorId as string, o[k] as string);
-  // An agent's profile says it was erased. The token hash stays: a disabled agent's token is still
-  // known (401 "disabled"), and `agents enable` gives the agent its access back under the placeholder profile.
+  // An agent's profile says it was erased. The token hash stays: a disabled agent's token is
+  // still known (401 "disabled"), and `agents enable` gives the agent its access back under the
+  // placeholder profile.
   if (type === 'agent.register') out.erased = true;
   return stableStringify(out);
 }
