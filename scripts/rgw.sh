@@ -33,7 +33,7 @@
 #   start:   3.5 s from `start` to the export lines, 3.7 s to the first successful PUT (mon up at
 #            1 s, OSD up at 2 s, user and pools at 3 s)
 #   RSS after start: ceph-mon 35 MiB, ceph-osd 45 MiB, radosgw 34 MiB (about 115 MiB together);
-#            after one run of test/unit/object-store.test.mjs 35, 60, 52 MiB; after five 36, 113
+#            after one run of test/replication/object-store.test.mjs 35, 60, 52 MiB; after five 36, 113
 #            (memstore keeps what was written), 55 MiB
 #   stop:    0.5 s
 set -euo pipefail

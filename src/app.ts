@@ -12,6 +12,7 @@ import { assertNoRestoreInProgress } from './store/archive.js';
 import { apply, createState, ErasedRecordError, type State } from './domain/state.js';
 import type { ErasedRecord, ModerationPayload } from './domain/moderation/moderation.js';
 import { defaultRoom } from './domain/forum/forum.js';
+import type { RecordType } from './domain/record-types.js';
 import { OffsetClock, systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { mkdirSync } from 'node:fs';
@@ -315,9 +316,10 @@ export class App {
   /**
    * Appends a record and applies it to the state, synchronously. The caller must let the HTTP
    * layer (or its own code) await `log.sync()` before acknowledging.
-   * Input: record type and payload; `timeMs` defaults to now(). Output: the record.
+   * Input: record type (one of the catalogue, domain/record-types.ts) and payload; `timeMs`
+   * defaults to now(). Output: the record.
    */
-  commit<P>(type: string, payload: P, timeMs: number = this.now()): LogRecord<P> {
+  commit<P>(type: RecordType, payload: P, timeMs: number = this.now()): LogRecord<P> {
     if (this.writeRefusal !== null) throw this.writeRefusal();
     const { record, payloadJson } = this.log.append(type, payload, timeMs);
     this.lastTimeMs = timeMs;

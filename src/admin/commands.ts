@@ -21,6 +21,7 @@ import { logger } from '../logger.js';
 import { ADMIN_REASON_LENGTH_MAX, AGENT_NAME_LENGTH_MAX, PAGE_LIMIT_MAX, MODERATION_REASON_LENGTH_MAX, ROOM_DESCRIPTION_LENGTH_MAX, ROOM_NAME_LENGTH_MAX } from '../constants.js';
 import { CLI_OPERATOR_ID, listActions, listFlags, listOperatorActions, moderate, resolveFlag } from './moderation.js';
 import type { ModerationTarget } from '../domain/moderation/moderation.js';
+import type { RecordType } from '../domain/record-types.js';
 
 /**
  * An operator command: resolves to its JSON result once its record (if any) is durable.
@@ -77,7 +78,7 @@ function str(
 
 const ID = /^[a-zA-Z0-9_-]{1,120}$/;
 
-async function commit(app: App, type: string, payload: unknown): Promise<void> {
+async function commit(app: App, type: RecordType, payload: unknown): Promise<void> {
   app.commit(type, payload);
   await app.log.sync();
 }
@@ -87,7 +88,7 @@ async function commit(app: App, type: string, payload: unknown): Promise<void> {
  * in the same synchronous run and fsync, the `admin.action` record naming who did it
  * (src/domain/admin/actions.ts explains why these two need a record of their own).
  */
-async function commitWithAction(app: App, type: string, payload: unknown, action: AdminActionPayload): Promise<void> {
+async function commitWithAction(app: App, type: RecordType, payload: unknown, action: AdminActionPayload): Promise<void> {
   app.commit(type, payload);
   app.commit<AdminActionPayload>(ADMIN_ACTION_TYPE, action);
   await app.log.sync();

@@ -20,6 +20,7 @@ import {
 import type { AdminAction } from '../domain/admin/actions.js';
 import { FLAG_EXCERPT_CHARS_MAX } from '../constants.js';
 import type { LogRecord } from '../store/log.js';
+import type { RecordType } from '../domain/record-types.js';
 
 /**
  * The operator id recorded for actions taken with the CLI without `--as` or FORUM_OPERATOR_TOKEN
@@ -56,7 +57,7 @@ export async function moderate(app: App, operatorId: string, input: ModerationIn
  * event records without the action leaves records that change nothing.
  * Output: the action record.
  */
-function commitAction(app: App, type: string, payload: ModerationPayload): LogRecord<ModerationPayload> {
+function commitAction(app: App, type: RecordType, payload: ModerationPayload): LogRecord<ModerationPayload> {
   const timeMs = app.now();
   if (payload.events.length === 0) return app.commit<ModerationPayload>(type, payload, timeMs);
   const from = app.nextSeq();

@@ -6,12 +6,13 @@
  */
 import type { RequestContext, Reply } from '../http/router.js';
 import type { DecisionContext } from '../domain/decision.js';
+import type { RecordType } from '../domain/record-types.js';
 
 /**
  * What a write decided: the stored answer of an identical earlier request (idempotent retries,
  * nothing committed), or one record to commit and how to answer once it is applied.
  */
-export type WriteDecision = { replay: Reply } | { type: string; payload: unknown; answer: () => Reply };
+export type WriteDecision = { replay: Reply } | { type: RecordType; payload: unknown; answer: () => Reply };
 
 /**
  * The decision context of the authenticated caller at this instant (time from the app's clock).

@@ -14,7 +14,7 @@
  * uses, so signing and header handling are the real thing.
  *
  * Behaviour observed on Ceph RGW 16.2.15 (Debian 12, scripts/rgw.sh) and moto 5.2.1, through this
- * SDK (test/unit/object-store.test.mjs checks the parts the replication relies on):
+ * SDK (test/replication/object-store.test.mjs checks the parts the replication relies on):
  *  - `PutObject` with `IfNoneMatch: '*'` (create-only) is honoured by both, atomically: of
  *    concurrent writers of one new key exactly one gets 200 and every other 412
  *    PreconditionFailed (300 rounds of 8 and of 32 writers on each store; no 409 or 500 seen).

@@ -5,18 +5,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 import { startServer } from '../helpers/server.mjs';
-
-const CHROMIUM = '/usr/bin/chromium';
 
 /** Launches Chromium with a page that records foreign requests, failed responses and script errors. */
 async function openPage(t, origin) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: BROWSER_ARGS,
   });
   t.after(() => browser.close());
   const context = await browser.newContext({ serviceWorkers: 'block' });
@@ -41,20 +39,8 @@ async function openPage(t, origin) {
   return { page, foreign, problems, failed };
 }
 
-/**
- * Without Chromium the browser checks cannot run. Where they must (CI sets
- * FORUM_REQUIRE_CHROMIUM=1, after .ci/run installed it), that is a failure; elsewhere the test is
- * skipped with a message saying it did not run.
- */
-const skipWithoutChromium = (t) => {
-  if (existsSync(CHROMIUM)) return false;
-  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: the /api/docs browser check must run here`);
-  t.skip(`${CHROMIUM} is missing: the /api/docs browser check did NOT run (install it with: apt-get install -y chromium)`);
-  return true;
-};
-
 test('the /api/docs page renders the operations with Swagger UI served from this server only', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the /api/docs browser check')) return;
   const s = await startServer(t);
   const { page, foreign, problems, failed } = await openPage(t, new URL(s.url).origin);
 
@@ -75,7 +61,7 @@ test('the /api/docs page renders the operations with Swagger UI served from this
 });
 
 test('"Try it out" on POST /a2a/message:send succeeds with the documented A2A-Version header pre-filled', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the /api/docs browser check')) return;
   const s = await startServer(t);
   const agent = await s.register('swagger-try-it-out');
   const { page, foreign, problems } = await openPage(t, new URL(s.url).origin);
@@ -102,7 +88,7 @@ test('"Try it out" on POST /a2a/message:send succeeds with the documented A2A-Ve
 });
 
 test('the /api/docs page renders behind a path-prefixed FORUM_PUBLIC_URL', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the /api/docs browser check')) return;
   const proxy = await prefixProxy(t);
   const publicUrl = proxy.url;
   const s = await startServer(t, { env: { FORUM_PUBLIC_URL: `${publicUrl}/` } });

@@ -10,29 +10,20 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { HtmlValidate } from 'html-validate';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test-results', 'web-composer');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const WIDTHS = [{ width: 1366, height: 900 }, { width: 390, height: 844 }];
 /** Messages matching the search word: more than one page of 50 hits (views.mjs SEARCH_PAGE_SIZE). */
 const LANTERN_MESSAGES = 60;
 const XSS = '<img src=x onerror="window.__pwned = 1">';
-
-/** Same rule as test/http/web-reader.test.mjs: skip with a message, or fail where Chromium is required. */
-const skipWithoutChromium = (t) => {
-  if (existsSync(CHROMIUM)) return false;
-  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: the web composer browser check must run here`);
-  t.skip(`${CHROMIUM} is missing: the web composer browser check did NOT run (install it with: apt-get install -y chromium)`);
-  return true;
-};
 
 const domValidator = new HtmlValidate({
   extends: ['html-validate:recommended'],
@@ -71,7 +62,7 @@ function watch(page, problems) {
 }
 
 test('a person takes part from the reader: composer, unread marks, inbox count and search', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web composer browser check')) return;
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
   const s = await startServer(t);
@@ -362,7 +353,7 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
 });
 
 test('a 429 on posting is shown as a sentence with the wait, never as JSON, and the draft is kept', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web composer browser check')) return;
   const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
   const dave = await s.register('dave');
   const topic = ok(await s.post('/api/topics', { title: 'Busy topic' }, dave.token));

@@ -7,27 +7,18 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { HtmlValidate } from 'html-validate';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test-results', 'web-console');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const WIDTHS = [{ width: 1366, height: 900 }, { width: 390, height: 844 }];
-const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">';
-
-/** Same rule as test/http/web-reader.test.mjs: skip with a message, or fail where Chromium is required. */
-const skipWithoutChromium = (t) => {
-  if (existsSync(CHROMIUM)) return false;
-  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: the console browser check must run here`);
-  t.skip(`${CHROMIUM} is missing: the operator console browser check did NOT run (install it with: apt-get install -y chromium)`);
-  return true;
-};
 
 /** Serious or critical axe-core violations of the page as it is now. */
 async function seriousViolations(page) {
@@ -47,7 +38,7 @@ async function htmlProblems(page) {
 }
 
 test('an operator disables an agent, rotates its token and stops writes with a reason from the console, and sees each action with its name in the log', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the operator console browser check')) return;
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
   const s = await startServer(t);
@@ -130,7 +121,7 @@ test('an operator disables an agent, rotates its token and stops writes with a r
 });
 
 test('a signed-in agent sees no Console link, and #/console tells it the console is for operators', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the operator console browser check')) return;
   const s = await startServer(t);
   const agent = await s.register('curious');
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });

@@ -7,12 +7,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { startServer } from '../helpers/server.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 /** The report's message: 8,000 characters of quotes nested 4,000 deep (overflowed marked's lexer). */
 const NESTED = '> '.repeat(4000);
 /** Units that, repeated to 8,000 characters, are marked's slowest emphasis inputs found (about a second each on their own). */
@@ -25,14 +23,6 @@ const STORM_MESSAGES = 100;
  * The first visit, which also reads the 800 KB page from the server, gets twice as long.
  */
 const STORM_RENDER_MAX_MS = 1500;
-
-/** Same rule as test/http/web-reader.test.mjs: skip with a message, or fail where Chromium is required. */
-const skipWithoutChromium = (t) => {
-  if (existsSync(CHROMIUM)) return false;
-  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: the web reader browser check must run here`);
-  t.skip(`${CHROMIUM} is missing: the web reader browser check did NOT run (install it with: apt-get install -y chromium)`);
-  return true;
-};
 
 const ok = (res, status = 201) => {
   assert.equal(res.status, status, JSON.stringify(res.body));
@@ -54,7 +44,7 @@ test('every HTML page the server sends (the reader, /api/docs, the HTML guides) 
 });
 
 test('the web reader in Chromium against hostile text and across tabs', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web reader browser check')) return;
   const s = await startServer(t);
   const alice = await s.register('alice');
   const bob = await s.register('bob');
@@ -205,7 +195,7 @@ test('the web reader in Chromium against hostile text and across tabs', async (t
 });
 
 test('a sign-up refused with an hour-long 429 says at once, in words, how long to wait (Chromium)', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web reader browser check')) return;
   const s = await startServer(t, { env: { FORUM_RATE_LIMITS: 'on' } });
   // Use up this address's registrations for the hour.
   for (let i = 0; i < 5; i++) await s.register(`early-${i}`);
@@ -228,7 +218,7 @@ test('a sign-up refused with an hour-long 429 says at once, in words, how long t
 });
 
 test('an open thread shows a message another agent posts within a second (the reader long-polls the feed; Chromium)', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web reader browser check')) return;
   const s = await startServer(t);
   const alice = await s.register('alice');
   const bob = await s.register('bob');

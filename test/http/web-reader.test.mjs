@@ -15,11 +15,11 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } fr
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { HtmlValidate } from 'html-validate';
 import { prefixProxy } from '../helpers/prefix-proxy.mjs';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test-results', 'web-reader');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** Longest wait of the reader between two polls of a caught-up feed: 60 s + 20 % jitter (live.mjs). */
@@ -31,7 +31,6 @@ const LONG_THREAD = 300;
 /** Replies in the deep chain (beyond views.mjs NESTING_CAP = 4). */
 const CHAIN = 7;
 const WIDTHS = [{ width: 1366, height: 900 }, { width: 390, height: 844 }];
-const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const MARKDOWN = [
   'A **bold** claim, an _aside_ and `inline code`.',
   '',
@@ -46,14 +45,6 @@ const MARKDOWN = [
   '',
   'Links: https://example.org/tides, [the office](https://example.org/office), [trap](javascript:window.__pwned=3) and <b onclick="window.__pwned=4">raw html</b>.',
 ].join('\n');
-
-/** Same rule as test/http/docs-browser.test.mjs: skip with a message, or fail where Chromium is required. */
-const skipWithoutChromium = (t) => {
-  if (existsSync(CHROMIUM)) return false;
-  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: the web reader browser check must run here`);
-  t.skip(`${CHROMIUM} is missing: the web reader browser check did NOT run (install it with: apt-get install -y chromium)`);
-  return true;
-};
 
 /**
  * Creates the archive the pages show: a topic with a message, a reply, a hostile and a markdown
@@ -124,7 +115,7 @@ const apiRequests = (requests) => requests.filter((r) => {
 });
 
 test('the web reader in Chromium', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web reader browser check')) return;
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
   const s = await startServer(t);
@@ -792,7 +783,7 @@ test('GET / and the guides\' HTML pass html-validate; markdown stays the default
 });
 
 test('behind a path-prefixed FORUM_PUBLIC_URL the reader signs in and every request stays under the prefix', async (t) => {
-  if (skipWithoutChromium(t)) return;
+  if (chromiumOrSkip(t, 'the web reader browser check')) return;
   const proxy = await prefixProxy(t);
   const publicUrl = proxy.url;
   const s = await startServer(t, { env: { FORUM_PUBLIC_URL: `${publicUrl}/` } });

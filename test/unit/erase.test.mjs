@@ -1,14 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Log, replaySegments } from '../../dist/store/log.js';
 import { listSegments } from '../../dist/store/segment.js';
 import { LogCorruptError } from '../../dist/store/errors.js';
 import { tombstoneLine } from '../../dist/store/record-format.js';
-import { tempDir, cli, ROOT } from '../helpers/server.mjs';
+import { tempDir, cli } from '../helpers/server.mjs';
+import { filesContaining } from '../helpers/files.mjs';
 
 const secret = (i) => `secret-text-${i}-${'x'.repeat(40)}`;
 
@@ -18,22 +17,6 @@ async function writeLog(dir, n, opts = {}) {
   for (let i = 1; i <= n; i++) log.append('message.create', { content: secret(i), topicId: 'top_1' }, Date.UTC(2026, 0, 1, 0, 0, i));
   await log.sync();
   return log;
-}
-
-/** Every file under `dir` (recursively). */
-function filesUnder(dir) {
-  const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...filesUnder(p));
-    else out.push(p);
-  }
-  return out;
-}
-
-/** Files under `dir` whose bytes contain `text`. */
-function filesContaining(dir, text) {
-  return filesUnder(dir).filter((f) => readFileSync(f).includes(Buffer.from(text)));
 }
 
 /** Appends the erase record for `seqs` (original hashes read back from the log) and syncs. */
@@ -182,59 +165,6 @@ test('after an erasure, cli backup of the stopped folder holds none of the erase
   assert.equal(filesContaining(target, secret(2)).length, 1, 'the other records are in the backup');
   const verified = replaySegments(join(target, 'log'), () => undefined, { strict: true });
   assert.equal(verified.lastSeq, 5);
-});
-
-test('kill -9 at any moment of an erasure loses nothing: the store starts, every acknowledged erasure is complete, every other record intact', async (t) => {
-  const logUrl = pathToFileURL(join(ROOT, 'dist', 'store', 'log.js')).href;
-  // The child writes a few MiB so that a rewrite takes long enough to be hit mid-way.
-  const child = `
-    const { Log } = await import(${JSON.stringify(logUrl)});
-    const dir = process.argv[1];
-    const log = await Log.open(dir, () => undefined);
-    const pad = 'p'.repeat(2000);
-    for (let i = 1; i <= 3000; i++) log.append('message.create', { content: 'secret-' + i + '-' + pad }, Date.UTC(2026, 0, 1) + i);
-    await log.sync();
-    process.stdout.write('ready\\n');
-    for (let seq = 10; ; seq += 97) {
-      const hash = log.records.storedHashOf(seq);
-      log.append('moderation.erase', { targets: [{ seq, hash }] }, Date.UTC(2026, 0, 2));
-      await log.sync();
-      process.stdout.write('acked ' + seq + '\\n');
-      await log.erase([{ seq, hash }]);
-      process.stdout.write('erased ' + seq + '\\n');
-    }
-  `;
-  for (const delayMs of [0, 7, 23, 61, 150]) {
-    const dir = tempDir(t);
-    const proc = spawn(process.execPath, ['--input-type=module', '-e', child, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    proc.stderr.on('data', (d) => (err += d));
-    await new Promise((resolve, reject) => {
-      proc.stdout.on('data', (d) => {
-        out += d;
-        if (out.includes('ready\n')) resolve();
-      });
-      proc.once('exit', () => reject(new Error(`child exited before ready: ${err}`)));
-    });
-    await new Promise((r) => setTimeout(r, delayMs));
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGKILL');
-    await exited;
-    const acked = [...out.matchAll(/acked (\d+)/g)].map((m) => Number(m[1]));
-    const records = [];
-    const log = await Log.open(dir, (r) => records.push(r));
-    assert.ok(log.headSeq >= 3000 + acked.length, `delay ${delayMs}: every acknowledged record is there`);
-    assert.equal(readdirSync(join(dir, 'log')).filter((n) => n.includes('.tmp-')).length, 0, 'no temp file is left');
-    for (const seq of acked) {
-      assert.equal(log.records.read(seq).erased, true, `delay ${delayMs}: acknowledged erasure of ${seq} is complete`);
-      assert.deepEqual(filesContaining(dir, `secret-${seq}-p`), [], `delay ${delayMs}: record ${seq}'s text is gone`);
-    }
-    for (const seq of [1, 9, 11, 2999]) if (!acked.includes(seq)) assert.match(log.records.read(seq).payloadJson, new RegExp(`secret-${seq}-p`));
-    await log.close();
-    const verified = replaySegments(join(dir, 'log'), () => undefined, { strict: true });
-    assert.equal(verified.lastSeq, log.headSeq);
-  }
 });
 
 test('a backup taken before an erasure reached its segment erases the record in the copy: no backup carries erased bytes', async (t) => {

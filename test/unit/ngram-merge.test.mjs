@@ -2,16 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import { NgramIndex } from '../../dist/store/search/index.js';
 import { planMerge, tierOf } from '../../dist/store/search/merge-policy.js';
 import { bloomAdd, bloomMayHave, bloomWords } from '../../dist/store/search/bloom.js';
 import { trigramKey } from '../../dist/store/search/ngram.js';
 import { tempDir } from '../helpers/server.mjs';
-
-const KEY = Buffer.alloc(32, 7);
-const hashOf = (seq) => seq.toString(16).padStart(64, '0');
-const shardFiles = (dir) => readdirSync(dir).filter((f) => f.endsWith('.ngram')).sort();
+import { KEY, QUERIES, feed, naive, prng, randomDocs, shardFiles } from '../helpers/ngram-docs.mjs';
 
 // ---- The policy ----
 
@@ -83,85 +79,6 @@ test('the Bloom filter never forgets a key, and rules out most others', () => {
 });
 
 // ---- Merging an index ----
-
-const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'élan', 'σίσυφος', 'straße', '😀', 'x', 'ab', 'quick', 'brown', 'fox', 'zebra'];
-
-function randomDocs(rand, n, startSeq = 1) {
-  const docs = [];
-  let seq = startSeq;
-  for (let i = 0; i < n; i++) {
-    seq += 1 + Math.floor(rand() * 3);
-    const words = [];
-    const len = 1 + Math.floor(rand() * 6);
-    for (let w = 0; w < len; w++) words.push(WORDS[Math.floor(rand() * WORDS.length)]);
-    if (rand() < 0.1) words.push(`n${i}`);
-    docs.push({ seq, texts: rand() < 0.2 ? [words.slice(0, 1).join(' '), words.slice(1).join(' ')] : [words.join(' ')] });
-  }
-  return docs;
-}
-
-function prng(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = seed;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-async function feed(index, docs) {
-  for (const d of docs) {
-    index.add(d.seq, d.texts);
-    await index.durable(d.seq, hashOf(d.seq));
-  }
-  await index.flush();
-}
-
-const QUERIES = ['a', 'e', 'ß', '😀', 'al', 'ph', ' b', 'alp', 'alpha', 'ta g', 'fox', 'zebra', 'n1', 'n12', 'σίσ', 'nope', 'qqq', 'x a', 'brown fox'];
-
-function naive(docs, lq) {
-  return docs.filter((d) => d.texts.some((t) => t.includes(lq))).map((d) => d.seq).reverse();
-}
-
-test('a merged index answers every query exactly like the unmerged one (random documents), also after a reopen', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(fc.integer(), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 2, max: 4 }), async (seed, shardDocsMax, mergeFactor) => {
-      const docs = randomDocs(prng(seed), 60);
-      const plainDir = tempDir(t);
-      const mergedDir = tempDir(t);
-      const plain = NgramIndex.open(plainDir, { key: KEY, shardDocsMax, mergeFactor: 0 });
-      const merged = NgramIndex.open(mergedDir, { key: KEY, shardDocsMax, mergeFactor });
-      await feed(plain, docs);
-      await feed(merged, docs);
-      await merged.whenMerged();
-      assert.ok(merged.writeStats().merges > 0, 'merges happened');
-      assert.ok(merged.shards().length < plain.shards().length);
-      assert.equal(shardFiles(mergedDir).length, merged.shards().length);
-      const check = (index) => {
-        for (const lq of QUERIES) {
-          const want = naive(docs, lq);
-          const got = [...index.candidates(lq)];
-          if (lq.length <= 2) assert.deepEqual(got, want, lq);
-          else assert.ok(want.every((s) => got.includes(s)), lq);
-          // Queries of at most NGRAM_QUERY_TRIGRAMS_MAX trigrams look up the same grams everywhere: the same candidates.
-          if (lq.length <= 6) assert.deepEqual(got, [...plain.candidates(lq)], `${lq}: merged and unmerged differ`);
-          const before = docs[30].seq;
-          assert.deepEqual([...index.candidates(lq, { beforeSeq: before })], got.filter((s) => s < before), `${lq} before ${before}`);
-        }
-      };
-      check(merged);
-      const shards = merged.shards();
-      merged.close();
-      const reopened = NgramIndex.open(mergedDir, { key: KEY, shardDocsMax, mergeFactor, onDrop: (f, r) => assert.fail(`dropped ${f}: ${r}`) });
-      assert.deepEqual(reopened.shards(), shards);
-      check(reopened);
-      reopened.close();
-      plain.close();
-    }),
-    { numRuns: 12 },
-  );
-});
 
 test('a query paused while a merge is adopted still yields every candidate once (it reads the merged file within the old file\'s seqs)', async (t) => {
   const dir = tempDir(t);

@@ -20,9 +20,10 @@
  */
 import type { LogRecord } from '../../store/log.js';
 import type { WriteStopPayload } from './settings.js';
+import type { RecordType } from '../record-types.js';
 
 /** The record type of an admin action whose own record cannot name its operator (see the module doc). */
-export const ADMIN_ACTION_TYPE = 'admin.action';
+export const ADMIN_ACTION_TYPE = 'admin.action' satisfies RecordType;
 
 /** Payload of an `admin.action` record. */
 export interface AdminActionPayload {

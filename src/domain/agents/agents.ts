@@ -97,9 +97,6 @@ export function newToken(): string {
 /** The profile fields of an agent a purge hid, as everyone but operators sees them (README "Moderation"). */
 const HIDDEN_AGENT_PROFILE = { name: '(hidden)', provider: '', description: '' } as const;
 
-/** The profile fields of an agent a purge with mode `erase` erased, for everyone (README "Moderation"). */
-export const ERASED_AGENT_PROFILE = { name: '(erased)', provider: '', description: '' } as const;
-
 /**
  * The public Agent view of an entry (part 2). `moderation.hidden` (a purge hid the agent) gives
  * operators the whole profile and everyone else its placeholder, both with `"hidden": true`; an

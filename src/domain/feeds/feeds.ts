@@ -17,8 +17,9 @@ import stableStringify from 'fast-json-stable-stringify';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
 import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
+import { RECORD_TYPE_ENTRIES, type DiscussionKind } from '../record-types.js';
 
-export type DiscussionKind = 'room' | 'topic' | 'message' | 'knowledge';
+export type { DiscussionKind };
 
 /** One event of either feed (part 6). */
 export interface FeedEvent {
@@ -63,14 +64,10 @@ export function createFeedsState(records: RecordSource): FeedsState {
   return { discussion: new U32List(1024), records, work: new U32List(256), byTopic: new Map() };
 }
 
-/** Discussion event kinds of the record types that carry one as their payload. */
-const KIND_OF_TYPE: Readonly<Record<string, DiscussionKind>> = {
-  'message.create': 'message',
-  'knowledge.publish': 'knowledge',
-  'topic.create': 'topic',
-  'room.create': 'room',
-  'room.update': 'room',
-};
+/** Discussion event kinds of the record types that carry one as their payload (record-types.ts `feedKind`). */
+const KIND_OF_TYPE: ReadonlyMap<string, DiscussionKind> = new Map(
+  RECORD_TYPE_ENTRIES.flatMap(([type, info]) => (info.feedKind === null ? [] : [[type, info.feedKind] as const])),
+);
 
 /**
  * The discussion event of log record `seq` (which must be in the feed), rebuilt from its stored
@@ -89,7 +86,7 @@ export function discussionEvent(feeds: FeedsState, seq: number): FeedEvent {
  * a record that carries none (a broken invariant).
  */
 export function discussionRecordOf(r: StoredRecord, seq: number): { kind: DiscussionKind; json: string } {
-  const kind = KIND_OF_TYPE[r.type];
+  const kind = KIND_OF_TYPE.get(r.type);
   if (kind !== undefined) return { kind, json: r.payloadJson };
   if (r.type === 'work.create') {
     const topic = (JSON.parse(r.payloadJson) as { topic: unknown }).topic;

@@ -23,6 +23,7 @@
 import { fail, invalid, notFound } from '../../errors.js';
 import { idHasSeq, makeId } from '../ids.js';
 import type { State } from '../state.js';
+import type { RecordType } from '../record-types.js';
 import { messageById } from '../forum/forum.js';
 import { knowledgeIdOf, knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
 import { redactWorkPayload, workIdOf, workOwnTopicOf, workPartAuthorsAt, workRevisionSeqs, workRowAtSeq, workRowOf, workRowsByAuthor } from '../work/work.js';
@@ -219,7 +220,7 @@ export function decideModeration(
   state: State,
   input: ModerationInput,
   ctx: { operatorId: string; hashOf: (seq: number) => string | null },
-): { type: string; payload: ModerationPayload } {
+): { type: RecordType; payload: ModerationPayload } {
   const mod = state.moderation;
   const { action, target } = input;
   if (target.type === 'agent' && action !== 'purge' && action !== 'unhide') {

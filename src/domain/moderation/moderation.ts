@@ -33,7 +33,7 @@
 import { createHash, hash } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
 import type { LogRecord } from '../../store/log.js';
-import { ERASED_AGENT_PROFILE } from '../agents/agents.js';
+import { erasureOf, RECORD_TYPE_ENTRIES, type Erasure, type RecordType } from '../record-types.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
 
 /** What a moderation action or a flag names (schemas/ModerationTarget.json). */
@@ -110,7 +110,7 @@ export interface ModerationPayload {
  * re-emitted. Appended just before the action, in the same synchronous run; one whose action is
  * missing (a crash in between) changes nothing and has no event.
  */
-export const MODERATION_EVENT_TYPE = 'moderation.event';
+export const MODERATION_EVENT_TYPE = 'moderation.event' satisfies RecordType;
 
 /** Payload of `moderation.event`. */
 export interface ModerationEventPayload {
@@ -494,12 +494,13 @@ export function textVisible(reader: Reader, status: ModerationStatus): boolean {
   return status === VISIBLE || (status === HIDDEN && reader.operator);
 }
 
-/** Discussion record kinds and the text fields their placeholder empties. */
-const TEXT_FIELDS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {
-  message: { content: '' },
-  topic: { title: '' },
-  knowledge: { title: '', content: '', sources: [] },
-};
+/**
+ * Discussion record kinds and the text fields their placeholder empties: the erasure text of the
+ * erasable record type whose payload is that kind's record (record-types.ts).
+ */
+const TEXT_FIELDS: Readonly<Record<string, Erasure['text']>> = Object.fromEntries(
+  RECORD_TYPE_ENTRIES.flatMap(([, info]) => (info.feedKind === null || info.erasure === null ? [] : [[info.feedKind, info.erasure.text]])),
+);
 
 /**
  * The participant-controlled fields of discussion record `o` of `kind` replaced by their
@@ -562,41 +563,33 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
 
 /**
  * An erasable record's payload with every participant-controlled field covered, for an erasure's
- * `erased` list (README "Moderation", field by field): text emptied, tags emptied, clientIds
- * replaced by their `erasedClientId`, a flag's note emptied, an agent's profile replaced by
- * ERASED_AGENT_PROFILE with `erased: true`. Ids, authors, times and states stay. Input: record
- * type and canonical payload JSON; `emptyWork` covers a work payload (work.ts
- * `redactWorkPayload`). Throws Error for a type outside ERASABLE_TYPES.
+ * `erased` list (README "Moderation", field by field), as the type's erasure in record-types.ts
+ * says: its `text` fields emptied (an agent's profile replaced by its placeholder, with
+ * `erased: true`), its `covered` clientIds replaced by their `erasedClientId`, the `kept` fields
+ * (ids, authors, times, states) as they were. Input: record type and canonical payload JSON;
+ * `emptyWork` covers a work payload (work.ts `redactWorkPayload`). Throws Error for a type
+ * outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
+  const erasure = erasureOf(type);
+  if (erasure === null) throw new Error(`a ${type} record is not content and cannot be erased`);
   const o = JSON.parse(payloadJson) as Record<string, unknown>;
-  switch (type) {
-    case 'message.create':
-      return stableStringify({ ...o, ...TEXT_FIELDS.message, clientId: erasedClientId(o.authorId as string, o.clientId as string) });
-    case 'flag.create':
-      return stableStringify({ ...o, note: '', clientId: erasedClientId(o.authorId as string, o.clientId as string) });
-    case 'agent.register':
-      // The token hash stays: a disabled agent's token is still known (401 "disabled"), and
-      // `agents enable` gives the agent its access back under the placeholder profile.
-      return stableStringify({ ...o, ...ERASED_AGENT_PROFILE, erased: true });
-    case 'topic.create':
-      return stableStringify({ ...o, ...TEXT_FIELDS.topic });
-    case 'knowledge.publish':
-      return stableStringify({ ...o, ...TEXT_FIELDS.knowledge });
-    case 'work.create':
-    case 'work.action':
-      return stableStringify(emptyWork(o));
-    default:
-      throw new Error(`a ${type} record is not content and cannot be erased`);
-  }
+  if (type === 'work.create' || type === 'work.action') return stableStringify(emptyWork(o));
+  const out: Record<string, unknown> = { ...o, ...erasure.text };
+  for (const k of erasure.covered) out[k] = erasedClientId(o.authorId as string, o[k] as string);
+  // An agent's profile says it was erased. The token hash stays: a disabled agent's token is
+  // still known (401 "disabled"), and `agents enable` gives the agent its access back under the
+  // placeholder profile.
+  if (type === 'agent.register') out.erased = true;
+  return stableStringify(out);
 }
 
 /**
- * The record types an erasure may target: content, an agent's registration (its profile, by a
- * purge with mode `erase`) and flags (their note and clientId); never rooms, settings, tokens or
- * moderation records.
+ * The record types an erasure may target (those with an erasure in record-types.ts): content, an
+ * agent's registration (its profile, by a purge with mode `erase`) and flags (their note and
+ * clientId); never rooms, settings, tokens or moderation records.
  */
-export const ERASABLE_TYPES: ReadonlySet<string> = new Set(['message.create', 'topic.create', 'knowledge.publish', 'work.create', 'work.action', 'agent.register', 'flag.create']);
+export const ERASABLE_TYPES: ReadonlySet<string> = new Set(RECORD_TYPE_ENTRIES.filter(([, info]) => info.erasure !== null).map(([type]) => type));
 
 /**
  * The record source every area reads through: an erased record reads as its emptied payload (from

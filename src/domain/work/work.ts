@@ -57,6 +57,7 @@ import { idHasSeq, makeId } from '../ids.js';
 import type { DecisionContext } from '../decision.js';
 import { agentKey, clientIdMatches, ERASED, ERASED_CLIENT_ID_PREFIX, erasedClientId, HIDDEN, statusOf, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
 import { nameId } from '../columns.js';
+import { emptyText, RECORD_TYPES } from '../record-types.js';
 
 /** A work item's state (spec part 3); not to be confused with WorkBoardState, the whole board. */
 export type WorkItemState = 'open' | 'claimed' | 'submitted' | 'completed' | 'cancelled';
@@ -394,24 +395,23 @@ function purgedPartsEmptied(reader: Reader, item: WorkItem): WorkItem {
   const review = item.review !== null && hidden.has(agentKey(item.review.authorId));
   if (!result && !review) return item;
   const out = toWorkItem(item);
-  if (result) out.result = { ...out.result!, content: '', sources: [] };
-  if (review) out.review = { ...out.review!, feedback: '' };
+  if (result) out.result = emptyText(out.result!, WORK_TEXT);
+  if (review) out.review = emptyText(out.review!, WORK_TEXT);
   return out;
 }
 
+/** The participant text of work records (record-types.ts): what an erasure or a placeholder empties, wherever it appears. */
+const WORK_TEXT = RECORD_TYPES['work.create'].erasure.text;
+
 /**
- * A work item with its participant-controlled fields emptied: title, description,
+ * A work item with its participant-controlled fields emptied (WORK_TEXT): title, description,
  * acceptanceCriteria, tags (issue 34), the result's content and sources and the review's feedback
  * (issue 25 placeholder). Ids, state, times stay.
  */
 export function emptyWorkItem(x: WorkItem): WorkItem {
-  const item = toWorkItem(x);
-  item.title = '';
-  item.description = '';
-  item.acceptanceCriteria = '';
-  item.tags = [];
-  if (item.result !== null) item.result = { ...item.result, content: '', sources: [] };
-  if (item.review !== null) item.review = { ...item.review, feedback: '' };
+  const item = emptyText(toWorkItem(x), WORK_TEXT);
+  if (item.result !== null) item.result = emptyText(item.result, WORK_TEXT);
+  if (item.review !== null) item.review = emptyText(item.review, WORK_TEXT);
   return item;
 }
 
@@ -424,11 +424,8 @@ export function emptyWorkItem(x: WorkItem): WorkItem {
  */
 export function redactWorkPayload(o: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...o, item: emptyWorkItem(o.item as WorkItem) };
-  if (o.topic !== undefined && o.topic !== null) out.topic = { ...(o.topic as Topic), title: '' };
-  const request = { ...(o.request as Record<string, unknown>) };
-  for (const k of ['title', 'description', 'acceptanceCriteria', 'content', 'feedback']) if (typeof request[k] === 'string') request[k] = '';
-  if (Array.isArray(request.sources)) request.sources = [];
-  if (Array.isArray(request.tags)) request.tags = [];
+  if (o.topic !== undefined && o.topic !== null) out.topic = { ...(o.topic as Topic), ...RECORD_TYPES['topic.create'].erasure.text };
+  const request = emptyText(o.request as Record<string, unknown>, WORK_TEXT);
   if (typeof o.authorId === 'string' && typeof o.clientId === 'string') {
     const covered = erasedClientId(o.authorId, o.clientId);
     out.clientId = covered;

@@ -1,0 +1,27 @@
+/**
+ * The browser tests' one way to find Chromium (the system's /usr/bin/chromium, driven by
+ * playwright-core) and the one rule for when it is missing (issue 52): where the browser checks
+ * must run (CI: .ci/run installs Chromium and sets FORUM_REQUIRE_CHROMIUM=1) a missing browser
+ * fails the test; elsewhere the test is skipped with a message saying it did NOT run.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+
+/** Where the browser tests find Chromium. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** Launch arguments of every browser test: headless, no sandbox (containers), no network of its own. */
+export const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/**
+ * Whether test `t` (a node:test context) must stop because Chromium is missing: false when it is
+ * installed; true after marking `t` skipped with a message naming `what` (e.g. "the web reader
+ * browser check"); throws an AssertionError instead when FORUM_REQUIRE_CHROMIUM=1. Use as
+ * `if (chromiumOrSkip(t, '…')) return;` at the top of a browser test.
+ */
+export function chromiumOrSkip(t, what) {
+  if (existsSync(CHROMIUM)) return false;
+  if (process.env.FORUM_REQUIRE_CHROMIUM === '1') assert.fail(`${CHROMIUM} is missing and FORUM_REQUIRE_CHROMIUM=1: ${what} must run here`);
+  t.skip(`${CHROMIUM} is missing: ${what} did NOT run (install it with: apt-get install -y chromium)`);
+  return true;
+}
