@@ -7,7 +7,7 @@
  *   object store, no browser, no lint).
  * - http: test/http — a real server per test, spoken to over HTTP — except the files `slow` takes.
  * - slow: test/property (the property tests at their full budget), test/crash (kill -9 of real
- *   processes), test/replication and the HTTP replication tests (an S3 store), the browser tests
+ *   processes), test/replication, test/fault (the fault suite) and the HTTP replication tests (an S3 store), the browser tests
  *   (Chromium) and test/bench (the benchmark's smoke run).
  *
  * The tiers split the files of `npm test` (test/<folder>/<name>.test.mjs) exactly:
@@ -24,7 +24,12 @@ const TEST = join(ROOT, 'test');
 /** Files of test/http that belong to the slow tier: replication (an S3 store) and the browser (Chromium). */
 const SLOW_HTTP = new Set([
   'replication.test.mjs',
+  'replication-settings.test.mjs',
+  'replica-auth.test.mjs',
   'followers.test.mjs',
+  'follower-lag.test.mjs',
+  'takeover.test.mjs',
+  'sync-recovery.test.mjs',
   'docs-browser.test.mjs',
   'web-composer.test.mjs',
   'web-console.test.mjs',
@@ -33,7 +38,7 @@ const SLOW_HTTP = new Set([
 ]);
 
 /** Folders whose every test file is in the slow tier. */
-const SLOW_FOLDERS = ['property', 'crash', 'replication', 'bench'];
+const SLOW_FOLDERS = ['property', 'crash', 'replication', 'fault', 'bench'];
 
 /** The test files of test/<folder>, as paths relative to the repository root, sorted. */
 function filesIn(folder) {
