@@ -24,7 +24,7 @@ import { adminSocketPath } from '../../dist/admin/channel.js';
 import { prng } from '../../scripts/prng.mjs';
 import { faultProxy } from '../helpers/fault-proxy.mjs';
 import { objectStore } from '../helpers/object-store.mjs';
-import { bucketObjects } from '../helpers/replica.mjs';
+import { bucketObjects, replicaKeyPair } from '../helpers/replica.mjs';
 import { logText, startServer, tempDir } from '../helpers/server.mjs';
 import { DEFAULT_BOUNDS as BOUNDS, checkHistory, compactPage, parseBucket, parseJsonl } from './checker.mjs';
 
@@ -180,6 +180,9 @@ export async function runFaults({ mode, seed, durationMs, writers = 3, bounds = 
 async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir, log }) {
   const prefix = `fault-${randomUUID().slice(0, 8)}`;
   const url = `s3://${store.bucket}/${prefix}`;
+  // One replica key pair (issue 50): every server may lead (a promotion, a takeover), so each
+  // holds the signing key; the public key is what followers verify the bucket with.
+  const keys = replicaKeyPair(ctx);
   const t0 = Date.now();
   const eventsFile = join(logDir, 'events.jsonl');
   const event = (e) => appendFileSync(eventsFile, `${JSON.stringify({ t: Date.now(), ...e })}\n`);
@@ -196,6 +199,8 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
       AWS_ENDPOINT_URL_S3: s.proxy.endpoint,
       FORUM_REPLICA_MODE: mode,
       FORUM_PUBLIC_URL: `http://${s.name}.fault.test`,
+      FORUM_REPLICA_SIGNING_KEY: keys.signingKeyPath,
+      FORUM_REPLICA_PUBLIC_KEY: keys.publicKey,
       ...(s.role === 'leader' ? { FORUM_REPLICA_URL: url } : { FORUM_FOLLOW: url }),
     };
     try {
