@@ -3,7 +3,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseReplicaUrl } from './store/replica/format.js';
-import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE } from './constants.js';
+import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE, REPLICA_BUCKET_CHECK_MS, REPLICA_BUCKET_CHECK_MS_RANGE } from './constants.js';
 import { urlHeaderValue } from './http/header-value.js';
 import { REPLICA_SIGNING_KEY_FILE, parsePublicKey } from './store/replica/keys.js';
 
@@ -132,7 +132,7 @@ export interface Config {
    * bucket creates it) and the public key (FORUM_REPLICA_PUBLIC_KEY, `ed25519:<base64url>`; null
    * when unset) that followers and restores verify with.
    */
-  replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number; signingKeyPath: string; publicKey: string | null } | null;
+  replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number; bucketCheckMs: number; signingKeyPath: string; publicKey: string | null } | null;
   /**
    * A read-only follower of a replica bucket (issue 36, README "Replication"): FORUM_FOLLOW
    * (`s3://bucket/prefix`; unset = not a follower) and its poll interval in ms
@@ -258,6 +258,7 @@ function replicaSettings(env: NodeJS.ProcessEnv, url: string, dataDir: string): 
     mode,
     shipIntervalMs: rangeEnv(env, 'FORUM_REPLICA_SHIP_MS', REPLICA_SHIP_INTERVAL_MS, REPLICA_SHIP_MS_RANGE),
     ackTimeoutMs: rangeEnv(env, 'FORUM_REPLICA_ACK_TIMEOUT_MS', REPLICA_ACK_TIMEOUT_MS, REPLICA_ACK_TIMEOUT_MS_RANGE),
+    bucketCheckMs: rangeEnv(env, 'FORUM_REPLICA_CHECK_MS', REPLICA_BUCKET_CHECK_MS, REPLICA_BUCKET_CHECK_MS_RANGE),
     ...replicaKeyEnv(env, dataDir),
   };
 }

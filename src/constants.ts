@@ -605,5 +605,13 @@ export const REPLICA_SHIP_MS_RANGE = { min: 10, max: 60_000 } as const;
 export const REPLICA_ACK_TIMEOUT_MS_RANGE = { min: 100, max: 600_000 } as const;
 /** FORUM_FOLLOW_POLL_MS must lie in this range, ms (ours): below it an idle follower sends 100+ GETs a second; above a minute it lags for minutes. */
 export const FOLLOW_POLL_MS_RANGE = { min: 10, max: 60_000 } as const;
+/**
+ * A leader checks the bucket (one LIST of segments/ and one of chunks/: every listed segment and
+ * every shipped chunk present) this often, ms, and puts back what is missing from its own log
+ * (ours; issue 50; FORUM_REPLICA_CHECK_MS, within REPLICA_BUCKET_CHECK_MS_RANGE).
+ */
+export const REPLICA_BUCKET_CHECK_MS = 60_000;
+/** FORUM_REPLICA_CHECK_MS must lie in this range, ms (ours): a second at most once, an hour at least once. */
+export const REPLICA_BUCKET_CHECK_MS_RANGE = { min: 1_000, max: 3_600_000 } as const;
 /** The file in the data folder that records the bucket this folder replicates to or follows, or its detachment (ours; src/store/replica/marker.ts). */
 export const REPLICATION_MARKER_FILE = 'replication.json';

@@ -61,6 +61,8 @@ export interface ReplicationSample {
   epoch: number;
   fenced: boolean;
   requests: Record<string, number>;
+  /** Objects the leader's last bucket check found missing (issue 50). */
+  missingObjects: number;
 }
 
 /** The service's metrics registry and the hooks that feed it. */
@@ -130,6 +132,7 @@ export class Metrics {
       gauge('forum_replication_shipped_seq', 'Seq of the last record stored in the replica bucket.', (r) => r.shippedSeq);
       gauge('forum_replication_epoch', 'Writer epoch this leader holds in the replica bucket.', (r) => r.epoch);
       gauge('forum_replication_fenced', '1 once another server took the leadership (this one refuses writes).', (r) => (r.fenced ? 1 : 0));
+      gauge('forum_replication_bucket_missing_objects', 'Objects the leader\'s last periodic bucket check found missing (segments the manifest lists, shipped chunks); each is put back from the leader\'s log when it can be.', (r) => r.missingObjects);
       new Gauge({
         name: 'forum_replication_requests_total',
         help: 'Object-store requests since the start, by kind (puts, gets, lists, deletes, failures).',

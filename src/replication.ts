@@ -94,6 +94,7 @@ export class Replication {
     private readonly shipIntervalMs: number,
     private readonly ackTimeoutMs: number,
     private readonly keySettings: ReplicaKeySettings,
+    private readonly bucketCheckMs: number,
   ) {}
 
   /**
@@ -105,7 +106,7 @@ export class Replication {
     const settings = config.replica;
     const follow = config.follow;
     if (settings === null && follow === null) return null;
-    const r = new Replication(app, settings!.mode, settings!.shipIntervalMs, settings!.ackTimeoutMs, settings!);
+    const r = new Replication(app, settings!.mode, settings!.shipIntervalMs, settings!.ackTimeoutMs, settings!, settings!.bucketCheckMs);
     app.replication = { status: () => r.status(), promote: () => r.promote(), following: () => r.follower !== null };
     if (follow !== null) {
       const store = await openStore(follow.url);
@@ -135,7 +136,7 @@ export class Replication {
 
   /** Ties a new leader to the app (see the module doc). */
   private attachLeader(store: ObjectStore, keys: LeaderKeys): ReplicaLeader {
-    const leader = new ReplicaLeader(store, this.mode, this.shipIntervalMs || 1, keys);
+    const leader = new ReplicaLeader(store, this.mode, this.shipIntervalMs || 1, keys, this.bucketCheckMs);
     this.app.afterGroupCommit.add(() => leader.kick());
     this.app.afterErase.add(() => void leader.erased());
     if (this.mode === 'sync') {
@@ -198,10 +199,10 @@ export class Replication {
   sample(): ReplicationSample {
     if (this.leader !== null) {
       const s = this.leader.status();
-      return { lagRecords: s.lag.records, lagSeconds: s.lag.seconds, shippedSeq: s.shippedSeq, epoch: s.epoch ?? 0, fenced: s.state === 'fenced', requests: s.requests };
+      return { lagRecords: s.lag.records, lagSeconds: s.lag.seconds, shippedSeq: s.shippedSeq, epoch: s.epoch ?? 0, fenced: s.state === 'fenced', requests: s.requests, missingObjects: s.bucketCheck?.missing.length ?? 0 };
     }
     const f = this.follower!.status();
-    return { lagRecords: 0, lagSeconds: 0, shippedSeq: f.appliedSeq, epoch: f.epoch ?? 0, fenced: false, requests: f.requests };
+    return { lagRecords: 0, lagSeconds: 0, shippedSeq: f.appliedSeq, epoch: f.epoch ?? 0, fenced: false, requests: f.requests, missingObjects: 0 };
   }
 
   /** `replication status`: the leader's or the follower's. */

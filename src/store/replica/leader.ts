@@ -47,6 +47,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
+  REPLICA_BUCKET_CHECK_MS,
   REPLICA_CHUNK_BYTES_MAX,
   REPLICA_EPOCH_CHECK_MS,
   REPLICA_RETRY_AFTER_SECONDS,
@@ -66,6 +67,7 @@ import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
   CHUNKS_DIR,
+  SEGMENTS_DIR,
   EMPTY_HEAD,
   MANIFEST_FORMAT,
   MANIFEST_NAME,
@@ -147,6 +149,8 @@ export interface ReplicaStatus {
   publicKey: string | null;
   /** The bucket's signed head watermark (format.ts Manifest.head). */
   watermark: { seq: number } | null;
+  /** The last periodic bucket check (issue 50): when, the objects it found missing, and those it put back. */
+  bucketCheck: { at: string; missing: string[]; repaired: string[] } | null;
 }
 
 /**
@@ -207,6 +211,9 @@ export class ReplicaLeader {
   private pullingTo = 0;
   /** While a start takes the leadership (epoch, take-back, fence record): writes are held. */
   private taking = false;
+  /** The last periodic bucket check (`checkBucket`), and when it ran (performance.now()). */
+  private bucketCheck: { at: string; missing: string[]; repaired: string[] } | null = null;
+  private bucketCheckedAt = 0;
   /** The epoch this leader wrote into the manifest (set at the If-Match, before the fence record is placed). */
   private tookEpoch: number | null = null;
   /** Called once per state change (metrics, tests). */
@@ -221,6 +228,8 @@ export class ReplicaLeader {
     readonly mode: ReplicaMode,
     private readonly shipIntervalMs: number,
     private readonly keys: LeaderKeys,
+    /** The periodic bucket check's interval, ms (FORUM_REPLICA_CHECK_MS). */
+    private readonly bucketCheckMs: number = REPLICA_BUCKET_CHECK_MS,
   ) {
     this.key = keys.signing;
   }
@@ -824,6 +833,7 @@ export class ReplicaLeader {
           await this.serial(() => this.compact());
           await this.serial(() => this.finishErasures());
           await this.serial(() => this.raiseWatermark(false));
+          await this.serial(() => this.checkBucket());
         }
         failures = 0;
       } catch (err) {
@@ -885,10 +895,8 @@ export class ReplicaLeader {
    * chunk another writer put there (null epoch: not even a chunk). Throws the store's error when it
    * cannot be reached.
    */
-  private async tryPutChunk(run: LineRun): Promise<{ epoch: number | null } | null> {
-    if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
-      throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
-    }
+  /** The signed bytes of the chunk holding `run`, written by this leader at its epoch. */
+  private chunkBody(run: LineRun): Buffer {
     const header: ChunkFields = {
       format: CHUNK_FORMAT,
       originId: this.host!.log.originId,
@@ -900,7 +908,59 @@ export class ReplicaLeader {
       segment: run.segmentFirstSeq,
       offset: run.offset,
     };
-    const body = encodeChunk(header, run.bytes, this.key!);
+    return encodeChunk(header, run.bytes, this.key!);
+  }
+
+  /**
+   * The periodic bucket check (issue 50), at most every `bucketCheckMs` while leading: one paged
+   * LIST of `segments/` and one of `chunks/`; every sealed segment the manifest lists and every
+   * chunk up to the shipped head must be there. A missing object is named (`replication status`
+   * `bucketCheck`, one error log line, the `forum_replica_bucket_missing_objects` gauge) and put
+   * back from this leader's own segment files: a chunk is created again (signed, If-None-Match)
+   * from the same records; a segment only when the local file's SHA-256 is the one the manifest
+   * lists. Throws the store's error when it cannot be reached (the loop retries).
+   */
+  private async checkBucket(): Promise<void> {
+    const now = performance.now();
+    if (this.manifest === null || now - this.bucketCheckedAt < this.bucketCheckMs) return;
+    this.bucketCheckedAt = now;
+    const log = this.host!.log;
+    const segmentNames = new Set(await this.store.list(SEGMENTS_DIR));
+    const chunkNames = new Set(await this.store.list(CHUNKS_DIR));
+    const missing: string[] = [];
+    const repaired: string[] = [];
+    for (const seg of this.manifest.segments) {
+      const name = segmentObjectName(seg.firstSeq);
+      if (segmentNames.has(name)) continue;
+      missing.push(name);
+      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq))).catch(() => null);
+      if (bytes !== null && sha256Hex(bytes) === seg.sha256) {
+        await this.putSegment(seg.firstSeq, bytes);
+        repaired.push(name);
+      }
+    }
+    for (const c of this.chunks) {
+      const name = chunkName(c.firstSeq);
+      if (c.lastSeq > this.shipped.seq || chunkNames.has(name)) continue;
+      missing.push(name);
+      const run = await log.readLines(c.firstSeq, c.lastSeq, Number.MAX_SAFE_INTEGER);
+      if (run === null || run.lastSeq !== c.lastSeq) continue;
+      const r = await this.store.create(name, this.chunkBody(run));
+      if (r.outcome === 'created') repaired.push(name);
+    }
+    this.bucketCheck = { at: new Date(this.host!.now()).toISOString(), missing, repaired };
+    if (missing.length > 0) {
+      const unrepaired = missing.filter((n) => !repaired.includes(n));
+      this.lastError = `the bucket check found ${missing.length} missing object(s): ${missing.join(', ')}; ${repaired.length} put back from this server's log${unrepaired.length > 0 ? `; not put back: ${unrepaired.join(', ')}` : ''}`;
+      logger.error('replication_bucket_check', `replication: ${this.lastError}`, { bucket: this.store.location.url, missing, repaired });
+    }
+  }
+
+  private async tryPutChunk(run: LineRun): Promise<{ epoch: number | null } | null> {
+    if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
+      throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
+    }
+    const body = this.chunkBody(run);
     const name = chunkName(run.firstSeq);
     for (let attempt = 0; ; attempt++) {
       const r = await this.store.create(name, body);
@@ -1095,6 +1155,7 @@ export class ReplicaLeader {
       lastError: this.lastError,
       publicKey: this.key?.text ?? null,
       watermark: this.manifest === null ? null : { seq: this.manifest.head.seq },
+      bucketCheck: this.bucketCheck,
     };
   }
 
