@@ -13,7 +13,7 @@ import { isDataDirLocked, lockDataDir } from '../store/lock.js';
 import { parseReplicaUrl, quietSdkNodeWarning, type ReplicaLocation } from '../store/replica/format.js';
 import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
 import { findLost } from '../store/replica/lost.js';
-import { detachMarker, markReplicated } from '../store/replica/marker.js';
+import { detachMarker } from '../store/replica/marker.js';
 import type { ObjectStore } from '../store/replica/object-store.js';
 
 export type OfflineCommand = (
@@ -191,10 +191,7 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   const store = new S3ObjectStore(location);
   try {
-    const result = await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
-    // The same lineage as the bucket's servers: from now on it starts only with replica settings or detached (issue 50).
-    if (result.sameLineage) markReplicated(dataDir, result.originId, location.url, 'restored', new Date().toISOString());
-    return result;
+    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, point, new Date().toISOString()));
   } finally {
     store.close();
   }
