@@ -96,7 +96,7 @@ const COMMANDS: CommandSpec[] = [
     options: { yes: 'boolean' },
     help: 'let this stopped folder, which replicated, start without FORUM_REPLICA_URL/FORUM_FOLLOW (README "Replication")',
     details:
-      'A data folder that led, followed or was restored from a replica bucket refuses to start without\n' +
+      'A data folder that led or followed a replica bucket refuses to start without\n' +
       'FORUM_REPLICA_URL or FORUM_FOLLOW (it would take writes the bucket never sees: a split brain).\n' +
       'detach records (in DATA/replication.json) that the operator ended its replication; it needs --yes\n' +
       'and a stopped server. A later start with FORUM_REPLICA_URL or FORUM_FOLLOW replicates as before.',

@@ -10,10 +10,10 @@ import { hasArchive, readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
 import { backupArchive, repairArchive, restoreArchive } from '../store/archive.js';
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
-import { parseReplicaUrl, quietSdkNodeWarning } from '../store/replica/format.js';
+import { parseReplicaUrl, quietSdkNodeWarning, type ReplicaLocation } from '../store/replica/format.js';
 import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
 import { findLost } from '../store/replica/lost.js';
-import { detachMarker, markReplicated } from '../store/replica/marker.js';
+import { detachMarker } from '../store/replica/marker.js';
 import type { ObjectStore } from '../store/replica/object-store.js';
 import { verifyKey } from '../store/replica/keys.js';
 import { replicaKeyEnv } from '../config.js';
@@ -173,12 +173,7 @@ async function restore(dataDir: string, words: string[], options: Record<string,
  */
 async function restoreFromReplica(dataDir: string, options: Record<string, string | boolean>): Promise<unknown> {
   const url = options.from as string;
-  let location;
-  try {
-    location = parseReplicaUrl(url);
-  } catch (err) {
-    throw new StoreStateError(`--from: ${(err as Error).message}`);
-  }
+  const location = fromLocation(url);
   const point: RestorePoint = {};
   if (options['to-seq'] !== undefined && options['to-time'] !== undefined) throw new StoreStateError('give --to-seq or --to-time, not both');
   if (options['to-seq'] !== undefined) {
@@ -199,10 +194,7 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   const store = new S3ObjectStore(location);
   try {
-    const result = await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, key, point, new Date().toISOString()));
-    // The same lineage as the bucket's servers: from now on it starts only with replica settings or detached (issue 50).
-    if (result.sameLineage) markReplicated(dataDir, result.originId, location.url, 'restored', new Date().toISOString());
-    return result;
+    return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, key, point, new Date().toISOString()));
   } finally {
     store.close();
   }
@@ -210,15 +202,19 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
 
 /** The object store behind a replica URL given as `--from` (the SDK is imported only here). Throws StoreStateError for a malformed URL (never echoing credentials). */
 async function bucketOf(url: string): Promise<ObjectStore> {
-  let location;
-  try {
-    location = parseReplicaUrl(url);
-  } catch (err) {
-    throw new StoreStateError(`--from: ${(err as Error).message}`);
-  }
+  const location = fromLocation(url);
   quietSdkNodeWarning();
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   return new S3ObjectStore(location);
+}
+
+/** `--from`'s bucket and prefix. Throws StoreStateError naming the option and the rule (never echoing credentials: parseReplicaUrl). */
+function fromLocation(url: string): ReplicaLocation {
+  try {
+    return parseReplicaUrl(url);
+  } catch (err) {
+    throw new StoreStateError(`--from: ${(err as Error).message}`);
+  }
 }
 
 /**

@@ -231,7 +231,7 @@ test('a fenced leader says so on /api/status: writeStop true and replication.sta
   const before = await leader.get('/api/status');
   assert.deepEqual([before.body.writeStop, before.body.replication.role, before.body.replication.state], [false, 'leader', 'leading']);
   const head = await shipped(leader);
-  const f = await follower(t, target, { FORUM_REPLICA_SHIP_MS: '50' });
+  const f = await follower(t, target, { FORUM_REPLICA_SHIP_MS: '50', FORUM_PUBLIC_URL: 'http://new-leader.example' });
   await waitFor(async () => (await status(f)).appliedSeq >= head, 10_000, 'the follower to catch up');
   assert.equal((await promote(f)).status, 200);
   // The old leader learns it lost at its next chunk.
@@ -240,6 +240,7 @@ test('a fenced leader says so on /api/status: writeStop true and replication.sta
   const st = (await leader.get('/api/status')).body;
   assert.equal(st.writeStop, true);
   assert.equal(st.replication.role, 'leader');
+  assert.equal(st.replication.leaderUrl, 'http://new-leader.example', 'it names the leader that fenced it, not itself');
   assert.equal(leader.proc.exitCode, null);
 });
 

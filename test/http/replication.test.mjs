@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync } from 'node:fs';
 import { request } from 'undici';
-import { startServer, tempDir } from '../helpers/server.mjs';
+import { cli, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { bucketObjects, replicaTarget, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
 
@@ -134,7 +134,8 @@ test('a leader whose folder diverged from the bucket (a record differs at a seq 
   const target = await replicaTarget(t, { mode: 'sync' });
   if (target === null) return;
   const { older, token, topic } = await folderBehindTheBucket(t, target);
-  // Served without replication, the copy writes a record of its own where the bucket has another.
+  // Served without replication (detached: issue 50's split-brain guard), the copy writes a record of its own where the bucket has another.
+  assert.equal((await cli(['--data-dir', older, 'replication', 'detach', '--yes'])).code, 0);
   const alone = await startServer(t, { dataDir: older });
   await ok(alone.post('/api/messages', { topicId: topic.id, content: 'written alone', clientId: 'x1' }, token), 201);
   const headAlone = (await alone.cli('verify')).json.lastSeq;

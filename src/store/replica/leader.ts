@@ -193,6 +193,8 @@ export class ReplicaLeader {
   private chain: Promise<unknown> = Promise.resolve();
   private lastError: string | null = null;
   private fencedError: ServiceError | null = null;
+  /** The leader that fenced this one, as the bucket's manifest named it then (status shows it; issue 50). */
+  private fencedBy: string | null = null;
   /**
    * When each group commit not yet shipped became durable: [last seq of the batch, performance.now()],
    * oldest first. The lag in seconds is the age of the oldest entry past the shipped seq.
@@ -988,6 +990,7 @@ export class ReplicaLeader {
     try {
       const m = await this.store.get(MANIFEST_NAME);
       if (m !== null) leader = decodeManifest(m.body, MANIFEST_NAME, this.key!).leaderUrl;
+      this.fencedBy = typeof leader === 'string' && leader !== '' ? leader : null;
     } catch {
       // the URL is a courtesy; the fence holds without it
     }
@@ -1144,7 +1147,7 @@ export class ReplicaLeader {
       state: this.stateValue,
       epoch: this.epoch,
       writer: this.writer,
-      leaderUrl: this.manifest?.leaderUrl ?? null,
+      leaderUrl: this.fencedBy ?? this.manifest?.leaderUrl ?? null,
       durableSeq,
       shippedSeq: this.shipped.seq,
       lag: { records: lagRecords, seconds: lagRecords === 0 || this.durableTimes.length === 0 ? 0 : Math.round(performance.now() - this.durableTimes[0]![1]) / 1000 },

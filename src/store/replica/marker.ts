@@ -5,11 +5,13 @@
  * an old leader's folder would otherwise serve and take writes beside the new leader.
  *
  *     {"format":"agent-forum-replication-v1","originId":…,"url":"s3://bucket/prefix",
- *      "role":"leader"|"follower"|"restored","since":ISO,"detached"?:ISO}
+ *      "role":"leader"|"follower","since":ISO,"detached"?:ISO}
  *
  * Written (temp file → fsync → rename → fsync directory) when this folder takes a writer epoch
- * (the moment its log gets a `replication.epoch` record), when it starts as a follower, and by
- * a same-lineage `restore --from`; `replication detach --yes` (offline, on a stopped folder)
+ * (the moment its log gets a `replication.epoch` record) and when it starts as a follower. A
+ * `restore --from` copy is not marked: it has not replicated yet (a restore drill may serve it on
+ * its own), and the runbook's next step starts it with FORUM_REPLICA_URL, which marks it.
+ * `replication detach --yes` (offline, on a stopped folder)
  * adds `detached`, after which a start without replica settings is allowed, and a later start
  * with them writes the marker afresh. The marker binds to the log's originId: a folder given a
  * new lineage (`restore DIR`, `repair --new-lineage`, a point-in-time restore) is another archive,
@@ -30,8 +32,8 @@ import { readMeta } from '../meta.js';
 /** Format tag of the marker file. */
 export const MARKER_FORMAT = 'agent-forum-replication-v1';
 
-/** How the folder replicated: it led the bucket, followed it, or was restored from it (same lineage). */
-export type MarkerRole = 'leader' | 'follower' | 'restored';
+/** How the folder replicated: it led the bucket or followed it. */
+export type MarkerRole = 'leader' | 'follower';
 
 /** The contents of `DATA/replication.json`. */
 export interface ReplicationMarker {
@@ -91,7 +93,7 @@ function readMarkerQuietly(dataDir: string): ReplicationMarker | null {
 export function detachMarker(dataDir: string, nowIso: string): { detached: boolean; url?: string; role?: MarkerRole; originId?: string; time?: string; reason?: string } {
   const m = readMarker(dataDir);
   const meta = readMeta(dataDir);
-  if (m === null || meta === null || m.originId !== meta.originId) return { detached: false, reason: 'this data folder has no replication to detach (it never led, followed or was restored from a bucket with its current lineage)' };
+  if (m === null || meta === null || m.originId !== meta.originId) return { detached: false, reason: 'this data folder has no replication to detach (it never led or followed a bucket with its current lineage)' };
   if (m.detached !== undefined) return { detached: true, url: m.url, role: m.role, originId: m.originId, time: m.detached };
   writeFileAtomicSync(markerPath(dataDir), `${JSON.stringify({ ...m, detached: nowIso }, null, 1)}\n`);
   return { detached: true, url: m.url, role: m.role, originId: m.originId, time: nowIso };
@@ -108,7 +110,7 @@ export function assertMayStartAlone(dataDir: string): void {
   if (m === null || m.detached !== undefined) return;
   const meta = readMeta(dataDir);
   if (meta === null || meta.originId !== m.originId) return;
-  const as = m.role === 'leader' ? 'led' : m.role === 'follower' ? 'followed' : 'was restored from';
+  const as = m.role === 'leader' ? 'led' : 'followed';
   throw new StoreStateError(
     `this data folder ${as} the replica bucket ${m.url} (since ${m.since}); started without FORUM_REPLICA_URL or FORUM_FOLLOW it would take writes ` +
       `that bucket and its servers never see (a split brain). Start it with FORUM_REPLICA_URL=${m.url} to lead (it checks the bucket first) or ` +
