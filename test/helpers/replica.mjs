@@ -4,6 +4,7 @@
  * fault-injecting proxy (s3-proxy.mjs), the server environment that points a leader at it, and
  * ways to look into the bucket and restore from it.
  */
+import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -99,4 +100,21 @@ export async function waitFor(fn, ms, what) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** `replication status` of a running server (its JSON). */
+export async function replicationStatus(s) {
+  const r = await s.cli('replication', 'status');
+  assert.equal(r.code, 0, r.stderr);
+  return r.json;
+}
+
+/** Waits until each of `followers` has applied everything `leader` has shipped; resolves to that seq. */
+export async function followersCaughtUp(leader, followers) {
+  const head = await waitFor(async () => {
+    const s = await replicationStatus(leader);
+    return s.lag.records === 0 ? s.shippedSeq : null;
+  }, 10_000, 'the leader to ship everything');
+  for (const f of followers) await waitFor(async () => (await replicationStatus(f)).appliedSeq >= head, 10_000, `a follower to reach record ${head}`);
+  return head;
 }

@@ -13,16 +13,11 @@ import { Agent, request } from 'undici';
 import { adminSocketPath } from '../../dist/admin/channel.js';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { bucketObjects, replicaTarget, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
+import { bucketObjects, followersCaughtUp, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
 
 const A2A = { 'a2a-version': '1.0' };
 
-/** `replication status` of a running server. */
-async function status(s) {
-  const r = await s.cli('replication', 'status');
-  assert.equal(r.code, 0, r.stderr);
-  return r.json;
-}
+const status = replicationStatus;
 
 /** `replication promote` through the server's admin channel (a Unix socket in its data folder). */
 async function promote(s) {
@@ -40,15 +35,7 @@ function follower(t, target, env = {}) {
   return startServer(t, { dataDir: tempDir(t, 'forum-follower-'), env: { ...target.storeEnv, FORUM_FOLLOW: target.url, FORUM_FOLLOW_POLL_MS: '50', ...env } });
 }
 
-/** Waits until `f` has applied everything `leader` has shipped. */
-async function caughtUp(leader, followers) {
-  const head = await waitFor(async () => {
-    const s = await status(leader);
-    return s.lag.records === 0 ? s.shippedSeq : null;
-  }, 10_000, 'the leader to ship everything');
-  for (const f of followers) await waitFor(async () => (await status(f)).appliedSeq >= head, 10_000, `a follower to reach record ${head}`);
-  return head;
-}
+const caughtUp = followersCaughtUp;
 
 /** The data part of an A2A read, or the error body. */
 async function a2a(s, token, action, input) {

@@ -18,29 +18,16 @@ import { encodeChunk, lastHashOf } from '../../dist/store/replica/format.js';
 import { ReplicaKey } from '../../dist/store/replica/keys.js';
 import { cli, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { bucketObjects, replicaTarget, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
+import { bucketObjects, followersCaughtUp, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
 
-/** `replication status` of a running server. */
-async function status(s) {
-  const r = await s.cli('replication', 'status');
-  assert.equal(r.code, 0, r.stderr);
-  return r.json;
-}
+const status = replicationStatus;
 
 /** Starts a follower of `target` on a fresh folder with `env` (default: the standby's keys). */
 function follower(t, target, env = target.storeEnv) {
   return startServer(t, { dataDir: tempDir(t, 'forum-follower-'), env: { ...env, FORUM_FOLLOW: target.url, FORUM_FOLLOW_POLL_MS: '50' } });
 }
 
-/** Waits until every follower has applied what the leader shipped; resolves to that seq. */
-async function caughtUp(leader, followers) {
-  const head = await waitFor(async () => {
-    const s = await status(leader);
-    return s.lag.records === 0 ? s.shippedSeq : null;
-  }, 10_000, 'the leader to ship everything');
-  for (const f of followers) await waitFor(async () => (await status(f)).appliedSeq >= head, 10_000, `a follower to reach record ${head}`);
-  return head;
-}
+const caughtUp = followersCaughtUp;
 
 /** The chunks in the bucket, in key order: [{ key, header, lines }]. */
 async function chunks(target) {
