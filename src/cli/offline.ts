@@ -12,6 +12,7 @@ import { backupArchive, repairArchive, restoreArchive } from '../store/archive.j
 import { isDataDirLocked, lockDataDir } from '../store/lock.js';
 import { parseReplicaUrl, quietSdkNodeWarning } from '../store/replica/format.js';
 import { restoreFromBucket, type RestorePoint } from '../store/replica/restore.js';
+import { ConfirmationRequired } from './errors.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -86,14 +87,6 @@ async function backup(dataDir: string, words: string[], _o: Record<string, strin
     );
     return backupArchive(dataDir, resolve(target), segments, meta, replay.lastSeq, now);
   });
-}
-
-/**
- * Thrown when a command that replaces live data was not confirmed (no --yes, and no terminal to
- * ask, or a "no" typed there). Nothing was changed; the CLI exits 2 with the message.
- */
-export class ConfirmationRequired extends Error {
-  override name = 'ConfirmationRequired';
 }
 
 /**
