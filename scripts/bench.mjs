@@ -78,6 +78,16 @@
 //   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
 //                          the push section's same cells, alternating with ours: before and
 //                          after in one run
+//   --cli-start / --no-cli-start
+//                          the CLI start rows (issue 51; scripts/bench/cli-start.mjs): median wall
+//                          ms of `node dist/cli.js` --version, --help, one admin-socket command
+//                          against a running server and one archive command (verify), each run
+//                          paired with `node -e 0`, and the ratio (default on; on with --smoke)
+//   --cli-start-runs N     runs per CLI start row, default 15 (5 with --smoke)
+//   --cli-against FILE     a second CLI entry (an earlier tree's dist/cli.js) measured in the same
+//                          pairs as ours: before and after in one run
+//   --only SECTION         run only that section and print its table: cli-start (a few seconds;
+//                          no load generator, no reference servers)
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
@@ -105,6 +115,7 @@ import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stag
 import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
 import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './push-bench.mjs';
 import { median } from './bench/measure.mjs';
+import { measureCliStart, renderCliStart } from './bench/cli-start.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -162,6 +173,11 @@ function parseOptions(argv) {
       'push-mentions': { type: 'string', default: String(PUSH_MENTIONS_DEFAULT) },
       'server-cpus': { type: 'string' },
       'push-against': { type: 'string' },
+      'cli-start': { type: 'boolean' },
+      'no-cli-start': { type: 'boolean' },
+      'cli-start-runs': { type: 'string' },
+      'cli-against': { type: 'string' },
+      only: { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -206,6 +222,10 @@ function parseOptions(argv) {
     pushWaiters: values['push-waiters'] === undefined ? null : values['push-waiters'].split(',').map((n) => Number(n.trim())),
     serverCpus: values['server-cpus'] ?? null,
     pushAgainst: values['push-against'] ? path.resolve(values['push-against']) : null,
+    cliStart: values['no-cli-start'] ? false : values['cli-start'] ?? true,
+    cliStartRuns: values['cli-start-runs'] === undefined ? (values.smoke ? 5 : 15) : int('cli-start-runs'),
+    cliAgainst: values['cli-against'] ? path.resolve(values['cli-against']) : null,
+    only: values.only ?? null,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
@@ -215,6 +235,7 @@ function parseOptions(argv) {
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
+  if (opts.only !== null && opts.only !== 'cli-start') throw new Error('--only must be cli-start');
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   if (opts.pushWaiters !== null && (opts.pushWaiters.length === 0 || opts.pushWaiters.some((n) => n !== 100 && n !== 1000))) throw new Error('--push-waiters must be 100, 1000 or 100,1000');
@@ -659,7 +680,7 @@ function summarize(rounds) {
   };
 }
 
-function renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push }) {
+function renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart }) {
   const out = [];
   const sha = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
   out.push(`# Agent Forum benchmark${opts.smoke ? ' (smoke)' : ''}`, '');
@@ -698,6 +719,7 @@ function renderReport({ opts, gen, warning, cells, stages, replay, search, repli
 
   if (replication) out.push(...renderReplication(replication, opts));
   if (push) out.push(...renderPush(push, opts));
+  if (cliStart) out.push(...renderCliStart(cliStart, { against: opts.cliAgainst }));
   if (replay) {
     out.push('', '## Replay', '');
     if (replay.skipped) out.push(`skipped: ${replay.skipped}`);
@@ -736,6 +758,14 @@ async function main() {
   if (opts.help) {
     log(HELP);
     return 0;
+  }
+  const cliStartOf = () => measureCliStart({ cli: path.join(path.dirname(opts.oursEntry), 'cli.js'), runs: opts.cliStartRuns, against: opts.cliAgainst, log });
+  if (opts.only === 'cli-start') {
+    const warning = busyWarning();
+    if (warning) log(warning);
+    const cliStart = await cliStartOf();
+    log(renderCliStart(cliStart, { against: opts.cliAgainst }).join('\n'));
+    return cliStart.skipped ? 1 : 0;
   }
   // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
   if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
@@ -813,6 +843,9 @@ async function main() {
     if (replication.failed) console.error(`replication failed: ${replication.failed}`);
   }
 
+  const cliStart = opts.cliStart ? await cliStartOf() : null;
+  if (cliStart?.skipped) log(`CLI start skipped: ${cliStart.skipped}`);
+
   const push = opts.push ? await measurePush({ opts, gen, log, startServer, stopChild, seedForum, runCell, summarize }) : null;
   if (push?.skipped) log(`push skipped: ${push.skipped}`);
 
@@ -825,7 +858,7 @@ async function main() {
     for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
   }
 
-  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push });
+  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart });
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);

@@ -9,21 +9,22 @@
  * in the server's log when it runs the command). With the server running on the folder, commands go through its local admin
  * channel (a Unix socket in the folder, never the public port); with it stopped, the CLI takes
  * the folder's lock and applies the same command itself.
+ *
+ * This module is the lean entry (issue 51): it statically imports only node built-ins and leaf
+ * modules, so `--version`, `--help` and every command the running server answers over its admin
+ * socket start about as fast as `node -e 0`. What a command needs beyond that is loaded with
+ * `import()` when it runs: the archive commands (src/cli/offline.ts: the store; the AWS SDK only
+ * for `restore --from`), and for a server command on a stopped folder the app and the command
+ * table (src/admin/commands.ts). `npm run bench -- --only cli-start` measures it.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs as utilParseArgs, type ParseArgsConfig } from 'node:util';
-import { Client } from 'undici';
-import { App } from './app.js';
-import { loadConfig } from './config.js';
-import { adminSocketPath } from './admin/channel.js';
-import { commands, operatorOfArgs, recordAdminAction } from './admin/commands.js';
+import { adminSocketPath, postToChannel } from './admin/socket-path.js';
 import { ServiceError, type ErrorCode } from './errors.js';
 import { setLogSink } from './logger.js';
-import { isDataDirLocked } from './store/lock.js';
-import { hasArchive } from './store/meta.js';
-import { ConfirmationRequired, offlineCommands } from './cli/offline.js';
+import { ConfirmationRequired, UsageError } from './cli/errors.js';
 
 /** One CLI command: its words, the value it takes after them (if any), its options and its help. */
 interface CommandSpec {
@@ -149,8 +150,15 @@ function synopsis(c: CommandSpec): string {
   return [c.words, arg, ...opts].filter(Boolean).join(' ');
 }
 
-/** True for the commands that work on the archive files themselves (src/cli/offline.ts): a whole group, or one two-word command. */
-const isArchiveCommand = (c: CommandSpec): boolean => offlineCommands[c.words.split(' ')[0]!] !== undefined || offlineCommands[c.words] !== undefined;
+/**
+ * The archive commands: the keys of src/cli/offline.ts `offlineCommands` — a whole group, or one
+ * two-word command (`replication detach`, issue 50) — named here so the entry does not load that
+ * module to print its help (test/unit/cli-entry.test.mjs keeps the two equal).
+ */
+const ARCHIVE_COMMANDS: ReadonlySet<string> = new Set(['verify', 'backup', 'restore', 'repair', 'replication detach', 'replication lost']);
+
+/** True for the commands that work on the archive files themselves (src/cli/offline.ts). */
+const isArchiveCommand = (c: CommandSpec): boolean => ARCHIVE_COMMANDS.has(c.words.split(' ')[0]!) || ARCHIVE_COMMANDS.has(c.words);
 
 /** Archive commands that only read the folder (not logged as admin actions). */
 const READ_ONLY_ARCHIVE_COMMANDS = new Set(['verify', 'replication lost']);
@@ -274,44 +282,53 @@ function packageVersion(): string {
 /** What `run` resolves to: JSON to print, or text (help, version) to print as it is. */
 export type CliOutput = { json: unknown } | { text: string };
 
-class UsageError extends Error {}
+/** What `tryChannel` resolves to when nothing listens on the folder's admin socket (nothing was sent). */
+const NO_CHANNEL = Symbol('no admin channel');
 
+/**
+ * Sends command `name` with `args` over the data folder's admin socket (src/admin/channel.ts
+ * answers). Resolves to the answer's JSON, or NO_CHANNEL when the socket is missing or refuses the
+ * connection (no server, a stale socket file, or a server still replaying). Rejects with the
+ * server's ServiceError on a non-200 answer, and with any other socket error as it is.
+ */
+async function tryChannel(dataDir: string, name: string, args: Record<string, unknown>): Promise<unknown> {
+  const answer = await postToChannel(adminSocketPath(dataDir), name, JSON.stringify(args));
+  if (answer === null) return NO_CHANNEL;
+  const body = JSON.parse(answer.body) as { error?: string; code?: ErrorCode };
+  if (answer.status !== 200) throw new ServiceError(body.code ?? 'INTERNAL', body.error ?? `admin channel answered ${answer.status}`);
+  return body;
+}
+
+/** The error for a folder whose lock is held while its admin socket does not answer. */
+function channelNotAnswering(dataDir: string): Error {
+  // The lock's owner is alive, but its admin channel is not open: it is replaying the log at
+  // startup or shutting down.
+  return new Error(
+    `a server holds the data folder ${dataDir}, but its admin channel (${adminSocketPath(dataDir)}) does not answer: it is probably ` +
+      'still starting (replaying the log) or stopping; try again in a moment',
+  );
+}
+
+/** Runs command `name` on the server that holds the folder (tryChannel); throws channelNotAnswering when its socket does not answer. */
 async function viaChannel(dataDir: string, name: string, args: Record<string, unknown>): Promise<unknown> {
-  const socketPath = adminSocketPath(dataDir);
-  const client = new Client('http://localhost', { socketPath });
-  try {
-    let res;
-    try {
-      res = await client.request({
-        method: 'POST',
-        path: `/${name}`,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(args),
-      });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ECONNREFUSED' && code !== 'ENOENT') throw err;
-      // The lock's owner is alive, but its admin channel is not open: it is replaying the log
-      // at startup or shutting down.
-      throw new Error(
-        `a server holds the data folder ${dataDir}, but its admin channel (${socketPath}) does not answer: it is probably ` +
-          'still starting (replaying the log) or stopping; try again in a moment',
-      );
-    }
-    const body = (await res.body.json()) as { error?: string; code?: ErrorCode };
-    if (res.statusCode !== 200) throw new ServiceError(body.code ?? 'INTERNAL', body.error ?? `admin channel answered ${res.statusCode}`);
-    return body;
-  } finally {
-    await client.close();
-  }
+  const answer = await tryChannel(dataDir, name, args);
+  if (answer === NO_CHANNEL) throw channelNotAnswering(dataDir);
+  return answer;
 }
 
 /**
  * Runs a command on a stopped data folder. Refuses a folder that holds no archive, so a mistyped
  * --data-dir (or a CLI run from the wrong directory) never creates a new, empty archive and
- * reports success for a command the real server never saw.
+ * reports success for a command the real server never saw. Loads the app and the command table
+ * only here.
  */
 async function directly(dataDir: string, name: string, args: Record<string, unknown>): Promise<unknown> {
+  const [{ hasArchive }, { loadConfig }, { App }, { commands, operatorOfArgs }] = await Promise.all([
+    import('./store/meta.js'),
+    import('./config.js'),
+    import('./app.js'),
+    import('./admin/commands.js'),
+  ]);
   if (!hasArchive(dataDir)) {
     throw new Error(
       `${resolve(dataDir)} holds no Agent Forum archive (no meta.json): check --data-dir or FORUM_DATA_DIR ` +
@@ -340,9 +357,10 @@ export async function run(argv: string[]): Promise<CliOutput> {
   if (version) return { text: packageVersion() };
   const [group, verb, arg] = words as [string, string | undefined, string | undefined];
   // An archive command is a group (`restore`) or two words (`replication detach`, issue 50).
-  const offlineName = offlineCommands[group] !== undefined ? group : command.words;
-  const offline = offlineCommands[offlineName];
-  if (offline) {
+  const offlineName = ARCHIVE_COMMANDS.has(group) ? group : ARCHIVE_COMMANDS.has(command.words) ? command.words : null;
+  if (offlineName !== null) {
+    const [{ offlineCommands }, { recordAdminAction }] = await Promise.all([import('./cli/offline.js'), import('./admin/action-log.js')]);
+    const offline = offlineCommands[offlineName]!;
     const runOffline = () => offline(dataDir, words.slice(offlineName.split(' ').length), options, (name, args) => viaChannel(dataDir, name, args));
     // `verify` and `replication lost` only read; backup, restore, repair and detach are admin actions on the data folder.
     return { json: READ_ONLY_ARCHIVE_COMMANDS.has(offlineName) ? await runOffline() : await recordAdminAction(offlineName.replace(' ', '.'), dataDir, runOffline) };
@@ -356,7 +374,13 @@ export async function run(argv: string[]): Promise<CliOutput> {
   else if (process.env.FORUM_OPERATOR_TOKEN) args.operatorToken = process.env.FORUM_OPERATOR_TOKEN;
   if (command.arg !== undefined) args.id = arg;
   if (typeof options.file === 'string') args.file = resolve(options.file);
-  return { json: (await isDataDirLocked(dataDir)) ? await viaChannel(dataDir, name, args) : await directly(dataDir, name, args) };
+  // A server on the folder answers on its admin socket; only when none does is the lock read
+  // (proper-lockfile and the store are loaded for a stopped folder alone).
+  const answer = await tryChannel(dataDir, name, args);
+  if (answer !== NO_CHANNEL) return { json: answer };
+  const { isDataDirLocked } = await import('./store/lock.js');
+  if (await isDataDirLocked(dataDir)) throw channelNotAnswering(dataDir);
+  return { json: await directly(dataDir, name, args) };
 }
 
 run(process.argv.slice(2)).then(

@@ -4,25 +4,13 @@
  * the operator its `as` or `operatorToken` names (src/admin/commands.ts `operatorOfArgs`).
  */
 import { createServer, type Server } from 'node:http';
-import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { App } from '../app.js';
 import { readJsonBody } from '../http/body.js';
 import { notFound } from '../errors.js';
 import { sendError, sendReply, toServiceError } from '../http/server.js';
 import { commands, operatorOfArgs } from './commands.js';
-
-/** Unix socket paths are limited to ~107 bytes; longer data paths use a hashed name in tmpdir. */
-const SOCKET_PATH_MAX = 100;
-
-/** Path of the admin socket for a data folder. */
-export function adminSocketPath(dataDir: string): string {
-  const inDir = join(dataDir, 'admin.sock');
-  if (Buffer.byteLength(inDir) <= SOCKET_PATH_MAX) return inDir;
-  return join(tmpdir(), `agent-forum-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
-}
+import { adminSocketPath } from './socket-path.js';
 
 /** Starts the admin channel for `app`; resolves to the listening server. */
 export async function startAdminChannel(app: App): Promise<Server> {

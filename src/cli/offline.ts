@@ -17,6 +17,7 @@ import { detachMarker } from '../store/replica/marker.js';
 import type { ObjectStore } from '../store/replica/object-store.js';
 import { verifyKey } from '../store/replica/keys.js';
 import { replicaKeyEnv } from '../config.js';
+import { ConfirmationRequired } from './errors.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -91,14 +92,6 @@ async function backup(dataDir: string, words: string[], _o: Record<string, strin
     );
     return backupArchive(dataDir, resolve(target), segments, meta, replay.lastSeq, now);
   });
-}
-
-/**
- * Thrown when a command that replaces live data was not confirmed (no --yes, and no terminal to
- * ask, or a "no" typed there). Nothing was changed; the CLI exits 2 with the message.
- */
-export class ConfirmationRequired extends Error {
-  override name = 'ConfirmationRequired';
 }
 
 /**

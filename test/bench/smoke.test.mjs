@@ -22,4 +22,8 @@ test('the benchmark runs end to end in smoke mode against ours and both referenc
   }
   assert.match(out.text, /\| status \| \d+ \| bare \|/);
   assert.match(out.text, /\| write \| \d+ \| fastify \|/);
+  // The CLI start rows (issue 51): each command measured beside `node -e 0`, with the ratio.
+  for (const row of ['--version', '--help', 'agents list \\(admin socket, server running\\)', 'verify \\(archive command, server stopped\\)']) {
+    assert.match(out.text, new RegExp(`\\| ${row} \\| \\d+ \\| \\d+ \\| \\d+\\.\\d\\d× \\|`), `a CLI start row for ${row}`);
+  }
 });

@@ -29,8 +29,13 @@ const SPEC_PATHS = new Set([
   '/api/work/action', '/api/work/history', '/a2a/message:send', '/openapi.json', '/api/docs', '/api/start.md',
   '/api/exchange.md', '/api/retry-budget.md', '/.well-known/agent-card.json', '/.well-known/agent.json',
 ]);
-/** A path of the specification: one of SPEC_PATHS, or a client helper file under /api/client/ (part 1). */
-const specPath = (path) => SPEC_PATHS.has(path) || /^\/api\/client\/[^/]+$/.test(path);
+/**
+ * Our extensions a guide may call too, each introduced there as this service's extension: the inbox
+ * (issue 37), long-polled in start.md's section on staying up to date (issue 51).
+ */
+const EXTENSION_PATHS = new Set(['/api/inbox']);
+/** A path of the specification: one of SPEC_PATHS or EXTENSION_PATHS, or a client helper file under /api/client/ (part 1). */
+const specPath = (path) => SPEC_PATHS.has(path) || EXTENSION_PATHS.has(path) || /^\/api\/client\/[^/]+$/.test(path);
 
 const routes = publicRoutes();
 /** Whether the route table has `method path`, exactly or under a prefix route (`/api/client/*`). */
@@ -713,4 +718,22 @@ test('the curl examples of start.md run in order against the server and each req
   assert.ok(practice.slice(1, -1).every((w) => w.updatedBy === registration.id), 'the reader acted; the partner created and reviewed');
   const mine = events.filter((e) => e.workItem.authorId === registration.id).map((e) => e.workItem.state);
   assert.deepEqual(mine, ['open', 'cancelled'], 'the reader\'s own work item was created and cancelled');
+});
+
+test("start.md's A2A table lists every A2A action with its REST endpoint", async () => {
+  const { A2A_ACTIONS } = await import('../../dist/api/a2a/dispatch.js');
+  const md = readFileSync(join(ROOT, 'src', 'api', 'docs', 'guides', 'start.md'), 'utf8');
+  const table = md.split('## 9. ')[1].split('\n\n').find((p) => p.startsWith('| action | REST endpoint |'));
+  const listed = [...table.matchAll(/\| `([a-z.]+)` \| (GET|POST) (\/[^ |]+) /g)].map((m) => `${m[1]} ${m[2]} ${m[3]}`).sort();
+  assert.deepEqual(listed, A2A_ACTIONS.map((a) => `${a.action} ${a.method} ${a.path}`).sort());
+});
+
+test('start.md tells agents about push (inbox, wait= long polls, streams) before anything else, and never that there is none', () => {
+  const md = readFileSync(join(ROOT, 'src', 'api', 'docs', 'guides', 'start.md'), 'utf8');
+  const firstScreen = md.split('\n## 0.')[0];
+  for (const must of ['GET /api/inbox', 'wait=', 'text/event-stream']) assert.ok(firstScreen.includes(must), `the opening names ${must}`);
+  assert.doesNotMatch(md, /no push notifications or webhooks/);
+  const section6 = md.split('\n## 6. ')[1].split('\n## 7. ')[0];
+  assert.match(section6, /```sh\ncurl -sS "\{\{BASE_URL\}\}\/api\/inbox\?after=0&wait=\d+"/, 'a long-poll curl of the inbox');
+  assert.match(section6, /client\.streamFeed\(\{ feed: 'inbox'/, 'a helper call that streams the inbox');
 });

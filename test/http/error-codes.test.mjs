@@ -16,7 +16,7 @@ import { ERROR_CATALOGUE, ERROR_CODES } from '../../dist/errors.js';
 import { setLogSink } from '../../dist/logger.js';
 import { ManualClock } from '../../dist/clock.js';
 import { DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
-import { adminSocketPath } from '../../dist/admin/channel.js';
+import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { Agent, request } from 'undici';
 
 const catalogue = JSON.parse(readFileSync(join(ROOT, 'schemas', 'ErrorCode.json'), 'utf8')).oneOf;

@@ -10,7 +10,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, request } from 'undici';
-import { adminSocketPath } from '../../dist/admin/channel.js';
+import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { bucketObjects, followersCaughtUp, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';

@@ -9,7 +9,7 @@ import { startInProcess } from '../helpers/inprocess.mjs';
 import { rawExchange } from '../helpers/raw.mjs';
 import { startServer } from '../helpers/server.mjs';
 import { ManualClock } from '../../dist/clock.js';
-import { adminSocketPath } from '../../dist/admin/channel.js';
+import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../dist/constants.js';
 import { Agent, request } from 'undici';
 import { connect } from 'node:net';

@@ -134,3 +134,46 @@ test('a signed-in agent sees no Console link, and #/console tells it the console
   assert.match(await page.locator('main').innerText(), /for operators/);
   assert.equal(await page.locator('#nav-console').isVisible(), false);
 });
+
+test('disabling or purging the signed-in operator asks first; declined, nothing changes; another agent is disabled without a question', async (t) => {
+  if (skipWithoutChromium(t)) return;
+  const s = await startServer(t);
+  const op = (await s.cli('operator', 'create', '--name', 'Careful Op')).json;
+  const other = await s.register('other-bot');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
+  t.after(() => browser.close());
+  const page = await (await browser.newContext({ serviceWorkers: 'block' })).newPage();
+  const dialogs = [];
+  let accept = false;
+  page.on('dialog', (d) => {
+    dialogs.push({ type: d.type(), message: d.message() });
+    void (accept ? d.accept() : d.dismiss());
+  });
+  await page.goto(`${s.url}/#/console`);
+  await page.locator('#token').fill(op.token);
+  await page.locator('#token').press('Enter');
+  const self = page.locator(`.agent-row[data-id="${op.id}"]`);
+  await self.waitFor({ timeout: 10_000 });
+
+  await self.locator('.agent-toggle').click();
+  await self.locator('.agent-status', { hasText: 'Not disabled.' }).waitFor({ timeout: 10_000 });
+  await self.locator('.agent-reason').fill('testing');
+  await self.locator('.agent-purge').click();
+  await self.locator('.agent-status', { hasText: 'Not purged.' }).waitFor({ timeout: 10_000 });
+  assert.deepEqual(dialogs.map((d) => d.type), ['confirm', 'confirm'], 'one confirmation for each');
+  assert.ok(dialogs.every((d) => d.message.startsWith(`${op.id} is you`)), JSON.stringify(dialogs));
+  assert.equal((await s.get('/api/rooms', op.token)).status, 200, 'declined: the operator is still enabled');
+  const actions = (await s.get('/api/admin/actions?limit=100', op.token)).body.actions;
+  assert.ok(Array.isArray(actions));
+  assert.deepEqual(actions.filter((a) => a.target === op.id && a.action !== 'operator.create'), [], 'and nothing was done to it');
+
+  const row = page.locator(`.agent-row[data-id="${other.id}"]`);
+  await row.locator('.agent-toggle').click();
+  await row.locator('.agent-status', { hasText: 'Disabled' }).waitFor({ timeout: 10_000 });
+  assert.equal(dialogs.length, 2, 'no question for another agent');
+
+  accept = true;
+  await self.locator('.agent-toggle').click();
+  await page.waitForFunction(async ([token]) => (await fetch('/api/rooms', { headers: { authorization: `Bearer ${token}` } })).status === 401, [op.token], { timeout: 10_000 });
+  assert.equal(dialogs.length, 3, 'confirmed: the operator disabled itself');
+});

@@ -113,10 +113,21 @@ function switchesSection(client, changed) {
 }
 
 /**
- * One agent's row: its profile, state and the buttons acting on it.
- * @param {any} client @param {{agent: any, role: string}} row @param {() => void} changed
+ * Asks before an operator locks itself out (issue 51): true at once when `agentId` is not the
+ * signed-in operator `meId`; otherwise the browser's confirm dialog with `what` happens next,
+ * true only when the operator accepts it.
+ * @param {string} agentId @param {string} meId @param {string} what
  */
-function agentRow(client, row, changed) {
+function confirmedForSelf(agentId, meId, what) {
+  return agentId !== meId || globalThis.confirm(`${agentId} is you, the operator signed in here. ${what} Go ahead?`);
+}
+
+/**
+ * One agent's row: its profile, state and the buttons acting on it. `meId` is the signed-in
+ * operator: disabling or purging that row asks first (confirmedForSelf).
+ * @param {any} client @param {{agent: any, role: string}} row @param {() => void} changed @param {string} meId
+ */
+function agentRow(client, row, changed, meId) {
   const a = row.agent;
   const status = el('p', { class: 'meta agent-status excerpt', role: 'status' });
   const reason = field(`Reason (for disable or purge of ${a.id})`, { type: 'text', maxlength: REASON_MAX, class: 'agent-reason' });
@@ -127,6 +138,9 @@ function agentRow(client, row, changed) {
   const buttons = [toggle, rotate, purge];
   toggle.addEventListener('click', async () => {
     const verb = a.disabled ? 'enable' : 'disable';
+    if (verb === 'disable' && !confirmedForSelf(a.id, meId, 'Disabling it makes your own token get 401: this console signs you out, and only another operator or the CLI can enable you again.')) {
+      return replaceChildren(status, 'Not disabled.');
+    }
     const r = await act(status, buttons, () => client.request('POST', `/api/admin/agents/${verb}`, { body: { agentId: a.id, reason: reason.input.value.trim() } }));
     if (!r) return;
     a.disabled = r.disabled;
@@ -144,6 +158,7 @@ function agentRow(client, row, changed) {
   purge.addEventListener('click', async () => {
     const why = reason.input.value.trim();
     if (!why) return replaceChildren(status, 'Give a reason first: a purge is recorded with it.');
+    if (!confirmedForSelf(a.id, meId, 'Purging disables you (this console signs you out) and hides everything you wrote.')) return replaceChildren(status, 'Not purged.');
     const r = await act(status, buttons, () => client.moderate({ action: 'purge', target: { type: 'agent', id: a.id }, reason: why }));
     if (!r) return;
     a.disabled = 1;
@@ -162,9 +177,9 @@ function agentRow(client, row, changed) {
 
 /**
  * Agents: a search by id or name, and each match's actions.
- * @param {any} client @param {() => void} changed
+ * @param {any} client @param {() => void} changed @param {string} meId the signed-in operator (agentRow)
  */
-function agentsSection(client, changed) {
+function agentsSection(client, changed, meId) {
   const list = el('div', {});
   const q = field('Search agents by id or name', { type: 'search', maxlength: 120, class: 'agent-q' });
   const form = /** @type {HTMLFormElement} */ (el('form', { class: 'agent-search', role: 'search' }, q.field, el('button', { type: 'submit' }, 'Search')));
@@ -172,7 +187,7 @@ function agentsSection(client, changed) {
     replaceChildren(list, el('p', {}, 'Loading…'));
     try {
       const { agents } = await client.request('GET', '/api/admin/agents', { query: { q: q.input.value.trim(), limit: AGENTS_PAGE } });
-      replaceChildren(list, agents.length === 0 ? el('p', { class: 'empty' }, 'No agent matches.') : el('ul', { class: 'cards agent-list' }, agents.map((/** @type {any} */ row) => agentRow(client, row, changed))));
+      replaceChildren(list, agents.length === 0 ? el('p', { class: 'empty' }, 'No agent matches.') : el('ul', { class: 'cards agent-list' }, agents.map((/** @type {any} */ row) => agentRow(client, row, changed, meId))));
     } catch (err) {
       replaceChildren(list, el('p', { class: 'error' }, explain(err)));
     }
@@ -280,7 +295,7 @@ export function consoleView(ctx) {
       heading,
       el('p', { class: 'note' }, `Signed in as operator ${ctx.me.id}: every action below is recorded with this name. Names and reasons are shown as plain text.`),
       switchesSection(ctx.client, log.reload),
-      agentsSection(ctx.client, log.reload),
+      agentsSection(ctx.client, log.reload, ctx.me.id),
       roomsSection(ctx.client, log.reload),
       log.node),
   };
