@@ -60,7 +60,15 @@ function waitersOf(app: App): FeedWaiters {
         return feed === 'work' ? feeds.work.length : feeds.discussion.length === 0 ? 0 : feeds.discussion.at(feeds.discussion.length - 1);
       },
     );
-    app.afterGroupCommit.add(() => waiters.notify());
+    let moderationVersion = app.state.moderation.version;
+    app.afterGroupCommit.add(() => {
+      // A moderation action is durable: no stream delivers a page rendered before it from its queue.
+      if (app.state.moderation.version !== moderationVersion) {
+        moderationVersion = app.state.moderation.version;
+        waiters.moderated();
+      }
+      waiters.notify();
+    });
     waitersByApp.set(app, (w = waiters));
   }
   return w;
@@ -90,11 +98,13 @@ export function releaseFeedWaiters(app: App): void {
  * What the metrics read of `app`'s held feed requests (issue 37): `waiters`, the long-polled feed
  * and inbox requests and streams held now (forum_feed_waiters), and `deliverySeconds`, the
  * delivery rounds' measured main-thread time so far, in seconds, what their windows are sized by
- * (FEED_DELIVERY_SHARE_PERCENT; forum_feed_delivery_seconds_total).
+ * (FEED_DELIVERY_SHARE_PERCENT; forum_feed_delivery_seconds_total), and `streamQueuedBytesMax`,
+ * the most bytes one open stream holds queued for its connection now
+ * (forum_feed_stream_queued_bytes_max; issue 51: at most FEED_STREAM_BUFFER_BYTES_MAX plus one page).
  */
 export function feedSample(app: App): FeedSample {
   const w = waitersByApp.get(app);
-  return { waiters: w?.size ?? 0, deliverySeconds: (w?.deliveryMs ?? 0) / 1000 };
+  return { waiters: w?.size ?? 0, deliverySeconds: (w?.deliveryMs ?? 0) / 1000, streamQueuedBytesMax: w?.streamQueuedBytesMax ?? 0 };
 }
 
 /**
