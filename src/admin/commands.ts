@@ -33,7 +33,8 @@ export type Command = (app: App, args: Record<string, unknown>, operatorId: stri
  * operator (`--as ID`), `args.operatorToken` is an operator's token (FORUM_OPERATOR_TOKEN), and
  * with neither the name is CLI_OPERATOR_ID (`cli`): whoever can open the data folder. Both
  * arguments are removed from `args`. Throws 400 for both at once or an `--as` that names no
- * operator, 401 for a token that is no enabled operator's.
+ * operator, 401 for a token that is no enabled operator's or an `--as` that names a disabled
+ * operator (issue 51).
  */
 export function operatorOfArgs(app: App, args: Record<string, unknown>): string {
   const as = args.as;
@@ -53,6 +54,9 @@ export function operatorOfArgs(app: App, args: Record<string, unknown>): string 
     const known = app.state.agents.order.filter((x) => x.profile.role === 'operator').map((x) => x.profile.id);
     throw invalid(`--as ${JSON.stringify(as)} is not an operator id; operators: ${known.length > 0 ? known.join(', ') : 'none yet (operator create --name NAME)'}`);
   }
+  // Refused as that operator's FORUM_OPERATOR_TOKEN is (issue 51): a disabled operator takes no
+  // action under its name, whichever way it is named.
+  if (e.disabled) throw unauthorized(`--as ${JSON.stringify(as)} is a disabled operator; it cannot act until enabled (agents enable ${as})`);
   return as;
 }
 

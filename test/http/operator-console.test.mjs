@@ -346,3 +346,24 @@ test('a write stop\'s until must be a date and time that exist: 2099-02-30, mont
   assert.equal(leap.status, 200, JSON.stringify(leap.body));
   assert.equal(leap.body.until, '2096-02-29T23:59:59.000Z');
 });
+
+test('a disabled operator cannot act: --as its id is refused (exit 1) as its FORUM_OPERATOR_TOKEN is, and nothing is recorded under its name', async (t) => {
+  const s = await startServer(t);
+  const op = await ok(s, 'operator', 'create', '--name', 'Ops');
+  const gone = await ok(s, 'operator', 'create', '--name', 'Former');
+  await ok(s, '--as', op.id, 'agents', 'disable', gone.id, '--reason', 'left the team');
+  const viaToken = await cli(['--data-dir', s.dataDir, 'registration', 'close'], { FORUM_OPERATOR_TOKEN: gone.token });
+  assert.equal(viaToken.code, 1);
+  assert.match(viaToken.stderr, /FORUM_OPERATOR_TOKEN is not the token of an enabled operator/);
+  const viaAs = await s.cli('--as', gone.id, 'registration', 'close');
+  assert.equal(viaAs.code, 1, viaAs.stdout);
+  assert.match(viaAs.stderr, /--as .* is a disabled operator/);
+  // Offline (the folder opened by the CLI itself) the same rule holds.
+  await s.stop();
+  const offline = await s.cli('--as', gone.id, 'registration', 'close');
+  assert.equal(offline.code, 1, offline.stdout);
+  assert.match(offline.stderr, /is a disabled operator/);
+  await s.start();
+  assert.equal((await s.get('/api/status')).body.registrationOpen, true, 'registration is still open');
+  assert.deepEqual((await actions(s, op.token, `?operatorId=${gone.id}`)).map((a) => a.action), [], 'no action is recorded under the disabled operator');
+});
