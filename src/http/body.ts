@@ -46,9 +46,18 @@ export async function readJsonBody(
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limitBytes) throw payloadTooLarge(limitBytes);
   const { chunks, size } = await collect(req, limitBytes);
+  return parseJsonBody(chunks, size);
+}
+
+/**
+ * Parses a body read whole (`chunks`, `size` bytes in all) as `readJsonBody` does: strict UTF-8,
+ * JSON, no lone surrogate escape. Output: the parsed JSON value. Throws 400 MALFORMED_JSON naming
+ * the reason.
+ */
+export function parseJsonBody(chunks: readonly Buffer[], size: number): unknown {
   let text: string;
   try {
-    text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat([...chunks], size));
   } catch {
     throw fail('MALFORMED_JSON', 'request body is not valid UTF-8');
   }
