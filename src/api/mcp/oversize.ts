@@ -11,8 +11,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { MCP_BODY_BYTES_MAX, MCP_OVERSIZE_BODY_BYTES_MAX } from '../../constants.js';
-import { fail } from '../../errors.js';
-import { continueWithheld, mediaType, parseJsonBody } from '../../http/body.js';
+import { continueWithheld, mediaType, parseJsonBody, streamBody } from '../../http/body.js';
 import { payloadTooLarge, unsupportedMediaType } from '../../http/errors.js';
 
 /** What an oversize body revealed: its JSON-RPC id, method, tool name and each argument's size in bytes. */
@@ -214,26 +213,16 @@ export async function readMcpBody(req: IncomingMessage): Promise<McpBody> {
   // Over the cap, or over the limit behind Expect: 100-continue (the server withheld its 100, so
   // the body is not coming): 413 from the declared length, as before.
   if (Number.isFinite(declared) && (declared > MCP_OVERSIZE_BODY_BYTES_MAX || continueWithheld(req, MCP_BODY_BYTES_MAX))) throw payloadTooLarge(MCP_BODY_BYTES_MAX);
-  return new Promise<McpBody>((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let scanner: JsonScanner | null = null;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MCP_OVERSIZE_BODY_BYTES_MAX) {
-        cleanup();
-        req.pause();
-        reject(payloadTooLarge(MCP_BODY_BYTES_MAX));
-        return;
-      }
-      if (scanner === null && size <= MCP_BODY_BYTES_MAX) {
+  let chunks: Buffer[] = [];
+  let kept = 0;
+  let scanner: JsonScanner | null = null;
+  const size = await streamBody(
+    req,
+    MCP_OVERSIZE_BODY_BYTES_MAX,
+    (chunk) => {
+      if (scanner === null && kept + chunk.length <= MCP_BODY_BYTES_MAX) {
         chunks.push(chunk);
+        kept += chunk.length;
         return;
       }
       if (scanner === null) {
@@ -243,25 +232,12 @@ export async function readMcpBody(req: IncomingMessage): Promise<McpBody> {
         chunks = [];
       }
       scanner.feed(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      try {
-        resolve(scanner === null ? { body: parseJsonBody(chunks, size) } : { oversize: scanner.broken ? { argumentBytes: new Map() } : scanner.call, bytes: size });
-      } catch (err) {
-        reject(err as Error);
-      }
-    };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(fail('MALFORMED_REQUEST', `request body could not be read: ${err.message}`));
-    };
-    const onAborted = () => onError(new Error('client aborted'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
-  });
+    },
+    MCP_BODY_BYTES_MAX,
+  );
+  if (scanner === null) return { body: parseJsonBody(chunks, size) };
+  const { broken, call } = scanner as JsonScanner;
+  return { oversize: broken ? { argumentBytes: new Map() } : call, bytes: size };
 }
 
 /**
