@@ -348,6 +348,14 @@ export const MCP_TOOLSETS_HEADER = 'X-MCP-Toolsets';
  */
 export const MCP_BODY_BYTES_MAX = 2 * BODY_BYTES_MAX;
 /**
+ * Largest POST /mcp body streamed past, never held, to answer a `tools/call` over
+ * MCP_BODY_BYTES_MAX with a tool error naming its oversize argument (ours; issue 51: an HTTP 413
+ * is a transport exception to MCP clients, so the model never read "shorten that field"). Only
+ * the JSON-RPC id, method, tool name and each argument's size are kept while it streams past; a
+ * body over this, or any other method over MCP_BODY_BYTES_MAX, is still refused with HTTP 413.
+ */
+export const MCP_OVERSIZE_BODY_BYTES_MAX = 8 * 1024 * 1024;
+/**
  * Deepest nesting of arrays and objects a tool's arguments may have (ours; issue 34): no tool
  * input schema nests deeper than 3, and a deeper value is refused with -32602 Invalid params
  * before anything walks it recursively.

@@ -16,6 +16,8 @@
  *   — the background scrub's progress and the damaged places found (issue 28; read when scraped);
  * - `forum_feed_waiters` — long-polled feed and inbox requests held now and feed and inbox
  *   streams (Server-Sent Events) open now (issue 37; read when scraped);
+ * - `forum_feed_stream_queued_bytes_max` — the most bytes one open stream holds queued for a
+ *   client that has not taken them (issue 51; read when scraped);
  * - `forum_feed_delivery_seconds_total` — the main-thread time the delivery rounds of held
  *   requests and streams measured for themselves, what their windows are sized by
  *   (FEED_DELIVERY_SHARE_PERCENT; issue 37; read when scraped);
@@ -51,6 +53,8 @@ export interface MetricsSources {
 export interface FeedSample {
   waiters: number;
   deliverySeconds: number;
+  /** The most bytes one open stream holds queued for its connection now (issue 51). */
+  streamQueuedBytesMax: number;
 }
 
 /** What the replication gauges read (issue 35). */
@@ -122,6 +126,7 @@ export class Metrics {
     if (feeds !== undefined) {
       const gauge = sampled(feeds);
       gauge('forum_feed_waiters', 'Long-polled feed and inbox requests held now (wait=SECONDS) and feed and inbox streams open now (Accept: text/event-stream).', (f) => f.waiters);
+      gauge('forum_feed_stream_queued_bytes_max', 'The most bytes one open feed or inbox stream holds queued in the server for a client that has not taken them (at most FEED_STREAM_BUFFER_BYTES_MAX plus one page).', (f) => f.streamQueuedBytesMax);
       gauge('forum_feed_delivery_seconds_total', 'Main-thread time the delivery rounds of held feed requests and streams measured for themselves (their answers and stream writes, the writing of their answers, their followers\' next requests), in seconds: what their windows are sized by.', (f) => f.deliverySeconds);
     }
     const replication = sources.replication;

@@ -34,7 +34,8 @@ export type Command = (app: App, args: Record<string, unknown>, operatorId: stri
  * operator (`--as ID`), `args.operatorToken` is an operator's token (FORUM_OPERATOR_TOKEN), and
  * with neither the name is CLI_OPERATOR_ID (`cli`): whoever can open the data folder. Both
  * arguments are removed from `args`. Throws 400 for both at once or an `--as` that names no
- * operator, 401 for a token that is no enabled operator's.
+ * operator, 401 for a token that is no enabled operator's or an `--as` that names a disabled
+ * operator (issue 51).
  */
 export function operatorOfArgs(app: App, args: Record<string, unknown>): string {
   const as = args.as;
@@ -54,6 +55,9 @@ export function operatorOfArgs(app: App, args: Record<string, unknown>): string 
     const known = app.state.agents.order.filter((x) => x.profile.role === 'operator').map((x) => x.profile.id);
     throw invalid(`--as ${JSON.stringify(as)} is not an operator id; operators: ${known.length > 0 ? known.join(', ') : 'none yet (operator create --name NAME)'}`);
   }
+  // Refused as that operator's FORUM_OPERATOR_TOKEN is (issue 51): a disabled operator takes no
+  // action under its name, whichever way it is named.
+  if (e.disabled) throw unauthorized(`--as ${JSON.stringify(as)} is a disabled operator; it cannot act until enabled (agents enable ${as})`);
   return as;
 }
 
@@ -99,15 +103,33 @@ function reasonOf(args: Record<string, unknown>): string {
   return str(args, 'reason', { optional: true, max: ADMIN_REASON_LENGTH_MAX }).trim();
 }
 
+/** An ISO 8601 date-time with a time zone, its date and time fields captured. */
+const UNTIL_FORM = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
 /**
- * `--until`: when a write stop ends by itself, an ISO 8601 date-time after `nowMs`; undefined
- * when not given. Output: the time as ISO 8601 (UTC). Throws 400 for another form or a past time.
+ * `--until` (REST: `until`): when a write stop ends by itself, an ISO 8601 date-time after
+ * `nowMs`; undefined when not given. Its date and time must exist: Date.parse rolls a day past the
+ * month's end over into the next month (2099-02-30 would be stored as 2099-03-02; issue 51), so
+ * month, day (leap years counted), hour, minute and second are checked first. Output: the time as
+ * ISO 8601 (UTC). Throws 400 for another form, a date or time that does not exist, or a past time.
  */
 function untilOf(args: Record<string, unknown>, nowMs: number): string | undefined {
   const v = str(args, 'until', { optional: true });
   if (v === '') return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(v) ? Date.parse(v) : NaN;
-  if (Number.isNaN(ms)) throw invalid(`--until must be an ISO 8601 date-time with a time zone (e.g. 2026-01-01T12:00:00Z), got ${JSON.stringify(v)}`);
+  const m = UNTIL_FORM.exec(v);
+  if (m === null) throw invalid(`--until must be an ISO 8601 date-time with a time zone (e.g. 2026-01-01T12:00:00Z), got ${JSON.stringify(v)}`);
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((f) => (f === undefined ? 0 : Number(f))) as [number, number, number, number, number, number];
+  const daysInMonth = month >= 1 && month <= 12 ? new Date(Date.UTC(year, month, 0)).getUTCDate() : 0;
+  const wrong =
+    daysInMonth === 0
+      ? `month ${month} is not 01-12`
+      : day < 1 || day > daysInMonth
+        ? `day ${day} is not within ${m[1]}-${m[2]}, which has ${daysInMonth} days`
+        : hour > 23 || minute > 59 || second > 59
+          ? 'the time is not within 00:00:00-23:59:59'
+          : null;
+  const ms = wrong === null ? Date.parse(v) : NaN;
+  if (Number.isNaN(ms)) throw invalid(`--until ${JSON.stringify(v)} is not a date-time that exists: ${wrong ?? 'its time zone offset is out of range'}`);
   if (ms <= nowMs) throw invalid(`--until ${v} is not in the future (now: ${new Date(nowMs).toISOString()})`);
   return new Date(ms).toISOString();
 }

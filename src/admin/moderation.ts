@@ -7,7 +7,7 @@
  */
 import type { App } from '../app.js';
 import { logger } from '../logger.js';
-import { decideModeration, flaggedRecords, requireOpenFlag, type ModerationInput } from '../domain/moderation/decide.js';
+import { decideModeration, flaggedRecords, requireOpenFlag, targetErased, type ModerationInput } from '../domain/moderation/decide.js';
 import {
   flagView,
   MODERATION_EVENT_TYPE,
@@ -70,9 +70,12 @@ function commitAction(app: App, type: RecordType, payload: ModerationPayload): L
 
 /**
  * Resolves an open flag: `hide` or `erase` performs that action on the flag's target (one
- * moderation record, which names the flag), `dismiss` appends `flag.resolve`. Output: the flag
- * and the action, if any. Throws 404 (unknown flag), 409 (already resolved), and what
- * `moderate` throws.
+ * moderation record, which names the flag), `dismiss` appends `flag.resolve`. A flag whose
+ * target is already erased (by another flag or a direct erasure) is resolved by any of the three
+ * with a `flag.resolve` record naming the resolution asked for and no action (issue 51: hide and
+ * erase used to answer 409 ALREADY_EXISTS while dismiss answered 200; there is nothing left to
+ * hide or erase). Output: the flag and the action, if any (null: dismiss, or the content was
+ * already erased). Throws 404 (unknown flag), 409 (already resolved), and what `moderate` throws.
  */
 export async function resolveFlag(
   app: App,
@@ -81,10 +84,11 @@ export async function resolveFlag(
 ): Promise<{ flag: Record<string, unknown>; action: ModerationAction | null }> {
   const f = requireOpenFlag(app.state, input.flagId);
   let action: ModerationAction | null = null;
-  if (input.resolution === 'dismiss') {
-    app.commit('flag.resolve', { flagId: f.flag.id, resolution: 'dismiss', note: input.note, operatorId });
+  if (input.resolution === 'dismiss' || targetErased(app.state, f.flag.target)) {
+    app.commit('flag.resolve', { flagId: f.flag.id, resolution: input.resolution, note: input.note, operatorId });
     await app.log.sync();
-    logger.info('admin_action', `flag ${f.flag.id} dismissed by ${operatorId}`, { operator: operatorId, action: 'flag.dismiss', target: f.flag.target, flagId: f.flag.id });
+    const how = input.resolution === 'dismiss' ? 'dismissed' : `resolved (${input.resolution}; its content was already erased)`;
+    logger.info('admin_action', `flag ${f.flag.id} ${how} by ${operatorId}`, { operator: operatorId, action: `flag.${input.resolution}`, target: f.flag.target, flagId: f.flag.id });
   } else {
     action = await moderate(app, operatorId, { action: input.resolution, target: f.flag.target, reason: input.note, flagId: f.flag.id });
   }

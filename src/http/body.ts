@@ -46,9 +46,18 @@ export async function readJsonBody(
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limitBytes) throw payloadTooLarge(limitBytes);
   const { chunks, size } = await collect(req, limitBytes);
+  return parseJsonBody(chunks, size);
+}
+
+/**
+ * Parses a body read whole (`chunks`, `size` bytes in all) as `readJsonBody` does: strict UTF-8,
+ * JSON, no lone surrogate escape. Output: the parsed JSON value. Throws 400 MALFORMED_JSON naming
+ * the reason.
+ */
+export function parseJsonBody(chunks: readonly Buffer[], size: number): unknown {
   let text: string;
   try {
-    text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    text = utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat([...chunks], size));
   } catch {
     throw fail('MALFORMED_JSON', 'request body is not valid UTF-8');
   }
@@ -129,9 +138,20 @@ function loneSurrogateAt(root: unknown): string | null {
  * Collects the body, stopping at the limit: on overflow the stream is paused (not destroyed) so
  * the 413 response can still be written; the server then closes the connection.
  */
-function collect(req: IncomingMessage, limitBytes: number): Promise<{ chunks: Buffer[]; size: number }> {
+async function collect(req: IncomingMessage, limitBytes: number): Promise<{ chunks: Buffer[]; size: number }> {
+  const chunks: Buffer[] = [];
+  const size = await streamBody(req, limitBytes, (chunk) => chunks.push(chunk));
+  return { chunks, size };
+}
+
+/**
+ * Hands each chunk of the body to `onChunk` as it arrives and resolves to its size in bytes once
+ * it ends. Rejects with 413 BODY_TOO_LARGE naming `refusedAs` (default `limitBytes`) past
+ * `limitBytes`: the stream is paused (not destroyed) so the 413 response can still be written;
+ * the server then drains or closes the connection. 400 MALFORMED_REQUEST when it cannot be read.
+ */
+export function streamBody(req: IncomingMessage, limitBytes: number, onChunk: (chunk: Buffer) => void, refusedAs: number = limitBytes): Promise<number> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
       req.off('data', onData);
@@ -144,14 +164,14 @@ function collect(req: IncomingMessage, limitBytes: number): Promise<{ chunks: Bu
       if (size > limitBytes) {
         cleanup();
         req.pause();
-        reject(payloadTooLarge(limitBytes));
+        reject(payloadTooLarge(refusedAs));
         return;
       }
-      chunks.push(chunk);
+      onChunk(chunk);
     };
     const onEnd = () => {
       cleanup();
-      resolve({ chunks, size });
+      resolve(size);
     };
     const onError = (err: Error) => {
       cleanup();

@@ -313,3 +313,28 @@ test('forum_feed_delivery_seconds_total reports the delivery rounds\' measured t
   assert.ok(after > before, `the round that answered ${FEED_WAITERS_PER_AGENT_MAX} requests measured ${after - before} s`);
   assert.ok(after - before < 5, 'in seconds, not ms');
 });
+
+for (const [how, command] of [
+  ['disabled', 'disable'],
+  ['whose token is rotated', 'rotate-token'],
+]) {
+  test(`a request held for an agent ${how} meanwhile is answered 401, not with the new content`, async (t) => {
+    const s = await startServer(t, { env: { FORUM_METRICS_PORT: '0' } });
+    const metricsUrl = JSON.parse(s.stdout.split('\n').find((l) => l.includes('"listening"'))).metricsUrl;
+    const a = await s.register('soon-cut-off');
+    const b = await s.register('poster');
+    const topic = (await s.post('/api/topics', { title: command }, b.token)).body;
+    const cursor = await caughtUpQuery(s, '/api/changes', a.token);
+    const h = held(s, `/api/changes?${cursor}&wait=30`, a.token);
+    await untilHeld(metricsUrl, 1);
+    const cli = await s.cli('agents', command, a.id);
+    assert.equal(cli.code, 0, cli.stderr);
+    const posted = await s.post('/api/messages', { topicId: topic.id, content: `after the ${command}`, clientId: `lp-${command}` }, b.token);
+    assert.equal(posted.status, 201);
+    const res = await h.done;
+    assert.equal(res.status, 401);
+    assert.equal(res.body.code, 'UNAUTHORIZED');
+    assert.equal(res.headers['www-authenticate'], 'Bearer');
+    assert.ok(!JSON.stringify(res.body).includes(`after the ${command}`));
+  });
+}

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_BODY_BYTES_MAX, MCP_PROTOCOL_VERSIONS } from '../../dist/constants.js';
+import { MCP_BODY_BYTES_MAX, MCP_OVERSIZE_BODY_BYTES_MAX, MCP_PROTOCOL_VERSIONS } from '../../dist/constants.js';
 import { register, startServer } from '../helpers/server.mjs';
+import { rawExchange } from '../helpers/raw.mjs';
 
 const ACCEPT = 'application/json, text/event-stream';
 
@@ -200,4 +201,31 @@ test('the agent card tells hosts the /mcp URL', async (t) => {
   const server = await startServer(t);
   const card = await server.get('/.well-known/agent-card.json');
   assert.ok(JSON.stringify(card.body).includes(`${server.url}/mcp`));
+});
+
+test(`an oversize tools/call over /mcp (a 1 MiB argument, past MCP_BODY_BYTES_MAX) is a tool error naming the argument and the limit, which the SDK client returns to the model instead of throwing; other oversize messages and bodies past the hard cap are still 413`, async (t) => {
+  const server = await startServer(t);
+  const a = await register(server, 'http-ivan');
+  const client = await connect(t, server, a.token);
+  const topic = await call(client, 'forum_open_topic', { title: 'oversize arguments' });
+  const r = await client.callTool({ name: 'forum_post_message', arguments: { topicId: topic.id, content: 'x'.repeat(1024 * 1024), clientId: 'too-big' } });
+  assert.equal(r.isError, true);
+  const text = r.content.map((c) => c.text).join(' ');
+  assert.match(text, /argument "content"/);
+  assert.match(text, new RegExp(`${MCP_BODY_BYTES_MAX}-byte limit`));
+  assert.match(text, /Shorten that field/);
+  assert.match(text, /BODY_TOO_LARGE/);
+  // The session goes on: the same call with a short content lands, and nothing was written before.
+  assert.deepEqual((await call(client, 'forum_read_messages', { topicId: topic.id })).messages, []);
+  await call(client, 'forum_post_message', { topicId: topic.id, content: 'short', clientId: 'fits' });
+
+  // An oversize message that is not a tools/call has no tool to answer it: 413, as before.
+  const init = await rpc(server, { ...INIT, params: { ...INIT.params, pad: 'x'.repeat(MCP_BODY_BYTES_MAX) } }, { token: a.token });
+  assert.equal(init.status, 413);
+  // Past the hard cap the body is not read at all: 413 from the declared length, before any byte of it.
+  const huge = await rawExchange(server.url, [
+    `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\nAccept: ${ACCEPT}\r\nContent-Type: application/json\r\nContent-Length: ${MCP_OVERSIZE_BODY_BYTES_MAX + 1}\r\n\r\n{"jsonrpc":"2.0","id":9,"method":"tools/call"`,
+  ], { endAfter: false });
+  assert.match(huge, /^HTTP\/1\.1 413 /);
+  assert.match(huge, /BODY_TOO_LARGE/);
 });

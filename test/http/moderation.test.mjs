@@ -475,3 +475,43 @@ test('erasing content erases the note and clientId of the flags on it, and only 
   assert.equal(now.get(onTopic.id).note, '', 'erasing the topic erases the flag on it');
   assert.equal(now.get(onM2.id).note, '', 'and the flags on its messages');
 });
+
+test('once the flagged message is erased, an identical flag retry learns its flag was recorded and erased (409 ERASED, not an invitation to use a new clientId), and hide, erase and dismiss each resolve a flag on the erased content with 200 and no second action, across a restart', async (t) => {
+  const s = await startServer(t);
+  const author = await s.register('flagged-author');
+  const flagger = await s.register('flagger');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  const topic = await ok(s.post('/api/topics', { title: 'erased then resolved' }, author.token), 201);
+  const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'a leaked key', clientId: 'leak' }, author.token), 201);
+  const flagBody = (clientId) => ({ target: { type: 'message', id: m.id }, reason: 'secret', note: `the key, ${clientId}`, clientId });
+  const flags = {};
+  for (const how of ['hide', 'erase', 'dismiss']) flags[how] = await ok(s.post('/api/flags', flagBody(how), flagger.token), 201);
+  assert.deepEqual(await ok(s.post('/api/flags', flagBody('hide'), flagger.token), 201), flags.hide, 'before the erasure an identical retry gets the stored flag');
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'leaked key' }, op.token), 201);
+
+  for (const body of [flagBody('hide'), { ...flagBody('hide'), note: 'another note' }]) {
+    const retry = await s.post('/api/flags', body, flagger.token);
+    assert.equal(retry.status, 409);
+    assert.equal(retry.body.code, 'ERASED', JSON.stringify(retry.body));
+    assert.match(retry.body.error, /recorded and later erased/);
+    assert.doesNotMatch(retry.body.error, /use a new clientId/);
+  }
+
+  const actionsBefore = (await ok(s.get('/api/moderation/actions', op.token))).actions.length;
+  for (const how of ['hide', 'erase', 'dismiss']) {
+    const res = await s.post('/api/flags/resolve', { flagId: flags[how].id, resolution: how, note: `resolved by ${how}` }, op.token);
+    assert.equal(res.status, 200, `${how}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.action, null, `${how} records no second action on erased content`);
+    assert.equal(res.body.flag.state, 'resolved');
+    assert.equal(res.body.flag.resolution.resolution, how);
+    const again = await s.post('/api/flags/resolve', { flagId: flags[how].id, resolution: how, note: 'twice' }, op.token);
+    assert.equal(again.status, 409, 'a resolved flag stays resolved');
+  }
+  assert.equal((await ok(s.get('/api/moderation/actions', op.token))).actions.length, actionsBefore);
+  const resolved = async () => Object.fromEntries((await ok(s.get('/api/flags?state=resolved', op.token))).flags.map((f) => [f.id, f.resolution.resolution]));
+  const expected = { [flags.hide.id]: 'hide', [flags.erase.id]: 'erase', [flags.dismiss.id]: 'dismiss' };
+  assert.deepEqual(await resolved(), expected);
+  await s.restart();
+  assert.deepEqual(await resolved(), expected, 'the same after a replay');
+  assert.equal((await s.post('/api/flags', flagBody('erase'), flagger.token)).body.code, 'ERASED', 'and the retry is still told so');
+});

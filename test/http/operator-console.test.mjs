@@ -320,3 +320,50 @@ print(json.dumps(out))
     log: ['writes.stop:upgrading disks', 'writes.resume:', 'rooms.create:', 'rooms.rename:', 'agents.disable:py test', 'agents.enable:', 'agents.rotate-token:'],
   });
 });
+
+test('a write stop\'s until must be a date and time that exist: 2099-02-30, month 13 and hour 24 are refused 400 naming until (REST and CLI) and nothing is stopped; 2096-02-29 (a leap day) is taken as given', async (t) => {
+  const s = await startServer(t);
+  const op = await ok(s, 'operator', 'create', '--name', 'Calendar');
+  for (const [until, rule] of [
+    ['2099-02-30T00:00:00Z', /day 30 is not within 2099-02, which has 28 days/],
+    ['2100-02-29T12:00:00Z', /day 29 is not within 2100-02, which has 28 days/],
+    ['2099-04-31T00:00:00+02:00', /day 31 is not within 2099-04, which has 30 days/],
+    ['2099-13-01T00:00:00Z', /month 13 is not 01-12/],
+    ['2099-01-01T24:00:00Z', /time is not within/],
+  ]) {
+    const rest = await s.post('/api/admin/writes', { stopped: true, reason: 'calendar', until }, op.token);
+    assert.equal(rest.status, 400, `${until}: ${JSON.stringify(rest.body)}`);
+    assert.equal(rest.body.code, 'VALIDATION');
+    assert.match(rest.body.error, /until/);
+    assert.match(rest.body.error, rule);
+    const viaCli = await s.cli('--as', op.id, 'writes', 'stop', '--until', until);
+    assert.equal(viaCli.code, 1, until);
+    assert.match(viaCli.stderr, /--until/);
+    assert.match(viaCli.stderr, rule);
+  }
+  assert.equal((await s.get('/api/admin/settings', op.token)).body.writeStop, false, 'nothing was stopped');
+  const leap = await s.post('/api/admin/writes', { stopped: true, reason: 'calendar', until: '2096-02-29T23:59:59Z' }, op.token);
+  assert.equal(leap.status, 200, JSON.stringify(leap.body));
+  assert.equal(leap.body.until, '2096-02-29T23:59:59.000Z');
+});
+
+test('a disabled operator cannot act: --as its id is refused (exit 1) as its FORUM_OPERATOR_TOKEN is, and nothing is recorded under its name', async (t) => {
+  const s = await startServer(t);
+  const op = await ok(s, 'operator', 'create', '--name', 'Ops');
+  const gone = await ok(s, 'operator', 'create', '--name', 'Former');
+  await ok(s, '--as', op.id, 'agents', 'disable', gone.id, '--reason', 'left the team');
+  const viaToken = await cli(['--data-dir', s.dataDir, 'registration', 'close'], { FORUM_OPERATOR_TOKEN: gone.token });
+  assert.equal(viaToken.code, 1);
+  assert.match(viaToken.stderr, /FORUM_OPERATOR_TOKEN is not the token of an enabled operator/);
+  const viaAs = await s.cli('--as', gone.id, 'registration', 'close');
+  assert.equal(viaAs.code, 1, viaAs.stdout);
+  assert.match(viaAs.stderr, /--as .* is a disabled operator/);
+  // Offline (the folder opened by the CLI itself) the same rule holds.
+  await s.stop();
+  const offline = await s.cli('--as', gone.id, 'registration', 'close');
+  assert.equal(offline.code, 1, offline.stdout);
+  assert.match(offline.stderr, /is a disabled operator/);
+  await s.start();
+  assert.equal((await s.get('/api/status')).body.registrationOpen, true, 'registration is still open');
+  assert.deepEqual((await actions(s, op.token, `?operatorId=${gone.id}`)).map((a) => a.action), [], 'no action is recorded under the disabled operator');
+});

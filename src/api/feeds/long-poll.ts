@@ -67,6 +67,10 @@ export interface HeldStream {
   tick(nowMs: number): void;
   /** Ends the response (deadline, shutdown) or lets go of a closed one. */
   end(): void;
+  /** Bytes written to the response that its connection has not taken yet. */
+  readonly queuedBytes: number;
+  /** Drops the connection when bytes are still queued for it (a moderation action); whether it did. */
+  dropQueued(): boolean;
 }
 
 /** Why `FeedWaiters.openStream` refused: the caller's bound or the total one. */
@@ -390,6 +394,25 @@ export class FeedWaiters {
     if (set === undefined) return;
     set.delete(w);
     if (set.size === 0) byAgent.delete(w.agentId);
+  }
+
+  /**
+   * After a moderation action (issue 51): every open stream with bytes still queued for its
+   * connection drops it (`HeldStream.dropQueued`), so nothing rendered before the action is
+   * delivered from the server's queue. Output: how many were dropped.
+   */
+  moderated(): number {
+    let dropped = 0;
+    for (const w of [...this.held]) if (w.stream?.dropQueued() === true) dropped++;
+    return dropped;
+  }
+
+  /** The most bytes one open stream holds queued for its connection now (the gauge forum_feed_stream_queued_bytes_max). */
+  get streamQueuedBytesMax(): number {
+    if (this.streams === 0) return 0;
+    let most = 0;
+    for (const w of this.held) if (w.stream !== undefined && w.stream.queuedBytes > most) most = w.stream.queuedBytes;
+    return most;
   }
 
   /** Answers every held request and ends every stream now (shutdown: nobody waits for a server that is going away). */

@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { App } from '../../app.js';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
-import { tooManyRequests } from '../../http/errors.js';
+import { tooManyRequests, unauthorized } from '../../http/errors.js';
 import type { FeedSample } from '../../metrics.js';
 import { JSON_CONTENT_TYPE, type ParameterDoc, type Reply, type RequestContext, type Route } from '../../http/router.js';
 import { route } from '../route.js';
@@ -63,7 +63,15 @@ function waitersOf(app: App): FeedWaiters {
         return feed === 'work' ? feeds.work.length : feeds.discussion.length === 0 ? 0 : feeds.discussion.at(feeds.discussion.length - 1);
       },
     );
-    app.afterGroupCommit.add(() => waiters.notify());
+    let moderationVersion = app.state.moderation.version;
+    app.afterGroupCommit.add(() => {
+      // A moderation action is durable: no stream delivers a page rendered before it from its queue.
+      if (app.state.moderation.version !== moderationVersion) {
+        moderationVersion = app.state.moderation.version;
+        waiters.moderated();
+      }
+      waiters.notify();
+    });
     waitersByApp.set(app, (w = waiters));
   }
   return w;
@@ -93,11 +101,13 @@ export function releaseFeedWaiters(app: App): void {
  * What the metrics read of `app`'s held feed requests (issue 37): `waiters`, the long-polled feed
  * and inbox requests and streams held now (forum_feed_waiters), and `deliverySeconds`, the
  * delivery rounds' measured main-thread time so far, in seconds, what their windows are sized by
- * (FEED_DELIVERY_SHARE_PERCENT; forum_feed_delivery_seconds_total).
+ * (FEED_DELIVERY_SHARE_PERCENT; forum_feed_delivery_seconds_total), and `streamQueuedBytesMax`,
+ * the most bytes one open stream holds queued for its connection now
+ * (forum_feed_stream_queued_bytes_max; issue 51: at most FEED_STREAM_BUFFER_BYTES_MAX plus one page).
  */
 export function feedSample(app: App): FeedSample {
   const w = waitersByApp.get(app);
-  return { waiters: w?.size ?? 0, deliverySeconds: (w?.deliveryMs ?? 0) / 1000 };
+  return { waiters: w?.size ?? 0, deliverySeconds: (w?.deliveryMs ?? 0) / 1000, streamQueuedBytesMax: w?.streamQueuedBytesMax ?? 0 };
 }
 
 /**
@@ -110,7 +120,9 @@ export function feedSample(app: App): FeedSample {
  * one (so followers that are never caught up are paced too), as it is when the bounds on held
  * requests are reached. What a not-caught-up request cost the main thread so far (from
  * `ctx.startedMs`) is charged to the delivery rounds' share, and so is the writing of a held
- * request's answer (`ctx.onSent`, timed by src/http/server.ts). `render` builds the page.
+ * request's answer (`ctx.onSent`, timed by src/http/server.ts). `render` builds the page. A held
+ * request whose agent was disabled, or whose token was rotated, while it was held is answered
+ * 401 UNAUTHORIZED, as the same request sent then would be (issue 51).
  */
 export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
   const { wait, after } = ctx.query;
@@ -118,8 +130,18 @@ export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?:
   // On a follower a cursor ahead of its head is held as caught up, until the feed passes it (issue 50).
   if (checkCursor(ctx.query, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following)) caughtUp = true;
   const waiters = waitersOf(ctx.app);
-  const agentId = ctx.agent!.profile.id;
-  const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, render) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, render);
+  const agent = ctx.agent!;
+  const agentId = agent.profile.id;
+  const tokenHash = agent.profile.tokenHash;
+  // A held request is answered later: an agent disabled, or whose token was rotated, meanwhile
+  // gets what the same request sent then would get, 401, not the new content (issue 51; its
+  // streams stop the same way).
+  const answer = (): Reply => {
+    if (agent.disabled) throw unauthorized('this agent is disabled by the operator');
+    if (agent.profile.tokenHash !== tokenHash) throw unauthorized('invalid or revoked token');
+    return render();
+  };
+  const held = caughtUp ? waiters.hold(feed, after, wait, agentId, ctx.req.socket, answer) : waiters.holdForRound(feed, after, wait, agentId, ctx.req.socket, answer);
   // A follower of a moving feed: what its request cost counts in the delivery rounds' share. A
   // caught-up request's handling is not charged (its next answer waits for a new event anyway, and the
   // inbox's held requests, answered a few at a time, would have their windows lengthened by

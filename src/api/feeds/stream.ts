@@ -22,7 +22,9 @@
  * Cost per stream: this object, its response and one entry in FeedWaiters (which holds it in the
  * long poll's bounds and sweep); no timer and no page of its own (a paused stream is resumed by
  * the sweep). A reader that does not read is not written to while its response holds more than
- * FEED_STREAM_BUFFER_BYTES_MAX bytes; it resumes from its cursor on 'drain'.
+ * FEED_STREAM_BUFFER_BYTES_MAX bytes, whether it is caught up or catching up; it resumes from its
+ * cursor on 'drain'. A moderation action drops the connection of a stream with bytes still queued
+ * (`dropQueued`), so a page rendered before an erasure is not delivered after it.
  */
 import type { ServerResponse } from 'node:http';
 import { FEED_STREAM_BUFFER_BYTES_MAX, FEED_STREAM_KEEPALIVE_MS, FEED_STREAM_RETRY_MS } from '../../constants.js';
@@ -148,7 +150,8 @@ export class FeedStream implements HeldStream {
    * Writes the pages past the cursor the rules allow now, advancing the cursor: one event per
    * page, stopping after a page with `hasMore` (the next one waits its `pollAfterSeconds`), at a
    * page the change-read limit refuses (it waits for the window), and while the response holds
-   * more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes (it goes on at 'drain'). A page that
+   * more than FEED_STREAM_BUFFER_BYTES_MAX unsent bytes (checked before every page; it goes on
+   * at 'drain'), so it never holds more than that plus one page. A page that
    * cannot be rendered (an unexpected error) drops the connection. Output: whether it wrote an event.
    */
   pump(): boolean {
@@ -161,6 +164,19 @@ export class FeedStream implements HeldStream {
     let wrote = false;
     try {
       for (;;) {
+        // Checked before every page, whatever brought the stream here (a commit's round, the
+        // sweep after a backlog page's pause, 'drain'): a reader that does not read holds at most
+        // FEED_STREAM_BUFFER_BYTES_MAX plus the one page that crossed it (issue 51: the check
+        // used to follow only caught-up pages, so a stream catching up over a backlog queued a
+        // page a second in server memory, 16 MiB in 12 s).
+        if (res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
+          this.blocked = true;
+          res.once('drain', () => {
+            this.blocked = false;
+            this.pump();
+          });
+          return wrote;
+        }
         const next = this.source.next(this.after);
         if (next === null || next.after <= this.after) return wrote;
         if (this.pages > 0 && this.source.take !== undefined) {
@@ -170,21 +186,13 @@ export class FeedStream implements HeldStream {
             return wrote;
           }
         }
-        const room = res.write(next.bytes);
+        res.write(next.bytes);
         wrote = true;
         this.pages++;
         this.after = next.after;
         this.lastWriteMs = this.nowMs();
         if (next.hasMore) {
           this.notBeforeMs = this.lastWriteMs + next.pollAfterMs;
-          return wrote;
-        }
-        if (!room && res.writableLength > FEED_STREAM_BUFFER_BYTES_MAX) {
-          this.blocked = true;
-          res.once('drain', () => {
-            this.blocked = false;
-            this.pump();
-          });
           return wrote;
         }
       }
@@ -210,6 +218,26 @@ export class FeedStream implements HeldStream {
     if (this.res === null || this.ended || this.blocked || nowMs - this.lastWriteMs < FEED_STREAM_KEEPALIVE_MS) return;
     this.lastWriteMs = nowMs;
     this.res.write(KEEPALIVE);
+  }
+
+  /** Bytes written to the response that its connection has not taken yet (the slow-reader bound's measure). */
+  get queuedBytes(): number {
+    return this.res === null || this.ended ? 0 : this.res.writableLength;
+  }
+
+  /**
+   * After a moderation action (hide, erase, purge; issue 51): a stream with bytes still queued
+   * in the server for its connection drops its connection, so pages rendered before the action
+   * are never delivered from that queue (a reader that had stopped reading would otherwise get
+   * erased content when it resumes). Its client reconnects with Last-Event-ID, the last event it
+   * processed, and gets the pages rendered as they read now. Bytes the operating system has
+   * already taken for the connection are out of the server's reach, as they are for a fast
+   * reader. Output: whether it dropped the connection.
+   */
+  dropQueued(): boolean {
+    if (this.res === null || this.ended || this.res.writableLength === 0) return false;
+    this.res.destroy();
+    return true;
   }
 
   /** Ends the response (its wait is over, or shutdown); the connection stays usable. */

@@ -19,7 +19,9 @@
  *   X-MCP-Toolsets; 400 for an unknown toolset or parameter);
  * - reads the body itself (`readsBody`): `Content-Type: application/json` (415) and at most
  *   MCP_BODY_BYTES_MAX (413), both with the REST error body; malformed JSON is JSON-RPC -32700
- *   Parse error (HTTP 400);
+ *   Parse error (HTTP 400). A `tools/call` over MCP_BODY_BYTES_MAX (up to
+ *   MCP_OVERSIZE_BODY_BYTES_MAX, streamed past, not held) is answered 200 with a tool error
+ *   naming its largest argument and the limit (src/api/mcp/oversize.ts; issue 51);
  * - refuses a JSON-RPC batch (an array, empty or not) with one -32600 Invalid Request (HTTP 400):
  *   MCP 2025-06-18 removed batching, and a batch would make one request (one slot of every rate
  *   limit) do the work of a hundred;
@@ -53,7 +55,8 @@ import {
   MCP_TOOLSETS_HEADER,
 } from '../../constants.js';
 import { ServiceError, fail, invalid } from '../../errors.js';
-import { readJsonBody } from '../../http/body.js';
+import { payloadTooLarge } from '../../http/errors.js';
+import { oversizeToolError, readMcpBody, type McpBody } from './oversize.js';
 import { parseTarget } from '../../http/router.js';
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../../app.js';
@@ -168,13 +171,20 @@ const slots = new Slots({
 export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   checkOrigin(ctx.req, ctx.app.config.publicUrl);
   const selection = selectionOf(ctx);
-  let body: unknown;
+  let read: McpBody;
   try {
-    body = await readJsonBody(ctx.req, ['application/json'], MCP_BODY_BYTES_MAX);
+    read = await readMcpBody(ctx.req);
   } catch (err) {
     if (err instanceof ServiceError && err.code === 'MALFORMED_JSON') return rpcError(400, -32700, `Parse error: ${err.message}`);
     throw err;
   }
+  if ('oversize' in read) {
+    // A tools/call over the limit is the model's to fix: a tool error naming the field (issue 51).
+    const toolError = oversizeToolError(read.oversize, read.bytes);
+    if (toolError === null) throw payloadTooLarge(MCP_BODY_BYTES_MAX);
+    return { status: 200, raw: toolError, contentType: 'application/json' };
+  }
+  const body = read.body;
   if (Array.isArray(body)) {
     return rpcError(
       400,

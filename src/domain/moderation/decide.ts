@@ -367,6 +367,17 @@ export function decideFlag(state: State, input: FlagInput, ctx: { authorId: stri
       prior.flag.target.id === input.target.id &&
       prior.flag.target.revision === input.target.revision;
     if (same) return { existing: prior };
+    // Found under its covered clientId: the flag was erased (with the content it flagged, or by
+    // itself), so its note no longer matches any retry. Answered as an erased message or work
+    // request is (issue 34, 51): the flag is recorded and its text removed on purpose; never an
+    // invitation to raise it again under a new clientId.
+    if (prior.flag.clientId !== input.clientId) {
+      throw fail(
+        'ERASED',
+        `clientId "${input.clientId}" names your flag ${priorId}, recorded and later erased by an operator: ` +
+          'the flag is done and its note was removed on purpose; do not send it again, under this clientId or another',
+      );
+    }
     throw fail('IDEMPOTENCY_CONFLICT', `clientId "${input.clientId}" was already used by you for a different flag (${priorId}); use a new clientId for a new flag`);
   }
   if (input.target.type === 'agent') throw invalid('flag what an agent wrote (a message, topic, knowledge item or work item), not the agent');
@@ -375,6 +386,14 @@ export function decideFlag(state: State, input: FlagInput, ctx: { authorId: stri
   const target: ModerationTarget = { type: input.target.type, id: input.target.id };
   if (input.target.revision !== undefined) target.revision = input.target.revision;
   return { flag: { id: makeId('flg', ctx.seq), target, reason: input.reason, note: input.note, authorId: ctx.authorId, clientId: input.clientId, created: ctx.created } };
+}
+
+/**
+ * Whether the content `target` names was erased (its whole coverage is permanent): resolving a
+ * flag on it then records no second action (issue 51). Throws what `coverageOf` throws (404).
+ */
+export function targetErased(state: State, target: ModerationTarget): boolean {
+  return state.moderation.permanent.has(coverageOf(state, target).key);
 }
 
 /** The flag `id`, open. Throws 404 (unknown flag) or 409 ALREADY_EXISTS (already resolved). */

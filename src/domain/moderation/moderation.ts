@@ -23,7 +23,8 @@
  *   record's payload; see `ModeratedRecords`).
  * - `flag.create {id, target, reason, note, authorId, clientId, created}` and
  *   `flag.resolve {flagId, resolution: "dismiss", note, operatorId}`; a flag resolved with hide or
- *   erase is resolved by that moderation record (its `flagId`).
+ *   erase is resolved by that moderation record (its `flagId`), or, when its content was already
+ *   erased, by `flag.resolve` with resolution "hide" or "erase" (issue 51).
  *
  * Reading is a rendering concern only (`viewOf`): decisions (work actions, idempotency) read the
  * stored records, so a hidden item is never rewritten with its placeholder's empty text. Hidden
@@ -437,7 +438,8 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
       return true;
     }
     case 'flag.resolve': {
-      const p = record.payload as { flagId: string; resolution: 'dismiss'; note: string; operatorId: string };
+      // `dismiss`, or (issue 51) `hide`/`erase` of a flag whose content was already erased.
+      const p = record.payload as { flagId: string; resolution: FlagResolution['resolution']; note: string; operatorId: string };
       const f = s.flags.get(p.flagId);
       if (!f) throw new Error(`flag.resolve at seq ${record.seq} names unknown flag "${p.flagId}"`);
       f.resolution = { resolution: p.resolution, note: p.note, operatorId: p.operatorId, seq: record.seq, resolved: record.time };
