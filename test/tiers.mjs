@@ -30,6 +30,7 @@ const SLOW_HTTP = new Set([
   'follower-lag.test.mjs',
   'takeover.test.mjs',
   'sync-recovery.test.mjs',
+  'bucket-check.test.mjs',
   'docs-browser.test.mjs',
   'web-composer.test.mjs',
   'web-console.test.mjs',
