@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
-import { adminSocketPath } from '../../dist/admin/channel.js';
+import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { prng } from '../../scripts/prng.mjs';
 import { faultProxy } from '../helpers/fault-proxy.mjs';
 import { objectStore } from '../helpers/object-store.mjs';

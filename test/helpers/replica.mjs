@@ -4,6 +4,8 @@
  * fault-injecting proxy (s3-proxy.mjs), the server environment that points a leader at it, and
  * ways to look into the bucket and restore from it.
  */
+import { Agent, request } from 'undici';
+import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -100,6 +102,21 @@ export async function waitFor(fn, ms, what) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * `replication promote` sent straight to a running server's admin channel (a Unix socket in its
+ * data folder; what the CLI uses), so promotions sent together overlap. Resolves to
+ * { status, body }.
+ */
+export async function promoteOverChannel(s) {
+  const res = await request('http://localhost/replication.promote', {
+    method: 'POST',
+    dispatcher: new Agent({ connect: { socketPath: adminSocketPath(s.dataDir) } }),
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
+  return { status: res.statusCode, body: await res.body.json() };
 }
 
 /** `replication status` of a running server (its JSON). */

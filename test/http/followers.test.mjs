@@ -9,26 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Agent, request } from 'undici';
-import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { bucketObjects, followersCaughtUp, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
+import { bucketObjects, followersCaughtUp, promoteOverChannel, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
 
 const A2A = { 'a2a-version': '1.0' };
 
 const status = replicationStatus;
 
-/** `replication promote` through the server's admin channel (a Unix socket in its data folder). */
-async function promote(s) {
-  const res = await request('http://localhost/replication.promote', {
-    method: 'POST',
-    dispatcher: new Agent({ connect: { socketPath: adminSocketPath(s.dataDir) } }),
-    headers: { 'content-type': 'application/json' },
-    body: '{}',
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
+const promote = promoteOverChannel;
 
 /** Starts a follower of `target` on a fresh (empty) folder. */
 function follower(t, target, env = {}) {

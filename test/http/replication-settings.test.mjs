@@ -9,13 +9,11 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { Agent, request } from 'undici';
-import { adminSocketPath } from '../../dist/admin/channel.js';
 import { loadConfig } from '../../dist/config.js';
 import { urlHeaderValue } from '../../dist/http/header-value.js';
 import { cli, logText, startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { replicaTarget, waitFor } from '../helpers/replica.mjs';
+import { promoteOverChannel, replicaTarget, replicationStatus, waitFor } from '../helpers/replica.mjs';
 
 const IDN_URL = 'https://форум.example';
 const IDN_ASCII = 'https://xn--l1adgmc.example';
@@ -26,23 +24,9 @@ function refusedStart(t, env, dataDir = tempDir(t)) {
   return { code: r.status, stderr: logText(r.stderr), raw: r.stderr + r.stdout };
 }
 
-/** `replication promote` through the server's admin channel. */
-async function promote(s) {
-  const res = await request('http://localhost/replication.promote', {
-    method: 'POST',
-    dispatcher: new Agent({ connect: { socketPath: adminSocketPath(s.dataDir) } }),
-    headers: { 'content-type': 'application/json' },
-    body: '{}',
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
+const promote = promoteOverChannel;
 
-/** `replication status` of a running server. */
-async function status(s) {
-  const r = await s.cli('replication', 'status');
-  assert.equal(r.code, 0, r.stderr);
-  return r.json;
-}
+const status = replicationStatus;
 
 /** Waits until the leader has shipped every durable record; resolves to its shipped seq. */
 const shipped = (leader) => waitFor(async () => {

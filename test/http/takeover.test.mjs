@@ -7,29 +7,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent, request } from 'undici';
-import { adminSocketPath } from '../../dist/admin/channel.js';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { replicaTarget, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
+import { promoteOverChannel, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
 
-/** `replication status` of a running server. */
-async function status(s) {
-  const r = await s.cli('replication', 'status');
-  assert.equal(r.code, 0, r.stderr);
-  return r.json;
-}
+const status = replicationStatus;
 
-/** `replication promote` through the server's admin channel. */
-async function promote(s) {
-  const res = await request('http://localhost/replication.promote', {
-    method: 'POST',
-    dispatcher: new Agent({ connect: { socketPath: adminSocketPath(s.dataDir) } }),
-    headers: { 'content-type': 'application/json' },
-    body: '{}',
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
+const promote = promoteOverChannel;
 
 /**
  * `n` writers posting to whichever server `target()` names until `stop.done`; every answer is
