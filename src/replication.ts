@@ -23,7 +23,7 @@ import type { App } from './app.js';
 import type { Config } from './config.js';
 import { REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
 import { ServiceError } from './errors.js';
-import { leaderHeader, shownText } from './http/header-value.js';
+import { leaderHeader, shownText } from './header-value.js';
 import type { Guards } from './http/server.js';
 import { logger } from './logger.js';
 import type { ReplicationSample } from './metrics.js';

@@ -29,7 +29,7 @@ import type { App } from '../app.js';
 import { BODY_BYTES_MAX, BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, CONNECTIONS_MAX, CONNECTIONS_PER_ADDRESS_DEFAULT, CORS_MAX_AGE_SECONDS, REQUEST_ID_LENGTH_MAX, HEADER_BYTES_MAX, MCP_BODY_BYTES_MAX, MCP_PATH, MCP_READONLY_HEADER, MCP_TOOLSETS_HEADER, SERVER_TIMEOUTS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
 import { continueWithheld, readJsonBody } from './body.js';
-import { writeHeadSafely } from './header-value.js';
+import { writeHeadSafely } from '../header-value.js';
 import { ServiceError, type ErrorCode } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { writesStopped } from '../domain/admin/settings.js';

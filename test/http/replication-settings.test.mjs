@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { loadConfig } from '../../dist/config.js';
-import { urlHeaderValue } from '../../dist/http/header-value.js';
+import { urlHeaderValue } from '../../dist/header-value.js';
 import { cli, logText, startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { promoteOverChannel, replicaTarget, replicationStatus, waitFor } from '../helpers/replica.mjs';

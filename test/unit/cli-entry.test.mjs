@@ -65,7 +65,9 @@ test('an archive command loads the store but not the HTTP server, the app, undic
 test('the usage text lists as archive commands exactly the commands of src/cli/offline.ts', () => {
   const usage = execFileSync(process.execPath, [CLI_JS, '--help'], { encoding: 'utf8' });
   const section = usage.split('Archive commands:\n')[1]?.split('\n\n')[0] ?? '';
-  const listed = new Set(section.split('\n').map((l) => l.trim().split(' ')[0]).filter(Boolean));
+  // A command is its leading lower-case words (`verify`, `replication detach`), before its arguments and options.
+  const commandWords = (line) => line.trim().split(' ').filter((w, i, all) => all.slice(0, i + 1).every((x) => /^[a-z][a-z-]*$/.test(x) && !x.startsWith('-'))).join(' ');
+  const listed = new Set(section.split('\n').map(commandWords).filter(Boolean));
   assert.deepEqual([...listed].sort(), Object.keys(offlineCommands).sort());
 });
 

@@ -2,7 +2,7 @@
  * POST /mcp bodies over MCP_BODY_BYTES_MAX (issue 51): a `tools/call` with one oversize argument
  * (a 1 MiB `content`) used to end as HTTP 413, which MCP clients raise as a transport exception,
  * so the model never read which field to shorten; the stdio server answers the same call with a
- * tool error. `readMcpBody` reads a body of up to MCP_BODY_BYTES_MAX whole, as before; past that
+ * tool error. `readMcpBody` reads a body of up to MCP_BODY_BYTES_MAX whole; past that
  * it streams the rest (up to MCP_OVERSIZE_BODY_BYTES_MAX) through `JsonScanner`, which keeps only
  * the JSON-RPC id, method, tool name and the byte size of each top-level argument — never the
  * body — so an oversize call costs no more memory than a normal one. `oversizeToolError` turns
@@ -44,7 +44,7 @@ const BACKSLASH = 0x5c;
  * A streaming scanner of one JSON-RPC message (bytes fed in chunks): tracks its structure, keeps
  * the root's `id`, `method` and `params.name` when they are short, and measures each
  * `params.arguments` value. Memory: the nesting stack and a few short strings. It assumes
- * well-formed JSON; on anything else it stops (`broken`) and the caller answers 413 as before.
+ * well-formed JSON; on anything else it stops (`broken`) and the caller answers 413.
  */
 export class JsonScanner {
   readonly call: OversizeCall = { argumentBytes: new Map() };
@@ -211,7 +211,7 @@ export async function readMcpBody(req: IncomingMessage): Promise<McpBody> {
   if (mediaType(req.headers['content-type']) !== 'application/json') throw unsupportedMediaType(['application/json']);
   const declared = Number(req.headers['content-length']);
   // Over the cap, or over the limit behind Expect: 100-continue (the server withheld its 100, so
-  // the body is not coming): 413 from the declared length, as before.
+  // the body is not coming): 413 from the declared length.
   if (Number.isFinite(declared) && (declared > MCP_OVERSIZE_BODY_BYTES_MAX || continueWithheld(req, MCP_BODY_BYTES_MAX))) throw payloadTooLarge(MCP_BODY_BYTES_MAX);
   let chunks: Buffer[] = [];
   let kept = 0;
@@ -244,7 +244,7 @@ export async function readMcpBody(req: IncomingMessage): Promise<McpBody> {
  * The answer to an oversize body (issue 51): for a `tools/call` with an id and a tool name, the
  * JSON-RPC result of a tool error (`isError: true`) whose text names the largest argument, its
  * size and the limit, as the stdio server's tool error for an oversize argument does; null for
- * anything else (the caller answers 413 BODY_TOO_LARGE, as before).
+ * anything else (the caller answers 413 BODY_TOO_LARGE).
  */
 export function oversizeToolError(call: OversizeCall, bytes: number): string | null {
   if (call.method !== 'tools/call' || call.id === undefined || call.tool === undefined) return null;

@@ -58,7 +58,7 @@ import {
   REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
 import { ServiceError } from '../../errors.js';
-import { leaderHeader, shownText } from '../../http/header-value.js';
+import { leaderHeader, shownText } from '../../header-value.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';

@@ -5,7 +5,7 @@
  * head — an internationalised host would, and so would a CR/LF planted in the bucket.
  */
 import { validateHeaderName, validateHeaderValue, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import { logger } from '../logger.js';
+import { logger } from './logger.js';
 
 /** Control characters (C0, DEL, C1): never part of a header value built here. */
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
