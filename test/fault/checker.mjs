@@ -26,10 +26,11 @@
  *  - `ack-mismatch`: an acknowledged write in the bucket is the record its answer named (same id,
  *    same content);
  *  - `async-loss-unbounded`: in async mode an acknowledged write missing from the bucket was
- *    sent to a leader within `asyncLossBeforeMs` before (or `asyncLossAfterMs` after) the start
- *    of a fault that gave that leader up — judged by when it was sent, since a paused leader
- *    answers what it committed before the pause only when it resumes; every missing write is
- *    reported in `asyncLosses` either way, with its answer's time relative to that fault;
+ *    sent to a leader from `asyncLossBeforeMs` before the start of a fault that gave that leader
+ *    up until `epochCheckMs + asyncLossAfterMs` after its end — the old leader acknowledges
+ *    locally until it sees the new epoch (at most REPLICA_EPOCH_CHECK_MS after the promotion took
+ *    it, or after a paused leader resumes); judged by when the write was sent; every missing write
+ *    is reported in `asyncLosses` either way, with its answer's time relative to that fault;
  *  - `id-conflict`: no object id (msg_, wk_, tp_ …) and no feed position `(originId, seq)` names
  *    two different records in anything any client received — except where one of the two is an
  *    acknowledged async write the failover lost (within the bound above): ids and positions
@@ -72,7 +73,7 @@ const WRITE_OPS = new Set(['message', 'work']);
  * takeover, until its next chunk PUT finds itself fenced); writes succeed again within the
  * ack timeout plus 5 s after a fault ends; a promotion answers within 10 s.
  */
-export const DEFAULT_BOUNDS = Object.freeze({ asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, recoveryBoundMs: 6000, promoteBoundMs: 10_000 });
+export const DEFAULT_BOUNDS = Object.freeze({ asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, epochCheckMs: 1000, recoveryBoundMs: 6000, promoteBoundMs: 10_000 });
 
 /**
  * What makes two records "the same" for the id rule: the fields a record keeps for life, by the
@@ -340,8 +341,12 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
         .sort((x, y) => Math.abs(x.relativeMs) - Math.abs(y.relativeMs))[0];
       const loss = { write: brief(a), id: a.body.id, fault: near?.fault.id ?? null, faultKind: near?.fault.fault ?? null, relativeMs: near?.relativeMs ?? null };
       asyncLosses.push(loss);
+      // The old leader goes on acknowledging locally until it sees the new epoch: at most
+      // epochCheckMs (src/constants.ts REPLICA_EPOCH_CHECK_MS) after the promotion took it, which
+      // is before the fault's end (the promotion's answer; a paused leader resumes then).
       const sentMs = near === undefined ? null : a.start - near.fault.start;
-      if (sentMs === null || sentMs < -b.asyncLossBeforeMs || sentMs > b.asyncLossAfterMs) violate('async-loss-unbounded', { ...loss, sentRelativeMs: sentMs });
+      const lastMs = near === undefined ? 0 : near.fault.end - near.fault.start + b.epochCheckMs + b.asyncLossAfterMs;
+      if (sentMs === null || sentMs < -b.asyncLossBeforeMs || sentMs > lastMs) violate('async-loss-unbounded', { ...loss, sentRelativeMs: sentMs, boundMs: lastMs });
       else lostIdentities.add(identityOf(a.body.id, a.body));
       continue;
     }

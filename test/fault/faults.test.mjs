@@ -11,7 +11,12 @@ import { formatReport, runFaults } from './harness.mjs';
 
 /** How long each case injects faults (ms): two cases take about 3 min on 2 idle cores (set-up, the quiet tail and the bucket read come on top); the time limit allows for a loaded machine. */
 const CASE_MS = 45_000;
-const seed = process.env.FORUM_FAULT_SEED ? Number(process.env.FORUM_FAULT_SEED) : Math.floor(Math.random() * 2 ** 31);
+/**
+ * The schedules `npm test` runs: fixed, so CI judges the same schedules every run (the long form,
+ * scripts/fault-run.mjs, draws a new seed unless given one). FORUM_FAULT_SEED runs another.
+ */
+const DEFAULT_SEED = 6;
+const seed = process.env.FORUM_FAULT_SEED ? Number(process.env.FORUM_FAULT_SEED) : DEFAULT_SEED;
 
 for (const [mode, offset] of [['sync', 0], ['async', 1]]) {
   test(`${mode} mode under a seeded schedule of faults: every acknowledged write kept (async: lost only within the bound), no id names two records, one writer per epoch, writes recover, no crash`, { timeout: CASE_MS + 240_000 }, async (t) => {

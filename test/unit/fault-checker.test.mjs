@@ -136,7 +136,7 @@ test('async losses are reported with their time relative to the failover; within
   assert.deepEqual(rules(checkHistory({ ...run, mode: 'sync', bucket })), ['sync-ack-lost']);
 });
 
-test('an async loss is judged by when it was sent: a paused leader answering after the failover began is still within the bound', () => {
+test('an async loss is judged by when it was sent, up to the epoch check after the failover ended: the old leader acknowledges until it sees the new epoch', () => {
   const run = goodRun('async');
   const bucket = parseBucket(bucketOf([run.records[0], run.records[1], { type: 'topic.create', time: iso(T0 + 50), payload: { id: 'tp_3', created: iso(T0 + 50) } }, run.records[3], run.records[4]]));
   // Sent 100 ms before the failover, answered 2.5 s after it began (the leader was paused).
@@ -144,9 +144,12 @@ test('an async loss is judged by when it was sent: a paused leader answering aft
   const r = checkHistory({ ...run, entries, bucket });
   assert.equal(r.asyncLosses.length, 1);
   assert.deepEqual(rules(r), []);
-  // Sent 2 s after the failover began: outside the bound.
-  const late = checkHistory({ ...run, entries: [ack(run.m3, 's1', T0 + 6000, T0 + 6500), ...run.entries.slice(1)], bucket });
+  // Sent after the failover ended (T0+8000) plus the epoch check and the bound (1 s each): outside it.
+  const late = checkHistory({ ...run, entries: [ack(run.m3, 's1', T0 + 10_100, T0 + 10_200), ...run.entries.slice(1)], bucket });
   assert.deepEqual(rules(late), ['async-loss-unbounded']);
+  // Sent 1.5 s after the failover ended, before the old leader could have seen the new epoch: within it.
+  const seen = checkHistory({ ...run, entries: [ack(run.m3, 's1', T0 + 9500, T0 + 9600), ...run.entries.slice(1)], bucket });
+  assert.deepEqual(rules(seen), []);
 });
 
 test('an id the new leader gives again after an async failover lost its first record is reported as async reuse, not hidden and not a violation', () => {

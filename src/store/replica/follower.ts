@@ -92,6 +92,14 @@ export class ReplicaFollower {
   private lastError: string | null = null;
   private closed = false;
   private loop: Promise<void> = Promise.resolve();
+  /**
+   * Each tailing loop's number: a promotion moves it on, so a loop whose request is still in
+   * flight applies nothing of what it brings back (issue 50: a promotion does not wait for a
+   * stalled poll, up to the store client's timeouts and retries).
+   */
+  private generation = 0;
+  /** The batch being applied now (appended and made durable), which a promotion waits for. */
+  private applying: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   /** Called with the new head after each applied batch (tests, metrics). */
   onApplied: ((seq: number) => void) | null = null;
@@ -132,11 +140,13 @@ export class ReplicaFollower {
 
   /** The background loop: one step per poll interval while following. */
   private async tail(): Promise<void> {
-    while (!this.closed && this.stateValue === 'following') {
+    const generation = ++this.generation;
+    while (!this.closed && this.stateValue === 'following' && generation === this.generation) {
       let progressed = false;
       try {
-        progressed = await this.step();
+        progressed = await this.step(generation);
       } catch (err) {
+        if (generation !== this.generation) return;
         this.fail(err);
         if (err instanceof LogCorruptError) return;
       }
@@ -161,9 +171,10 @@ export class ReplicaFollower {
   /**
    * One poll: fetches the object that holds the next record, proves and applies it. Output: true
    * when records were applied. Throws LogCorruptError for an object that does not prove, the
-   * store's error when it cannot be reached.
+   * store's error when it cannot be reached. `generation`: a tailing loop's number; when a
+   * promotion has moved it on by the time the object arrives, nothing is applied (false).
    */
-  private async step(): Promise<boolean> {
+  private async step(generation?: number): Promise<boolean> {
     const log = this.host!.log;
     const next = log.headSeq + 1;
     const body = await this.store.get(chunkName(next));
@@ -180,9 +191,16 @@ export class ReplicaFollower {
         return this.noNews();
       }
     }
+    if (generation !== undefined && generation !== this.generation) return false;
     this.misses = 0;
     this.resyncAfter = FOLLOW_RESYNC_AFTER_MISSES;
-    await this.applyLines(lines);
+    const applying = this.applyLines(lines);
+    this.applying = applying;
+    try {
+      await applying;
+    } finally {
+      if (this.applying === applying) this.applying = null;
+    }
     return true;
   }
 
@@ -317,15 +335,19 @@ export class ReplicaFollower {
 
   /**
    * Stops tailing for `replication promote` (issue 50): the leader's start then takes back what
-   * the bucket holds, bounded, after it took the epoch (leader.ts). Resolves once the tailing
-   * loop has stopped. Throws 400 UNSUPPORTED_OPERATION when the follower stopped on damage
+   * the bucket holds, bounded, after it took the epoch (leader.ts). Resolves once no batch is
+   * being applied (a poll still in flight applies nothing when it returns). Throws 400 UNSUPPORTED_OPERATION when the follower stopped on damage
    * (stoppedFollowerRefusal: it cannot prove what follows its head, so it must not lead).
    */
   async stopForPromotion(): Promise<void> {
     if (this.stateValue === 'stopped') throw stoppedFollowerRefusal(this.store.location.url, this.host?.log.durableSeq ?? 0, this.lastError);
+    // The tailing loop stops here: a request it has in flight applies nothing when it returns
+    // (a stalled GET may take the store client's timeouts and retries); only a batch being
+    // applied now is waited for.
+    this.generation++;
     this.setState('promoting', 'replication promote');
     this.wake?.();
-    await this.loop;
+    await this.applying?.catch(() => undefined);
   }
 
   /** Applies object after object until the bucket holds nothing after the local head, or the head reaches `untilSeq`. */
