@@ -329,7 +329,8 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   };
   const promote = async (f) => {
     const t = Date.now();
-    const r = await admin(f.dataDir, 'replication.promote', PROMOTE_TIMEOUT_MS);
+    // Wait past the checker's bound, so an answer that comes late is recorded with its time.
+    const r = await admin(f.dataDir, 'replication.promote', Math.max(PROMOTE_TIMEOUT_MS, bounds.promoteBoundMs + 5000));
     const ok = r.status === 200 && r.body?.state === 'leading';
     event({ kind: 'promote', server: f.name, ok, status: r.status, ms: Date.now() - t, answer: r.status === 0 ? r.error : r.body });
     return ok;
@@ -394,7 +395,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
         timer = setTimeout(() => {
           event({ kind: 'harness-timeout', step });
           r();
-        }, STEP_DEADLINE_MS);
+        }, Math.max(STEP_DEADLINE_MS, bounds.promoteBoundMs + 20_000));
       }),
     ]);
     clearTimeout(timer);
