@@ -577,6 +577,11 @@ export const REPLICA_SYNC_RETRY_MAX_MS = 1_000;
  */
 export const REPLICA_EPOCH_CHECK_MS = 1_000;
 /**
+ * A start writes the manifest with the next epoch at most this many times when the previous
+ * leader keeps rewriting its own manifest meanwhile (head watermark, compaction; ours; issue 50).
+ */
+export const REPLICA_TAKE_EPOCH_ATTEMPTS = 5;
+/**
  * A start or promotion that took the epoch gives up placing its fence record after this long,
  * ms, if the previous leader keeps writing (ours; issue 50); normally it takes one PUT.
  */

@@ -235,9 +235,9 @@ async function replicationDetach(dataDir: string, _w: string[], options: Record<
  */
 async function replicationLost(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
   if (typeof options.from !== 'string') throw new StoreStateError('usage: replication lost --from s3://BUCKET/PREFIX [--out FILE] [--public-key KEY]');
-  const key = replicaVerifyKey(dataDir, options, 'replication lost');
   const store = await bucketOf(options.from);
   try {
+    const key = replicaVerifyKey(dataDir, options, 'replication lost');
     return await whileStoppedAsync(dataDir, 'replication lost', () => findLost(dataDir, store, key, typeof options.out === 'string' ? resolve(options.out) : null));
   } finally {
     store.close();

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { loadConfig } from '../../dist/config.js';
 import { urlHeaderValue } from '../../dist/header-value.js';
+import { readSigningKey } from '../../dist/store/replica/keys.js';
+import { decodeManifest, encodeManifest } from '../../dist/store/replica/format.js';
 import { cli, logText, startServer, tempDir, SERVER_JS } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { promoteOverChannel, replicaTarget, replicationStatus, waitFor } from '../helpers/replica.mjs';
@@ -129,9 +131,13 @@ test('a manifest whose leaderUrl holds CR/LF: the follower answers writes 503 wi
   const { client, bucket } = target.store;
   const key = `${target.prefix}/manifest.json`;
   const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  const manifest = JSON.parse(await got.Body.transformToString());
+  // Signed with the replica key (the bucket authenticates itself, issue 50): what a holder of the
+  // key — a leader started with a bad FORUM_PUBLIC_URL — could publish; the follower must still
+  // keep it out of every header.
+  const signing = readSigningKey(target.keys.signingKeyPath);
+  const manifest = decodeManifest(Buffer.from(await got.Body.transformToByteArray()), key, signing);
   const planted = 'http://evil.example\r\nSet-Cookie: session=stolen';
-  await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify({ ...manifest, leaderUrl: planted }, null, 1) }));
+  await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: encodeManifest({ ...manifest, leaderUrl: planted }, signing) }));
   const f = await follower(t, target);
   for (let i = 0; i < 3; i++) {
     const w = await f.post('/api/topics', { title: 'refused' }, a.token);

@@ -54,6 +54,7 @@ import {
   REPLICA_RETRY_MAX_MS,
   REPLICA_RETRY_MIN_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
+  REPLICA_TAKE_EPOCH_ATTEMPTS,
   REPLICA_TAKEOVER_MAX_MS,
   REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
@@ -448,7 +449,7 @@ export class ReplicaLeader {
       // Set before the write: an answer lost on the way may still have taken it.
       this.tookEpoch = epoch;
       try {
-        etag = await this.takeEpoch(taken, manifestEtag, key);
+        ({ manifest: taken, etag } = await this.takeEpoch(taken, manifestEtag, key));
       } catch (err) {
         if (err instanceof ReplicaStartError) this.tookEpoch = null;
         throw err;
@@ -466,22 +467,33 @@ export class ReplicaLeader {
     this.epoch = epoch;
   }
 
-  /** Writes `taken` over the manifest whose ETag is `etag` (If-Match). Output: the new ETag. Throws ReplicaStartError when another server wrote it first. */
-  private async takeEpoch(taken: Manifest, etag: string, key: ReplicaKey): Promise<string> {
-    const body = encodeManifest(taken, key);
-    const r = await this.store.replace(MANIFEST_NAME, body, etag);
-    if (r.outcome === 'replaced') return r.etag;
-    const now = await this.store.get(MANIFEST_NAME);
-    if (now === null || !now.body.equals(body)) {
+  /**
+   * Writes `taken` over the manifest whose ETag is `etag` (If-Match). When the previous leader
+   * rewrote its own manifest meanwhile (same epoch: a head watermark, a compaction, an erasure),
+   * the epoch is taken over from that one, for up to REPLICA_TAKE_EPOCH_ATTEMPTS writes. Output:
+   * the manifest written and its new ETag. Throws ReplicaStartError when another server took an
+   * epoch first.
+   */
+  private async takeEpoch(taken: Manifest, etag: string, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
+    for (let attempt = 1; ; attempt++) {
+      const body = encodeManifest(taken, key);
+      const r = await this.store.replace(MANIFEST_NAME, body, etag);
+      if (r.outcome === 'replaced') return { manifest: taken, etag: r.etag };
+      const now = await this.store.get(MANIFEST_NAME);
+      if (now !== null && now.body.equals(body)) return { manifest: taken, etag: now.etag };
       let other: Manifest | null = null;
       try {
         other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME, key);
       } catch {
         // not authentic: still not ours
       }
+      if (other !== null && other.epoch === taken.epoch - 1 && attempt < REPLICA_TAKE_EPOCH_ATTEMPTS) {
+        taken = { ...other, epoch: taken.epoch, writer: taken.writer, leaderUrl: taken.leaderUrl, since: taken.since, head: higherHead(other.head, taken.head) };
+        etag = now!.etag;
+        continue;
+      }
       throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
     }
-    return now.etag;
   }
 
   /**
