@@ -610,6 +610,14 @@ export const FOLLOW_RESYNC_AFTER_MISSES = 10;
 export const FOLLOW_RESYNC_AFTER_MISSES_MAX = 300;
 /** A follower reads at most this many bytes ahead for the erase record of a tombstone it meets (ours). */
 export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * Taking back a run of chunks (a leader's start, a promotion; issue 50): the chunk keys one LIST
+ * shows after the local head are fetched this many at a time ahead of the one being applied (ours;
+ * one GET at a time made a promotion over a 400-chunk lag take 20 s).
+ */
+export const FOLLOW_PREFETCH_MAX = 16;
+/** Taking back a run of chunks: fetched chunks are appended together, one fdatasync per this many bytes at most (ours). */
+export const FOLLOW_APPLY_BATCH_BYTES_MAX = 4 * 1024 * 1024;
 
 // Replication settings' ranges and split-brain guard (issue 50; README "Configuration", "Replication")
 /** FORUM_REPLICA_SHIP_MS must lie in this range, ms (ours): below it a leader PUTs a chunk per write; above a minute the async loss bound means little. */

@@ -62,6 +62,8 @@ export function requestKind(method, url) {
  *  - `addFault({ kind, methods?, key?, ms?, then?, count? })` → a fault id; throws on an unknown
  *    kind or request kind;
  *  - `removeFault(id)`, `clearFaults()`;
+ *  - `journal(on)`: from now on (on = true) or no longer, every request that arrives is appended,
+ *    in arrival order, to `requests` as `{ kind, key }`; turning it on empties it;
  *  - `counts`: `requests` per request kind (everything that arrived), `forwarded`, and `faults`
  *    per fault kind (requests that fault hit);
  *  - `close()`: resets every connection and stops listening.
@@ -77,6 +79,7 @@ export async function faultProxy(upstream) {
   };
   const sockets = new Set();
   const timers = new Set();
+  const journal = { on: false, requests: [] };
   const later = (ms, fn) => {
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -132,6 +135,7 @@ export async function faultProxy(upstream) {
   const server = createServer((req, res) => {
     const { kind, key } = requestKind(req.method ?? 'GET', req.url ?? '/');
     counts.requests[kind]++;
+    if (journal.on) journal.requests.push({ kind, key });
     const f = match(kind, key);
     if (f === null) return forward(req, res, false);
     switch (f.kind) {
@@ -166,6 +170,11 @@ export async function faultProxy(upstream) {
   return {
     endpoint: `http://127.0.0.1:${server.address().port}`,
     counts,
+    requests: journal.requests,
+    journal(on) {
+      if (on) journal.requests.length = 0;
+      journal.on = on;
+    },
     addFault({ kind, methods = null, key = null, ms, then = 'forward', count = null }) {
       if (!FAULT_KINDS.includes(kind)) throw new Error(`unknown fault kind ${JSON.stringify(kind)}: one of ${FAULT_KINDS.join(', ')}`);
       for (const m of methods ?? []) if (!REQUEST_KINDS.includes(m)) throw new Error(`unknown request kind ${JSON.stringify(m)}: one of ${REQUEST_KINDS.join(', ')}`);

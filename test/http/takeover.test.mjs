@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { promoteOverChannel, replicaTarget, replicationStatus, restoreFrom, segmentFiles, waitFor } from '../helpers/replica.mjs';
+import { s3Proxy } from '../helpers/s3-proxy.mjs';
 
 const status = replicationStatus;
 
@@ -76,6 +77,45 @@ test('a promotion under a writing sync leader answers, fences the old leader, an
   assert.equal(run.code, 0, run.stderr);
   const text = Object.values(segmentFiles(dir)).map((b) => b.toString('utf8')).join('');
   for (const id of w.acked) assert.ok(text.includes(`"clientId":"${id}"`), `acknowledged write ${id} is in the bucket`);
+});
+
+test('a promotion of a lagging follower takes the epoch before it takes back the backlog, so the writing leader stops at once', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const old = await startServer(t, { env: target.serverEnv });
+  const a = await old.register('writer');
+  const topic = await ok(old.post('/api/topics', { title: 'lagging take-over' }, a.token), 201);
+  // The follower reaches the store through a proxy of its own, which holds its chunk GETs: it lags.
+  const proxy = await s3Proxy(t, target.store.endpoint);
+  const f = await startServer(t, {
+    dataDir: tempDir(t, 'forum-follower-'),
+    env: { ...target.storeEnv, AWS_ENDPOINT_URL_S3: proxy.endpoint, FORUM_FOLLOW: target.url, FORUM_FOLLOW_POLL_MS: '50', FORUM_REPLICA_MODE: 'sync', FORUM_PUBLIC_URL: 'http://new.example' },
+  });
+  const held = proxy.faults.addFault({ kind: 'stall', methods: ['GET'], key: /\/chunks\//, ms: 600_000, then: 'drop' });
+  const stop = { done: false };
+  const w = writers(3, () => old, a.token, topic.id, stop);
+  await waitFor(() => w.acked.length >= 60, 120_000, 'a backlog of acknowledged writes the follower has not read');
+  proxy.faults.removeFault(held);
+  proxy.faults.journal(true);
+  const promoted = await promote(f);
+  proxy.faults.journal(false);
+  assert.equal(promoted.status, 200, JSON.stringify(promoted.body));
+  stop.done = true;
+  await w.done();
+  // In the follower's requests: the epoch (the manifest PUT) comes before the backlog's chunk GETs.
+  const requests = proxy.faults.requests;
+  const epochAt = requests.findIndex((r) => r.kind === 'PUT' && r.key.endsWith('/manifest.json'));
+  assert.ok(epochAt >= 0, `the promotion wrote the manifest (${JSON.stringify(requests.slice(0, 20))})`);
+  const chunkGets = (from, to) => requests.slice(from, to).filter((r) => r.kind === 'GET' && r.key.includes('/chunks/')).length;
+  // Before it: the newest chunk (the bucket's head), the chunk after the follower's head (it must
+  // prove against it) and a poll of the stopped tailing loop still on its way.
+  const before = requests.slice(0, epochAt).filter((r) => r.kind === 'GET' && r.key.includes('/chunks/'));
+  assert.ok(before.length <= 3, `only the bucket's head and the chunk after the follower's head are read before the epoch is taken (${JSON.stringify(before)})`);
+  assert.ok(chunkGets(epochAt, requests.length) >= 20, `the backlog is taken back after the epoch (${chunkGets(epochAt, requests.length)} chunk GETs)`);
+  // And the forum has one leader holding every acknowledged write.
+  await waitFor(async () => (await status(old)).state === 'fenced', 15_000, 'the old leader to fence itself');
+  const served = new Set(await clientIdsOf(f, a.token));
+  for (const id of w.acked) assert.ok(served.has(id), `acknowledged write ${id} is on the new leader`);
 });
 
 test('a second leader started on a copy while the first writes takes over: the last started wins and the first is fenced', async (t) => {

@@ -28,7 +28,7 @@
  * record at the next seq); when another server wins the epoch it stays a follower.
  */
 import { performance } from 'node:perf_hooks';
-import { FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
+import { FOLLOW_APPLY_BATCH_BYTES_MAX, FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_PREFETCH_MAX, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError } from '../errors.js';
 import type { Log } from '../log.js';
@@ -292,16 +292,36 @@ export class ReplicaFollower {
    * are seeded first.
    */
   private async applyLines(lines: ProvenLine[]): Promise<void> {
+    if (this.hasPendingTombstones(lines)) {
+      const log = this.host!.log;
+      const pending = lines.filter((l) => l.record.erased === true && !log.records.isErased(l.record.seq)).map((l) => l.record.seq);
+      await this.seedAhead(lines, new Set(pending));
+    }
+    await this.finishApply(this.appendLines(lines));
+  }
+
+  /** True when `lines` hold a tombstone whose erase record this log has not seen yet. */
+  private hasPendingTombstones(lines: ProvenLine[]): boolean {
+    const records = this.host!.log.records;
+    return lines.some((l) => l.record.erased === true && !records.isErased(l.record.seq));
+  }
+
+  /** Appends proven lines to the local log and applies them (not yet durable). Output: the targets of the erase records among them. */
+  private appendLines(lines: ProvenLine[]): EraseTarget[][] {
     const host = this.host!;
-    const log = host.log;
-    const pendingTombstones = lines.filter((l) => l.record.erased === true && !log.records.isErased(l.record.seq)).map((l) => l.record.seq);
-    if (pendingTombstones.length > 0) await this.seedAhead(lines, new Set(pendingTombstones));
     const erasures: EraseTarget[][] = [];
     for (const l of lines) {
-      log.appendProven(l.line, l.record, l.payloadJson, l.hash);
+      host.log.appendProven(l.line, l.record, l.payloadJson, l.hash);
       host.apply(l.record, l.payloadJson);
       if (l.record.type === ERASE_RECORD_TYPE && l.record.erased !== true) erasures.push(eraseTargetsOf(l.record.payload));
     }
+    return erasures;
+  }
+
+  /** Makes what was appended durable (one fdatasync), then erases the targets of its erase records in the local log. */
+  private async finishApply(erasures: EraseTarget[][]): Promise<void> {
+    const host = this.host!;
+    const log = host.log;
     await log.sync();
     for (const targets of erasures) {
       const live = targets.filter((t) => t.seq <= log.durableSeq && !log.records.isTombstone(t.seq));
@@ -350,11 +370,61 @@ export class ReplicaFollower {
     await this.applying?.catch(() => undefined);
   }
 
-  /** Applies object after object until the bucket holds nothing after the local head, or the head reaches `untilSeq`. */
+  /**
+   * Applies object after object until the bucket holds nothing after the local head, or the head
+   * reaches `untilSeq`. The chunk keys one LIST shows after the head are fetched ahead
+   * (ChunkPrefetch, FOLLOW_PREFETCH_MAX at a time) and what has arrived is applied together
+   * (`applyRun`); a record no listed key starts at is found as a poll finds it (`step`).
+   */
   private async drain(untilSeq = Number.MAX_SAFE_INTEGER): Promise<void> {
-    while (this.host!.log.headSeq < untilSeq) {
-      this.misses = this.resyncAfter;
-      if (!(await this.step())) break;
+    const log = this.host!.log;
+    const listed = (await this.store.list(CHUNKS_DIR, chunkName(log.headSeq)))
+      .map(firstSeqOfName)
+      .filter((n): n is number => n !== null && n > log.headSeq && n <= untilSeq);
+    const ahead = new ChunkPrefetch(this.store, listed);
+    while (log.headSeq < untilSeq) {
+      const got = ahead.take(log.headSeq + 1, false);
+      const obj = got === undefined ? null : await got;
+      if (obj === null) {
+        // Not listed, or compacted away since the listing: the chunk or segment that holds it.
+        this.misses = this.resyncAfter;
+        if (!(await this.step())) break;
+        continue;
+      }
+      await this.applyRun(obj.body, ahead, untilSeq);
+    }
+  }
+
+  /**
+   * Proves and appends the chunk `body` (it starts at the record after the local head), then
+   * every following chunk `ahead` has already fetched, up to FOLLOW_APPLY_BATCH_BYTES_MAX bytes or
+   * `untilSeq`, and makes them durable with one fdatasync. A chunk with a tombstone is applied
+   * on its own (applyLines reads ahead for its erase record). Throws LogCorruptError when a chunk
+   * does not prove (nothing of it is appended; what was appended before it is made durable).
+   */
+  private async applyRun(body: Buffer, ahead: ChunkPrefetch, untilSeq: number): Promise<void> {
+    const log = this.host!.log;
+    const erasures: EraseTarget[][] = [];
+    let bytes = 0;
+    try {
+      for (;;) {
+        const next = log.headSeq + 1;
+        const lines = this.proveChunk(body, chunkName(next), next);
+        if (this.hasPendingTombstones(lines)) {
+          await this.finishApply(erasures.splice(0));
+          await this.applyLines(lines);
+          return;
+        }
+        erasures.push(...this.appendLines(lines));
+        bytes += body.length;
+        if (bytes >= FOLLOW_APPLY_BATCH_BYTES_MAX || log.headSeq >= untilSeq) break;
+        const more = ahead.take(log.headSeq + 1, true);
+        const obj = more === undefined ? null : await more;
+        if (obj === null) break;
+        body = obj.body;
+      }
+    } finally {
+      await this.finishApply(erasures);
     }
   }
 
@@ -407,5 +477,46 @@ export class ReplicaFollower {
     this.closed = true;
     this.wake?.();
     await this.loop.catch(() => undefined);
+  }
+}
+
+/**
+ * Chunk objects fetched ahead of the apply (ReplicaFollower#drain): the listed chunk keys, in key
+ * order, at most FOLLOW_PREFETCH_MAX GETs in flight. `take(firstSeq)` hands over the fetch of the
+ * chunk that starts at that record (a promise of the object, or of null when the key is gone by
+ * then), or undefined when no listed key starts there; fetches of keys before it are dropped.
+ */
+class ChunkPrefetch {
+  private readonly inFlight = new Map<number, { got: Promise<{ body: Buffer } | null>; settled: boolean }>();
+  private nextIndex = 0;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly firsts: readonly number[],
+  ) {
+    this.fill();
+  }
+
+  private fill(): void {
+    while (this.inFlight.size < FOLLOW_PREFETCH_MAX && this.nextIndex < this.firsts.length) {
+      const first = this.firsts[this.nextIndex++]!;
+      const entry = { got: this.store.get(chunkName(first)), settled: false };
+      // Observed here so a fetch nobody takes (the drain stopped early) is no unhandled rejection.
+      entry.got.then(
+        () => (entry.settled = true),
+        () => (entry.settled = true),
+      );
+      this.inFlight.set(first, entry);
+    }
+  }
+
+  /** The fetch of the chunk starting at `firstSeq`; with `settledOnly`, only when it has already arrived. */
+  take(firstSeq: number, settledOnly: boolean): Promise<{ body: Buffer } | null> | undefined {
+    for (const key of this.inFlight.keys()) if (key < firstSeq) this.inFlight.delete(key);
+    const entry = this.inFlight.get(firstSeq);
+    if (entry === undefined || (settledOnly && !entry.settled)) return undefined;
+    this.inFlight.delete(firstSeq);
+    this.fill();
+    return entry.got;
   }
 }

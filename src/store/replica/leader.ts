@@ -3,11 +3,11 @@
  * log to an S3-compatible bucket (format.ts), fenced with conditional writes alone.
  *
  * Start (`start`): read the manifest (create it for a new bucket); refuse a bucket of another
- * archive (originId); take back the records the bucket holds beyond this folder's log, proven
- * from its head as a follower proves them (`pullAhead`); refuse a bucket whose chain differs
- * from this folder's log (diverged); take the writer epoch by
- * writing the manifest with `If-Match` (epoch + 1); append a `replication.epoch` record and ship
- * everything up to it. That record's chunk occupies the next key, so a stale leader that wakes up
+ * archive (originId) or whose chain differs from this folder's log (diverged: the first object
+ * after the local head must prove against it); take the writer epoch by writing the manifest with
+ * `If-Match` (epoch + 1); take back the records the bucket holds beyond this folder's log, proven
+ * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); append a
+ * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next key, so a stale leader that wakes up
  * loses its next chunk PUT and learns it lost; a start that loses the epoch race stops.
  *
  * Shipping: a chunk is created with `If-None-Match: *` under a key fixed by its first seq. When
@@ -358,8 +358,9 @@ export class ReplicaLeader {
 
   /**
    * The start procedure (module doc; issue 50): with writes held, read the manifest, check the
-   * bucket against the local log, take back (bounded: up to the head the listing showed) what the
-   * bucket holds beyond it, take the writer epoch (If-Match), then place the fence record.
+   * bucket against the local log (the first object after the local head must prove against it),
+   * take the writer epoch (If-Match), take back (bounded: up to the head the listing showed) what
+   * the bucket holds beyond the local head, then place the fence record.
    * Throws ReplicaStartError when this server must not lead (another archive, diverged, a newer
    * leader won); the store's error when it cannot be reached (retried by the caller).
    */
@@ -413,24 +414,12 @@ export class ReplicaLeader {
     }
     const { head, chunks, stale, firsts, sealedTo } = await this.bucketHead(manifest);
     this.checkWatermark(manifest, head, firsts, sealedTo);
-    // Bounded: only up to the head this listing showed. A previous leader that is still writing
-    // stops once it sees the new epoch; what it writes meanwhile is taken back below.
-    if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
-    if (head.seq > log.durableSeq) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq} after taking back what the bucket held: another leader is writing. ` +
-          'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
-      );
-    }
-    if (head.seq > 0) {
-      const local = log.records.storedHashOf(head.seq);
-      if (local !== head.hash) {
-        throw new ReplicaStartError(
-          `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
-            'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
-        );
-      }
-    }
+    // Before the epoch is taken, the bucket must be shown to go on from this log's head: the first
+    // object after it is taken back now (it proves against the local head's hash), the rest only
+    // once the epoch is taken, so a previous leader still writing stops within
+    // REPLICA_EPOCH_CHECK_MS instead of writing for as long as the take-back lasts.
+    if (head.seq > log.durableSeq) await this.pullAhead(log.durableSeq + 1);
+    else this.checkHeadHash(head);
     let epoch: number;
     let taken: Manifest;
     let etag: string;
@@ -455,6 +444,16 @@ export class ReplicaLeader {
         throw err;
       }
     }
+    // Bounded: only up to the head this listing showed; what the previous leader wrote after it
+    // is taken back while the fence record is placed.
+    if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
+    if (head.seq > log.durableSeq) {
+      throw new ReplicaStartError(
+        `${this.store.location.url} holds records up to ${head.seq} but this data folder's log ends at ${log.durableSeq} after taking back what the bucket held: another leader is writing. ` +
+          'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
+      );
+    }
+    this.checkHeadHash(head);
     this.manifest = taken;
     this.manifestEtag = etag;
     this.watermarkAt = performance.now();
@@ -465,6 +464,20 @@ export class ReplicaLeader {
     await this.placeFence(epoch);
     // Only now does this server lead: the shipping paths and the epoch watch key on it.
     this.epoch = epoch;
+  }
+
+  /**
+   * The bucket's head record `head` must be this log's record at the same seq (a start whose log
+   * reaches past the bucket's head: an async leader's restart, or after the take-back). Throws
+   * ReplicaStartError when the two logs diverged.
+   */
+  private checkHeadHash(head: { seq: number; hash: string }): void {
+    if (head.seq === 0) return;
+    if (this.host!.log.records.storedHashOf(head.seq) === head.hash) return;
+    throw new ReplicaStartError(
+      `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
+        'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
+    );
   }
 
   /**
