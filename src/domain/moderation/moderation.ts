@@ -569,7 +569,7 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
  * says: its `text` fields emptied (an agent's profile replaced by its placeholder, with
  * `erased: true`), its `covered` clientIds replaced by their `erasedClientId`, the `kept` fields
  * (ids, authors, times, states) as they were. Input: record type and canonical payload JSON;
- * `emptyWork` covers a work payload (work.ts `redactWorkPayload`). Throws Error for a type
+ * `emptyWork` covers a work payload (work/views.ts `redactWorkPayload`). Throws Error for a type
  * outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {
