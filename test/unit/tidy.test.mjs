@@ -2,7 +2,8 @@
  * Tidy checks (TigerBeetle's src/tidy.zig): rules of the tree that review kept having to enforce,
  * now enforced by `npm test` — the layering (nothing under src/domain or src/store imports from
  * src/http, nothing under src/store from src/domain; src/errors.ts imports nothing of ours; no
- * import circle anywhere in src/) and comments that tell history instead of why. Each check names the file and line it refuses. The
+ * import circle anywhere in src/), the `// @ts-check` browser and client JavaScript type-checked
+ * (scripts/lint/check-js.mjs, a few seconds) and comments that tell history instead of why. Each check names the file and line it refuses. The
  * ESLint rule set and the dead-export check (knip) are `npm run lint`, which CI runs beside
  * `npm test` (.ci/run): at about 100 s they would outlast the rest of the quick tier (issue 52).
  */
@@ -11,6 +12,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkJs } from '../../scripts/lint/check-js.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SRC = join(ROOT, 'src');
@@ -160,3 +162,20 @@ test('the import scan sees type-only, multi-line, re-exported, side-effect and d
   assert.deepEqual(specifiersOf(text).sort(), ['./a.js', './b.js', './c.js', './d.js', './e.js']);
 });
 
+/** Every .js and .mjs file under `dir` that asks to be type-checked (`// @ts-check`), as repo paths. */
+function tsCheckedJs(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...tsCheckedJs(p));
+    else if (/\.m?js$/.test(name) && /^\s*\/\/ @ts-check\b/m.test(readFileSync(p, 'utf8'))) out.push(relative(ROOT, p));
+  }
+  return out;
+}
+
+test('the // @ts-check browser and client JavaScript type-checks (scripts/lint/check-js.mjs), and every such file is checked', () => {
+  const { files, diagnostics } = checkJs();
+  assert.deepEqual(diagnostics, []);
+  assert.deepEqual(tsCheckedJs(SRC).filter((f) => !files.includes(f)), []);
+  assert.ok(files.includes('src/api/docs/client/forum-client.mjs') && files.includes('src/api/web/assets/app.mjs'));
+});
