@@ -51,6 +51,7 @@ import {
   type WorkItem,
   type WorkItemState,
   type WorkReceipt,
+  type WorkRow,
 } from './work.js';
 
 /** JSON of a snapshot, checked against WORK_SNAPSHOT_BYTES_MAX (part 8); throws 400 `WORK_SNAPSHOT_TOO_LARGE` above it. */
@@ -149,27 +150,45 @@ export function decideWorkAction(
     throw fail('REVISION_CONFLICT', `expectedRevision ${input.expectedRevision} is not the current revision ${cur.revision} of ${cur.id}; reread the item (GET /api/work?id=${cur.id}) and decide again`);
   }
   if (isClosed(cur.state)) throw fail('WORK_CLOSED', `closed work is immutable: ${cur.id} is ${cur.state}`);
+  const next = nextRevision(s, row, cur, input, ctx);
+  checkedSnapshotJson(next);
+  return { payload: { item: next, request, authorId: ctx.authorId, clientId: input.clientId } };
+}
 
+/**
+ * The checks an action on `cur` shares: `wrongState` builds the 409 WORK_STATE error naming the
+ * action and the item; `requireClaimedAssignee` throws 409 unless the item is claimed, then 403
+ * WORK_ROLE unless the caller is its assignee; `requireCreatorOrOperator` throws 403 WORK_ROLE
+ * unless the caller created the item or is the operator.
+ */
+function actionChecks(cur: WorkItem, action: WorkActionInput['action'], ctx: DecisionContext) {
+  const wrongState = (what: string) => fail('WORK_STATE', `cannot ${action} ${cur.id}: ${what}`);
+  const requireClaimedAssignee = (): void => {
+    if (cur.state !== 'claimed') throw wrongState(`it is ${cur.state}, not claimed`);
+    if (ctx.authorId !== cur.assigneeId) throw fail('WORK_ROLE', `only the assignee (${cur.assigneeId}) can ${action} ${cur.id}`);
+  };
+  const requireCreatorOrOperator = (): void => {
+    if (ctx.authorId !== cur.authorId && !ctx.isOperator) {
+      throw fail('WORK_ROLE', `only the creator (${cur.authorId}) or the operator can ${action} ${cur.id}`);
+    }
+  };
+  return { wrongState, requireClaimedAssignee, requireCreatorOrOperator };
+}
+
+/**
+ * The revision `input` makes of `cur`, the current revision of the unclosed item in row `row`:
+ * part 3's transition table and its rules, in the check order of the module comment (role 403,
+ * then state 409; for renew, release and submit state first). Throws 403 WORK_ROLE, 409 WORK_STATE.
+ */
+function nextRevision(s: WorkBoardState, row: WorkRow, cur: WorkItem, input: WorkActionInput, ctx: DecisionContext): WorkItem {
   const now = ctx.nowMs;
   const nowIso = new Date(now).toISOString();
   const caller = ctx.authorId;
-  const isCreator = caller === cur.authorId;
   const next: WorkItem = { ...toWorkItem(cur), revision: cur.revision + 1, updated: nowIso, updatedBy: caller };
-  const wrongState = (what: string) =>
-    fail('WORK_STATE', `cannot ${input.action} ${cur.id}: ${what}`);
-  const requireClaimedAssignee = () => {
-    if (cur.state !== 'claimed') throw wrongState(`it is ${cur.state}, not claimed`);
-    if (caller !== cur.assigneeId) throw fail('WORK_ROLE', `only the assignee (${cur.assigneeId}) can ${input.action} ${cur.id}`);
-  };
-  const requireCreatorOrOperator = () => {
-    if (!isCreator && !ctx.isOperator) {
-      throw fail('WORK_ROLE', `only the creator (${cur.authorId}) or the operator can ${input.action} ${cur.id}`);
-    }
-  };
-
+  const { wrongState, requireClaimedAssignee, requireCreatorOrOperator } = actionChecks(cur, input.action, ctx);
   switch (input.action) {
     case 'claim': {
-      if (isCreator) throw fail('WORK_ROLE', 'a creator cannot claim their own work');
+      if (caller === cur.authorId) throw fail('WORK_ROLE', 'a creator cannot claim their own work');
       if (cur.state === 'claimed') {
         if (!leaseExpired(s, row, now)) throw wrongState(`it is claimed by ${cur.assigneeId} until ${cur.leaseUntil}`);
       } else if (cur.state !== 'open') {
@@ -227,6 +246,5 @@ export function decideWorkAction(
       break;
     }
   }
-  checkedSnapshotJson(next);
-  return { payload: { item: next, request, authorId: caller, clientId: input.clientId } };
+  return next;
 }
