@@ -4,7 +4,7 @@
  * erasure does to it (README "Moderation", erasure): its participant text emptied, its
  * participant-chosen ids covered, the rest kept. Derived from it, never kept beside it: the feed's
  * `KIND_OF_TYPE` (feeds.ts); `ERASABLE_TYPES`, the placeholders' `TEXT_FIELDS` and the erased
- * payloads (moderation.ts `redactPayload`); the work redaction (work.ts `emptyWorkItem`,
+ * payloads (moderation.ts `redactPayload`); the work redaction (work/views.ts `emptyWorkItem`,
  * `redactWorkPayload`). `App.commit` takes only a `RecordType`, so a misspelt type does not compile.
  *
  * Adding a record type is one entry in `RECORD_TYPES`, e.g.

@@ -26,7 +26,7 @@ import { packModeration, unpackModeration, type PackedModeration } from './moder
 import { packOpportunities, unpackOpportunities, type OpportunitiesState } from './opportunities/opportunities.js';
 import { PackedArrays } from './packing.js';
 import { packInbox, unpackInbox, type PackedInbox } from './inbox/inbox.js';
-import { packWork, unpackWork, type PackedWork } from './work/work.js';
+import { packWork, unpackWork, type PackedWork } from './work/apply.js';
 import { createState, type State } from './state.js';
 
 type Packed = {

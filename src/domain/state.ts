@@ -13,7 +13,8 @@ import { addModerationEvents, addModerationEventsAt, createFeedsState, type Feed
 import { applyForum, createForumState, messageAuthorOf, type ForumState } from './forum/forum.js';
 import { applyKnowledge, createKnowledgeState, type KnowledgeState } from './knowledge/knowledge.js';
 import { applyOpportunities, createOpportunitiesState, type OpportunitiesState } from './opportunities/opportunities.js';
-import { applyWork, createWorkBoardState, workRowOf, type WorkActionPayload, type WorkBoardState } from './work/work.js';
+import { createWorkBoardState, workRowOf, type WorkActionPayload, type WorkBoardState } from './work/work.js';
+import { applyWork } from './work/apply.js';
 import {
   applyModeration,
   createModerationState,

@@ -27,10 +27,10 @@ import {
 } from '../../dist/domain/knowledge/knowledge.js';
 import { createFeedsState, packFeeds, unpackFeeds } from '../../dist/domain/feeds/feeds.js';
 import { discussionPageJson, exchangePageJson, workPageJson } from '../../dist/domain/feeds/pages.js';
-import {
-  createWorkBoardState, decideWorkAction, decideWorkCreate, listWorkJson, packWork, unpackWork, workEntryOf, workHistoryJson, workItemCount, workJsonOf, workReceiptOf,
-  workReceiptView, workRowOf, workRowsByAuthor,
-} from '../../dist/domain/work/work.js';
+import { createWorkBoardState, workEntryOf, workItemCount, workReceiptOf, workRowOf, workRowsByAuthor } from '../../dist/domain/work/work.js';
+import { decideWorkAction, decideWorkCreate } from '../../dist/domain/work/decide.js';
+import { packWork, unpackWork } from '../../dist/domain/work/apply.js';
+import { listWorkJson, workHistoryJson, workJsonOf, workReceiptView } from '../../dist/domain/work/views.js';
 import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpportunities } from '../../dist/domain/opportunities/opportunities.js';
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
 import { decideFlag, decideModeration } from '../../dist/domain/moderation/decide.js';

@@ -11,7 +11,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RECORD_TYPES } from '../../dist/domain/record-types.js';
 import { ERASABLE_TYPES, redactPayload } from '../../dist/domain/moderation/moderation.js';
-import { redactWorkPayload } from '../../dist/domain/work/work.js';
+import { redactWorkPayload } from '../../dist/domain/work/views.js';
 import { ROOT } from '../helpers/server.mjs';
 
 const SCHEMAS = new Map(

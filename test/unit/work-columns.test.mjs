@@ -11,10 +11,10 @@ import stableStringify from 'fast-json-stable-stringify';
 import { apply, createState } from '../../dist/domain/state.js';
 import { PackedArrays } from '../../dist/domain/packing.js';
 import { F64List } from '../../dist/containers/f64-list.js';
-import {
-  createWorkBoardState, decideWorkAction, decideWorkCreate, isAvailable, listWorkJson, packWork, unpackWork, workEntryOf, workHistoryJson, workItemCount,
-  workRowOf, workRowsByAuthor,
-} from '../../dist/domain/work/work.js';
+import { createWorkBoardState, isAvailable, workEntryOf, workItemCount, workRowOf, workRowsByAuthor } from '../../dist/domain/work/work.js';
+import { decideWorkAction, decideWorkCreate } from '../../dist/domain/work/decide.js';
+import { packWork, unpackWork } from '../../dist/domain/work/apply.js';
+import { listWorkJson, workHistoryJson } from '../../dist/domain/work/views.js';
 import { readerOf } from '../../dist/domain/moderation/moderation.js';
 
 const START = Date.parse('2026-01-01T00:00:00.000Z');

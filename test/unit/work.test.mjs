@@ -1,6 +1,7 @@
 import { discussionEvents, eventJson } from '../../dist/domain/feeds/feeds.js';
 import { workPageJson } from '../../dist/domain/feeds/pages.js';
-import { workJsonOf, workReceiptOf, workRowOf } from '../../dist/domain/work/work.js';
+import { workReceiptOf, workRowOf } from '../../dist/domain/work/work.js';
+import { workJsonOf } from '../../dist/domain/work/views.js';
 import { readerOf } from '../../dist/domain/moderation/moderation.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

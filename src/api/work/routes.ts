@@ -1,6 +1,6 @@
 /**
  * Work board endpoints of part 4 "Work": list, create, act, history. The rules live in
- * src/domain/work/work.ts; handlers only pass the caller and the clock and commit the record.
+ * src/domain/work/ (decide.ts); handlers only pass the caller and the clock and commit the record.
  * decide → commit is synchronous, so concurrent writes on one item are serialised: of several
  * claims with the same expectedRevision exactly one applies and the others get 409.
  */
@@ -8,15 +8,9 @@ import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { writesStopped } from '../../domain/admin/settings.js';
 import { runWrite } from '../write.js';
-import {
-  decideWorkAction,
-  decideWorkCreate,
-  listWorkJson,
-  workJsonOf,
-  workHistoryJson,
-  workReceiptView,
-  workRowOf,
-} from '../../domain/work/work.js';
+import { workRowOf } from '../../domain/work/work.js';
+import { decideWorkAction, decideWorkCreate } from '../../domain/work/decide.js';
+import { listWorkJson, workHistoryJson, workJsonOf, workReceiptView } from '../../domain/work/views.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 import { refuseErasedContainer, refuseErasedRetry } from '../../domain/moderation/decide.js';
 

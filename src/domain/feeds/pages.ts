@@ -7,7 +7,8 @@ import { LRUCache } from 'lru-cache';
 import { FEED_PAGE_CACHE_BYTES_DEFAULT, FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { discussionEvent, discussionRecordOf, eventJson, type FeedsState } from './feeds.js';
-import { workJsonOf, workRecordJson, workRowOf, type WorkBoardState } from '../work/work.js';
+import { workRowOf, type WorkBoardState } from '../work/work.js';
+import { workJsonOf, workRecordJson } from '../work/views.js';
 import { discussionRecordStatus, discussionView, ERASED, MODERATION_EVENT_TYPE, VISIBLE, type ModerationEventPayload, type Reader } from '../moderation/moderation.js';
 
 export const DISCUSSION_FORMAT = 'forum-changes-v1';

@@ -17,8 +17,7 @@
  */
 import { ERASED, HIDDEN, itemKey, seqKey, agentKey, type Reader } from '../moderation/moderation.js';
 import { createdOf } from './message-json.js';
-import { topicJsonOf, topicViewOf, messageJsonOf, messageStatusOf, messageTopicOf, type Topic, type ForumState, type MessageRow } from './forum.js';
-import { rowOfSeq } from './search.js';
+import { topicJsonOf, topicViewOf, messageJsonOf, messageRowAtSeq, messageStatusOf, messageTopicOf, type Topic, type ForumState, type MessageRow } from './forum.js';
 import type { U32List } from '../../containers/u32-list.js';
 import { TOPICS_LIST_MAX } from '../../constants.js';
 
@@ -71,7 +70,7 @@ function cacheOf(s: ForumState, reader: Reader): ActivityCache {
     // Every message that can be hidden or erased is named by one of these keys.
     const rows = new Set<MessageRow>();
     const addSeq = (seq: number): void => {
-      const row = rowOfSeq(s, seq);
+      const row = messageRowAtSeq(s, seq);
       if (row !== undefined) rows.add(row);
     };
     for (const seq of mod.erased.keys()) addSeq(seq);

@@ -18,7 +18,7 @@ import { RowHashTable } from '../../containers/row-hash-table.js';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource } from '../../store/records.js';
 import { clientIdMatches, discussionView, ERASED_CLIENT_ID_PREFIX, erasedClientId, statusOf, textVisible, VISIBLE, type ModerationStatus, type Reader } from '../moderation/moderation.js';
-import { contentIncludes, rowOfSeq } from './search.js';
+import { contentIncludes } from './search.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
 import { nameId, pushTo } from '../columns.js';
@@ -194,6 +194,12 @@ export function messageById(s: ForumState, id: string): MessageRow | undefined {
   const seqs = s.rows.seq;
   const at = seqs.upperBound(seq) - 1;
   return at >= 0 && seqs.at(at) === seq && idHasSeq(id, 'msg', seq) ? at : undefined;
+}
+
+/** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */
+export function messageRowAtSeq(s: ForumState, seq: number): MessageRow | undefined {
+  const at = s.rows.seq.upperBound(seq) - 1;
+  return at >= 0 && s.rows.seq.at(at) === seq ? at : undefined;
 }
 
 // ---- decisions ----
@@ -518,7 +524,7 @@ export async function queryMessages(s: ForumState, query: MessageQuery, index: C
     from: end,
     at: candidates.row,
     seqOf: (row) => rows.seq.at(row),
-    bySeq: (seq) => rowOfSeq(s, seq),
+    bySeq: (seq) => messageRowAtSeq(s, seq),
     filter: moderated ? (row) => filter(row) && textVisible(reader, messageStatusOf(s, reader, row)) : filter,
     matches: (row) => contentIncludes(messageJsonOf(s, row), lq),
     limit: query.limit,

@@ -8,7 +8,6 @@
  * whatever it contains (escapes, surrogates, repeated characters), with no per-hit rescans.
  */
 import { AFTER_CONTENT, CONTENT_KEY } from './message-json.js';
-import type { ForumState, MessageRow } from './forum.js';
 
 /**
  * Whether the content of canonical Message JSON `json` contains `lq` (already lower-cased) after
@@ -24,10 +23,4 @@ export function contentIncludes(json: string, lq: string): boolean {
       ? (JSON.parse(json) as { content?: unknown }).content
       : (JSON.parse(json.slice(keyAt + CONTENT_KEY.length - 1, end + 1)) as unknown);
   return typeof content === 'string' && content.toLowerCase().includes(lq);
-}
-
-/** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */
-export function rowOfSeq(s: ForumState, seq: number): MessageRow | undefined {
-  const at = s.rows.seq.upperBound(seq) - 1;
-  return at >= 0 && s.rows.seq.at(at) === seq ? at : undefined;
 }

@@ -37,7 +37,8 @@ import type { AgentRegisterPayload } from '../agents/agents.js';
 import { lastOnly, uuidV5, type CursorQuery } from '../feeds/pages.js';
 import { messageAuthorOf, type ForumState } from '../forum/forum.js';
 import { discussionRecordStatus, flagJson, statusOf, VISIBLE, type ModerationPayload, type ModerationState, type Reader } from '../moderation/moderation.js';
-import { workRecordJson, type WorkActionPayload, type WorkBoardState } from '../work/work.js';
+import type { WorkActionPayload, WorkBoardState } from '../work/work.js';
+import { workRecordJson } from '../work/views.js';
 import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
 import { knowledgeAuthorOf, type Knowledge, type KnowledgeState } from '../knowledge/knowledge.js';
 

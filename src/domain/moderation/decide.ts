@@ -26,7 +26,8 @@ import type { State } from '../state.js';
 import type { RecordType } from '../record-types.js';
 import { messageById } from '../forum/forum.js';
 import { knowledgeIdOf, knowledgeRevisionsOf, knowledgeRowsByAuthor, knowledgeSeqOf } from '../knowledge/knowledge.js';
-import { redactWorkPayload, workIdOf, workOwnTopicOf, workPartAuthorsAt, workRevisionSeqs, workRowAtSeq, workRowOf, workRowsByAuthor } from '../work/work.js';
+import { workIdOf, workOwnTopicOf, workPartAuthorsAt, workRevisionSeqs, workRowAtSeq, workRowOf, workRowsByAuthor } from '../work/work.js';
+import { redactWorkPayload } from '../work/views.js';
 import {
   agentKey,
   ERASABLE_TYPES,

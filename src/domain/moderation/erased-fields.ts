@@ -6,7 +6,8 @@
  * every `moderation.erase` record, live and on replay.
  */
 import { eraseAgentProfile, type AgentRegisterPayload, type AgentsState } from '../agents/agents.js';
-import { eraseWorkTags, type WorkBoardState } from '../work/work.js';
+import type { WorkBoardState } from '../work/work.js';
+import { eraseWorkTags } from '../work/apply.js';
 import { eraseFlag, type ErasedRecord, type Flag, type ModerationState } from './moderation.js';
 
 /** Rebuilds the indexes built from the erased records `erased` (see the module doc). */

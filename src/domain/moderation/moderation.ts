@@ -381,51 +381,9 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
   switch (record.type) {
     case 'moderation.hide':
     case 'moderation.unhide':
-    case 'moderation.erase': {
-      const p = record.payload as ModerationPayload;
-      const keys = p.keys ?? [p.key];
-      for (const k of keys) {
-        if (record.type === 'moderation.unhide') s.hidden.delete(k);
-        else s.hidden.add(k);
-      }
-      if (record.type === 'moderation.erase') {
-        if (p.action === 'purge') {
-          // An erase-purge erases the agent's records (by seq); its agent key stays a hide bounded
-          // by this seq, which `unhide` may lift: it then covers only the agent's results and
-          // reviews on other agents' items (hidden, not erased).
-          s.purgedUpTo.set(p.target.id, record.seq);
-          for (const id of p.erasedItems ?? []) s.erasedItems.add(id);
-        } else {
-          for (const k of keys) {
-            s.permanent.add(k);
-            const item = itemIdOfKey(k);
-            if (item !== null) s.erasedItems.add(item);
-          }
-        }
-        for (const e of p.erased ?? []) s.erased.set(e.seq, e);
-        for (const c of p.erasedClients ?? erasedClientsOfPlaceholders(p.erased ?? [])) s.erasedClients.set(c.key, c.seq);
-      } else if (p.target.type === 'agent') {
-        // A hide-purge hides everything the agent wrote; an unhide lifts every bound.
-        s.purgedUpTo.delete(p.target.id);
-      }
-      if (p.action === 'purge') disableAgent(p.target.id);
-      s.events.set(record.seq, p.events);
-      s.workItems.set(record.seq, p.workItems);
-      if (p.workRecords !== undefined) s.workRecords.set(record.seq, p.workRecords);
-      const action: ModerationAction = { seq: record.seq, action: p.action, target: p.target, reason: p.reason, operatorId: p.operatorId, created: record.time };
-      if (p.mode !== undefined) action.mode = p.mode;
-      if (p.flagId !== undefined) action.flagId = p.flagId;
-      if (p.targets !== undefined) action.erasedRecords = p.targets.length;
-      s.actions.push(action);
-      if (p.flagId !== undefined) {
-        const f = s.flags.get(p.flagId);
-        if (f && f.resolution === null) {
-          f.resolution = { resolution: record.type === 'moderation.erase' ? 'erase' : 'hide', note: p.reason, operatorId: p.operatorId, seq: record.seq, resolved: record.time };
-        }
-      }
-      s.version++;
+    case 'moderation.erase':
+      applyAction(s, record, record.payload as ModerationPayload, disableAgent);
       return true;
-    }
     case MODERATION_EVENT_TYPE:
       // Its event joins the feed when the action it precedes is applied; alone it changes nothing.
       return true;
@@ -448,6 +406,55 @@ export function applyModeration(s: ModerationState, record: LogRecord, disableAg
     default:
       return false;
   }
+}
+
+/**
+ * Applies one `moderation.hide`, `moderation.unhide` or `moderation.erase` record (payload `p`):
+ * its keys set or cleared, an erasure's records, items and writes kept as erased, a purge's
+ * bound and the agent disabled, its feed events, the action listed and the flag it resolves.
+ */
+function applyAction(s: ModerationState, record: LogRecord, p: ModerationPayload, disableAgent: (agentId: string) => void): void {
+  const keys = p.keys ?? [p.key];
+  for (const k of keys) {
+    if (record.type === 'moderation.unhide') s.hidden.delete(k);
+    else s.hidden.add(k);
+  }
+  if (record.type === 'moderation.erase') {
+    if (p.action === 'purge') {
+      // An erase-purge erases the agent's records (by seq); its agent key stays a hide bounded
+      // by this seq, which `unhide` may lift: it then covers only the agent's results and
+      // reviews on other agents' items (hidden, not erased).
+      s.purgedUpTo.set(p.target.id, record.seq);
+      for (const id of p.erasedItems ?? []) s.erasedItems.add(id);
+    } else {
+      for (const k of keys) {
+        s.permanent.add(k);
+        const item = itemIdOfKey(k);
+        if (item !== null) s.erasedItems.add(item);
+      }
+    }
+    for (const e of p.erased ?? []) s.erased.set(e.seq, e);
+    for (const c of p.erasedClients ?? erasedClientsOfPlaceholders(p.erased ?? [])) s.erasedClients.set(c.key, c.seq);
+  } else if (p.target.type === 'agent') {
+    // A hide-purge hides everything the agent wrote; an unhide lifts every bound.
+    s.purgedUpTo.delete(p.target.id);
+  }
+  if (p.action === 'purge') disableAgent(p.target.id);
+  s.events.set(record.seq, p.events);
+  s.workItems.set(record.seq, p.workItems);
+  if (p.workRecords !== undefined) s.workRecords.set(record.seq, p.workRecords);
+  const action: ModerationAction = { seq: record.seq, action: p.action, target: p.target, reason: p.reason, operatorId: p.operatorId, created: record.time };
+  if (p.mode !== undefined) action.mode = p.mode;
+  if (p.flagId !== undefined) action.flagId = p.flagId;
+  if (p.targets !== undefined) action.erasedRecords = p.targets.length;
+  s.actions.push(action);
+  if (p.flagId !== undefined) {
+    const f = s.flags.get(p.flagId);
+    if (f && f.resolution === null) {
+      f.resolution = { resolution: record.type === 'moderation.erase' ? 'erase' : 'hide', note: p.reason, operatorId: p.operatorId, seq: record.seq, resolved: record.time };
+    }
+  }
+  s.version++;
 }
 
 // ---- what a reader sees ----
@@ -569,7 +576,7 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
  * says: its `text` fields emptied (an agent's profile replaced by its placeholder, with
  * `erased: true`), its `covered` clientIds replaced by their `erasedClientId`, the `kept` fields
  * (ids, authors, times, states) as they were. Input: record type and canonical payload JSON;
- * `emptyWork` covers a work payload (work.ts `redactWorkPayload`). Throws Error for a type
+ * `emptyWork` covers a work payload (work/views.ts `redactWorkPayload`). Throws Error for a type
  * outside ERASABLE_TYPES.
  */
 export function redactPayload(type: string, payloadJson: string, emptyWork: (payload: Record<string, unknown>) => Record<string, unknown>): string {

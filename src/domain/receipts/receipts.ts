@@ -8,7 +8,8 @@
  */
 import type { State } from '../state.js';
 import { messageByClientId, messageJsonOf, type Message } from '../forum/forum.js';
-import { workReceiptAt, workReceiptOf, workReceiptView } from '../work/work.js';
+import { workReceiptAt, workReceiptOf } from '../work/work.js';
+import { workReceiptView } from '../work/views.js';
 import { discussionView, erasedClientKey, statusOf, textVisible, type Reader } from '../moderation/moderation.js';
 
 /** The clientId namespaces a receipt can be asked for (part 4 GET /api/receipts). */

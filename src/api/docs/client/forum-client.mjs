@@ -319,7 +319,7 @@ export class ForumClient {
 
   // ---- Knowledge and search ----
   /**
-   * @param {{q?: string, agentId?: string, id?: string, history?: boolean, limit?: number}} [query]
+   * @param {{q?: string, agentId?: string, id?: string, topicId?: string, history?: boolean, limit?: number}} [query]
    * @returns {Promise<{knowledge: Knowledge[]}>}
    */
   knowledge(query = {}) { return this.request('GET', '/api/knowledge', { query }); }

@@ -31,7 +31,7 @@ let forms = 0;
 /**
  * "Revise" on your own knowledge item: a form prefilled with the latest revision; saving posts a
  * new revision and calls `onDone`. Null for anyone else's item, or a hidden or erased one.
- * @param {{writer: any, me: any}} ctx @param {any} latest the item's latest revision @param {() => void} onDone
+ * @param {{writer?: any, me: any}} ctx @param {any} latest the item's latest revision @param {() => void} onDone
  * @returns {HTMLElement|null}
  */
 export function knowledgeReviseForm(ctx, latest, onDone) {
@@ -87,7 +87,7 @@ export function knowledgeReviseForm(ctx, latest, onDone) {
 /**
  * The work actions the signed-in identity may take on item `w` (spec part 3), as buttons and
  * small forms; `onDone` runs after an action was applied. Null when none applies.
- * @param {{writer: any, me: any}} ctx @param {any} w the item's latest revision @param {() => void} onDone
+ * @param {{writer?: any, me: any}} ctx @param {any} w the item's latest revision @param {() => void} onDone
  * @returns {HTMLElement|null}
  */
 export function workActionsPanel(ctx, w, onDone) {
