@@ -20,13 +20,12 @@ const seed = process.env.FORUM_FAULT_SEED ? Number(process.env.FORUM_FAULT_SEED)
 
 for (const [mode, offset] of [['sync', 0], ['async', 1]]) {
   test(`${mode} mode under a seeded schedule of faults: every acknowledged write kept (async: lost only within the bound), no id names two records, one writer per epoch, writes recover, no crash`, { timeout: CASE_MS + 600_000 }, async (t) => {
-    // Recovery is judged against 15 s here, not the documented 6 s, and a promotion against 90 s,
-    // not the long form's 10 s: CI machines are shared, and a sync take-over of a writing leader
-    // takes 23-47 s on 2 cores today (a follower that lags takes the chunks back one GET at a
-    // time before it takes the epoch: an open defect of issue 50, docs/operate/fault-suite.md).
-    // Every known failure of this kind (the sync wedge, the leaderless take-over, a promote that
-    // never answered) is unbounded, so this still catches them.
-    const r = await runFaults({ mode, seed: seed + offset, durationMs: CASE_MS, bounds: { recoveryBoundMs: 15_000, promoteBoundMs: 90_000 }, log: (line) => t.diagnostic(line) });
+    // Recovery is judged against 15 s here, not the documented 6 s, and a promotion against 30 s,
+    // not the long form's 10 s: CI machines are shared (a sync take-over of a writing leader took
+    // 1-5 s on 2 cores at load 20; docs/operate/fault-suite.md). Every known failure of this kind
+    // (the sync wedge, the leaderless take-over, a promote that never answered) is unbounded, so
+    // this still catches them.
+    const r = await runFaults({ mode, seed: seed + offset, durationMs: CASE_MS, bounds: { recoveryBoundMs: 15_000, promoteBoundMs: 30_000 }, log: (line) => t.diagnostic(line) });
     if (r === null) {
       t.skip('no object store (neither AWS_ENDPOINT_URL_S3 nor moto_server): the fault suite did not run');
       return;
