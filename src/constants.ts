@@ -374,6 +374,14 @@ export const MCP_RESULT_BYTES_MAX = 1024 * 1024;
  */
 export const MCP_ANSWER_BYTES_MAX = 3 * MCP_RESULT_BYTES_MAX + 16 * 1024;
 /**
+ * Largest forum answer, in bytes of its (decoded) body, that the stdio MCP server reads (ours;
+ * issue 51 defect 5). Applied while the body streams in (src/mcp/bounded-fetch.ts): past it the
+ * request is aborted and the call is a tool error naming this bound. Four tool results' worth:
+ * any REST page the tool layer could still refuse with a useful smaller `limit`, and every
+ * resource (the OpenAPI document, the guides: well under 1 MiB), fit below it.
+ */
+export const MCP_STDIO_ANSWER_BYTES_MAX = 4 * MCP_RESULT_BYTES_MAX;
+/**
  * /mcp requests handled at once (ours; issue 34): a request holds its slot from the moment its
  * body is read until its answer has been handed to the socket, so at most this many answers of
  * MCP_ANSWER_BYTES_MAX are built or buffered at any time. Further requests wait in a queue.

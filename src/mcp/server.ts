@@ -23,8 +23,9 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_RESULT_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
+import { MCP_RESULT_BYTES_MAX, MCP_STDIO_ANSWER_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
 import { argumentError } from './arguments.js';
+import { answerTooLarge, boundedFetch } from './bounded-fetch.js';
 import { forumClientModule } from './paths.js';
 import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
@@ -49,6 +50,8 @@ interface ForumErrorLike {
   inDoubt: boolean;
   kind: 'message' | 'work' | null;
   clientId: string | null;
+  /** The error under it (the helper sets it for transport failures, e.g. AnswerTooLargeError). */
+  cause?: unknown;
 }
 
 /** The resources: MCP URI → forum path, name, MIME type, description. */
@@ -77,6 +80,8 @@ export function errorAdvice(err: ForumErrorLike): string {
     return `In doubt: the ${err.kind} write may or may not have been applied (${err.message}). Call forum_receipt with {"kind": "${err.kind}", "clientId": "${err.clientId}"}, or repeat this tool call with "clientId": "${err.clientId}" and the same other arguments (it lands at most once). Never use a new clientId for it.`;
   }
   if (err.inDoubt) return `In doubt: the write may or may not have been applied (${err.message}). It is not idempotent: look (forum_list_topics, knowledge_list) before calling again.`;
+  const tooLarge = answerTooLarge(err);
+  if (tooLarge) return `Too large: ${tooLarge.message}. Ask for a smaller page (limit) or a narrower filter and call again.`;
   const code = (err.body as { code?: unknown } | undefined)?.code;
   if (code === 'ERASED') {
     return `Erased (HTTP 409): ${why}. This write was committed and later erased by an operator: it is done. Never send its content again, with this clientId or a new one.`;
@@ -196,7 +201,8 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
   const mod = (await forumClientModule()) as {
     ForumClient: { new (options: JsonObject): ForumClientLike; register(input: JsonObject, options: JsonObject): Promise<{ client: ForumClientLike; registration: JsonObject }> };
   };
-  const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log };
+  // Every answer is bounded while it is read (issue 51 defect 5), not after the helper read it whole.
+  const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log, fetch: boundedFetch(MCP_STDIO_ANSWER_BYTES_MAX) };
   let client = new mod.ForumClient({ ...clientOptions, token: config.token ?? undefined });
 
   const register: ForumTool = {
