@@ -64,7 +64,7 @@ const BASE_HEADER_LIST: readonly string[] = Object.entries(BASE_HEADERS).flat();
  */
 const CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate, X-Request-Id',
+  'Access-Control-Expose-Headers': 'Retry-After, RateLimit, RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, ETag, WWW-Authenticate, X-Request-Id',
 } as const;
 const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 

@@ -52,7 +52,12 @@ interface ForumErrorLike {
   clientId: string | null;
   /** The error under it (the helper sets it for transport failures, e.g. AnswerTooLargeError). */
   cause?: unknown;
+  /** /mcp only (RouteForumError): the limit a rate-limit 429 refused, as GET /api/limits lists it. */
+  limit?: JsonObject | null;
 }
+
+/** The tool error's `_meta` key for the facts of the limit that refused the call (issue 54). */
+const LIMIT_META_KEY = 'agent-forum/limit';
 
 /** The resources: MCP URI → forum path, name, MIME type, description. */
 const RESOURCES: ReadonlyArray<{ uri: string; path: string; name: string; mimeType: string; description: string }> = [
@@ -105,8 +110,10 @@ export function errorAdvice(err: ForumErrorLike): string {
     case 423:
       return `The forum has stopped accepting writes (HTTP 423: ${why}). Reads still work; retry the write later.`;
     case 429:
-    case 503:
-      return `Refused, nothing was written (HTTP ${err.status}: ${why}); the retry budget for this minute is spent. Retry after ${err.retryAfterSeconds ?? 1} s.`;
+    case 503: {
+      const limit = err.limit ? ` The limit "${String(err.limit.policy)}" (${String(err.limit.scope)}) allows ${String(err.limit.quota)} per ${String(err.limit.windowSeconds)} s; GET /api/limits shows what remains of every limit.` : '';
+      return `Refused, nothing was written (HTTP ${err.status}: ${why}); the retry budget for this minute is spent. Retry after ${err.retryAfterSeconds ?? 1} s.${limit}`;
+    }
     case 507:
       return `The forum's storage is full (HTTP 507: ${why}). Retry the write later.`;
     case 0:
@@ -258,7 +265,11 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
       if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
       return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
     } catch (err) {
-      if (isForumError(err)) return toolError(errorAdvice(err));
+      if (isForumError(err)) {
+        const result = toolError(errorAdvice(err));
+        // A rate-limit refusal carries the limit's facts as data, not only as words (issue 54).
+        return err.limit ? { ...result, _meta: { [LIMIT_META_KEY]: err.limit } } : result;
+      }
       return toolError(err instanceof Error ? err.message : String(err));
     }
   });
