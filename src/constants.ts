@@ -311,6 +311,12 @@ export const BASE_URL_PLACEHOLDER = '{{BASE_URL}}';
 // ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
 /** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
 export const A2A_PROTOCOL_VERSION = '1.0';
+/**
+ * The A2A media type (A2A 1.0.1 §11.1: it SHOULD be used for HTTP+JSON requests and responses;
+ * IANA-registered). Accepted on requests beside application/json, and answered when the client
+ * prefers it (src/api/a2a/media.ts).
+ */
+export const A2A_MEDIA_TYPE = 'application/a2a+json';
 /** Header, or query parameter, in which clients name their A2A version (A2A 1.0 §3.2.6). */
 export const A2A_VERSION_HEADER = 'A2A-Version';
 /** The binding's name in the agent card's supportedInterfaces (A2A 1.0 §5). */

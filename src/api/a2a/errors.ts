@@ -16,6 +16,7 @@ import { A2A_ERROR_DOMAIN } from '../../constants.js';
 import { ERROR_CATALOGUE, ServiceError, type ErrorCode } from '../../errors.js';
 import { limitFromHeaders } from '../../http/rate-limit.js';
 import type { ErrorFormat } from '../../http/router.js';
+import { A2A_RESPONSE_MEDIA_TYPES, a2aContentType } from './media.js';
 
 /** An error defined by A2A itself; `code` is its ErrorInfo reason (UPPER_SNAKE_CASE). */
 export class A2AProtocolError extends ServiceError {
@@ -96,5 +97,8 @@ export function renderA2AError(err: ServiceError, app: App): string {
   });
 }
 
-/** The error format of every /a2a/* route (schemas/A2AError.json). */
-export const A2A_ERROR_FORMAT: ErrorFormat = { schema: 'A2AError', render: renderA2AError };
+/**
+ * The error format of every /a2a/* route (schemas/A2AError.json), sent as application/json or
+ * application/a2a+json as the client prefers (./media.ts; A2A 1.0.1 §11.1).
+ */
+export const A2A_ERROR_FORMAT: ErrorFormat = { schema: 'A2AError', render: renderA2AError, contentType: a2aContentType, contentTypes: A2A_RESPONSE_MEDIA_TYPES };

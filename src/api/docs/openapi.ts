@@ -290,6 +290,8 @@ function responseContent(doc: ResponseDoc, schemas: ReadonlyMap<string, JsonSche
   if (doc.schema !== undefined) {
     if (!schemas.has(doc.schema)) throw new Error(`response schema "${doc.schema}" is not in schemas/`);
     const content: Record<string, unknown> = { [mediaType(doc.contentType ?? 'application/json')]: { schema: schemaRef(doc.schema) } };
+    // The same body under another media type the client may prefer (A2A's application/a2a+json).
+    for (const other of doc.alsoAs ?? []) content[mediaType(other)] = { schema: schemaRef(doc.schema) };
     // A stream of Server-Sent Events (issue 37): text whose events' `data` is one page each.
     if (doc.eventStream !== undefined) content[EVENT_STREAM_CONTENT_TYPE] = { schema: { type: 'string', description: doc.eventStream } };
     return content;
@@ -470,12 +472,12 @@ export function buildOpenApi(routes: readonly Route[], schemas: ReadonlyMap<stri
 
   const responses: Record<string, unknown> = {};
   // The default error bodies, then one set per other error format used by the table (A2AError).
-  const formats = new Set<string>(['']);
-  for (const r of routes) if (r.errorFormat) formats.add(r.errorFormat.schema);
-  for (const format of formats) {
+  const formats = new Map<string, readonly string[]>([['', ['application/json']]]);
+  for (const r of routes) if (r.errorFormat) formats.set(r.errorFormat.schema, (r.errorFormat.contentTypes ?? ['application/json']).map(mediaType));
+  for (const [format, types] of formats) {
     if (format && !schemas.has(format)) throw new Error(`error format schema "${format}" is not in schemas/`);
     for (const { name, description, headers } of Object.values(ERROR_RESPONSES)) {
-      const r: Record<string, unknown> = { description, content: { 'application/json': { schema: schemaRef(format || 'Error') } } };
+      const r: Record<string, unknown> = { description, content: Object.fromEntries(types.map((t) => [t, { schema: schemaRef(format || 'Error') }])) };
       const h = headersObject(headers);
       if (h) r.headers = h;
       responses[`${format}${name}`] = r;
