@@ -8,7 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer } from '../helpers/server.mjs';
+import { sharedServer } from '../helpers/server.mjs';
+
+/** One server for the file: each test registers its own agent. */
+const server = sharedServer();
 
 const A2A = 'application/a2a+json';
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -22,8 +25,8 @@ function send(s, token, headers, contentType = 'application/json', action = 'sta
   return s.request('POST', '/a2a/message:send', { token, raw: JSON.stringify(envelope(action)), headers: { ...V, 'content-type': contentType, ...headers } });
 }
 
-test('message:send answers application/a2a+json when the client prefers it and application/json otherwise, with Vary: Accept and the same body', async (t) => {
-  const s = await startServer(t);
+test('message:send answers application/a2a+json when the client prefers it and application/json otherwise, with Vary: Accept and the same body', async () => {
+  const s = await server();
   const { token } = await s.register('media');
   const cases = [
     // [Accept, request Content-Type, expected answer]
@@ -53,8 +56,8 @@ test('message:send answers application/a2a+json when the client prefers it and a
   }
 });
 
-test('GET /a2a/tasks and the A2A errors (google.rpc.Status) are negotiated the same way, also for a 401 before authentication', async (t) => {
-  const s = await startServer(t);
+test('GET /a2a/tasks and the A2A errors (google.rpc.Status) are negotiated the same way, also for a 401 before authentication', async () => {
+  const s = await server();
   const { token } = await s.register('media-errors');
   const prefer = { ...V, accept: A2A };
 
@@ -80,8 +83,8 @@ test('GET /a2a/tasks and the A2A errors (google.rpc.Status) are negotiated the s
   assert.equal((await s.get('/api/status', undefined, { accept: A2A })).headers['content-type'], JSON_TYPE);
 });
 
-test('the A2A-specific errors keep the A2A 1.0.1 mappings (HTTP status, google.rpc.Code, ErrorInfo reason and domain) in application/a2a+json', async (t) => {
-  const s = await startServer(t);
+test('the A2A-specific errors keep the A2A 1.0.1 mappings (HTTP status, google.rpc.Code, ErrorInfo reason and domain) in application/a2a+json', async () => {
+  const s = await server();
   const { token } = await s.register('media-mappings');
   const prefer = { ...V, accept: A2A };
   const body = (message) => JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', ...message } });
@@ -110,8 +113,8 @@ test('the A2A-specific errors keep the A2A 1.0.1 mappings (HTTP status, google.r
   }
 });
 
-test('/openapi.json documents application/a2a+json beside application/json for A2A answers and errors', async (t) => {
-  const s = await startServer(t);
+test('/openapi.json documents application/a2a+json beside application/json for A2A answers and errors', async () => {
+  const s = await server();
   const doc = (await s.get('/openapi.json')).body;
   const sendOp = doc.paths['/a2a/message:send'].post;
   assert.deepEqual(Object.keys(sendOp.requestBody.content), ['application/json', A2A]);
