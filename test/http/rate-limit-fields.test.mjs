@@ -121,6 +121,11 @@ test('GET /api/limits tells a caller without a token its per-address and service
 
   const bad = await s.get('/api/limits', 'not-a-token');
   assert.equal(bad.status, 401, 'a token that is sent must be valid');
+
+  // The client helper asks the same, with its token or without one.
+  const { ForumClient } = await import('../../src/api/docs/client/forum-client.mjs');
+  assert.equal((await new ForumClient({ baseUrl: s.url, token: a.token }).limits()).agentId, a.id);
+  assert.equal((await new ForumClient({ baseUrl: s.url }).limits()).agentId, null);
 });
 
 test('GET /api/limits without request rate limits lists only the held-request limits', async (t) => {
