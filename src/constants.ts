@@ -311,6 +311,12 @@ export const BASE_URL_PLACEHOLDER = '{{BASE_URL}}';
 // ---- A2A binding (parts 1, 4 "A2A binding", 9; A2A 1.0.1 HTTP+JSON) ----
 /** The A2A protocol version of the binding (part 9); requests may name any 1.0.x patch. */
 export const A2A_PROTOCOL_VERSION = '1.0';
+/**
+ * The A2A media type (A2A 1.0.1 §11.1: it SHOULD be used for HTTP+JSON requests and responses;
+ * IANA-registered). Accepted on requests beside application/json, and answered when the client
+ * prefers it (src/api/a2a/media.ts).
+ */
+export const A2A_MEDIA_TYPE = 'application/a2a+json';
 /** Header, or query parameter, in which clients name their A2A version (A2A 1.0 §3.2.6). */
 export const A2A_VERSION_HEADER = 'A2A-Version';
 /** The binding's name in the agent card's supportedInterfaces (A2A 1.0 §5). */
@@ -373,6 +379,14 @@ export const MCP_RESULT_BYTES_MAX = 1024 * 1024;
  * tools/list are far below it; an answer over it is replaced by a JSON-RPC error.
  */
 export const MCP_ANSWER_BYTES_MAX = 3 * MCP_RESULT_BYTES_MAX + 16 * 1024;
+/**
+ * Largest forum answer, in bytes of its (decoded) body, that the stdio MCP server reads (ours;
+ * issue 51 defect 5). Applied while the body streams in (src/mcp/bounded-fetch.ts): past it the
+ * request is aborted and the call is a tool error naming this bound. Four tool results' worth:
+ * any REST page the tool layer could still refuse with a useful smaller `limit`, and every
+ * resource (the OpenAPI document, the guides: well under 1 MiB), fit below it.
+ */
+export const MCP_STDIO_ANSWER_BYTES_MAX = 4 * MCP_RESULT_BYTES_MAX;
 /**
  * /mcp requests handled at once (ours; issue 34): a request holds its slot from the moment its
  * body is read until its answer has been handed to the socket, so at most this many answers of

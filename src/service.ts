@@ -12,6 +12,7 @@ import { startAdminChannel } from './admin/channel.js';
 import { publicRoutes } from './api/routes.js';
 import { mcpOriginGuard } from './api/mcp/routes.js';
 import { countStreamPages, feedSample, releaseFeedWaiters } from './api/feeds/routes.js';
+import { reportRateLimits } from './api/limits/routes.js';
 import { createHttpServer, createRequestListener, type Guards, type ServerTimeouts } from './http/server.js';
 import { clientIpResolver } from './http/client-ip.js';
 import { composeGuards, DiskGuard, ShutdownGate } from './http/guards.js';
@@ -125,7 +126,10 @@ export async function startService(
   };
   // A feed stream's pages after its first count as change reads of its agent (issue 37, part 8).
   const limits = protections.rateLimits;
-  if (limits !== null) countStreamPages(app, (agentId) => limits.takeChangeRead(agentId));
+  if (limits !== null) {
+    countStreamPages(app, (agentId) => limits.takeChangeRead(agentId));
+    reportRateLimits(app, limits);
+  }
   const free = protections.disk.freeBytes(now());
   if (free !== null && free < config.minFreeBytes) {
     logger.warn(

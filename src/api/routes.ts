@@ -15,11 +15,12 @@ import { moderationRoutes } from './moderation/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 import { mcpRoutes } from './mcp/routes.js';
+import { limitsRoutes } from './limits/routes.js';
 import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

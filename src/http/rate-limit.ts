@@ -16,6 +16,13 @@
  * exact: it is the time until the oldest counted request leaves the window. A POST refused with
  * 423 (write stop) takes no write or registration slot: the write stop is checked first.
  *
+ * What a client reads (issue 54): every response of a route with a limit class, and every 429,
+ * carries the draft-ietf-httpapi-ratelimit-headers structured fields `RateLimit-Policy`
+ * (`"write";q=30;w=60`) and `RateLimit` (`"write";r=29;t=60`) of the limit it counted toward or
+ * was refused by (`rateLimitHeaders`), and for one release the earlier draft's deprecated
+ * RateLimit-Limit/-Remaining/-Reset; GET /api/limits (src/api/limits/routes.ts) lists every limit
+ * and what remains of it (`RateLimits.states`), under the same policy names.
+ *
  * The limiter is a sliding-window log (exact "at most N in any window"), pure: every call takes
  * the current time, so tests move an injected clock instead of sleeping. Its memory is bounded:
  * N timestamps per key in a ring buffer, keys forgotten when their window has passed, and a hard
@@ -128,6 +135,23 @@ export class SlidingWindowLimiter {
   }
 
   /**
+   * What `key` has left at `nowMs`, without counting anything or changing which keys are kept:
+   * `allowed` says whether one more request would pass; `resetMs` is the ms until the oldest
+   * counted request leaves the window (0 when none is counted: the whole limit is free).
+   */
+  peek(key: string, nowMs: number): LimitDecision {
+    const now = Math.max(this.lastNowMs, nowMs);
+    const e = this.entries.peek(key);
+    let count = e?.count ?? 0;
+    let start = e?.start ?? 0;
+    while (e && count > 0 && e.times[start]! + this.windowMs <= now) {
+      start = (start + 1) % this.limit;
+      count--;
+    }
+    return { allowed: count < this.limit, limit: this.limit, remaining: this.limit - count, resetMs: count === 0 ? 0 : e!.times[start]! + this.windowMs - now };
+  }
+
+  /**
    * Gives back the newest counted request of `key` (a request that was counted and then turned
    * out not to count: refused by a later limit, or an operator's). No-op for an unknown key.
    */
@@ -160,13 +184,81 @@ export class SlidingWindowLimiter {
 // The limits as guards
 
 
-/** The RateLimit-* response headers for a decision (seconds, rounded up). */
-export function rateLimitHeaders(d: LimitDecision, windowMs: number): Record<string, string> {
+/**
+ * Who a limit's quota belongs to (GET /api/limits `scope`): one agent's token(s), one client
+ * address, or the whole service.
+ */
+export type LimitScope = 'token' | 'address' | 'service';
+
+/**
+ * One limit as an agent can read it (schemas/LimitState.json; GET /api/limits, the `limit`
+ * facts of a 429 over A2A and MCP): the draft-ietf-httpapi-ratelimit-headers quota policy
+ * (`policy`, `quota` q, `windowSeconds` w, `unit` qu) and service limit (`remaining` r,
+ * `resetSeconds` t) in JSON.
+ */
+export interface LimitState {
+  /** The policy identifier, as in the RateLimit and RateLimit-Policy fields. */
+  policy: string;
+  scope: LimitScope;
+  /** The draft's quota unit: `requests` per window, or `concurrent-requests` held at once. */
+  unit: 'requests' | 'concurrent-requests';
+  /** The quota: requests per window, or requests held at once. */
+  quota: number;
+  /** The window, in seconds; absent for a concurrency limit. */
+  windowSeconds?: number;
+  /** What is left now (0 when the next one would be refused). */
+  remaining: number;
+  /** Seconds until one more is allowed (0 when nothing is counted); absent for a concurrency limit. */
+  resetSeconds?: number;
+  /** The rule in words, e.g. "30 writes per token per minute" (GET /api/limits; a refusal's message says it). */
+  rule?: string;
+}
+
+/** The scope of each request-rate policy of part 8 (policy identifiers are the limits' metric names). */
+const POLICY_SCOPES: Readonly<Record<string, LimitScope>> = { write: 'token', changeRead: 'token', registration: 'address', clientShare: 'address', public: 'service' };
+
+/** A string as a Structured Field sf-string (RFC 9651 §3.3.3): policy names are plain ASCII, escaped anyway. */
+const sfString = (s: string): string => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+/**
+ * The rate-limit response fields for the decision `d` of policy `policy` (window `windowMs`):
+ *
+ * - `RateLimit-Policy: "<policy>";q=<limit>;w=<window s>` and `RateLimit: "<policy>";r=<remaining>;t=<s>`,
+ *   the Structured Fields of draft-ietf-httpapi-ratelimit-headers (-10/-11, sections 4 and 5);
+ *   `t` is the seconds until one more request is allowed (at least 1);
+ * - for one release, deprecated: the earlier draft's `RateLimit-Limit`, `RateLimit-Remaining` and
+ *   `RateLimit-Reset` (the same numbers). The earlier `RateLimit-Policy: <limit>;w=<s>` form cannot
+ *   be kept beside the new field of the same name: that name now carries the new form.
+ */
+export function rateLimitHeaders(policy: string, d: LimitDecision, windowMs: number): Record<string, string> {
+  const reset = String(Math.max(1, Math.ceil(d.resetMs / 1000)));
   return {
+    RateLimit: `${sfString(policy)};r=${d.remaining};t=${reset}`,
+    'RateLimit-Policy': `${sfString(policy)};q=${d.limit};w=${Math.round(windowMs / 1000)}`,
     'RateLimit-Limit': String(d.limit),
     'RateLimit-Remaining': String(d.remaining),
-    'RateLimit-Reset': String(Math.max(1, Math.ceil(d.resetMs / 1000))),
-    'RateLimit-Policy': `${d.limit};w=${Math.round(windowMs / 1000)}`,
+    'RateLimit-Reset': reset,
+  };
+}
+
+/**
+ * The facts of a refusal's RateLimit and RateLimit-Policy fields (as `rateLimitHeaders` writes
+ * them) as a LimitState without `rule` (the refusal's message says it), for the A2A and MCP
+ * renderings of a 429; null when `headers` has none.
+ */
+export function limitFromHeaders(headers: Readonly<Record<string, string>>): LimitState | null {
+  const policy = /^"([^"\\]*)";q=(\d+);w=(\d+)$/.exec(headers['RateLimit-Policy'] ?? '');
+  const now = /^"([^"\\]*)";r=(\d+);t=(\d+)$/.exec(headers.RateLimit ?? '');
+  if (!policy || !now || policy[1] !== now[1]) return null;
+  const name = policy[1]!;
+  return {
+    policy: name,
+    scope: POLICY_SCOPES[name] ?? 'service',
+    unit: 'requests',
+    quota: Number(policy[2]),
+    windowSeconds: Number(policy[3]),
+    remaining: Number(now[2]),
+    resetSeconds: Number(now[3]),
   };
 }
 
@@ -254,12 +346,45 @@ export class RateLimits implements Guards {
     };
   }
 
+  /** The limits in force, per token first, then per address, then the total. */
+  private all(): NamedLimit[] {
+    return [this.writes, this.changeReads, this.registrations, ...(this.clientShare === null ? [] : [this.clientShare]), this.publicRequests];
+  }
+
+  /**
+   * What the caller has left of every request limit, counting nothing (GET /api/limits): the
+   * per-token limits when `agentId` is given (keyed as its requests are), the per-address ones
+   * for `clientIp`, and the total. A loopback address exempt from the public limits
+   * (`exemptLoopback`) is reported with the whole of its share.
+   */
+  states(agentId: string | null, clientIp: string): LimitState[] {
+    const now = this.now();
+    const out: LimitState[] = [];
+    for (const l of this.all()) {
+      const scope = POLICY_SCOPES[l.name]!;
+      if (scope === 'token' && agentId === null) continue;
+      const key = scope === 'token' ? `agent:${agentId}` : l === this.publicRequests ? 'public' : ipRateKey(clientIp);
+      const d = l.limiter.peek(key, now);
+      out.push({
+        policy: l.name,
+        scope,
+        unit: 'requests',
+        quota: d.limit,
+        windowSeconds: Math.round(l.limiter.windowMs / 1000),
+        remaining: d.remaining,
+        resetSeconds: Math.ceil(d.resetMs / 1000),
+        rule: l.rule,
+      });
+    }
+    return out;
+  }
+
   /**
    * The public limits, for every request through the listener before routing: the client
    * address's fair share, then the total (a request the total refuses gives its share slot
    * back). A request from a loopback address (with `exemptLoopback`) is not counted; one a public
-   * limit would refuse but that carries an operator token passes uncounted. Sets RateLimit-*
-   * headers only when it refuses: on other responses they describe the route's own limit.
+   * limit would refuse but that carries an operator token passes uncounted. Sets the rate-limit
+   * fields only when it refuses: on other responses they describe the route's own limit.
    * Throws 429 with Retry-After.
    */
   onRequest(req: IncomingMessage, clientIp: string, res: ServerResponse): void {
@@ -285,8 +410,8 @@ export class RateLimits implements Guards {
 
   /**
    * The route's own limit once the caller is known: registrations by client IP (before the body
-   * is read), writes and change reads by agent (by client IP on a public route). Sets RateLimit-*
-   * headers on `res`; throws 429 with Retry-After.
+   * is read), writes and change reads by agent (by client IP on a public route). Sets the
+   * rate-limit fields on `res`; throws 429 with Retry-After.
    */
   afterAuth(route: Route, ctx: RequestContext, res: ServerResponse): void {
     if (this.countedPublic.has(res) && (ctx.agent !== null ? ctx.agent.profile.role === 'operator' : ctx.req.headers.authorization !== undefined && this.isOperator(ctx.req))) {
@@ -326,19 +451,19 @@ export class RateLimits implements Guards {
 }
 
 /**
- * Counts one request against `limit`; sets RateLimit-* headers on `res` (always when
+ * Counts one request against `limit`; sets the rate-limit fields on `res` (always when
  * `headers`, else only on refusal) and throws 429 with Retry-After when refused.
  */
 function check(limit: NamedLimit, key: string, now: number, res: ServerResponse, headers: boolean, onLimited: (limit: string) => void): void {
   const d = limit.limiter.take(key, now);
   if (!headers && d.allowed) return;
   if (!d.allowed) refuse(limit, d, res, onLimited);
-  for (const [name, value] of Object.entries(rateLimitHeaders(d, limit.limiter.windowMs))) res.setHeader(name, value);
+  for (const [name, value] of Object.entries(rateLimitHeaders(limit.name, d, limit.limiter.windowMs))) res.setHeader(name, value);
 }
 
-/** Sets the RateLimit-* headers of a refusal on `res` and throws its 429 with Retry-After. */
+/** Sets the rate-limit fields of a refusal on `res` and throws its 429 with Retry-After. */
 function refuse(limit: NamedLimit, d: LimitDecision, res: ServerResponse, onLimited: (limit: string) => void): never {
-  const h = rateLimitHeaders(d, limit.limiter.windowMs);
+  const h = rateLimitHeaders(limit.name, d, limit.limiter.windowMs);
   for (const [name, value] of Object.entries(h)) res.setHeader(name, value);
   onLimited(limit.name);
   const retryAfterSeconds = Math.max(1, Math.ceil(d.resetMs / 1000));

@@ -172,6 +172,13 @@ export interface ErrorFormat {
   schema: string;
   /** Renders the error body (JSON text). */
   render(err: ServiceError, app: App): string;
+  /**
+   * The Content-Type of the error body for `req` (content negotiation, e.g. A2A's
+   * application/a2a+json; sent with `Vary: Accept`); default JSON_CONTENT_TYPE.
+   */
+  contentType?(req: IncomingMessage): string;
+  /** Every media type `contentType` may answer, for OpenAPI (default application/json only). */
+  contentTypes?: readonly string[];
 }
 
 /** OpenAPI description of one response. */
@@ -181,6 +188,8 @@ export interface ResponseDoc {
   schema?: string;
   /** Content type when not application/json. */
   contentType?: string;
+  /** Further media types the same body is sent as when the client prefers one (content negotiation), for OpenAPI. */
+  alsoAs?: readonly string[];
   headers?: string[];
   /**
    * The same status may instead be a stream of Server-Sent Events (issue 37; asked for with

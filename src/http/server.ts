@@ -64,7 +64,7 @@ const BASE_HEADER_LIST: readonly string[] = Object.entries(BASE_HEADERS).flat();
  */
 const CORS_HEADERS = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy, ETag, WWW-Authenticate, X-Request-Id',
+  'Access-Control-Expose-Headers': 'Retry-After, RateLimit, RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, ETag, WWW-Authenticate, X-Request-Id',
 } as const;
 const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 
@@ -147,7 +147,7 @@ function sendPreflight(res: ServerResponse, router: Router, pathname: string, re
  * issue 20; 5xx also carry `requestId`), or as `render(err)` when the route has its own error
  * format. `requestId` is echoed as X-Request-Id when given.
  */
-export function sendError(res: ServerResponse, err: ServiceError, render?: (err: ServiceError) => string, requestId?: string): void {
+export function sendError(res: ServerResponse, err: ServiceError, render?: (err: ServiceError) => string, requestId?: string, contentType?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -159,7 +159,9 @@ export function sendError(res: ServerResponse, err: ServiceError, render?: (err:
     ...BASE_HEADERS,
     ...err.headers,
     ...(requestId === undefined ? {} : { 'X-Request-Id': requestId }),
-    'Content-Type': JSON_CONTENT_TYPE,
+    // A negotiated media type (an error format's `contentType`) depends on Accept.
+    ...(contentType === undefined ? {} : { Vary: 'Accept' }),
+    'Content-Type': contentType ?? JSON_CONTENT_TYPE,
     'Content-Length': Buffer.byteLength(body),
   });
   res.end(body);
@@ -449,7 +451,7 @@ export function createRequestListener(
         // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
         // not waited for.
         const drained = httpErr.status === 413 && !continueWithheld(req, bodyLimitOf(req)) ? await drainBody(req) : true;
-        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
+        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId, format?.contentType?.(req));
         if (!drained) req.socket.destroySoon?.();
       }
       if (timed) {

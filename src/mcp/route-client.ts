@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { BODY_BYTES_MAX, URL_BYTES_MAX } from '../constants.js';
 import { ServiceError } from '../errors.js';
 import { payloadTooLarge, uriTooLong } from '../http/errors.js';
+import { limitFromHeaders, type LimitState } from '../http/rate-limit.js';
 import type { Method, Reply, RouteRunner } from '../http/router.js';
 import { logger } from '../logger.js';
 import type { ForumClientLike, JsonObject } from './tools.js';
@@ -31,6 +32,8 @@ export class RouteForumError extends Error {
     /** `{"error": message, "code": CODE}`: the REST error body. */
     readonly body: { error: string; code: string },
     retryAfter: string | undefined,
+    /** The limit a rate-limit 429 refused (its RateLimit fields as a LimitState), else null. */
+    readonly limit: LimitState | null = null,
   ) {
     super(`HTTP ${status}: ${body.error}`);
     this.name = 'ForumError';
@@ -39,8 +42,9 @@ export class RouteForumError extends Error {
   }
 }
 
-/** A ServiceError as the tool layer sees it: status, the REST error body and Retry-After. */
-const asForumError = (err: ServiceError): RouteForumError => new RouteForumError(err.status, { error: err.message, code: err.code }, err.headers['Retry-After']);
+/** A ServiceError as the tool layer sees it: status, the REST error body, Retry-After and a 429's limit. */
+const asForumError = (err: ServiceError): RouteForumError =>
+  new RouteForumError(err.status, { error: err.message, code: err.code }, err.headers['Retry-After'], err.status === 429 ? limitFromHeaders(err.headers) : null);
 
 /** A clientId for a write whose caller gave none (1..120 of [A-Za-z0-9_-], like newClientId in forum-client.mjs). */
 const mintClientId = (): string => `mcp_${randomBytes(12).toString('base64url')}`;

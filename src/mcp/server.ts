@@ -23,8 +23,9 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MCP_RESULT_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
+import { MCP_RESULT_BYTES_MAX, MCP_STDIO_ANSWER_BYTES_MAX, SERVICE_VERSION } from '../constants.js';
 import { argumentError } from './arguments.js';
+import { answerTooLarge, boundedFetch } from './bounded-fetch.js';
 import { forumClientModule } from './paths.js';
 import { SERVER_INSTRUCTIONS, forumTools, outputFrom, schemaFrom, selectTools, type ForumClientLike, type ForumTool, type JsonObject, type ToolSelection } from './tools.js';
 
@@ -49,7 +50,14 @@ interface ForumErrorLike {
   inDoubt: boolean;
   kind: 'message' | 'work' | null;
   clientId: string | null;
+  /** The error under it (the helper sets it for transport failures, e.g. AnswerTooLargeError). */
+  cause?: unknown;
+  /** /mcp only (RouteForumError): the limit a rate-limit 429 refused, as GET /api/limits lists it. */
+  limit?: JsonObject | null;
 }
+
+/** The tool error's `_meta` key for the facts of the limit that refused the call (issue 54). */
+const LIMIT_META_KEY = 'agent-forum/limit';
 
 /** The resources: MCP URI → forum path, name, MIME type, description. */
 const RESOURCES: ReadonlyArray<{ uri: string; path: string; name: string; mimeType: string; description: string }> = [
@@ -77,6 +85,8 @@ export function errorAdvice(err: ForumErrorLike): string {
     return `In doubt: the ${err.kind} write may or may not have been applied (${err.message}). Call forum_receipt with {"kind": "${err.kind}", "clientId": "${err.clientId}"}, or repeat this tool call with "clientId": "${err.clientId}" and the same other arguments (it lands at most once). Never use a new clientId for it.`;
   }
   if (err.inDoubt) return `In doubt: the write may or may not have been applied (${err.message}). It is not idempotent: look (forum_list_topics, knowledge_list) before calling again.`;
+  const tooLarge = answerTooLarge(err);
+  if (tooLarge) return `Too large: ${tooLarge.message}. Ask for a smaller page (limit) or a narrower filter and call again.`;
   const code = (err.body as { code?: unknown } | undefined)?.code;
   if (code === 'ERASED') {
     return `Erased (HTTP 409): ${why}. This write was committed and later erased by an operator: it is done. Never send its content again, with this clientId or a new one.`;
@@ -100,8 +110,10 @@ export function errorAdvice(err: ForumErrorLike): string {
     case 423:
       return `The forum has stopped accepting writes (HTTP 423: ${why}). Reads still work; retry the write later.`;
     case 429:
-    case 503:
-      return `Refused, nothing was written (HTTP ${err.status}: ${why}); the retry budget for this minute is spent. Retry after ${err.retryAfterSeconds ?? 1} s.`;
+    case 503: {
+      const limit = err.limit ? ` The limit "${String(err.limit.policy)}" (${String(err.limit.scope)}) allows ${String(err.limit.quota)} per ${String(err.limit.windowSeconds)} s; GET /api/limits shows what remains of every limit.` : '';
+      return `Refused, nothing was written (HTTP ${err.status}: ${why}); the retry budget for this minute is spent. Retry after ${err.retryAfterSeconds ?? 1} s.${limit}`;
+    }
     case 507:
       return `The forum's storage is full (HTTP 507: ${why}). Retry the write later.`;
     case 0:
@@ -196,7 +208,8 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
   const mod = (await forumClientModule()) as {
     ForumClient: { new (options: JsonObject): ForumClientLike; register(input: JsonObject, options: JsonObject): Promise<{ client: ForumClientLike; registration: JsonObject }> };
   };
-  const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log };
+  // Every answer is bounded while it is read (issue 51 defect 5), not after the helper read it whole.
+  const clientOptions: JsonObject = { baseUrl: config.forumUrl, log: config.log, fetch: boundedFetch(MCP_STDIO_ANSWER_BYTES_MAX) };
   let client = new mod.ForumClient({ ...clientOptions, token: config.token ?? undefined });
 
   const register: ForumTool = {
@@ -252,7 +265,11 @@ export function buildMcpServer(client: () => ForumClientLike, toolList: readonly
       if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
       return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
     } catch (err) {
-      if (isForumError(err)) return toolError(errorAdvice(err));
+      if (isForumError(err)) {
+        const result = toolError(errorAdvice(err));
+        // A rate-limit refusal carries the limit's facts as data, not only as words (issue 54).
+        return err.limit ? { ...result, _meta: { [LIMIT_META_KEY]: err.limit } } : result;
+      }
       return toolError(err instanceof Error ? err.message : String(err));
     }
   });

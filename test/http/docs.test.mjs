@@ -32,8 +32,9 @@ const SPEC_PATHS = new Set([
 /**
  * Our extensions a guide may call too, each introduced there as this service's extension: the inbox
  * (issue 37), long-polled in start.md's section on staying up to date (issue 51).
+ * And GET /api/limits (issue 54), in its section on limits.
  */
-const EXTENSION_PATHS = new Set(['/api/inbox']);
+const EXTENSION_PATHS = new Set(['/api/inbox', '/api/limits']);
 /** A path of the specification: one of SPEC_PATHS or EXTENSION_PATHS, or a client helper file under /api/client/ (part 1). */
 const specPath = (path) => SPEC_PATHS.has(path) || EXTENSION_PATHS.has(path) || /^\/api\/client\/[^/]+$/.test(path);
 
@@ -273,10 +274,10 @@ test('response schemas carry the spec\'s bounds: UTC work timestamps, Int maxima
   assert.equal(doc.components.schemas.MessageList.properties.messages.maxItems, doc.components.schemas.KnowledgeList.properties.knowledge.maxItems);
 });
 
-test('rate-limited operations, and the A2A binding for its limited actions, document the RateLimit-* headers the server sends with their successes and 429s', async (t) => {
+test('rate-limited operations, and the A2A binding for its limited actions, document the RateLimit and RateLimit-Policy fields (and the deprecated RateLimit-Limit/-Remaining/-Reset) the server sends with their successes and 429s', async (t) => {
   const s = await startPublicServer();
   const doc = (await s.get('/openapi.json')).body;
-  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  const names = ['RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
   /** A route's own limit class, or for a dispatching route the classes of the routes its actions run. */
   const classesOf = (r) => [...new Set([r.rateLimit, ...(r.dispatches ?? []).map((d) => routes.find((x) => x.method === d.method && x.path === d.path)?.rateLimit)].filter(Boolean))];
   let limited = 0;
@@ -315,7 +316,7 @@ test('rate-limited operations, and the A2A binding for its limited actions, docu
     live.post('/a2a/message:send', { message: { messageId: `limits-${action}`, role: 'ROLE_USER', parts: [{ data: { action, input } }] } }, reg.body.token, { 'A2A-Version': '1.0' });
   const a2aWrite = await a2a('topic', { title: 'limits over A2A' });
   const a2aChanges = await a2a('changes', {});
-  for (const [res, policy] of [[reg, '5;w=3600'], [topic, '30;w=60'], [changes, '60;w=60'], [a2aWrite, '30;w=60'], [a2aChanges, '60;w=60']]) {
+  for (const [res, policy] of [[reg, '"registration";q=5;w=3600'], [topic, '"write";q=30;w=60'], [changes, '"changeRead";q=60;w=60'], [a2aWrite, '"write";q=30;w=60'], [a2aChanges, '"changeRead";q=60;w=60']]) {
     assert.ok(res.status >= 200 && res.status < 300, JSON.stringify(res.body));
     assert.equal(res.headers['ratelimit-policy'], policy);
     for (const n of names) assert.ok(conforms(n, res.headers[n.toLowerCase()]), `${n}: ${res.headers[n.toLowerCase()]}`);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SlidingWindowLimiter, RateLimits, rateLimitHeaders } from '../../dist/http/rate-limit.js';
+import { SlidingWindowLimiter, RateLimits, limitFromHeaders, rateLimitHeaders } from '../../dist/http/rate-limit.js';
 import { DiskGuard, ShutdownGate } from '../../dist/http/guards.js';
 import { clientIpResolver, isProxyAddress, ipRateKey } from '../../dist/http/client-ip.js';
 import { DiskSpace } from '../../dist/store/disk.js';
@@ -109,10 +109,37 @@ test('limiter memory has a hard cap: at the cap the least recently counted key i
   assert.equal(l.take('ip:99999', T0 + 100_000).allowed, false);
 });
 
-test('RateLimit headers give limit, remaining and whole seconds until the next slot frees', () => {
-  const h = rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetMs: 59_001 }, 60_000);
-  assert.deepEqual(h, { 'RateLimit-Limit': '30', 'RateLimit-Remaining': '29', 'RateLimit-Reset': '60', 'RateLimit-Policy': '30;w=60' });
-  assert.equal(rateLimitHeaders({ allowed: false, limit: 5, remaining: 0, resetMs: 1 }, 3_600_000)['RateLimit-Reset'], '1');
+test('the RateLimit fields name the policy, its quota and window, what remains and whole seconds until the next slot frees; the deprecated fields repeat the numbers', () => {
+  const h = rateLimitHeaders('write', { allowed: true, limit: 30, remaining: 29, resetMs: 59_001 }, 60_000);
+  assert.deepEqual(h, {
+    RateLimit: '"write";r=29;t=60',
+    'RateLimit-Policy': '"write";q=30;w=60',
+    'RateLimit-Limit': '30',
+    'RateLimit-Remaining': '29',
+    'RateLimit-Reset': '60',
+  });
+  const refused = rateLimitHeaders('registration', { allowed: false, limit: 5, remaining: 0, resetMs: 1 }, 3_600_000);
+  assert.equal(refused.RateLimit, '"registration";r=0;t=1');
+  assert.equal(refused['RateLimit-Policy'], '"registration";q=5;w=3600');
+});
+
+test('limitFromHeaders reads a refusal\'s RateLimit fields back as the facts GET /api/limits lists, and nothing from other headers', () => {
+  const h = rateLimitHeaders('changeRead', { allowed: false, limit: 60, remaining: 0, resetMs: 12_500 }, 60_000);
+  assert.deepEqual(limitFromHeaders(h), { policy: 'changeRead', scope: 'token', unit: 'requests', quota: 60, windowSeconds: 60, remaining: 0, resetSeconds: 13 });
+  assert.equal(limitFromHeaders({ 'Retry-After': '5' }), null);
+  assert.equal(limitFromHeaders({ RateLimit: '"write";r=0;t=5', 'RateLimit-Policy': '"changeRead";q=60;w=60' }), null, 'the two fields must name the same policy');
+});
+
+test('peek tells what a key has left without counting, and forgets nothing', () => {
+  const l = new SlidingWindowLimiter(3, 60_000);
+  assert.deepEqual(l.peek('a', T0), { allowed: true, limit: 3, remaining: 3, resetMs: 0 });
+  l.take('a', T0);
+  l.take('a', T0 + 10_000);
+  assert.deepEqual(l.peek('a', T0 + 20_000), { allowed: true, limit: 3, remaining: 1, resetMs: 40_000 });
+  assert.deepEqual(l.peek('a', T0 + 20_000), { allowed: true, limit: 3, remaining: 1, resetMs: 40_000 }, 'peeking counted nothing');
+  l.take('a', T0 + 20_000);
+  assert.equal(l.peek('a', T0 + 30_000).allowed, false);
+  assert.deepEqual(l.peek('a', T0 + 60_000), { allowed: true, limit: 3, remaining: 1, resetMs: 10_000 }, 'the first request left the window');
 });
 
 test('the change-read limit allows 60 per agent per minute and answers 429 with Retry-After after that', () => {

@@ -155,24 +155,27 @@ test('a discriminator without mapping gets the mapping derived from its oneOf va
   assert.throws(() => buildOpenApi([route({})], twice), /discriminator value "ping" maps to two schemas/);
 });
 
-test('success responses of rate-limited routes carry the RateLimit-* headers; 429 carries RateLimit-Policy too', async () => {
+test('success responses of rate-limited routes carry the RateLimit and RateLimit-Policy fields and the deprecated RateLimit-Limit/-Remaining/-Reset; so does 429', async () => {
   const doc = withServer(buildOpenApi([
     route({ method: 'POST', operationId: 'createThing', body: 'Thing', rateLimit: 'write', responses: { 201: { description: 'made', schema: 'Thing' } } }),
     route({ query: 'ThingQuery' }),
     route({ path: '/api/thing-changes', operationId: 'thingChanges', rateLimit: 'changeRead', responses: { 200: { description: 'ok', schema: 'Thing', headers: ['ETag'] } } }),
   ], schemas), 'http://forum.test');
-  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+  const names = ['RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
   const refs = (list) => Object.fromEntries(list.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
   assert.deepEqual(doc.paths['/api/things'].post.responses['201'].headers, refs(names));
   assert.deepEqual(doc.paths['/api/thing-changes'].get.responses['200'].headers, refs(['ETag', ...names]));
   assert.equal(doc.paths['/api/things'].get.responses['200'].headers, undefined, 'a route without a limit class reports no RateLimit-* headers');
   assert.deepEqual(Object.keys(doc.components.responses.TooManyRequests.headers), ['Retry-After', ...names]);
-  assert.deepEqual(doc.components.headers['RateLimit-Policy'].schema, { type: 'string', pattern: '^[0-9]+;w=[0-9]+$' });
+  assert.deepEqual(doc.components.headers['RateLimit-Policy'].schema, { type: 'string', pattern: '^"[A-Za-z]+";q=[0-9]+;w=[0-9]+$' });
+  assert.deepEqual(doc.components.headers.RateLimit.schema, { type: 'string', pattern: '^"[A-Za-z]+";r=[0-9]+;t=[0-9]+$' });
+  for (const old of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.equal(doc.components.headers[old].deprecated, true, `${old} is documented as deprecated`);
+  for (const current of ['RateLimit', 'RateLimit-Policy']) assert.equal(doc.components.headers[current].deprecated, undefined);
   const result = await new Validator().validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors));
 });
 
-test('a dispatching route\'s successes carry the RateLimit-* headers when an action it dispatches runs a rate-limited route', async () => {
+test('a dispatching route\'s successes carry the RateLimit fields when an action it dispatches runs a rate-limited route', async () => {
   const dispatches = [
     { name: 'make', method: 'POST', path: '/api/things' },
     { name: 'list', method: 'GET', path: '/api/things' },
@@ -182,8 +185,8 @@ test('a dispatching route\'s successes carry the RateLimit-* headers when an act
   const table = [route({ method: 'POST', operationId: 'createThing', body: 'Thing', rateLimit: 'write', responses: { 201: { description: 'made', schema: 'Thing' } } }), route({ query: 'ThingQuery' })];
   const doc = withServer(buildOpenApi([...table, rpc({})], schemas), 'http://forum.test');
   const send = doc.paths['/rpc/send'].post;
-  assert.deepEqual(Object.keys(send.responses['200'].headers), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy']);
-  assert.equal(send.description, 'Action `make` counts toward the write limit: 30 per token per minute. A success of such an action carries the RateLimit-* headers of its limit; the other actions count toward none of these limits and send none.');
+  assert.deepEqual(Object.keys(send.responses['200'].headers), ['RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+  assert.equal(send.description, 'Action `make` counts toward the write limit: 30 per token per minute. A success of such an action carries the RateLimit and RateLimit-Policy fields of its limit; the other actions count toward none of these limits and send none.');
   const result = await new Validator().validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors));
   // Without a limited target there is nothing to report.

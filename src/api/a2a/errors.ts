@@ -14,7 +14,9 @@
 import type { App } from '../../app.js';
 import { A2A_ERROR_DOMAIN } from '../../constants.js';
 import { ERROR_CATALOGUE, ServiceError, type ErrorCode } from '../../errors.js';
+import { limitFromHeaders } from '../../http/rate-limit.js';
 import type { ErrorFormat } from '../../http/router.js';
+import { A2A_RESPONSE_MEDIA_TYPES, a2aContentType } from './media.js';
 
 /** An error defined by A2A itself; `code` is its ErrorInfo reason (UPPER_SNAKE_CASE). */
 export class A2AProtocolError extends ServiceError {
@@ -66,12 +68,18 @@ export function serviceDomain(app: App): string {
 /**
  * Renders an error as a google.rpc.Status JSON body (see the module comment).
  * ErrorInfo metadata: A2A errors' own (e.g. taskId), plus `retryAfterSeconds` and `allow` when
- * the response carries Retry-After or Allow.
+ * the response carries Retry-After or Allow, and on a rate-limit 429 the limit's facts
+ * (`limitPolicy`, `limitScope`, `limitUnit`, `limitQuota`, `limitWindowSeconds`,
+ * `limitRemaining`, `limitResetSeconds`: schemas/LimitState.json as strings).
  */
 export function renderA2AError(err: ServiceError, app: App): string {
   const metadata: Record<string, string> = err instanceof A2AProtocolError ? { ...err.metadata } : {};
   if (err.headers['Retry-After'] !== undefined) metadata.retryAfterSeconds = err.headers['Retry-After'];
   if (err.headers.Allow !== undefined) metadata.allow = err.headers.Allow;
+  // A rate-limit refusal carries the limit's facts (issue 54), as GET /api/limits lists them:
+  // limitPolicy, limitScope, limitUnit, limitQuota, limitWindowSeconds, limitRemaining, limitResetSeconds.
+  const limit = err.status === 429 ? limitFromHeaders(err.headers) : null;
+  if (limit !== null) for (const [k, v] of Object.entries(limit)) metadata[`limit${k[0]!.toUpperCase()}${k.slice(1)}`] = String(v);
   return JSON.stringify({
     error: {
       code: err.status,
@@ -89,5 +97,8 @@ export function renderA2AError(err: ServiceError, app: App): string {
   });
 }
 
-/** The error format of every /a2a/* route (schemas/A2AError.json). */
-export const A2A_ERROR_FORMAT: ErrorFormat = { schema: 'A2AError', render: renderA2AError };
+/**
+ * The error format of every /a2a/* route (schemas/A2AError.json), sent as application/json or
+ * application/a2a+json as the client prefers (./media.ts; A2A 1.0.1 §11.1).
+ */
+export const A2A_ERROR_FORMAT: ErrorFormat = { schema: 'A2AError', render: renderA2AError, contentType: a2aContentType, contentTypes: A2A_RESPONSE_MEDIA_TYPES };

@@ -11,13 +11,19 @@
  * missing version means 0.3 and is refused with 400 VersionNotSupported (dispatch.ts `checkVersion`).
  * Authentication comes before it (the pipeline authenticates bearer routes first).
  */
-import { A2A_BASE_PATH, A2A_LIST_TASKS_PAGE_SIZE_DEFAULT, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
+import { A2A_BASE_PATH, A2A_LIST_TASKS_PAGE_SIZE_DEFAULT, A2A_MEDIA_TYPE, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from '../../constants.js';
 import { type ServiceError, fail, notFound } from '../../errors.js';
 import { methodNotAllowed } from '../../http/errors.js';
 import type { ParameterDoc, Reply, RequestContext, Route } from '../../http/router.js';
 import { serveAgentCard } from './card.js';
 import { A2A_ACTIONS, VERSION_PATTERN, checkVersion, sendMessage } from './dispatch.js';
 import { A2A_ERROR_FORMAT, pushNotificationNotSupported, taskNotFound, unsupportedOperation } from './errors.js';
+import { a2aContentType } from './media.js';
+
+/** `reply` sent as the media type the client prefers (./media.ts), with `Vary: Accept`. */
+function negotiated(ctx: RequestContext, reply: Reply): Reply {
+  return { ...reply, contentType: a2aContentType(ctx.req), headers: { ...reply.headers, Vary: 'Accept' } };
+}
 
 const NO_STREAMING = 'streaming is not supported (capabilities.streaming is false); use POST /a2a/message:send and poll the change feeds';
 
@@ -125,7 +131,7 @@ const VERSION_HEADER_DOC: ParameterDoc = {
  */
 function listTasks(ctx: RequestContext): Reply {
   const pageSize = typeof ctx.query.pageSize === 'number' ? ctx.query.pageSize : A2A_LIST_TASKS_PAGE_SIZE_DEFAULT;
-  return { status: 200, body: { tasks: [], nextPageToken: '', pageSize, totalSize: 0 } };
+  return negotiated(ctx, { status: 200, body: { tasks: [], nextPageToken: '', pageSize, totalSize: 0 } });
 }
 
 export const a2aRoutes: Route[] = [
@@ -172,14 +178,14 @@ export const a2aRoutes: Route[] = [
         // No example: renderers pre-fill examples, and "Try it out" should send the header alone.
       },
     ],
-    contentTypes: ['application/json', 'application/a2a+json'],
+    contentTypes: ['application/json', A2A_MEDIA_TYPE],
     dispatch: true,
     checkHead: checkVersion,
     dispatches: A2A_ACTIONS.map((a) => ({ name: a.action, method: a.method, path: a.path })),
     errorFormat: A2A_ERROR_FORMAT,
     errors: [404, 409, 423, 507],
-    responses: { 200: { description: "A message whose data part carries the action, the REST status and the REST endpoint's result", schema: 'A2ASendMessageResponse' } },
-    handler: sendMessage,
+    responses: { 200: { description: "A message whose data part carries the action, the REST status and the REST endpoint's result", schema: 'A2ASendMessageResponse', alsoAs: [A2A_MEDIA_TYPE] } },
+    handler: async (ctx) => negotiated(ctx, await sendMessage(ctx)),
   },
   {
     method: 'GET',
@@ -192,7 +198,7 @@ export const a2aRoutes: Route[] = [
     checkHead: checkVersion,
     parameters: [VERSION_HEADER_DOC],
     errorFormat: A2A_ERROR_FORMAT,
-    responses: { 200: { description: 'The empty page', schema: 'A2AListTasksResponse' } },
+    responses: { 200: { description: 'The empty page', schema: 'A2AListTasksResponse', alsoAs: [A2A_MEDIA_TYPE] } },
     handler: listTasks,
   },
   {

@@ -59,7 +59,8 @@ export interface Operation {
 }
 
 /** The headers of src/http/rate-limit.ts `rateLimitHeaders`, sent with every response a limit counted or refused. */
-const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
+/** The rate-limit fields (src/http/rate-limit.ts `rateLimitHeaders`): the draft's two structured fields, then the deprecated earlier ones. */
+const RATE_LIMIT_HEADERS = ['RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
 
 /** Error statuses of part 7 with their meaning; each becomes `components.responses.<name>`. */
 const ERROR_RESPONSES: Record<number, { name: string; description: string; headers?: string[] }> = {
@@ -82,18 +83,25 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string; heade
 };
 
 /** Response headers the document can describe, as `components.headers`. */
-const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
+const HEADERS: Record<string, { description: string; schema: JsonSchema; deprecated?: true }> = {
   'Retry-After': { description: 'Minimum delay before the next request, in whole seconds (≥ 1).', schema: { type: 'integer', minimum: 1 } },
-  'RateLimit-Limit': {
-    description: 'Requests allowed per window by the limit this response reports: on a success the operation\'s own limit (writes, change reads or registrations), on a 429 the limit that was hit.',
-    schema: { type: 'integer', minimum: 1 },
+  RateLimit: {
+    description:
+      'draft-ietf-httpapi-ratelimit-headers (-10/-11) structured field: `"<policy>";r=<remaining>;t=<seconds>` for the limit this response reports — on a success the operation\'s own limit (policy `write`, `changeRead` or `registration`), on a 429 the limit that was hit (also `clientShare` or `public`). `r` is what remains in the window (0 on a 429), `t` the seconds (≥ 1) until one more request is allowed. GET /api/limits lists every limit with the same policy names.',
+    schema: { type: 'string', pattern: '^"[A-Za-z]+";r=[0-9]+;t=[0-9]+$' },
   },
-  'RateLimit-Remaining': { description: 'Requests left in the current window of that limit (0 on a 429).', schema: { type: 'integer', minimum: 0 } },
-  'RateLimit-Reset': { description: 'Seconds (at least 1) until the oldest counted request leaves the window, i.e. until one more request is allowed.', schema: { type: 'integer', minimum: 1 } },
   'RateLimit-Policy': {
-    description: 'The limit as `<limit>;w=<window seconds>`, e.g. `30;w=60` for 30 writes per token per minute.',
-    schema: { type: 'string', pattern: '^[0-9]+;w=[0-9]+$' },
+    description:
+      'draft-ietf-httpapi-ratelimit-headers (-10/-11) structured field: `"<policy>";q=<quota>;w=<window seconds>`, e.g. `"write";q=30;w=60` for 30 writes per token per minute. (Until 0.4.9 this field was `<quota>;w=<window seconds>`, the earlier draft\'s form; the name is the same, so only the new form is sent.)',
+    schema: { type: 'string', pattern: '^"[A-Za-z]+";q=[0-9]+;w=[0-9]+$' },
   },
+  'RateLimit-Limit': {
+    description: 'Deprecated (the earlier draft\'s field; sent for one more release, then removed): the quota `q` of RateLimit-Policy.',
+    schema: { type: 'integer', minimum: 1 },
+    deprecated: true,
+  },
+  'RateLimit-Remaining': { description: 'Deprecated (the earlier draft\'s field; sent for one more release): `r` of RateLimit.', schema: { type: 'integer', minimum: 0 }, deprecated: true },
+  'RateLimit-Reset': { description: 'Deprecated (the earlier draft\'s field; sent for one more release): `t` of RateLimit.', schema: { type: 'integer', minimum: 1 }, deprecated: true },
   'WWW-Authenticate': { description: 'Always `Bearer`.', schema: { type: 'string' } },
   ETag: { description: 'Entity tag of the document; send it back in If-None-Match to get 304.', schema: { type: 'string' } },
   'Cache-Control': { description: 'Caching rule of the document.', schema: { type: 'string' } },
@@ -146,7 +154,7 @@ function rateLimitNote(route: Route, find: RouteLookup): string | undefined {
   if (classes.length === 0) return undefined;
   const quoted = (names: string[]) => names.map((n) => `\`${n}\``).join(', ');
   const counts = classes.map(([cls, a]) => `${a.length === 1 ? `Action ${quoted(a)} counts` : `Actions ${quoted(a)} count`} toward ${LIMIT_PHRASES[cls]}.`);
-  return `${counts.join(' ')} A success of such an action carries the RateLimit-* headers of its limit; the other actions count toward none of these limits and send none.`;
+  return `${counts.join(' ')} A success of such an action carries the RateLimit and RateLimit-Policy fields of its limit; the other actions count toward none of these limits and send none.`;
 }
 
 /**
@@ -282,6 +290,8 @@ function responseContent(doc: ResponseDoc, schemas: ReadonlyMap<string, JsonSche
   if (doc.schema !== undefined) {
     if (!schemas.has(doc.schema)) throw new Error(`response schema "${doc.schema}" is not in schemas/`);
     const content: Record<string, unknown> = { [mediaType(doc.contentType ?? 'application/json')]: { schema: schemaRef(doc.schema) } };
+    // The same body under another media type the client may prefer (A2A's application/a2a+json).
+    for (const other of doc.alsoAs ?? []) content[mediaType(other)] = { schema: schemaRef(doc.schema) };
     // A stream of Server-Sent Events (issue 37): text whose events' `data` is one page each.
     if (doc.eventStream !== undefined) content[EVENT_STREAM_CONTENT_TYPE] = { schema: { type: 'string', description: doc.eventStream } };
     return content;
@@ -462,12 +472,12 @@ export function buildOpenApi(routes: readonly Route[], schemas: ReadonlyMap<stri
 
   const responses: Record<string, unknown> = {};
   // The default error bodies, then one set per other error format used by the table (A2AError).
-  const formats = new Set<string>(['']);
-  for (const r of routes) if (r.errorFormat) formats.add(r.errorFormat.schema);
-  for (const format of formats) {
+  const formats = new Map<string, readonly string[]>([['', ['application/json']]]);
+  for (const r of routes) if (r.errorFormat) formats.set(r.errorFormat.schema, (r.errorFormat.contentTypes ?? ['application/json']).map(mediaType));
+  for (const [format, types] of formats) {
     if (format && !schemas.has(format)) throw new Error(`error format schema "${format}" is not in schemas/`);
     for (const { name, description, headers } of Object.values(ERROR_RESPONSES)) {
-      const r: Record<string, unknown> = { description, content: { 'application/json': { schema: schemaRef(format || 'Error') } } };
+      const r: Record<string, unknown> = { description, content: Object.fromEntries(types.map((t) => [t, { schema: schemaRef(format || 'Error') }])) };
       const h = headersObject(headers);
       if (h) r.headers = h;
       responses[`${format}${name}`] = r;
@@ -506,7 +516,7 @@ export function buildOpenApi(routes: readonly Route[], schemas: ReadonlyMap<stri
     components: {
       schemas: componentSchemas,
       responses,
-      headers: Object.fromEntries(Object.entries(HEADERS).map(([n, h]) => [n, { description: h.description, schema: h.schema }])),
+      headers: Object.fromEntries(Object.entries(HEADERS).map(([n, h]) => [n, { description: h.description, schema: h.schema, ...(h.deprecated ? { deprecated: true } : {}) }])),
       securitySchemes: {
         bearer: {
           type: 'http',

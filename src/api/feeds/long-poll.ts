@@ -134,6 +134,11 @@ export class FeedWaiters {
     return this.held.size;
   }
 
+  /** Requests and streams of `agentId` held now (GET /api/limits; at most FEED_WAITERS_PER_AGENT_MAX). */
+  heldBy(agentId: string): number {
+    return this.perAgent.get(agentId) ?? 0;
+  }
+
   /**
    * Holds a caught-up request of `agentId` on `feed` at cursor `after` for up to `waitSeconds`
    * (s). `render` builds its reply when it is answered; its error (a ServiceError) rejects.

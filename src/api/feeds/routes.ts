@@ -111,6 +111,16 @@ export function feedSample(app: App): FeedSample {
 }
 
 /**
+ * The held long-poll requests and streams of `app` (issue 37) for GET /api/limits: `total`, held
+ * now by everyone (of FEED_WAITERS_MAX), and `byAgent`, held now by `agentId` (of
+ * FEED_WAITERS_PER_AGENT_MAX; 0 without an agent).
+ */
+export function feedSlots(app: App, agentId: string | null): { total: number; byAgent: number } {
+  const w = waitersByApp.get(app);
+  return { total: w?.size ?? 0, byAgent: w === undefined || agentId === null ? 0 : w.heldBy(agentId) };
+}
+
+/**
  * A feed request with `wait` (issue 37): the cursor is checked first (400/409 at once). When its
  * page would be caught up (`caughtUp`: no event past the cursor and nothing more to scan), the
  * request is held until the feed has an event past the cursor or the wait ends; when it is not

@@ -289,6 +289,12 @@ export class ForumClient {
   agents() { return this.request('GET', '/api/agents'); }
   /** Your own profile: the agent the token belongs to (GET /api/me). */
   me() { return this.request('GET', '/api/me'); }
+  /**
+   * Your effective limits and what remains of each now (GET /api/limits, ours; issue 54): per
+   * token (with a token), per client address and the service's, held long polls included. Pace
+   * yourself by `remaining` before a 429.
+   */
+  limits() { return this.request('GET', '/api/limits', { auth: Boolean(this.token) }); }
   /** @returns {Promise<Room[]>} */
   rooms() { return this.request('GET', '/api/rooms'); }
   /** @returns {Promise<Topic[]>} newest first, at most 500 */

@@ -247,6 +247,11 @@ class ForumClient:
         """Your own profile: the agent this token belongs to (GET /api/me)."""
         return self.request("GET", "/api/me")
 
+    def limits(self) -> JsonObject:
+        """Your effective limits and what remains of each now (GET /api/limits, ours): per token
+        (with a token), per client address and the service's, held long polls included."""
+        return self.request("GET", "/api/limits", auth=bool(self.token))
+
     def rooms(self) -> List[JsonObject]:
         return self.request("GET", "/api/rooms")
 
