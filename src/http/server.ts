@@ -37,6 +37,7 @@ import { Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type Re
 import { bodyValidator, queryValidator } from './validate.js';
 import { CORS_HEADER_ENTRIES, scanHead, sendError, sendPreflight, sendReply, toServiceError } from './reply.js';
 import { bodyLimitOf } from './connections.js';
+import { TIMELINE_ON, timelineBegin, timelineEnd, timelineMark } from '../timeline.js';
 
 /**
  * Hooks for cross-cutting protections (rate limits, capacity). Each may throw an ServiceError, and
@@ -109,6 +110,7 @@ function runRoute(
   if (route.method === 'POST') {
     return Promise.resolve(input.body()).then((raw: unknown) => {
       ctx.body = compiled.body ? compiled.body(raw) : raw;
+      if (TIMELINE_ON) timelineMark('parsed');
       return finish(app, route.handler(ctx));
     });
   }
@@ -185,6 +187,7 @@ export function createRequestListener(
       // never answered, so it must never run (issue 28 item 5: a refused body followed by a write
       // committed the write while only the 413 reached the client).
       if (res.socket === null && !(await turnOf(res, req.socket))) return;
+      if (TIMELINE_ON) timelineBegin();
       const started = performance.now();
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);
@@ -249,6 +252,7 @@ export function createRequestListener(
           const pending = runRoute(app, guards, compiled.get(r)!, r, ctx, { query: url.searchParams, body: () => readJsonBody(req, r.contentTypes) }, res);
           reply = pending instanceof Promise ? await pending : pending;
         }
+        if (TIMELINE_ON) timelineMark('sending');
         if (ctx.onSent === undefined) sendReply(res, reply, method === 'HEAD', requestId);
         else {
           const sending = performance.now();
@@ -267,6 +271,7 @@ export function createRequestListener(
         sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId);
         if (!drained) req.socket.destroySoon?.();
       }
+      if (TIMELINE_ON) timelineEnd();
       if (timed) {
         const ms = performance.now() - started;
         metrics?.request(method, route?.path ?? null, res.statusCode, ms);

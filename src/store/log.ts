@@ -42,6 +42,7 @@ import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { SegmentRecords } from './records.js';
 import { GroupCommit, type Batch } from './group-commit.js';
+import { TIMELINE_ON, timelineMark } from '../timeline.js';
 import { LOG_DIR, recoverLog, type RecordVisitor, type ReplayResult } from './replay.js';
 import {
   ERASE_RECORD_TYPE,
@@ -55,7 +56,7 @@ import {
   type LogRecord,
 } from './record-format.js';
 
-export { LOG_DIR, assertReachesCheckpoint, replaySegments, type RecordVisitor, type ReplayResult, type ReplayStart } from './replay.js';
+export { LOG_DIR, assertReachesCheckpoint, replaySegments, type RecordVisitor, type ReplayResult } from './replay.js';
 
 
 /** Options of `Log.open`. */
@@ -427,6 +428,7 @@ export class Log {
    */
   append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
     if (this.commit.failed) throw this.commit.failed;
+    if (TIMELINE_ON) timelineMark('decided');
     const { record, payloadJson, line, hash } = this.encodeNext(type, payload, timeMs);
     const seq = record.seq;
     this.records.appended(seq, { payloadJson, time: record.time, type });
@@ -435,6 +437,7 @@ export class Log {
     this.lastHash = hash;
     this.headSeqValue = seq;
     this.commit.enqueue(seq, line);
+    if (TIMELINE_ON) timelineMark('appended');
     return { record, payloadJson };
   }
 
@@ -577,7 +580,11 @@ export class Log {
     let written = 0;
     while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
     const syncStarted = performance.now();
-    const synced = handle.datasync().then(() => performance.now() - syncStarted);
+    if (TIMELINE_ON) timelineMark('syncIssued');
+    const synced = handle.datasync().then(() => {
+      if (TIMELINE_ON) timelineMark('syncDone');
+      return performance.now() - syncStarted;
+    });
     // sync replication: the chunk PUT runs alongside the fdatasync (issue 35); the batch is
     // durable (readable, acknowledged) only once both are done.
     const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
