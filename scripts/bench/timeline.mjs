@@ -125,11 +125,23 @@ async function fsyncMedian(dir, count = 200) {
   return median(times);
 }
 
-function wrkStatus(url, connections, seconds) {
+/** CPU seconds (user + system) the process `pid` has used so far (Linux /proc). */
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * One wrk cell on `url`. Output: req/s and the server's CPU µs per request (from /proc: less
+ * sensitive to other load on the machine than req/s, which a busy neighbour halves).
+ */
+function wrkStatus(url, pid, connections, seconds) {
+  const cpu0 = cpuSeconds(pid);
   const r = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { encoding: 'utf8' });
   if (r.error) throw r.error;
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]);
-  return rps;
+  const cpu = cpuSeconds(pid) - cpu0;
+  const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1]);
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)?.[1]), cpuUs: (cpu * 1e6) / requests };
 }
 
 /**
@@ -164,13 +176,13 @@ export async function runTimeline(opts, log = () => {}) {
     const status = new Map();
     if (opts.statusSeconds > 0) {
       const bare = await start('bare', path.join(here, 'bare.mjs'), {});
-      const targets = [...servers.map((s) => [s.label, `${s.base}/api/status`]), ['bare', `${bare.base}/api/status`]];
+      const targets = [...servers.map((s) => [s.label, `${s.base}/api/status`, s.child.pid]), ['bare', `${bare.base}/api/status`, bare.child.pid]];
       for (const [label] of targets) status.set(label, { 1: [], 64: [] });
       try {
         for (let r = 0; r < opts.statusRounds; r++) {
           for (const c of [64, 1]) {
             const order = r % 2 === 0 ? targets : [...targets].reverse();
-            for (const [label, url] of order) status.get(label)[c].push(wrkStatus(url, c, opts.statusSeconds));
+            for (const [label, url, pid] of order) status.get(label)[c].push(wrkStatus(url, pid, c, opts.statusSeconds));
           }
         }
       } finally {
@@ -208,10 +220,13 @@ export async function runTimeline(opts, log = () => {}) {
       lines.push('');
       lines.push(`### Status (GET /api/status, wrk, ${opts.statusSeconds} s cells, ${opts.statusRounds} alternating rounds, medians, req/s)`);
       lines.push('');
-      lines.push('| server | 64 connections | 1 connection | vs bare at 64 |');
-      lines.push('|---|---:|---:|---:|');
-      const bare64 = median(status.get('bare')[64]);
-      for (const [label, cells] of status) lines.push(`| ${label} | ${fmt(median(cells[64]))} | ${fmt(median(cells[1]))} | ${(median(cells[64]) / bare64).toFixed(2)}× |`);
+      lines.push('| server | req/s at 64 | req/s at 1 | vs bare at 64 | server CPU µs/request at 64 | at 1 | CPU above bare at 64 |');
+      lines.push('|---|---:|---:|---:|---:|---:|---:|');
+      const med = (cells, c, key) => median(cells[c].map((x) => x[key]));
+      const bare = status.get('bare');
+      for (const [label, cells] of status) {
+        lines.push(`| ${label} | ${fmt(med(cells, 64, 'rps'))} | ${fmt(med(cells, 1, 'rps'))} | ${(med(cells, 64, 'rps') / med(bare, 64, 'rps')).toFixed(2)}× | ${med(cells, 64, 'cpuUs').toFixed(1)} | ${med(cells, 1, 'cpuUs').toFixed(1)} | ${(med(cells, 64, 'cpuUs') - med(bare, 64, 'cpuUs')).toFixed(1)} |`);
+      }
     }
     return { markdown: lines.join('\n'), results, fsyncUs, status: Object.fromEntries(status) };
   } finally {
