@@ -86,7 +86,16 @@
 //   --cli-start-runs N     runs per CLI start row, default 15 (5 with --smoke)
 //   --cli-against FILE     a second CLI entry (an earlier tree's dist/cli.js) measured in the same
 //                          pairs as ours: before and after in one run
-//   --only SECTION         run only that section and print its table: cli-start (a few seconds;
+//   --timeline / --no-timeline
+//                          the latency-of-one section (issue 56; scripts/bench/timeline.mjs): the
+//                          timeline of one write at one connection (head parsed → body parsed →
+//                          decided → appended → fdatasync issued → done → answer written, µs
+//                          medians), one thread-pool fdatasync of this disk, and GET /api/status
+//                          beside bare node:http at 64 and 1 connections (default on, off with --smoke)
+//   --timeline-against FILE
+//                          a second server entry (an earlier tree's dist/server.js) measured in
+//                          the timeline section's same blocks, alternating with ours
+//   --only SECTION         run only that section and print its table: cli-start or timeline (a few seconds;
 //                          no load generator, no reference servers)
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
@@ -116,6 +125,7 @@ import { measureReplication, renderReplication, replicationFailures } from './re
 import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './push-bench.mjs';
 import { median } from './bench/measure.mjs';
 import { measureCliStart, renderCliStart } from './bench/cli-start.mjs';
+import { runTimeline } from './bench/timeline.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -178,6 +188,9 @@ function parseOptions(argv) {
       'cli-start-runs': { type: 'string' },
       'cli-against': { type: 'string' },
       only: { type: 'string' },
+      timeline: { type: 'boolean' },
+      'no-timeline': { type: 'boolean' },
+      'timeline-against': { type: 'string' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -226,6 +239,8 @@ function parseOptions(argv) {
     cliStartRuns: values['cli-start-runs'] === undefined ? (values.smoke ? 5 : 15) : int('cli-start-runs'),
     cliAgainst: values['cli-against'] ? path.resolve(values['cli-against']) : null,
     only: values.only ?? null,
+    timeline: values['no-timeline'] ? false : values.timeline ?? !values.smoke,
+    timelineAgainst: values['timeline-against'] ? path.resolve(values['timeline-against']) : null,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
@@ -235,7 +250,7 @@ function parseOptions(argv) {
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
-  if (opts.only !== null && opts.only !== 'cli-start') throw new Error('--only must be cli-start');
+  if (opts.only !== null && opts.only !== 'cli-start' && opts.only !== 'timeline') throw new Error('--only must be cli-start or timeline');
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   if (opts.pushWaiters !== null && (opts.pushWaiters.length === 0 || opts.pushWaiters.some((n) => n !== 100 && n !== 1000))) throw new Error('--push-waiters must be 100, 1000 or 100,1000');
@@ -767,6 +782,11 @@ async function main() {
     log(renderCliStart(cliStart, { against: opts.cliAgainst }).join('\n'));
     return cliStart.skipped ? 1 : 0;
   }
+  const timelineOf = () => runTimeline({ ours: opts.oursEntry, against: opts.timelineAgainst, writes: 200, blocks: 6, statusSeconds: 3, statusRounds: 3 }, log);
+  if (opts.only === 'timeline') {
+    log((await timelineOf()).markdown);
+    return 0;
+  }
   // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
   if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
   const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
@@ -858,7 +878,8 @@ async function main() {
     for (const kind of forumKinds) search[kind] = await measureSearch(opts, kind);
   }
 
-  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart });
+  const timeline = opts.timeline ? await timelineOf() : null;
+  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart }) + (timeline ? `\n\n## Latency of one (issue 56)\n\n${timeline.markdown}\n` : '');
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);

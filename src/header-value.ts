@@ -53,7 +53,7 @@ const reportedHeaders = new Set<string>();
 
 /**
  * `res.writeHead(status, headers)` that cannot throw for a header (the central reply path,
- * src/http/server.ts): when node:http refuses a name or value (ERR_INVALID_CHAR,
+ * src/http/reply.ts): when node:http refuses a name or value (ERR_INVALID_CHAR,
  * ERR_INVALID_HTTP_TOKEN — text that should have gone through urlHeaderValue), the offending
  * headers are dropped, logged once per name (`invalid_header_dropped`, the value never logged),
  * and the head is written without them. Other errors are thrown as they are.

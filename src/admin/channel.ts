@@ -8,7 +8,7 @@ import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import type { App } from '../app.js';
 import { readJsonBody } from '../http/body.js';
 import { notFound } from '../errors.js';
-import { sendError, sendReply, toServiceError } from '../http/server.js';
+import { sendError, sendReply, toServiceError } from '../http/reply.js';
 import { commands, operatorOfArgs } from './commands.js';
 import { adminSocketPath } from './socket-path.js';
 

@@ -33,7 +33,7 @@ export interface ChannelAnswer {
 
 /**
  * Parses the whole of one HTTP/1.1 answer of the admin channel (read up to the connection's close):
- * its status line and its Content-Length body (the channel always sends one: src/http/server.ts
+ * its status line and its Content-Length body (the channel always sends one: src/http/reply.ts
  * sendReply, sendError). Throws an Error naming what is wrong for anything else.
  */
 export function parseChannelAnswer(raw: Buffer): ChannelAnswer {

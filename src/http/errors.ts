@@ -1,7 +1,7 @@
 /**
  * The refusals only the HTTP layer makes (authentication, methods, body and target limits, write
  * stop, rate limits), as `ServiceError` values of the catalogue in src/errors.ts, with the headers
- * each status needs. `sendError` in src/http/server.ts is the one place that renders them as
+ * each status needs. `sendError` in src/http/reply.ts is the one place that renders them as
  * `{"error": "...", "code": "..."}` (part 7, issue 20).
  */
 import { ServiceError, type ErrorCode } from '../errors.js';

@@ -1,7 +1,8 @@
 /**
- * The append-only log: the hash chain over JSONL segment files under `<dataDir>/log/` (one
- * record per line; the files themselves are segment.ts's), replay, the checkpoint and group
- * commit.
+ * The writable append-only log: the hash chain over JSONL segment files under `<dataDir>/log/`
+ * (one record per line; the files themselves are segment.ts's), open, append, read-back,
+ * erasure hooks and the checkpoint. Replay and recovery live in replay.ts, the batching of
+ * appends into one fdatasync in group-commit.ts.
  *
  * Record line (the on-disk format, `agent-forum-log-v1`; record-format.ts is the one module that
  * builds, splits and proves lines):
@@ -21,61 +22,42 @@
  * Segments (segment.ts) are named by the zero-padded `seq` of their first record
  * (`0000000000000001.jsonl`) and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
  *
- * Writes use group commit: `append` assigns the next `seq` synchronously and queues the line;
- * one flush writes every queued line and calls fdatasync once; appends that arrive while a flush
- * runs go into the next one. `sync()` resolves when everything appended so far is durable, and
- * callers acknowledge a write only after it resolves.
- *
- * Recovery on open: bytes after the last newline of the last segment are a torn write (a crash
- * mid-write; never acknowledged) only if they can be what our write left: they start with
- * `{"payload":` or are a proper prefix of it, or they are only NUL bytes (zero-fill a file
- * system can leave after power loss). A torn write is truncated and reported — unless it is a
- * complete record that only lacks its newline, which is kept and given its newline. Any other
- * tail (garbage appended, a whole record followed by a stray byte) and any other damage (bad
- * framing, bad hash, a gap in seq, a missing segment, an incomplete line in a segment that is
- * not the last) throws LogCorruptError naming the file and byte offset, and a log that
- * ends before the checkpoint in meta.json (segments removed, log emptied or replaced) throws
- * StoreStateError: serving it would reuse seqs under the same originId (part 6 rule 8).
- *
- * A whole replay of a large log (issue 30) frames and hash-checks the segments before the last
- * on worker threads (replay-worker.ts) while the main thread links the segments' chains and
- * applies the records in log order; it reports exactly what the single-threaded replay reports.
+ * Writes use group commit (group-commit.ts): `append` assigns the next `seq` synchronously and
+ * queues the line; one flush writes every queued line and calls fdatasync once; appends that
+ * arrive while a flush runs go into the next one. `sync()` resolves when everything appended so
+ * far is durable, and callers acknowledge a write only after it resolves.
  */
 import { existsSync, mkdirSync, writeSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
-import { REPLAY_SEGMENTS_AHEAD, REPLAY_WORKERS_BYTES_MIN, REPLAY_WORKERS_MAX, SEGMENT_BYTES_MAX } from '../constants.js';
-import { LogCorruptError, RecordDamagedError, SnapshotMismatchError, StoreStateError } from './errors.js';
+import { SEGMENT_BYTES_MAX } from '../constants.js';
+import { StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
-import { ActiveSegment, listSegments, readSegment, segmentName, type SegmentInfo } from './segment.js';
-import { ServiceError } from '../errors.js';
+import { ActiveSegment, listSegments, segmentName, type SegmentInfo } from './segment.js';
+import type { ServiceError } from '../errors.js';
 import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { SegmentRecords } from './records.js';
-import { availableParallelism } from 'node:os';
-import { CHECKED_FIELDS, SegmentChecker, type CheckedSegment } from './replay-worker.js';
+import { GroupCommit, type Batch } from './group-commit.js';
+import { TIMELINE_ON, timelineMark } from '../timeline.js';
+import { LOG_DIR, recoverLog, type RecordVisitor, type ReplayResult } from './replay.js';
 import {
   ERASE_RECORD_TYPE,
   GENESIS_HASH,
   HASH_SUFFIX_LENGTH,
   encodeRecordLine,
   eraseTargetsOf,
-  lineRecord,
-  parseLine,
   recordJson,
-  startsLikeRecord,
-  storedHashAt,
   storedHashOfTail,
   type EraseTarget,
-  type LineFields,
   type LogRecord,
-  type ParsedLine,
 } from './record-format.js';
 
-export const LOG_DIR = 'log';
+export { LOG_DIR, assertReachesCheckpoint, replaySegments, type RecordVisitor, type ReplayResult } from './replay.js';
+
 
 /** Options of `Log.open`. */
 export interface LogOptions {
@@ -128,364 +110,8 @@ export interface LogOptions {
 
 export type { LogRecord };
 
-/** Result of reading a log directory from disk. */
-export interface ReplayResult {
-  lastSeq: number;
-  lastHash: string;
-  records: number;
-  /**
-   * Unterminated tail of the last segment (offset and bytes), if any. `complete` is true when
-   * those bytes are a whole valid record that only lacks its newline (it was replayed and counts
-   * in lastSeq; open() adds the newline); otherwise they are a torn write that open() truncates.
-   */
-  torn: { file: string; offset: number; bytes: number; complete: boolean } | null;
-  /** The chained hash of record `hashAtSeq` (a replay option), or null when the log ends before it. */
-  hashAt: string | null;
-  /**
-   * Every erase target named by the `moderation.erase` records replayed (seq → original chained
-   * hash), in log order: the vouched map's entries from this replay (see record-format.ts).
-   */
-  vouched: Map<number, string>;
-  /** Worker threads that checked segments (0: the replay ran on the calling thread only). */
-  workers: number;
-}
-
-/**
- * Called for each replayed record: the record, its payload's canonical JSON (as stored), and
- * where its line lies — the segment's first seq, the line's byte offset in it, and the length in
- * bytes of its record text (the line up to its `,"hash"` field; see records.ts).
- */
-export type RecordVisitor = (record: LogRecord, payloadJson: string, segmentFirstSeq: number, offset: number, length: number) => void;
-
-/**
- * Where a replay resumes after a state snapshot: the first record to replay (`seq`), the segment
- * and byte offset of its line, and the chained hash of the record before it.
- */
-export interface ReplayStart {
-  seq: number;
-  segmentFirstSeq: number;
-  offset: number;
-  prevHash: string;
-}
-
-/** Options of a replay: `strict` (verify's canonical-form check), `hashAtSeq`, `start`. */
-interface ReplayOptions {
-  strict?: boolean;
-  /** Report the chained hash of this record as `hashAt`. */
-  hashAtSeq?: number;
-  /** Resume here (after a state snapshot) instead of at record 1. */
-  start?: ReplayStart;
-}
-
-/**
- * Reads every segment in order (from `opts.start` when given), checking framing, hash chain and
- * seq continuity, and calls
- * `onRecord` for each record with its payload's canonical JSON (as stored) and its location.
- * A tombstone (an erased record's line, record-format.ts) is accepted provisionally and handed to
- * `onRecord` with `erased: true` and payload null; the replay fails if the log ends without a later
- * `moderation.erase` record naming its seq and stored hash (the erasure contract's chain rule).
- * Throws LogCorruptError for damage other than a torn final line of the last segment, and for a
- * tombstone nobody vouched for (naming its file and offset).
- */
-export function replaySegments(logDir: string, onRecord: RecordVisitor, opts: ReplayOptions = {}): ReplayResult {
-  const replay = new Replay(logDir, onRecord, opts);
-  const segments = replay.segments;
-  for (let i = 0; i < segments.length; i++) replay.segment(segments[i]!, i === segments.length - 1);
-  return replay.finish();
-}
-
-/**
- * replaySegments with the segments before the last one read, framed and hash-checked on
- * `workers` worker threads (replay-worker.ts), a few segments ahead of the main thread, which
- * links each segment's chain to the one before (by checking its first record against the
- * previous segment's last hash), builds the records and calls `onRecord` in log order. The last
- * segment (where a torn tail can be) is replayed on the main thread. Same calls, result and
- * errors (the same LogCorruptError at the same record, after the same records) as
- * replaySegments; `strict` and `start` are not supported here (use replaySegments).
- */
-async function replaySegmentsInWorkers(logDir: string, onRecord: RecordVisitor, opts: ReplayOptions, workers: number): Promise<ReplayResult> {
-  const replay = new Replay(logDir, onRecord, opts);
-  const segments = replay.segments;
-  const checked = segments.slice(0, -1);
-  const checker = new SegmentChecker(
-    checked.map((seg) => ({ file: join(logDir, seg.name), firstSeq: seg.firstSeq })),
-    workers,
-    workers + REPLAY_SEGMENTS_AHEAD,
-  );
-  replay.workers = checker.workerCount;
-  try {
-    for (let i = 0; i < checked.length; i++) {
-      replay.segmentStart(checked[i]!);
-      replay.checkedSegment(checked[i]!, await checker.take(i));
-    }
-    const last = segments[segments.length - 1];
-    if (last !== undefined) replay.segment(last, true);
-  } finally {
-    await checker.close();
-  }
-  return replay.finish();
-}
-
-/**
- * Whether a whole replay of the segments in `logDir` pays for worker threads: at least
- * `bytesMin` bytes lie in segments before the last one (the ones workers check).
- */
-function replayWorthWorkers(logDir: string, bytesMin: number): boolean {
-  const segments = listSegments(logDir);
-  let bytes = 0;
-  for (let i = 0; i < segments.length - 1; i++) bytes += segments[i]!.sizeBytes;
-  return segments.length >= 2 && bytes >= bytesMin;
-}
-
-/**
- * The default number of replay worker threads: the cores beside the main thread, at most
- * REPLAY_WORKERS_MAX (0 on one core, where a worker would only compete with the main thread).
- */
-function defaultReplayWorkers(): number {
-  return Math.max(0, Math.min(REPLAY_WORKERS_MAX, availableParallelism() - 1));
-}
-
-/**
- * One replay in progress: the chain's state (next seq, previous hash), the tombstones seen and
- * the erase targets that vouch for them, and the result fields. Segments are handed to it in
- * order, either as raw bytes (`segment`, parsed and checked here) or as checked by a worker
- * (`checkedSegment`).
- */
-class Replay {
-  readonly segments: SegmentInfo[];
-  private readonly strict: boolean;
-  private readonly start: ReplayStart | undefined;
-  private expectedSeq: number;
-  private prevHash: string;
-  private torn: ReplayResult['torn'] = null;
-  private hashAt: string | null = null;
-  private readonly vouched = new Map<number, string>();
-  /** Tombstones seen and not yet vouched for (seq → stored hash and where the line is). */
-  private readonly unvouched = new Map<number, { hash: string; file: string; offset: number }>();
-  /** Worker threads checking segments for this replay (set by replaySegmentsInWorkers). */
-  workers = 0;
-
-  constructor(
-    private readonly logDir: string,
-    private readonly onRecord: RecordVisitor,
-    private readonly opts: ReplayOptions,
-  ) {
-    const start = opts.start;
-    this.start = start;
-    this.segments = listSegments(logDir).filter((seg) => start === undefined || seg.firstSeq >= start.segmentFirstSeq);
-    this.strict = opts.strict === true;
-    this.expectedSeq = start?.seq ?? 1;
-    this.prevHash = start?.prevHash ?? GENESIS_HASH;
-  }
-
-  /** Whether replay resumes inside `seg` (after a state snapshot). */
-  private resumes(seg: SegmentInfo): boolean {
-    return this.start !== undefined && seg.firstSeq === this.start.segmentFirstSeq;
-  }
-
-  /** Checks that `seg` starts where the chain is (no segment missing or overlapping). Throws LogCorruptError. */
-  segmentStart(seg: SegmentInfo): void {
-    const expectedSeq = this.expectedSeq;
-    if (!this.resumes(seg) && seg.firstSeq !== expectedSeq && seg.sizeBytes > 0) {
-      throw new LogCorruptError(
-        join(this.logDir, seg.name),
-        0,
-        seg.firstSeq > expectedSeq
-          ? `records ${expectedSeq}..${seg.firstSeq - 1} are missing (a segment file was removed?)`
-          : `segment starts at seq ${seg.firstSeq} but seq ${expectedSeq} was expected (overlapping segment)`,
-      );
-    }
-  }
-
-  /** Reads, checks and replays segment `seg` (`isLast`: the log's last, where a torn tail may be). */
-  segment(seg: SegmentInfo, isLast: boolean): void {
-    this.segmentStart(seg);
-    const file = join(this.logDir, seg.name);
-    const buf = readSegment(this.logDir, seg);
-    let pos = this.resumes(seg) ? this.start!.offset : 0;
-    while (pos < buf.length) {
-      const nl = buf.indexOf(10, pos);
-      if (nl === -1) {
-        if (!isLast) throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
-        const tail = unterminatedTail(buf, pos, this.prevHash, this.expectedSeq, file, this.strict);
-        this.torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
-        if (tail === null) break;
-        this.emit(tail.record, tail.payloadJson, tail.hash, tail.erased, seg.firstSeq, file, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
-        break;
-      }
-      const parsed = parseLine(buf, pos, nl, this.prevHash, this.expectedSeq, file, this.strict, stableStringify);
-      this.emit(parsed.record, parsed.payloadJson, parsed.hash, parsed.erased, seg.firstSeq, file, pos, nl - HASH_SUFFIX_LENGTH - pos);
-      pos = nl + 1;
-    }
-  }
-
-  /**
-   * Replays segment `seg` (not the last, checked by segmentStart) as a worker checked it: its first
-   * line is checked here against the previous segment's last hash (the link between segments),
-   * exactly as `segment` would; the lines after it were checked by the worker, which chained them
-   * from the first line's stored hash. Then the worker's damage, if any, is thrown where it lies.
-   */
-  checkedSegment(seg: SegmentInfo, checked: CheckedSegment): void {
-    const file = join(this.logDir, seg.name);
-    const buf = checked.bytes;
-    if (buf.length === 0) return;
-    const { count, fields, damage } = checked;
-    const nl = buf.indexOf(10, 0);
-    if (nl === -1) throw new LogCorruptError(file, 0, 'incomplete line in a segment that is not the last one');
-    const first = parseLine(buf, 0, nl, this.prevHash, this.expectedSeq, file, false, stableStringify);
-    this.emit(first.record, first.payloadJson, first.hash, first.erased, seg.firstSeq, file, 0, nl - HASH_SUFFIX_LENGTH);
-    const f = scratchFields;
-    for (let i = 1; i < count; i++) {
-      const at = i * CHECKED_FIELDS;
-      const pos = fields[at]!;
-      f.erased = fields[at + 1] === 1;
-      f.cut = fields[at + 2]!;
-      f.payloadStart = fields[at + 3]!;
-      f.payloadEnd = fields[at + 4]!;
-      f.timeStart = fields[at + 5]!;
-      f.timeEnd = fields[at + 6]!;
-      f.typeStart = fields[at + 7]!;
-      f.typeEnd = fields[at + 8]!;
-      f.seq = this.expectedSeq;
-      const { record, payloadJson } = lineRecord(buf, pos, f, file);
-      // A checked line's stored hash is its chained hash; the string is only built where it is used.
-      const hash = f.erased || i === count - 1 || this.expectedSeq === this.opts.hashAtSeq ? storedHashAt(buf, f.cut) : '';
-      this.emit(record, payloadJson, hash, f.erased, seg.firstSeq, file, pos, f.cut - pos);
-    }
-    if (damage !== null) throw new LogCorruptError(file, damage.offset, damage.reason);
-  }
-
-  /** Follows one record: the erasure bookkeeping, `onRecord`, and the chain's head. */
-  private emit(record: LogRecord, payloadJson: string, hash: string, erased: boolean, segmentFirstSeq: number, file: string, offset: number, length: number): void {
-    if (erased) this.unvouched.set(record.seq, { hash, file, offset });
-    else if (record.type === ERASE_RECORD_TYPE) {
-      for (const t of eraseTargetsOf(record.payload)) {
-        this.vouched.set(t.seq, t.hash);
-        if (this.unvouched.get(t.seq)?.hash === t.hash) this.unvouched.delete(t.seq);
-      }
-    }
-    this.onRecord(record, payloadJson, segmentFirstSeq, offset, length);
-    if (this.expectedSeq === this.opts.hashAtSeq) this.hashAt = hash;
-    this.prevHash = hash;
-    this.expectedSeq++;
-  }
-
-  /** The result, once every segment is replayed. Throws LogCorruptError for a tombstone nobody vouched for. */
-  finish(): ReplayResult {
-    for (const [seq, t] of this.unvouched) {
-      throw new LogCorruptError(
-        t.file,
-        t.offset,
-        `record ${seq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`,
-      );
-    }
-    const last = this.expectedSeq - 1;
-    return { lastSeq: last, lastHash: this.prevHash, records: last, torn: this.torn, hashAt: this.hashAt, vouched: this.vouched, workers: this.workers };
-  }
-}
-
-/** Fields of one worker-checked line, reused record after record (checkedSegment copies into it). */
-const scratchFields: LineFields = { erased: false, cut: 0, payloadStart: 0, payloadEnd: 0, fieldsEnd: 0, seq: 0, timeStart: 0, timeEnd: 0, typeStart: 0, typeEnd: 0 };
-
-/**
- * Whether `buf[pos..]` could be what a write cut short by a crash left behind: the start of a
- * record line we wrote — it begins with `{"payload":` or is a proper prefix of those bytes — or
- * only NUL bytes. A file system may extend a file's size before the new data blocks reach the
- * disk; after a power loss those blocks read as zeros (ext4 and XFS can leave such zero-fill), so
- * a zero-filled tail is the same unacknowledged write, lost on the way down. Anything else
- * cannot come from our writes: it is damage.
- */
-function couldBeTornWrite(buf: Buffer, pos: number): boolean {
-  if (startsLikeRecord(buf, pos)) return true;
-  for (let i = pos; i < buf.length; i++) if (buf[i] !== 0) return false;
-  return true;
-}
-
-/**
- * Classifies the bytes `buf[pos..]` after the last newline of the last segment. A write is cut
- * short by a crash at any byte, so a torn write is a prefix of a record line (or zero-fill, see
- * couldBeTornWrite): returns null then, and open() truncates it. A whole valid record without its
- * newline (cut exactly before it) is returned, to be kept: it may have been in doubt, never lost.
- * Throws LogCorruptError (file, offset) for bytes that no write of ours can have left: a tail that
- * does not start like a record line (garbage appended), or a whole record followed by a stray
- * byte (the newline byte was overwritten).
- */
-function unterminatedTail(
-  buf: Buffer,
-  pos: number,
-  prevHash: string,
-  expectedSeq: number,
-  file: string,
-  strict: boolean,
-): ParsedLine | null {
-  if (!couldBeTornWrite(buf, pos)) {
-    throw new LogCorruptError(
-      file,
-      pos,
-      `the ${buf.length - pos} bytes after the last newline (first byte 0x${buf[pos]!.toString(16).padStart(2, '0')}) neither start like ` +
-        `a record line ({"payload":...) nor are they zero-fill, so they are not a torn write of record ${expectedSeq} ` +
-        '(damage, or bytes appended by something other than this server)',
-    );
-  }
-  try {
-    return parseLine(buf, pos, buf.length, prevHash, expectedSeq, file, strict, stableStringify);
-  } catch {
-    // not a whole record: a torn write, unless it is a whole record and one more byte (below)
-  }
-  try {
-    parseLine(buf, pos, buf.length - 1, prevHash, expectedSeq, file, strict, stableStringify);
-  } catch {
-    return null;
-  }
-  throw new LogCorruptError(
-    file,
-    buf.length - 1,
-    `record ${expectedSeq} is whole but ends in byte 0x${buf[buf.length - 1]!.toString(16).padStart(2, '0')} instead of a newline (damage, not a torn write)`,
-  );
-}
-
-/** What to do when the server's data folder ends before, or differs at, its checkpoint. */
-const CHECKPOINT_REMEDY =
-  'Nothing was changed. Put the missing segment files back (from a copy of this folder), or install a backup ' +
-  'with node dist/cli.js restore DIR, or accept the shorter log with node dist/cli.js repair --truncate (it keeps ' +
-  'what is there under a new originId, so every client rereads). If this folder is a cp -r copy made while the ' +
-  'server ran, a segment was closed during the copy: copy again with node dist/cli.js backup DIR.';
-
-/**
- * Checks a replayed log against its metadata's checkpoint (see meta.ts): the log must reach the
- * checkpoint's seq, and that record must have the checkpoint's hash. `replay` must have been
- * run with `hashAtSeq: meta.checkpoint.seq`. Throws StoreStateError naming the folder, what is
- * wrong and what the operator can do (`remedy`; the default fits the server's data folder);
- * nothing is changed.
- */
-export function assertReachesCheckpoint(dataDir: string, meta: LogMeta, replay: ReplayResult, remedy: string = CHECKPOINT_REMEDY): void {
-  const cp = meta.checkpoint;
-  if (!cp) return;
-  const logDir = join(dataDir, LOG_DIR);
-  if (replay.lastSeq < cp.seq) {
-    throw new StoreStateError(
-      `${logDir} ends at record ${replay.lastSeq}, but ${join(dataDir, 'meta.json')} records that this log reached record ` +
-        `${cp.seq}: records ${replay.lastSeq + 1}..${cp.seq} (or more) are missing (segment files removed or truncated). ${remedy}`,
-    );
-  }
-  if (replay.hashAt !== cp.hash) {
-    throw new StoreStateError(
-      `record ${cp.seq} in ${logDir} is not the one ${join(dataDir, 'meta.json')} recorded (its chained hash differs): ` +
-        `this log was replaced by another archive's log. ${remedy}`,
-    );
-  }
-}
-
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
 const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
-
-interface Waiter {
-  seq: number;
-  resolve: () => void;
-  reject: (err: Error) => void;
-  /** performance.now() when it began waiting (the acknowledgement timeout, see `ackTimeout`). */
-  since: number;
-}
 
 /**
  * One group commit's batch, written (its fdatasync under way) but not yet marked durable: what
@@ -526,14 +152,8 @@ export class Log {
   /** Chained hash of record durableSeq (the checkpoint candidate). */
   private durableHash: string;
   private metaValue: LogMeta;
-  /** Lines (UTF-8, newline included) waiting for the next group commit, in seq order. */
-  private pending: Buffer[] = [];
-  /** Byte length of each pending line (same order), so a flush can locate every record it writes. */
-  private pendingBytes: number[] = [];
-  private pendingFirstSeq = 0;
-  private flushing = false;
-  private waiters: Waiter[] = [];
-  private failed: Error | null = null;
+  /** The group commit: queued lines, waiters, failure (group-commit.ts). */
+  private readonly commit: GroupCommit;
   /** The segment file taking appends (segment.ts). */
   private readonly segment: ActiveSegment;
   private readonly logDir: string;
@@ -563,8 +183,13 @@ export class Log {
    * `error()` (503 REPLICA_UNAVAILABLE: the object store did not confirm it), while the batch
    * itself stays queued and may still become durable. Null: wait as long as the disk takes.
    */
-  ackTimeout: { ms: number; error: () => Error } | null = null;
-  private ackSweep: NodeJS.Timeout | null = null;
+  get ackTimeout(): { ms: number; error: () => Error } | null {
+    return this.commit.ackTimeout;
+  }
+
+  set ackTimeout(timeout: { ms: number; error: () => Error } | null) {
+    this.commit.ackTimeout = timeout;
+  }
 
   private constructor(
     readonly dataDir: string,
@@ -582,6 +207,10 @@ export class Log {
     this.lastHash = replay.lastHash;
     this.durableHash = replay.lastHash;
     this.replayWorkers = replay.workers;
+    this.commit = new GroupCommit(
+      (batch) => this.writeBatch(batch),
+      (err) => this.opts.onFatal?.(err),
+    );
   }
 
   /** Worker threads the opening replay checked segments on (0: it ran on the main thread only). */
@@ -646,57 +275,7 @@ export class Log {
     // Without a caller's record store the log keeps one of its own (no cache): erasure and
     // proven reads need every record's location.
     const records = opts.records ?? new SegmentRecords(logDir, 0);
-    const visit: RecordVisitor = (record, payloadJson, segmentFirstSeq, offset, length) => {
-      records.located(record.seq, segmentFirstSeq, offset, length);
-      onRecord(record, payloadJson, segmentFirstSeq, offset, length);
-    };
-    let start: ReplayStart | undefined;
-    if (opts.resume !== undefined) {
-      const { seq, hash } = opts.resume;
-      const loc = records.locations.locate(seq);
-      let stored: string | null = null;
-      try {
-        stored = loc === undefined ? null : records.storedHashOf(seq);
-      } catch {
-        // An unreadable segment is a mismatch too: the whole replay then names the damage.
-      }
-      if (loc === undefined || stored !== hash) {
-        throw new SnapshotMismatchError(
-          `record ${seq} ${stored === null ? 'is not in the log' : 'carries another hash'} than the state snapshot recorded`,
-        );
-      }
-      start = { seq: seq + 1, segmentFirstSeq: loc.segmentFirstSeq, offset: loc.offset + loc.length + HASH_SUFFIX_LENGTH + 1, prevHash: hash };
-    }
-    const replayOpts: ReplayOptions = { strict: opts.strict === true, hashAtSeq: meta.checkpoint?.seq, start };
-    const workers = opts.replayWorkers ?? defaultReplayWorkers();
-    const parallel = start === undefined && opts.strict !== true && workers > 0 && replayWorthWorkers(logDir, opts.replayWorkersBytesMin ?? REPLAY_WORKERS_BYTES_MIN);
-    const replay = parallel ? await replaySegmentsInWorkers(logDir, visit, replayOpts, workers) : replaySegments(logDir, visit, replayOpts);
-    const cp = meta.checkpoint;
-    if (start !== undefined && cp !== undefined && cp.seq < start.seq) {
-      // The checkpoint lies inside the snapshot's part of the log: its record's stored hash field.
-      try {
-        replay.hashAt = cp.seq === start.seq - 1 ? start.prevHash : records.locations.locate(cp.seq) ? records.storedHashOf(cp.seq) : null;
-      } catch (err) {
-        if (err instanceof RecordDamagedError) throw new LogCorruptError(err.file, err.offset, `record ${err.seq} (the checkpoint's) ${err.reason}`);
-        throw err;
-      }
-    }
-    assertReachesCheckpoint(dataDir, meta, replay);
-    if (replay.torn) {
-      if (opts.readOnly) {
-        throw new LogCorruptError(replay.torn.file, replay.torn.offset, `incomplete final line (${replay.torn.bytes} bytes)`);
-      }
-      const h = await fsp.open(replay.torn.file, 'r+');
-      try {
-        if (replay.torn.complete) await h.write('\n', replay.torn.offset + replay.torn.bytes);
-        else await h.truncate(replay.torn.offset);
-        await h.sync();
-      } finally {
-        await h.close();
-      }
-      if (replay.torn.complete) opts.onComplete?.(replay.torn.file, replay.torn.offset + replay.torn.bytes);
-      else opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
-    }
+    const replay = await recoverLog(dataDir, meta, records, onRecord, opts);
     for (const [seq, hash] of replay.vouched) records.vouch(seq, hash);
     const log = new Log(dataDir, meta, replay, opts, records);
     if (!opts.readOnly) {
@@ -783,7 +362,7 @@ export class Log {
   private async sealSegment(segmentFirstSeq: number): Promise<void> {
     if (segmentFirstSeq !== this.segmentFirstSeq) return;
     this.sealRequested = true;
-    while (this.flushing && this.segmentFirstSeq === segmentFirstSeq) await new Promise((r) => setImmediate(r));
+    while (this.commit.flushing && this.segmentFirstSeq === segmentFirstSeq) await new Promise((r) => setImmediate(r));
   }
 
   /** The log's metadata (originId, checkpoint); replaced, never mutated, when it changes. */
@@ -822,7 +401,7 @@ export class Log {
 
   /** False after a write failed or for a read-only log: nothing may be derived from its head then. */
   get writable(): boolean {
-    return this.failed === null && this.opts.readOnly !== true;
+    return this.commit.failed === null && this.opts.readOnly !== true;
   }
 
   /** Chained hash of the last record appended (64 hex; zeros for an empty log). */
@@ -848,22 +427,17 @@ export class Log {
    * Throws when a previous write failed (the process is expected to exit then).
    */
   append<P>(type: string, payload: P, timeMs: number): { record: LogRecord<P>; payloadJson: string } {
-    if (this.failed) throw this.failed;
+    if (this.commit.failed) throw this.commit.failed;
+    if (TIMELINE_ON) timelineMark('decided');
     const { record, payloadJson, line, hash } = this.encodeNext(type, payload, timeMs);
     const seq = record.seq;
-    if (this.pending.length === 0) this.pendingFirstSeq = seq;
-    this.pending.push(line);
-    this.pendingBytes.push(line.length);
     this.records.appended(seq, { payloadJson, time: record.time, type });
     // The erasure contract: an erase record vouches for the tombstones it will leave.
     if (type === ERASE_RECORD_TYPE) for (const t of eraseTargetsOf(payload)) this.records.vouch(t.seq, t.hash);
     this.lastHash = hash;
     this.headSeqValue = seq;
-    if (!this.flushing) {
-      this.flushing = true;
-      // Let every append of the current tick join this batch before writing.
-      queueMicrotask(() => void this.flushLoop());
-    }
+    this.commit.enqueue(seq, line);
+    if (TIMELINE_ON) timelineMark('appended');
     return { record, payloadJson };
   }
 
@@ -895,7 +469,7 @@ export class Log {
    */
   nextPosition(bytes: number): { segmentFirstSeq: number; offset: number } {
     const seq = this.headSeqValue + 1;
-    if (this.pending.length > 0) throw new Error('nextPosition: records are pending');
+    if (this.commit.hasPending) throw new Error('nextPosition: records are pending');
     if (this.segment.bytes === 0 || this.segment.isFull(bytes, this.sealRequested)) return { segmentFirstSeq: seq, offset: 0 };
     return { segmentFirstSeq: this.segment.firstSeq, offset: this.segment.bytes };
   }
@@ -914,48 +488,21 @@ export class Log {
    * next seq or the line does not link (a programming error), or when a previous write failed.
    */
   appendProven(line: Buffer, record: LogRecord, payloadJson: string, hash: string): void {
-    if (this.failed) throw this.failed;
+    if (this.commit.failed) throw this.commit.failed;
     if (record.seq !== this.headSeqValue + 1) throw new Error(`record ${record.seq} does not follow the log's head ${this.headSeqValue}`);
-    if (this.pending.length === 0) this.pendingFirstSeq = record.seq;
-    this.pending.push(line);
-    this.pendingBytes.push(line.length);
     this.records.appended(record.seq, record.erased === true ? { payloadJson: 'null', time: record.time, type: record.type, erased: true } : { payloadJson, time: record.time, type: record.type });
     if (record.type === ERASE_RECORD_TYPE && record.erased !== true) for (const t of eraseTargetsOf(record.payload)) this.records.vouch(t.seq, t.hash);
     this.lastHash = hash;
     this.headSeqValue = record.seq;
-    if (!this.flushing) {
-      this.flushing = true;
-      queueMicrotask(() => void this.flushLoop());
-    }
+    this.commit.enqueue(record.seq, line);
   }
 
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */
   sync(): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
+    if (this.commit.failed) return Promise.reject(this.commit.failed);
     const seq = this.headSeqValue;
     if (seq <= this.durableSeqValue) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.waiters.push({ seq, resolve, reject, since: performance.now() });
-      if (this.ackTimeout !== null && this.ackSweep === null) this.startAckSweep(this.ackTimeout.ms);
-    });
-  }
-
-  /** Rejects the waiters older than `ms` (see `ackTimeout`), every ms/4, while there are waiters. */
-  private startAckSweep(ms: number): void {
-    this.ackSweep = setInterval(() => {
-      const timeout = this.ackTimeout;
-      if (this.waiters.length === 0 || timeout === null) {
-        clearInterval(this.ackSweep!);
-        this.ackSweep = null;
-        return;
-      }
-      const oldest = performance.now() - timeout.ms;
-      if (this.waiters[0]!.since > oldest) return;
-      const still: Waiter[] = [];
-      for (const w of this.waiters) (w.since <= oldest ? w.reject(timeout.error()) : still.push(w));
-      this.waiters = still;
-    }, Math.max(10, Math.floor(ms / 4)));
-    this.ackSweep.unref();
+    return this.commit.waitFor(seq);
   }
 
   /**
@@ -1002,10 +549,7 @@ export class Log {
    * 35). What is durable stays readable. No effect after an earlier failure.
    */
   refuse(err: ServiceError): void {
-    if (this.failed) return;
-    this.failed = err;
-    for (const w of this.waiters) w.reject(err);
-    this.waiters = [];
+    this.commit.fail(err);
   }
 
   /** Segments and their durable sizes; a consistent backup copies exactly these prefixes. */
@@ -1015,79 +559,57 @@ export class Log {
     );
   }
 
-  private async flushLoop(): Promise<void> {
-    try {
-      while (this.pending.length > 0) {
-        const lines = this.pending;
-        const lineBytes = this.pendingBytes;
-        const firstSeq = this.pendingFirstSeq;
-        const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
-        this.pending = [];
-        this.pendingBytes = [];
-        const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
-        await this.ensureSegment(firstSeq, data.length);
-        const handle = this.handle!;
-        const prevHash = this.durableHash;
-        const segmentFirstSeq = this.segmentFirstSeq;
-        const segmentOffset = this.segmentBytes;
-        // The write only copies into the page cache (microseconds), so it is done synchronously;
-        // only fdatasync, which waits for the disk, goes to the thread pool. This saves a
-        // thread-pool round trip per batch, which is most of the latency at low disk load.
-        let written = 0;
-        while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
-        const syncStarted = performance.now();
-        const synced = handle.datasync().then(() => performance.now() - syncStarted);
-        // sync replication: the chunk PUT runs alongside the fdatasync (issue 35); the batch is
-        // durable (readable, acknowledged) only once both are done.
-        const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
-        const [fsyncMs] = await Promise.all([synced, gate]);
-        let offset = this.segmentBytes;
-        for (let i = 0; i < lineBytes.length; i++) {
-          this.records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
-          offset += lineBytes[i]!;
-        }
-        this.segmentBytes += data.length;
-        this.durableSeqValue = firstSeq + lines.length - 1;
-        this.durableHash = batchHash;
-        this.stats.fsyncs++;
-        this.stats.batches++;
-        this.stats.records += lines.length;
-        this.opts.onFsync?.(lines.length, data.length, fsyncMs);
-        this.releaseWaiters();
-        try {
-          this.onDurable?.(this.durableSeqValue, this.durableHash);
-        } catch (err) {
-          // A derived index failing must never fail the log (it is rebuilt from the log).
-          logger.error('after_group_commit', `after a group commit: ${(err as Error).message}`);
-        }
-        // A new log gets its first checkpoint as soon as it has a durable record.
-        if (!this.metaValue.checkpoint) await this.writeCheckpoint();
-      }
-    } catch (err) {
-      if (err instanceof ServiceError) {
-        // Replication lost the leadership (Log#replicate): nothing more is acknowledged or shown.
-        this.failed = err;
-        for (const w of this.waiters) w.reject(err);
-        this.waiters = [];
-        return;
-      }
-      // After a failed write or fsync the file's contents are unknown (fsyncgate): refuse every
-      // further write and let the process restart and recover from what is really on disk.
-      this.failed = new Error(`log write failed: ${(err as Error).message}`);
-      for (const w of this.waiters) w.reject(this.failed);
-      this.waiters = [];
-      this.opts.onFatal?.(this.failed);
-    } finally {
-      this.flushing = false;
+  /**
+   * Writes one group commit's batch (group-commit.ts calls it, one at a time, synchronously when
+   * the batch is taken, so `lastHash` is still the hash of its last line), makes it durable —
+   * fdatasync and, in sync replication, the bucket's gate — then locates its records, moves the
+   * durable head, releases the waiters and notifies `onDurable`. Rejects on a failed write or
+   * fdatasync, or with replication's ServiceError.
+   */
+  private async writeBatch({ lines, lineBytes, firstSeq }: Batch): Promise<void> {
+    const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
+    const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
+    await this.ensureSegment(firstSeq, data.length);
+    const handle = this.handle!;
+    const prevHash = this.durableHash;
+    const segmentFirstSeq = this.segmentFirstSeq;
+    const segmentOffset = this.segmentBytes;
+    // The write only copies into the page cache (microseconds), so it is done synchronously;
+    // only fdatasync, which waits for the disk, goes to the thread pool. This saves a
+    // thread-pool round trip per batch, which is most of the latency at low disk load.
+    let written = 0;
+    while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
+    const syncStarted = performance.now();
+    if (TIMELINE_ON) timelineMark('syncIssued');
+    const synced = handle.datasync().then(() => {
+      if (TIMELINE_ON) timelineMark('syncDone');
+      return performance.now() - syncStarted;
+    });
+    // sync replication: the chunk PUT runs alongside the fdatasync (issue 35); the batch is
+    // durable (readable, acknowledged) only once both are done.
+    const gate = this.replicate?.({ firstSeq, lastSeq: firstSeq + lines.length - 1, lastHash: batchHash, prevHash, segmentFirstSeq, offset: segmentOffset, data });
+    const [fsyncMs] = await Promise.all([synced, gate]);
+    let offset = this.segmentBytes;
+    for (let i = 0; i < lineBytes.length; i++) {
+      this.records.located(firstSeq + i, this.segmentFirstSeq, offset, lineBytes[i]! - HASH_SUFFIX_LENGTH - 1);
+      offset += lineBytes[i]!;
     }
-  }
-
-  private releaseWaiters(): void {
-    if (this.waiters.length === 0) return;
-    const durable = this.durableSeqValue;
-    const still: Waiter[] = [];
-    for (const w of this.waiters) (w.seq <= durable ? w.resolve() : still.push(w));
-    this.waiters = still;
+    this.segmentBytes += data.length;
+    this.durableSeqValue = firstSeq + lines.length - 1;
+    this.durableHash = batchHash;
+    this.stats.fsyncs++;
+    this.stats.batches++;
+    this.stats.records += lines.length;
+    this.opts.onFsync?.(lines.length, data.length, fsyncMs);
+    this.commit.release(this.durableSeqValue);
+    try {
+      this.onDurable?.(this.durableSeqValue, this.durableHash);
+    } catch (err) {
+      // A derived index failing must never fail the log (it is rebuilt from the log).
+      logger.error('after_group_commit', `after a group commit: ${(err as Error).message}`);
+    }
+    // A new log gets its first checkpoint as soon as it has a durable record.
+    if (!this.metaValue.checkpoint) await this.writeCheckpoint();
   }
 
   /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
@@ -1107,10 +629,10 @@ export class Log {
    */
   async close(): Promise<void> {
     await this.erasing;
-    if (!this.failed) await this.sync().catch(() => undefined);
-    while (this.flushing) await new Promise((r) => setImmediate(r));
+    if (!this.commit.failed) await this.sync().catch(() => undefined);
+    while (this.commit.flushing) await new Promise((r) => setImmediate(r));
     try {
-      if (!this.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
+      if (!this.commit.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
     } finally {
       await this.segment.close();
       // The record store the log made for itself (no caller's) has read descriptors to close.

@@ -5,7 +5,7 @@ import { DiskGuard, ShutdownGate } from '../../dist/http/guards.js';
 import { clientIpResolver, isProxyAddress, ipRateKey } from '../../dist/http/client-ip.js';
 import { DiskSpace } from '../../dist/store/disk.js';
 import { loadConfig } from '../../dist/config.js';
-import { clientErrorReply } from '../../dist/http/server.js';
+import { clientErrorReply } from '../../dist/http/reply.js';
 import {
   BODY_BYTES_MAX,
   CHANGE_READS_PER_TOKEN_PER_MINUTE,

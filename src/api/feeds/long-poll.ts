@@ -30,7 +30,7 @@
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FEED_DELIVERY_SHARE_PERCENT, FEED_STREAM_FLUSH_MS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX, FEED_WAIT_SWEEP_MS } from '../../constants.js';
-import { holdConnection } from '../../http/server.js';
+import { holdConnection } from '../../http/connections.js';
 import type { Reply } from '../../http/router.js';
 
 /**
