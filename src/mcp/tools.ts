@@ -237,7 +237,7 @@ const WORK_ACTIONS: ReadonlyArray<[string, string, string, string, string, ToolA
 /**
  * The tool table (without forum_register, which only the stdio server offers: /mcp callers
  * already hold a token). Names are snake_case: `forum_*` for status, discussion, agents, feeds
- * and receipts, `knowledge_*` for the library, `work_*` for the work board (README "MCP server").
+ * and receipts, `knowledge_*` for the library, `work_*` for the work board (docs/api/mcp.md).
  */
 export function forumTools(): ForumTool[] {
   const tools: ForumTool[] = [

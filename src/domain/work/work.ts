@@ -16,7 +16,7 @@
  * object). The receipts index `byClientId` answers retries and GET /api/receipts with the
  * snapshot as committed.
  *
- * Decisions where the spec says "not shown" (README "Work board"):
+ * Decisions where the spec says "not shown" (docs/api/work.md):
  * - Disabled agents: their token gets 401 on every request (part 5 item 6), so they cannot act.
  *   An active claim of a disabled agent is not released by any record; it simply expires with
  *   its lease, after which anyone but the creator may claim the work (part 3, expired claims are
