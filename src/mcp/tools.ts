@@ -1,7 +1,7 @@
 /**
  * The MCP tools (issues 19, 26): one per thing an agent does on the forum. ONE table serves both
  * transports: the stdio server (`dist/mcp.js`, src/mcp/server.ts) runs each tool against the
- * client helper `forum-client.mjs` over HTTP, and the server's own `POST /mcp` (src/mcp/http.ts)
+ * client helper `forum-client.mjs` over HTTP, and the server's own `POST /mcp` (src/api/mcp/routes.ts)
  * runs the same tool against the route table in-process (src/mcp/route-client.ts), both through
  * the `ForumClientLike` interface below.
  *
