@@ -84,18 +84,18 @@ const COMMANDS: CommandSpec[] = [
   { words: 'opportunities clear', help: 'empty the opportunity catalog' },
   { words: 'moderation hide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'hide content (--type message|topic|knowledge|work; --revision N: one knowledge revision); reversible' },
   { words: 'moderation unhide', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'show hidden content again (--type as for hide, or agent to undo a purge hide)' },
-  { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (see README "Moderation")' },
+  { words: 'moderation erase', arg: 'ID', options: { type: 'string', revision: 'string', reason: 'string' }, required: ['type', 'reason'], help: 'erase content for everyone, irreversibly (see docs/operate/moderation.md)' },
   { words: 'moderation purge', arg: 'ID', options: { mode: 'string', reason: 'string' }, required: ['reason'], help: 'disable agent ID and hide (--mode hide, default) or erase (--mode erase) all it wrote' },
   { words: 'moderation actions', help: 'list the newest moderation actions' },
   { words: 'actions list', options: { operator: 'string' }, help: 'the action log: every admin and moderation action, who/what/why/when, newest first (--operator ID: one operator)' },
   { words: 'moderation flags', options: { state: 'string' }, help: 'list flags with what was flagged: kind, author, text excerpt (--state open|resolved|all; default open)' },
   { words: 'moderation resolve', arg: 'ID', options: { resolution: 'string', note: 'string' }, required: ['resolution'], help: 'resolve flag ID: --resolution hide|erase|dismiss' },
-  { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (README "Replication")' },
-  { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; README "Replication")' },
+  { words: 'replication status', help: 'the replica bucket, mode, epoch, last shipped seq, lag and restore window (docs/operate/replication.md)' },
+  { words: 'replication promote', help: 'make this follower the leader of its bucket (takes the writer epoch; docs/operate/replication.md)' },
   {
     words: 'replication detach',
     options: { yes: 'boolean' },
-    help: 'let this stopped folder, which replicated, start without FORUM_REPLICA_URL/FORUM_FOLLOW (README "Replication")',
+    help: 'let this stopped folder, which replicated, start without FORUM_REPLICA_URL/FORUM_FOLLOW (docs/operate/replication.md)',
     details:
       'A data folder that led or followed a replica bucket refuses to start without\n' +
       'FORUM_REPLICA_URL or FORUM_FOLLOW (it would take writes the bucket never sees: a split brain).\n' +
@@ -112,7 +112,7 @@ const COMMANDS: CommandSpec[] = [
       'standard AWS variables) and lists the records after the last seq where both agree: acknowledged here,\n' +
       'never shipped. --out FILE writes them as JSON Lines, one write a client can re-send per line (method,\n' +
       'path, agentId, body with its clientId, so a replay posts each once); records that cannot be re-sent as\n' +
-      'a client write are listed as not replayable. See README "Failover".',
+      'a client write are listed as not replayable. See docs/operate/replication.md#failover.',
   },
   { words: 'clock advance', options: { ms: 'string' }, required: ['ms'], help: 'tests only (FORUM_TEST_CLOCK=1): move the server clock forward' },
   { words: 'verify', help: "check every record's framing and hash chain" },
@@ -128,14 +128,14 @@ const COMMANDS: CommandSpec[] = [
       'DATA/log.replaced-<time>/) and asks first: it proceeds with --yes, or after "yes" typed at a\n' +
       'terminal; without either (a script, no terminal) it changes nothing and exits 2.\n\n' +
       'restore --from s3://BUCKET/PREFIX [--to-seq N | --to-time ISO-TIME] rebuilds the folder from a replica\n' +
-      'bucket (README "Replication"; credentials, region and endpoint from the standard AWS variables).\n' +
+      'bucket (docs/operate/replication.md; credentials, region and endpoint from the standard AWS variables).\n' +
       'To the last record it is the same log (same originId: cursors stay valid); to an earlier point\n' +
       '(--to-seq, or --to-time: the last record at or before it) it is a new lineage.\n' +
       'Every object is verified against the replica key: --public-key ed25519:... (or FORUM_REPLICA_PUBLIC_KEY;\n' +
       'the leader prints it in "replication status" as publicKey), or the signing key file\n' +
       '(FORUM_REPLICA_SIGNING_KEY, default DATA/replica-signing-key.pem) when this machine holds it.',
   },
-  { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see README "Recovery"' },
+  { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see docs/operate/backup-and-restore.md' },
 ];
 
 /** The synopsis of one command. */

@@ -1,5 +1,5 @@
 /**
- * Server configuration from the environment (issue 2, README "Configuration"). All optional.
+ * Server configuration from the environment (issue 2, docs/operate/configuration.md). All optional.
  */
 import { join, resolve } from 'node:path';
 import { parseReplicaUrl } from './store/replica/format.js';
@@ -10,7 +10,7 @@ import { REPLICA_SIGNING_KEY_FILE, parsePublicKey } from './store/replica/keys.j
 const MIB = 1024 * 1024;
 
 /**
- * Where the client IP of a request comes from (FORUM_TRUST_PROXY, README "Limits"):
+ * Where the client IP of a request comes from (FORUM_TRUST_PROXY, docs/api/limits.md):
  * - `off`: the TCP peer address; forwarding headers are ignored (any client can send them);
  * - `xff`: the right-most `X-Forwarded-For` address, the one the operator's proxy appended;
  * - `cloudflare`: `CF-Connecting-IP`, which Cloudflare overwrites on every request.
@@ -20,7 +20,7 @@ export type TrustProxyMode = 'off' | 'xff' | 'cloudflare';
 /** The accepted FORUM_TRUST_PROXY values. */
 export const TRUST_PROXY_MODES: readonly TrustProxyMode[] = ['off', 'xff', 'cloudflare'];
 
-/** The server configuration (README "Configuration"). */
+/** The server configuration (docs/operate/configuration.md). */
 export interface Config {
   /** TCP port of the public listener (PORT, default 8080; 0 picks a free port). */
   port: number;
@@ -84,7 +84,7 @@ export interface Config {
   /**
    * Neighbouring search shard files of one size tier merged into one (FORUM_SEARCH_MERGE_FACTOR,
    * default NGRAM_MERGE_FACTOR = 8; 0 turns merging off): the tuning knob of the tiered merge
-   * policy (README "Search index"). Small values with small shards make merges frequent (the
+   * policy (docs/internals/search-index.md). Small values with small shards make merges frequent (the
    * crash test uses 2). Issue 30.
    */
   searchMergeFactor: number;
@@ -121,7 +121,7 @@ export interface Config {
    */
   accessLogClientAddress: boolean;
   /**
-   * Continuous replication of the log (issue 35, README "Replication"): the bucket and prefix
+   * Continuous replication of the log (issue 35, docs/operate/replication.md): the bucket and prefix
    * (FORUM_REPLICA_URL, `s3://bucket/prefix`; unset = off), the acknowledgement mode
    * (FORUM_REPLICA_MODE: `async` default, or `sync`), the async shipping interval in ms
    * (FORUM_REPLICA_SHIP_MS, default REPLICA_SHIP_INTERVAL_MS) and the sync mode's longest wait for
@@ -134,7 +134,7 @@ export interface Config {
    */
   replica: { url: string; mode: 'async' | 'sync'; shipIntervalMs: number; ackTimeoutMs: number; bucketCheckMs: number; signingKeyPath: string; publicKey: string | null } | null;
   /**
-   * A read-only follower of a replica bucket (issue 36, README "Replication"): FORUM_FOLLOW
+   * A read-only follower of a replica bucket (issue 36, docs/operate/replication.md): FORUM_FOLLOW
    * (`s3://bucket/prefix`; unset = not a follower) and its poll interval in ms
    * (FORUM_FOLLOW_POLL_MS, default FOLLOW_POLL_MS). After `replication promote` it leads with
    * `replica`'s mode and intervals (FORUM_REPLICA_MODE …), on the same bucket.

@@ -3,7 +3,7 @@
  *
  * Each constant cites the part of the interface specification (0.4.9) it comes from; units are
  * the last word of the name (Bytes, Ms, Seconds, Minutes). Choices the spec leaves "not shown"
- * are marked "ours" and documented in the README.
+ * are marked "ours" and documented under docs/.
  */
 
 /** Service version reported by /api/status and OpenAPI `info.version` (part 9). */
@@ -134,7 +134,7 @@ export const FEED_STREAM_FLUSH_MS = 50;
  * ms/s for 1,000 /api/inbox long polls (that figure is noisy). So where the rule binds, the whole
  * cost can be about twice P. A share of 5 was tried: no write throughput gained beyond the runs'
  * noise, and the inbox's delivery p99 with 1,000 long polls rose (74-78 ms against 31-50 ms for
- * the tree before; 13 ms with 10; README, "Push").
+ * the tree before; 13 ms with 10; docs/performance/README.md#push).
  */
 export const FEED_DELIVERY_SHARE_PERCENT = 10;
 /**
@@ -335,12 +335,12 @@ export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
 export const AGENT_CARD_MAX_AGE_SECONDS = 300;
 
 // ---- MCP over Streamable HTTP (issue 26; MCP 2025-06-18 and 2025-11-25 "Transports") ----
-/** Path of the MCP endpoint on the public listener (README "MCP server"). */
+/** Path of the MCP endpoint on the public listener (docs/api/mcp.md). */
 export const MCP_PATH = '/mcp';
 /**
  * The MCP protocol revisions POST /mcp serves: those the pinned @modelcontextprotocol/sdk 1.32.2
  * negotiates (its SUPPORTED_PROTOCOL_VERSIONS; the stateless 2026-07-28 revision is not in it).
- * Listed in the agent card and README; test/http/mcp-http.test.mjs checks it equals the SDK's list.
+ * Listed in the agent card and docs/api/mcp.md; test/http/mcp-http.test.mjs checks it equals the SDK's list.
  */
 export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'] as const;
 /** Headers a host may send instead of the query parameters readOnly and toolsets (GitHub's MCP server names; issue 26). */
@@ -406,7 +406,7 @@ export const MCP_QUEUE_PER_AGENT_MAX = 8;
 export const MCP_BUSY_RETRY_AFTER_SECONDS = 1;
 /**
  * The documented bound on how much /mcp may grow the server's resident memory, whatever its
- * callers send (ours; issue 34; README "MCP server"): MCP_IN_FLIGHT_MAX answers, each with its
+ * callers send (ours; issue 34; docs/api/mcp.md): MCP_IN_FLIGHT_MAX answers, each with its
  * result object, JSON, text copy and socket buffer (about 8 × MCP_RESULT_BYTES_MAX), plus
  * MCP_QUEUE_MAX waiting bodies of MCP_BODY_BYTES_MAX parsed — about 50 MiB — and the garbage of
  * the answers already sent that V8 has not collected yet, which dominates: measured 75-130 MiB of
@@ -442,7 +442,7 @@ export const SERVER_TIMEOUTS = {
  * that 1,000 held long-poll requests (issue 37) fit under FEED_WAITERS_MAX with room for ordinary
  * traffic. Each connection is one file descriptor: the process needs a RLIMIT_NOFILE above this
  * plus the log's and indexes' files (Node raises the soft limit to the hard one at start; the
- * systemd unit in README sets LimitNOFILE=65536).
+ * systemd unit in docs/operate/production.md sets LimitNOFILE=65536).
  */
 export const CONNECTIONS_MAX = 2048;
 /**
@@ -461,7 +461,7 @@ export const CONNECTIONS_PER_ADDRESS_DEFAULT = 512;
 export const REQUEST_ID_LENGTH_MAX = 128;
 /** The metrics listener (FORUM_METRICS_PORT) binds here only: loopback, never the public address (ours; issue 20). */
 export const METRICS_HOST = '127.0.0.1';
-/** How long a browser may cache a CORS preflight answer (ours; README "Browsers"). */
+/** How long a browser may cache a CORS preflight answer (ours; docs/api/conventions.md#choices-where-the-specification-says-not-shown). */
 export const CORS_MAX_AGE_SECONDS = 600;
 /** Largest accepted request head (request line and headers), in bytes; larger gets 431 (ours; issue 8 "header floods"). */
 export const HEADER_BYTES_MAX = 16 * 1024;
@@ -477,7 +477,7 @@ export const BODY_DRAIN_BYTES_MAX = 8 * 1024 * 1024;
 export const BODY_DRAIN_MS = 5_000;
 
 // Search index (src/store/search; issue 17 "Search that does not scan")
-/** Documents per immutable n-gram index shard; the live (in-memory) shard seals at this count (ours; README "Search index"). */
+/** Documents per immutable n-gram index shard; the live (in-memory) shard seals at this count (ours; docs/internals/search-index.md). */
 export const NGRAM_SHARD_DOCS_MAX = 32768;
 /** Dictionary entries per block of a shard file; one block is read per gram lookup and one key per block is kept in memory (ours). */
 export const NGRAM_DICT_BLOCK_ENTRIES = 64;
@@ -525,7 +525,7 @@ export const NGRAM_MERGE_WRITE_BYTES = 1024 * 1024;
 export const START_GC_LOG_MS = 100;
 
 // Derived files and scrub (issue 28 "Derived files are authenticated and checked whole", "Background scrub")
-/** Bytes of the random key (data/index/derived.key) whose HMAC-SHA-256 authenticates derived files (ours; README "State snapshot"). */
+/** Bytes of the random key (data/index/derived.key) whose HMAC-SHA-256 authenticates derived files (ours; docs/internals/storage.md#derived-file-key). */
 export const DERIVED_KEY_BYTES = 32;
 /** Longest header line a state snapshot may have, in bytes: its segment stamps grow with the segments (ours; store/snapshot.ts). */
 export const SNAPSHOT_HEADER_BYTES_MAX = 16 * 1024 * 1024;
@@ -538,7 +538,7 @@ export const SCRUB_MB_PER_MINUTE_DEFAULT = 256;
  * it never competes with the start's own work (replay, search-index catch-up) (ours).
  */
 export const SCRUB_START_DELAY_S_DEFAULT = 60;
-/** Pause between two scrub passes, ms: a pass that finishes early waits this long before the next (ours; README "Scrub"). */
+/** Pause between two scrub passes, ms: a pass that finishes early waits this long before the next (ours; docs/internals/storage.md#scrub). */
 export const SCRUB_PASS_INTERVAL_MS = 60 * 60 * 1000;
 /** Time the scrub worker sleeps at least when it is ahead of its pace, ms (ours). */
 export const SCRUB_SLEEP_MS_MIN = 10;
@@ -549,12 +549,11 @@ export const INTEGRITY_FINDINGS_MAX = 100;
 /**
  * Worker threads that build the search index's shard files when a start finds more than a shard's
  * worth of documents missing (FORUM_SEARCH_BUILD_WORKERS; 0 builds on the main thread in slices).
- * Two: one per core of the target machine; the main thread mostly waits meanwhile (ours; README
- * "Search index").
+ * Two: one per core of the target machine; the main thread mostly waits meanwhile (ours; docs/internals/search-index.md).
  */
 export const SEARCH_BUILD_WORKERS_DEFAULT = 2;
 
-// Replication to S3-compatible object storage (issue 35; README "Replication")
+// Replication to S3-compatible object storage (issue 35; docs/operate/replication.md)
 /** Default acknowledgement mode with a replica (FORUM_REPLICA_MODE): `async` acknowledges after the local fdatasync (ours). */
 export const REPLICA_MODE_DEFAULT = 'async';
 /**
@@ -611,7 +610,7 @@ export const REPLICA_RETRY_AFTER_SECONDS = 5;
  */
 export const REPLICA_WATERMARK_INTERVAL_MS = 30_000;
 
-// Read-only followers (issue 36; README "Replication", "Followers")
+// Read-only followers (issue 36; docs/operate/replication.md#followers)
 /** A follower asks the bucket for the chunk after its head this often, ms (ours; FORUM_FOLLOW_POLL_MS): about 5 GETs per second per idle follower. */
 export const FOLLOW_POLL_MS = 200;
 /**
@@ -633,7 +632,7 @@ export const FOLLOW_PREFETCH_MAX = 16;
 /** Taking back a run of chunks: fetched chunks are appended together, one fdatasync per this many bytes at most (ours). */
 export const FOLLOW_APPLY_BATCH_BYTES_MAX = 4 * 1024 * 1024;
 
-// Replication settings' ranges and split-brain guard (issue 50; README "Configuration", "Replication")
+// Replication settings' ranges and split-brain guard (issue 50; docs/operate/configuration.md, docs/operate/replication.md)
 /** FORUM_REPLICA_SHIP_MS must lie in this range, ms (ours): below it a leader PUTs a chunk per write; above a minute the async loss bound means little. */
 export const REPLICA_SHIP_MS_RANGE = { min: 10, max: 60_000 } as const;
 /** FORUM_REPLICA_ACK_TIMEOUT_MS must lie in this range, ms (ours): below it a healthy store's PUT times out; above ten minutes a sync write has no useful bound (setTimeout's limit is ~24.8 days). */

@@ -1,5 +1,5 @@
 /**
- * Replication in the running service (issues 35 and 36; README "Replication"): ties the leader
+ * Replication in the running service (issues 35 and 36; docs/operate/replication.md): ties the leader
  * (store/replica/leader.ts) or the follower (store/replica/follower.ts) to the App, and turns a
  * follower into the leader on `replication promote`.
  *

@@ -313,7 +313,7 @@ export const commands: Record<string, Command> = withAdminActionLog({
     return { writeStop: false };
   },
   /** Replication (issue 35): the bucket, mode, epoch, shipped seq, lag and retention; `{replication: 'off'}` without FORUM_REPLICA_URL. */
-  'replication.status': async (app) => app.replication?.status() ?? { replication: 'off', hint: 'set FORUM_REPLICA_URL=s3://bucket/prefix (README "Replication")' },
+  'replication.status': async (app) => app.replication?.status() ?? { replication: 'off', hint: 'set FORUM_REPLICA_URL=s3://bucket/prefix (docs/operate/replication.md)' },
   /**
    * Promotes a follower to leader (issue 36): it applies what the bucket holds, takes the writer
    * epoch (If-Match) and accepts writes from the next seq. 400 UNSUPPORTED_OPERATION on a server

@@ -1,7 +1,7 @@
 /**
  * The catalogue of record types (issue 52): every `type` a log record may carry, and per type the
  * area whose apply function handles it, the discussion-feed event kind its payload is, and what an
- * erasure does to it (README "Moderation", erasure): its participant text emptied, its
+ * erasure does to it (docs/operate/moderation.md#erasure-guarantee): its participant text emptied, its
  * participant-chosen ids covered, the rest kept. Derived from it, never kept beside it: the feed's
  * `KIND_OF_TYPE` (feeds.ts); `ERASABLE_TYPES`, the placeholders' `TEXT_FIELDS` and the erased
  * payloads (moderation.ts `redactPayload`); the work redaction (work/views.ts `emptyWorkItem`,
@@ -60,7 +60,7 @@ export const RECORD_TYPES = {
   'agent.register': {
     area: 'agents',
     feedKind: null,
-    // An erased agent's profile, for everyone (README "Moderation"); the token hash stays.
+    // An erased agent's profile, for everyone (docs/operate/moderation.md); the token hash stays.
     erasure: { text: { name: '(erased)', provider: '', description: '' }, covered: [], kept: ['id', 'verification', 'created', 'lastActive', 'tokenHash'] },
   },
   'agent.disable': { area: 'agents', feedKind: null, erasure: null },

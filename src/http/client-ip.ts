@@ -10,7 +10,7 @@ import type { TrustProxyMode } from '../config.js';
 
 
 /**
- * Returns the client-IP resolver for the pipeline (FORUM_TRUST_PROXY, README "Limits").
+ * Returns the client-IP resolver for the pipeline (FORUM_TRUST_PROXY, docs/api/limits.md).
  * Input: the mode. Output: a function from request to client address (a string; `unknown` when
  * the socket has none).
  * - `off` (default): the socket address; `CF-Connecting-IP` and `X-Forwarded-For` are ignored,

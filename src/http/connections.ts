@@ -147,7 +147,7 @@ export function holdConnection(socket: Socket): () => void {
 /**
  * Closes (via `closeIfStillIdle`) every connection of `server` on which no byte moved in either
  * direction for `idleMs`: one that never sends, one that stops mid-request, a client that stops
- * reading its response (issue 8; README "Connections"). One coarse sweep every `sweepMs` over the
+ * reading its response (issue 8; docs/api/limits.md#connections). One coarse sweep every `sweepMs` over the
  * open connections replaces Node's per-socket idle timer (`server.setTimeout`), which is re-armed
  * on every read and write and re-created twice per keep-alive request (issue 30 "hot paths"); a
  * connection is closed between idleMs and idleMs + sweepMs after its last byte.

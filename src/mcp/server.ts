@@ -2,7 +2,7 @@
  * The MCP server (issues 19, 26). `buildMcpServer` is the one protocol layer both transports use:
  * the stdio server (`createMcpServer`, a client of the forum's REST API through the client helper
  * `forum-client.mjs`: retry budget, Retry-After, receipts; see /api/retry-budget.md) and the
- * forum's own `POST /mcp` (src/mcp/http.ts, the same tools run in-process through the route table).
+ * forum's own `POST /mcp` (src/api/mcp/routes.ts, the same tools run in-process through the route table).
  *
  * Built on the SDK's low-level `Server`, whose tools/list handler takes plain JSON Schema, so the
  * input and output schemas come straight from `schemas/` (see tools.ts) instead of being restated

@@ -1,7 +1,7 @@
 /**
  * The MCP tools (issues 19, 26): one per thing an agent does on the forum. ONE table serves both
  * transports: the stdio server (`dist/mcp.js`, src/mcp/server.ts) runs each tool against the
- * client helper `forum-client.mjs` over HTTP, and the server's own `POST /mcp` (src/mcp/http.ts)
+ * client helper `forum-client.mjs` over HTTP, and the server's own `POST /mcp` (src/api/mcp/routes.ts)
  * runs the same tool against the route table in-process (src/mcp/route-client.ts), both through
  * the `ForumClientLike` interface below.
  *
@@ -237,7 +237,7 @@ const WORK_ACTIONS: ReadonlyArray<[string, string, string, string, string, ToolA
 /**
  * The tool table (without forum_register, which only the stdio server offers: /mcp callers
  * already hold a token). Names are snake_case: `forum_*` for status, discussion, agents, feeds
- * and receipts, `knowledge_*` for the library, `work_*` for the work board (README "MCP server").
+ * and receipts, `knowledge_*` for the library, `work_*` for the work board (docs/api/mcp.md).
  */
 export function forumTools(): ForumTool[] {
   const tools: ForumTool[] = [

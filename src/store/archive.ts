@@ -1,5 +1,5 @@
 /**
- * Whole-archive operations for the operator (issue 8; README "Backup, restore and repair"):
+ * Whole-archive operations for the operator (issue 8; docs/operate/backup-and-restore.md):
  * consistent backup, restore with a new lineage, and operator-approved repair. Everything here
  * moves data aside instead of deleting it.
  */

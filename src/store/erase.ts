@@ -1,5 +1,5 @@
 /**
- * Erasure, store side (issue 25; the erasure contract in README "Erasure"): replaces the lines
+ * Erasure, store side (issue 25; the erasure contract in docs/internals/storage.md#erasure-store-side-issue-25): replaces the lines
  * of erased records in their segments by tombstone lines of the same byte length
  * (record-format.ts `tombstoneLine`), so every record location stays valid and every later
  * chained hash is unchanged.

@@ -1,5 +1,5 @@
 /**
- * The background scrub (issue 28 "Background scrub"; README "Scrub"): like a ZFS scrub, a
+ * The background scrub (issue 28 "Background scrub"; docs/internals/storage.md#scrub): like a ZFS scrub, a
  * low-priority pass re-reads every sealed segment (every segment but the one being written) and
  * checks it the way a start does — framing, seq continuity and the hash chain, through the store's
  * replay (log.ts `replaySegments`), so it accepts exactly what the store accepts — in order to

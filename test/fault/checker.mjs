@@ -36,7 +36,7 @@
  *    acknowledged async write the failover lost (within the bound above): ids and positions
  *    derive from the log seq, and the new leader's log goes on from the bucket's head, so it
  *    gives the lost records' ids to new records. That is a documented limitation of async mode
- *    (README "Failover", `replication lost`); each such case is reported in `asyncReuse`, and
+ *    (docs/operate/replication.md#failover, `replication lost`); each such case is reported in `asyncReuse`, and
  *    counted, not hidden;
  *  - `epoch-two-writers`: the acknowledged writes committed in one writer epoch (its
  *    `replication.epoch` record up to the next) were acknowledged by one server only, the one
@@ -68,7 +68,7 @@ const WRITE_TYPES = {
 const WRITE_OPS = new Set(['message', 'work']);
 
 /**
- * Default bounds (ms), README "Replication" and docs/operate/fault-suite.md: an async leader may
+ * Default bounds (ms), docs/operate/replication.md and docs/operate/fault-suite.md: an async leader may
  * lose what it acknowledged in its last shipping interval before it is given up (and, in a
  * takeover, until its next chunk PUT finds itself fenced); writes succeed again within the
  * ack timeout plus 5 s after a fault ends; a promotion answers within 10 s.

@@ -1,5 +1,5 @@
 /**
- * Read-only followers and promotion (issue 36; README "Replication"), black box: a leader and
+ * Read-only followers and promotion (issue 36; docs/operate/replication.md), black box: a leader and
  * followers as real server processes on one bucket of a real object store (Ceph RGW in CI, moto
  * locally), compared byte for byte over REST, A2A and MCP reads.
  */

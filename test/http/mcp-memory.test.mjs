@@ -3,7 +3,7 @@
  * 108 MiB to 5 GB — concurrent JSON-RPC batches of 100 reads of a 100-message topic of long
  * messages, then a crowd of concurrent full-page reads and exports — run against the built server,
  * while the server's resident set (VmRSS in /proc/<pid>/status) is sampled and /api/status is
- * polled. The growth must stay within MCP_RSS_GROWTH_BYTES_MAX (README "MCP server") and status
+ * polled. The growth must stay within MCP_RSS_GROWTH_BYTES_MAX (docs/api/mcp.md) and status
  * must keep answering promptly.
  */
 import { test } from 'node:test';

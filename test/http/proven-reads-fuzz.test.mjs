@@ -44,7 +44,7 @@ test('random bytes flipped in random segments (mtime kept) are never served: eve
   // The snapshot's anchor is the last record (the last line of the last segment): a start reads
   // it back and proves it, which also reads the stored hash of the record before it; damage to
   // either makes the start replay the whole log, which refuses a damaged log (the log's own rule,
-  // README "Proven reads"). Flips stay off both lines, so every start must succeed. `limits` maps
+  // docs/internals/storage.md#proven-reads-issue-28). Flips stay off both lines, so every start must succeed. `limits` maps
   // a segment to the first byte flips may not reach (the anchor's line, or the line before it).
   const lineStart = (buf, end) => buf.lastIndexOf(10, end - 2) + 1;
   const lastBuf = readFileSync(join(base, 'log', segments.at(-1)));

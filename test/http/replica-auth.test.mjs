@@ -1,6 +1,6 @@
 /**
- * The bucket authenticates itself (issue 50 High 3; README "Replication", "Keys and the threat
- * model"), black box on a real object store: with only write access to the bucket, an attacker
+ * The bucket authenticates itself (issue 50 High 3;
+ * docs/operate/replication.md#keys-and-the-threat-model), black box on a real object store: with only write access to the bucket, an attacker
  * appends a chunk at head+1 that links to the real head and "proves" an `agent.register` record
  * with role operator. Followers, `restore --from` and a restarting leader refuse it, because it is
  * not signed by the replica key; a follower with the wrong public key refuses to start; a follower

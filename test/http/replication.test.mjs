@@ -1,5 +1,5 @@
 /**
- * Replication of the log to S3-compatible object storage (issue 35; README "Replication"), black
+ * Replication of the log to S3-compatible object storage (issue 35; docs/operate/replication.md), black
  * box: real server processes, a real object store (Ceph RGW in CI, started by .ci/run; moto
  * locally), the CLI's `restore --from` and `replication status`.
  */

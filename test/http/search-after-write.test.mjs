@@ -1,6 +1,6 @@
 /**
  * Issue 39: new documents are added to the n-gram index once per group commit, after the answers
- * are sent, not on each request's path. The rule stays (README "Knowledge and search"): a
+ * are sent, not on each request's path. The rule stays (docs/api/knowledge-and-search.md): a
  * message or knowledge revision is found by `q` as soon as its 201 has arrived, whatever the index
  * has got to (searches scan the documents above what the index covers).
  */

@@ -1,7 +1,7 @@
 /**
- * The systemd unit in the README (section "Running as a systemd service", between the
- * `systemd-unit:begin`/`end` markers) is a valid unit: `systemd-analyze verify` accepts it
- * without a warning, and it keeps the settings the README promises (issue 25).
+ * The systemd unit in docs/operate/production.md (section "Running as a systemd service", between
+ * the `systemd-unit:begin`/`end` markers) is a valid unit: `systemd-analyze verify` accepts it
+ * without a warning, and it keeps the settings the page promises (issue 25).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,17 +17,17 @@ import { ROOT, tempDir, which } from '../helpers/server.mjs';
  */
 function needSystemdAnalyze(t) {
   if (which('systemd-analyze')) return true;
-  const why = 'systemd-analyze is not installed (Debian: apt-get install systemd), so the README unit was not verified';
+  const why = 'systemd-analyze is not installed (Debian: apt-get install systemd), so the documented unit was not verified';
   assert.ok(process.env.FORUM_REQUIRE_SYSTEMD_ANALYZE !== '1', `${why}, and FORUM_REQUIRE_SYSTEMD_ANALYZE=1 requires it`);
   t.skip(why);
   return false;
 }
 
-/** The unit text between the README's markers, without the ```ini fence. */
-function readmeUnit() {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+/** The unit text between the markers of docs/operate/production.md, without the ```ini fence. */
+function docUnit() {
+  const readme = readFileSync(join(ROOT, 'docs/operate/production.md'), 'utf8');
   const m = /<!-- systemd-unit:begin -->\n```ini\n([\s\S]*?)```\n<!-- systemd-unit:end -->/.exec(readme);
-  assert.ok(m, 'README.md holds a ```ini block between <!-- systemd-unit:begin --> and <!-- systemd-unit:end -->');
+  assert.ok(m, 'docs/operate/production.md holds a ```ini block between <!-- systemd-unit:begin --> and <!-- systemd-unit:end -->');
   return m[1];
 }
 
@@ -41,8 +41,8 @@ function settings(unit, section) {
     .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]);
 }
 
-test('the README unit keeps what the README promises: its user, node dist/server.js, restarts on failure, time to write the snapshot, the data folder the only writable path', () => {
-  const service = settings(readmeUnit(), 'Service');
+test('the documented unit keeps what the page promises: its user, node dist/server.js, restarts on failure, time to write the snapshot, the data folder the only writable path', () => {
+  const service = settings(docUnit(), 'Service');
   const one = (key) => {
     const values = service.filter(([k]) => k === key).map(([, v]) => v);
     assert.equal(values.length, 1, `exactly one ${key}=`);
@@ -61,9 +61,9 @@ test('the README unit keeps what the README promises: its user, node dist/server
   assert.ok(!service.some(([k, v]) => k === 'MemoryDenyWriteExecute' && v === 'yes'), 'V8 needs writable+executable memory for its compiler');
 });
 
-test('systemd-analyze verify accepts the README unit without a warning', (t) => {
+test('systemd-analyze verify accepts the documented unit without a warning', (t) => {
   if (!needSystemdAnalyze(t)) return;
-  let unit = readmeUnit();
+  let unit = docUnit();
   if (!existsSync('/usr/bin/node')) {
     // verify checks that ExecStart's program exists; on a machine whose node lives elsewhere,
     // check the rest of the unit with this node.
@@ -78,9 +78,9 @@ test('systemd-analyze verify accepts the README unit without a warning', (t) => 
   assert.equal(`${r.stderr}${r.stdout}`.trim(), '', 'no warnings');
 });
 
-test('the unit check is honest: systemd-analyze verify reports a misspelt setting in the README unit', (t) => {
+test('the unit check is honest: systemd-analyze verify reports a misspelt setting in the documented unit', (t) => {
   if (!needSystemdAnalyze(t)) return;
-  const broken = readmeUnit().replace('Restart=on-failure', 'Restart=sometimes').replace('NoNewPrivileges=yes', 'NoNewPrivilege=yes');
+  const broken = docUnit().replace('Restart=on-failure', 'Restart=sometimes').replace('NoNewPrivileges=yes', 'NoNewPrivilege=yes');
   const file = join(tempDir(t, 'systemd-unit-'), 'agent-forum.service');
   writeFileSync(file, existsSync('/usr/bin/node') ? broken : broken.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `));
   const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8', timeout: 60000 });

@@ -1,4 +1,5 @@
-// The Node lines we claim (issue 51): package.json `engines`, the README's statement, and every
+// The Node lines we claim (issue 51): package.json `engines`, the install page's statement
+// (docs/operate/install.md#nodejs-versions), and every
 // locked package's own `engines`, so that `npm ci` prints no EBADENGINE on any line we claim.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,9 +23,9 @@ test('package.json engines admits the lines we claim (20.18.1+, 22.16+, 24) and 
   for (const v of ['20.18.0', '22.15.0', '18.20.0']) assert.ok(!semver.satisfies(v, range), `${v} not in ${range}`);
 });
 
-test('the README states the same Node versions as package.json engines', () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  assert.ok(readme.includes(`\`${pkg.engines.node}\``), `the README quotes engines ${pkg.engines.node}`);
+test('the install page states the same Node versions as package.json engines', () => {
+  const readme = readFileSync(join(ROOT, 'docs/operate/install.md'), 'utf8');
+  assert.ok(readme.includes(`\`${pkg.engines.node}\``), `docs/operate/install.md quotes engines ${pkg.engines.node}`);
   assert.match(readme, /Targets Node\.js 22 \(22\.16 or later\) and 24/);
   assert.match(readme, /need 20\.18\.1 or later/);
   assert.match(readme, /a development install\n?\s*\(`npm ci` with the dev tools[^)]*\) 20\.19 or later/);

@@ -1,6 +1,6 @@
 /**
  * The replica key and the signed bucket objects (issue 50; src/store/replica/keys.ts, format.ts):
- * key files and public keys are parsed, made and matched as README "Replication" says; a chunk or
+ * key files and public keys are parsed, made and matched as docs/operate/replication.md says; a chunk or
  * manifest authenticates only under its key, unaltered, in its own kind.
  */
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 /**
  * The `replication` part of GET /api/status (issue 50, "a fenced leader says so on /api/status";
- * schemas/Status.json; README "Replication"): present only on a server with FORUM_REPLICA_URL or
+ * schemas/Status.json; docs/operate/replication.md): present only on a server with FORUM_REPLICA_URL or
  * FORUM_FOLLOW. Four fields of `replication status`, so a client or a load balancer sees which
  * server leads and whether this one may take writes.
  */

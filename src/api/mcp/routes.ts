@@ -28,7 +28,7 @@
  * - waits for one of MCP_IN_FLIGHT_MAX slots (at most MCP_IN_FLIGHT_PER_AGENT_MAX per agent; at
  *   most MCP_QUEUE_MAX requests wait, MCP_QUEUE_PER_AGENT_MAX per agent; one more gets 503
  *   UNAVAILABLE with Retry-After), held until the answer has been handed to the socket, so the
- *   answers being built or buffered are bounded (MCP_RSS_GROWTH_BYTES_MAX, README "MCP server");
+ *   answers being built or buffered are bounded (MCP_RSS_GROWTH_BYTES_MAX, docs/api/mcp.md);
  * - hands the JSON-RPC message to the SDK's WebStandardStreamableHTTPServerTransport in stateless
  *   mode (`sessionIdGenerator: undefined`, a new transport and Server per request, JSON responses
  *   instead of SSE): no session state is kept between requests, so nothing grows without bound.

@@ -94,7 +94,7 @@ export function newToken(): string {
   return `af_${randomBytes(TOKEN_BYTES).toString('base64url')}`;
 }
 
-/** The profile fields of an agent a purge hid, as everyone but operators sees them (README "Moderation"). */
+/** The profile fields of an agent a purge hid, as everyone but operators sees them (docs/operate/moderation.md). */
 const HIDDEN_AGENT_PROFILE = { name: '(hidden)', provider: '', description: '' } as const;
 
 /**

@@ -264,7 +264,7 @@ function entryJson(src: InboxPageSources, agentId: string, seq: number): string 
 }
 
 /**
- * One page of `agentId`'s inbox as JSON (`forum-inbox-v1`, README "Inbox"): its entries in
+ * One page of `agentId`'s inbox as JSON (`forum-inbox-v1`, docs/api/feeds.md): its entries in
  * (after, head] in log order, at most `q.limit` of them read back (hidden and erased ones count
  * toward the limit and are left out, so a page can be short with hasMore true). The cursor's
  * `after` is the last entry read, or `head` once nothing is left. The caller checks the cursor.

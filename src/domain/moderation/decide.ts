@@ -321,7 +321,7 @@ export function flaggedRecords(state: State, target: ModerationTarget): number[]
 
 /**
  * The records besides the content an erasure of `target` covers whose participant-controlled
- * fields must go too (issue 34; README "Moderation"): every flag on content it erases (a flag's
+ * fields must go too (issue 34; docs/operate/moderation.md): every flag on content it erases (a flag's
  * note may quote that content) and, for a purge, the agent's registration (its profile) and every
  * flag the agent raised. Input: the content records (`records`) the erasure removes. Output: log
  * seqs, ascending, none of them in `records`.

@@ -572,7 +572,7 @@ export function discussionRecordStatus(reader: Reader, kind: string, seq: number
 
 /**
  * An erasable record's payload with every participant-controlled field covered, for an erasure's
- * `erased` list (README "Moderation", field by field), as the type's erasure in record-types.ts
+ * `erased` list (docs/operate/moderation.md#what-each-action-covers-field-by-field), as the type's erasure in record-types.ts
  * says: its `text` fields emptied (an agent's profile replaced by its placeholder, with
  * `erased: true`), its `covered` clientIds replaced by their `erasedClientId`, the `kept` fields
  * (ids, authors, times, states) as they were. Input: record type and canonical payload JSON;

@@ -4,7 +4,7 @@
  * `work.create` or `work.action` record that commits it — or an identical retry's receipt, or a
  * refusal with its status. Decisions only read the board (work.ts); apply.ts applies the record.
  *
- * Decisions where the spec says "not shown" (README "Work board"):
+ * Decisions where the spec says "not shown" (docs/api/work.md):
  * - Disabled agents: their token gets 401 on every request (part 5 item 6), so they cannot act.
  *   An active claim of a disabled agent is not released by any record; it simply expires with
  *   its lease, after which anyone but the creator may claim the work (part 3, expired claims are

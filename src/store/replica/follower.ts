@@ -1,5 +1,5 @@
 /**
- * A read-only follower of a replica bucket (issue 36; README "Replication", "Followers"): started
+ * A read-only follower of a replica bucket (issue 36; docs/operate/replication.md#followers): started
  * with FORUM_FOLLOW=s3://bucket/prefix, it holds the leader's log — same originId, same seqs, same
  * bytes — so feed cursors, receipts and export checksums are interchangeable with the leader's.
  *

@@ -1,5 +1,5 @@
 /**
- * What a replica bucket holds (issue 35; README "Replication"), under its prefix:
+ * What a replica bucket holds (issue 35; docs/operate/replication.md), under its prefix:
  *
  *     manifest.json                      the writer epoch and the sealed segments (updated only with If-Match)
  *     chunks/<16-digit first seq>        a run of log lines shipped by the leader (created only with If-None-Match: *)
@@ -70,8 +70,8 @@ function shownUrlStart(url: string): string {
 /**
  * Before the AWS SDK is loaded: its pinned version supports Node 20 but prints, once, that its
  * releases after January 2027 will need Node 22 — a plain-text warning in the middle of the
- * server's JSON log lines. It is silenced unless the operator set its variable; README
- * "Replication" says it instead.
+ * server's JSON log lines. It is silenced unless the operator set its variable;
+ * docs/operate/replication.md says it instead.
  */
 export function quietSdkNodeWarning(): void {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';

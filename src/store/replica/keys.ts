@@ -1,5 +1,5 @@
 /**
- * The replica key (issue 50; README "Replication", "Keys and the threat model"): an Ed25519 key
+ * The replica key (issue 50; docs/operate/replication.md#keys-and-the-threat-model): an Ed25519 key
  * pair, through `node:crypto`, that authenticates everything in a replica bucket (format.ts signs
  * and verifies with it). The private (signing) key is held only by the servers that may lead —
  * a PKCS#8 PEM file, FORUM_REPLICA_SIGNING_KEY, default `<data dir>/replica-signing-key.pem`; the

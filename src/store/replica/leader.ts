@@ -1,5 +1,5 @@
 /**
- * The leader's side of replication (issue 35; README "Replication"): continuous shipping of the
+ * The leader's side of replication (issue 35; docs/operate/replication.md): continuous shipping of the
  * log to an S3-compatible bucket (format.ts), fenced with conditional writes alone.
  *
  * Start (`start`): read the manifest (create it for a new bucket); refuse a bucket of another

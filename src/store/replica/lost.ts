@@ -1,5 +1,5 @@
 /**
- * What an async failover lost (issue 50; README "Failover"): `replication lost --from URL` on the
+ * What an async failover lost (issue 50; docs/operate/replication.md#failover): `replication lost --from URL` on the
  * old leader's stopped folder. The bucket's chain is read with the restore's own proven path
  * (restoreFromBucket into a temporary folder: the ObjectStore and format.ts decoders, every line
  * proven), then compared seq by seq with the local log by chained hash. The records after the

@@ -1,5 +1,5 @@
 /**
- * The split-brain guard (issue 50 High item 5; README "Replication", "Detaching a folder"): a data
+ * The split-brain guard (issue 50 High item 5; docs/operate/replication.md#split-brain-guard-a-replicated-folder-starts-only-with-replica-settings): a data
  * folder that has replicated remembers the bucket in `DATA/replication.json`, and a server start
  * without FORUM_REPLICA_URL or FORUM_FOLLOW on it is refused — one forgotten environment line on
  * an old leader's folder would otherwise serve and take writes beside the new leader.

@@ -13,7 +13,7 @@
  * - `list(prefix, startAfter)`: every key under a prefix, in key order (paged LIST);
  * - `delete(keys)`: removes keys (missing keys are fine).
  *
- * Configuration is the standard AWS one (README "Replication"): credentials from the usual
+ * Configuration is the standard AWS one (docs/operate/replication.md): credentials from the usual
  * environment variables or profile (the SDK's default chain), `AWS_REGION` (default `us-east-1`),
  * an endpoint for R2, B2, MinIO and Ceph (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, read by the
  * SDK), and path-style addressing (`FORUM_REPLICA_PATH_STYLE`, default on when an endpoint is set).

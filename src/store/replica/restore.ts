@@ -1,6 +1,6 @@
 /**
- * `restore --from s3://bucket/prefix [--to-seq N | --to-time T]` (issue 35; README "Replication",
- * "Restore runbook"): rebuilds a stopped data folder from a replica bucket (format.ts).
+ * `restore --from s3://bucket/prefix [--to-seq N | --to-time T]` (issue 35;
+ * docs/operate/replication.md#restore-runbook): rebuilds a stopped data folder from a replica bucket (format.ts).
  *
  * The sealed segments the manifest lists are read, then the chunks after the last of them (one
  * LIST); every line is proven on the way (hash chain from record 1, seq continuity, each object's

@@ -1,6 +1,6 @@
 /**
  * The Bloom filter over a shard file's gram keys (format 3; issue 30 "skip files for absent and
- * rare terms without a dictionary read"; README "Search index"). Pure: no I/O.
+ * rare terms without a dictionary read"; docs/internals/search-index.md). Pure: no I/O.
  *
  * NGRAM_BLOOM_BITS_PER_KEY bits per gram (rounded up to whole 32-bit words, at least one) and
  * NGRAM_BLOOM_HASHES probes by double hashing of the key's two 32-bit halves: about 1 % false

@@ -1,6 +1,6 @@
 /**
  * A shard built by sorting postings instead of growing a posting list per gram (issue 39 "the
- * index catches up fast"; README "Search index", "Built in worker threads"). Used by the build
+ * index catches up fast"; docs/internals/search-index.md). Used by the build
  * workers (build-worker.ts), which fill a shard from start to seal with nothing to answer meanwhile;
  * the live shard of a running index (live.ts) stays as it is, since it must answer queries.
  *

@@ -1,6 +1,6 @@
 /**
  * The n-gram search index: candidate documents for a `q` search without scanning every message
- * (issue 17 "Search that does not scan"; README "Search index").
+ * (issue 17 "Search that does not scan"; docs/internals/search-index.md).
  *
  * Documents (a message's lower-cased content; a knowledge revision's lower-cased title and
  * content, as separate texts) are identified by their log seq. Their grams of 1, 2 and 3 UTF-16

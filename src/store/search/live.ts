@@ -1,6 +1,6 @@
 /**
  * The live n-gram shard: the newest documents of the search index, in memory, until it is sealed
- * into an immutable shard file (README "Search index"; issue 17).
+ * into an immutable shard file (docs/internals/search-index.md; issue 17).
  *
  * Compact by construction: an open-addressing table from gram key (a double) to a slot number,
  * a Uint32Array of per-slot fields, and a byte arena of 1 MiB pages holding every gram's posting

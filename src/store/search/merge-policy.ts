@@ -1,6 +1,6 @@
 /**
  * The tiered merge policy of the n-gram index's shard files (issue 30 "Search segments that
- * merge"; README "Search index"). Pure: no I/O.
+ * merge"; docs/internals/search-index.md). Pure: no I/O.
  *
  * Shard files cover contiguous seq ranges, oldest first, so a merged file must replace a run of
  * neighbours. A file's tier is its size class: documents in [base · F^t, base · F^(t+1)) are tier t

@@ -1,6 +1,6 @@
 /**
- * Merging neighbouring shard files into one (issue 30 "Search segments that merge"; README
- * "Search index"). Synchronous file I/O: it runs on a worker thread (merge-worker.ts), never on
+ * Merging neighbouring shard files into one (issue 30 "Search segments that merge";
+ * docs/internals/search-index.md). Synchronous file I/O: it runs on a worker thread (merge-worker.ts), never on
  * the event loop.
  *
  * The inputs cover contiguous seq ranges, oldest first; the merged file covers their union. Its

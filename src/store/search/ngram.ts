@@ -1,6 +1,6 @@
 /**
  * Grams of a text, packed into number keys, and the grams a query needs (issue 17 "Search that
- * does not scan"; README "Search index"). Pure: no I/O.
+ * does not scan"; docs/internals/search-index.md). Pure: no I/O.
  *
  * A gram is a run of 1, 2 or 3 UTF-16 code units of an already lower-cased text. Its key is
  * `length · 2^48 + c0 · 2^32 + c1 · 2^16 + c2` (unused positions are 0), an integer below 2^50,

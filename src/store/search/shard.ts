@@ -1,6 +1,6 @@
 /**
  * Immutable n-gram shard files: encoding a sealed live shard, and reading one with positional
- * reads (README "Search index"; issues 17 and 30).
+ * reads (docs/internals/search-index.md; issues 17 and 30).
  *
  * File `<firstSeq 16 digits>-<lastSeq 16 digits>.ngram`, little-endian, format 3 in this order:
  *   header (128 bytes): magic "AFNGRAM\n", format version, docs, firstSeq, lastSeq (f64), lastHash

@@ -99,7 +99,7 @@ export class ForumError extends Error {
     /** Parsed error body when there was one: `{error: string, code: string, requestId?: string}` (REST; requestId on 5xx) or `{error: {code, status, message, details}}` (/a2a/*). */
     this.body = info.body;
     /**
-     * The stable error code (README "Errors"): REST's `code`, or the A2A ErrorInfo `reason`;
+     * The stable error code (docs/operate/observability.md#errors): REST's `code`, or the A2A ErrorInfo `reason`;
      * null when the response had none (transport errors, proxies). Branch on this, not on the text.
      */
     this.code = errorCode(info.body);

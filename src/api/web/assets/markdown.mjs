@@ -23,7 +23,7 @@ export const ALLOWED_TAGS = Object.freeze(['p', 'strong', 'em', 'del', 'code', '
 /** rel of every participant link (not endorsed, user-generated, no opener, no referrer). */
 export const LINK_REL = 'nofollow ugc noopener noreferrer';
 /**
- * The reader's limits on participant markdown, in one place (issues 27 and 34; README "Web reader"):
+ * The reader's limits on participant markdown, in one place (issues 27 and 34; docs/api/web-reader.md):
  * - renderDepth: deepest nesting of quotes and lists rendered as structure; deeper content is
  *   flattened into its parent as text (bounds the page's width and the renderer's recursion).
  * - lineNesting: most container markers (`>`, and list markers `-`, `+`, `*`, `1.`, `1)`) that may
