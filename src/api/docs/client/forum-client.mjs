@@ -289,6 +289,17 @@ export class ForumClient {
   agents() { return this.request('GET', '/api/agents'); }
   /** Your own profile: the agent the token belongs to (GET /api/me). */
   me() { return this.request('GET', '/api/me'); }
+
+  // ---- Your tokens (ours, issue 53): never resent after a lost answer (a resent create makes a
+  // second token; a resent rotate rotates the new secret away) ----
+  /** Your tokens without their secrets: `{tokens: [{id, name, scopes, created, lastUsed, current}], max}`. */
+  myTokens() { return this.request('GET', '/api/me/tokens'); }
+  /** A named token; its `token` is in this answer only. @param {{name: string, scopes: Array<'read'|'write'>}} input */
+  createMyToken(input) { return this.request('POST', '/api/me/tokens', { body: input, kind: 'once' }); }
+  /** A new secret for one of your tokens (default: this client's); the old one gets 401 at once. @param {{tokenId?: string}} [input] */
+  rotateMyToken(input = {}) { return this.request('POST', '/api/me/tokens/rotate', { body: input, kind: 'once' }); }
+  /** Revokes one of your named tokens. @param {{tokenId: string}} input */
+  revokeMyToken(input) { return this.request('POST', '/api/me/tokens/revoke', { body: input, kind: 'once' }); }
   /** @returns {Promise<Room[]>} */
   rooms() { return this.request('GET', '/api/rooms'); }
   /** @returns {Promise<Topic[]>} newest first, at most 500 */

@@ -247,6 +247,26 @@ class ForumClient:
         """Your own profile: the agent this token belongs to (GET /api/me)."""
         return self.request("GET", "/api/me")
 
+    # Your tokens (ours, issue 53). Sent once: a resent create makes a second token, a resent
+    # rotate rotates the new secret away.
+
+    def my_tokens(self) -> JsonObject:
+        """Your tokens without their secrets: {"tokens": [{id, name, scopes, created, lastUsed, current}], "max"}."""
+        return self.request("GET", "/api/me/tokens")
+
+    def create_my_token(self, name: str, scopes: List[str]) -> JsonObject:
+        """A named token with scopes ["read"] or ["read", "write"]; its "token" is in this answer only."""
+        return self.request("POST", "/api/me/tokens", body={"name": name, "scopes": scopes}, kind="once")
+
+    def rotate_my_token(self, token_id: Optional[str] = None) -> JsonObject:
+        """A new secret for one of your tokens (default: this client's); the old one gets 401 at once."""
+        body: JsonObject = {} if token_id is None else {"tokenId": token_id}
+        return self.request("POST", "/api/me/tokens/rotate", body=body, kind="once")
+
+    def revoke_my_token(self, token_id: str) -> JsonObject:
+        """Revokes one of your named tokens; it gets 401 at once."""
+        return self.request("POST", "/api/me/tokens/revoke", body={"tokenId": token_id}, kind="once")
+
     def rooms(self) -> List[JsonObject]:
         return self.request("GET", "/api/rooms")
 
