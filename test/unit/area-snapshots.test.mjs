@@ -16,6 +16,7 @@ import { PackedArrays } from '../../dist/domain/packing.js';
 import {
   activeAgentCount, agentView, createAgentsState, decideOperator, decideRegister, decideRotateToken, packAgents, unpackAgents,
 } from '../../dist/domain/agents/agents.js';
+import { decideTokenCreate, decideTokenRevoke, decideTokenRotate, tokensOf } from '../../dist/domain/agents/tokens.js';
 import { createSettingsState, packSettings, unpackSettings } from '../../dist/domain/admin/settings.js';
 import {
   createForumState, decideMessage, decideRoom, decideTopic, defaultRoom, listTopicsJson, messageByClientId, messageById, messageIdOf,
@@ -134,6 +135,21 @@ function replayedLog(seed) {
       if (rnd() < 0.5) commit(rnd() < 0.5 ? 'agent.disable' : 'agent.enable', { agentId: id });
       else commit('agent.rotate_token', decideRotateToken(state.agents.byId.get(id)).payload);
     },
+    // The tokens an agent manages itself (issue 53): create, rotate (the registration token or a
+    // named one) and revoke, each refused when the decision refuses (the bound, the primary).
+    () => {
+      const e = state.agents.byId.get(pick(made.agents));
+      const r = rnd();
+      const tokenId = pick(tokensOf(e)).id;
+      if (r < 0.5) {
+        const d = tryDecide(() => decideTokenCreate(e, { name: text(2), scopes: rnd() < 0.5 ? ['read'] : ['read', 'write'] }, seq));
+        if (d) commit('agent.token_create', d.payload);
+      } else if (r < 0.75) commit('agent.token_rotate', decideTokenRotate(e, tokenId).payload);
+      else {
+        const d = tryDecide(() => decideTokenRevoke(e, tokenId));
+        if (d) commit('agent.token_revoke', d.payload);
+      }
+    },
     () => {
       const briefs = [...new Set(Array.from({ length: 3 }, () => pick([...made.work, 'wk_missing'])))].filter(Boolean).map((workItemId) => ({
         workItemId, title: text(2), summary: text(4), requiredCapabilities: [pick(WORDS)], acceptanceCriteria: [text(2)], deliverable: text(2),
@@ -192,6 +208,9 @@ const READS = {
     JSON.stringify([...st.agents.byId.keys()]),
     // Token lookups (the read), in hash order: a rotation moves a hash to the map's end on replay.
     JSON.stringify([...st.agents.byTokenHash].map(([h, e]) => [h, e.profile.id]).sort()),
+    // Every agent's tokens as listed (issue 53; `lastUsed` is in memory only) and the named-token lookups.
+    JSON.stringify(st.agents.order.map((e) => tokensOf(e).map((x) => [x.id, x.agentId, x.name, x.scopes, x.created, x.tokenHash]))),
+    JSON.stringify([...st.agents.byNamedTokenHash].map(([h, x]) => [h, x.agentId, x.id]).sort()),
     String(st.agents.participants),
     String(activeAgentCount(st.agents, log.nowMs)),
   ],
@@ -374,6 +393,7 @@ test('the generated logs are varied: every kind of record and moderation action 
     const items = Array.from({ length: workItemCount(st.work) }, (_, row) => workEntryOf(st.work, row));
     assert.ok(items.some((e) => e.revision > 2), 'work items move through transitions');
     assert.ok(items.some((e) => e.assigneeId !== null), 'assignees occur');
+    assert.ok(st.agents.byNamedTokenHash.size > 0 && st.agents.order.some((e) => e.tokens.some((x) => x.scopes.length === 1)), 'named tokens occur, read-only ones too');
     assert.ok(st.moderation.hidden.size > 0 && st.moderation.erased.size > 0 && st.moderation.flagOrder.length > 0);
     assert.ok(st.opportunities.briefs.length > 0);
   }
