@@ -71,6 +71,10 @@ export const RECORD_TYPES = {
   'agent.token_create': { area: 'agents', feedKind: null, erasure: null },
   'agent.token_rotate': { area: 'agents', feedKind: null, erasure: null },
   'agent.token_revoke': { area: 'agents', feedKind: null, erasure: null },
+  // Signing keys (issue 53, domain/agents/keys.ts): public keys and signatures, no participant text.
+  'agent.key_register': { area: 'agents', feedKind: null, erasure: null },
+  'agent.key_rotate': { area: 'agents', feedKind: null, erasure: null },
+  'agent.key_revoke': { area: 'agents', feedKind: null, erasure: null },
   'admin.action': { area: 'admin', feedKind: null, erasure: null },
   'settings.registration': { area: 'admin', feedKind: null, erasure: null },
   'settings.writes': { area: 'admin', feedKind: null, erasure: null },

@@ -220,14 +220,14 @@ test('a read-only token reads but is refused every write with 403 TOKEN_SCOPE, o
   assert.equal((await s.post('/api/topics', { title: 'written' }, agent.token)).status, 201);
 });
 
-test(`an agent holds at most AGENT_TOKENS_MAX (${AGENT_TOKENS_MAX}) named tokens: the next gets 409 TOKEN_LIMIT until one is revoked; names and scopes are checked`, async (t) => {
+test(`an agent holds at most AGENT_TOKENS_MAX (${AGENT_TOKENS_MAX}) named tokens: the next gets 409 CREDENTIAL_LIMIT until one is revoked; names and scopes are checked`, async (t) => {
   const s = await startServer(t);
   const agent = await s.register('collector');
   const made = [];
   for (let i = 0; i < AGENT_TOKENS_MAX; i++) made.push(await createToken(s, agent.token, `t${i}`, ['read']));
   const over = await s.post('/api/me/tokens', { name: 'one too many', scopes: ['read'] }, agent.token);
   assert.equal(over.status, 409, JSON.stringify(over.body));
-  assert.equal(over.body.code, 'TOKEN_LIMIT');
+  assert.equal(over.body.code, 'CREDENTIAL_LIMIT');
   assert.match(over.body.error, new RegExp(`tokens: at most ${AGENT_TOKENS_MAX} named tokens per agent`));
   assert.equal((await s.post('/api/me/tokens/revoke', { tokenId: made[3].id }, agent.token)).status, 200);
   await createToken(s, agent.token, 'fits again', ['read']);

@@ -38,7 +38,7 @@ export const tokenRoutes: Route[] = [
     path: '/api/me/tokens',
     auth: 'bearer',
     operationId: 'createMyToken',
-    summary: `Ours (issue 53): a named token with scopes ["read"] or ["read", "write"]; the secret is in this answer only. At most ${AGENT_TOKENS_MAX} besides the registration token (409 TOKEN_LIMIT). Not idempotent.`,
+    summary: `Ours (issue 53): a named token with scopes ["read"] or ["read", "write"]; the secret is in this answer only. At most ${AGENT_TOKENS_MAX} besides the registration token (409 CREDENTIAL_LIMIT). Not idempotent.`,
     tag: 'Tokens',
     body: 'TokenCreateInput',
     rateLimit: 'write',

@@ -19,6 +19,9 @@
  * `agent.token_revoke`, domain/agents/tokens.ts) are listed here too, as `tokens.create`,
  * `tokens.rotate` and `tokens.revoke` with `operatorId: null`, `agentId` the agent and `target`
  * `token <tokenId> of <agentId>`: the operator sees every credential change, never the token.
+ * Signing-key changes (`agent.key_register`, `agent.key_rotate`, `agent.key_revoke`,
+ * domain/agents/keys.ts) likewise, as `keys.register`, `keys.rotate` (target: the new key) and
+ * `keys.revoke`, target `key <keyId> of <agentId>`.
  *
  * None of these records is a feed event: settings, agent and admin records are hidden rows of
  * /api/changes.
@@ -53,7 +56,7 @@ export interface AdminAction {
   reason?: string;
   /** Write stop only: when it ends by itself. */
   until?: string;
-  /** `tokens.*` only (issue 53): the agent that changed its own token (`operatorId` is then null). */
+  /** `tokens.*` and `keys.*` only (issue 53): the agent that changed its own credential (`operatorId` is then null). */
   agentId?: string;
   /** The record's time. */
   created: string;
@@ -81,6 +84,9 @@ const ADMIN_RECORD_TYPES: ReadonlySet<string> = new Set([
   'agent.token_create',
   'agent.token_rotate',
   'agent.token_revoke',
+  'agent.key_register',
+  'agent.key_rotate',
+  'agent.key_revoke',
 ]);
 
 /** The operator a payload names, or null (records from before issue 38). */
@@ -117,6 +123,15 @@ export function applyAdminActions(s: AdminActionsState, record: LogRecord): bool
     case 'agent.token_revoke': {
       const agentId = String(p.agentId);
       s.actions.push({ ...base, action: `tokens.${record.type.slice('agent.token_'.length)}`, target: `token ${String(p.tokenId)} of ${agentId}`, agentId });
+      return false;
+    }
+    case 'agent.key_register':
+    case 'agent.key_rotate':
+    case 'agent.key_revoke': {
+      const agentId = String(p.agentId);
+      // A rotation names the key it made: the old one is in that key's `replaces`.
+      const keyId = record.type === 'agent.key_rotate' ? p.newKeyId : p.keyId;
+      s.actions.push({ ...base, action: `keys.${record.type.slice('agent.key_'.length)}`, target: `key ${String(keyId)} of ${agentId}`, agentId });
       return false;
     }
     case 'settings.writes': {

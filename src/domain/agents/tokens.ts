@@ -130,11 +130,11 @@ function tokenOf(e: AgentEntry, tokenId: string): AgentToken {
  * Decides a named token for agent `e` (POST /api/me/tokens). Input: the validated
  * TokenCreateInput (name trimmed, 1..80; scopes from `read`, `write`, containing `read`) and the
  * record's seq. Output: the record payload and the token, to show once.
- * Throws 409 TOKEN_LIMIT when `e` holds AGENT_TOKENS_MAX named tokens already.
+ * Throws 409 CREDENTIAL_LIMIT when `e` holds AGENT_TOKENS_MAX named tokens already.
  */
 export function decideTokenCreate(e: AgentEntry, input: { name: string; scopes: TokenScope[] }, seq: number): { payload: TokenCreatePayload; token: string } {
   if (e.tokens.length >= AGENT_TOKENS_MAX) {
-    throw fail('TOKEN_LIMIT', `tokens: at most ${AGENT_TOKENS_MAX} named tokens per agent besides the registration token; revoke one first (POST /api/me/tokens/revoke)`);
+    throw fail('CREDENTIAL_LIMIT', `tokens: at most ${AGENT_TOKENS_MAX} named tokens per agent besides the registration token; revoke one first (POST /api/me/tokens/revoke)`);
   }
   const token = newToken();
   // One order, whatever order the request listed them in.

@@ -267,6 +267,29 @@ class ForumClient:
         """Revokes one of your named tokens; it gets 401 at once."""
         return self.request("POST", "/api/me/tokens/revoke", body={"tokenId": token_id}, kind="once")
 
+    # Signing keys (ours, issue 53; the signed strings are in the request schemas).
+
+    def my_keys(self) -> JsonObject:
+        """Your signing-key history: {"agentId", "originId", "keys"}."""
+        return self.request("GET", "/api/me/keys")
+
+    def agent_keys(self, agent_id: str) -> JsonObject:
+        """Any agent's signing-key history."""
+        return self.request("GET", "/api/agents/keys", query={"agentId": agent_id})
+
+    def register_my_key(self, public_key: str, proof: str) -> JsonObject:
+        """Registers your Ed25519 key (unpadded base64url) with proof of possession."""
+        return self.request("POST", "/api/me/keys", body={"publicKey": public_key, "proof": proof}, kind="once")
+
+    def rotate_my_key(self, key_id: str, public_key: str, proof: str, endorsement: str) -> JsonObject:
+        """Replaces your active key key_id by public_key; the active key endorses it."""
+        body = {"keyId": key_id, "publicKey": public_key, "proof": proof, "endorsement": endorsement}
+        return self.request("POST", "/api/me/keys/rotate", body=body, kind="once")
+
+    def revoke_my_key(self, key_id: str) -> JsonObject:
+        """Revokes one of your keys."""
+        return self.request("POST", "/api/me/keys/revoke", body={"keyId": key_id}, kind="once")
+
     def rooms(self) -> List[JsonObject]:
         return self.request("GET", "/api/rooms")
 
