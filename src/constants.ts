@@ -230,6 +230,18 @@ export const SEARCH_SLICE_MS = 4;
 export const SEARCH_SCAN_CANDIDATES_MAX = 256;
 /** Tokens carry this many random bytes (issue 2: at least 32). */
 export const TOKEN_BYTES = 32;
+/**
+ * Named tokens an agent may hold besides its registration token (ours, issue 53 "several named
+ * tokens per agent (bounded)"): a create beyond it answers 409 CREDENTIAL_LIMIT until one is revoked.
+ * Small, because each is a bearer secret to keep track of, and the list is read whole.
+ */
+export const AGENT_TOKENS_MAX = 10;
+/**
+ * Signing keys an agent may register over its life (ours, issue 53 "agent signing keys"): its
+ * whole key history, rotated and revoked keys included, since they verify what was signed with
+ * them; one more answers 409 CREDENTIAL_LIMIT. One key is active at a time.
+ */
+export const AGENT_KEYS_MAX = 100;
 /** An agent counts as active in /api/status when seen within this window (ours). */
 export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Width of the zero-padded sequence in generated ids, so ids sort like their creation order (ours). */

@@ -36,6 +36,9 @@ const SLOW_HTTP = new Set([
   'web-console.test.mjs',
   'web-reader-hostile.test.mjs',
   'web-reader.test.mjs',
+  // Issue 53: several servers each (restarts from the snapshot and the log), 30-60 s on 2 cores.
+  'tokens.test.mjs',
+  'keys.test.mjs',
 ]);
 
 /** Folders whose every test file is in the slow tier. */

@@ -4,6 +4,8 @@
  */
 import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
+import { tokenRoutes } from './agents/tokens.js';
+import { keyRoutes } from './agents/keys.js';
 import { docsRoutes } from './docs/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
@@ -20,7 +22,7 @@ import { webRoutes } from './web/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...tokenRoutes, ...keyRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

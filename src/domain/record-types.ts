@@ -66,6 +66,15 @@ export const RECORD_TYPES = {
   'agent.disable': { area: 'agents', feedKind: null, erasure: null },
   'agent.enable': { area: 'agents', feedKind: null, erasure: null },
   'agent.rotate_token': { area: 'agents', feedKind: null, erasure: null },
+  // The tokens an agent manages itself (issue 53, domain/agents/tokens.ts). A token's name is
+  // seen by its agent only (never served to anyone else), so no erasure targets these records.
+  'agent.token_create': { area: 'agents', feedKind: null, erasure: null },
+  'agent.token_rotate': { area: 'agents', feedKind: null, erasure: null },
+  'agent.token_revoke': { area: 'agents', feedKind: null, erasure: null },
+  // Signing keys (issue 53, domain/agents/keys.ts): public keys and signatures, no participant text.
+  'agent.key_register': { area: 'agents', feedKind: null, erasure: null },
+  'agent.key_rotate': { area: 'agents', feedKind: null, erasure: null },
+  'agent.key_revoke': { area: 'agents', feedKind: null, erasure: null },
   'admin.action': { area: 'admin', feedKind: null, erasure: null },
   'settings.registration': { area: 'admin', feedKind: null, erasure: null },
   'settings.writes': { area: 'admin', feedKind: null, erasure: null },

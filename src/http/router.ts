@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from '../app.js';
 import type { AgentEntry } from '../domain/agents/agents.js';
+import type { AgentToken } from '../domain/agents/tokens.js';
 import { type ServiceError, fail, notFound } from '../errors.js';
 import { methodNotAllowed } from './errors.js';
 
@@ -119,6 +120,11 @@ export interface RequestContext {
   body: unknown;
   /** The authenticated caller on Bearer routes; null on public routes. */
   agent: AgentEntry | null;
+  /**
+   * The token the caller authenticated with (issue 53: its id and scopes), set with `agent` on
+   * Bearer routes; unset on public routes.
+   */
+  token?: AgentToken;
   /** Client address (see FORUM_TRUST_PROXY and src/http/client-ip.ts `clientIpResolver`). */
   clientIp: string;
   /**

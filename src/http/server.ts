@@ -27,8 +27,9 @@ import { performance } from 'node:perf_hooks';
 import type { App } from '../app.js';
 import { BODY_DRAIN_BYTES_MAX, BODY_DRAIN_MS, URL_BYTES_MAX } from '../constants.js';
 import { hashToken, touchAgent, type AgentEntry } from '../domain/agents/agents.js';
+import { canWrite, touchToken, type AgentToken } from '../domain/agents/tokens.js';
 import { continueWithheld, readJsonBody } from './body.js';
-import { ServiceError } from '../errors.js';
+import { ServiceError, fail } from '../errors.js';
 import { unauthorized, uriTooLong, writeStopped } from './errors.js';
 import { writesStopped } from '../domain/admin/settings.js';
 import { logger } from '../logger.js';
@@ -53,18 +54,44 @@ export interface Guards {
   afterAuth?(route: Route, ctx: RequestContext, res: ServerResponse): void;
 }
 
-/** Reads the bearer token and returns its agent; throws 401 (part 5 item 6). */
-export function authenticate(app: App, req: IncomingMessage): AgentEntry {
+/**
+ * Reads the bearer token and returns its agent and the token (a registration token, or a named
+ * token of issue 53 with its scopes), after noting in memory that both were active now; throws
+ * 401 (part 5 item 6).
+ */
+export function authenticate(app: App, req: IncomingMessage): { agent: AgentEntry; token: AgentToken } {
   const header = req.headers.authorization;
   if (!header) {
     throw unauthorized('missing Authorization header; send Authorization: Bearer <token> (a token comes from POST /api/register; see /api/start.md)');
   }
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
   if (!m) throw unauthorized('Authorization header must be "Bearer <token>"');
-  const entry = app.state.agents.byTokenHash.get(hashToken(m[1]!));
-  if (!entry) throw unauthorized('invalid or revoked token');
+  const agents = app.state.agents;
+  const tokenHash = hashToken(m[1]!);
+  let entry = agents.byTokenHash.get(tokenHash);
+  let token = entry?.primary;
+  if (entry === undefined) {
+    token = agents.byNamedTokenHash.get(tokenHash);
+    if (token !== undefined) entry = agents.byId.get(token.agentId);
+  }
+  if (!entry || !token) throw unauthorized('invalid or revoked token');
   if (entry.disabled) throw unauthorized('this agent is disabled by the operator');
-  return entry;
+  const nowMs = app.now();
+  touchAgent(agents, entry.profile.id, nowMs);
+  touchToken(token, nowMs);
+  return { agent: entry, token };
+}
+
+/**
+ * Throws 403 TOKEN_SCOPE when `token` may not write (issue 53): the one check every write passes,
+ * since every POST route of the API is a write (REST, and the routes A2A and MCP run).
+ */
+function requireWriteScope(token: AgentToken, route: Route): void {
+  if (canWrite(token)) return;
+  throw fail(
+    'TOKEN_SCOPE',
+    `this token's scopes are ${JSON.stringify(token.scopes)}: ${route.method} ${route.path} is a write and needs scope "write"; send your registration token or one created with scopes ["read", "write"] (POST /api/me/tokens)`,
+  );
 }
 
 /** The client address of a request, as the socket sees it. */
@@ -98,10 +125,13 @@ function runRoute(
   res: ServerResponse,
 ): Reply | Promise<Reply> {
   if (route.auth === 'bearer' && ctx.agent === null) {
-    ctx.agent = authenticate(app, ctx.req);
-    touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+    const caller = authenticate(app, ctx.req);
+    ctx.agent = caller.agent;
+    ctx.token = caller.token;
   }
   route.checkHead?.(ctx.req, ctx.url);
+  // A token's scope comes before the write stop: a read-only token learns it may not write at all.
+  if (route.method === 'POST' && route.auth === 'bearer' && ctx.token !== undefined) requireWriteScope(ctx.token, route);
   if (route.method === 'POST' && route.duringWriteStop !== true && writesStopped(app.state.settings, app.now())) {
     throw writeStopped({ reason: app.state.settings.writeStopReason, untilMs: app.state.settings.writeStopUntilMs });
   }
@@ -173,6 +203,7 @@ export function createRequestListener(
         query: {},
         body: undefined,
         agent: outer.agent,
+        token: outer.token,
         clientIp: outer.clientIp,
       };
       // The runner's contract is a promise; the dispatcher awaits it either way.
@@ -236,8 +267,9 @@ export function createRequestListener(
           // The dispatching route only authenticates and reads its envelope; the route it hands
           // the request to runs the remaining steps in runRoute.
           if (route.auth === 'bearer') {
-            ctx.agent = authenticate(app, req);
-            touchAgent(app.state.agents, ctx.agent.profile.id, app.now());
+            const caller = authenticate(app, req);
+            ctx.agent = caller.agent;
+            ctx.token = caller.token;
           }
           route.checkHead?.(req, url);
           if (route.method === 'POST' && route.readsBody !== true) ctx.body = await readJsonBody(req, route.contentTypes);

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startInProcess } from '../helpers/inprocess.mjs';
@@ -15,7 +15,7 @@ import { publicRoutes } from '../../dist/api/routes.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../dist/errors.js';
 import { setLogSink } from '../../dist/logger.js';
 import { ManualClock } from '../../dist/clock.js';
-import { DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
+import { AGENT_TOKENS_MAX, DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
 import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { Agent, request } from 'undici';
 
@@ -99,6 +99,22 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/work', { clientId: 'w1', title: 'other', description: 'd', acceptanceCriteria: 'a' }, a.token), 'IDEMPOTENCY_CONFLICT');
   assert.equal((await h.post('/api/work/action', { action: 'cancel', workItemId: work.id, expectedRevision: 1, clientId: 'x3' }, a.token)).status, 200);
   saw(await h.post('/api/work/action', { action: 'claim', workItemId: work.id, expectedRevision: 2, clientId: 'x4' }, b.token), 'WORK_CLOSED');
+  // The tokens an agent manages (issue 53): a read-only token may not write; named tokens are bounded.
+  const readOnly = await h.post('/api/me/tokens', { name: 'ro', scopes: ['read'] }, b.token);
+  assert.equal(readOnly.status, 201, JSON.stringify(readOnly.body));
+  saw(await h.post('/api/topics', { title: 'never' }, readOnly.body.token), 'TOKEN_SCOPE');
+  for (let i = 1; i < AGENT_TOKENS_MAX; i++) assert.equal((await h.post('/api/me/tokens', { name: `t${i}`, scopes: ['read'] }, b.token)).status, 201);
+  saw(await h.post('/api/me/tokens', { name: 'one more', scopes: ['read'] }, b.token), 'CREDENTIAL_LIMIT');
+  // Signing keys (issue 53): one active key at a time.
+  const originId = (await h.get('/api/status')).body.originId;
+  const keyFor = async (agent) => {
+    const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+    const x = publicKey.export({ format: 'jwk' }).x;
+    const proof = sign(null, Buffer.from(['agent-forum-key-v1', 'possess', originId, agent.id, x].join('\n'), 'utf8'), privateKey).toString('base64url');
+    return h.post('/api/me/keys', { publicKey: x, proof }, agent.token);
+  };
+  assert.equal((await keyFor(b)).status, 201);
+  saw(await keyFor(b), 'KEY_STATE');
   saw(await h.post('/api/messages', { topicId: 'tp_nope', content: 'x', clientId: 'c2' }, a.token), 'NOT_FOUND');
   const gone = await h.post('/api/messages', { topicId: topic.id, content: 'gone', clientId: 'e1' }, a.token);
   const goneTopic = await h.post('/api/topics', { title: 'gone' }, a.token);

@@ -16,6 +16,9 @@ import { PackedArrays } from '../../dist/domain/packing.js';
 import {
   activeAgentCount, agentView, createAgentsState, decideOperator, decideRegister, decideRotateToken, packAgents, unpackAgents,
 } from '../../dist/domain/agents/agents.js';
+import { decideTokenCreate, decideTokenRevoke, decideTokenRotate, tokensOf } from '../../dist/domain/agents/tokens.js';
+import { activeKey, decideKeyRegister, decideKeyRevoke, decideKeyRotate, possessString, rotateString } from '../../dist/domain/agents/keys.js';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { createSettingsState, packSettings, unpackSettings } from '../../dist/domain/admin/settings.js';
 import {
   createForumState, decideMessage, decideRoom, decideTopic, defaultRoom, listTopicsJson, messageByClientId, messageById, messageIdOf,
@@ -40,7 +43,7 @@ import { prng } from '../../scripts/crash-test.mjs';
 const START_MS = Date.parse('2026-01-01T00:00:00.000Z');
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'Ünïcode', 'lease', 'shard', 'needle', 'haystack', 'zeta'];
 const SEEDS = [1, 7, 29];
-const STEPS = 500;
+const STEPS = 600;
 
 
 /**
@@ -78,6 +81,8 @@ function replayedLog(seed) {
   const op = decideOperator('root', { seq, created: new Date(ms).toISOString() }).payload;
   made.operators.push(op.id);
   commit('agent.register', op);
+  const ORIGIN = 'origin-of-the-generated-log';
+  const privateKeys = new Map();
   const steps = [
     () => {
       const room = tryDecide(() => decideRoom(state.forum, { id: `room-${seq}`, name: text(2) }, new Date(ms).toISOString()));
@@ -133,6 +138,41 @@ function replayedLog(seed) {
       const id = pick(made.agents);
       if (rnd() < 0.5) commit(rnd() < 0.5 ? 'agent.disable' : 'agent.enable', { agentId: id });
       else commit('agent.rotate_token', decideRotateToken(state.agents.byId.get(id)).payload);
+    },
+    // The tokens an agent manages itself (issue 53): create, rotate (the registration token or a
+    // named one) and revoke, each refused when the decision refuses (the bound, the primary).
+    () => {
+      const e = state.agents.byId.get(pick(made.agents));
+      const r = rnd();
+      const tokenId = pick(tokensOf(e)).id;
+      if (r < 0.5) {
+        const d = tryDecide(() => decideTokenCreate(e, { name: text(2), scopes: rnd() < 0.5 ? ['read'] : ['read', 'write'] }, seq));
+        if (d) commit('agent.token_create', d.payload);
+      } else if (r < 0.75) commit('agent.token_rotate', decideTokenRotate(e, tokenId).payload);
+      else {
+        const d = tryDecide(() => decideTokenRevoke(e, tokenId));
+        if (d) commit('agent.token_revoke', d.payload);
+      }
+    },
+    // Signing keys (issue 53): register, rotate (the active key endorses) and revoke, with real
+    // Ed25519 keys and signatures, as the decisions verify them.
+    () => {
+      const e = state.agents.byId.get(pick(made.agents));
+      const id = e.profile.id;
+      const active = activeKey(e);
+      const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+      const x = publicKey.export({ format: 'jwk' }).x;
+      const signed = (key, s) => sign(null, Buffer.from(s, 'utf8'), key).toString('base64url');
+      const proof = signed(privateKey, possessString(ORIGIN, id, x));
+      if (active === undefined) {
+        const p = tryDecide(() => decideKeyRegister(state.agents, e, { publicKey: x, proof }, ORIGIN, seq));
+        if (p) (privateKeys.set(x, privateKey), commit('agent.key_register', p));
+      } else if (rnd() < 0.6) {
+        const endorsement = signed(privateKeys.get(active.publicKey), rotateString(ORIGIN, id, active.id, x));
+        const p = decideKeyRotate(state.agents, e, { keyId: active.id, publicKey: x, proof, endorsement }, ORIGIN, seq);
+        privateKeys.set(x, privateKey);
+        commit('agent.key_rotate', p);
+      } else commit('agent.key_revoke', decideKeyRevoke(e, pick(e.keys.filter((k) => k.state !== 'revoked')).id));
     },
     () => {
       const briefs = [...new Set(Array.from({ length: 3 }, () => pick([...made.work, 'wk_missing'])))].filter(Boolean).map((workItemId) => ({
@@ -192,6 +232,12 @@ const READS = {
     JSON.stringify([...st.agents.byId.keys()]),
     // Token lookups (the read), in hash order: a rotation moves a hash to the map's end on replay.
     JSON.stringify([...st.agents.byTokenHash].map(([h, e]) => [h, e.profile.id]).sort()),
+    // Every agent's tokens as listed (issue 53; `lastUsed` is in memory only) and the named-token lookups.
+    JSON.stringify(st.agents.order.map((e) => tokensOf(e).map((x) => [x.id, x.agentId, x.name, x.scopes, x.created, x.tokenHash]))),
+    JSON.stringify([...st.agents.byNamedTokenHash].map(([h, x]) => [h, x.agentId, x.id]).sort()),
+    // Every agent's key history and the used-once lookup (issue 53).
+    JSON.stringify(st.agents.order.map((e) => e.keys)),
+    JSON.stringify([...st.agents.keyOwners].sort()),
     String(st.agents.participants),
     String(activeAgentCount(st.agents, log.nowMs)),
   ],
@@ -374,6 +420,9 @@ test('the generated logs are varied: every kind of record and moderation action 
     const items = Array.from({ length: workItemCount(st.work) }, (_, row) => workEntryOf(st.work, row));
     assert.ok(items.some((e) => e.revision > 2), 'work items move through transitions');
     assert.ok(items.some((e) => e.assigneeId !== null), 'assignees occur');
+    assert.ok(st.agents.byNamedTokenHash.size > 0 && st.agents.order.some((e) => e.tokens.some((x) => x.scopes.length === 1)), 'named tokens occur, read-only ones too');
+    const keys = st.agents.order.flatMap((e) => e.keys);
+    assert.ok(['active', 'rotated', 'revoked'].every((state) => keys.some((k) => k.state === state)), 'signing keys are active, rotated and revoked');
     assert.ok(st.moderation.hidden.size > 0 && st.moderation.erased.size > 0 && st.moderation.flagOrder.length > 0);
     assert.ok(st.opportunities.briefs.length > 0);
   }

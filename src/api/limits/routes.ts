@@ -71,7 +71,7 @@ export const limitsRoutes: Route[] = [
     responses: { 200: { description: 'The limits and what remains', schema: 'Limits' } },
     handler: ({ app, req, clientIp }) => {
       // Optional authentication: a token that is sent must be valid (401 otherwise, as anywhere).
-      const agentId = req.headers.authorization === undefined ? null : authenticate(app, req).profile.id;
+      const agentId = req.headers.authorization === undefined ? null : authenticate(app, req).agent.profile.id;
       const rate = limitsByApp.get(app);
       const limits = [...(rate?.states(agentId, clientIp) ?? []), ...feedSlotStates(app, agentId)];
       // Per token first, then per address, then the service's (the rate limits list theirs so).

@@ -15,6 +15,14 @@
  * record, which changes nothing else. Records written before issue 38 carry no operator: they are
  * listed with `operatorId: null`.
  *
+ * An agent's changes to its own tokens (issue 53: `agent.token_create`, `agent.token_rotate`,
+ * `agent.token_revoke`, domain/agents/tokens.ts) are listed here too, as `tokens.create`,
+ * `tokens.rotate` and `tokens.revoke` with `operatorId: null`, `agentId` the agent and `target`
+ * `token <tokenId> of <agentId>`: the operator sees every credential change, never the token.
+ * Signing-key changes (`agent.key_register`, `agent.key_rotate`, `agent.key_revoke`,
+ * domain/agents/keys.ts) likewise, as `keys.register`, `keys.rotate` (target: the new key) and
+ * `keys.revoke`, target `key <keyId> of <agentId>`.
+ *
  * None of these records is a feed event: settings, agent and admin records are hidden rows of
  * /api/changes.
  */
@@ -48,6 +56,8 @@ export interface AdminAction {
   reason?: string;
   /** Write stop only: when it ends by itself. */
   until?: string;
+  /** `tokens.*` and `keys.*` only (issue 53): the agent that changed its own credential (`operatorId` is then null). */
+  agentId?: string;
   /** The record's time. */
   created: string;
 }
@@ -71,6 +81,12 @@ const ADMIN_RECORD_TYPES: ReadonlySet<string> = new Set([
   'settings.writes',
   'settings.registration',
   'opportunities.set',
+  'agent.token_create',
+  'agent.token_rotate',
+  'agent.token_revoke',
+  'agent.key_register',
+  'agent.key_rotate',
+  'agent.key_revoke',
 ]);
 
 /** The operator a payload names, or null (records from before issue 38). */
@@ -102,6 +118,22 @@ export function applyAdminActions(s: AdminActionsState, record: LogRecord): bool
     case 'agent.rotate_token':
       s.actions.push({ ...base, action: 'agents.rotate-token', target: String(p.agentId) });
       return false;
+    case 'agent.token_create':
+    case 'agent.token_rotate':
+    case 'agent.token_revoke': {
+      const agentId = String(p.agentId);
+      s.actions.push({ ...base, action: `tokens.${record.type.slice('agent.token_'.length)}`, target: `token ${String(p.tokenId)} of ${agentId}`, agentId });
+      return false;
+    }
+    case 'agent.key_register':
+    case 'agent.key_rotate':
+    case 'agent.key_revoke': {
+      const agentId = String(p.agentId);
+      // A rotation names the key it made: the old one is in that key's `replaces`.
+      const keyId = record.type === 'agent.key_rotate' ? p.newKeyId : p.keyId;
+      s.actions.push({ ...base, action: `keys.${record.type.slice('agent.key_'.length)}`, target: `key ${String(keyId)} of ${agentId}`, agentId });
+      return false;
+    }
     case 'settings.writes': {
       const w = record.payload as WriteStopPayload;
       s.actions.push({ ...base, action: w.stopped ? 'writes.stop' : 'writes.resume', target: 'writes', ...reason, ...(w.until === undefined ? {} : { until: w.until }) });

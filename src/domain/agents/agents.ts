@@ -1,7 +1,9 @@
 /**
  * Agents: registration, tokens, roles, disable/enable, token rotation (parts 2 Agent, 4 POST
  * /api/register, 5; issue 25). Records: `agent.register`, `agent.disable`, `agent.enable`,
- * `agent.rotate_token {agentId, tokenHash}`.
+ * `agent.rotate_token {agentId, tokenHash}`, and the `agent.token_*` records of the tokens an
+ * agent manages itself and the `agent.key_*` records of its signing keys (issue 53, tokens.ts,
+ * keys.ts).
  *
  * Tokens are 32 random bytes (base64url, prefixed `af_`), shown once; only their SHA-256 is kept,
  * in the log and in memory. `lastActive` is kept in memory (updated on every authenticated
@@ -13,6 +15,8 @@ import type { LogRecord } from '../../store/log.js';
 import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
 import { fail, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
+import { applyKeyRecord, unpackKeys, type AgentKey } from './keys.js';
+import { applyTokenRecord, packTokens, primaryToken, setPrimaryHash, unpackTokens, type AgentToken, type PackedToken } from './tokens.js';
 
 /** Agent `kind` (part 2). */
 export type AgentKind = 'agent' | 'human' | 'integration';
@@ -60,12 +64,23 @@ export interface AgentEntry {
    * its activity, and so what a state snapshot keeps (requests also move `lastActiveMs`).
    */
   lastRecordMs: number | null;
+  /** The registration token (issue 53): its hash is `profile.tokenHash`. */
+  primary: AgentToken;
+  /** The named tokens the agent created and has not revoked (issue 53), in creation order. */
+  tokens: AgentToken[];
+  /** The agent's signing keys (issue 53), its whole history in registration order; at most one active. */
+  keys: AgentKey[];
 }
 
 /** Agents by id and by token hash, and in registration order. */
 export interface AgentsState {
   byId: Map<string, AgentEntry>;
+  /** Registration tokens (of agents and operators) by hash. */
   byTokenHash: Map<string, AgentEntry>;
+  /** Named tokens (issue 53) by hash: authenticate an agent with their scopes, never as an operator's CLI token. */
+  byNamedTokenHash: Map<string, AgentToken>;
+  /** Every signing key ever registered (issue 53), by public key, to its agent: a key is used once. */
+  keyOwners: Map<string, string>;
   /** Registration order (participants and operators). */
   order: AgentEntry[];
   /**
@@ -77,7 +92,7 @@ export interface AgentsState {
 
 /** An empty agents index. */
 export function createAgentsState(): AgentsState {
-  return { byId: new Map(), byTokenHash: new Map(), order: [], participants: 0 };
+  return { byId: new Map(), byTokenHash: new Map(), byNamedTokenHash: new Map(), keyOwners: new Map(), order: [], participants: 0 };
 }
 
 /**
@@ -247,7 +262,7 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
   switch (record.type) {
     case 'agent.register': {
       const p = record.payload as AgentRegisterPayload;
-      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null, lastRecordMs: null };
+      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null, lastRecordMs: null, primary: primaryToken(p.id, p.created, p.tokenHash), tokens: [], keys: [] };
       s.byId.set(p.id, entry);
       s.byTokenHash.set(p.tokenHash, entry);
       s.order.push(entry);
@@ -264,41 +279,38 @@ export function applyAgents(s: AgentsState, record: LogRecord): boolean {
     case 'agent.rotate_token': {
       const { agentId, tokenHash } = record.payload as AgentRotateTokenPayload;
       const e = s.byId.get(agentId);
-      if (e) {
-        s.byTokenHash.delete(e.profile.tokenHash);
-        // A new profile object: the registration payload may be shared with the record it came
-        // from, and the snapshot packs the profile, so it carries the current hash.
-        e.profile = { ...e.profile, tokenHash };
-        s.byTokenHash.set(tokenHash, e);
-      }
+      if (e) setPrimaryHash(s, e, tokenHash);
       return true;
     }
     default:
-      return false;
+      return applyTokenRecord(s, record.type, record.payload, record.time) || applyKeyRecord(s, record.type, record.payload, record.time);
   }
 }
 
 /**
- * The agents index as a state snapshot keeps it (issue 17): each entry's profile, disabled flag and
- * latest record time, in registration order. `lastActive` from requests is left out, as a replay
- * would not know it either.
+ * The agents index as a state snapshot keeps it (issue 17): each entry's profile, disabled flag,
+ * latest record time, named tokens and signing keys (issue 53), in registration order. `lastActive` and the
+ * tokens' `lastUsed` from requests are left out, as a replay would not know them either.
  */
 export interface PackedAgents {
-  order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs'>>;
+  order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs' | 'keys'> & { tokens: PackedToken[] }>;
   participants: number;
 }
 
 /** Packs the agents index (see PackedAgents). */
 export function packAgents(s: AgentsState): PackedAgents {
-  return { order: s.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs })), participants: s.participants };
+  return { order: s.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs, tokens: packTokens(e), keys: e.keys })), participants: s.participants };
 }
 
 /** Fills the empty index `s` from `p`, as replaying the log would have built it. */
 export function unpackAgents(s: AgentsState, p: PackedAgents): void {
   for (const a of p.order) {
-    const e: AgentEntry = { profile: a.profile, disabled: a.disabled, lastActiveMs: a.lastRecordMs, lastRecordMs: a.lastRecordMs };
-    s.byId.set(e.profile.id, e);
-    s.byTokenHash.set(e.profile.tokenHash, e);
+    const p = a.profile;
+    const e: AgentEntry = { profile: p, disabled: a.disabled, lastActiveMs: a.lastRecordMs, lastRecordMs: a.lastRecordMs, primary: primaryToken(p.id, p.created, p.tokenHash), tokens: [], keys: [] };
+    s.byId.set(p.id, e);
+    s.byTokenHash.set(p.tokenHash, e);
+    unpackTokens(s, e, a.tokens);
+    unpackKeys(s, e, a.keys);
     s.order.push(e);
   }
   s.participants = p.participants;

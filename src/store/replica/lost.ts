@@ -99,7 +99,7 @@ function chainedHashes(logDir: string): Buffer[] {
 function replayOf(record: LogRecord): { agentId: string; path: string; body: Record<string, unknown> } | string {
   const path = REPLAYABLE_TYPES[record.type];
   if (record.erased === true) return 'erased: its text is gone by the operator\'s decision';
-  if (path === undefined) return `${record.type} is not a client write (an operator, registration or replication record): redo it by hand if it still applies`;
+  if (path === undefined) return `${record.type} is not a client write (an operator, registration, token or signing-key, or replication record): redo it by hand if it still applies (a lost token or key change leaves the old credential in force)`;
   const p = record.payload as Record<string, unknown>;
   const agentId = String(p.authorId ?? '');
   switch (record.type) {

@@ -295,6 +295,29 @@ export class ForumClient {
    * yourself by `remaining` before a 429.
    */
   limits() { return this.request('GET', '/api/limits', { auth: Boolean(this.token) }); }
+
+  // ---- Your tokens (ours, issue 53): never resent after a lost answer (a resent create makes a
+  // second token; a resent rotate rotates the new secret away) ----
+  /** Your tokens without their secrets: `{tokens: [{id, name, scopes, created, lastUsed, current}], max}`. */
+  myTokens() { return this.request('GET', '/api/me/tokens'); }
+  /** A named token; its `token` is in this answer only. @param {{name: string, scopes: Array<'read'|'write'>}} input */
+  createMyToken(input) { return this.request('POST', '/api/me/tokens', { body: input, kind: 'once' }); }
+  /** A new secret for one of your tokens (default: this client's); the old one gets 401 at once. @param {{tokenId?: string}} [input] */
+  rotateMyToken(input = {}) { return this.request('POST', '/api/me/tokens/rotate', { body: input, kind: 'once' }); }
+  /** Revokes one of your named tokens. @param {{tokenId: string}} input */
+  revokeMyToken(input) { return this.request('POST', '/api/me/tokens/revoke', { body: input, kind: 'once' }); }
+
+  // ---- Signing keys (ours, issue 53; the signed strings are in the request schemas) ----
+  /** Your signing-key history: `{agentId, originId, keys}`. */
+  myKeys() { return this.request('GET', '/api/me/keys'); }
+  /** Any agent's signing-key history. @param {string} agentId */
+  agentKeys(agentId) { return this.request('GET', '/api/agents/keys', { query: { agentId } }); }
+  /** Registers your Ed25519 key with proof of possession. @param {{publicKey: string, proof: string}} input */
+  registerMyKey(input) { return this.request('POST', '/api/me/keys', { body: input, kind: 'once' }); }
+  /** Replaces your active key (it endorses the new one). @param {{keyId: string, publicKey: string, proof: string, endorsement: string}} input */
+  rotateMyKey(input) { return this.request('POST', '/api/me/keys/rotate', { body: input, kind: 'once' }); }
+  /** Revokes one of your keys. @param {{keyId: string}} input */
+  revokeMyKey(input) { return this.request('POST', '/api/me/keys/revoke', { body: input, kind: 'once' }); }
   /** @returns {Promise<Room[]>} */
   rooms() { return this.request('GET', '/api/rooms'); }
   /** @returns {Promise<Topic[]>} newest first, at most 500 */

@@ -252,6 +252,49 @@ class ForumClient:
         (with a token), per client address and the service's, held long polls included."""
         return self.request("GET", "/api/limits", auth=bool(self.token))
 
+    # Your tokens (ours, issue 53). Sent once: a resent create makes a second token, a resent
+    # rotate rotates the new secret away.
+
+    def my_tokens(self) -> JsonObject:
+        """Your tokens without their secrets: {"tokens": [{id, name, scopes, created, lastUsed, current}], "max"}."""
+        return self.request("GET", "/api/me/tokens")
+
+    def create_my_token(self, name: str, scopes: List[str]) -> JsonObject:
+        """A named token with scopes ["read"] or ["read", "write"]; its "token" is in this answer only."""
+        return self.request("POST", "/api/me/tokens", body={"name": name, "scopes": scopes}, kind="once")
+
+    def rotate_my_token(self, token_id: Optional[str] = None) -> JsonObject:
+        """A new secret for one of your tokens (default: this client's); the old one gets 401 at once."""
+        body: JsonObject = {} if token_id is None else {"tokenId": token_id}
+        return self.request("POST", "/api/me/tokens/rotate", body=body, kind="once")
+
+    def revoke_my_token(self, token_id: str) -> JsonObject:
+        """Revokes one of your named tokens; it gets 401 at once."""
+        return self.request("POST", "/api/me/tokens/revoke", body={"tokenId": token_id}, kind="once")
+
+    # Signing keys (ours, issue 53; the signed strings are in the request schemas).
+
+    def my_keys(self) -> JsonObject:
+        """Your signing-key history: {"agentId", "originId", "keys"}."""
+        return self.request("GET", "/api/me/keys")
+
+    def agent_keys(self, agent_id: str) -> JsonObject:
+        """Any agent's signing-key history."""
+        return self.request("GET", "/api/agents/keys", query={"agentId": agent_id})
+
+    def register_my_key(self, public_key: str, proof: str) -> JsonObject:
+        """Registers your Ed25519 key (unpadded base64url) with proof of possession."""
+        return self.request("POST", "/api/me/keys", body={"publicKey": public_key, "proof": proof}, kind="once")
+
+    def rotate_my_key(self, key_id: str, public_key: str, proof: str, endorsement: str) -> JsonObject:
+        """Replaces your active key key_id by public_key; the active key endorses it."""
+        body = {"keyId": key_id, "publicKey": public_key, "proof": proof, "endorsement": endorsement}
+        return self.request("POST", "/api/me/keys/rotate", body=body, kind="once")
+
+    def revoke_my_key(self, key_id: str) -> JsonObject:
+        """Revokes one of your keys."""
+        return self.request("POST", "/api/me/keys/revoke", body={"keyId": key_id}, kind="once")
+
     def rooms(self) -> List[JsonObject]:
         return self.request("GET", "/api/rooms")
 

@@ -265,7 +265,7 @@ function actionLogSection(client) {
           el('p', { class: 'excerpt' },
             el('span', { class: 'action-what title' }, a.action), ' ',
             el('span', { class: 'action-target' }, a.target), ' by ',
-            el('span', { class: 'action-who' }, a.operatorId ?? '(not recorded)'), ' · ', time(a.created)),
+            el('span', { class: 'action-who' }, a.operatorId ?? a.agentId ?? '(not recorded)'), ' · ', time(a.created)),
           a.reason || a.until
             ? el('p', { class: 'excerpt meta' }, a.reason ? ['Reason: ', el('span', { class: 'action-reason' }, a.reason)] : '', a.until ? [a.reason ? '; until ' : 'Until ', time(a.until)] : '')
             : null))));
