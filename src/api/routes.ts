@@ -16,10 +16,11 @@ import { adminRoutes } from './admin/routes.js';
 import { a2aRoutes } from './a2a/routes.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { webRoutes } from './web/routes.js';
+import { proofRoutes } from './proofs/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...proofRoutes, ...inboxRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**
