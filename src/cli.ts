@@ -204,6 +204,7 @@ Server commands (through the running server, or directly on a stopped data folde
 ${listing(COMMANDS.filter((c) => !isArchiveCommand(c) && !FILE_COMMANDS.has(c.words)))}
 Archive commands:
 ${listing(COMMANDS.filter(isArchiveCommand))}
+
 Offline verification (saved files only):
 ${listing(COMMANDS.filter((c) => FILE_COMMANDS.has(c.words)))}
 

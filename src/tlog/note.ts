@@ -92,7 +92,6 @@ export function verifierKey(name: string, publicKey: Uint8Array): string {
  */
 export function verifyCheckpoint(note: string, key: { raw: Buffer; name: string | null }): Checkpoint {
   if (typeof note !== 'string') throw new CheckpointError('the checkpoint is not a text');
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0009\u000b-\u001f]/.test(note)) throw new CheckpointError('the checkpoint note holds a control character other than newline');
   const split = note.lastIndexOf('\n\n');
   if (split < 0 || !note.endsWith('\n')) throw new CheckpointError('the checkpoint note has no blank line before its signatures, or does not end in a newline');

@@ -94,7 +94,6 @@ export const proofRoutes: Route[] = [
     summary: 'Ours (issue 53): RFC 9162 inclusion proof of one record in the tree of `size` records, with the signed checkpoint of that size.',
     tag: 'Feeds',
     query: 'InclusionProofQuery',
-    rateLimit: 'changeRead',
     errors: [503],
     responses: { 200: { description: 'The proof', schema: 'InclusionProof' } },
     handler: async ({ app, query }) => {
@@ -125,7 +124,6 @@ export const proofRoutes: Route[] = [
     summary: 'Ours (issue 53): RFC 9162 consistency proof between the trees of `from` and `to` records, with the signed checkpoint of size `to`.',
     tag: 'Feeds',
     query: 'ConsistencyProofQuery',
-    rateLimit: 'changeRead',
     errors: [503],
     responses: { 200: { description: 'The proof', schema: 'ConsistencyProof' } },
     handler: async ({ app, query }) => {
