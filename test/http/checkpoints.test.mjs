@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { cli, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { verifyExportPages } from '../../dist/tlog/verify.js';
+import { verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
 
 // ---- Independent implementation (RFC 9162 §2.1, C2SP signed-note) ----
 const sha = (...parts) => createHash('sha256').update(Buffer.concat(parts)).digest();
@@ -130,7 +131,7 @@ test('an erased record keeps its leaf: the checkpoint of the same size is unchan
   assert.deepEqual(openNote(rebuilt.checkpoint, status.checkpointKey).root, openNote(before.checkpoint, status.checkpointKey).root);
 });
 
-test('a topic export verifies offline, and every tampered field and proof hash is refused with its reason', async (t) => {
+test('a topic export verifies offline (CLI and JS client helper), and every tampered field and proof hash is refused with its reason', async (t) => {
   const s = await startServer(t);
   const { a, topic, messages } = await seed(s, 4);
   const op = (await s.cli('operator', 'create', '--name', 'op')).json;
@@ -149,6 +150,7 @@ test('a topic export verifies offline, and every tampered field and proof hash i
 
   const summary = verifyExportPages([page], key);
   assert.deepEqual(summary, { origin: openNote(page.checkpoint, key).origin, treeSize: page.cursor.through, pages: 1, records: page.records.length, bound: page.records.length - 1 });
+  assert.deepEqual(await verifyExportOffline([page], key), summary, 'the JS client helper agrees, with no server');
   const dir = tempDir(t);
   writeFileSync(join(dir, 'export.json'), JSON.stringify(page));
   const good = await cli(['verify-export', join(dir, 'export.json'), '--key', key]);
@@ -175,7 +177,7 @@ test('a topic export verifies offline, and every tampered field and proof hash i
     edit(`record ${r.seq} proof.path shortened`, /inclusion proof/, at((x) => { x.proof.path.pop(); }));
     if (r.proof.prevHash !== undefined) {
       edit(`record ${r.seq} proof.prevHash`, /does not hash to the proof's entry/, at((x) => { x.proof.prevHash = flip(x.proof.prevHash); }));
-      edit(`record ${r.seq} proof.time`, /does not hash to the proof's entry/, at((x) => { x.proof.time = x.proof.time.replace(/.Z$/, '9Z'); }));
+      edit(`record ${r.seq} proof.time`, /does not hash to the proof's entry/, at((x) => { x.proof.time = x.proof.time.replace(/(\d)Z$/, (_, d) => `${(Number(d) + 1) % 10}Z`); }));
       edit(`record ${r.seq} proof.type`, /is not a record type of kind/, at((x) => { x.proof.type = 'room.create'; }));
       edit(`record ${r.seq} text and checksum together`, /does not hash to the proof's entry/, at((x) => {
         x.canonicalJson = `${x.canonicalJson} `;
@@ -188,6 +190,7 @@ test('a topic export verifies offline, and every tampered field and proof hash i
     const copy = structuredClone(page);
     c.f(copy);
     assert.throws(() => verifyExportPages([copy], key), c.reason, `${c.name} is refused`);
+    await assert.rejects(verifyExportOffline([copy], key), c.reason, `${c.name} is refused by the client helper`);
   }
   // The CLI refuses too, naming the record and the rule (exit 1).
   const tampered = structuredClone(page);
