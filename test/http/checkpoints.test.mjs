@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createPublicKey, verify } from 'node:crypto';
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
@@ -99,8 +99,13 @@ test('checkpoints and inclusion and consistency proofs from the server verify wi
   assert.equal((await ok(s.get('/api/status'))).checkpointKey, status.checkpointKey);
   const again = await ok(s.get(`/api/proofs/inclusion?seq=2&size=${n}`, a.token));
   assert.deepEqual(openNote(again.checkpoint, status.checkpointKey).root, top.root);
-  // Offline, with the CLI: the consistency of the two checkpoints, and a rewritten history refused.
+  // A backup carries the key (0600) with the folder.
   const dir = tempDir(t);
+  const backup = await s.cli('backup', join(dir, 'backup'));
+  assert.equal(backup.code, 0, backup.stderr);
+  assert.equal(readFileSync(join(dir, 'backup', 'checkpoint-key.pem'), 'utf8'), readFileSync(join(s.dataDir, 'checkpoint-key.pem'), 'utf8'));
+  assert.equal(statSync(join(dir, 'backup', 'checkpoint-key.pem')).mode & 0o777, 0o600);
+  // Offline, with the CLI: the consistency of the two checkpoints, and a rewritten history refused.
   writeFileSync(join(dir, 'old.txt'), cp.note);
   writeFileSync(join(dir, 'new.json'), JSON.stringify(c));
   const good = await cli(['verify-consistency', join(dir, 'old.txt'), join(dir, 'new.json'), '--key', status.checkpointKey]);
