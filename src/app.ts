@@ -32,6 +32,7 @@ import { randomBytes } from 'node:crypto';
 import { loadDerivedKey } from './store/derived-key.js';
 import { Integrity } from './integrity.js';
 import { Scrub, type ScrubCounters } from './store/scrub.js';
+import { Checkpoints, loadCheckpointKey } from './tlog/checkpoints.js';
 
 /**
  * Opens the log and builds its index: from the state snapshot when it matches the log (replaying
@@ -392,6 +393,27 @@ export class App {
     this.scrub = new Scrub(join(this.config.dataDir, LOG_DIR), this.config.scrubMbPerMinute, this.integrity, this.config.scrubStartDelayS * 1000);
   }
 
+  /**
+   * Signed checkpoints and proofs (issue 53, src/tlog/checkpoints.ts), once started
+   * (startCheckpoints), else null: the routes answer 503 then.
+   */
+  checkpoints: Checkpoints | null = null;
+
+  /**
+   * Loads or creates the checkpoint key (`<data>/checkpoint-key.pem`) and starts the Merkle tree,
+   * which catches up with the log in the background and follows every group commit. Called by the
+   * service; offline tools never start it. Throws Error when the key file cannot be read or made.
+   */
+  startCheckpoints(): void {
+    if (this.checkpoints !== null) return;
+    const key = loadCheckpointKey(this.config.dataDir);
+    const indexDir = join(this.config.dataDir, INDEX_DIR);
+    mkdirSync(indexDir, { recursive: true });
+    const checkpoints = Checkpoints.open(indexDir, this.log, key, this.log.originId, () => this.now());
+    this.afterGroupCommit.add(() => void checkpoints.tree.catchUp());
+    this.checkpoints = checkpoints;
+  }
+
   /** The scrub's counters (all 0 while it is off). */
   scrubCounters(): ScrubCounters {
     return this.scrub?.counters ?? { bytes: 0, passes: 0, damage: 0 };
@@ -425,6 +447,7 @@ export class App {
   /** Flushes and closes the log, writes the state snapshot, then releases the lock. */
   async close(): Promise<void> {
     await this.scrub?.stop();
+    this.checkpoints?.close();
     await this.indexer?.close();
     await this.log.close();
     if (this.log.writable) this.saveSnapshot();

@@ -32,6 +32,8 @@ interface CommandSpec {
   words: string;
   /** A positional argument after the words (`ID`, `DIR`), passed as `id` (server commands) or in `words` (archive commands). */
   arg?: string;
+  /** How many positional arguments `arg` names (default 1; `verify-consistency OLD NEW`: 2). */
+  arity?: number;
   /** Options the command takes: name → `string` (takes a value) or `boolean` (a switch). */
   options?: Record<string, 'string' | 'boolean'>;
   /** Options that must be given. */
@@ -135,6 +137,32 @@ const COMMANDS: CommandSpec[] = [
       'the leader prints it in "replication status" as publicKey), or the signing key file\n' +
       '(FORUM_REPLICA_SIGNING_KEY, default DATA/replica-signing-key.pem) when this machine holds it.',
   },
+  {
+    words: 'verify-export',
+    arg: 'FILE',
+    options: { key: 'string' },
+    required: ['key'],
+    help: 'offline: check a saved topic export against the server\'s checkpoint key (no server or data folder needed)',
+    details:
+      'FILE holds GET /api/exchange pages: one page (JSON), an array of pages, or one page a line. --key is the\n' +
+      'checkpoint key from GET /api/status (checkpointKey, ed25519:...) or a signed-note verifier key. Checks each\n' +
+      'page\'s checkpoint signature and that it covers the pinned export (through), each record\'s sha256, its\n' +
+      'inclusion proof against the checkpoint, the binding of its text to the log (entry = SHA-256(prevHash ||\n' +
+      'log record)) unless it is an erased or hidden placeholder, and the chain between consecutive records.\n' +
+      'Prints a summary; refuses (exit 1) with the page, record and rule that failed. See docs/api/checkpoints.md.',
+  },
+  {
+    words: 'verify-consistency',
+    arg: 'OLD NEW',
+    arity: 2,
+    options: { key: 'string' },
+    required: ['key'],
+    help: 'offline: check that checkpoint OLD is a prefix of checkpoint NEW (the log only grew)',
+    details:
+      'OLD is a checkpoint you kept (the note text, or the JSON of GET /api/checkpoint or of a proof answer); NEW is\n' +
+      'the JSON answer of GET /api/proofs/consistency?from=<OLD size>&to=<NEW size> (the newer checkpoint and the\n' +
+      'RFC 9162 consistency proof), or a checkpoint of the same size as OLD. Both must be signed by --key.',
+  },
   { words: 'repair', options: { truncate: 'boolean', 'new-lineage': 'boolean' }, help: 'operator-approved recovery (--truncate or --new-lineage); see docs/operate/backup-and-restore.md' },
 ];
 
@@ -163,6 +191,9 @@ const isArchiveCommand = (c: CommandSpec): boolean => ARCHIVE_COMMANDS.has(c.wor
 /** Archive commands that only read the folder (not logged as admin actions). */
 const READ_ONLY_ARCHIVE_COMMANDS = new Set(['verify', 'replication lost']);
 
+/** Commands that check saved files offline (issue 53; src/tlog/verify.ts): no data folder, no server. */
+const FILE_COMMANDS: ReadonlySet<string> = new Set(['verify-export', 'verify-consistency']);
+
 /** The usage lines of some commands. */
 const listing = (cs: CommandSpec[]): string => cs.map((c) => `  ${synopsis(c).padEnd(46)} ${c.help}`).join('\n');
 
@@ -170,9 +201,12 @@ const USAGE = `usage: node dist/cli.js [--data-dir DIR] [--as OPERATOR_ID] COMMA
        node dist/cli.js COMMAND --help | GROUP --help | --help | --version
 
 Server commands (through the running server, or directly on a stopped data folder):
-${listing(COMMANDS.filter((c) => !isArchiveCommand(c)))}
+${listing(COMMANDS.filter((c) => !isArchiveCommand(c) && !FILE_COMMANDS.has(c.words)))}
 Archive commands:
 ${listing(COMMANDS.filter(isArchiveCommand))}
+
+Offline verification (saved files only):
+${listing(COMMANDS.filter((c) => FILE_COMMANDS.has(c.words)))}
 
 --data-dir defaults to FORUM_DATA_DIR, else ./data. A server command is recorded as done by the
 operator --as names (an id that operator create printed), else by the operator whose token is in
@@ -262,7 +296,10 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
   const extra = positionals.slice(command.words.split(' ').length);
   const argGivenAsOption = command.argOrOption !== undefined && options[command.argOrOption] !== undefined;
   if (argGivenAsOption && extra.length > 0) throw new UsageError(`${command.words} takes either ${command.arg} or --${command.argOrOption}, not both\n\n${commandHelp(command)}`);
-  if (command.arg !== undefined && !argGivenAsOption && extra.length !== 1) throw new UsageError(`${command.words} takes one ${command.arg}\n\n${commandHelp(command)}`);
+  const arity = command.arity ?? 1;
+  if (command.arg !== undefined && !argGivenAsOption && extra.length !== arity) {
+    throw new UsageError(`${command.words} takes ${arity === 1 ? 'one ' : ''}${command.arg}\n\n${commandHelp(command)}`);
+  }
   if (command.arg === undefined && extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for ${command.words}\n\n${commandHelp(command)}`);
   for (const name of Object.keys(options)) {
     if (!command.options?.[name]) throw new UsageError(`--${name} is not an option of ${command.words}\n\n${commandHelp(command)}`);
@@ -356,6 +393,11 @@ export async function run(argv: string[]): Promise<CliOutput> {
   if (help) return { text: commandHelp(command) };
   if (version) return { text: packageVersion() };
   const [group, verb, arg] = words as [string, string | undefined, string | undefined];
+  if (FILE_COMMANDS.has(command.words)) {
+    // Only the verifier and the file system: no store, no app (the lean entry, issue 51).
+    const { verifyFiles } = await import('./tlog/verify.js');
+    return { json: verifyFiles(command.words, words.slice(1).map((f) => resolve(f)), options.key as string) };
+  }
   // An archive command is a group (`restore`) or two words (`replication detach`, issue 50).
   const offlineName = ARCHIVE_COMMANDS.has(group) ? group : ARCHIVE_COMMANDS.has(command.words) ? command.words : null;
   if (offlineName !== null) {

@@ -661,3 +661,19 @@ export const REPLICA_BUCKET_CHECK_MS = 60_000;
 export const REPLICA_BUCKET_CHECK_MS_RANGE = { min: 1_000, max: 3_600_000 } as const;
 /** The file in the data folder that records the bucket this folder replicates to or follows, or its detachment (ours; src/store/replica/marker.ts). */
 export const REPLICATION_MARKER_FILE = 'replication.json';
+
+// Signed checkpoints and proofs (issue 53; docs/api/checkpoints.md)
+/** Leaves per chunk of the Merkle tree (ours; store/merkle-tree.ts): RAM holds 64 / TREE_CHUNK_LEAVES bytes a record, a small subtree reads one chunk (8 KiB). A power of two. */
+export const TREE_CHUNK_LEAVES = 256;
+/** The tree reads at most this many bytes of log per step while it catches up, then yields (ours). */
+export const TREE_READ_BYTES = 1024 * 1024;
+/** A new checkpoint is signed once the tree has grown by this many records since the latest (ours; docs/api/checkpoints.md "Cadence"). */
+export const CHECKPOINT_INTERVAL_RECORDS = 1000;
+/** ... or once the latest is this old and the tree has grown since, ms (ours; docs/api/checkpoints.md "Cadence"). */
+export const CHECKPOINT_INTERVAL_MS = 10_000;
+/** How long a proof or export request waits for the tree to reach the records it needs, ms (ours): then 503. */
+export const TREE_WAIT_MS = 5_000;
+/** The checkpoint signing key's file in the data folder (ours; src/tlog/checkpoints.ts). */
+export const CHECKPOINT_KEY_FILE = 'checkpoint-key.pem';
+/** Checkpoints signed at sizes other than the latest (exports, consistency proofs) kept for reuse (ours). */
+export const CHECKPOINT_CACHE_MAX = 64;

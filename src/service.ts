@@ -99,6 +99,7 @@ export async function startService(
   const app = await App.open(config, { clock: opts.clock, log: logOptions });
   let replica: Replication | null;
   try {
+    app.startCheckpoints();
     replica = await Replication.open(app, config);
   } catch (err) {
     await app.close();

@@ -24,6 +24,7 @@ const TEST = join(ROOT, 'test');
 /** Files of test/http that belong to the slow tier: replication (an S3 store) and the browser (Chromium). */
 const SLOW_HTTP = new Set([
   'replication.test.mjs',
+  'checkpoints.test.mjs',
   'replication-settings.test.mjs',
   'replica-auth.test.mjs',
   'followers.test.mjs',

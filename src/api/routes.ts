@@ -19,10 +19,11 @@ import { a2aRoutes } from './a2a/routes.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { limitsRoutes } from './limits/routes.js';
 import { webRoutes } from './web/routes.js';
+import { proofRoutes } from './proofs/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...tokenRoutes, ...keyRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...tokenRoutes, ...keyRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...proofRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

@@ -25,6 +25,21 @@ import { LOG_DIR, assertReachesCheckpoint, replaySegments } from './log.js';
 import { listSegments, segmentName, type SegmentInfo } from './segment.js';
 import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
+import { CHECKPOINT_KEY_FILE } from '../constants.js';
+
+/**
+ * Copies the checkpoint signing key (issue 53, `<folder>/checkpoint-key.pem`) from `fromDir` to
+ * `toDir` (mode 0600, fsync'd), when `fromDir` has one and `toDir` has none: a backup carries the
+ * key with the folder, and a restore into a folder without a key keeps signing with it (a folder
+ * that has its own key keeps it). Output: whether it was copied.
+ */
+function copyCheckpointKey(fromDir: string, toDir: string): boolean {
+  const from = join(fromDir, CHECKPOINT_KEY_FILE);
+  const to = join(toDir, CHECKPOINT_KEY_FILE);
+  if (!existsSync(from) || existsSync(to)) return false;
+  writeFileAtomicSync(to, readFileSync(from));
+  return true;
+}
 
 /** Present while a restore is being installed; startup refuses to run while it exists. */
 export const RESTORE_MARKER = 'RESTORE-IN-PROGRESS';
@@ -76,7 +91,8 @@ export interface BackupResult {
 }
 
 /**
- * Copies the archive to `targetDir` (must be missing or empty): meta.json and, for each segment,
+ * Copies the archive to `targetDir` (must be missing or empty): meta.json, the checkpoint key
+ * (issue 53) and, for each segment,
  * exactly `sizeBytes` bytes — the durable prefix reported by the running server, so the copy is
  * a consistent cut even while writes continue. `lastSeq` is the last record of that cut.
  * The copy's meta.json is marked as a backup (`backup: {created, lastSeq}`): the server refuses
@@ -100,6 +116,7 @@ export function backupArchive(
   }
   fsyncDirSync(join(targetDir, LOG_DIR));
   const erasedInCopy = completeErasures(join(targetDir, LOG_DIR));
+  copyCheckpointKey(dataDir, targetDir);
   writeMeta(targetDir, { ...meta, backup: { created: nowIso, lastSeq } });
   return { dir: targetDir, originId: meta.originId, segments: segments.length, bytes, lastSeq, ...(erasedInCopy > 0 ? { erasedInCopy } : {}) };
 }
@@ -184,6 +201,7 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
   const replacedLog = installStagedLog(dataDir, staging, nowIso);
   const checkpoint = verified.lastSeq > 0 ? { seq: verified.lastSeq, hash: verified.lastHash } : undefined;
   const meta = writeNewMeta(dataDir, nowIso, { restoredFrom: backupMeta.originId, checkpoint });
+  copyCheckpointKey(backupDir, dataDir);
   rmSync(marker);
   fsyncDirSync(dataDir);
   return { records: verified.records, originId: meta.originId, restoredFrom: backupMeta.originId, replacedLog };

@@ -14,7 +14,9 @@ export async function ok(resPromise, status = 200) {
 
 /**
  * Every record of topic `topicId`'s export as the token's reader sees it, paged with the pinned
- * cursor; asserts each record's sha256 over its canonical JSON.
+ * cursor; asserts each record's sha256 over its canonical JSON. Each record's `proof` (issue 53)
+ * is left out: it is against the checkpoint of the export's pinned size, so it changes as the
+ * archive grows (test/http/checkpoints.test.mjs checks proofs).
  */
 export async function exportOf(s, token, topicId) {
   const out = [];
@@ -23,7 +25,8 @@ export async function exportOf(s, token, topicId) {
     const page = await ok(s.get(`/api/exchange?${q}`, token));
     for (const r of page.records) {
       assert.equal(createHash('sha256').update(r.canonicalJson, 'utf8').digest('hex'), r.sha256, `checksum of record ${r.seq}`);
-      out.push(r);
+      const { proof: _proof, ...record } = r;
+      out.push(record);
     }
     if (!page.hasMore) return out;
     const c = page.cursor;

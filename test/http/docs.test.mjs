@@ -32,10 +32,10 @@ const SPEC_PATHS = new Set([
 /**
  * Our extensions a guide may call too, each introduced there as this service's extension: the inbox
  * (issue 37), long-polled in start.md's section on staying up to date (issue 51); GET /api/limits
- * (issue 54), in its section on limits; and the tokens an agent manages (issue 53), in start.md's
- * section on registering.
+ * (issue 54), in its section on limits; the tokens an agent manages (issue 53), in start.md's
+ * section on registering; checkpoints and proofs (issue 53) in exchange.md.
  */
-const EXTENSION_PATHS = new Set(['/api/inbox', '/api/limits', '/api/me/tokens', '/api/me/tokens/revoke']);
+const EXTENSION_PATHS = new Set(['/api/inbox', '/api/limits', '/api/me/tokens', '/api/me/tokens/revoke', '/api/checkpoint', '/api/proofs/inclusion', '/api/proofs/consistency']);
 /** A path of the specification: one of SPEC_PATHS or EXTENSION_PATHS, or a client helper file under /api/client/ (part 1). */
 const specPath = (path) => SPEC_PATHS.has(path) || EXTENSION_PATHS.has(path) || /^\/api\/client\/[^/]+$/.test(path);
 

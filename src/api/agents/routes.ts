@@ -79,6 +79,8 @@ function statusReply(app: App): Reply {
     originId,
     time: new Date(nowMs).toISOString(),
     archiveDamaged,
+    // Issue 53: the key that signs this server's checkpoints (docs/api/checkpoints.md).
+    ...(app.checkpoints === null ? {} : { checkpointKey: app.checkpoints.keyText }),
     ...(follower ? { follower: { leaderUrl: (app.replication?.status() as { leaderUrl?: string | null } | undefined)?.leaderUrl ?? null } } : {}),
     ...(replication === null ? {} : { replication }),
   });

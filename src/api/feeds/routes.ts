@@ -31,6 +31,7 @@ import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName } from './long-poll.js';
 import { FeedStream, eventOf, lastEventCursor, type StreamSource } from './stream.js';
 import { inboxLast } from '../../domain/inbox/inbox.js';
+import { exchangeProofs } from '../proofs/routes.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
 function pageVariant(reader: Reader): string {
@@ -321,12 +322,18 @@ export const feedRoutes: Route[] = [
     tag: 'Feeds',
     query: 'ExchangeQuery',
     rateLimit: 'changeRead',
-    errors: [404, 409],
+    errors: [404, 409, 503],
     responses: { 200: { description: 'One page; keep the whole cursor (topicId, originId, through) across pages.', schema: 'ExchangePage' } },
-    handler: ({ app, query, agent }) => ({
-      status: 200,
-      json: exchangePageJson(app.state.feeds, query, app.log.originId, app.log.headSeq, readerOf(app.state.moderation, agent?.profile.role)),
-    }),
+    handler: async ({ app, query, agent }) => {
+      const head = app.log.headSeq;
+      const through = query.through ?? head;
+      // Issue 53: the page carries the signed checkpoint of `through` and its records' proofs.
+      const proofs = through <= head ? await exchangeProofs(app, through) : null;
+      return {
+        status: 200,
+        json: exchangePageJson(app.state.feeds, query, app.log.originId, head, readerOf(app.state.moderation, agent?.profile.role), proofs === null ? null : () => proofs),
+      };
+    },
   }),
   route({
     method: 'GET',

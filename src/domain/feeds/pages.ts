@@ -264,10 +264,19 @@ export interface ExchangeQuery {
 /**
  * One page of a topic export (part 4 GET /api/exchange) as JSON. `head` is the log head, used to
  * pin `through` on the first page; later posts never enter a pinned export.
+ * `proofs` (issue 53; api/proofs/routes.ts `exchangeProofs`), given the page's `through`, returns the
+ * signed checkpoint of that tree size and each record's `,"proof":{...}` fragment (or null: none).
  * Throws 404 (unknown topic), 400 (after > 0 or through without originId; after > through), 409 (wrong origin,
  * or after/through beyond the archive).
  */
-export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: string, head: number, reader: Reader): string {
+export function exchangePageJson(
+  feeds: FeedsState,
+  q: ExchangeQuery,
+  originId: string,
+  head: number,
+  reader: Reader,
+  proofs: ((through: number) => { checkpoint: string; proofOf: (seq: number, bound: boolean) => string } | null) | null = null,
+): string {
   const rows = feeds.byTopic.get(q.topicId);
   if (!rows) throw notFound(`no topic with id "${q.topicId}"`);
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
@@ -281,6 +290,8 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
   if (through > head) {
     throw fail('CURSOR_AHEAD', `through=${through} is ahead of this archive, which ends at ${head}: restored older data; reread from after=0`);
   }
+  // Issue 53: the signed checkpoint of the tree of `through` records and each record's proof.
+  const tlog = proofs?.(through) ?? null;
   const out: string[] = [];
   let i = rows.upperBound(q.after);
   let last = q.after;
@@ -294,13 +305,16 @@ export function exchangePageJson(feeds: FeedsState, q: ExchangeQuery, originId: 
     const canonical = status !== VISIBLE && reader.operator && status !== ERASED ? row.recordJson : json;
     const flag = status === VISIBLE ? '' : status === ERASED ? ',"erased":true' : ',"hidden":true';
     const sha256 = createHash('sha256').update(canonical, 'utf8').digest('hex');
-    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(canonical)},"sha256":"${sha256}"${flag}}`);
+    // canonicalJson is the record's own text (bound to its chained hash) unless it is a placeholder.
+    const proof = tlog === null ? '' : tlog.proofOf(row.seq, status === VISIBLE || (reader.operator && status !== ERASED));
+    out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(canonical)},"sha256":"${sha256}"${flag}${proof}}`);
     last = row.seq;
   }
   const hasMore = i < rows.length && rows.at(i) <= through;
   const after = hasMore ? last : Math.max(last, through);
   return (
     `{"format":"${EXCHANGE_FORMAT}","cursor":{"topicId":${JSON.stringify(q.topicId)},"originId":"${originId}",` +
-    `"after":${after},"through":${through},"hasMore":${hasMore}},"hasMore":${hasMore},"records":[${out.join(',')}]}`
+    `"after":${after},"through":${through},"hasMore":${hasMore}},"hasMore":${hasMore},` +
+    `${tlog === null ? '' : `"checkpoint":${JSON.stringify(tlog.checkpoint)},`}"records":[${out.join(',')}]}`
   );
 }

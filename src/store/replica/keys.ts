@@ -91,31 +91,32 @@ export function parsePublicKey(text: string): ReplicaKey {
 
 /**
  * Reads the signing key file at `path` (an Ed25519 private key, PKCS#8 PEM). Output: the key, or
- * null when there is no file. Throws Error naming the file for one that is not such a key or
- * cannot be read (the content is never echoed).
+ * null when there is no file. Throws Error naming the file (as `label`: the checkpoint key of
+ * issue 53 reads its own file with this too) for one that is not such a key or cannot be read
+ * (the content is never echoed).
  */
-export function readSigningKey(path: string): ReplicaKey | null {
+export function readSigningKey(path: string, label = 'replica signing key'): ReplicaKey | null {
   let pem: string;
   try {
     pem = readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new Error(`the replica signing key ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(`the ${label} ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   let key: KeyObject;
   try {
     key = createPrivateKey({ key: pem, format: 'pem' });
   } catch {
-    throw new Error(`the replica signing key ${path} is not a PEM private key (expected an Ed25519 key in PKCS#8 PEM, "-----BEGIN PRIVATE KEY-----")`);
+    throw new Error(`the ${label} ${path} is not a PEM private key (expected an Ed25519 key in PKCS#8 PEM, "-----BEGIN PRIVATE KEY-----")`);
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the replica signing key ${path} is a ${key.asymmetricKeyType ?? 'non-asymmetric'} key, not an Ed25519 key`);
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the ${label} ${path} is a ${key.asymmetricKeyType ?? 'non-asymmetric'} key, not an Ed25519 key`);
   return ReplicaKey.fromPrivate(key);
 }
 
 /**
  * Makes a new signing key and stores it at `path` (PKCS#8 PEM, mode 0600, written to a temp file,
- * fsync'd, renamed into place, its folder fsync'd). Only a leader creating a new bucket manifest
- * calls it. Output: the key. Throws what the file system throws.
+ * fsync'd, renamed into place, its folder fsync'd). A leader creating a new bucket manifest calls
+ * it, and a server's first start for its checkpoint key (issue 53). Output: the key. Throws what the file system throws.
  */
 export function createSigningKey(path: string): ReplicaKey {
   const { privateKey } = generateKeyPairSync('ed25519');

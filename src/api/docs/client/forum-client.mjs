@@ -57,8 +57,8 @@ export const DEFAULT_BASE_URL = '{{BASE_URL}}';
  * @typedef {{originId: string|null, after: number}} Cursor
  * @typedef {{seq: number, kind: string, time: string, [record: string]: unknown}} FeedEvent
  * @typedef {{format: string, cursor: {originId: string, after: number}, hasMore: boolean, pollAfterSeconds: number, events: FeedEvent[]}} ChangesPage
- * @typedef {{seq: number, kind: 'topic'|'message'|'knowledge', canonicalJson: string, sha256: string}} ExchangeRecord
- * @typedef {{format: string, cursor: {topicId: string, originId: string, after: number, through: number}, hasMore: boolean, records: ExchangeRecord[]}} ExchangePage
+ * @typedef {{seq: number, kind: 'topic'|'message'|'knowledge', canonicalJson: string, sha256: string, hidden?: true, erased?: true, proof?: {entry: string, path: string[], prevHash?: string, type?: string, time?: string, payloadJson?: string}}} ExchangeRecord
+ * @typedef {{format: string, cursor: {topicId: string, originId: string, after: number, through: number}, hasMore: boolean, checkpoint?: string, records: ExchangeRecord[]}} ExchangePage
  * @typedef {{outcome: 'recorded', kind: 'message'|'work', clientId: string, seq: number, request: unknown, response: {status: number, body: unknown}} | {outcome: 'unknown', kind: 'message'|'work', clientId: string}} Receipt
  * @typedef {{name: string, version: string, registeredAgents: number, activeAgents: number, writeStop: boolean, registrationOpen: boolean, [k: string]: unknown}} Status
  * @typedef {{message: {messageId: string, contextId: string, role: 'ROLE_AGENT', parts: Array<{data: {action: string, status: number, result: any}, mediaType: 'application/json'}>}}} A2AResponse
@@ -173,6 +173,166 @@ export async function verifyExchangePage(page) {
     out.push({ seq: r.seq, kind: r.kind, record: JSON.parse(r.canonicalJson) });
   }
   return out;
+}
+
+// ---- Offline verification of signed exports (issue 53; {{BASE_URL}}/api/exchange.md) ----
+
+/** @param {string} b64 standard or url-safe base64 @returns {Uint8Array} */
+function fromBase64(b64) {
+  const std = b64.replace(/-/g, '+').replace(/_/g, '/');
+  const bin = atob(std + '='.repeat((4 - (std.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+/** @param {Uint8Array} bytes */
+const toBase64 = (bytes) => btoa(String.fromCharCode(...bytes));
+/** @param {string} hex */
+const fromHex = (hex) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+/** @param {Uint8Array} bytes */
+const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+/** @param {...Uint8Array} parts */
+function concatBytes(...parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+/** @param {...Uint8Array} parts @returns {Promise<Uint8Array>} */
+const sha256Bytes = async (...parts) => new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', concatBytes(...parts)));
+/** @param {Uint8Array} a @param {Uint8Array} b */
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * RFC 9162 §2.1.3.2: whether `path` leads from `leaf` at `index` to `root` in a tree of `size` leaves.
+ * @param {Uint8Array} leaf @param {number} index @param {number} size @param {Uint8Array[]} path @param {Uint8Array} root
+ */
+async function inclusionHolds(leaf, index, size, path, root) {
+  if (!(index >= 0 && index < size)) return false;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  const one = new Uint8Array([1]);
+  for (const p of path) {
+    if (p.length !== 32 || sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      r = await sha256Bytes(one, p, r);
+      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    } else {
+      r = await sha256Bytes(one, r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && sameBytes(r, root);
+}
+
+/**
+ * Opens a C2SP checkpoint note signed (signed-note, Ed25519) by the raw public key `raw`, named by
+ * the checkpoint's origin. Throws ForumError with the reason.
+ * @param {string} note @param {Uint8Array} raw
+ * @returns {Promise<{origin: string, size: number, root: Uint8Array}>}
+ */
+async function openCheckpoint(note, raw) {
+  const split = typeof note === 'string' ? note.lastIndexOf('\n\n') : -1;
+  if (split < 0 || !note.endsWith('\n')) throw new ForumError('checkpoint: not a signed note (no blank line before the signatures)');
+  const body = note.slice(0, split + 1);
+  const [origin, sizeText, rootText] = body.split('\n');
+  const keyId = (await sha256Bytes(new TextEncoder().encode(`${origin}\n`), new Uint8Array([1]), raw)).subarray(0, 4);
+  const key = await globalThis.crypto.subtle.importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']);
+  let signed = false;
+  for (const line of note.slice(split + 2, -1).split('\n')) {
+    const m = /^\u2014 (\S+) ([A-Za-z0-9+/]+={0,2})$/.exec(line);
+    if (!m) throw new ForumError('checkpoint: a signature line is not "— <name> <base64>"');
+    const sig = fromBase64(m[2]);
+    if (m[1] !== origin || sig.length !== 68 || !sameBytes(sig.subarray(0, 4), keyId)) continue;
+    if (!(await globalThis.crypto.subtle.verify({ name: 'Ed25519' }, key, sig.subarray(4), new TextEncoder().encode(body)))) {
+      throw new ForumError('checkpoint: its signature does not verify with the given key: the note was changed or signed by another key');
+    }
+    signed = true;
+    break;
+  }
+  if (!signed) throw new ForumError('checkpoint: it carries no signature by the given key');
+  const root = fromBase64(rootText ?? '');
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(sizeText ?? '') || root.length !== 32) throw new ForumError('checkpoint: not origin, size and a base64 root hash');
+  return { origin, size: Number(sizeText), root };
+}
+
+/** Record types whose payload an export record's canonicalJson is, by kind. */
+const TYPES_OF_KIND = { room: ['room.create', 'room.update'], topic: ['topic.create', 'work.create'], message: ['message.create'], knowledge: ['knowledge.publish'] };
+/** Canonical JSON: sorted keys, no whitespace. @param {any} v @returns {string} */
+const canonicalJson = (v) => Array.isArray(v) ? `[${v.map(canonicalJson).join(',')}]`
+  : v !== null && typeof v === 'object' ? `{${Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`
+  : JSON.stringify(v);
+
+/**
+ * Verifies saved export pages offline, with no server (issue 53): each page's checkpoint is signed
+ * by `key` (`checkpointKey` from GET /api/status: `ed25519:<base64url>`; pin it from a channel
+ * you trust) and covers the pinned export (size = cursor.through); each record's sha256, its
+ * inclusion in the checkpoint's tree (RFC 9162), the binding of its text to the log (unless it is
+ * an erased or hidden placeholder), and the chain between consecutive records.
+ * Throws ForumError naming the page, record and rule that failed.
+ * @param {any[]} pages GET /api/exchange pages of one export
+ * @param {string} key
+ * @returns {Promise<{origin: string, treeSize: number, pages: number, records: number, bound: number}>}
+ */
+export async function verifyExportOffline(pages, key) {
+  const m = /^ed25519:([A-Za-z0-9_-]{43})$/.exec(String(key).trim());
+  if (!m) throw new ForumError('key: expected ed25519:<base64url of 32 bytes> (checkpointKey in /api/status)');
+  const raw = fromBase64(m[1]);
+  if (!Array.isArray(pages) || pages.length === 0) throw new ForumError('the export holds no page');
+  /** @type {{origin: string, size: number, root: Uint8Array}|null} */
+  let first = null;
+  let records = 0;
+  let bound = 0;
+  /** @type {Map<number, {entry: string, prevHash: string|null}>} */
+  const entries = new Map();
+  for (const [pi, page] of pages.entries()) {
+    const where = `page ${pi + 1}`;
+    if (page?.format !== 'forum-exchange-v1') throw new ForumError(`${where}: not a forum-exchange-v1 page`);
+    if (typeof page.checkpoint !== 'string') throw new ForumError(`${where}: carries no checkpoint`);
+    const cp = await openCheckpoint(page.checkpoint, raw).catch((err) => { throw new ForumError(`${where}: ${err.message}`); });
+    if (page.cursor?.through !== cp.size) throw new ForumError(`${where}: the checkpoint covers ${cp.size} records, the export is pinned at through=${page.cursor?.through}`);
+    if (first && (first.size !== cp.size || !sameBytes(first.root, cp.root) || first.origin !== cp.origin)) throw new ForumError(`${where}: its checkpoint is not the one of page 1`);
+    first ??= cp;
+    for (const r of page.records ?? []) {
+      const at = `${where}, record ${r.seq}`;
+      if (!Number.isSafeInteger(r.seq) || r.seq < 1 || r.seq > cp.size) throw new ForumError(`${at}: seq is not within the checkpoint's 1..${cp.size}`);
+      if (entries.has(r.seq)) throw new ForumError(`${at}: the record appears twice`);
+      if (typeof r.canonicalJson !== 'string' || (await sha256Hex(r.canonicalJson)) !== r.sha256) throw new ForumError(`${at}: sha256 is not the SHA-256 of canonicalJson`);
+      const proof = r.proof;
+      if (!proof || typeof proof !== 'object') throw new ForumError(`${at}: carries no proof`);
+      if (typeof proof.entry !== 'string' || !/^[0-9a-f]{64}$/.test(proof.entry)) throw new ForumError(`${at}: proof.entry is not 64 hex digits`);
+      const path = Array.isArray(proof.path) ? proof.path.map((h) => (typeof h === 'string' ? fromBase64(h) : new Uint8Array(0))) : null;
+      if (path === null || path.some((h, i) => h.length !== 32 || toBase64(h) !== proof.path[i])) throw new ForumError(`${at}: proof.path is not a list of base64 32-byte hashes`);
+      const leaf = await sha256Bytes(new Uint8Array([0]), fromHex(proof.entry));
+      if (!(await inclusionHolds(leaf, r.seq - 1, cp.size, path, cp.root))) throw new ForumError(`${at}: the inclusion proof does not lead to the checkpoint's root: the record (or its proof) is not what the log holds`);
+      let prevHash = null;
+      if (proof.prevHash === undefined) {
+        if (r.erased !== true && r.hidden !== true) throw new ForumError(`${at}: the record is neither erased nor hidden, yet its proof does not bind its text (no prevHash)`);
+      } else {
+        if (typeof proof.prevHash !== 'string' || !/^[0-9a-f]{64}$/.test(proof.prevHash)) throw new ForumError(`${at}: proof.prevHash is not 64 hex digits`);
+        if (!(TYPES_OF_KIND[r.kind] ?? []).includes(proof.type)) throw new ForumError(`${at}: proof.type ${JSON.stringify(proof.type)} is not a record type of kind ${r.kind}`);
+        if (typeof proof.time !== 'string' || !/^[0-9T:.Z+-]{1,40}$/.test(proof.time)) throw new ForumError(`${at}: proof.time is not a timestamp`);
+        let payload = r.canonicalJson;
+        if (proof.type === 'work.create') {
+          let topic;
+          try { topic = JSON.parse(proof.payloadJson).topic; } catch { throw new ForumError(`${at}: proof.payloadJson is not JSON`); }
+          if (canonicalJson(topic) !== r.canonicalJson) throw new ForumError(`${at}: canonicalJson is not the topic of the work.create payload`);
+          payload = proof.payloadJson;
+        }
+        const body = `{"payload":${payload},"seq":${r.seq},"time":"${proof.time}","type":"${proof.type}"}`;
+        if ((await sha256Hex(proof.prevHash + body)) !== proof.entry) throw new ForumError(`${at}: the text does not hash to the proof's entry (SHA-256 of prevHash and the log record): canonicalJson, type, time or prevHash was changed`);
+        prevHash = proof.prevHash;
+        bound++;
+      }
+      entries.set(r.seq, { entry: proof.entry, prevHash });
+      records++;
+    }
+  }
+  for (const [seq, { prevHash }] of entries) {
+    const before = entries.get(seq - 1);
+    if (before && prevHash !== null && before.entry !== prevHash) throw new ForumError(`record ${seq}: its prevHash is not record ${seq - 1}'s entry: the chain is broken`);
+  }
+  return { origin: first.origin, treeSize: first.size, pages: pages.length, records, bound };
 }
 
 /**
@@ -436,6 +596,22 @@ export class ForumClient {
    * @returns {Promise<ExchangePage>}
    */
   exchange(query) { return this.request('GET', '/api/exchange', { query }); }
+  /**
+   * The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep its `note`;
+   * check exports against `checkpointKey` from status() with verifyExportOffline.
+   * @returns {Promise<{origin: string, size: number, rootHash: string, note: string, key: string, verifierKey: string}>}
+   */
+  checkpoint() { return this.request('GET', '/api/checkpoint', { auth: false }); }
+  /**
+   * RFC 9162 inclusion proof of record `seq` in the tree of `size` records (default: the latest checkpoint's).
+   * @param {{seq: number, size?: number}} query
+   */
+  inclusionProof(query) { return this.request('GET', '/api/proofs/inclusion', { query }); }
+  /**
+   * RFC 9162 consistency proof between the trees of `from` and `to` records, with the checkpoint of size `to`.
+   * @param {{from: number, to?: number}} query
+   */
+  consistencyProof(query) { return this.request('GET', '/api/proofs/consistency', { query }); }
   /**
    * Your receipt for a message or work clientId.
    * @param {'message'|'work'} kind @param {string} clientId

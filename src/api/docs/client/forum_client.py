@@ -441,6 +441,18 @@ class ForumClient:
         return self.request("GET", "/api/exchange", query={"topicId": topic_id, "after": after, "through": through,
                                                            "originId": origin_id, "limit": limit})
 
+    def checkpoint(self) -> JsonObject:
+        """The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep its note."""
+        return self.request("GET", "/api/checkpoint", auth=False)
+
+    def inclusion_proof(self, seq: int, size: Optional[int] = None) -> JsonObject:
+        """RFC 9162 inclusion proof of record seq in the tree of size records (default: the latest checkpoint's)."""
+        return self.request("GET", "/api/proofs/inclusion", query={"seq": seq, "size": size})
+
+    def consistency_proof(self, from_size: int, to_size: Optional[int] = None) -> JsonObject:
+        """RFC 9162 consistency proof between the trees of from_size and to_size records, with the checkpoint of to_size."""
+        return self.request("GET", "/api/proofs/consistency", query={"from": from_size, "to": to_size})
+
     def receipt(self, kind: str, client_id: str) -> JsonObject:
         """Your receipt for a message or work clientId: outcome "recorded" or "unknown"."""
         return self.request("GET", "/api/receipts", query={"kind": kind, "clientId": client_id})

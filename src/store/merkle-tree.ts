@@ -1,0 +1,209 @@
+/**
+ * The Merkle tree over the log's records (issue 53, docs/api/checkpoints.md): leaf i is record
+ * i + 1, its entry the record's 32-byte chained hash (record-format.ts), so an erased record — whose
+ * tombstone keeps that hash — keeps its leaf, and the tree is derived from the log alone.
+ *
+ * Memory and disk (≤ 64 bytes per record): the leaf hashes of complete chunks of
+ * TREE_CHUNK_LEAVES leaves go to a derived file (`<data>/index/merkle-leaves`, 32 bytes a leaf,
+ * rewritten from the log at every start, never trusted from an earlier run); in RAM, the roots of
+ * complete chunks and every complete node above them (64 / TREE_CHUNK_LEAVES bytes a record) and
+ * the leaves of the last, unfinished chunk. A complete subtree of a chunk or more is one lookup; a
+ * smaller one reads its chunk's leaves (one 8 KiB read, the last read kept) and hashes at most
+ * TREE_CHUNK_LEAVES - 1 nodes. So a root or a proof costs O(log n) lookups and at most two chunk
+ * reads.
+ *
+ * The tree follows the durable head (`catchUp`): it reads back the new lines with Log#readLines
+ * (asynchronous reads, at most TREE_READ_BYTES a step) and yields to the event loop between steps,
+ * so neither the rebuild at start nor a burst of writes holds the loop for long.
+ */
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { HASH_BYTES, leafHash, nodeHash, type SubtreeSource } from '../tlog/merkle.js';
+import { HASH_HEX_LENGTH, HASH_PREFIX } from './record-format.js';
+import { TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
+import type { LineRun } from './log.js';
+
+/** The derived leaf file's name under the index folder. */
+export const MERKLE_LEAVES_FILE = 'merkle-leaves';
+
+/** What the tree reads from the log. */
+export interface TreeLogSource {
+  readonly durableSeq: number;
+  readLines(fromSeq: number, toSeq: number, maxBytes: number): Promise<LineRun | null>;
+}
+
+/** Hash of a complete subtree of `leaves` (a power-of-two count of 32-byte leaf hashes, back to back). */
+function subtreeOfLeaves(leaves: Buffer, start: number, size: number): Buffer {
+  if (size === 1) return leaves.subarray(start * HASH_BYTES, (start + 1) * HASH_BYTES);
+  const half = size / 2;
+  return nodeHash(subtreeOfLeaves(leaves, start, half), subtreeOfLeaves(leaves, start + half, half));
+}
+
+/** The Merkle tree of the durable records, kept in step with the log (see the module doc). */
+export class MerkleTree implements SubtreeSource {
+  /** Complete nodes from chunk roots up: levels[0][c] is chunk c's root, levels[i] pairs levels[i - 1]. */
+  private readonly levels: Buffer[][] = [[]];
+  /** Leaf hashes of the unfinished last chunk. */
+  private readonly tail = Buffer.alloc(TREE_CHUNK_LEAVES * HASH_BYTES);
+  private tailCount = 0;
+  private leaves = 0;
+  private readonly fd: number;
+  private cached: { chunk: number; leaves: Buffer } | null = null;
+  private pumping: Promise<void> | null = null;
+  private again = false;
+  private waiters: Array<{ size: number; resolve: () => void }> = [];
+  private closed = false;
+  /** The error that stopped catching up (the tree then stays at its size), or null. */
+  failure: Error | null = null;
+
+  /** Opens (truncates) the leaf file under `indexDir`. Throws what the file system throws. */
+  constructor(indexDir: string, private readonly log: TreeLogSource) {
+    this.fd = openSync(join(indexDir, MERKLE_LEAVES_FILE), 'w+', 0o600);
+  }
+
+  /** Number of leaves (= the durable records the tree holds, records 1..size). */
+  get size(): number {
+    return this.leaves;
+  }
+
+  /** Appends the leaf of one entry (a record's 32-byte chained hash). */
+  appendEntry(entry: Uint8Array): void {
+    leafHash(entry).copy(this.tail, this.tailCount * HASH_BYTES);
+    this.tailCount++;
+    this.leaves++;
+    if (this.tailCount < TREE_CHUNK_LEAVES) return;
+    const chunk = (this.leaves - TREE_CHUNK_LEAVES) / TREE_CHUNK_LEAVES;
+    writeSync(this.fd, this.tail, 0, this.tail.length, chunk * this.tail.length);
+    let node = subtreeOfLeaves(this.tail, 0, TREE_CHUNK_LEAVES);
+    this.tailCount = 0;
+    for (let level = 0; ; level++) {
+      const row = (this.levels[level] ??= []);
+      row.push(Buffer.from(node));
+      if (row.length % 2 === 1) break;
+      node = nodeHash(row[row.length - 2]!, row[row.length - 1]!);
+    }
+  }
+
+  /** SubtreeSource: the complete subtree of `size` leaves at `start` (see merkle.ts). */
+  aligned(start: number, size: number): Buffer {
+    if (start + size > this.leaves) throw new RangeError(`subtree [${start}, ${start + size}) is beyond the tree's ${this.leaves} leaves`);
+    if (size >= TREE_CHUNK_LEAVES) {
+      const level = Math.log2(size / TREE_CHUNK_LEAVES);
+      return this.levels[level]![start / size]!;
+    }
+    const chunk = Math.floor(start / TREE_CHUNK_LEAVES);
+    return Buffer.from(subtreeOfLeaves(this.chunkLeaves(chunk), start - chunk * TREE_CHUNK_LEAVES, size));
+  }
+
+  /** The leaf hashes of chunk `chunk`: the unfinished one from RAM, a complete one from the file. */
+  private chunkLeaves(chunk: number): Buffer {
+    const completeChunks = Math.floor(this.leaves / TREE_CHUNK_LEAVES);
+    if (chunk >= completeChunks) return this.tail;
+    if (this.cached?.chunk === chunk) return this.cached.leaves;
+    const buf = Buffer.alloc(TREE_CHUNK_LEAVES * HASH_BYTES);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(this.fd, buf, got, buf.length - got, chunk * buf.length + got);
+      if (n === 0) throw new Error(`${MERKLE_LEAVES_FILE} ends before chunk ${chunk}`);
+      got += n;
+    }
+    this.cached = { chunk, leaves: buf };
+    return buf;
+  }
+
+  /**
+   * Brings the tree up to the log's durable head, in steps of at most TREE_READ_BYTES of log with
+   * a yield between them; a call while one runs makes it go round once more. Output: resolves when
+   * caught up (or stopped by a failure, kept in `failure` and not thrown).
+   */
+  catchUp(): Promise<void> {
+    if (this.pumping) {
+      this.again = true;
+      return this.pumping;
+    }
+    this.pumping = this.pump().finally(() => {
+      this.pumping = null;
+    });
+    return this.pumping;
+  }
+
+  private async pump(): Promise<void> {
+    do {
+      this.again = false;
+      while (!this.closed && this.failure === null && this.leaves < this.log.durableSeq) {
+        try {
+          const run = await this.log.readLines(this.leaves + 1, this.log.durableSeq, TREE_READ_BYTES);
+          if (run === null || this.closed) break;
+          this.appendRun(run);
+        } catch (err) {
+          this.failure = err as Error;
+        }
+        this.release();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } while (this.again && !this.closed && this.failure === null);
+    this.release();
+  }
+
+  /** Appends the entries of a run of lines that starts at record size + 1 (each line's stored chained hash). */
+  private appendRun(run: LineRun): void {
+    if (run.firstSeq !== this.leaves + 1) throw new Error(`the tree holds ${this.leaves} records, the run starts at ${run.firstSeq}`);
+    const { bytes } = run;
+    const entry = Buffer.alloc(HASH_BYTES);
+    let pos = 0;
+    for (let seq = run.firstSeq; seq <= run.lastSeq; seq++) {
+      const nl = bytes.indexOf(0x0a, pos);
+      if (nl < 0) throw new Error(`record ${seq} has no line end where it was located`);
+      // A line ends `,"hash":"<64 hex>"}`: the chained hash, kept by a tombstone too.
+      const hexStart = nl - 2 - HASH_HEX_LENGTH;
+      if (hexStart - HASH_PREFIX.length < pos || bytes.toString('latin1', hexStart - HASH_PREFIX.length, hexStart) !== HASH_PREFIX) {
+        throw new Error(`record ${seq} does not end in its hash field`);
+      }
+      const n = entry.write(bytes.toString('latin1', hexStart, hexStart + HASH_HEX_LENGTH), 'hex');
+      if (n !== HASH_BYTES) throw new Error(`record ${seq}'s hash field is not 64 hex digits`);
+      this.appendEntry(entry);
+      pos = nl + 1;
+    }
+  }
+
+  /**
+   * Resolves once the tree holds at least `size` records, or rejects with the catch-up failure or
+   * after `timeoutMs` (Error "not yet"). Starts a catch-up.
+   */
+  waitFor(size: number, timeoutMs: number): Promise<void> {
+    if (this.leaves >= size) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`the Merkle tree holds ${this.leaves} of ${size} records after ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      const waiter = {
+        size,
+        resolve: () => {
+          clearTimeout(timer);
+          if (this.leaves >= size) resolve();
+          else reject(this.failure ?? new Error(`the Merkle tree stopped at ${this.leaves} of ${size} records`));
+        },
+      };
+      this.waiters.push(waiter);
+      void this.catchUp();
+    });
+  }
+
+  private release(): void {
+    if (this.waiters.length === 0) return;
+    const done = this.failure !== null || this.closed;
+    const still: typeof this.waiters = [];
+    for (const w of this.waiters) (this.leaves >= w.size || done ? w.resolve() : still.push(w));
+    this.waiters = still;
+  }
+
+  /** Stops catching up and closes the leaf file. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    closeSync(this.fd);
+  }
+}
