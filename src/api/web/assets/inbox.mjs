@@ -50,12 +50,42 @@ export class InboxCounter {
         this.show();
       }
     });
+    /** Whether the count has recovered from a 409 since its last answered read (one recovery per 409 in a row). */
+    this.recovered = false;
     this.follower = new FeedFollower({
       client,
       feed: 'inbox',
-      onEvents: (entries) => this.add(entries),
-      onState: (_state, _detail, err) => { if (err) onError(err); },
+      onEvents: (entries) => {
+        this.recovered = false;
+        this.add(entries);
+      },
+      onState: (state, _detail, err) => {
+        if (state === 'stopped' && err?.status === 409 && this.running && !this.recovered) return this.recover();
+        if (err) onError(err);
+      },
     });
+  }
+
+  /**
+   * After a 409 on the count's read (CURSOR_AHEAD: the saved position is ahead of an archive
+   * restored from an older backup; CURSOR_ORIGIN: it belongs to another archive lineage) the
+   * saved positions are reset as the answer says ("reread from after=0"): the seen cursor is
+   * forgotten, so the count starts again from the start of the inbox as on a browser where the
+   * inbox was never opened (nothing new is lost; opening the inbox marks it all seen), and
+   * counting continues at once. A second 409 before any read is answered is reported (onError).
+   */
+  recover() {
+    this.recovered = true;
+    this.follower.stop();
+    this.follower.reset();
+    try {
+      localStorage.removeItem(INBOX_SEEN_PREFIX + this.meId);
+    } catch {
+      // storage denied: nothing was saved either
+    }
+    this.count = 0;
+    this.show();
+    this.follower.start();
   }
 
   /** The seen cursor, or null (the inbox was never opened here). @returns {InboxCursor|null} */
