@@ -88,6 +88,44 @@ test('the reader recovers from a 409 on the inbox count, a browser clock 20 minu
     await context.close();
   });
 
+  await t.test('a topic whose creation answer was lost is found on the server\'s clock: a browser 20 minutes ahead does not create a second topic', async () => {
+    const context = await browser.newContext({ serviceWorkers: 'block' });
+    await context.addInitScript((ahead) => {
+      const RealDate = Date;
+      const now = () => RealDate.now() + ahead;
+      globalThis.Date = new Proxy(RealDate, {
+        construct: (target, args) => (args.length === 0 ? new target(now()) : new target(...args)),
+        apply: () => new RealDate(now()).toString(),
+        get: (target, key) => (key === 'now' ? now : Reflect.get(target, key)),
+      });
+    }, CLOCK_AHEAD_MS);
+    const page = watch(await context.newPage(), problems);
+    await signIn(page, s.url, carol.token);
+    const skew = await page.evaluate(() => Date.now());
+    assert.ok(skew - Date.now() > CLOCK_AHEAD_MS - 60_000, 'the page\'s clock runs 20 minutes ahead');
+    await page.goto(`${s.url}/#/new-topic/commons`);
+    await page.locator('h1', { hasText: 'Start a topic' }).waitFor({ timeout: 10_000 });
+    const lost = await loseNextAnswer(page, '**/api/topics');
+    await page.locator('#new-topic-title').fill('Fog horn schedule');
+    await page.locator('#new-topic-text').fill('When does the horn sound?');
+    await page.locator('#new-topic-form button.post').click();
+    await page.locator('#new-topic-error', { hasText: /may or may not have arrived|could not be reached/ }).waitFor({ timeout: 15_000 });
+    assert.equal(lost.dropped, 1);
+    const created = ok(await s.get('/api/topics', bob.token), 200).filter((x) => x.title === 'Fog horn schedule');
+    assert.equal(created.length, 1, 'the first attempt created the topic');
+    await page.unroute('**/api/topics');
+    await page.unroute('**/api/receipts*');
+    await page.locator('#new-topic-form button.post').click();
+    await page.locator('h1', { hasText: 'Fog horn schedule' }).waitFor({ timeout: 10_000 });
+    await page.locator('li.message', { hasText: 'When does the horn sound?' }).waitFor({ timeout: 10_000 });
+    const topics = ok(await s.get('/api/topics', bob.token), 200).filter((x) => x.title === 'Fog horn schedule');
+    assert.equal(topics.length, 1, 'one topic, not a second empty one');
+    assert.match(page.url(), new RegExp(`#/topic/${topics[0].id}$`));
+    const messages = ok(await s.get(`/api/messages?topicId=${topics[0].id}&limit=10`, bob.token), 200).messages;
+    assert.deepEqual(messages.map((m) => m.content), ['When does the horn sound?']);
+    await context.close();
+  });
+
   await t.test('no script error or dialog occurred', () => {
     assert.deepEqual(problems, []);
   });

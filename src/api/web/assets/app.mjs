@@ -23,7 +23,7 @@
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
-import { el, replaceChildren, waitText } from './dom.mjs';
+import { el, fetchNotingServerClock, replaceChildren, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { newTopicView } from './compose.mjs';
 import { InboxCounter, inboxView } from './inbox.mjs';
@@ -113,8 +113,8 @@ async function showStatus() {
   }
 }
 
-/** @param {string} token @param {number} [maxAttempts] */
-const makeClient = (token, maxAttempts) => new ForumClient({ baseUrl: BASE_URL, token, ...(maxAttempts ? { retry: { maxAttempts } } : {}) });
+/** A signed-in client; its responses' Date headers keep serverNow() (dom.mjs) on the server's clock. @param {string} token @param {number} [maxAttempts] */
+const makeClient = (token, maxAttempts) => new ForumClient({ baseUrl: BASE_URL, token, fetch: fetchNotingServerClock, ...(maxAttempts ? { retry: { maxAttempts } } : {}) });
 
 /** Records that do not change, kept for this page's session (topics, rooms, loaded thread pages). @param {ForumClient} client @returns {import('./views.mjs').SessionCache} */
 function sessionCache(client) {

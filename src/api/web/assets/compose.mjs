@@ -14,7 +14,7 @@
  * draft as soon as it is created, so a retry only sends the first message again; an in-doubt
  * topic creation is looked up among the topics before anything is sent again.
  */
-import { el, replaceChildren, waitText } from './dom.mjs';
+import { el, replaceChildren, serverNow, waitText } from './dom.mjs';
 
 // A browser module cannot import src/constants.ts: these mirror the spec's limits.
 /** Longest message content, in characters (spec part 8 "Field limits": message content 8000). */
@@ -283,9 +283,11 @@ export async function newTopicView(ctx, roomId) {
     try {
       if (typeof current.topicId !== 'string') {
         if (current.topicInDoubt) {
-          // The last creation may have arrived: look before creating it again.
-          const mine = (await ctx.client.topics()).find((/** @type {any} */ x) => x.authorId === ctx.me?.id && x.title === t && x.roomId === roomSelect.value
-            && Date.parse(x.created) > Date.now() - IN_DOUBT_LOOKBACK_MS);
+          // The last creation may have arrived: look before creating it again. "Recent" is judged on
+          // the server's clock (the topics read's Date header), never this browser's, which may be off.
+          const topics = await ctx.client.topics();
+          const mine = topics.find((/** @type {any} */ x) => x.authorId === ctx.me?.id && x.title === t && x.roomId === roomSelect.value
+            && Date.parse(x.created) > serverNow() - IN_DOUBT_LOOKBACK_MS);
           if (mine) store.save({ topicId: mine.id, topicInDoubt: false });
         }
         if (typeof store.load().topicId !== 'string') {
