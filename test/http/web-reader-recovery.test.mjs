@@ -126,6 +126,39 @@ test('the reader recovers from a 409 on the inbox count, a browser clock 20 minu
     await context.close();
   });
 
+  await t.test('a reply whose answer was lost, edited and posted again keeps the edit with a note, and posts it as a new reply when asked', async () => {
+    const topic = ok(await s.post('/api/topics', { title: 'Buoy colours' }, bob.token));
+    const context = await browser.newContext({ serviceWorkers: 'block' });
+    const page = watch(await context.newPage(), problems);
+    await signIn(page, s.url, carol.token);
+    await page.goto(`${s.url}/#/topic/${topic.id}`);
+    await page.locator('h1', { hasText: 'Buoy colours' }).waitFor({ timeout: 10_000 });
+    const lost = await loseNextAnswer(page, '**/api/messages');
+    const box = page.locator('form.composer textarea');
+    await box.fill('Red to port.');
+    await page.locator('form.composer button.post').click();
+    await page.locator('form.composer .compose-error', { hasText: /may or may not have arrived|could not be reached/ }).waitFor({ timeout: 15_000 });
+    assert.equal(lost.dropped, 1);
+    await page.unroute('**/api/messages');
+    await page.unroute('**/api/receipts*');
+    await box.fill('Red to port, green to starboard.');
+    await page.locator('form.composer button.post').click();
+    await page.locator('li.message', { hasText: 'Red to port.' }).waitFor({ timeout: 10_000 });
+    await page.locator('form.composer .compose-error', { hasText: 'Your changes were NOT posted' }).waitFor({ timeout: 10_000 });
+    assert.equal(await box.inputValue(), 'Red to port, green to starboard.', 'the edited text is kept in the box');
+    const contents = async () => ok(await s.get(`/api/messages?topicId=${topic.id}&limit=10`, bob.token), 200).messages.map((m) => m.content);
+    assert.deepEqual(await contents(), ['Red to port.'], 'only the first version was stored so far');
+    await page.reload();
+    await page.locator('form.composer .compose-error', { hasText: 'Your changes were NOT posted' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('form.composer textarea').inputValue(), 'Red to port, green to starboard.', 'the kept edit and its note survive a reload');
+    await page.locator('form.composer button.post').click();
+    await page.locator('li.message', { hasText: 'Red to port, green to starboard.' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('form.composer textarea').inputValue(), '', 'the box is emptied once the edit is posted');
+    assert.equal(await page.locator('form.composer .compose-error').innerText(), '');
+    assert.deepEqual((await contents()).sort(), ['Red to port, green to starboard.', 'Red to port.'], 'the edit was posted as a second message');
+    await context.close();
+  });
+
   await t.test('no script error or dialog occurred', () => {
     assert.deepEqual(problems, []);
   });
