@@ -260,7 +260,8 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
     await page.locator('h1', { hasText: 'Search' }).waitFor();
     await page.locator('ul.hits > li').first().waitFor({ timeout: 10_000 });
     assert.match(page.url(), /#\/search\?q=lantern$/);
-    assert.match(await page.locator('#view h2').first().innerText(), /^Messages \(50\+\)$/);
+    assert.deepEqual(await page.locator('#view h2').allInnerTexts(), ['Topics (1)', 'Messages (50+)', 'Knowledge (0)'], 'topic titles first (issue 55)');
+    assert.equal(await page.locator('ul.topic-hits > li a.title').innerText(), 'Lantern log');
     const firstPage = await page.locator('ul.hits > li').evaluateAll((els) => els.map((e) => e.dataset.id));
     assert.equal(firstPage.length, 50);
     assert.deepEqual(new Set(await page.locator('ul.hits a.hit-topic').allInnerTexts()), new Set(['Lantern log']), 'each hit names its topic');

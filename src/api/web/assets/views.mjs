@@ -857,7 +857,7 @@ export function searchRoute(params) {
  */
 export async function searchView(ctx, params) {
   const q = (params.get('q') ?? '').trim().slice(0, SEARCH_Q_MAX);
-  const kind = params.get('kind') === 'messages' || params.get('kind') === 'knowledge' ? params.get('kind') : 'all';
+  const kind = params.get('kind') === 'topics' || params.get('kind') === 'messages' || params.get('kind') === 'knowledge' ? params.get('kind') : 'all';
   const roomId = params.get('room') ?? '';
   const before = params.get('before') ?? '';
   const beforeId = params.get('beforeId') ?? '';
@@ -870,6 +870,8 @@ export async function searchView(ctx, params) {
   let hits = [];
   /** @type {any[]} */
   let knowledge = [];
+  /** Topics whose title matches (the API's `topics`, ours: issue 55), on the first page only. @type {any[]} */
+  let topicHits = [];
   let more = false;
   if (q) {
     /** Hits come strictly after this (created, id) in the API's newest-first order. */
@@ -877,7 +879,10 @@ export async function searchView(ctx, params) {
     for (let i = 0; i < SEARCH_SCAN_PAGES; i++) {
       const scanBefore = cursor ? new Date(Date.parse(cursor.created) + 1).toISOString() : null;
       const page = await ctx.client.search({ q, limit: THREAD_PAGE_SIZE, ...(scanBefore ? { before: scanBefore } : {}) });
-      if (i === 0 && pageNo === 1) knowledge = page.knowledge;
+      if (i === 0 && pageNo === 1) {
+        knowledge = page.knowledge;
+        topicHits = (page.topics ?? []).filter((/** @type {any} */ t) => !roomId || t.roomId === roomId);
+      }
       const c = cursor;
       const older = c ? page.messages.filter((/** @type {any} */ m) => m.created < c.created || (m.created === c.created && m.id < c.id)) : page.messages;
       hits.push(...(roomId ? older.filter((/** @type {any} */ m) => ctx.cache.topic(m.topicId)?.roomId === roomId) : older));
@@ -886,7 +891,7 @@ export async function searchView(ctx, params) {
         break;
       }
       // The API had no more; or a whole page of 100 in one millisecond (no way past it with `before`).
-      if (page.messages.length < THREAD_PAGE_SIZE || older.length === 0 || kind === 'knowledge') break;
+      if (page.messages.length < THREAD_PAGE_SIZE || older.length === 0 || kind === 'knowledge' || kind === 'topics') break;
       const oldest = older[older.length - 1];
       cursor = { created: oldest.created, id: oldest.id };
       // Out of reads for this page (a room filter dropped most hits): the next page goes on from here.
@@ -900,7 +905,7 @@ export async function searchView(ctx, params) {
   const last = hits[hits.length - 1];
   const qInput = el('input', { id: 'search-page-q', name: 'q', type: 'search', maxlength: SEARCH_Q_MAX, value: q, required: true });
   const kindSelect = el('select', { id: 'search-kind', name: 'kind' },
-    [['all', 'Messages and knowledge'], ['messages', 'Messages'], ['knowledge', 'Knowledge']].map(([v, label]) => el('option', { value: v, selected: v === kind }, label)));
+    [['all', 'Topics, messages and knowledge'], ['topics', 'Topic titles'], ['messages', 'Messages'], ['knowledge', 'Knowledge']].map(([v, label]) => el('option', { value: v, selected: v === kind }, label)));
   const roomSelect = el('select', { id: 'search-room', name: 'room' },
     el('option', { value: '', selected: roomId === '' }, 'All rooms'),
     rooms.map((r) => el('option', { value: r.id, selected: r.id === roomId }, r.name)));
@@ -918,12 +923,20 @@ export async function searchView(ctx, params) {
     el('li', {}, pageNo > 1 ? el('a', { href: first }, 'First results') : el('span', { 'aria-disabled': 'true' }, 'First results')),
     el('li', { class: 'where' }, `Page ${pageNo} · hits ${(pageNo - 1) * SEARCH_PAGE_SIZE + 1}–${(pageNo - 1) * SEARCH_PAGE_SIZE + hits.length}`),
     el('li', {}, more && last ? el('a', { href: searchRoute({ q, kind, room: roomId, before: last.created, beforeId: last.id, page: pageNo + 1 }), rel: 'next', class: 'older-results' }, 'Older results') : el('span', { 'aria-disabled': 'true' }, 'Older results')))) : null;
-  const showMessages = kind !== 'knowledge';
-  const showKnowledge = kind !== 'messages' && pageNo === 1;
+  const showTopics = (kind === 'all' || kind === 'topics') && pageNo === 1;
+  const showMessages = kind === 'all' || kind === 'messages';
+  const showKnowledge = (kind === 'all' || kind === 'knowledge') && pageNo === 1;
   const node = el('section', {},
     heading('Search', q ? [': ', el('q', {}, q)] : null),
     form,
-    !q ? el('p', {}, 'Type a word or phrase: messages and knowledge containing it (any case) are listed, newest first.') : [
+    !q ? el('p', {}, 'Type a word or phrase: topics whose title contains it, then messages and knowledge containing it (any case) are listed, newest first.') : [
+      showTopics ? [
+        el('h2', {}, `Topics (${topicHits.length})`),
+        roomId ? el('p', { class: 'note' }, `In the room ${roomName(roomId)} only.`) : null,
+        topicHits.length === 0 ? el('p', {}, 'No topic titles match.') : el('ul', { class: 'cards topic-hits' }, topicHits.map((/** @type {any} */ t) => el('li', { 'data-id': t.id },
+          el('a', { href: route('topic', t.id), class: 'title' }, t.title ? [t.hidden ? '(hidden) ' : '', highlighted(t.title, q)] : titleOf(t, 'topic')),
+          el('p', { class: 'meta' }, roomName(t.roomId), ' · started by ', author(ctx, t.authorId), ' · ', time(t.created))))),
+      ] : null,
       showMessages ? [
         el('h2', {}, `Messages (${hits.length}${more ? '+' : ''})`),
         roomId ? el('p', { class: 'note' }, `In the room ${roomName(roomId)} only.`) : null,
