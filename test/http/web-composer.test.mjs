@@ -82,6 +82,15 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
   t.after(() => browser.close());
   const context = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
+  // These checks read replies nested under their message: the threaded order (issue 55 made the
+  // oldest-first order the default; web-reader-people.test.mjs checks both orders).
+  await context.addInitScript(() => {
+    try {
+      localStorage.setItem('agent-forum.thread-order', 'threaded');
+    } catch {
+      // no storage on this document (about:blank)
+    }
+  });
   const problems = [];
   const page = watch(await context.newPage(), problems);
   const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });

@@ -1,7 +1,8 @@
 /**
  * A person's visit to the web reader (issue 55), in a real headless Chromium (playwright-core, the
  * system's /usr/bin/chromium) against the built server, at 1366 and 390 px: search finds topics by
- * their title and lists them first. Screenshots go to test-results/web-reader-people/ (git-ignored).
+ * their title and lists them first; a live thread keeps its message count and post numbers right,
+ * oldest first by default or threaded, numbered in posting order in both, with a jump to #n. Screenshots go to test-results/web-reader-people/ (git-ignored).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -32,7 +33,7 @@ function watch(page, problems) {
   return page;
 }
 
-test('a person\'s visit: topics found by title', async (t) => {
+test('a person\'s visit: topics found by title, a thread that stays right', async (t) => {
   if (chromiumOrSkip(t, 'the web reader people browser check')) return;
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
@@ -72,6 +73,61 @@ test('a person\'s visit: topics found by title', async (t) => {
       await page.screenshot({ path: join(SHOTS, `search-topics-${size.width}.png`), fullPage: true });
       await hit.locator('a.title').click();
       await page.locator('h1', { hasText: 'Which language should a person start with?' }).waitFor({ timeout: 10_000 });
+    });
+  }
+
+  /** The post numbers of the thread's messages, in the order they are on the page. */
+  const numbersShown = () => page.locator('li.message > article .number').allInnerTexts();
+  const lantern = ok(await s.post('/api/topics', { title: 'Lantern keepers' }, bob.token));
+  const first = ok(await s.post('/api/messages', { topicId: lantern.id, content: 'Who keeps the north lantern?', clientId: 'k1' }, bob.token));
+
+  await t.test('a live thread stays right: the message count and #n numbers follow new posts, oldest first by default, numbered in posting order', async () => {
+    await page.setViewportSize(WIDTHS[0]);
+    await page.goto(`${s.url}/#/topic/${lantern.id}`);
+    await page.locator('h1', { hasText: 'Lantern keepers' }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('#thread-order').inputValue(), 'chronological', 'oldest first is the default');
+    assert.match(await page.locator('nav.pager .where').first().innerText(), /^1 message$/);
+    await page.locator('#live[data-state="live"]').waitFor({ timeout: 15_000 });
+    const second = ok(await s.post('/api/messages', { topicId: lantern.id, content: 'Not me, I keep the south one.', clientId: 'k2' }, bob.token));
+    const third = ok(await s.post('/api/messages', { topicId: lantern.id, content: 'I do, since May.', clientId: 'k3', replyTo: first.id }, bob.token));
+    await page.locator(`li.message.new[data-id="${third.id}"]`).waitFor({ timeout: 10_000 });
+    await page.waitForFunction(() => document.querySelector('nav.pager .where')?.textContent === '3 messages', null, { timeout: 10_000 });
+    assert.deepEqual(await numbersShown(), ['#1', '#2', '#3'], 'new posts get their numbers live, in posting order');
+    assert.equal(await page.locator(`li.message[data-id="${second.id}"] .number`).innerText(), '#2');
+    assert.equal(await page.locator(`li.message[data-id="${third.id}"] .in-reply-to`).innerText(), 'in reply to #1');
+    await page.locator('form.composer textarea').fill('Then I will bring the oil.');
+    await page.locator('form.composer button.post').click();
+    await page.locator('li.message', { hasText: 'Then I will bring the oil.' }).waitFor({ timeout: 10_000 });
+    await page.waitForFunction(() => document.querySelector('nav.pager .where')?.textContent === '4 messages', null, { timeout: 10_000 });
+    assert.deepEqual(await numbersShown(), ['#1', '#2', '#3', '#4']);
+    await page.reload();
+    await page.locator('h1', { hasText: 'Lantern keepers' }).waitFor({ timeout: 10_000 });
+    assert.deepEqual(await numbersShown(), ['#1', '#2', '#3', '#4'], 'after a reload too');
+    await page.screenshot({ path: join(SHOTS, 'thread-chronological-1366.png'), fullPage: true });
+  });
+
+  for (const size of WIDTHS) {
+    await t.test(`the threaded order nests replies and keeps the posting numbers; jump to #n lands on the post; the choice is kept (${size.width} px)`, async () => {
+      await page.setViewportSize(size);
+      await page.goto(`${s.url}/#/topic/${lantern.id}`);
+      await page.locator('h1', { hasText: 'Lantern keepers' }).waitFor({ timeout: 10_000 });
+      if (await page.locator('#thread-order').inputValue() !== 'threaded') await page.locator('#thread-order').selectOption('threaded');
+      await page.locator(`li.message[data-id="${first.id}"] > ol.replies > li.message`).waitFor({ timeout: 5000 });
+      assert.deepEqual(await numbersShown(), ['#1', '#3', '#2', '#4'], 'threaded: #3 under #1, numbers still in posting order');
+      await page.locator('#jump-number').fill('2');
+      await page.locator('form.jump-to button').click();
+      await page.waitForFunction(() => document.activeElement?.closest('li.message')?.querySelector(':scope > article .number')?.textContent === '#2', null, { timeout: 5000 });
+      assert.equal(await page.locator('li.message.target').count(), 1);
+      await page.locator('#jump-number').fill('9');
+      await page.locator('form.jump-to button').click();
+      assert.match(await page.locator('#jump-note').innerText(), /There is no post #9 \(this topic has 4 posts\)/);
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling');
+      await page.screenshot({ path: join(SHOTS, `thread-threaded-${size.width}.png`), fullPage: true });
+      await page.reload();
+      await page.locator('h1', { hasText: 'Lantern keepers' }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('#thread-order').inputValue(), 'threaded', 'the choice is kept in this browser');
+      await page.locator('#thread-order').selectOption('chronological');
+      assert.deepEqual(await numbersShown(), ['#1', '#2', '#3', '#4']);
     });
   }
 

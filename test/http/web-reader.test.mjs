@@ -127,6 +127,15 @@ test('the web reader in Chromium', async (t) => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
   t.after(() => browser.close());
   const context = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
+  // These checks read replies nested under their message: the threaded order (issue 55 made the
+  // oldest-first order the default; web-reader-people.test.mjs checks both orders).
+  await context.addInitScript(() => {
+    try {
+      localStorage.setItem('agent-forum.thread-order', 'threaded');
+    } catch {
+      // no storage on this document (about:blank)
+    }
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   // Offline: a request to any other origin is recorded and aborted.
   const foreign = [];

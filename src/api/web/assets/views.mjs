@@ -59,6 +59,8 @@ export const HOME_TOPICS = 12;
 const EXCERPT_CHARS = 240;
 /** Knowledge items of a topic shown on its page (GET /api/knowledge?topicId=, ours, issue 38). */
 const KNOWLEDGE_WINDOW = 100;
+/** localStorage key of the thread order the reader chose: 'chronological' (the default, as Discourse) or 'threaded'. */
+const THREAD_ORDER_KEY = 'agent-forum.thread-order';
 /** Work states in board order (part 3). */
 const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'completed', 'cancelled']);
 
@@ -317,6 +319,15 @@ async function loadOlder(ctx, topicId, thread) {
   thread.messages = [...fresh, ...thread.messages].sort(byCreated);
 }
 
+/** The thread order chosen in this browser (THREAD_ORDER_KEY), chronological unless threaded was chosen. @returns {'chronological'|'threaded'} */
+function readThreadOrder() {
+  try {
+    return localStorage.getItem(THREAD_ORDER_KEY) === 'threaded' ? 'threaded' : 'chronological';
+  } catch {
+    return 'chronological';
+  }
+}
+
 /**
  * Where to open a thread: the latest page, the n-th page back from the latest, the first page, or
  * the page holding one message.
@@ -410,7 +421,10 @@ export async function topicView(ctx, topicId, target) {
   }
   const stop = all.length - (pageNo - 1) * THREAD_PAGE_SIZE;
   const shownMessages = all.slice(Math.max(0, stop - THREAD_PAGE_SIZE), stop);
+  /** Post numbers in posting order (#1 the first message), known once the whole thread is loaded. @type {Map<string, number>} */
   const numbers = new Map(thread.complete ? all.map((m, i) => [m.id, i + 1]) : []);
+  /** 'chronological' (default: posting order, replies flat with "in reply to #n") or 'threaded' (replies nested). */
+  let order = readThreadOrder();
 
   // Unread (unread.mjs): messages by others after this browser's mark. The latest page opens at
   // the first of them; a message counts as seen once it has been on screen. A first visit sets the
@@ -440,7 +454,9 @@ export async function topicView(ctx, topicId, target) {
       location.hash = messageRoute(topicId, m.id);
       return;
     }
+    renumber();
     add(m, false);
+    showPagers();
     const item = document.getElementById(`m-${m.id}`);
     item?.scrollIntoView({ block: 'center' });
     /** @type {HTMLElement|null|undefined} */ (item?.querySelector('article'))?.focus({ preventScroll: true });
@@ -504,9 +520,9 @@ export async function topicView(ctx, topicId, target) {
     const parent = m.replyTo ? shown.get(m.replyTo) : undefined;
     // Under its parent while the cap allows; at the cap, next to its parent with an "in reply to" link;
     // a reply whose parent is on another page starts at the top level with that link.
-    const nested = parent !== undefined && parent.depth < NESTING_CAP;
-    const list = nested ? parent.replies : parent ? parent.list : root;
-    const depth = nested ? parent.depth + 1 : parent ? parent.depth : 0;
+    const nested = order === 'threaded' && parent !== undefined && parent.depth < NESTING_CAP;
+    const list = nested ? parent.replies : parent && order === 'threaded' ? parent.list : root;
+    const depth = nested ? parent.depth + 1 : parent && order === 'threaded' ? parent.depth : 0;
     const flattened = Boolean(m.replyTo) && !nested;
     const replies = el('ol', { class: 'replies', 'aria-label': 'Replies' });
     // A message by someone else arriving live is unread until it has been on screen.
@@ -527,6 +543,9 @@ export async function topicView(ctx, topicId, target) {
   const pager = (/** @type {string} */ label) => {
     const first = route('topic', topicId) + '/first';
     const latest = route('topic', topicId);
+    // Counted from the messages loaded now: live arrivals and your own replies included.
+    const all = thread.messages;
+    const totalPages = Math.max(1, Math.ceil(all.length / THREAD_PAGE_SIZE));
     const olderExists = pageNo < totalPages || !thread.complete;
     // "Jump to newest": the newest message of the page (it may be a reply nested higher up), else the page's end.
     const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => {
@@ -547,6 +566,70 @@ export async function topicView(ctx, topicId, target) {
         el('li', {}, pageNo > 1 ? el('a', { href: latest }, 'Latest') : jump)));
   };
 
+  /** The pagers (message count, page links), rebuilt when the count changes. */
+  const topPager = el('div', { class: 'pager-slot' });
+  const bottomPager = el('div', { class: 'pager-slot' });
+  const showPagers = () => {
+    const focusedJump = document.activeElement?.closest('.pager-slot') ? document.activeElement.classList.contains('jump-end') : false;
+    topPager.replaceChildren(...(thread.messages.length > 0 ? [pager('Thread pages')] : []));
+    bottomPager.replaceChildren(...(thread.messages.length > THREAD_PAGE_SIZE / 4 ? [pager('Thread pages, bottom')] : []));
+    if (focusedJump) /** @type {HTMLElement|null} */ (topPager.querySelector('.jump-end'))?.focus();
+  };
+  /** Numbers every loaded message in posting order again and updates the shown ones (a live arrival, your reply). */
+  const renumber = () => {
+    if (!thread.complete) return;
+    thread.messages.forEach((m, i) => numbers.set(m.id, i + 1));
+    for (const [id, entry] of shown) {
+      const span = entry.item.querySelector(':scope > article .number');
+      if (span) span.textContent = `#${numbers.get(id)}`;
+    }
+  };
+  /** Lays the shown messages out again in the chosen order, keeping their "New" marks. */
+  const relayout = () => {
+    const again = thread.messages.filter((m) => shown.has(m.id)).map((m) => ({ m, isNew: shown.get(m.id)?.isNew ?? false }));
+    shown.clear();
+    root.replaceChildren();
+    for (const { m, isNew } of again) add(m, isNew);
+  };
+  const orderSelect = /** @type {HTMLSelectElement} */ (el('select', { id: 'thread-order', name: 'order' },
+    el('option', { value: 'chronological', selected: order === 'chronological' }, 'Oldest first'),
+    el('option', { value: 'threaded', selected: order === 'threaded' }, 'Threaded (replies under their message)')));
+  orderSelect.addEventListener('change', () => {
+    order = orderSelect.value === 'threaded' ? 'threaded' : 'chronological';
+    try {
+      localStorage.setItem(THREAD_ORDER_KEY, order);
+    } catch {
+      // storage denied: the choice lasts for this page
+    }
+    relayout();
+  });
+  const jumpInput = /** @type {HTMLInputElement} */ (el('input', { id: 'jump-number', name: 'n', type: 'number', min: 1, inputmode: 'numeric', 'aria-describedby': 'jump-note' }));
+  const jumpNote = el('span', { class: 'meta', id: 'jump-note', role: 'status' });
+  const jumpForm = el('form', { class: 'jump-to', 'aria-label': 'Go to a post by its number', on: { submit: (/** @type {Event} */ event) => {
+    event.preventDefault();
+    const n = Number(jumpInput.value);
+    const m = thread.complete && Number.isSafeInteger(n) ? thread.messages[n - 1] : undefined;
+    if (!m) {
+      jumpNote.textContent = thread.complete ? `There is no post #${jumpInput.value} (this topic has ${count(thread.messages.length, 'post')}).` : 'Post numbers are known once the whole thread is loaded: open the first post.';
+      return;
+    }
+    jumpNote.textContent = '';
+    const item = document.getElementById(`m-${m.id}`);
+    if (!item) {
+      location.hash = messageRoute(topicId, m.id);
+      return;
+    }
+    document.querySelectorAll('li.message.target').forEach((x) => x.classList.remove('target'));
+    item.classList.add('target');
+    item.scrollIntoView({ block: 'start' });
+    /** @type {HTMLElement|null} */ (item.querySelector('article'))?.focus({ preventScroll: true });
+  } } },
+    el('label', { for: 'jump-number' }, 'Go to #'), jumpInput, el('button', { type: 'submit' }, 'Go'), ' ', jumpNote);
+  const tools = el('div', { class: 'thread-tools' },
+    el('div', { class: 'field' }, el('label', { for: 'thread-order' }, 'Order'), orderSelect),
+    jumpForm);
+  showPagers();
+
   const node = el('section', { class: 'topic' },
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), ' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)),
     heading(titleOf(topic, 'topic'), ' ', stateBadge(topic)),
@@ -562,10 +645,11 @@ export async function topicView(ctx, topicId, target) {
       linkedKnowledge.length ? [el('p', {}, `Knowledge from this topic (${linkedKnowledge.length}):`), el('ul', {}, linkedKnowledge.map((/** @type {any} */ k) => el('li', {},
         el('a', { href: route('knowledge', k.id) }, titleOf(k, 'knowledge item')), ' ', stateBadge(k), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
     target.kind === 'message' && !wanted ? el('p', { class: 'note', role: 'alert' }, 'The linked message is not in this topic (it may have been removed, or the link is incomplete). Showing the latest page.') : null,
-    all.length > 0 ? pager('Thread pages') : null,
+    topPager,
+    all.length > 0 ? tools : null,
     empty,
     root,
-    all.length > THREAD_PAGE_SIZE / 4 ? pager('Thread pages, bottom') : null,
+    bottomPager,
     end,
     composer?.node ?? null,
   );
@@ -600,8 +684,10 @@ export async function topicView(ctx, topicId, target) {
       const fresh = inTopic.filter((m) => !thread.messages.some((x) => x.id === m.id));
       if (fresh.length === 0) return;
       thread.messages = [...thread.messages, ...fresh].sort(byCreated);
+      renumber();
       // Your own message (posted from another tab, or its event came before the composer's answer) is not "New".
       if (pageNo === 1) for (const m of fresh) add(m, m.authorId !== meId);
+      showPagers();
     },
   };
 }
