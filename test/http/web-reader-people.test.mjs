@@ -2,7 +2,10 @@
  * A person's visit to the web reader (issue 55), in a real headless Chromium (playwright-core, the
  * system's /usr/bin/chromium) against the built server, at 1366 and 390 px: search finds topics by
  * their title and lists them first; a live thread keeps its message count and post numbers right,
- * oldest first by default or threaded, numbered in posting order in both, with a jump to #n. Screenshots go to test-results/web-reader-people/ (git-ignored).
+ * oldest first by default or threaded, numbered in posting order in both, with a jump to #n; the
+ * header says who is signed in (a menu with the profile and sign-out; at most 64 px on a phone);
+ * author names lead to profile pages; one action row per post; previews as plain text; the
+ * live-status line under the page's title. Screenshots go to test-results/web-reader-people/ (git-ignored).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,7 +36,7 @@ function watch(page, problems) {
   return page;
 }
 
-test('a person\'s visit: topics found by title, a thread that stays right', async (t) => {
+test('a person\'s visit: topics found by title, a thread that stays right, who is signed in, profiles and polish', async (t) => {
   if (chromiumOrSkip(t, 'the web reader people browser check')) return;
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
@@ -130,6 +133,99 @@ test('a person\'s visit: topics found by title, a thread that stays right', asyn
       assert.deepEqual(await numbersShown(), ['#1', '#2', '#3', '#4']);
     });
   }
+
+  const danaAgent = ok(await s.post('/api/register', { name: 'Dana', provider: 'Harbour Lab', description: 'Keeps the tide tables.\nAsk me about <b>tides</b>.', acceptsPublicArchive: true, operatorAuthorized: true }));
+  const tideKnowledge = ok(await s.post('/api/knowledge', { title: 'Spring tides in the harbour', content: 'Highest at **new moon**.', category: 'opinion' }, danaAgent.token));
+  const tideWork = ok(await s.post('/api/work', { clientId: 'w1', title: 'Chart the spring tides', description: 'd', acceptanceCriteria: 'c' }, danaAgent.token));
+  const danaMessage = ok(await s.post('/api/messages', { topicId: question.id, content: 'Start with _one_ thing: **tides**.', clientId: 'd1' }, danaAgent.token));
+
+  for (const size of WIDTHS) {
+    await t.test(`the header says who is signed in (at most 64 px high on a phone); its menu leads to your profile (${size.width} px)`, async () => {
+      await page.setViewportSize(size);
+      await page.goto(`${s.url}/#/`);
+      await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+      const button = page.locator('#account-button');
+      assert.equal(await button.getAttribute('aria-expanded'), 'false');
+      assert.equal((await button.textContent()).trim(), 'Signed in as carol', 'the name, with "Signed in as" (visually hidden on a phone, still read out)');
+      const header = await page.locator('header.bar').boundingBox();
+      if (size.width <= 390) {
+        assert.ok(header.height <= 64, `the phone header is ${header.height} px high`);
+        assert.equal(await page.locator('#nav').isVisible(), false, 'the sections sit behind "Menu"');
+        await page.locator('#menu-button').click();
+        assert.equal(await page.locator('#menu-button').getAttribute('aria-expanded'), 'true');
+        await page.locator('#nav a', { hasText: 'Rooms' }).click();
+        await page.locator('h1', { hasText: 'Rooms' }).waitFor({ timeout: 10_000 });
+        assert.equal(await page.locator('#nav').isVisible(), false, 'the menu closes once a section is chosen');
+      } else {
+        assert.ok(await page.locator('#nav a', { hasText: 'Rooms' }).isVisible(), 'the sections are in the header');
+      }
+      await button.click();
+      assert.equal(await button.getAttribute('aria-expanded'), 'true');
+      assert.ok(await page.locator('#sign-out').isVisible());
+      await page.keyboard.press('Escape');
+      assert.equal(await page.locator('#account-menu').isVisible(), false, 'Escape closes the menu');
+      await button.click();
+      await page.locator('#my-profile').click();
+      await page.locator('h1', { hasText: 'carol' }).waitFor({ timeout: 10_000 });
+      assert.match(await page.locator('#view h1').innerText(), /^carol You$/);
+      assert.match(page.url(), new RegExp(`#/agent/${carol.id}$`));
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling');
+      await page.screenshot({ path: join(SHOTS, `header-profile-${size.width}.png`) });
+    });
+
+    await t.test(`author names lead to profile pages: name, kind, provider, description, joined, recent messages, knowledge and work (${size.width} px)`, async () => {
+      await page.setViewportSize(size);
+      await page.goto(`${s.url}/#/topic/${question.id}`);
+      await page.locator(`li.message[data-id="${danaMessage.id}"]`).waitFor({ timeout: 10_000 });
+      await page.locator(`li.message[data-id="${danaMessage.id}"] .author a`).click();
+      await page.locator('h1', { hasText: 'Dana' }).waitFor({ timeout: 10_000 });
+      assert.match(page.url(), new RegExp(`#/agent/${danaAgent.id}$`));
+      const summary = await page.locator('dl.summary').innerText();
+      assert.match(summary, /Kind\s+AI agent/);
+      assert.match(summary, /Provider\s+Harbour Lab/);
+      assert.match(summary, /About\s+Keeps the tide tables\.\nAsk me about <b>tides<\/b>\./, 'the description as text');
+      assert.match(summary, /Joined\s+\S/);
+      assert.equal(await page.locator('.profile b').count(), 0, 'no HTML made from the description');
+      assert.equal(await page.locator('ul.profile-messages > li').getAttribute('data-id'), danaMessage.id);
+      assert.equal(await page.locator('ul.profile-messages .excerpt').innerText(), 'Start with one thing: tides.', 'the preview is plain text');
+      assert.equal(await page.locator('ul.profile-knowledge a.title').innerText(), tideKnowledge.title);
+      assert.equal(await page.locator('ul.profile-work a.title').innerText(), tideWork.title);
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling');
+      await page.screenshot({ path: join(SHOTS, `profile-${size.width}.png`), fullPage: true });
+    });
+
+    await t.test(`polish: one action row per post, previews as plain text, the live-status line under the title (${size.width} px)`, async () => {
+      await page.setViewportSize(size);
+      await page.goto(`${s.url}/#/topic/${question.id}`);
+      const post = page.locator(`li.message[data-id="${danaMessage.id}"] > article`);
+      await post.waitFor({ timeout: 10_000 });
+      const tops = await post.locator('.post-actions button').evaluateAll((els) => els.map((e) => [e.textContent, Math.round(e.getBoundingClientRect().top)]));
+      assert.deepEqual(tops.map(([name]) => name), ['Reply', 'Quote', 'Flag']);
+      assert.equal(new Set(tops.map(([, top]) => top)).size, 1, `Reply, Quote and Flag on one row: ${JSON.stringify(tops)}`);
+      await page.locator('#live[data-state]').waitFor({ timeout: 15_000 });
+      const [titleBottom, liveTop] = await page.evaluate(() => [document.querySelector('#view h1').getBoundingClientRect().bottom, document.getElementById('live').getBoundingClientRect().top]);
+      assert.ok(liveTop >= titleBottom, `the live-status line is under the title (${liveTop} ≥ ${titleBottom})`);
+      await page.goto(`${s.url}/#/search?q=tides`);
+      const hit = page.locator(`ul.hits > li[data-id="${danaMessage.id}"] .excerpt`);
+      await hit.waitFor({ timeout: 10_000 });
+      assert.equal(await hit.innerText(), 'Start with one thing: tides.', 'a search preview is plain text, the match highlighted');
+      await page.screenshot({ path: join(SHOTS, `search-plain-${size.width}.png`), fullPage: true });
+    });
+  }
+
+  await t.test('an inbox preview is plain text; "Sign out" in the account menu signs out', async () => {
+    await page.setViewportSize(WIDTHS[0]);
+    const mine = ok(await s.post('/api/messages', { topicId: question.id, content: 'Thanks, I will try.', clientId: 'c9' }, carol.token));
+    ok(await s.post('/api/messages', { topicId: question.id, content: '> quoted\n\nA **bold** answer with `code`.', clientId: 'd2', replyTo: mine.id }, danaAgent.token));
+    await page.goto(`${s.url}/#/inbox`);
+    const entry = page.locator('ul.inbox > li.entry[data-reason="reply"] a.open-message').first();
+    await entry.waitFor({ timeout: 10_000 });
+    assert.equal(await entry.innerText(), 'quoted A bold answer with code.');
+    await page.locator('#account-button').click();
+    await page.locator('#sign-out').click();
+    await page.locator('#sign-in').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('#account').isVisible(), false);
+  });
 
   await t.test('no script error or dialog occurred', () => {
     assert.deepEqual(problems, []);

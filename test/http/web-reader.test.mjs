@@ -261,6 +261,7 @@ test('the web reader in Chromium', async (t) => {
     await shot('in-join-done');
     await page.locator('#view a', { hasText: 'Go to the latest activity' }).click();
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor();
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });
@@ -290,6 +291,7 @@ test('the web reader in Chromium', async (t) => {
     const tab = watch(await context.newPage());
     await tab.goto(`${s.url}/#/knowledge/${data.knowledge.id}`);
     await tab.locator('h1', { hasText: 'Tides are lunar and solar' }).waitFor({ timeout: 10_000 });
+    await tab.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await tab.locator('#sign-out').click();
     await tab.locator('#token').waitFor();
     assert.equal(await tab.evaluate(() => localStorage.getItem('agent-forum.token')), null, 'sign-out forgets the remembered token');
@@ -531,6 +533,7 @@ test('the web reader in Chromium', async (t) => {
   });
 
   await t.test('signing out forgets the token', async () => {
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('agent-forum.token') ?? localStorage.getItem('agent-forum.token')), null);
@@ -541,6 +544,7 @@ test('the web reader in Chromium', async (t) => {
     assert.equal(created.code, 0, created.stderr);
     await signIn(created.json.token);
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });
@@ -732,6 +736,7 @@ test('the web reader in Chromium', async (t) => {
     await page.locator('section.topic > .mod-bar .mod-submit').click();
     await page.waitForFunction(() => !document.querySelector('h1 .mod-badge'), null, { timeout: 10_000 });
     assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Hide', 'Erase']);
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });

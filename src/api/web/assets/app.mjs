@@ -11,6 +11,7 @@
  *   #/search?q=…[&kind=messages|knowledge][&room=<id>][&before=…&beforeId=…&page=n]  search (old links #/search/<q> still open)
  *   #/new-topic[/<room id>] start a topic (compose.mjs); every thread has a reply box
  *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
+ *   #/agent/<id>            an author's profile: who they are, their recent messages, knowledge and work (issue 55)
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
  *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
@@ -23,7 +24,7 @@
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
-import { el, fetchNotingServerClock, replaceChildren, waitText } from './dom.mjs';
+import { el, fetchNotingServerClock, replaceChildren, route, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { newTopicView } from './compose.mjs';
 import { InboxCounter, inboxView } from './inbox.mjs';
@@ -31,7 +32,7 @@ import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
 import { consoleView } from './console.mjs';
 import {
-  catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
+  agentView, catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
 
 const TOKEN_KEY = 'agent-forum.token';
@@ -65,6 +66,13 @@ const ui = {
   signInError: byId('sign-in-error'),
   nav: byId('nav'),
   signOut: byId('sign-out'),
+  bar: byId('bar'),
+  menuButton: byId('menu-button'),
+  account: byId('account'),
+  accountButton: byId('account-button'),
+  accountMenu: byId('account-menu'),
+  meName: byId('me-name'),
+  myProfile: /** @type {HTMLAnchorElement} */ (byId('my-profile')),
   navFlags: byId('nav-flags'),
   navInbox: byId('nav-inbox'),
   searchForm: /** @type {HTMLFormElement} */ (byId('search-form')),
@@ -88,6 +96,7 @@ const publicClient = new ForumClient({ baseUrl: BASE_URL });
  * @property {import('./moderation.mjs').Me} me
  * @property {ForumClient} writer one attempt per call: the composer shows a 429 at once and keeps the draft (compose.mjs)
  * @property {InboxCounter} inbox the header's count of new inbox entries
+ * @property {string|null} meName the signed-in identity's name, for "Signed in as NAME" (null until known)
  */
 /** @type {Session | null} */
 let session = null;
@@ -200,6 +209,7 @@ async function signIn(token, remember, knownMe = null) {
     work: new FeedFollower({ client: followerClient, feed: 'work', onEvents: (events) => applyEvents('work', events), onState }),
     cache: sessionCache(client),
     me,
+    meName: agents.find((/** @type {any} */ a) => a.id === me.id)?.name ?? null,
   };
   session.inbox.start();
   return null;
@@ -329,6 +339,7 @@ function buildView(s, parts) {
     }
     case 'new-topic': return parts.length === 1 ? newTopicView(ctx, undefined) : one ? newTopicView(ctx, arg) : unknownRoute();
     case 'inbox': return parts.length === 1 ? inboxView(ctx, s.inbox) : unknownRoute();
+    case 'agent': return one ? agentView(ctx, arg) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
     default: return unknownRoute();
   }
@@ -447,6 +458,10 @@ async function render(navigated) {
   const s = session;
   const parts = parseRoute();
   ui.nav.hidden = s === null;
+  ui.menuButton.hidden = s === null;
+  ui.account.hidden = s === null;
+  if (navigated) closeMenus();
+  if (s) showAccount(s);
   ui.navFlags.hidden = !s?.me.operator;
   byId('nav-console').hidden = !s?.me.operator;
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
@@ -504,6 +519,10 @@ async function render(navigated) {
   const hadFocus = !navigated && ui.view.contains(document.activeElement);
   const scrollY = window.scrollY;
   replaceChildren(ui.view, view.node);
+  // The live-status line belongs to the page it reports on: under the view's title, not above it.
+  const title = view.node.querySelector('h1');
+  if (title) title.after(ui.live);
+  else ui.view.before(ui.live);
   document.title = `${view.title} · Agent Forum`;
   if (s) {
     if (view.discussionHead && !s.discussion.hasCursor()) s.discussion.seed(view.discussionHead);
@@ -554,6 +573,53 @@ ui.signInForm.addEventListener('submit', async (event) => {
 
 /** null where the browser has no BroadcastChannel; the `storage` event below still covers a remembered token. */
 const sessionChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(SESSION_CHANNEL) : null;
+
+/** Closes the header's menus (the phone's section menu and the account menu). */
+function closeMenus() {
+  ui.bar.classList.remove('menu-open');
+  ui.menuButton.setAttribute('aria-expanded', 'false');
+  ui.accountMenu.hidden = true;
+  ui.accountButton.setAttribute('aria-expanded', 'false');
+}
+
+/** "Signed in as NAME" and the profile link of the account menu; the name is read once when the agent list lacks it (an operator). @param {Session} s */
+function showAccount(s) {
+  ui.myProfile.href = route('agent', s.me.id);
+  replaceChildren(ui.meName, s.meName ?? 'you');
+  if (s.meName === null) {
+    s.client.me().then((/** @type {any} */ profile) => {
+      s.meName = typeof profile?.name === 'string' ? profile.name : null;
+      if (session === s && s.meName) replaceChildren(ui.meName, s.meName);
+    }).catch(() => {});
+  }
+}
+
+ui.menuButton.addEventListener('click', () => {
+  const open = !ui.bar.classList.contains('menu-open');
+  closeMenus();
+  ui.bar.classList.toggle('menu-open', open);
+  ui.menuButton.setAttribute('aria-expanded', String(open));
+});
+
+ui.accountButton.addEventListener('click', () => {
+  const open = ui.accountMenu.hidden;
+  closeMenus();
+  ui.accountMenu.hidden = !open;
+  ui.accountButton.setAttribute('aria-expanded', String(open));
+  if (open) /** @type {HTMLElement|null} */ (ui.accountMenu.querySelector('a, button'))?.focus();
+});
+
+// Escape closes an open header menu and gives focus back to its button; a click elsewhere closes it.
+document.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape') return;
+  const from = !ui.accountMenu.hidden ? ui.accountButton : ui.bar.classList.contains('menu-open') ? ui.menuButton : null;
+  closeMenus();
+  from?.focus();
+});
+document.addEventListener('click', (event) => {
+  const target = /** @type {Node} */ (event.target);
+  if (!ui.account.contains(target) && !ui.accountMenu.hidden) closeMenus();
+});
 
 ui.signOut.addEventListener('click', () => {
   signOut();

@@ -11,7 +11,7 @@
  */
 import { el, replaceChildren, route, time } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
-import { messageRoute } from './views.mjs';
+import { messageRoute, plainText } from './views.mjs';
 
 /** localStorage key prefix of the seen inbox cursor: INBOX_SEEN_PREFIX + <agent id>. */
 const INBOX_SEEN_PREFIX = 'agent-forum.inbox-seen.';
@@ -21,6 +21,8 @@ const INBOX_FIRST_READ_MS = 3000;
 const INBOX_PAGE = 100;
 /** Inbox pages read at most by the inbox view (bounds its requests: 1,000 entries). */
 const INBOX_VIEW_PAGES = 10;
+/** Characters of a message's text shown by an inbox entry. */
+const INBOX_PREVIEW_CHARS = 160;
 /** Entries listed by the inbox view, newest first. */
 const INBOX_SHOWN = 100;
 
@@ -174,12 +176,17 @@ export async function inboxView(ctx, counter) {
     return a ? `${a.name} (${a.provider})` : id;
   };
   const shown = entries.slice(-INBOX_SHOWN).reverse();
+  /** A message's preview: its plain text (no raw markdown, issue 55), cut at INBOX_PREVIEW_CHARS. @param {string} content */
+  const preview = (content) => {
+    const text = plainText(ctx, content);
+    return text.length > INBOX_PREVIEW_CHARS ? `${text.slice(0, INBOX_PREVIEW_CHARS)}…` : text;
+  };
   const line = (/** @type {any} */ e) => {
     if (e.message) {
       const m = e.message;
       const topic = ctx.cache.topic(m.topicId);
       return [name(m.authorId), ` ${REASONS[e.reason] ?? e.reason}`, topic ? [' in ', el('a', { href: route('topic', m.topicId) }, topic.title)] : null, ': ',
-        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, m.content.length > 160 ? `${m.content.slice(0, 160)}…` : m.content)];
+        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, preview(m.content))];
     }
     if (e.workItem) return [name(e.workItem.updatedBy), ` ${REASONS.work}: `, el('a', { href: route('work', e.workItem.id) }, e.workItem.title), ` is now ${e.workItem.state}`];
     if (e.flag) return [`${REASONS.flag}: ${e.flag.resolution ?? e.flag.state ?? 'resolved'}`];

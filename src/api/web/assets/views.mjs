@@ -68,10 +68,48 @@ const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'comp
  * An author as text: "name (provider)", or the id when the profile is unknown.
  * @param {ViewContext} ctx @param {string|null|undefined} id
  */
-function author(ctx, id) {
+function authorName(ctx, id) {
   if (!id) return '—';
   const a = ctx.agents.get(id);
   return a ? `${a.name} (${a.provider})` : id;
+}
+
+/**
+ * An author as a link to their profile page (#/agent/<id>, agentView): "name (provider)".
+ * @param {ViewContext} ctx @param {string|null|undefined} id @returns {HTMLElement|string}
+ */
+function author(ctx, id) {
+  if (!id) return '—';
+  return el('a', { href: route('agent', id), class: 'author-link' }, authorName(ctx, id));
+}
+
+/** Block elements whose text is kept apart by a space in plainText. */
+const BLOCK_TAGS = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'BLOCKQUOTE', 'PRE', 'UL', 'OL', 'TABLE', 'TR', 'TD', 'TH', 'DIV', 'HR', 'BR']);
+
+/**
+ * A post's text as plain text for previews (issue 55: no raw markdown in excerpts): rendered by
+ * the markdown subset (ctx.markdown, which builds elements itself and never parses HTML), then
+ * its text with blocks separated by a space and runs of white space collapsed.
+ * @param {{markdown: (text: string) => Node[]}} ctx @param {string} text @returns {string}
+ */
+export function plainText(ctx, text) {
+  /** @type {string[]} */
+  const parts = [];
+  /** @param {Node} node */
+  const walk = (node) => {
+    for (const child of node.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE) {
+        parts.push(child.textContent ?? '');
+        continue;
+      }
+      const block = BLOCK_TAGS.has(child.nodeName);
+      if (block) parts.push(' ');
+      walk(child);
+      if (block) parts.push(' ');
+    }
+  };
+  walk(el('div', {}, ctx.markdown(text)));
+  return parts.join('').replace(/\s+/g, ' ').trim();
 }
 
 /** @param {any} text @param {...any} rest */
@@ -99,10 +137,11 @@ function moderatedBody(ctx, record, noun, text) {
   return el('div', { class: 'hidden-content' }, el('p', { class: 'placeholder' }, notice), body(ctx, text));
 }
 
-/** A message's excerpt (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {any} m */
-function excerptOf(m) {
+/** A message's excerpt as plain text (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {ViewContext} ctx @param {any} m */
+function excerptOf(ctx, m) {
   if (!m.content) return placeholderNotice(m, 'message', false) ?? '';
-  const excerpt = m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content;
+  const text = plainText(ctx, m.content);
+  const excerpt = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
   return m.hidden ? `(hidden) ${excerpt}` : excerpt;
 }
 
@@ -205,7 +244,7 @@ export async function homeView(ctx) {
     active.length === 0 && quiet.length === 0 ? el('p', {}, 'Nothing has been posted yet.') : null,
     active.length ? el('ul', { class: 'cards activity' }, active.map(({ last }) => {
       const t = topicById.get(last.topicId);
-      const excerpt = excerptOf(last);
+      const excerpt = excerptOf(ctx, last);
       return el('li', {},
         el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${last.topicId}`), t ? [' ', stateBadge(t)] : null,
         ' ', topicBadge(ctx.me?.id, last.topicId, last),
@@ -447,7 +486,7 @@ export async function topicView(ctx, topicId, target) {
   }) : null;
   const closed = Boolean(topic.hidden || topic.erased);
   /** The reply box (compose.mjs); none in a hidden or erased topic. */
-  const composer = closed || !ctx.writer ? null : replyComposer({ markdown: ctx.markdown, writer: ctx.writer, author: (id) => author(ctx, id) }, topicId, (m) => {
+  const composer = closed || !ctx.writer ? null : replyComposer({ markdown: ctx.markdown, writer: ctx.writer, author: (id) => authorName(ctx, id) }, topicId, (m) => {
     if (meId) markSeen(meId, topicId, m);
     if (!thread.messages.some((x) => x.id === m.id)) thread.messages = [...thread.messages, m].sort(byCreated);
     if (pageNo !== 1) {
@@ -465,7 +504,7 @@ export async function topicView(ctx, topicId, target) {
   const replyButtons = (m) => {
     if (!composer || m.erased || !m.content) return null;
     const number = numbers.get(m.id);
-    const label = `${author(ctx, m.authorId)}${number ? ` #${number}` : ''}`;
+    const label = `${authorName(ctx, m.authorId)}${number ? ` #${number}` : ''}`;
     return el('div', { class: 'reply-buttons' },
       el('button', { type: 'button', class: 'reply', 'aria-label': `Reply to ${label}`, on: { click: () => composer.replyTo(m, label, false) } }, 'Reply'),
       el('button', { type: 'button', class: 'quote', 'aria-label': `Reply to ${label} with a quote`, on: { click: () => composer.replyTo(m, label, true) } }, 'Quote'));
@@ -490,8 +529,8 @@ export async function topicView(ctx, topicId, target) {
         isNew ? [' ', el('span', { class: 'badge' }, 'New')] : unreadIds.has(m.id) ? [' ', el('span', { class: 'badge' }, 'Unread')] : null,
         flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
       moderatedBody(ctx, m, 'message', m.content),
-      replyButtons(m),
-      messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden)));
+      // One action row per post (issue 55): Reply, Quote and Flag (or the operator's buttons) side by side.
+      el('div', { class: 'post-actions' }, replyButtons(m), messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden))));
   };
   /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
   const update = (m, notice) => {
@@ -1032,7 +1071,7 @@ export async function searchView(ctx, params) {
           return el('li', { 'data-id': m.id },
             el('a', { href: route('topic', m.topicId), class: 'title hit-topic' }, t ? titleOf(t, 'topic') : `Topic ${m.topicId}`),
             t ? el('span', { class: 'meta' }, ' · ', roomName(t.roomId)) : null,
-            el('p', { class: 'excerpt' }, m.content ? [m.hidden ? '(hidden) ' : '', highlighted(m.content, q, EXCERPT_CHARS)] : excerptOf(m)),
+            el('p', { class: 'excerpt' }, m.content ? [m.hidden ? '(hidden) ' : '', highlighted(plainText(ctx, m.content), q, EXCERPT_CHARS)] : excerptOf(ctx, m)),
             el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
               el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread')));
         })),
@@ -1042,12 +1081,72 @@ export async function searchView(ctx, params) {
         el('h2', {}, `Knowledge (${knowledge.length})`),
         knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
           el('a', { href: route('knowledge', k.id), class: 'title' }, k.title ? highlighted(k.title, q) : titleOf(k, 'knowledge item')), ' ', stateBadge(k),
-          k.content ? el('p', { class: 'excerpt' }, highlighted(k.content, q, EXCERPT_CHARS)) : null,
+          k.content ? el('p', { class: 'excerpt' }, highlighted(plainText(ctx, k.content), q, EXCERPT_CHARS)) : null,
           knowledgeMeta(ctx, k)))),
       ] : null,
     ],
   );
   return { title: q ? `Search: ${q}` : 'Search', node };
+}
+
+/** Recent messages and knowledge items shown on a profile page (one request each). */
+const PROFILE_RECENT = 20;
+/** What each Agent `kind` (spec part 2) is called on a profile. */
+const KINDS = /** @type {Record<string, string>} */ ({ agent: 'AI agent', human: 'person', integration: 'integration' });
+
+/**
+ * An author's profile page (#/agent/<id>, issue 55): name, kind, provider, description, when they
+ * joined and were last active, then their recent messages (GET /api/messages?agentId=), knowledge
+ * (GET /api/knowledge?agentId=) and the work items they created (GET /api/work?authorId=, first
+ * 100 by creation, newest shown first) — existing read routes only. Text stays text: previews are
+ * plain text (plainText), names and descriptions inserted as text.
+ * @param {ViewContext} ctx @param {string} id @returns {Promise<View>}
+ */
+export async function agentView(ctx, id) {
+  let a = /** @type {any} */ (ctx.agents.get(id));
+  if (!a) {
+    // Registered after sign-in: read the list again once.
+    for (const x of await ctx.client.agents()) ctx.agents.set(x.id, x);
+    a = ctx.agents.get(id);
+  }
+  if (!a) return notFoundView('Author not found', `There is no author with the id "${id}". The link may be mistyped.`);
+  const [{ messages }, { knowledge }, work, topics] = await Promise.all([
+    ctx.client.messages({ agentId: id, limit: PROFILE_RECENT }),
+    ctx.client.knowledge({ agentId: id, limit: PROFILE_RECENT }),
+    ctx.client.work({ authorId: id, limit: 100 }),
+    ctx.client.topics(),
+  ]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
+  const items = [...work.items].reverse();
+  const isMe = ctx.me?.id === id;
+  const node = el('section', { class: 'profile' },
+    heading(a.name, isMe ? [' ', el('span', { class: 'badge' }, 'You')] : null),
+    el('dl', { class: 'summary' },
+      el('dt', {}, 'Kind'), el('dd', {}, KINDS[a.kind] ?? a.kind ?? '—'),
+      el('dt', {}, 'Provider'), el('dd', {}, a.provider || '—'),
+      el('dt', {}, 'About'), el('dd', { class: 'about' }, a.description || '—'),
+      el('dt', {}, 'Joined'), el('dd', {}, a.created ? time(a.created) : '—'),
+      el('dt', {}, 'Last active'), el('dd', {}, a.lastActive ? time(a.lastActive) : 'not yet'),
+      a.verification ? [el('dt', {}, 'Verification'), el('dd', {}, a.verification)] : null),
+    el('p', { class: 'note' }, 'Names, providers and descriptions are self-declared.'),
+    el('h2', {}, `Recent messages (${messages.length}${messages.length === PROFILE_RECENT ? '+' : ''})`),
+    messages.length === 0 ? el('p', {}, 'No messages yet.') : el('ul', { class: 'cards profile-messages' }, messages.map((/** @type {any} */ m) => {
+      const t = ctx.cache.topic(m.topicId);
+      return el('li', { 'data-id': m.id },
+        el('a', { href: messageRoute(m.topicId, m.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${m.topicId}`),
+        el('p', { class: 'excerpt' }, excerptOf(ctx, m)),
+        el('p', { class: 'meta' }, time(m.created)));
+    })),
+    el('h2', {}, `Knowledge (${knowledge.length}${knowledge.length === PROFILE_RECENT ? '+' : ''})`),
+    knowledge.length === 0 ? el('p', {}, 'No knowledge items yet.') : el('ul', { class: 'cards profile-knowledge' }, knowledge.map((/** @type {any} */ k) => el('li', {},
+      el('a', { href: route('knowledge', k.id), class: 'title' }, titleOf(k, 'knowledge item')), ' ', stateBadge(k),
+      el('p', { class: 'meta' }, el('span', { class: `category category-${k.category}` }, k.category), ' · ', time(k.created), ` · revision ${k.revision}`)))),
+    el('h2', {}, `Work items created (${items.length}${work.hasMore ? '+' : ''})`),
+    items.length === 0 ? el('p', {}, 'No work items yet.') : el('ul', { class: 'cards profile-work' }, items.map((/** @type {any} */ w) => el('li', {},
+      el('a', { href: route('work', w.id), class: 'title' }, titleOf(w, 'work item')), ' ', el('span', { class: `state state-${w.state}` }, w.state),
+      el('p', { class: 'meta' }, `#${w.sequence} · `, time(w.created))))),
+  );
+  return { title: a.name, node };
 }
 
 /**
