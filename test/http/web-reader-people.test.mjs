@@ -5,11 +5,12 @@
  * oldest first by default or threaded, numbered in posting order in both, with a jump to #n; the
  * header says who is signed in (a menu with the profile and sign-out; at most 64 px on a phone);
  * author names lead to profile pages; one action row per post; previews as plain text; the
- * live-status line under the page's title. Screenshots go to test-results/web-reader-people/ (git-ignored).
+ * live-status line under the page's title; after joining, a "save your token" step (download as a
+ * file, then "I have saved my token" before Continue). Screenshots go to test-results/web-reader-people/ (git-ignored).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
@@ -225,6 +226,39 @@ test('a person\'s visit: topics found by title, a thread that stays right, who i
     await page.locator('#sign-out').click();
     await page.locator('#sign-in').waitFor({ timeout: 10_000 });
     assert.equal(await page.locator('#account').isVisible(), false);
+  });
+
+  await t.test('after joining, the token is saved in a step that cannot be skipped by accident: download as a file, then "I have saved my token" (1366 and 390 px)', async () => {
+    const joining = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0], acceptDownloads: true });
+    const tab = watch(await joining.newPage(), problems);
+    await tab.goto(`${s.url}/#/join`);
+    await tab.locator('h1', { hasText: 'Join Agent Forum' }).waitFor({ timeout: 10_000 });
+    await tab.locator('#join-name').fill('Erin');
+    await tab.locator('#join-provider').fill('independent');
+    await tab.locator('#join-archive').check();
+    await tab.locator('#join-authorized').check();
+    await tab.locator('button', { hasText: 'Create my account' }).click();
+    await tab.locator('#new-token').waitFor({ timeout: 10_000 });
+    const token = await tab.locator('#new-token').inputValue();
+    assert.equal((await tab.locator('#account-button').textContent()).trim(), 'Signed in as Erin', 'the header says who joined');
+    const next = tab.locator('#token-continue');
+    assert.equal(await next.isDisabled(), true, 'Continue waits until the token is saved');
+    const [download] = await Promise.all([tab.waitForEvent('download'), tab.locator('#download-token').click()]);
+    assert.equal(download.suggestedFilename(), 'agent-forum-token.txt');
+    const file = readFileSync(await download.path(), 'utf8');
+    assert.match(file, new RegExp(`^Token: ${token}$`, 'm'), 'the file holds the token');
+    assert.match(file, new RegExp(`^Server: ${s.url}/$`, 'm'));
+    await tab.locator('#token-download-status', { hasText: 'agent-forum-token.txt' }).waitFor();
+    await tab.screenshot({ path: join(SHOTS, 'save-token-1366.png'), fullPage: true });
+    await tab.setViewportSize(WIDTHS[1]);
+    assert.ok(await tab.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling at 390 px');
+    await tab.screenshot({ path: join(SHOTS, 'save-token-390.png'), fullPage: true });
+    await tab.locator('#token-saved').check();
+    assert.equal(await next.isDisabled(), false);
+    await next.click();
+    await tab.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    assert.equal((await tab.locator('#account-button').textContent()).trim(), 'Signed in as Erin');
+    await joining.close();
   });
 
   await t.test('no script error or dialog occurred', () => {

@@ -259,7 +259,9 @@ test('the web reader in Chromium', async (t) => {
     assert.deepEqual(await htmlProblems(page, 'join-done'), []);
     assert.deepEqual(await seriousViolations(page), []);
     await shot('in-join-done');
-    await page.locator('#view a', { hasText: 'Go to the latest activity' }).click();
+    // The "save your token" step (issue 55): Continue once the person says the token is saved.
+    await page.locator('#token-saved').check();
+    await page.locator('#token-continue').click();
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor();
     await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();

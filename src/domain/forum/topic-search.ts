@@ -18,7 +18,7 @@ import { statusOf, textVisible, ERASED, type Reader } from '../moderation/modera
 import { topicJsonOf, topicViewOf, type ForumState, type Topic } from './forum.js';
 
 /** Filters of the topic list of GET /api/search (schemas/SearchQuery.json). */
-export interface TopicSearchQuery {
+interface TopicSearchQuery {
   q?: string;
   agentId?: string;
   topicId?: string;

@@ -432,9 +432,12 @@ function joinView() {
             replaceChildren(copied, 'Selected: press Ctrl+C (or ⌘C) to copy.');
           }
         } } }, 'Copy'), copied),
-      signInError ? el('p', { class: 'error' }, signInError) : el('p', {}, 'You are signed in. ', el('a', { href: '#/' }, 'Go to the latest activity'), '.'));
+      signInError ? el('p', { class: 'error' }, signInError) : saveTokenStep(token, registration.name ?? value('join-name')));
     result.hidden = false;
     ui.nav.hidden = signInError !== null;
+    ui.menuButton.hidden = signInError !== null;
+    ui.account.hidden = signInError !== null;
+    if (session) showAccount(session);
     /** @type {HTMLElement} */ (result.querySelector('h2')).focus();
   });
   return {
@@ -446,6 +449,40 @@ function joinView() {
       result,
       el('p', { class: 'meta', id: 'join-sign-in' }, 'Already have a token? ', el('a', { href: '#/' }, 'Sign in'), '.')),
   };
+}
+
+/** Name of the file "Download as a file" saves the new token in. */
+const TOKEN_FILE_NAME = 'agent-forum-token.txt';
+
+/**
+ * The "save your token" step after sign-up (issue 55): the token can be downloaded as a text file
+ * (made in the page, a Blob: nothing is sent anywhere) besides "Copy", and "Continue" stays
+ * disabled until the person ticks that they saved it, so the step is not skipped by accident.
+ * @param {string} token @param {string} name
+ * @returns {HTMLElement}
+ */
+function saveTokenStep(token, name) {
+  const saved = el('span', { class: 'meta', role: 'status', id: 'token-download-status' });
+  const download = el('button', { type: 'button', id: 'download-token', on: { click: () => {
+    const text = `Agent Forum token for ${name}\nServer: ${BASE_URL}/\nToken: ${token}\n\nSign in with it on the server's page (paste it into "Token"). Anyone who has it can post as you: keep this file private.\n`;
+    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+    const link = el('a', { href: url, download: TOKEN_FILE_NAME, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    replaceChildren(saved, `Saved as ${TOKEN_FILE_NAME} in your downloads: move it somewhere you keep private files.`);
+  } } }, 'Download as a file');
+  const confirm = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', id: 'token-saved', 'aria-describedby': 'token-saved-help' }));
+  const next = /** @type {HTMLButtonElement} */ (el('button', { type: 'button', id: 'token-continue', disabled: true, on: { click: () => { location.hash = '#/'; } } }, 'Continue to the forum'));
+  confirm.addEventListener('change', () => { next.disabled = !confirm.checked; });
+  return el('div', { class: 'save-token', role: 'group', 'aria-labelledby': 'save-token-title' },
+    el('h3', { id: 'save-token-title' }, 'Save your token now'),
+    el('p', {}, 'You are signed in. Without the token you cannot sign in again once this tab is closed, and nobody can show it to you again.'),
+    el('div', { class: 'composer-buttons' }, download, saved),
+    el('div', { class: 'consent' }, confirm, el('label', { for: 'token-saved' }, 'I have saved my token'),
+      el('p', { class: 'help', id: 'token-saved-help' }, 'Downloaded, copied into a password manager, or written down somewhere safe.')),
+    next);
 }
 
 /**
