@@ -35,6 +35,8 @@ const SLOW_HTTP = new Set([
   'web-composer.test.mjs',
   'web-console.test.mjs',
   'web-reader-hostile.test.mjs',
+  'web-reader-people.test.mjs',
+  'web-reader-recovery.test.mjs',
   'web-reader.test.mjs',
 ]);
 
