@@ -107,7 +107,7 @@ test('erasing a message, a knowledge revision, a topic and a work item (REST and
   const searches = async () => {
     for (const marker of Object.values(MARK)) {
       for (const who of [b, op]) {
-        assert.deepEqual(await ok(s.get(`/api/search?q=${marker}`, who.token)), { messages: [], knowledge: [] }, `search finds no ${marker}`);
+        assert.deepEqual(await ok(s.get(`/api/search?q=${marker}`, who.token)), { messages: [], knowledge: [], topics: [] }, `search finds no ${marker}`);
         assert.deepEqual((await ok(s.get(`/api/messages?q=${marker}`, who.token))).messages, [], `messages q finds no ${marker}`);
       }
     }

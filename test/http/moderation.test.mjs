@@ -228,7 +228,7 @@ test('erase is a placeholder for everyone including operators, exports a tombsto
   for (const who of [b, op]) {
     assert.deepEqual((await ok(s.get(`/api/messages?topicId=${topic.id}`, who.token))).messages, [m2, placeholder(m1, 'erased')]);
     assert.deepEqual((await ok(s.get(`/api/knowledge?id=${k.id}`, who.token))).knowledge, [{ ...k, title: '', content: '', sources: [], erased: true }]);
-    assert.deepEqual((await ok(s.get(`/api/search?q=${SECRET}`, who.token))), { messages: [], knowledge: [] });
+    assert.deepEqual((await ok(s.get(`/api/search?q=${SECRET}`, who.token))), { messages: [], knowledge: [], topics: [] });
     assert.equal((await ok(s.get(`/api/work?id=${w.id}`, who.token))).items[0].erased, true);
   }
   const after = await exportOf(s, b.token, topic.id);
@@ -296,7 +296,7 @@ test('purge disables an agent and hides everything it wrote in one action', asyn
   assert.deepEqual((await ok(s.get('/api/topics', a.token))).find((x) => x.id === spam.id), { ...spam, title: '', hidden: true });
   assert.equal((await ok(s.get(`/api/knowledge?id=${k.id}`, a.token))).knowledge[0].hidden, true);
   assert.equal((await ok(s.get(`/api/work?id=${w.id}`, a.token))).items[0].title, '');
-  assert.deepEqual(await ok(s.get(`/api/search?q=${SECRET}`, a.token)), { messages: [], knowledge: [] });
+  assert.deepEqual(await ok(s.get(`/api/search?q=${SECRET}`, a.token)), { messages: [], knowledge: [], topics: [] });
   const mirror = discussionMirror(s, a.token);
   await mirror.sync();
   assert.deepEqual(mirror.records.get(`message:${m.id}`), placeholder(m));

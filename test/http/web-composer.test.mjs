@@ -82,6 +82,15 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
   t.after(() => browser.close());
   const context = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
+  // These checks read replies nested under their message: the threaded order (issue 55 made the
+  // oldest-first order the default; web-reader-people.test.mjs checks both orders).
+  await context.addInitScript(() => {
+    try {
+      localStorage.setItem('agent-forum.thread-order', 'threaded');
+    } catch {
+      // no storage on this document (about:blank)
+    }
+  });
   const problems = [];
   const page = watch(await context.newPage(), problems);
   const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -260,7 +269,8 @@ test('a person takes part from the reader: composer, unread marks, inbox count a
     await page.locator('h1', { hasText: 'Search' }).waitFor();
     await page.locator('ul.hits > li').first().waitFor({ timeout: 10_000 });
     assert.match(page.url(), /#\/search\?q=lantern$/);
-    assert.match(await page.locator('#view h2').first().innerText(), /^Messages \(50\+\)$/);
+    assert.deepEqual(await page.locator('#view h2').allInnerTexts(), ['Topics (1)', 'Messages (50+)', 'Knowledge (0)'], 'topic titles first (issue 55)');
+    assert.equal(await page.locator('ul.topic-hits > li a.title').innerText(), 'Lantern log');
     const firstPage = await page.locator('ul.hits > li').evaluateAll((els) => els.map((e) => e.dataset.id));
     assert.equal(firstPage.length, 50);
     assert.deepEqual(new Set(await page.locator('ul.hits a.hit-topic').allInnerTexts()), new Set(['Lantern log']), 'each hit names its topic');

@@ -112,6 +112,8 @@ test('the web reader in Chromium against hostile text and across tabs', async (t
     assert.match(await page.locator('#view').innerText(), /(> ){20}/);
     assert.ok(await page.locator('#view strong', { hasText: 'readable' }).count() >= 1, 'the item\'s other text keeps its markdown');
 
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
+
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
     await page.goto(`${s.url}/#/flags`);
@@ -172,6 +174,7 @@ test('the web reader in Chromium against hostile text and across tabs', async (t
     const second = watch(await context.newPage());
     await second.goto(`${s.url}/#/topic/${quotes.id}`);
     await second.locator('h1', { hasText: 'Nested quotes' }).waitFor({ timeout: 10_000 });
+    await second.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await second.locator('#sign-out').click();
     await second.locator('#token').waitFor();
     await first.locator('#sign-in-error', { hasText: 'You were signed out in another tab.' }).waitFor({ timeout: 10_000 });
@@ -187,6 +190,7 @@ test('the web reader in Chromium against hostile text and across tabs', async (t
     await first.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
     await signIn(second, bob.token);
     await second.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await first.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await first.locator('#sign-out').click();
     await second.locator('#sign-in-error', { hasText: 'You were signed out in another tab.' }).waitFor({ timeout: 10_000 });
     assert.equal(await second.evaluate(() => sessionStorage.getItem('agent-forum.token')), null);

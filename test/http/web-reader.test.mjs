@@ -127,6 +127,15 @@ test('the web reader in Chromium', async (t) => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
   t.after(() => browser.close());
   const context = await browser.newContext({ serviceWorkers: 'block', viewport: WIDTHS[0] });
+  // These checks read replies nested under their message: the threaded order (issue 55 made the
+  // oldest-first order the default; web-reader-people.test.mjs checks both orders).
+  await context.addInitScript(() => {
+    try {
+      localStorage.setItem('agent-forum.thread-order', 'threaded');
+    } catch {
+      // no storage on this document (about:blank)
+    }
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   // Offline: a request to any other origin is recorded and aborted.
   const foreign = [];
@@ -219,7 +228,8 @@ test('the web reader in Chromium', async (t) => {
     await signIn('not-a-real-token');
     await page.locator('#sign-in-error', { hasText: 'HTTP 401' }).waitFor({ timeout: 10_000 });
     assert.match(await page.locator('#sign-in-error').innerText(), /not accepted/);
-    assert.equal(await page.evaluate(() => sessionStorage.length + localStorage.length), 0);
+    // Nothing but the thread order this test file chose (the init script above).
+    assert.deepEqual(await page.evaluate(() => [...Object.keys(sessionStorage), ...Object.keys(localStorage)]), ['agent-forum.thread-order']);
     assert.ok(await page.locator('#nav').isHidden());
     await shot('out-sign-in-error');
   });
@@ -249,8 +259,11 @@ test('the web reader in Chromium', async (t) => {
     assert.deepEqual(await htmlProblems(page, 'join-done'), []);
     assert.deepEqual(await seriousViolations(page), []);
     await shot('in-join-done');
-    await page.locator('#view a', { hasText: 'Go to the latest activity' }).click();
+    // The "save your token" step (issue 55): Continue once the person says the token is saved.
+    await page.locator('#token-saved').check();
+    await page.locator('#token-continue').click();
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor();
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });
@@ -280,6 +293,7 @@ test('the web reader in Chromium', async (t) => {
     const tab = watch(await context.newPage());
     await tab.goto(`${s.url}/#/knowledge/${data.knowledge.id}`);
     await tab.locator('h1', { hasText: 'Tides are lunar and solar' }).waitFor({ timeout: 10_000 });
+    await tab.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await tab.locator('#sign-out').click();
     await tab.locator('#token').waitFor();
     assert.equal(await tab.evaluate(() => localStorage.getItem('agent-forum.token')), null, 'sign-out forgets the remembered token');
@@ -521,6 +535,7 @@ test('the web reader in Chromium', async (t) => {
   });
 
   await t.test('signing out forgets the token', async () => {
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('agent-forum.token') ?? localStorage.getItem('agent-forum.token')), null);
@@ -531,6 +546,7 @@ test('the web reader in Chromium', async (t) => {
     assert.equal(created.code, 0, created.stderr);
     await signIn(created.json.token);
     await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 10_000 });
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });
@@ -722,6 +738,7 @@ test('the web reader in Chromium', async (t) => {
     await page.locator('section.topic > .mod-bar .mod-submit').click();
     await page.waitForFunction(() => !document.querySelector('h1 .mod-badge'), null, { timeout: 10_000 });
     assert.deepEqual(await last.locator('.mod-bar button').allInnerTexts(), ['Hide', 'Erase']);
+    await page.locator('#account-button').click(); // "Sign out" is in the account menu (issue 55)
     await page.locator('#sign-out').click();
     await page.locator('#token').waitFor();
   });

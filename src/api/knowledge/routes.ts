@@ -9,6 +9,7 @@ import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { runWrite } from '../write.js';
 import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
+import { searchTopicsJson } from '../../domain/forum/topic-search.js';
 import {
   decideKnowledge,
   entriesJson,
@@ -65,10 +66,10 @@ export const knowledgeRoutes: Route[] = [
     auth: 'bearer',
     operationId: 'search',
     summary:
-      'Up to `limit` messages and up to `limit` knowledge items. q and agentId apply to both; topicId and before only to messages; id and history only to knowledge.',
+      'Up to `limit` messages and up to `limit` knowledge items. q and agentId apply to both; topicId and before only to messages; id and history only to knowledge. Ours (issue 55): also up to `limit` topics whose title matches (`topics`; q, agentId, topicId and before apply).',
     tag: 'Knowledge',
     query: 'SearchQuery',
-    responses: { 200: { description: 'Messages and knowledge, each newest first', schema: 'SearchResult' } },
+    responses: { 200: { description: 'Messages, knowledge and (ours) topics by title, each newest first', schema: 'SearchResult' } },
     handler: async ({ app, query, agent }) => {
       const p = query;
       const reader = readerOf(app.state.moderation, agent?.profile.role);
@@ -76,7 +77,7 @@ export const knowledgeRoutes: Route[] = [
       const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer?.knowledge ?? null, reader);
       return {
         status: 200,
-        json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)}}`,
+        json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)},"topics":${searchTopicsJson(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, reader)}}`,
       };
     },
   }),

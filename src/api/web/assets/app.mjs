@@ -11,6 +11,7 @@
  *   #/search?q=…[&kind=messages|knowledge][&room=<id>][&before=…&beforeId=…&page=n]  search (old links #/search/<q> still open)
  *   #/new-topic[/<room id>] start a topic (compose.mjs); every thread has a reply box
  *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
+ *   #/agent/<id>            an author's profile: who they are, their recent messages, knowledge and work (issue 55)
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
  *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
@@ -23,7 +24,7 @@
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
-import { el, replaceChildren, waitText } from './dom.mjs';
+import { el, fetchNotingServerClock, replaceChildren, route, waitText } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
 import { newTopicView } from './compose.mjs';
 import { InboxCounter, inboxView } from './inbox.mjs';
@@ -31,7 +32,7 @@ import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
 import { consoleView } from './console.mjs';
 import {
-  catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
+  agentView, catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
 
 const TOKEN_KEY = 'agent-forum.token';
@@ -65,6 +66,13 @@ const ui = {
   signInError: byId('sign-in-error'),
   nav: byId('nav'),
   signOut: byId('sign-out'),
+  bar: byId('bar'),
+  menuButton: byId('menu-button'),
+  account: byId('account'),
+  accountButton: byId('account-button'),
+  accountMenu: byId('account-menu'),
+  meName: byId('me-name'),
+  myProfile: /** @type {HTMLAnchorElement} */ (byId('my-profile')),
   navFlags: byId('nav-flags'),
   navInbox: byId('nav-inbox'),
   searchForm: /** @type {HTMLFormElement} */ (byId('search-form')),
@@ -88,6 +96,7 @@ const publicClient = new ForumClient({ baseUrl: BASE_URL });
  * @property {import('./moderation.mjs').Me} me
  * @property {ForumClient} writer one attempt per call: the composer shows a 429 at once and keeps the draft (compose.mjs)
  * @property {InboxCounter} inbox the header's count of new inbox entries
+ * @property {string|null} meName the signed-in identity's name, for "Signed in as NAME" (null until known)
  */
 /** @type {Session | null} */
 let session = null;
@@ -113,8 +122,8 @@ async function showStatus() {
   }
 }
 
-/** @param {string} token @param {number} [maxAttempts] */
-const makeClient = (token, maxAttempts) => new ForumClient({ baseUrl: BASE_URL, token, ...(maxAttempts ? { retry: { maxAttempts } } : {}) });
+/** A signed-in client; its responses' Date headers keep serverNow() (dom.mjs) on the server's clock. @param {string} token @param {number} [maxAttempts] */
+const makeClient = (token, maxAttempts) => new ForumClient({ baseUrl: BASE_URL, token, fetch: fetchNotingServerClock, ...(maxAttempts ? { retry: { maxAttempts } } : {}) });
 
 /** Records that do not change, kept for this page's session (topics, rooms, loaded thread pages). @param {ForumClient} client @returns {import('./views.mjs').SessionCache} */
 function sessionCache(client) {
@@ -200,6 +209,7 @@ async function signIn(token, remember, knownMe = null) {
     work: new FeedFollower({ client: followerClient, feed: 'work', onEvents: (events) => applyEvents('work', events), onState }),
     cache: sessionCache(client),
     me,
+    meName: agents.find((/** @type {any} */ a) => a.id === me.id)?.name ?? null,
   };
   session.inbox.start();
   return null;
@@ -329,6 +339,7 @@ function buildView(s, parts) {
     }
     case 'new-topic': return parts.length === 1 ? newTopicView(ctx, undefined) : one ? newTopicView(ctx, arg) : unknownRoute();
     case 'inbox': return parts.length === 1 ? inboxView(ctx, s.inbox) : unknownRoute();
+    case 'agent': return one ? agentView(ctx, arg) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
     default: return unknownRoute();
   }
@@ -421,9 +432,12 @@ function joinView() {
             replaceChildren(copied, 'Selected: press Ctrl+C (or ⌘C) to copy.');
           }
         } } }, 'Copy'), copied),
-      signInError ? el('p', { class: 'error' }, signInError) : el('p', {}, 'You are signed in. ', el('a', { href: '#/' }, 'Go to the latest activity'), '.'));
+      signInError ? el('p', { class: 'error' }, signInError) : saveTokenStep(token, registration.name ?? value('join-name')));
     result.hidden = false;
     ui.nav.hidden = signInError !== null;
+    ui.menuButton.hidden = signInError !== null;
+    ui.account.hidden = signInError !== null;
+    if (session) showAccount(session);
     /** @type {HTMLElement} */ (result.querySelector('h2')).focus();
   });
   return {
@@ -437,6 +451,40 @@ function joinView() {
   };
 }
 
+/** Name of the file "Download as a file" saves the new token in. */
+const TOKEN_FILE_NAME = 'agent-forum-token.txt';
+
+/**
+ * The "save your token" step after sign-up (issue 55): the token can be downloaded as a text file
+ * (made in the page, a Blob: nothing is sent anywhere) besides "Copy", and "Continue" stays
+ * disabled until the person ticks that they saved it, so the step is not skipped by accident.
+ * @param {string} token @param {string} name
+ * @returns {HTMLElement}
+ */
+function saveTokenStep(token, name) {
+  const saved = el('span', { class: 'meta', role: 'status', id: 'token-download-status' });
+  const download = el('button', { type: 'button', id: 'download-token', on: { click: () => {
+    const text = `Agent Forum token for ${name}\nServer: ${BASE_URL}/\nToken: ${token}\n\nSign in with it on the server's page (paste it into "Token"). Anyone who has it can post as you: keep this file private.\n`;
+    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+    const link = el('a', { href: url, download: TOKEN_FILE_NAME, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    replaceChildren(saved, `Saved as ${TOKEN_FILE_NAME} in your downloads: move it somewhere you keep private files.`);
+  } } }, 'Download as a file');
+  const confirm = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', id: 'token-saved', 'aria-describedby': 'token-saved-help' }));
+  const next = /** @type {HTMLButtonElement} */ (el('button', { type: 'button', id: 'token-continue', disabled: true, on: { click: () => { location.hash = '#/'; } } }, 'Continue to the forum'));
+  confirm.addEventListener('change', () => { next.disabled = !confirm.checked; });
+  return el('div', { class: 'save-token', role: 'group', 'aria-labelledby': 'save-token-title' },
+    el('h3', { id: 'save-token-title' }, 'Save your token now'),
+    el('p', {}, 'You are signed in. Without the token you cannot sign in again once this tab is closed, and nobody can show it to you again.'),
+    el('div', { class: 'composer-buttons' }, download, saved),
+    el('div', { class: 'consent' }, confirm, el('label', { for: 'token-saved' }, 'I have saved my token'),
+      el('p', { class: 'help', id: 'token-saved-help' }, 'Downloaded, copied into a password manager, or written down somewhere safe.')),
+    next);
+}
+
 /**
  * Renders the current route. `navigated`: a new route (focus moves to its heading); false for an
  * in-place refresh after live events.
@@ -447,6 +495,10 @@ async function render(navigated) {
   const s = session;
   const parts = parseRoute();
   ui.nav.hidden = s === null;
+  ui.menuButton.hidden = s === null;
+  ui.account.hidden = s === null;
+  if (navigated) closeMenus();
+  if (s) showAccount(s);
   ui.navFlags.hidden = !s?.me.operator;
   byId('nav-console').hidden = !s?.me.operator;
   const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
@@ -504,6 +556,10 @@ async function render(navigated) {
   const hadFocus = !navigated && ui.view.contains(document.activeElement);
   const scrollY = window.scrollY;
   replaceChildren(ui.view, view.node);
+  // The live-status line belongs to the page it reports on: under the view's title, not above it.
+  const title = view.node.querySelector('h1');
+  if (title) title.after(ui.live);
+  else ui.view.before(ui.live);
   document.title = `${view.title} · Agent Forum`;
   if (s) {
     if (view.discussionHead && !s.discussion.hasCursor()) s.discussion.seed(view.discussionHead);
@@ -554,6 +610,53 @@ ui.signInForm.addEventListener('submit', async (event) => {
 
 /** null where the browser has no BroadcastChannel; the `storage` event below still covers a remembered token. */
 const sessionChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(SESSION_CHANNEL) : null;
+
+/** Closes the header's menus (the phone's section menu and the account menu). */
+function closeMenus() {
+  ui.bar.classList.remove('menu-open');
+  ui.menuButton.setAttribute('aria-expanded', 'false');
+  ui.accountMenu.hidden = true;
+  ui.accountButton.setAttribute('aria-expanded', 'false');
+}
+
+/** "Signed in as NAME" and the profile link of the account menu; the name is read once when the agent list lacks it (an operator). @param {Session} s */
+function showAccount(s) {
+  ui.myProfile.href = route('agent', s.me.id);
+  replaceChildren(ui.meName, s.meName ?? 'you');
+  if (s.meName === null) {
+    s.client.me().then((/** @type {any} */ profile) => {
+      s.meName = typeof profile?.name === 'string' ? profile.name : null;
+      if (session === s && s.meName) replaceChildren(ui.meName, s.meName);
+    }).catch(() => {});
+  }
+}
+
+ui.menuButton.addEventListener('click', () => {
+  const open = !ui.bar.classList.contains('menu-open');
+  closeMenus();
+  ui.bar.classList.toggle('menu-open', open);
+  ui.menuButton.setAttribute('aria-expanded', String(open));
+});
+
+ui.accountButton.addEventListener('click', () => {
+  const open = ui.accountMenu.hidden;
+  closeMenus();
+  ui.accountMenu.hidden = !open;
+  ui.accountButton.setAttribute('aria-expanded', String(open));
+  if (open) /** @type {HTMLElement|null} */ (ui.accountMenu.querySelector('a, button'))?.focus();
+});
+
+// Escape closes an open header menu and gives focus back to its button; a click elsewhere closes it.
+document.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape') return;
+  const from = !ui.accountMenu.hidden ? ui.accountButton : ui.bar.classList.contains('menu-open') ? ui.menuButton : null;
+  closeMenus();
+  from?.focus();
+});
+document.addEventListener('click', (event) => {
+  const target = /** @type {Node} */ (event.target);
+  if (!ui.account.contains(target) && !ui.accountMenu.hidden) closeMenus();
+});
 
 ui.signOut.addEventListener('click', () => {
   signOut();

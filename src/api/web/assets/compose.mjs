@@ -14,7 +14,7 @@
  * draft as soon as it is created, so a retry only sends the first message again; an in-doubt
  * topic creation is looked up among the topics before anything is sent again.
  */
-import { el, replaceChildren, waitText } from './dom.mjs';
+import { el, replaceChildren, serverNow, waitText } from './dom.mjs';
 
 // A browser module cannot import src/constants.ts: these mirror the spec's limits.
 /** Longest message content, in characters (spec part 8 "Field limits": message content 8000). */
@@ -141,7 +141,7 @@ export function replyComposer(ctx, topicId, onPosted) {
   /** @type {{id: string, label: string}|null} */
   let target = typeof saved.replyTo === 'string' ? { id: saved.replyTo, label: typeof saved.replyLabel === 'string' ? saved.replyLabel : 'a message' } : null;
   const field = markdownField(ctx, id, 'Your reply', typeof saved.content === 'string' ? saved.content : '', (text) => store.save({ content: text }));
-  const error = el('p', { class: 'error compose-error', role: 'alert' });
+  const error = el('p', { class: 'error compose-error', role: 'alert' }, typeof saved.note === 'string' ? saved.note : null);
   const replying = el('p', { class: 'replying meta' });
   const submit = /** @type {HTMLButtonElement} */ (el('button', { type: 'submit', class: 'post' }, 'Post reply'));
   const showTarget = () => {
@@ -170,15 +170,24 @@ export function replyComposer(ctx, topicId, onPosted) {
     store.save({ content: field.area.value, clientId, replyTo: target?.id ?? null, replyLabel: target?.label ?? null });
     submit.disabled = true;
     replaceChildren(error, 'Posting…');
-    let message;
+    let posted;
     try {
-      message = await postOnce(ctx.writer, { topicId, content, clientId, ...(target ? { replyTo: target.id } : {}) });
+      posted = await postOnce(ctx.writer, { topicId, content, clientId, ...(target ? { replyTo: target.id } : {}) });
     } catch (err) {
       submit.disabled = false;
       replaceChildren(error, writeErrorText(err, 'Your reply'));
       return;
     }
     submit.disabled = false;
+    const message = posted.message;
+    if (posted.earlier && message.content !== content) {
+      // An earlier attempt of this draft was stored before it was edited: that version is in the
+      // thread now; the edited text stays here, with a fresh clientId, to be posted as a new reply.
+      store.save({ content: field.area.value, clientId: newDraftClientId(), note: EDIT_KEPT_NOTE });
+      replaceChildren(error, EDIT_KEPT_NOTE);
+      onPosted(message);
+      return;
+    }
     store.clear();
     field.area.value = '';
     target = null;
@@ -206,18 +215,26 @@ export function replyComposer(ctx, topicId, onPosted) {
 }
 
 /**
+ * What a draft says when an earlier attempt of it (its answer lost) was stored before the text was
+ * edited (issue 51 defect 8): the edit is never dropped silently.
+ */
+const EDIT_KEPT_NOTE = 'Your first version had already arrived before you changed it, and it is now in the thread. Your changes were NOT posted: they are kept here. Press "Post reply" to post them as a new reply, or clear the box.';
+
+/**
  * POST /api/messages once with the draft's clientId. A 409 for that clientId means an earlier
  * attempt of this draft was stored (with other text, edited since): its receipt gives the stored
- * message, which is returned so the draft is not posted twice.
+ * message, which is returned with `earlier: true` so the draft is not posted twice (the caller
+ * compares its text with the draft's and keeps an edit).
  * @param {any} writer @param {{topicId: string, content: string, clientId: string, replyTo?: string}} body
+ * @returns {Promise<{message: any, earlier: boolean}>}
  */
 async function postOnce(writer, body) {
   try {
-    return await writer.postMessage(body);
+    return { message: await writer.postMessage(body), earlier: false };
   } catch (err) {
     if (/** @type {any} */ (err)?.status === 409) {
       const stored = await writer.settle('message', body.clientId).catch(() => undefined);
-      if (stored) return stored;
+      if (stored) return { message: stored, earlier: true };
     }
     throw err;
   }
@@ -283,9 +300,11 @@ export async function newTopicView(ctx, roomId) {
     try {
       if (typeof current.topicId !== 'string') {
         if (current.topicInDoubt) {
-          // The last creation may have arrived: look before creating it again.
-          const mine = (await ctx.client.topics()).find((/** @type {any} */ x) => x.authorId === ctx.me?.id && x.title === t && x.roomId === roomSelect.value
-            && Date.parse(x.created) > Date.now() - IN_DOUBT_LOOKBACK_MS);
+          // The last creation may have arrived: look before creating it again. "Recent" is judged on
+          // the server's clock (the topics read's Date header), never this browser's, which may be off.
+          const topics = await ctx.client.topics();
+          const mine = topics.find((/** @type {any} */ x) => x.authorId === ctx.me?.id && x.title === t && x.roomId === roomSelect.value
+            && Date.parse(x.created) > serverNow() - IN_DOUBT_LOOKBACK_MS);
           if (mine) store.save({ topicId: mine.id, topicInDoubt: false });
         }
         if (typeof store.load().topicId !== 'string') {
@@ -303,8 +322,13 @@ export async function newTopicView(ctx, roomId) {
         lock();
       }
       const topicId = store.load().topicId;
-      await postOnce(ctx.writer, { topicId, content, clientId });
+      const posted = await postOnce(ctx.writer, { topicId, content, clientId });
       store.clear();
+      if (posted.earlier && posted.message.content !== content) {
+        // The first message's earlier version was stored before the edit: the edit waits in the
+        // topic's reply box, with a note, to be posted as a reply.
+        draft(`reply.${topicId}`).save({ content: field.area.value, clientId: newDraftClientId(), note: EDIT_KEPT_NOTE });
+      }
       location.hash = `#/topic/${encodeURIComponent(topicId)}`;
     } catch (err) {
       submit.disabled = false;

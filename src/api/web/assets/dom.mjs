@@ -174,3 +174,25 @@ export function highlighted(text, q, maxChars = Infinity) {
   parts.push(shown.slice(at), suffix);
   return parts.filter((p) => p !== '');
 }
+
+/** How far the server's clock is ahead of this browser's, in ms (0 until a response with a Date header was seen). */
+let serverClockOffsetMs = 0;
+
+/**
+ * `fetch` that notes the server's clock from each response's Date header (RFC 9110 §6.6.1, one
+ * second resolution), so time windows compared with the server's timestamps (`created`) do not
+ * depend on this browser's clock, which may be minutes off. Same input, output and errors as fetch.
+ * @param {RequestInfo | URL} input @param {RequestInit} [init]
+ * @returns {Promise<Response>}
+ */
+export async function fetchNotingServerClock(input, init) {
+  const res = await fetch(input, init);
+  const date = Date.parse(res.headers.get('date') ?? '');
+  if (Number.isFinite(date)) serverClockOffsetMs = date - Date.now();
+  return res;
+}
+
+/** The server's time now, epoch ms: this browser's clock corrected by the last Date header seen. */
+export function serverNow() {
+  return Date.now() + serverClockOffsetMs;
+}

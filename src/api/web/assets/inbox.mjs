@@ -11,7 +11,7 @@
  */
 import { el, replaceChildren, route, time } from './dom.mjs';
 import { FeedFollower } from './live.mjs';
-import { messageRoute } from './views.mjs';
+import { messageRoute, plainText } from './views.mjs';
 
 /** localStorage key prefix of the seen inbox cursor: INBOX_SEEN_PREFIX + <agent id>. */
 const INBOX_SEEN_PREFIX = 'agent-forum.inbox-seen.';
@@ -21,6 +21,8 @@ const INBOX_FIRST_READ_MS = 3000;
 const INBOX_PAGE = 100;
 /** Inbox pages read at most by the inbox view (bounds its requests: 1,000 entries). */
 const INBOX_VIEW_PAGES = 10;
+/** Characters of a message's text shown by an inbox entry. */
+const INBOX_PREVIEW_CHARS = 160;
 /** Entries listed by the inbox view, newest first. */
 const INBOX_SHOWN = 100;
 
@@ -50,12 +52,42 @@ export class InboxCounter {
         this.show();
       }
     });
+    /** Whether the count has recovered from a 409 since its last answered read (one recovery per 409 in a row). */
+    this.recovered = false;
     this.follower = new FeedFollower({
       client,
       feed: 'inbox',
-      onEvents: (entries) => this.add(entries),
-      onState: (_state, _detail, err) => { if (err) onError(err); },
+      onEvents: (entries) => {
+        this.recovered = false;
+        this.add(entries);
+      },
+      onState: (state, _detail, err) => {
+        if (state === 'stopped' && err?.status === 409 && this.running && !this.recovered) return this.recover();
+        if (err) onError(err);
+      },
     });
+  }
+
+  /**
+   * After a 409 on the count's read (CURSOR_AHEAD: the saved position is ahead of an archive
+   * restored from an older backup; CURSOR_ORIGIN: it belongs to another archive lineage) the
+   * saved positions are reset as the answer says ("reread from after=0"): the seen cursor is
+   * forgotten, so the count starts again from the start of the inbox as on a browser where the
+   * inbox was never opened (nothing new is lost; opening the inbox marks it all seen), and
+   * counting continues at once. A second 409 before any read is answered is reported (onError).
+   */
+  recover() {
+    this.recovered = true;
+    this.follower.stop();
+    this.follower.reset();
+    try {
+      localStorage.removeItem(INBOX_SEEN_PREFIX + this.meId);
+    } catch {
+      // storage denied: nothing was saved either
+    }
+    this.count = 0;
+    this.show();
+    this.follower.start();
   }
 
   /** The seen cursor, or null (the inbox was never opened here). @returns {InboxCursor|null} */
@@ -144,12 +176,17 @@ export async function inboxView(ctx, counter) {
     return a ? `${a.name} (${a.provider})` : id;
   };
   const shown = entries.slice(-INBOX_SHOWN).reverse();
+  /** A message's preview: its plain text (no raw markdown, issue 55), cut at INBOX_PREVIEW_CHARS. @param {string} content */
+  const preview = (content) => {
+    const text = plainText(ctx, content);
+    return text.length > INBOX_PREVIEW_CHARS ? `${text.slice(0, INBOX_PREVIEW_CHARS)}…` : text;
+  };
   const line = (/** @type {any} */ e) => {
     if (e.message) {
       const m = e.message;
       const topic = ctx.cache.topic(m.topicId);
       return [name(m.authorId), ` ${REASONS[e.reason] ?? e.reason}`, topic ? [' in ', el('a', { href: route('topic', m.topicId) }, topic.title)] : null, ': ',
-        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, m.content.length > 160 ? `${m.content.slice(0, 160)}…` : m.content)];
+        el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, preview(m.content))];
     }
     if (e.workItem) return [name(e.workItem.updatedBy), ` ${REASONS.work}: `, el('a', { href: route('work', e.workItem.id) }, e.workItem.title), ` is now ${e.workItem.state}`];
     if (e.flag) return [`${REASONS.flag}: ${e.flag.resolution ?? e.flag.state ?? 'resolved'}`];

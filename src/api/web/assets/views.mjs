@@ -59,6 +59,8 @@ export const HOME_TOPICS = 12;
 const EXCERPT_CHARS = 240;
 /** Knowledge items of a topic shown on its page (GET /api/knowledge?topicId=, ours, issue 38). */
 const KNOWLEDGE_WINDOW = 100;
+/** localStorage key of the thread order the reader chose: 'chronological' (the default, as Discourse) or 'threaded'. */
+const THREAD_ORDER_KEY = 'agent-forum.thread-order';
 /** Work states in board order (part 3). */
 const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'completed', 'cancelled']);
 
@@ -66,10 +68,48 @@ const WORK_STATES = /** @type {const} */ (['open', 'claimed', 'submitted', 'comp
  * An author as text: "name (provider)", or the id when the profile is unknown.
  * @param {ViewContext} ctx @param {string|null|undefined} id
  */
-function author(ctx, id) {
+function authorName(ctx, id) {
   if (!id) return '—';
   const a = ctx.agents.get(id);
   return a ? `${a.name} (${a.provider})` : id;
+}
+
+/**
+ * An author as a link to their profile page (#/agent/<id>, agentView): "name (provider)".
+ * @param {ViewContext} ctx @param {string|null|undefined} id @returns {HTMLElement|string}
+ */
+function author(ctx, id) {
+  if (!id) return '—';
+  return el('a', { href: route('agent', id), class: 'author-link' }, authorName(ctx, id));
+}
+
+/** Block elements whose text is kept apart by a space in plainText. */
+const BLOCK_TAGS = new Set(['P', 'LI', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'BLOCKQUOTE', 'PRE', 'UL', 'OL', 'TABLE', 'TR', 'TD', 'TH', 'DIV', 'HR', 'BR']);
+
+/**
+ * A post's text as plain text for previews (issue 55: no raw markdown in excerpts): rendered by
+ * the markdown subset (ctx.markdown, which builds elements itself and never parses HTML), then
+ * its text with blocks separated by a space and runs of white space collapsed.
+ * @param {{markdown: (text: string) => Node[]}} ctx @param {string} text @returns {string}
+ */
+export function plainText(ctx, text) {
+  /** @type {string[]} */
+  const parts = [];
+  /** @param {Node} node */
+  const walk = (node) => {
+    for (const child of node.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE) {
+        parts.push(child.textContent ?? '');
+        continue;
+      }
+      const block = BLOCK_TAGS.has(child.nodeName);
+      if (block) parts.push(' ');
+      walk(child);
+      if (block) parts.push(' ');
+    }
+  };
+  walk(el('div', {}, ctx.markdown(text)));
+  return parts.join('').replace(/\s+/g, ' ').trim();
 }
 
 /** @param {any} text @param {...any} rest */
@@ -97,10 +137,11 @@ function moderatedBody(ctx, record, noun, text) {
   return el('div', { class: 'hidden-content' }, el('p', { class: 'placeholder' }, notice), body(ctx, text));
 }
 
-/** A message's excerpt (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {any} m */
-function excerptOf(m) {
+/** A message's excerpt as plain text (home, search), or its placeholder notice; operators see hidden text marked "(hidden)". @param {ViewContext} ctx @param {any} m */
+function excerptOf(ctx, m) {
   if (!m.content) return placeholderNotice(m, 'message', false) ?? '';
-  const excerpt = m.content.length > EXCERPT_CHARS ? `${m.content.slice(0, EXCERPT_CHARS)}…` : m.content;
+  const text = plainText(ctx, m.content);
+  const excerpt = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text;
   return m.hidden ? `(hidden) ${excerpt}` : excerpt;
 }
 
@@ -203,7 +244,7 @@ export async function homeView(ctx) {
     active.length === 0 && quiet.length === 0 ? el('p', {}, 'Nothing has been posted yet.') : null,
     active.length ? el('ul', { class: 'cards activity' }, active.map(({ last }) => {
       const t = topicById.get(last.topicId);
-      const excerpt = excerptOf(last);
+      const excerpt = excerptOf(ctx, last);
       return el('li', {},
         el('a', { href: messageRoute(last.topicId, last.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${last.topicId}`), t ? [' ', stateBadge(t)] : null,
         ' ', topicBadge(ctx.me?.id, last.topicId, last),
@@ -317,6 +358,15 @@ async function loadOlder(ctx, topicId, thread) {
   thread.messages = [...fresh, ...thread.messages].sort(byCreated);
 }
 
+/** The thread order chosen in this browser (THREAD_ORDER_KEY), chronological unless threaded was chosen. @returns {'chronological'|'threaded'} */
+function readThreadOrder() {
+  try {
+    return localStorage.getItem(THREAD_ORDER_KEY) === 'threaded' ? 'threaded' : 'chronological';
+  } catch {
+    return 'chronological';
+  }
+}
+
 /**
  * Where to open a thread: the latest page, the n-th page back from the latest, the first page, or
  * the page holding one message.
@@ -410,7 +460,10 @@ export async function topicView(ctx, topicId, target) {
   }
   const stop = all.length - (pageNo - 1) * THREAD_PAGE_SIZE;
   const shownMessages = all.slice(Math.max(0, stop - THREAD_PAGE_SIZE), stop);
+  /** Post numbers in posting order (#1 the first message), known once the whole thread is loaded. @type {Map<string, number>} */
   const numbers = new Map(thread.complete ? all.map((m, i) => [m.id, i + 1]) : []);
+  /** 'chronological' (default: posting order, replies flat with "in reply to #n") or 'threaded' (replies nested). */
+  let order = readThreadOrder();
 
   // Unread (unread.mjs): messages by others after this browser's mark. The latest page opens at
   // the first of them; a message counts as seen once it has been on screen. A first visit sets the
@@ -433,14 +486,16 @@ export async function topicView(ctx, topicId, target) {
   }) : null;
   const closed = Boolean(topic.hidden || topic.erased);
   /** The reply box (compose.mjs); none in a hidden or erased topic. */
-  const composer = closed || !ctx.writer ? null : replyComposer({ markdown: ctx.markdown, writer: ctx.writer, author: (id) => author(ctx, id) }, topicId, (m) => {
+  const composer = closed || !ctx.writer ? null : replyComposer({ markdown: ctx.markdown, writer: ctx.writer, author: (id) => authorName(ctx, id) }, topicId, (m) => {
     if (meId) markSeen(meId, topicId, m);
     if (!thread.messages.some((x) => x.id === m.id)) thread.messages = [...thread.messages, m].sort(byCreated);
     if (pageNo !== 1) {
       location.hash = messageRoute(topicId, m.id);
       return;
     }
+    renumber();
     add(m, false);
+    showPagers();
     const item = document.getElementById(`m-${m.id}`);
     item?.scrollIntoView({ block: 'center' });
     /** @type {HTMLElement|null|undefined} */ (item?.querySelector('article'))?.focus({ preventScroll: true });
@@ -449,7 +504,7 @@ export async function topicView(ctx, topicId, target) {
   const replyButtons = (m) => {
     if (!composer || m.erased || !m.content) return null;
     const number = numbers.get(m.id);
-    const label = `${author(ctx, m.authorId)}${number ? ` #${number}` : ''}`;
+    const label = `${authorName(ctx, m.authorId)}${number ? ` #${number}` : ''}`;
     return el('div', { class: 'reply-buttons' },
       el('button', { type: 'button', class: 'reply', 'aria-label': `Reply to ${label}`, on: { click: () => composer.replyTo(m, label, false) } }, 'Reply'),
       el('button', { type: 'button', class: 'quote', 'aria-label': `Reply to ${label} with a quote`, on: { click: () => composer.replyTo(m, label, true) } }, 'Quote'));
@@ -474,8 +529,8 @@ export async function topicView(ctx, topicId, target) {
         isNew ? [' ', el('span', { class: 'badge' }, 'New')] : unreadIds.has(m.id) ? [' ', el('span', { class: 'badge' }, 'Unread')] : null,
         flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
       moderatedBody(ctx, m, 'message', m.content),
-      replyButtons(m),
-      messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden)));
+      // One action row per post (issue 55): Reply, Quote and Flag (or the operator's buttons) side by side.
+      el('div', { class: 'post-actions' }, replyButtons(m), messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden))));
   };
   /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
   const update = (m, notice) => {
@@ -504,9 +559,9 @@ export async function topicView(ctx, topicId, target) {
     const parent = m.replyTo ? shown.get(m.replyTo) : undefined;
     // Under its parent while the cap allows; at the cap, next to its parent with an "in reply to" link;
     // a reply whose parent is on another page starts at the top level with that link.
-    const nested = parent !== undefined && parent.depth < NESTING_CAP;
-    const list = nested ? parent.replies : parent ? parent.list : root;
-    const depth = nested ? parent.depth + 1 : parent ? parent.depth : 0;
+    const nested = order === 'threaded' && parent !== undefined && parent.depth < NESTING_CAP;
+    const list = nested ? parent.replies : parent && order === 'threaded' ? parent.list : root;
+    const depth = nested ? parent.depth + 1 : parent && order === 'threaded' ? parent.depth : 0;
     const flattened = Boolean(m.replyTo) && !nested;
     const replies = el('ol', { class: 'replies', 'aria-label': 'Replies' });
     // A message by someone else arriving live is unread until it has been on screen.
@@ -527,6 +582,9 @@ export async function topicView(ctx, topicId, target) {
   const pager = (/** @type {string} */ label) => {
     const first = route('topic', topicId) + '/first';
     const latest = route('topic', topicId);
+    // Counted from the messages loaded now: live arrivals and your own replies included.
+    const all = thread.messages;
+    const totalPages = Math.max(1, Math.ceil(all.length / THREAD_PAGE_SIZE));
     const olderExists = pageNo < totalPages || !thread.complete;
     // "Jump to newest": the newest message of the page (it may be a reply nested higher up), else the page's end.
     const jump = el('button', { type: 'button', class: 'jump-end', on: { click: () => {
@@ -547,6 +605,70 @@ export async function topicView(ctx, topicId, target) {
         el('li', {}, pageNo > 1 ? el('a', { href: latest }, 'Latest') : jump)));
   };
 
+  /** The pagers (message count, page links), rebuilt when the count changes. */
+  const topPager = el('div', { class: 'pager-slot' });
+  const bottomPager = el('div', { class: 'pager-slot' });
+  const showPagers = () => {
+    const focusedJump = document.activeElement?.closest('.pager-slot') ? document.activeElement.classList.contains('jump-end') : false;
+    topPager.replaceChildren(...(thread.messages.length > 0 ? [pager('Thread pages')] : []));
+    bottomPager.replaceChildren(...(thread.messages.length > THREAD_PAGE_SIZE / 4 ? [pager('Thread pages, bottom')] : []));
+    if (focusedJump) /** @type {HTMLElement|null} */ (topPager.querySelector('.jump-end'))?.focus();
+  };
+  /** Numbers every loaded message in posting order again and updates the shown ones (a live arrival, your reply). */
+  const renumber = () => {
+    if (!thread.complete) return;
+    thread.messages.forEach((m, i) => numbers.set(m.id, i + 1));
+    for (const [id, entry] of shown) {
+      const span = entry.item.querySelector(':scope > article .number');
+      if (span) span.textContent = `#${numbers.get(id)}`;
+    }
+  };
+  /** Lays the shown messages out again in the chosen order, keeping their "New" marks. */
+  const relayout = () => {
+    const again = thread.messages.filter((m) => shown.has(m.id)).map((m) => ({ m, isNew: shown.get(m.id)?.isNew ?? false }));
+    shown.clear();
+    root.replaceChildren();
+    for (const { m, isNew } of again) add(m, isNew);
+  };
+  const orderSelect = /** @type {HTMLSelectElement} */ (el('select', { id: 'thread-order', name: 'order' },
+    el('option', { value: 'chronological', selected: order === 'chronological' }, 'Oldest first'),
+    el('option', { value: 'threaded', selected: order === 'threaded' }, 'Threaded (replies under their message)')));
+  orderSelect.addEventListener('change', () => {
+    order = orderSelect.value === 'threaded' ? 'threaded' : 'chronological';
+    try {
+      localStorage.setItem(THREAD_ORDER_KEY, order);
+    } catch {
+      // storage denied: the choice lasts for this page
+    }
+    relayout();
+  });
+  const jumpInput = /** @type {HTMLInputElement} */ (el('input', { id: 'jump-number', name: 'n', type: 'number', min: 1, inputmode: 'numeric', 'aria-describedby': 'jump-note' }));
+  const jumpNote = el('span', { class: 'meta', id: 'jump-note', role: 'status' });
+  const jumpForm = el('form', { class: 'jump-to', 'aria-label': 'Go to a post by its number', on: { submit: (/** @type {Event} */ event) => {
+    event.preventDefault();
+    const n = Number(jumpInput.value);
+    const m = thread.complete && Number.isSafeInteger(n) ? thread.messages[n - 1] : undefined;
+    if (!m) {
+      jumpNote.textContent = thread.complete ? `There is no post #${jumpInput.value} (this topic has ${count(thread.messages.length, 'post')}).` : 'Post numbers are known once the whole thread is loaded: open the first post.';
+      return;
+    }
+    jumpNote.textContent = '';
+    const item = document.getElementById(`m-${m.id}`);
+    if (!item) {
+      location.hash = messageRoute(topicId, m.id);
+      return;
+    }
+    document.querySelectorAll('li.message.target').forEach((x) => x.classList.remove('target'));
+    item.classList.add('target');
+    item.scrollIntoView({ block: 'start' });
+    /** @type {HTMLElement|null} */ (item.querySelector('article'))?.focus({ preventScroll: true });
+  } } },
+    el('label', { for: 'jump-number' }, 'Go to #'), jumpInput, el('button', { type: 'submit' }, 'Go'), ' ', jumpNote);
+  const tools = el('div', { class: 'thread-tools' },
+    el('div', { class: 'field' }, el('label', { for: 'thread-order' }, 'Order'), orderSelect),
+    jumpForm);
+  showPagers();
+
   const node = el('section', { class: 'topic' },
     el('p', { class: 'crumbs' }, el('a', { href: route('rooms') }, 'Rooms'), ' › ', el('a', { href: route('room', topic.roomId) }, room ? room.name : topic.roomId)),
     heading(titleOf(topic, 'topic'), ' ', stateBadge(topic)),
@@ -562,10 +684,11 @@ export async function topicView(ctx, topicId, target) {
       linkedKnowledge.length ? [el('p', {}, `Knowledge from this topic (${linkedKnowledge.length}):`), el('ul', {}, linkedKnowledge.map((/** @type {any} */ k) => el('li', {},
         el('a', { href: route('knowledge', k.id) }, titleOf(k, 'knowledge item')), ' ', stateBadge(k), ' ', el('span', { class: `category category-${k.category}` }, k.category))))] : null) : null,
     target.kind === 'message' && !wanted ? el('p', { class: 'note', role: 'alert' }, 'The linked message is not in this topic (it may have been removed, or the link is incomplete). Showing the latest page.') : null,
-    all.length > 0 ? pager('Thread pages') : null,
+    topPager,
+    all.length > 0 ? tools : null,
     empty,
     root,
-    all.length > THREAD_PAGE_SIZE / 4 ? pager('Thread pages, bottom') : null,
+    bottomPager,
     end,
     composer?.node ?? null,
   );
@@ -600,8 +723,10 @@ export async function topicView(ctx, topicId, target) {
       const fresh = inTopic.filter((m) => !thread.messages.some((x) => x.id === m.id));
       if (fresh.length === 0) return;
       thread.messages = [...thread.messages, ...fresh].sort(byCreated);
+      renumber();
       // Your own message (posted from another tab, or its event came before the composer's answer) is not "New".
       if (pageNo === 1) for (const m of fresh) add(m, m.authorId !== meId);
+      showPagers();
     },
   };
 }
@@ -857,7 +982,7 @@ export function searchRoute(params) {
  */
 export async function searchView(ctx, params) {
   const q = (params.get('q') ?? '').trim().slice(0, SEARCH_Q_MAX);
-  const kind = params.get('kind') === 'messages' || params.get('kind') === 'knowledge' ? params.get('kind') : 'all';
+  const kind = params.get('kind') === 'topics' || params.get('kind') === 'messages' || params.get('kind') === 'knowledge' ? params.get('kind') : 'all';
   const roomId = params.get('room') ?? '';
   const before = params.get('before') ?? '';
   const beforeId = params.get('beforeId') ?? '';
@@ -870,6 +995,8 @@ export async function searchView(ctx, params) {
   let hits = [];
   /** @type {any[]} */
   let knowledge = [];
+  /** Topics whose title matches (the API's `topics`, ours: issue 55), on the first page only. @type {any[]} */
+  let topicHits = [];
   let more = false;
   if (q) {
     /** Hits come strictly after this (created, id) in the API's newest-first order. */
@@ -877,7 +1004,10 @@ export async function searchView(ctx, params) {
     for (let i = 0; i < SEARCH_SCAN_PAGES; i++) {
       const scanBefore = cursor ? new Date(Date.parse(cursor.created) + 1).toISOString() : null;
       const page = await ctx.client.search({ q, limit: THREAD_PAGE_SIZE, ...(scanBefore ? { before: scanBefore } : {}) });
-      if (i === 0 && pageNo === 1) knowledge = page.knowledge;
+      if (i === 0 && pageNo === 1) {
+        knowledge = page.knowledge;
+        topicHits = (page.topics ?? []).filter((/** @type {any} */ t) => !roomId || t.roomId === roomId);
+      }
       const c = cursor;
       const older = c ? page.messages.filter((/** @type {any} */ m) => m.created < c.created || (m.created === c.created && m.id < c.id)) : page.messages;
       hits.push(...(roomId ? older.filter((/** @type {any} */ m) => ctx.cache.topic(m.topicId)?.roomId === roomId) : older));
@@ -886,7 +1016,7 @@ export async function searchView(ctx, params) {
         break;
       }
       // The API had no more; or a whole page of 100 in one millisecond (no way past it with `before`).
-      if (page.messages.length < THREAD_PAGE_SIZE || older.length === 0 || kind === 'knowledge') break;
+      if (page.messages.length < THREAD_PAGE_SIZE || older.length === 0 || kind === 'knowledge' || kind === 'topics') break;
       const oldest = older[older.length - 1];
       cursor = { created: oldest.created, id: oldest.id };
       // Out of reads for this page (a room filter dropped most hits): the next page goes on from here.
@@ -900,7 +1030,7 @@ export async function searchView(ctx, params) {
   const last = hits[hits.length - 1];
   const qInput = el('input', { id: 'search-page-q', name: 'q', type: 'search', maxlength: SEARCH_Q_MAX, value: q, required: true });
   const kindSelect = el('select', { id: 'search-kind', name: 'kind' },
-    [['all', 'Messages and knowledge'], ['messages', 'Messages'], ['knowledge', 'Knowledge']].map(([v, label]) => el('option', { value: v, selected: v === kind }, label)));
+    [['all', 'Topics, messages and knowledge'], ['topics', 'Topic titles'], ['messages', 'Messages'], ['knowledge', 'Knowledge']].map(([v, label]) => el('option', { value: v, selected: v === kind }, label)));
   const roomSelect = el('select', { id: 'search-room', name: 'room' },
     el('option', { value: '', selected: roomId === '' }, 'All rooms'),
     rooms.map((r) => el('option', { value: r.id, selected: r.id === roomId }, r.name)));
@@ -918,12 +1048,20 @@ export async function searchView(ctx, params) {
     el('li', {}, pageNo > 1 ? el('a', { href: first }, 'First results') : el('span', { 'aria-disabled': 'true' }, 'First results')),
     el('li', { class: 'where' }, `Page ${pageNo} · hits ${(pageNo - 1) * SEARCH_PAGE_SIZE + 1}–${(pageNo - 1) * SEARCH_PAGE_SIZE + hits.length}`),
     el('li', {}, more && last ? el('a', { href: searchRoute({ q, kind, room: roomId, before: last.created, beforeId: last.id, page: pageNo + 1 }), rel: 'next', class: 'older-results' }, 'Older results') : el('span', { 'aria-disabled': 'true' }, 'Older results')))) : null;
-  const showMessages = kind !== 'knowledge';
-  const showKnowledge = kind !== 'messages' && pageNo === 1;
+  const showTopics = (kind === 'all' || kind === 'topics') && pageNo === 1;
+  const showMessages = kind === 'all' || kind === 'messages';
+  const showKnowledge = (kind === 'all' || kind === 'knowledge') && pageNo === 1;
   const node = el('section', {},
     heading('Search', q ? [': ', el('q', {}, q)] : null),
     form,
-    !q ? el('p', {}, 'Type a word or phrase: messages and knowledge containing it (any case) are listed, newest first.') : [
+    !q ? el('p', {}, 'Type a word or phrase: topics whose title contains it, then messages and knowledge containing it (any case) are listed, newest first.') : [
+      showTopics ? [
+        el('h2', {}, `Topics (${topicHits.length})`),
+        roomId ? el('p', { class: 'note' }, `In the room ${roomName(roomId)} only.`) : null,
+        topicHits.length === 0 ? el('p', {}, 'No topic titles match.') : el('ul', { class: 'cards topic-hits' }, topicHits.map((/** @type {any} */ t) => el('li', { 'data-id': t.id },
+          el('a', { href: route('topic', t.id), class: 'title' }, t.title ? [t.hidden ? '(hidden) ' : '', highlighted(t.title, q)] : titleOf(t, 'topic')),
+          el('p', { class: 'meta' }, roomName(t.roomId), ' · started by ', author(ctx, t.authorId), ' · ', time(t.created))))),
+      ] : null,
       showMessages ? [
         el('h2', {}, `Messages (${hits.length}${more ? '+' : ''})`),
         roomId ? el('p', { class: 'note' }, `In the room ${roomName(roomId)} only.`) : null,
@@ -933,7 +1071,7 @@ export async function searchView(ctx, params) {
           return el('li', { 'data-id': m.id },
             el('a', { href: route('topic', m.topicId), class: 'title hit-topic' }, t ? titleOf(t, 'topic') : `Topic ${m.topicId}`),
             t ? el('span', { class: 'meta' }, ' · ', roomName(t.roomId)) : null,
-            el('p', { class: 'excerpt' }, m.content ? [m.hidden ? '(hidden) ' : '', highlighted(m.content, q, EXCERPT_CHARS)] : excerptOf(m)),
+            el('p', { class: 'excerpt' }, m.content ? [m.hidden ? '(hidden) ' : '', highlighted(plainText(ctx, m.content), q, EXCERPT_CHARS)] : excerptOf(ctx, m)),
             el('p', { class: 'meta' }, author(ctx, m.authorId), ' · ', time(m.created), ' · ',
               el('a', { href: messageRoute(m.topicId, m.id), class: 'open-message' }, 'open in the thread')));
         })),
@@ -943,12 +1081,72 @@ export async function searchView(ctx, params) {
         el('h2', {}, `Knowledge (${knowledge.length})`),
         knowledge.length === 0 ? el('p', {}, 'No knowledge items match.') : el('ul', { class: 'cards' }, knowledge.map((/** @type {any} */ k) => el('li', {},
           el('a', { href: route('knowledge', k.id), class: 'title' }, k.title ? highlighted(k.title, q) : titleOf(k, 'knowledge item')), ' ', stateBadge(k),
-          k.content ? el('p', { class: 'excerpt' }, highlighted(k.content, q, EXCERPT_CHARS)) : null,
+          k.content ? el('p', { class: 'excerpt' }, highlighted(plainText(ctx, k.content), q, EXCERPT_CHARS)) : null,
           knowledgeMeta(ctx, k)))),
       ] : null,
     ],
   );
   return { title: q ? `Search: ${q}` : 'Search', node };
+}
+
+/** Recent messages and knowledge items shown on a profile page (one request each). */
+const PROFILE_RECENT = 20;
+/** What each Agent `kind` (spec part 2) is called on a profile. */
+const KINDS = /** @type {Record<string, string>} */ ({ agent: 'AI agent', human: 'person', integration: 'integration' });
+
+/**
+ * An author's profile page (#/agent/<id>, issue 55): name, kind, provider, description, when they
+ * joined and were last active, then their recent messages (GET /api/messages?agentId=), knowledge
+ * (GET /api/knowledge?agentId=) and the work items they created (GET /api/work?authorId=, first
+ * 100 by creation, newest shown first) — existing read routes only. Text stays text: previews are
+ * plain text (plainText), names and descriptions inserted as text.
+ * @param {ViewContext} ctx @param {string} id @returns {Promise<View>}
+ */
+export async function agentView(ctx, id) {
+  let a = /** @type {any} */ (ctx.agents.get(id));
+  if (!a) {
+    // Registered after sign-in: read the list again once.
+    for (const x of await ctx.client.agents()) ctx.agents.set(x.id, x);
+    a = ctx.agents.get(id);
+  }
+  if (!a) return notFoundView('Author not found', `There is no author with the id "${id}". The link may be mistyped.`);
+  const [{ messages }, { knowledge }, work, topics] = await Promise.all([
+    ctx.client.messages({ agentId: id, limit: PROFILE_RECENT }),
+    ctx.client.knowledge({ agentId: id, limit: PROFILE_RECENT }),
+    ctx.client.work({ authorId: id, limit: 100 }),
+    ctx.client.topics(),
+  ]);
+  for (const t of topics) ctx.cache.rememberTopic(t);
+  const items = [...work.items].reverse();
+  const isMe = ctx.me?.id === id;
+  const node = el('section', { class: 'profile' },
+    heading(a.name, isMe ? [' ', el('span', { class: 'badge' }, 'You')] : null),
+    el('dl', { class: 'summary' },
+      el('dt', {}, 'Kind'), el('dd', {}, KINDS[a.kind] ?? a.kind ?? '—'),
+      el('dt', {}, 'Provider'), el('dd', {}, a.provider || '—'),
+      el('dt', {}, 'About'), el('dd', { class: 'about' }, a.description || '—'),
+      el('dt', {}, 'Joined'), el('dd', {}, a.created ? time(a.created) : '—'),
+      el('dt', {}, 'Last active'), el('dd', {}, a.lastActive ? time(a.lastActive) : 'not yet'),
+      a.verification ? [el('dt', {}, 'Verification'), el('dd', {}, a.verification)] : null),
+    el('p', { class: 'note' }, 'Names, providers and descriptions are self-declared.'),
+    el('h2', {}, `Recent messages (${messages.length}${messages.length === PROFILE_RECENT ? '+' : ''})`),
+    messages.length === 0 ? el('p', {}, 'No messages yet.') : el('ul', { class: 'cards profile-messages' }, messages.map((/** @type {any} */ m) => {
+      const t = ctx.cache.topic(m.topicId);
+      return el('li', { 'data-id': m.id },
+        el('a', { href: messageRoute(m.topicId, m.id), class: 'title' }, t ? titleOf(t, 'topic') : `Topic ${m.topicId}`),
+        el('p', { class: 'excerpt' }, excerptOf(ctx, m)),
+        el('p', { class: 'meta' }, time(m.created)));
+    })),
+    el('h2', {}, `Knowledge (${knowledge.length}${knowledge.length === PROFILE_RECENT ? '+' : ''})`),
+    knowledge.length === 0 ? el('p', {}, 'No knowledge items yet.') : el('ul', { class: 'cards profile-knowledge' }, knowledge.map((/** @type {any} */ k) => el('li', {},
+      el('a', { href: route('knowledge', k.id), class: 'title' }, titleOf(k, 'knowledge item')), ' ', stateBadge(k),
+      el('p', { class: 'meta' }, el('span', { class: `category category-${k.category}` }, k.category), ' · ', time(k.created), ` · revision ${k.revision}`)))),
+    el('h2', {}, `Work items created (${items.length}${work.hasMore ? '+' : ''})`),
+    items.length === 0 ? el('p', {}, 'No work items yet.') : el('ul', { class: 'cards profile-work' }, items.map((/** @type {any} */ w) => el('li', {},
+      el('a', { href: route('work', w.id), class: 'title' }, titleOf(w, 'work item')), ' ', el('span', { class: `state state-${w.state}` }, w.state),
+      el('p', { class: 'meta' }, `#${w.sequence} · `, time(w.created))))),
+  );
+  return { title: a.name, node };
 }
 
 /**
