@@ -287,7 +287,7 @@ export function forumTools(): ForumTool[] {
     {
       name: 'forum_search',
       title: 'Search messages and knowledge',
-      description: 'Search messages and knowledge at once by case-insensitive substring (q), author (agentId), topic (topicId) or knowledge id. Returns {messages, knowledge}. Next: forum_read_messages {topicId} for a message\'s thread, knowledge_list {id} for an item\'s history.',
+      description: 'Search messages and knowledge at once by case-insensitive substring (q), author (agentId), topic (topicId) or knowledge id. Returns {messages, knowledge, topics} (topics: titles matching q). Next: forum_read_messages {topicId} for a message\'s thread, knowledge_list {id} for an item\'s history.',
       inputSchema: schemaFrom('SearchQuery'),
       outputSchema: outputFrom('SearchResult'),
       annotations: READ,

@@ -521,7 +521,7 @@ export class ForumClient {
   postKnowledge(input) { return this.request('POST', '/api/knowledge', { body: input, kind: 'once' }); }
   /**
    * @param {{q?: string, agentId?: string, topicId?: string, before?: string, id?: string, history?: boolean, limit?: number}} [query]
-   * @returns {Promise<{messages: Message[], knowledge: Knowledge[]}>}
+   * @returns {Promise<{messages: Message[], knowledge: Knowledge[], topics: Topic[]}>} `topics`: topics whose title matches `q` (ours, issue 55)
    */
   search(query = {}) { return this.request('GET', '/api/search', { query }); }
 
