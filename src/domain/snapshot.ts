@@ -16,7 +16,7 @@ import { deserialize, serialize } from 'node:v8';
 import type { RecordLocations } from '../store/record-locations.js';
 import type { RecordSource } from '../store/records.js';
 import type { SnapshotBody } from '../store/snapshot.js';
-import { packAgents, unpackAgents, type PackedAgents } from './agents/agents.js';
+import { packAgents, unpackAgents, type PackedAgents } from './agents/apply.js';
 import { packSettings, unpackSettings, type SettingsState } from './admin/settings.js';
 import { packAdminActions, unpackAdminActions, type AdminAction } from './admin/actions.js';
 import { packFeeds, unpackFeeds, type PackedFeeds } from './feeds/feeds.js';

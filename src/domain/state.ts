@@ -6,7 +6,8 @@
 import { parseTimeMs } from '../clock.js';
 import type { LogRecord } from '../store/log.js';
 import { MemoryRecords, type RecordSource } from '../store/records.js';
-import { applyAgents, createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
+import { createAgentsState, touchAgentRecord, type AgentsState } from './agents/agents.js';
+import { applyAgents } from './agents/apply.js';
 import { applySettings, createSettingsState, type SettingsState } from './admin/settings.js';
 import { applyAdminActions, createAdminActionsState, type AdminActionsState } from './admin/actions.js';
 import { addModerationEvents, addModerationEventsAt, createFeedsState, type FeedsState } from './feeds/feeds.js';

@@ -107,7 +107,7 @@ test('the format check is honest: a stale version, a wrong tag and an unknown co
   ].join('\n');
   const problems = await rowProblems(parseFormatTable(table), exportsOf);
   assert.equal(problems.length, 3, problems.join('\n'));
-  assert.match(problems[0], /snapshot: tag agent-forum-state-v7, but SNAPSHOT_FORMAT = agent-forum-state-v8/);
+  assert.match(problems[0], /snapshot: tag agent-forum-state-v7, but SNAPSHOT_FORMAT = agent-forum-state-v\d+/);
   assert.match(problems[1], /shards: version 2, but NGRAM_FORMAT_VERSION = 3/);
   assert.match(problems[2], /exports no NO_SUCH_FORMAT/);
 });

@@ -15,8 +15,6 @@ import type { LogRecord } from '../../store/log.js';
 import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
 import { fail, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
-import { applyKeyRecord, unpackKeys, type AgentKey } from './keys.js';
-import { applyTokenRecord, packTokens, primaryToken, setPrimaryHash, unpackTokens, type AgentToken, type PackedToken } from './tokens.js';
 
 /** Agent `kind` (part 2). */
 export type AgentKind = 'agent' | 'human' | 'integration';
@@ -52,6 +50,48 @@ export interface AgentRegisterPayload extends AgentIdentity {
   role: Role;
   tokenHash: string;
   erased?: true;
+}
+
+/** What a token may do (issue 53): every token reads; `write` adds every POST of the API. */
+export type TokenScope = 'read' | 'write';
+
+/** One token of an agent, as the index holds it: its hash, never the token. */
+export interface AgentToken {
+  /** `primary` for the registration token, else `tk_<seq>` of its create record. */
+  id: string;
+  agentId: string;
+  name: string;
+  scopes: readonly TokenScope[];
+  /** When it was created (the registration time for the registration token). */
+  created: string;
+  /** SHA-256 hex of the token. */
+  tokenHash: string;
+  /** When it last authenticated a request, ms; in memory only (see the module doc). */
+  lastUsedMs: number | null;
+}
+
+/** A key's state: `active` (at most one per agent), `rotated` (replaced by a newer key) or `revoked`. */
+export type KeyState = 'active' | 'rotated' | 'revoked';
+
+/** One signing key of an agent, as the index holds it and GET /api/me/keys lists it (schema AgentKey). */
+export interface AgentKey {
+  /** `key_<seq>` of the record that registered it. */
+  id: string;
+  /** Ed25519 public key, 32 bytes, unpadded base64url. */
+  publicKey: string;
+  state: KeyState;
+  /** When it was registered. */
+  created: string;
+  /** When it stopped being active (rotated or revoked), else null. */
+  ended: string | null;
+  /** The key it replaced (a rotation), else null. */
+  replaces: string | null;
+  /** The key that replaced it, else null. */
+  replacedBy: string | null;
+  /** Its signature over its `possess` string. */
+  proof: string;
+  /** The replaced key's signature over the `rotate` string (a rotation), else null. */
+  endorsement: string | null;
 }
 
 /** An indexed agent: its registration record, disabled flag and in-memory activity time (ms). */
@@ -257,61 +297,3 @@ export function decideRotateToken(e: AgentEntry): { payload: AgentRotateTokenPay
   return { token, payload: { agentId: e.profile.id, tokenHash: hashToken(token) } };
 }
 
-/** Applies `agent.*` records; returns false for other types. */
-export function applyAgents(s: AgentsState, record: LogRecord): boolean {
-  switch (record.type) {
-    case 'agent.register': {
-      const p = record.payload as AgentRegisterPayload;
-      const entry: AgentEntry = { profile: p, disabled: 0, lastActiveMs: null, lastRecordMs: null, primary: primaryToken(p.id, p.created, p.tokenHash), tokens: [], keys: [] };
-      s.byId.set(p.id, entry);
-      s.byTokenHash.set(p.tokenHash, entry);
-      s.order.push(entry);
-      if (p.role === 'agent') s.participants++;
-      return true;
-    }
-    case 'agent.disable':
-    case 'agent.enable': {
-      const { agentId } = record.payload as { agentId: string };
-      const e = s.byId.get(agentId);
-      if (e) e.disabled = record.type === 'agent.disable' ? 1 : 0;
-      return true;
-    }
-    case 'agent.rotate_token': {
-      const { agentId, tokenHash } = record.payload as AgentRotateTokenPayload;
-      const e = s.byId.get(agentId);
-      if (e) setPrimaryHash(s, e, tokenHash);
-      return true;
-    }
-    default:
-      return applyTokenRecord(s, record.type, record.payload, record.time) || applyKeyRecord(s, record.type, record.payload, record.time);
-  }
-}
-
-/**
- * The agents index as a state snapshot keeps it (issue 17): each entry's profile, disabled flag,
- * latest record time, named tokens and signing keys (issue 53), in registration order. `lastActive` and the
- * tokens' `lastUsed` from requests are left out, as a replay would not know them either.
- */
-export interface PackedAgents {
-  order: Array<Pick<AgentEntry, 'profile' | 'disabled' | 'lastRecordMs' | 'keys'> & { tokens: PackedToken[] }>;
-  participants: number;
-}
-
-/** Packs the agents index (see PackedAgents). */
-export function packAgents(s: AgentsState): PackedAgents {
-  return { order: s.order.map((e) => ({ profile: e.profile, disabled: e.disabled, lastRecordMs: e.lastRecordMs, tokens: packTokens(e), keys: e.keys })), participants: s.participants };
-}
-
-/** Fills the empty index `s` from `p`, as replaying the log would have built it. */
-export function unpackAgents(s: AgentsState, p: PackedAgents): void {
-  for (const a of p.order) {
-    const p = a.profile;
-    const e: AgentEntry = { profile: p, disabled: a.disabled, lastActiveMs: a.lastRecordMs, lastRecordMs: a.lastRecordMs, primary: primaryToken(p.id, p.created, p.tokenHash), tokens: [], keys: [] };
-    s.byId.set(p.id, e);
-    s.byTokenHash.set(p.tokenHash, e);
-    unpackTokens(s, e, a.tokens);
-    unpackKeys(s, e, a.keys);
-    s.order.push(e);
-  }
-  s.participants = p.participants;
-}

@@ -32,34 +32,14 @@ import { createPublicKey, verify } from 'node:crypto';
 import { AGENT_KEYS_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
-import type { AgentEntry, AgentsState } from './agents.js';
+import type { AgentEntry, AgentKey, AgentsState, KeyState } from './agents.js';
+
+export type { AgentKey, KeyState } from './agents.js';
 
 /** The first line of every signed key string (a version, so a later form cannot be confused with it). */
 const KEY_SIGNING_CONTEXT = 'agent-forum-key-v1';
 
-/** A key's state: `active` (at most one per agent), `rotated` (replaced by a newer key) or `revoked`. */
-export type KeyState = 'active' | 'rotated' | 'revoked';
 
-/** One signing key of an agent, as the index holds it and GET /api/me/keys lists it (schema AgentKey). */
-export interface AgentKey {
-  /** `key_<seq>` of the record that registered it. */
-  id: string;
-  /** Ed25519 public key, 32 bytes, unpadded base64url. */
-  publicKey: string;
-  state: KeyState;
-  /** When it was registered. */
-  created: string;
-  /** When it stopped being active (rotated or revoked), else null. */
-  ended: string | null;
-  /** The key it replaced (a rotation), else null. */
-  replaces: string | null;
-  /** The key that replaced it, else null. */
-  replacedBy: string | null;
-  /** Its signature over its `possess` string. */
-  proof: string;
-  /** The replaced key's signature over the `rotate` string (a rotation), else null. */
-  endorsement: string | null;
-}
 
 /** Payload of an `agent.key_register` record. */
 export interface KeyRegisterPayload {

@@ -25,13 +25,13 @@ import { AGENT_TOKENS_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
 // agents.ts imports this module too; only functions cross, called after both are loaded.
-import { hashToken, newToken, type AgentEntry, type AgentsState } from './agents.js';
+import { hashToken, newToken, type AgentEntry, type AgentsState, type AgentToken, type TokenScope } from './agents.js';
+
+export type { AgentToken, TokenScope } from './agents.js';
 
 /** The id of an agent's registration token in its token list. */
 export const PRIMARY_TOKEN_ID = 'primary';
 
-/** What a token may do (issue 53): every token reads; `write` adds every POST of the API. */
-export type TokenScope = 'read' | 'write';
 
 /** The scopes of the registration token and of every token before issue 53. */
 const ALL_SCOPES: readonly TokenScope[] = ['read', 'write'];
@@ -39,20 +39,6 @@ const ALL_SCOPES: readonly TokenScope[] = ['read', 'write'];
 /** The name the registration token is listed under. */
 const PRIMARY_TOKEN_NAME = 'registration';
 
-/** One token of an agent, as the index holds it: its hash, never the token. */
-export interface AgentToken {
-  /** `primary` for the registration token, else `tk_<seq>` of its create record. */
-  id: string;
-  agentId: string;
-  name: string;
-  scopes: readonly TokenScope[];
-  /** When it was created (the registration time for the registration token). */
-  created: string;
-  /** SHA-256 hex of the token. */
-  tokenHash: string;
-  /** When it last authenticated a request, ms; in memory only (see the module doc). */
-  lastUsedMs: number | null;
-}
 
 /** A token as GET /api/me/tokens lists it (schema AgentToken): never its secret or hash. */
 export interface TokenView {

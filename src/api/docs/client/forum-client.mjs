@@ -177,7 +177,7 @@ export async function verifyExchangePage(page) {
 
 // ---- Offline verification of signed exports (issue 53; {{BASE_URL}}/api/exchange.md) ----
 
-/** @param {string} b64 standard or url-safe base64 @returns {Uint8Array} */
+/** @param {string} b64 standard or url-safe base64 @returns {Uint8Array<ArrayBuffer>} */
 function fromBase64(b64) {
   const std = b64.replace(/-/g, '+').replace(/_/g, '/');
   const bin = atob(std + '='.repeat((4 - (std.length % 4)) % 4));
@@ -228,7 +228,7 @@ async function inclusionHolds(leaf, index, size, path, root) {
 /**
  * Opens a C2SP checkpoint note signed (signed-note, Ed25519) by the raw public key `raw`, named by
  * the checkpoint's origin. Throws ForumError with the reason.
- * @param {string} note @param {Uint8Array} raw
+ * @param {string} note @param {Uint8Array<ArrayBuffer>} raw
  * @returns {Promise<{origin: string, size: number, root: Uint8Array}>}
  */
 async function openCheckpoint(note, raw) {
