@@ -14,8 +14,9 @@ import stableStringify from 'fast-json-stable-stringify';
 import { apply, createState } from '../../dist/domain/state.js';
 import { PackedArrays } from '../../dist/domain/packing.js';
 import {
-  activeAgentCount, agentView, createAgentsState, decideOperator, decideRegister, decideRotateToken, packAgents, unpackAgents,
+  activeAgentCount, agentView, createAgentsState, decideOperator, decideRegister, decideRotateToken,
 } from '../../dist/domain/agents/agents.js';
+import { packAgents, unpackAgents } from '../../dist/domain/agents/apply.js';
 import { decideTokenCreate, decideTokenRevoke, decideTokenRotate, tokensOf } from '../../dist/domain/agents/tokens.js';
 import { activeKey, decideKeyRegister, decideKeyRevoke, decideKeyRotate, possessString, rotateString } from '../../dist/domain/agents/keys.js';
 import { generateKeyPairSync, sign } from 'node:crypto';
