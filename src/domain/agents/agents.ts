@@ -11,7 +11,6 @@
  * write log records.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { LogRecord } from '../../store/log.js';
 import { ACTIVE_AGENT_WINDOW_MS, TOKEN_BYTES } from '../../constants.js';
 import { fail, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';

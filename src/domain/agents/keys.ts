@@ -32,9 +32,9 @@ import { createPublicKey, verify } from 'node:crypto';
 import { AGENT_KEYS_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
-import type { AgentEntry, AgentKey, AgentsState, KeyState } from './agents.js';
+import type { AgentEntry, AgentKey, AgentsState } from './agents.js';
 
-export type { AgentKey, KeyState } from './agents.js';
+export type { AgentKey } from './agents.js';
 
 /** The first line of every signed key string (a version, so a later form cannot be confused with it). */
 const KEY_SIGNING_CONTEXT = 'agent-forum-key-v1';
