@@ -50,7 +50,6 @@ import {
   REPLICA_BUCKET_CHECK_MS,
   REPLICA_CHUNK_BYTES_MAX,
   REPLICA_EPOCH_CHECK_MS,
-  REPLICA_RETRY_AFTER_SECONDS,
   REPLICA_RETRY_MAX_MS,
   REPLICA_RETRY_MIN_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
@@ -58,8 +57,8 @@ import {
   REPLICA_TAKEOVER_MAX_MS,
   REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
-import { ServiceError } from '../../errors.js';
-import { leaderHeader, shownText } from '../../header-value.js';
+import type { ServiceError } from '../../errors.js';
+import { shownText } from '../../header-value.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
@@ -92,6 +91,7 @@ import {
 import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
 import type { ObjectStore } from './object-store.js';
+import { replicaFenced, replicaUnavailable } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
 export type ReplicaMode = 'async' | 'sync';
@@ -264,17 +264,13 @@ export class ReplicaLeader {
       // Nothing is acknowledged before the start has checked the bucket and placed its fence
       // record (issue 50): an old leader restarted after a failover must not take writes it
       // would have to refuse at the next step.
-      return new ServiceError(
-        'REPLICA_UNAVAILABLE',
+      return replicaUnavailable(
         `this server has not taken the leadership of ${this.store.location.url} yet (${this.taking ? 'taking it now' : this.lastError ?? 'no answer from the object store yet'}); nothing was written; retry after Retry-After seconds`,
-        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
       );
     }
     if (this.mode === 'sync' && this.stateValue !== 'leading') {
-      return new ServiceError(
-        'REPLICA_UNAVAILABLE',
+      return replicaUnavailable(
         `writes are acknowledged only once the object store holds them (FORUM_REPLICA_MODE=sync) and it is ${this.stateValue === 'connecting' ? 'not connected yet' : 'unreachable'} (${this.lastError ?? 'no answer yet'}); nothing was written; retry after Retry-After seconds`,
-        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
       );
     }
     return null;
@@ -379,9 +375,7 @@ export class ReplicaLeader {
 
   /** The 503 a write gets while a start takes the leadership. */
   private takingRefusal(): ServiceError {
-    return new ServiceError('REPLICA_UNAVAILABLE', `this server is taking the leadership of ${this.store.location.url}; nothing was written; retry after Retry-After seconds`, {
-      'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS),
-    });
+    return replicaUnavailable(`this server is taking the leadership of ${this.store.location.url}; nothing was written; retry after Retry-After seconds`);
   }
 
   private async takeLeadershipHeld(): Promise<void> {
@@ -778,10 +772,8 @@ export class ReplicaLeader {
 
   /** The 503 a write gets while a start takes back records from the bucket. */
   private pullingRefusal(): ServiceError {
-    return new ServiceError(
-      'REPLICA_UNAVAILABLE',
+    return replicaUnavailable(
       `this server is taking back records from record ${this.host!.log.durableSeq + 1} on from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
     );
   }
 
@@ -799,7 +791,7 @@ export class ReplicaLeader {
         if (this.closed && attempt > 0) {
           // A stop while the store is unreachable: the batch stays on the local disk, never
           // acknowledged, and the next start ships it.
-          throw new ServiceError('REPLICA_UNAVAILABLE', 'the server stops while the object store is unreachable: this write was not acknowledged', { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
+          throw replicaUnavailable('the server stops while the object store is unreachable: this write was not acknowledged');
         }
         // Every attempt is its own probe (issue 50): the gate never waits for another task to see
         // the store answer again — that task may be queued behind this one (a deadlock).
@@ -866,7 +858,7 @@ export class ReplicaLeader {
       } catch (err) {
         if (err instanceof ReplicaStartError) {
           logger.error('replication_start', `replication: ${err.message}`);
-          this.fence(new ServiceError('REPLICA_FENCED', `this server does not lead its replica bucket: ${err.message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) }));
+          this.fence(replicaFenced(`this server does not lead its replica bucket: ${err.message}`));
           return;
         }
         if ((this.stateValue as ReplicaState) === 'fenced') return;
@@ -1019,11 +1011,7 @@ export class ReplicaLeader {
     } catch {
       // the URL is a courtesy; the fence holds without it
     }
-    const err = new ServiceError(
-      'REPLICA_FENCED',
-      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leader) },
-    );
+    const err = replicaFenced(`this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`, leader);
     this.fence(err);
     return err;
   }
