@@ -7,8 +7,9 @@
  * after the local head must prove against it); take the writer epoch by writing the manifest with
  * `If-Match` (epoch + 1); take back the records the bucket holds beyond this folder's log, proven
  * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); append a
- * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next key, so a stale leader that wakes up
- * loses its next chunk PUT and learns it lost; a start that loses the epoch race stops.
+ * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next
+ * key, so a stale leader that wakes up loses its next chunk PUT and learns it lost; a start that
+ * loses the epoch race stops.
  *
  * Shipping: a chunk is created with `If-None-Match: *` under a key fixed by its first seq. When
  * the PUT finds the key taken (412, or an unknown outcome: a 5xx, a timeout), the chunk is read
@@ -279,9 +280,9 @@ export class ReplicaLeader {
   /**
    * Connects the leader to the running log: the sync-mode gate (Log#replicate), the wake-up after
    * each group commit, then the start procedure (module doc). `expectEpoch` (a promotion): take
-   * the leadership only from that epoch — another server that took it meanwhile wins. Resolves once the first attempt is
-   * done: leading, or unavailable (retried in the background). Rejects with ReplicaStartError when
-   * this server must not lead this bucket (the server stops).
+   * the leadership only from that epoch — another server that took it meanwhile wins. Resolves
+   * once the first attempt is done: leading, or unavailable (retried in the background). Rejects
+   * with ReplicaStartError when this server must not lead this bucket (the server stops).
    */
   async start(host: ReplicaHost, opts: { expectEpoch?: number } = {}): Promise<void> {
     this.host = host;
@@ -736,12 +737,14 @@ export class ReplicaLeader {
    * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
    * leader wrote after this folder was copied. They are taken back into the local log — proven
    * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
-   * appended as they are and applied — up to `bucketSeq` (the head a listing showed, so a writing
-   * leader cannot keep a start waiting) before this server takes the next epoch, and while it
-   * places its fence record (placeFence: MAX_SAFE_INTEGER, everything there is); writes are
-   * held meanwhile (takeLeadership). They were never acknowledged by this server, but the bucket holds them
-   * (followers and restores may already show them), so keeping them is the one consistent
-   * choice. Throws ReplicaStartError when the bucket's records do not prove against the local
+   * appended as they are and applied — up to `bucketSeq`, in three steps of a start
+   * (takeLeadershipHeld): before the epoch is taken only the first record after the local head
+   * (the bucket must be shown to go on from it); once the epoch is taken, up to the head the
+   * listing showed (so a writing leader cannot keep a start waiting), its chunks fetched ahead in
+   * parallel; while the fence record is placed, everything there is (placeFence:
+   * MAX_SAFE_INTEGER). Writes are held meanwhile (takeLeadership). They were never acknowledged
+   * by this server, but the bucket holds them (followers and restores may already show them), so
+   * keeping them is the one consistent choice. Throws ReplicaStartError when the bucket's records do not prove against the local
    * log (the two diverged: a record differs at a seq both hold); the store's error when it
    * cannot be reached.
    */
@@ -908,12 +911,6 @@ export class ReplicaLeader {
     if (log.durableSeq <= this.shipped.seq) this.durableTimes.length = 0;
   }
 
-  /**
-   * Creates the chunk for `run` (If-None-Match: *). Output: null when the bucket holds it (created
-   * now, or our own earlier attempt whose answer was lost: same bytes); otherwise the epoch of the
-   * chunk another writer put there (null epoch: not even a chunk). Throws the store's error when it
-   * cannot be reached.
-   */
   /** The signed bytes of the chunk holding `run`, written by this leader at its epoch. */
   private chunkBody(run: LineRun): Buffer {
     const header: ChunkFields = {
@@ -975,6 +972,12 @@ export class ReplicaLeader {
     }
   }
 
+  /**
+   * Creates the chunk for `run` (If-None-Match: *). Output: null when the bucket holds it (created
+   * now, or our own earlier attempt whose answer was lost: same bytes); otherwise the epoch of the
+   * chunk another writer put there (null epoch: not a chunk signed by the replica key). Throws the
+   * store's error when it cannot be reached.
+   */
   private async tryPutChunk(run: LineRun): Promise<{ epoch: number | null } | null> {
     if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
       throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
