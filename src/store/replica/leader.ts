@@ -9,7 +9,8 @@
  * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); append a
  * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next
  * key, so a stale leader that wakes up loses its next chunk PUT and learns it lost; a start that
- * loses the epoch race stops.
+ * loses the epoch race stops. The reading and checking of the bucket at a start (its head, the
+ * watermark, a v1 bucket's signing, the epoch's conditional write) is in takeover.ts.
  *
  * Shipping: a chunk is created with `If-None-Match: *` under a key fixed by its first seq. When
  * the PUT finds the key taken (412, or an unknown outcome: a 5xx, a timeout), the chunk is read
@@ -54,14 +55,13 @@ import {
   REPLICA_RETRY_MAX_MS,
   REPLICA_RETRY_MIN_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
-  REPLICA_TAKE_EPOCH_ATTEMPTS,
   REPLICA_TAKEOVER_MAX_MS,
   REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
 import type { ServiceError } from '../../errors.js';
 import { shownText } from '../../header-value.js';
 import { logger } from '../../logger.js';
-import { LogCorruptError, StoreStateError } from '../errors.js';
+import { LogCorruptError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
 import { GENESIS_HASH, type LogRecord } from '../record-format.js';
 import { segmentName } from '../segment.js';
@@ -73,25 +73,22 @@ import {
   MANIFEST_FORMAT,
   MANIFEST_NAME,
   chunkName,
-  decodeUnsignedChunk,
   decodeChunk,
   decodeManifest,
   encodeChunk,
   encodeManifest,
-  firstSeqOfName,
   higherHead,
-  lastHashOf,
   segmentObjectName,
   sha256Hex,
   type ChunkFields,
   type ChunkHeader,
   type Manifest,
-  type UnsignedManifest,
   unsignedManifestOf,
 } from './format.js';
 import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
-import type { ObjectStore } from './object-store.js';
+import { putSegment, type ObjectStore } from './object-store.js';
+import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, signV1Bucket, takeEpoch, type ChunkRef } from './takeover.js';
 import { replicaFenced, replicaUnavailable } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
@@ -165,15 +162,6 @@ export interface LeaderKeys {
   path: string;
   publicKey: ReplicaKey | null;
 }
-
-/** A chunk in the bucket after the last sealed segment. */
-interface ChunkRef {
-  firstSeq: number;
-  lastSeq: number;
-}
-
-/** A start that must not go on (another archive's bucket, a bucket ahead or diverged, a lost epoch race). */
-export class ReplicaStartError extends StoreStateError {}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
@@ -407,14 +395,16 @@ export class ReplicaLeader {
           'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
       );
     }
-    const { head, chunks, stale, firsts, sealedTo } = await this.bucketHead(manifest);
-    this.checkWatermark(manifest, head, firsts, sealedTo);
+    const bucket = await bucketHead(this.store, key, manifest);
+    const { head, chunks, stale } = bucket;
+    const problems = checkWatermark(this.store, log, manifest, bucket);
+    if (problems !== null) this.lastError = problems;
     // Before the epoch is taken, the bucket must be shown to go on from this log's head: the first
     // object after it is taken back now (it proves against the local head's hash), the rest only
     // once the epoch is taken, so a previous leader still writing stops within
     // REPLICA_EPOCH_CHECK_MS instead of writing for as long as the take-back lasts.
     if (head.seq > log.durableSeq) await this.pullAhead(log.durableSeq + 1);
-    else this.checkHeadHash(head);
+    else checkHeadHash(this.store, log, head);
     let epoch: number;
     let taken: Manifest;
     let etag: string;
@@ -433,7 +423,7 @@ export class ReplicaLeader {
       // Set before the write: an answer lost on the way may still have taken it.
       this.tookEpoch = epoch;
       try {
-        ({ manifest: taken, etag } = await this.takeEpoch(taken, manifestEtag, key));
+        ({ manifest: taken, etag } = await takeEpoch(this.store, taken, manifestEtag, key));
       } catch (err) {
         if (err instanceof ReplicaStartError) this.tookEpoch = null;
         throw err;
@@ -448,7 +438,7 @@ export class ReplicaLeader {
           'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
       );
     }
-    this.checkHeadHash(head);
+    checkHeadHash(this.store, log, head);
     this.manifest = taken;
     this.manifestEtag = etag;
     this.watermarkAt = performance.now();
@@ -459,81 +449,6 @@ export class ReplicaLeader {
     await this.placeFence(epoch);
     // Only now does this server lead: the shipping paths and the epoch watch key on it.
     this.epoch = epoch;
-  }
-
-  /**
-   * The bucket's head record `head` must be this log's record at the same seq (a start whose log
-   * reaches past the bucket's head: an async leader's restart, or after the take-back). Throws
-   * ReplicaStartError when the two logs diverged.
-   */
-  private checkHeadHash(head: { seq: number; hash: string }): void {
-    if (head.seq === 0) return;
-    if (this.host!.log.records.storedHashOf(head.seq) === head.hash) return;
-    throw new ReplicaStartError(
-      `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
-        'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
-    );
-  }
-
-  /**
-   * Writes `taken` over the manifest whose ETag is `etag` (If-Match). When the previous leader
-   * rewrote its own manifest meanwhile (same epoch: a head watermark, a compaction, an erasure),
-   * the epoch is taken over from that one, for up to REPLICA_TAKE_EPOCH_ATTEMPTS writes. Output:
-   * the manifest written and its new ETag. Throws ReplicaStartError when another server took an
-   * epoch first.
-   */
-  private async takeEpoch(taken: Manifest, etag: string, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
-    for (let attempt = 1; ; attempt++) {
-      const body = encodeManifest(taken, key);
-      const r = await this.store.replace(MANIFEST_NAME, body, etag);
-      if (r.outcome === 'replaced') return { manifest: taken, etag: r.etag };
-      const now = await this.store.get(MANIFEST_NAME);
-      if (now !== null && now.body.equals(body)) return { manifest: taken, etag: now.etag };
-      let other: Manifest | null = null;
-      try {
-        other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME, key);
-      } catch {
-        // not authentic: still not ours
-      }
-      if (other !== null && other.epoch === taken.epoch - 1 && attempt < REPLICA_TAKE_EPOCH_ATTEMPTS) {
-        taken = { ...other, epoch: taken.epoch, writer: taken.writer, leaderUrl: taken.leaderUrl, since: taken.since, head: higherHead(other.head, taken.head) };
-        etag = now!.etag;
-        continue;
-      }
-      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
-    }
-  }
-
-  /**
-   * The bucket's head: the last sealed segment, then the chunks after it (one LIST, one GET).
-   * Output: the head, the chunks after the last segment, and stale chunk names (covered by a
-   * segment; a compaction's deletes that did not finish).
-   */
-  private async bucketHead(manifest: Manifest): Promise<{ head: { seq: number; hash: string }; chunks: ChunkRef[]; stale: string[]; firsts: number[]; sealedTo: number }> {
-    const lastSegment = manifest.segments.at(-1);
-    let head = lastSegment === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: lastSegment.lastSeq, hash: lastSegment.lastHash };
-    const sealedTo = head.seq;
-    const names = await this.store.list(CHUNKS_DIR);
-    const stale: string[] = [];
-    const firsts: number[] = [];
-    for (const name of names) {
-      const first = firstSeqOfName(name);
-      if (first === null) continue;
-      if (first <= sealedTo) stale.push(name);
-      else firsts.push(first);
-    }
-    const chunks: ChunkRef[] = [];
-    if (firsts.length > 0) {
-      const lastName = chunkName(firsts.at(-1)!);
-      const last = await this.store.get(lastName);
-      if (last === null) throw new Error(`${lastName} was listed but is gone (is another server compacting this bucket?)`);
-      const { header, lines } = this.authenticChunk(last.body, lastName);
-      const hash = lastHashOf(lines);
-      if (hash === null) throw new ReplicaStartError(`${lastName} does not end with a whole record: the bucket is damaged`);
-      for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
-      head = { seq: header.lastSeq, hash };
-    }
-    return { head, chunks, stale, firsts, sealedTo };
   }
 
   /**
@@ -582,7 +497,7 @@ export class ReplicaLeader {
       // The previous leader's chunk: take its records back (proven from this log's head), then try the next key.
       await this.pullAhead(Number.MAX_SAFE_INTEGER);
       this.shipped = { seq: log.durableSeq, hash: log.headHash };
-      this.chunks = (await this.bucketHead(this.manifest!)).chunks.filter((c) => c.firstSeq <= log.durableSeq);
+      this.chunks = (await bucketHead(this.store, this.key!, this.manifest!)).chunks.filter((c) => c.firstSeq <= log.durableSeq);
     }
   }
 
@@ -611,7 +526,7 @@ export class ReplicaLeader {
   private async authenticManifest(got: { body: Buffer; etag: string }): Promise<{ manifest: Manifest; etag: string }> {
     const where = `${this.store.location.url}/${MANIFEST_NAME}`;
     const v1 = unsignedManifestOf(got.body);
-    if (v1 !== null) return this.signV1Bucket(v1, got.etag);
+    if (v1 !== null) return signV1Bucket(this.store, this.host!.log, v1, got.etag, () => this.keyForNewManifest());
     if (this.key === null) {
       throw new ReplicaStartError(
         `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
@@ -624,101 +539,6 @@ export class ReplicaLeader {
       if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
       throw err;
     }
-  }
-
-  /**
-   * Signs a v1 (unsigned, pre-issue-50) bucket at a leader's start: every sealed segment object is
-   * stored again from this folder's segment file (its SHA-256 listed), every chunk after them is
-   * re-written signed (If-Match) when its lines are byte for byte this folder's, and the manifest
-   * is re-written as v2 (If-Match on the v1 one), its watermark at the last chunk. Output: the new
-   * manifest and its ETag. Throws ReplicaStartError for another archive's bucket, for unsigned
-   * records beyond this folder's log (they cannot be authenticated, so they are not taken back) or
-   * that differ from it, and when another server changed the manifest meanwhile.
-   */
-  private async signV1Bucket(v1: UnsignedManifest, etag: string): Promise<{ manifest: Manifest; etag: string }> {
-    const url = this.store.location.url;
-    const log = this.host!.log;
-    if (v1.originId !== log.originId) {
-      throw new ReplicaStartError(`${url} replicates archive ${v1.originId}, but this data folder holds archive ${log.originId}: replicate to another prefix`);
-    }
-    const key = this.keyForNewManifest();
-    const refuse = (name: string, why: string) =>
-      new ReplicaStartError(`${url}/${name} is unsigned (a v1 bucket) and ${why}: it cannot be authenticated, so it is not taken back. Delete it (or start the server whose log holds it), then start again`);
-    const segments = [];
-    for (const s of v1.segments) {
-      if (s.lastSeq > log.durableSeq) throw refuse(segmentObjectName(s.firstSeq), `holds records up to ${s.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
-      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(s.firstSeq)));
-      if (bytes.length !== s.bytes || log.records.storedHashOf(s.lastSeq) !== s.lastHash) throw refuse(segmentObjectName(s.firstSeq), 'differs from this data folder\'s segment');
-      await this.putSegment(s.firstSeq, bytes);
-      segments.push({ ...s, sha256: sha256Hex(bytes) });
-    }
-    const sealedTo = segments.at(-1)?.lastSeq ?? 0;
-    let head = segments.length === 0 ? EMPTY_HEAD : { seq: sealedTo, hash: segments.at(-1)!.lastHash };
-    let signed = 0;
-    for (const name of await this.store.list(CHUNKS_DIR)) {
-      const first = firstSeqOfName(name);
-      if (first === null || first <= sealedTo) continue;
-      const obj = await this.store.get(name);
-      if (obj === null) continue;
-      let header: ChunkFields;
-      let lines: Buffer;
-      try {
-        ({ header, lines } = decodeChunk(obj.body, `${url}/${name}`, key)); // signed by an earlier, interrupted start
-      } catch {
-        ({ header, lines } = decodeUnsignedChunk(obj.body, `${url}/${name}`));
-        if (header.lastSeq > log.durableSeq) throw refuse(name, `holds records ${header.firstSeq}..${header.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
-        const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
-        if (run === null || run.lastSeq !== header.lastSeq || run.prevHash !== header.prevHash || !run.bytes.equals(lines)) throw refuse(name, "its lines are not byte for byte this data folder's");
-        const r = await this.store.replace(name, encodeChunk({ ...header, segment: run.segmentFirstSeq, offset: run.offset }, run.bytes, key), obj.etag);
-        if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${name}: another server changed it meanwhile (${r.outcome}); start again`);
-        signed++;
-      }
-      head = { seq: header.lastSeq, hash: lastHashOf(lines) ?? head.hash };
-    }
-    const manifest: Manifest = { ...v1, format: MANIFEST_FORMAT, keyId: key.keyId, segments, erased: v1.erased ?? 0, head };
-    const r = await this.store.replace(MANIFEST_NAME, encodeManifest(manifest, key), etag);
-    if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${MANIFEST_NAME}: another server changed it meanwhile (${r.outcome}); start again`);
-    logger.info('replication_signed', `replication: signed the v1 bucket ${url} (${segments.length} segment(s), ${signed} chunk(s), the manifest) with the replica key ${key.text}`, { bucket: url });
-    return { manifest, etag: r.etag };
-  }
-
-  /** A chunk of the bucket, authenticated (takeLeadership). Throws ReplicaStartError naming it when it does not authenticate. */
-  private authenticChunk(body: Buffer, name: string): { header: ChunkHeader; lines: Buffer } {
-    try {
-      return decodeChunk(body, `${this.store.location.url}/${name}`, this.key!);
-    } catch (err) {
-      if (!(err instanceof LogCorruptError)) throw err;
-      throw new ReplicaStartError(`${err.message} This server takes back only records it can authenticate: delete the object (it holds nothing a leader wrote), or put back the one it replaced, then start again.`);
-    }
-  }
-
-  /**
-   * A start's check of the bucket against its signed head watermark (issue 50): chunks that end
-   * before it (rolled back) or do not start right after the last sealed segment (holed) are
-   * named in the log and in `lastError`. A rolled-back tail this folder's log holds is re-shipped
-   * from it (the leader ships from the bucket's head); one it does not hold stops the start.
-   * Throws ReplicaStartError then.
-   */
-  private checkWatermark(manifest: Manifest, head: { seq: number; hash: string }, firsts: number[], sealedTo: number): void {
-    const url = this.store.location.url;
-    const log = this.host!.log;
-    const problems: string[] = [];
-    if (firsts.length > 0 && firsts[0]! !== sealedTo + 1 && sealedTo + 1 <= manifest.head.seq) {
-      problems.push(`${url}/${chunkName(sealedTo + 1)} is missing (the chunks after the last sealed segment start at ${chunkName(firsts[0]!)}): the bucket is holed; followers and restores stop there`);
-    }
-    if (head.seq < manifest.head.seq) {
-      const localHash = log.durableSeq >= manifest.head.seq ? log.records.storedHashOf(manifest.head.seq) : null;
-      if (localHash !== manifest.head.hash) {
-        throw new ReplicaStartError(
-          `${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq}, ` +
-            `and this data folder's log ${log.durableSeq >= manifest.head.seq ? 'differs there' : `ends at ${log.durableSeq}`}: the bucket was rolled back or holed. Put the objects back (a versioned bucket keeps old versions), or start the server whose log holds them`,
-        );
-      }
-      problems.push(`${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq} (rolled back); re-shipping them from this server's log`);
-    }
-    if (problems.length === 0) return;
-    this.lastError = problems.join('; ');
-    logger.error('replication_holed', `replication: ${this.lastError}`, { bucket: url });
   }
 
   /**
@@ -951,7 +771,7 @@ export class ReplicaLeader {
       missing.push(name);
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq))).catch(() => null);
       if (bytes !== null && sha256Hex(bytes) === seg.sha256) {
-        await this.putSegment(seg.firstSeq, bytes);
+        await putSegment(this.store, seg.firstSeq, bytes);
         repaired.push(name);
       }
     }
@@ -1069,30 +889,12 @@ export class ReplicaLeader {
       if (lastSeq <= sealedTo) continue;
       if (lastSeq > this.shipped.seq || seg.firstSeq !== sealedTo + 1) return;
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq)));
-      await this.putSegment(seg.firstSeq, bytes);
+      await putSegment(this.store, seg.firstSeq, bytes);
       const lastHash = log.records.storedHashOf(lastSeq)!;
       await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash, sha256: sha256Hex(bytes) }] });
       const covered = this.chunks.filter((c) => c.lastSeq <= lastSeq);
       this.chunks = this.chunks.filter((c) => c.lastSeq > lastSeq);
       await this.store.delete(covered.map((c) => chunkName(c.firstSeq)));
-    }
-  }
-
-  /** Stores a sealed segment's bytes: created, or replaced when an earlier copy differs (an erasure since). */
-  private async putSegment(firstSeq: number, bytes: Buffer): Promise<void> {
-    const name = segmentObjectName(firstSeq);
-    for (let attempt = 0; ; attempt++) {
-      const r = await this.store.create(name, bytes);
-      if (r.outcome === 'created') return;
-      const existing = await this.store.get(name);
-      if (existing === null) {
-        if (attempt >= 3) throw new Error(`creating ${name}: the key stays empty`);
-        continue;
-      }
-      if (existing.body.equals(bytes)) return;
-      const rr = await this.store.replace(name, bytes, existing.etag);
-      if (rr.outcome === 'replaced') return;
-      if (attempt >= 3) throw new Error(`replacing ${name}: ${rr.outcome}`);
     }
   }
 
@@ -1122,7 +924,7 @@ export class ReplicaLeader {
     const digests = new Map<number, string>();
     for (const first of segmentsToRewrite) {
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first)));
-      await this.putSegment(first, bytes);
+      await putSegment(this.store, first, bytes);
       digests.set(first, sha256Hex(bytes));
     }
     for (const c of chunksToRewrite) {
