@@ -67,8 +67,6 @@ import { GENESIS_HASH, type LogRecord } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
-  CHUNKS_DIR,
-  SEGMENTS_DIR,
   EMPTY_HEAD,
   MANIFEST_FORMAT,
   MANIFEST_NAME,
@@ -78,13 +76,13 @@ import {
   encodeChunk,
   encodeManifest,
   higherHead,
-  segmentObjectName,
   sha256Hex,
   type ChunkFields,
   type ChunkHeader,
   type Manifest,
   unsignedManifestOf,
 } from './format.js';
+import { checkBucket, type BucketCheck } from './bucket-check.js';
 import { createSigningKey, type ReplicaKey } from './keys.js';
 import { ReplicaFollower, type FollowerHost } from './follower.js';
 import { putSegment, type ObjectStore } from './object-store.js';
@@ -149,7 +147,7 @@ export interface ReplicaStatus {
   /** The bucket's signed head watermark (format.ts Manifest.head). */
   watermark: { seq: number } | null;
   /** The last periodic bucket check (issue 50): when, the objects it found missing, and those it put back. */
-  bucketCheck: { at: string; missing: string[]; repaired: string[] } | null;
+  bucketCheck: BucketCheck | null;
 }
 
 /**
@@ -204,7 +202,7 @@ export class ReplicaLeader {
   /** While a start takes the leadership (epoch, take-back, fence record): writes are held. */
   private taking = false;
   /** The last periodic bucket check (`checkBucket`), and when it ran (performance.now()). */
-  private bucketCheck: { at: string; missing: string[]; repaired: string[] } | null = null;
+  private bucketCheck: BucketCheck | null = null;
   private bucketCheckedAt = 0;
   /** The epoch this leader wrote into the manifest (set at the If-Match, before the fence record is placed). */
   private tookEpoch: number | null = null;
@@ -748,48 +746,26 @@ export class ReplicaLeader {
   }
 
   /**
-   * The periodic bucket check (issue 50), at most every `bucketCheckMs` while leading: one paged
-   * LIST of `segments/` and one of `chunks/`; every sealed segment the manifest lists and every
-   * chunk up to the shipped head must be there. A missing object is named (`replication status`
-   * `bucketCheck`, one error log line, the `forum_replica_bucket_missing_objects` gauge) and put
-   * back from this leader's own segment files: a chunk is created again (signed, If-None-Match)
-   * from the same records; a segment only when the local file's SHA-256 is the one the manifest
-   * lists. Throws the store's error when it cannot be reached (the loop retries).
+   * The periodic bucket check (bucket-check.ts), at most every `bucketCheckMs` while leading: its
+   * result is shown by `replication status`; what it found missing becomes `lastError`. Throws
+   * the store's error when it cannot be reached (the loop retries).
    */
   private async checkBucket(): Promise<void> {
     const now = performance.now();
     if (this.manifest === null || now - this.bucketCheckedAt < this.bucketCheckMs) return;
     this.bucketCheckedAt = now;
-    const log = this.host!.log;
-    const segmentNames = new Set(await this.store.list(SEGMENTS_DIR));
-    const chunkNames = new Set(await this.store.list(CHUNKS_DIR));
-    const missing: string[] = [];
-    const repaired: string[] = [];
-    for (const seg of this.manifest.segments) {
-      const name = segmentObjectName(seg.firstSeq);
-      if (segmentNames.has(name)) continue;
-      missing.push(name);
-      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq))).catch(() => null);
-      if (bytes !== null && sha256Hex(bytes) === seg.sha256) {
-        await putSegment(this.store, seg.firstSeq, bytes);
-        repaired.push(name);
-      }
-    }
-    for (const c of this.chunks) {
-      const name = chunkName(c.firstSeq);
-      if (c.lastSeq > this.shipped.seq || chunkNames.has(name)) continue;
-      missing.push(name);
-      const run = await log.readLines(c.firstSeq, c.lastSeq, Number.MAX_SAFE_INTEGER);
-      if (run === null || run.lastSeq !== c.lastSeq) continue;
-      const r = await this.store.create(name, this.chunkBody(run));
-      if (r.outcome === 'created') repaired.push(name);
-    }
-    this.bucketCheck = { at: new Date(this.host!.now()).toISOString(), missing, repaired };
-    if (missing.length > 0) {
-      const unrepaired = missing.filter((n) => !repaired.includes(n));
-      this.lastError = `the bucket check found ${missing.length} missing object(s): ${missing.join(', ')}; ${repaired.length} put back from this server's log${unrepaired.length > 0 ? `; not put back: ${unrepaired.join(', ')}` : ''}`;
-      logger.error('replication_bucket_check', `replication: ${this.lastError}`, { bucket: this.store.location.url, missing, repaired });
-    }
+    const host = this.host!;
+    const { check, problem } = await checkBucket({
+      store: this.store,
+      log: host.log,
+      manifest: this.manifest,
+      chunks: this.chunks,
+      shippedSeq: this.shipped.seq,
+      chunkBody: (run) => this.chunkBody(run),
+      now: () => host.now(),
+    });
+    this.bucketCheck = check;
+    if (problem !== null) this.lastError = problem;
   }
 
   /**
