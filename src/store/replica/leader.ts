@@ -61,14 +61,11 @@ import {
 import type { ServiceError } from '../../errors.js';
 import { shownText } from '../../header-value.js';
 import { logger } from '../../logger.js';
-import { LogCorruptError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
 import { GENESIS_HASH, type LogRecord } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
-  EMPTY_HEAD,
-  MANIFEST_FORMAT,
   MANIFEST_NAME,
   chunkName,
   decodeChunk,
@@ -80,13 +77,12 @@ import {
   type ChunkFields,
   type ChunkHeader,
   type Manifest,
-  unsignedManifestOf,
 } from './format.js';
 import { checkBucket, type BucketCheck } from './bucket-check.js';
-import { createSigningKey, type ReplicaKey } from './keys.js';
-import { ReplicaFollower, type FollowerHost } from './follower.js';
+import type { ReplicaKey } from './keys.js';
+import type { FollowerHost } from './follower.js';
 import { putSegment, type ObjectStore } from './object-store.js';
-import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, signV1Bucket, takeEpoch, type ChunkRef } from './takeover.js';
+import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, keyForNewManifest, pullAhead, startManifest, takeEpoch, type ChunkRef } from './takeover.js';
 import { replicaFenced, replicaUnavailable } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
@@ -370,29 +366,13 @@ export class ReplicaLeader {
     const log = host.log;
     // Writes appended before the hold are made durable first: the bucket must prove against them.
     await log.quiesce();
-    let got = await this.store.get(MANIFEST_NAME);
-    if (got === null) {
-      const existing = await this.store.list('');
-      if (existing.length > 0) {
-        throw new ReplicaStartError(`${this.store.location.url} holds ${existing.length} object(s) but no ${MANIFEST_NAME}: it is not an Agent Forum replica; use an empty prefix`);
-      }
-      const meta = log.meta;
-      const lineage = { ...(meta.restoredFrom ? { restoredFrom: meta.restoredFrom } : {}), ...(meta.repairedFrom ? { repairedFrom: meta.repairedFrom } : {}) };
-      const key = this.keyForNewManifest();
-      const fresh: Manifest = { format: MANIFEST_FORMAT, keyId: key.keyId, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0, head: EMPTY_HEAD };
-      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh, key));
-      if (r.outcome === 'unknown') throw new Error(`creating ${MANIFEST_NAME}: ${r.reason}`);
-      got = await this.store.get(MANIFEST_NAME);
-      if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
-    }
-    const { manifest, etag: manifestEtag } = await this.authenticManifest(got);
+    const { manifest, etag: manifestEtag } = await startManifest(this.store, log, {
+      held: () => this.key,
+      path: this.keys.path,
+      forNewManifest: () => this.keyForNewManifest(),
+      now: () => host.now(),
+    });
     const key = this.key!;
-    if (manifest.originId !== log.originId) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} replicates archive ${manifest.originId}, but this data folder holds archive ${log.originId}: ` +
-          'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
-      );
-    }
     const bucket = await bucketHead(this.store, key, manifest);
     const { head, chunks, stale } = bucket;
     const problems = checkWatermark(this.store, log, manifest, bucket);
@@ -499,44 +479,10 @@ export class ReplicaLeader {
     }
   }
 
-  /**
-   * The signing key for a new bucket manifest (an empty prefix): the one held, or a new one created
-   * at the configured path (mode 0600; logged with its public key). Throws ReplicaStartError when
-   * a public key was given (FORUM_REPLICA_PUBLIC_KEY) but its signing key is not here.
-   */
+  /** The signing key for a new (or v1) bucket manifest (takeover.ts keyForNewManifest), kept as this leader's key. */
   private keyForNewManifest(): ReplicaKey {
-    if (this.key !== null) return this.key;
-    if (this.keys.publicKey !== null) {
-      throw new ReplicaStartError(
-        `FORUM_REPLICA_PUBLIC_KEY is ${this.keys.publicKey.text}, but its signing key is not at ${this.keys.path}: put the signing key there (or set FORUM_REPLICA_SIGNING_KEY to its path), or unset FORUM_REPLICA_PUBLIC_KEY to let this leader make a new key for this new bucket`,
-      );
-    }
-    this.key = createSigningKey(this.keys.path);
-    logger.info('replication_key', `replication: created the replica signing key ${this.keys.path} (mode 0600; copy it to each standby that may lead); followers and restores need only its public key ${this.key.text}`, { path: this.keys.path, publicKey: this.key.text });
+    this.key = keyForNewManifest(this.key, this.keys);
     return this.key;
-  }
-
-  /**
-   * The bucket's manifest, authenticated (takeLeadership), and its ETag. A v1 (unsigned) bucket is
-   * signed first (`signV1Bucket`). Throws ReplicaStartError when this server holds no signing key
-   * for an existing bucket, or the manifest does not authenticate.
-   */
-  private async authenticManifest(got: { body: Buffer; etag: string }): Promise<{ manifest: Manifest; etag: string }> {
-    const where = `${this.store.location.url}/${MANIFEST_NAME}`;
-    const v1 = unsignedManifestOf(got.body);
-    if (v1 !== null) return signV1Bucket(this.store, this.host!.log, v1, got.etag, () => this.keyForNewManifest());
-    if (this.key === null) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
-          'A server with only the public key can follow (FORUM_FOLLOW) but not lead',
-      );
-    }
-    try {
-      return { manifest: decodeManifest(got.body, where, this.key), etag: got.etag };
-    } catch (err) {
-      if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
-      throw err;
-    }
   }
 
   /**
@@ -551,41 +497,14 @@ export class ReplicaLeader {
   }
 
   /**
-   * A start whose bucket holds records beyond the local log (issue 35): a sync-mode batch whose
-   * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
-   * leader wrote after this folder was copied. They are taken back into the local log — proven
-   * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
-   * appended as they are and applied — up to `bucketSeq`, in three steps of a start
-   * (takeLeadershipHeld): before the epoch is taken only the first record after the local head
-   * (the bucket must be shown to go on from it); once the epoch is taken, up to the head the
-   * listing showed (so a writing leader cannot keep a start waiting), its chunks fetched ahead in
-   * parallel; while the fence record is placed, everything there is (placeFence:
-   * MAX_SAFE_INTEGER). Writes are held meanwhile (takeLeadership). They were never acknowledged
-   * by this server, but the bucket holds them (followers and restores may already show them), so
-   * keeping them is the one consistent choice. Throws ReplicaStartError when the bucket's records do not prove against the local
-   * log (the two diverged: a record differs at a seq both hold); the store's error when it
-   * cannot be reached.
+   * Takes back the records the bucket holds beyond the local log, up to `bucketSeq` (takeover.ts
+   * pullAhead: when and why), while writes are refused with `pullingRefusal` and the sync gate
+   * lets the taken-back batches through.
    */
   private async pullAhead(bucketSeq: number): Promise<void> {
-    const host = this.host!;
-    const log = host.log;
     this.pullingTo = bucketSeq;
     try {
-      const from = log.durableSeq;
-      const started = performance.now();
-      let pulled: number;
-      try {
-        pulled = await new ReplicaFollower(this.store, this.key!).pullOnce(host, bucketSeq);
-      } catch (err) {
-        if (!(err instanceof LogCorruptError)) throw err;
-        throw new ReplicaStartError(
-          `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
-            `First list what only this folder holds (node dist/cli.js replication lost --from ${this.store.location.url} --out lost.jsonl), then restore this folder from the bucket (node dist/cli.js restore --from ${this.store.location.url} --yes; the replaced log is kept aside)`,
-        );
-      }
-      if (pulled > 0) {
-        logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
-      }
+      await pullAhead(this.store, this.key!, this.host!, bucketSeq);
     } finally {
       this.pullingTo = 0;
     }

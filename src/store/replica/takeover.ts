@@ -6,10 +6,13 @@
  * against this folder's log (`checkHeadHash`); the writer epoch is taken with one conditional
  * manifest write (`takeEpoch`). Every object read is authenticated with the replica key; what does
  * not authenticate, or shows that this server must not lead, throws ReplicaStartError naming the
- * object and the remedy. These functions keep no state: the leader holds what they find.
+ * object and the remedy. The manifest is read (or created for an empty prefix) by
+ * `startManifest`; the records the bucket holds beyond this folder's log are taken back by
+ * `pullAhead`. These functions keep no state: the leader holds what they find.
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { REPLICA_TAKE_EPOCH_ATTEMPTS } from '../../constants.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError, StoreStateError } from '../errors.js';
@@ -36,8 +39,10 @@ import {
   type ChunkHeader,
   type Manifest,
   type UnsignedManifest,
+  unsignedManifestOf,
 } from './format.js';
-import type { ReplicaKey } from './keys.js';
+import { ReplicaFollower, type FollowerHost } from './follower.js';
+import { createSigningKey, type ReplicaKey } from './keys.js';
 import { putSegment, type ObjectStore } from './object-store.js';
 
 /** A start that must not go on (another archive's bucket, a bucket ahead or diverged, a lost epoch race). */
@@ -191,7 +196,7 @@ export async function takeEpoch(store: ObjectStore, taken: Manifest, etag: strin
  * records beyond this folder's log (they cannot be authenticated, so they are not taken back) or
  * that differ from it, and when another server changed the manifest meanwhile.
  */
-export async function signV1Bucket(store: ObjectStore, log: Log, v1: UnsignedManifest, etag: string, keyForNewManifest: () => ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
+async function signV1Bucket(store: ObjectStore, log: Log, v1: UnsignedManifest, etag: string, keyForNewManifest: () => ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
   const url = store.location.url;
   if (v1.originId !== log.originId) {
     throw new ReplicaStartError(`${url} replicates archive ${v1.originId}, but this data folder holds archive ${log.originId}: replicate to another prefix`);
@@ -235,4 +240,121 @@ export async function signV1Bucket(store: ObjectStore, log: Log, v1: UnsignedMan
   if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${MANIFEST_NAME}: another server changed it meanwhile (${r.outcome}); start again`);
   logger.info('replication_signed', `replication: signed the v1 bucket ${url} (${segments.length} segment(s), ${signed} chunk(s), the manifest) with the replica key ${key.text}`, { bucket: url });
   return { manifest, etag: r.etag };
+}
+
+/** The replica keys a start works with (leader.ts LeaderKeys): the public key the operator gave, and where the signing key file lives. */
+interface NewKeySettings {
+  publicKey: ReplicaKey | null;
+  path: string;
+}
+
+/**
+ * The signing key for a new bucket manifest (an empty prefix, or a v1 bucket to sign): `held`
+ * when there is one, or a new one created at `keys.path` (mode 0600; logged with its public key).
+ * Throws ReplicaStartError when a public key was given (FORUM_REPLICA_PUBLIC_KEY) but its signing
+ * key is not here.
+ */
+export function keyForNewManifest(held: ReplicaKey | null, keys: NewKeySettings): ReplicaKey {
+  if (held !== null) return held;
+  if (keys.publicKey !== null) {
+    throw new ReplicaStartError(
+      `FORUM_REPLICA_PUBLIC_KEY is ${keys.publicKey.text}, but its signing key is not at ${keys.path}: put the signing key there (or set FORUM_REPLICA_SIGNING_KEY to its path), or unset FORUM_REPLICA_PUBLIC_KEY to let this leader make a new key for this new bucket`,
+    );
+  }
+  const key = createSigningKey(keys.path);
+  logger.info('replication_key', `replication: created the replica signing key ${keys.path} (mode 0600; copy it to each standby that may lead); followers and restores need only its public key ${key.text}`, { path: keys.path, publicKey: key.text });
+  return key;
+}
+
+/** How a start gets at its signing key (leader.ts): the key held now, its file's path, the key for a new manifest (created when needed), and the clock (ms). */
+interface StartKeys {
+  held(): ReplicaKey | null;
+  path: string;
+  forNewManifest(): ReplicaKey;
+  now(): number;
+}
+
+/**
+ * The bucket's manifest at a start, authenticated, and its ETag. An empty prefix gets a new
+ * manifest first (signed, epoch 0, this folder's originId and lineage; create-only); a v1
+ * (unsigned) bucket is signed first (`signV1Bucket`). Throws ReplicaStartError for a prefix that
+ * holds other objects but no manifest, when this server holds no signing key for an existing
+ * bucket, when the manifest does not authenticate, and for another archive's bucket; the store's
+ * error when it cannot be reached.
+ */
+export async function startManifest(store: ObjectStore, log: Log, keys: StartKeys): Promise<{ manifest: Manifest; etag: string }> {
+  const url = store.location.url;
+  let got = await store.get(MANIFEST_NAME);
+  if (got === null) {
+    const existing = await store.list('');
+    if (existing.length > 0) {
+      throw new ReplicaStartError(`${url} holds ${existing.length} object(s) but no ${MANIFEST_NAME}: it is not an Agent Forum replica; use an empty prefix`);
+    }
+    const meta = log.meta;
+    const lineage = { ...(meta.restoredFrom ? { restoredFrom: meta.restoredFrom } : {}), ...(meta.repairedFrom ? { repairedFrom: meta.repairedFrom } : {}) };
+    const key = keys.forNewManifest();
+    const fresh: Manifest = { format: MANIFEST_FORMAT, keyId: key.keyId, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(keys.now()).toISOString(), segments: [], erased: 0, head: EMPTY_HEAD };
+    const r = await store.create(MANIFEST_NAME, encodeManifest(fresh, key));
+    if (r.outcome === 'unknown') throw new Error(`creating ${MANIFEST_NAME}: ${r.reason}`);
+    got = await store.get(MANIFEST_NAME);
+    if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
+  }
+  const v1 = unsignedManifestOf(got.body);
+  if (v1 !== null) return signV1Bucket(store, log, v1, got.etag, keys.forNewManifest);
+  const key = keys.held();
+  if (key === null) {
+    throw new ReplicaStartError(
+      `${url} already holds a replica, and this server has no replica signing key at ${keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
+        'A server with only the public key can follow (FORUM_FOLLOW) but not lead',
+    );
+  }
+  let manifest: Manifest;
+  try {
+    manifest = decodeManifest(got.body, `${url}/${MANIFEST_NAME}`, key);
+  } catch (err) {
+    if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
+    throw err;
+  }
+  if (manifest.originId !== log.originId) {
+    throw new ReplicaStartError(
+      `${url} replicates archive ${manifest.originId}, but this data folder holds archive ${log.originId}: ` +
+        'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
+    );
+  }
+  return { manifest, etag: got.etag };
+}
+
+/**
+ * A start whose bucket holds records beyond the local log (issue 35): a sync-mode batch whose
+ * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
+ * leader wrote after this folder was copied. They are taken back into the local log — proven
+ * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
+ * appended as they are and applied — up to `bucketSeq`, in three steps of a start (leader.ts
+ * takeLeadershipHeld): before the epoch is taken only the first record after the local head (the
+ * bucket must be shown to go on from it); once the epoch is taken, up to the head the listing
+ * showed (so a writing leader cannot keep a start waiting), its chunks fetched ahead in parallel;
+ * while the fence record is placed, everything there is (placeFence: MAX_SAFE_INTEGER). Writes
+ * are held meanwhile. They were never acknowledged by this server, but the bucket holds them
+ * (followers and restores may already show them), so keeping them is the one consistent choice.
+ * Throws ReplicaStartError when the bucket's records do not prove against the local log (the two
+ * diverged: a record differs at a seq both hold); the store's error when it cannot be reached.
+ */
+export async function pullAhead(store: ObjectStore, key: ReplicaKey, host: FollowerHost, bucketSeq: number): Promise<void> {
+  const log = host.log;
+  const url = store.location.url;
+  const from = log.durableSeq;
+  const started = performance.now();
+  let pulled: number;
+  try {
+    pulled = await new ReplicaFollower(store, key).pullOnce(host, bucketSeq);
+  } catch (err) {
+    if (!(err instanceof LogCorruptError)) throw err;
+    throw new ReplicaStartError(
+      `the records in ${url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
+        `First list what only this folder holds (node dist/cli.js replication lost --from ${url} --out lost.jsonl), then restore this folder from the bucket (node dist/cli.js restore --from ${url} --yes; the replaced log is kept aside)`,
+    );
+  }
+  if (pulled > 0) {
+    logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: url });
+  }
 }
