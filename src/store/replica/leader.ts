@@ -6,8 +6,9 @@
  * archive (originId) or whose chain differs from this folder's log (diverged: the first object
  * after the local head must prove against it); take the writer epoch by writing the manifest with
  * `If-Match` (epoch + 1); take back the records the bucket holds beyond this folder's log, proven
- * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); append a
- * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next
+ * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); ship this
+ * folder's own backlog; then place the fence: a `replication.epoch` record's chunk is created at
+ * the next key before the record is appended locally (`placeFence`). That chunk occupies the
  * key, so a stale leader that wakes up loses its next chunk PUT and learns it lost; a start that
  * loses the epoch race stops. The reading and checking of the bucket at a start (its head, the
  * watermark, a v1 bucket's signing, the epoch's conditional write) is in takeover.ts.
@@ -190,8 +191,8 @@ export class ReplicaLeader {
   private kickResolve: (() => void) | null = null;
   private stateWaiters: Array<() => void> = [];
   /**
-   * While a start takes back records from the bucket (`pullAhead`): the bucket's head seq (0
-   * otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
+   * While a start takes back records from the bucket (`pullAhead`): the seq it takes them back
+   * up to (0 otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
    * lets through at once (the bucket holds it).
    */
   private pullingTo = 0;
