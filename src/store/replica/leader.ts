@@ -649,12 +649,16 @@ export class ReplicaLeader {
     if (log.durableSeq <= this.shipped.seq) this.durableTimes.length = 0;
   }
 
-  /** The signed bytes of the chunk holding `run`, written by this leader at its epoch. */
+  /**
+   * The signed bytes of the chunk holding `run`, written by this leader at its epoch: the one it
+   * leads at, or during its start the one it took (`tookEpoch`: the backlog and the fence record
+   * are shipped before `epoch` is set).
+   */
   private chunkBody(run: LineRun): Buffer {
     const header: ChunkFields = {
       format: CHUNK_FORMAT,
       originId: this.host!.log.originId,
-      epoch: this.epoch!,
+      epoch: (this.epoch ?? this.tookEpoch)!,
       writer: this.writer,
       firstSeq: run.firstSeq,
       lastSeq: run.lastSeq,
