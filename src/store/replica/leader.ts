@@ -83,7 +83,7 @@ import { checkBucket, type BucketCheck } from './bucket-check.js';
 import type { ReplicaKey } from './keys.js';
 import type { FollowerHost } from './follower.js';
 import { putSegment, type ObjectStore } from './object-store.js';
-import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, keyForNewManifest, pullAhead, startManifest, takeEpoch, type ChunkRef } from './takeover.js';
+import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, keyForNewManifest, pullAhead, startManifest, takeEpoch, type ChainHead, type ChunkRef } from './takeover.js';
 import { replicaFenced, replicaUnavailable } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
@@ -384,30 +384,8 @@ export class ReplicaLeader {
     // REPLICA_EPOCH_CHECK_MS instead of writing for as long as the take-back lasts.
     if (head.seq > log.durableSeq) await this.pullAhead(log.durableSeq + 1);
     else checkHeadHash(this.store, log, head);
-    let epoch: number;
-    let taken: Manifest;
-    let etag: string;
-    if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) {
-      // This leader took the epoch on an earlier attempt that did not get to place its fence.
-      epoch = manifest.epoch;
-      taken = manifest;
-      etag = manifestEtag;
-    } else {
-      if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
-        throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
-      }
-      // Take the writer epoch: one conditional write; losing it means another server is starting.
-      epoch = manifest.epoch + 1;
-      taken = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
-      // Set before the write: an answer lost on the way may still have taken it.
-      this.tookEpoch = epoch;
-      try {
-        ({ manifest: taken, etag } = await takeEpoch(this.store, taken, manifestEtag, key));
-      } catch (err) {
-        if (err instanceof ReplicaStartError) this.tookEpoch = null;
-        throw err;
-      }
-    }
+    const { manifest: taken, etag } = await this.takeOrResumeEpoch(manifest, manifestEtag, head, key);
+    const epoch = taken.epoch;
     // Bounded: only up to the head this listing showed; what the previous leader wrote after it
     // is taken back while the fence record is placed.
     if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
@@ -428,6 +406,32 @@ export class ReplicaLeader {
     await this.placeFence(epoch);
     // Only now does this server lead: the shipping paths and the epoch watch key on it.
     this.epoch = epoch;
+  }
+
+  /**
+   * The writer epoch for this start: the one this leader took on an earlier attempt that did not
+   * get to place its fence (the manifest still names it), or the next one, taken with one
+   * conditional manifest write (takeover.ts takeEpoch). Output: the manifest naming this leader
+   * and its ETag. Throws ReplicaStartError when a promotion finds the epoch moved on
+   * (`expectEpoch`) or another server took it first.
+   */
+  private async takeOrResumeEpoch(manifest: Manifest, etag: string, head: ChainHead, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
+    if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) return { manifest, etag };
+    if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
+      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
+    }
+    // Take the writer epoch: one conditional write; losing it means another server is starting.
+    const host = this.host!;
+    const epoch = manifest.epoch + 1;
+    const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
+    // Set before the write: an answer lost on the way may still have taken it.
+    this.tookEpoch = epoch;
+    try {
+      return await takeEpoch(this.store, taken, etag, key);
+    } catch (err) {
+      if (err instanceof ReplicaStartError) this.tookEpoch = null;
+      throw err;
+    }
   }
 
   /**
