@@ -84,7 +84,7 @@ import type { ReplicaKey } from './keys.js';
 import type { FollowerHost } from './follower.js';
 import { putSegment, type ObjectStore } from './object-store.js';
 import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, keyForNewManifest, pullAhead, startManifest, takeEpoch, type ChainHead, type ChunkRef } from './takeover.js';
-import { replicaFenced, replicaUnavailable } from './refusals.js';
+import { replicaFenced, replicaUnavailable, takingBackRefusal, takingLeadershipRefusal } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
 export type ReplicaMode = 'async' | 'sync';
@@ -243,7 +243,7 @@ export class ReplicaLeader {
    */
   refusal(): ServiceError | null {
     if (this.stateValue === 'fenced') return this.fencedError;
-    if (this.pullingTo > 0) return this.pullingRefusal();
+    if (this.pullingTo > 0) return takingBackRefusal(this.store.location.url, this.host!.log.durableSeq + 1);
     if (this.taking || this.epoch === null) {
       // Nothing is acknowledged before the start has checked the bucket and placed its fence
       // record (issue 50): an old leader restarted after a failover must not take writes it
@@ -348,7 +348,7 @@ export class ReplicaLeader {
     const host = this.host!;
     this.taking = true;
     try {
-      await host.holdWrites(this.takingRefusal(), () => this.takeLeadershipHeld());
+      await host.holdWrites(takingLeadershipRefusal(this.store.location.url), () => this.takeLeadershipHeld());
     } finally {
       this.taking = false;
     }
@@ -357,11 +357,7 @@ export class ReplicaLeader {
     await this.serial(() => this.finishErasures());
   }
 
-  /** The 503 a write gets while a start takes the leadership. */
-  private takingRefusal(): ServiceError {
-    return replicaUnavailable(`this server is taking the leadership of ${this.store.location.url}; nothing was written; retry after Retry-After seconds`);
-  }
-
+  /** The start procedure's steps (takeLeadership's docstring), run while writes are held. */
   private async takeLeadershipHeld(): Promise<void> {
     const host = this.host!;
     const log = host.log;
@@ -503,7 +499,7 @@ export class ReplicaLeader {
 
   /**
    * Takes back the records the bucket holds beyond the local log, up to `bucketSeq` (takeover.ts
-   * pullAhead: when and why), while writes are refused with `pullingRefusal` and the sync gate
+   * pullAhead: when and why), while writes are refused with `takingBackRefusal` and the sync gate
    * lets the taken-back batches through.
    */
   private async pullAhead(bucketSeq: number): Promise<void> {
@@ -513,13 +509,6 @@ export class ReplicaLeader {
     } finally {
       this.pullingTo = 0;
     }
-  }
-
-  /** The 503 a write gets while a start takes back records from the bucket. */
-  private pullingRefusal(): ServiceError {
-    return replicaUnavailable(
-      `this server is taking back records from record ${this.host!.log.durableSeq + 1} on from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
-    );
   }
 
   /**

@@ -40,3 +40,13 @@ export function replicaUnavailable(message: string): ServiceError {
 export function replicaFenced(message: string, leaderUrl = ''): ServiceError {
   return new ServiceError('REPLICA_FENCED', message, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leaderUrl) });
 }
+
+/** The 503 REPLICA_UNAVAILABLE a write gets while a leader's start takes the leadership of the bucket at `url`. */
+export function takingLeadershipRefusal(url: string): ServiceError {
+  return replicaUnavailable(`this server is taking the leadership of ${url}; nothing was written; retry after Retry-After seconds`);
+}
+
+/** The 503 REPLICA_UNAVAILABLE a write gets while a leader's start takes back records from `fromSeq` on from the bucket at `url`. */
+export function takingBackRefusal(url: string, fromSeq: number): ServiceError {
+  return replicaUnavailable(`this server is taking back records from record ${fromSeq} on from ${url} before it leads; nothing was written; retry after Retry-After seconds`);
+}
