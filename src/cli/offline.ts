@@ -183,9 +183,7 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
   const key = replicaVerifyKey(dataDir, options, 'restore --from');
   if (await isDataDirLocked(dataDir)) throw new StoreStateError(`stop the server on ${dataDir} before "restore"`);
   await confirmRestore(dataDir, url, options.yes === true, point.toSeq !== undefined || point.toTimeMs !== undefined);
-  quietSdkNodeWarning();
-  const { S3ObjectStore } = await import('../store/replica/object-store.js');
-  const store = new S3ObjectStore(location);
+  const store = await storeAt(location);
   try {
     return await whileStoppedAsync(dataDir, 'restore', () => restoreFromBucket(dataDir, store, key, point, new Date().toISOString()));
   } finally {
@@ -193,9 +191,8 @@ async function restoreFromReplica(dataDir: string, options: Record<string, strin
   }
 }
 
-/** The object store behind a replica URL given as `--from` (the SDK is imported only here). Throws StoreStateError for a malformed URL (never echoing credentials). */
-async function bucketOf(url: string): Promise<ObjectStore> {
-  const location = fromLocation(url);
+/** The object store at a replica location (`fromLocation`); the SDK is imported only here, when a command reaches the bucket. */
+async function storeAt(location: ReplicaLocation): Promise<ObjectStore> {
   quietSdkNodeWarning();
   const { S3ObjectStore } = await import('../store/replica/object-store.js');
   return new S3ObjectStore(location);
@@ -235,7 +232,7 @@ async function replicationDetach(dataDir: string, _w: string[], options: Record<
  */
 async function replicationLost(dataDir: string, _w: string[], options: Record<string, string | boolean>): Promise<unknown> {
   if (typeof options.from !== 'string') throw new StoreStateError('usage: replication lost --from s3://BUCKET/PREFIX [--out FILE] [--public-key KEY]');
-  const store = await bucketOf(options.from);
+  const store = await storeAt(fromLocation(options.from));
   try {
     const key = replicaVerifyKey(dataDir, options, 'replication lost');
     return await whileStoppedAsync(dataDir, 'replication lost', () => findLost(dataDir, store, key, typeof options.out === 'string' ? resolve(options.out) : null));
@@ -259,7 +256,7 @@ function replicaVerifyKey(dataDir: string, options: Record<string, string | bool
   }
 }
 
-/** A key refusal of `restore --from`, naming --public-key when the key came from it. */
+/** A key refusal of a command that reads the bucket (`restore --from`, `replication lost`), naming --public-key when the key came from it. */
 function publicKeyOptionMessage(message: string, fromOption: boolean): string {
   const named = fromOption ? message.replace(/^FORUM_REPLICA_PUBLIC_KEY/, '--public-key') : message;
   return named.replace('set FORUM_REPLICA_PUBLIC_KEY=', 'give --public-key (or set FORUM_REPLICA_PUBLIC_KEY=)');

@@ -90,6 +90,32 @@ test('a restart takes the next writer epoch and goes on from the bucket’s head
   await assert.rejects(other, /replicates archive .* but this data folder holds archive/);
 });
 
+test('every chunk a leader writes names the writer epoch it holds, the chunks its start writes (its fence record) included', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  await history(s, a.token, 2);
+  await s.restart();
+  await ok(s.post('/api/topics', { title: 'after restart' }, a.token), 201);
+  assert.equal((await status(s)).epoch, 2);
+  await s.stop();
+  const chunks = (await bucketObjects(target)).filter((o) => o.key.startsWith('chunks/'));
+  assert.ok(chunks.length > 0);
+  const epochs = new Map();
+  for (const { key, body } of chunks) {
+    const header = JSON.parse(body.toString('utf8', 0, body.indexOf(10)));
+    const lines = body.subarray(body.indexOf(10) + 1).toString('utf8').split('\n').filter((l) => l !== '');
+    for (const line of lines) {
+      const record = JSON.parse(line);
+      if (record.type === 'replication.epoch') epochs.set(record.payload.epoch, { key, epoch: header.epoch });
+    }
+    assert.ok(header.epoch === 1 || header.epoch === 2, `${key} names epoch ${header.epoch}`);
+  }
+  assert.deepEqual([...epochs.keys()].sort(), [1, 2]);
+  for (const [epoch, chunk] of epochs) assert.equal(chunk.epoch, epoch, `the fence record of epoch ${epoch} is in ${chunk.key}, which names epoch ${chunk.epoch}`);
+});
+
 /**
  * A stopped leader's data folder copied aside (older), then more writes on the leader: the bucket
  * now holds records beyond the copy's head, as it does after a crash that took a sync-mode batch's

@@ -6,9 +6,12 @@
  * archive (originId) or whose chain differs from this folder's log (diverged: the first object
  * after the local head must prove against it); take the writer epoch by writing the manifest with
  * `If-Match` (epoch + 1); take back the records the bucket holds beyond this folder's log, proven
- * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); append a
- * `replication.epoch` record and ship everything up to it. That record's chunk occupies the next key, so a stale leader that wakes up
- * loses its next chunk PUT and learns it lost; a start that loses the epoch race stops.
+ * from its head as a follower proves them (`pullAhead`, fetched ahead in parallel); ship this
+ * folder's own backlog; then place the fence: a `replication.epoch` record's chunk is created at
+ * the next key before the record is appended locally (`placeFence`). That chunk occupies the
+ * key, so a stale leader that wakes up loses its next chunk PUT and learns it lost; a start that
+ * loses the epoch race stops. The reading and checking of the bucket at a start (its head, the
+ * watermark, a v1 bucket's signing, the epoch's conditional write) is in takeover.ts.
  *
  * Shipping: a chunk is created with `If-None-Match: *` under a key fixed by its first seq. When
  * the PUT finds the key taken (412, or an unknown outcome: a 5xx, a timeout), the chunk is read
@@ -50,48 +53,38 @@ import {
   REPLICA_BUCKET_CHECK_MS,
   REPLICA_CHUNK_BYTES_MAX,
   REPLICA_EPOCH_CHECK_MS,
-  REPLICA_RETRY_AFTER_SECONDS,
   REPLICA_RETRY_MAX_MS,
   REPLICA_RETRY_MIN_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
-  REPLICA_TAKE_EPOCH_ATTEMPTS,
   REPLICA_TAKEOVER_MAX_MS,
   REPLICA_WATERMARK_INTERVAL_MS,
 } from '../../constants.js';
-import { ServiceError } from '../../errors.js';
-import { leaderHeader, shownText } from '../../header-value.js';
+import type { ServiceError } from '../../errors.js';
+import { shownText } from '../../header-value.js';
 import { logger } from '../../logger.js';
-import { LogCorruptError, StoreStateError } from '../errors.js';
 import { LOG_DIR, type LineRun, type Log, type WrittenBatch } from '../log.js';
 import { GENESIS_HASH, type LogRecord } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import {
   CHUNK_FORMAT,
-  CHUNKS_DIR,
-  SEGMENTS_DIR,
-  EMPTY_HEAD,
-  MANIFEST_FORMAT,
   MANIFEST_NAME,
   chunkName,
-  decodeUnsignedChunk,
   decodeChunk,
   decodeManifest,
   encodeChunk,
   encodeManifest,
-  firstSeqOfName,
   higherHead,
-  lastHashOf,
-  segmentObjectName,
   sha256Hex,
   type ChunkFields,
   type ChunkHeader,
   type Manifest,
-  type UnsignedManifest,
-  unsignedManifestOf,
 } from './format.js';
-import { createSigningKey, type ReplicaKey } from './keys.js';
-import { ReplicaFollower, type FollowerHost } from './follower.js';
-import type { ObjectStore } from './object-store.js';
+import { checkBucket, type BucketCheck } from './bucket-check.js';
+import type { ReplicaKey } from './keys.js';
+import type { FollowerHost } from './follower.js';
+import { putSegment, type ObjectStore } from './object-store.js';
+import { ReplicaStartError, bucketHead, checkHeadHash, checkWatermark, keyForNewManifest, pullAhead, startManifest, takeEpoch, type ChainHead, type ChunkRef } from './takeover.js';
+import { replicaFenced, replicaUnavailable, takingBackRefusal, takingLeadershipRefusal } from './refusals.js';
 
 /** `async`: acknowledged after the local fdatasync; `sync`: only once the bucket holds it. */
 export type ReplicaMode = 'async' | 'sync';
@@ -151,7 +144,7 @@ export interface ReplicaStatus {
   /** The bucket's signed head watermark (format.ts Manifest.head). */
   watermark: { seq: number } | null;
   /** The last periodic bucket check (issue 50): when, the objects it found missing, and those it put back. */
-  bucketCheck: { at: string; missing: string[]; repaired: string[] } | null;
+  bucketCheck: BucketCheck | null;
 }
 
 /**
@@ -164,15 +157,6 @@ export interface LeaderKeys {
   path: string;
   publicKey: ReplicaKey | null;
 }
-
-/** A chunk in the bucket after the last sealed segment. */
-interface ChunkRef {
-  firstSeq: number;
-  lastSeq: number;
-}
-
-/** A start that must not go on (another archive's bucket, a bucket ahead or diverged, a lost epoch race). */
-export class ReplicaStartError extends StoreStateError {}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
@@ -207,15 +191,15 @@ export class ReplicaLeader {
   private kickResolve: (() => void) | null = null;
   private stateWaiters: Array<() => void> = [];
   /**
-   * While a start takes back records from the bucket (`pullAhead`): the bucket's head seq (0
-   * otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
+   * While a start takes back records from the bucket (`pullAhead`): the seq it takes them back
+   * up to (0 otherwise). Meanwhile writes are refused, so every batch is a pulled one, which the sync gate
    * lets through at once (the bucket holds it).
    */
   private pullingTo = 0;
   /** While a start takes the leadership (epoch, take-back, fence record): writes are held. */
   private taking = false;
   /** The last periodic bucket check (`checkBucket`), and when it ran (performance.now()). */
-  private bucketCheck: { at: string; missing: string[]; repaired: string[] } | null = null;
+  private bucketCheck: BucketCheck | null = null;
   private bucketCheckedAt = 0;
   /** The epoch this leader wrote into the manifest (set at the If-Match, before the fence record is placed). */
   private tookEpoch: number | null = null;
@@ -259,22 +243,18 @@ export class ReplicaLeader {
    */
   refusal(): ServiceError | null {
     if (this.stateValue === 'fenced') return this.fencedError;
-    if (this.pullingTo > 0) return this.pullingRefusal();
+    if (this.pullingTo > 0) return takingBackRefusal(this.store.location.url, this.host!.log.durableSeq + 1);
     if (this.taking || this.epoch === null) {
       // Nothing is acknowledged before the start has checked the bucket and placed its fence
       // record (issue 50): an old leader restarted after a failover must not take writes it
       // would have to refuse at the next step.
-      return new ServiceError(
-        'REPLICA_UNAVAILABLE',
+      return replicaUnavailable(
         `this server has not taken the leadership of ${this.store.location.url} yet (${this.taking ? 'taking it now' : this.lastError ?? 'no answer from the object store yet'}); nothing was written; retry after Retry-After seconds`,
-        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
       );
     }
     if (this.mode === 'sync' && this.stateValue !== 'leading') {
-      return new ServiceError(
-        'REPLICA_UNAVAILABLE',
+      return replicaUnavailable(
         `writes are acknowledged only once the object store holds them (FORUM_REPLICA_MODE=sync) and it is ${this.stateValue === 'connecting' ? 'not connected yet' : 'unreachable'} (${this.lastError ?? 'no answer yet'}); nothing was written; retry after Retry-After seconds`,
-        { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
       );
     }
     return null;
@@ -283,9 +263,9 @@ export class ReplicaLeader {
   /**
    * Connects the leader to the running log: the sync-mode gate (Log#replicate), the wake-up after
    * each group commit, then the start procedure (module doc). `expectEpoch` (a promotion): take
-   * the leadership only from that epoch — another server that took it meanwhile wins. Resolves once the first attempt is
-   * done: leading, or unavailable (retried in the background). Rejects with ReplicaStartError when
-   * this server must not lead this bucket (the server stops).
+   * the leadership only from that epoch — another server that took it meanwhile wins. Resolves
+   * once the first attempt is done: leading, or unavailable (retried in the background). Rejects
+   * with ReplicaStartError when this server must not lead this bucket (the server stops).
    */
   async start(host: ReplicaHost, opts: { expectEpoch?: number } = {}): Promise<void> {
     this.host = host;
@@ -368,7 +348,7 @@ export class ReplicaLeader {
     const host = this.host!;
     this.taking = true;
     try {
-      await host.holdWrites(this.takingRefusal(), () => this.takeLeadershipHeld());
+      await host.holdWrites(takingLeadershipRefusal(this.store.location.url), () => this.takeLeadershipHeld());
     } finally {
       this.taking = false;
     }
@@ -377,73 +357,31 @@ export class ReplicaLeader {
     await this.serial(() => this.finishErasures());
   }
 
-  /** The 503 a write gets while a start takes the leadership. */
-  private takingRefusal(): ServiceError {
-    return new ServiceError('REPLICA_UNAVAILABLE', `this server is taking the leadership of ${this.store.location.url}; nothing was written; retry after Retry-After seconds`, {
-      'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS),
-    });
-  }
-
+  /** The start procedure's steps (takeLeadership's docstring), run while writes are held. */
   private async takeLeadershipHeld(): Promise<void> {
     const host = this.host!;
     const log = host.log;
     // Writes appended before the hold are made durable first: the bucket must prove against them.
     await log.quiesce();
-    let got = await this.store.get(MANIFEST_NAME);
-    if (got === null) {
-      const existing = await this.store.list('');
-      if (existing.length > 0) {
-        throw new ReplicaStartError(`${this.store.location.url} holds ${existing.length} object(s) but no ${MANIFEST_NAME}: it is not an Agent Forum replica; use an empty prefix`);
-      }
-      const meta = log.meta;
-      const lineage = { ...(meta.restoredFrom ? { restoredFrom: meta.restoredFrom } : {}), ...(meta.repairedFrom ? { repairedFrom: meta.repairedFrom } : {}) };
-      const key = this.keyForNewManifest();
-      const fresh: Manifest = { format: MANIFEST_FORMAT, keyId: key.keyId, originId: log.originId, created: meta.created, lineage, epoch: 0, writer: '', leaderUrl: '', since: new Date(host.now()).toISOString(), segments: [], erased: 0, head: EMPTY_HEAD };
-      const r = await this.store.create(MANIFEST_NAME, encodeManifest(fresh, key));
-      if (r.outcome === 'unknown') throw new Error(`creating ${MANIFEST_NAME}: ${r.reason}`);
-      got = await this.store.get(MANIFEST_NAME);
-      if (got === null) throw new Error(`${MANIFEST_NAME} vanished after it was created`);
-    }
-    const { manifest, etag: manifestEtag } = await this.authenticManifest(got);
+    const { manifest, etag: manifestEtag } = await startManifest(this.store, log, {
+      held: () => this.key,
+      path: this.keys.path,
+      forNewManifest: () => this.keyForNewManifest(),
+      now: () => host.now(),
+    });
     const key = this.key!;
-    if (manifest.originId !== log.originId) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} replicates archive ${manifest.originId}, but this data folder holds archive ${log.originId}: ` +
-          'restore this folder from the bucket (node dist/cli.js restore --from URL), or replicate to another prefix',
-      );
-    }
-    const { head, chunks, stale, firsts, sealedTo } = await this.bucketHead(manifest);
-    this.checkWatermark(manifest, head, firsts, sealedTo);
+    const bucket = await bucketHead(this.store, key, manifest);
+    const { head, chunks, stale } = bucket;
+    const problems = checkWatermark(this.store, log, manifest, bucket);
+    if (problems !== null) this.lastError = problems;
     // Before the epoch is taken, the bucket must be shown to go on from this log's head: the first
     // object after it is taken back now (it proves against the local head's hash), the rest only
     // once the epoch is taken, so a previous leader still writing stops within
     // REPLICA_EPOCH_CHECK_MS instead of writing for as long as the take-back lasts.
     if (head.seq > log.durableSeq) await this.pullAhead(log.durableSeq + 1);
-    else this.checkHeadHash(head);
-    let epoch: number;
-    let taken: Manifest;
-    let etag: string;
-    if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) {
-      // This leader took the epoch on an earlier attempt that did not get to place its fence.
-      epoch = manifest.epoch;
-      taken = manifest;
-      etag = manifestEtag;
-    } else {
-      if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
-        throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
-      }
-      // Take the writer epoch: one conditional write; losing it means another server is starting.
-      epoch = manifest.epoch + 1;
-      taken = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
-      // Set before the write: an answer lost on the way may still have taken it.
-      this.tookEpoch = epoch;
-      try {
-        ({ manifest: taken, etag } = await this.takeEpoch(taken, manifestEtag, key));
-      } catch (err) {
-        if (err instanceof ReplicaStartError) this.tookEpoch = null;
-        throw err;
-      }
-    }
+    else checkHeadHash(this.store, log, head);
+    const { manifest: taken, etag } = await this.takeOrResumeEpoch(manifest, manifestEtag, head, key);
+    const epoch = taken.epoch;
     // Bounded: only up to the head this listing showed; what the previous leader wrote after it
     // is taken back while the fence record is placed.
     if (head.seq > log.durableSeq) await this.pullAhead(head.seq);
@@ -453,7 +391,7 @@ export class ReplicaLeader {
           'Leading now would fork the chain; restore this folder from the bucket first (node dist/cli.js restore --from URL --yes), then start',
       );
     }
-    this.checkHeadHash(head);
+    checkHeadHash(this.store, log, head);
     this.manifest = taken;
     this.manifestEtag = etag;
     this.watermarkAt = performance.now();
@@ -467,78 +405,29 @@ export class ReplicaLeader {
   }
 
   /**
-   * The bucket's head record `head` must be this log's record at the same seq (a start whose log
-   * reaches past the bucket's head: an async leader's restart, or after the take-back). Throws
-   * ReplicaStartError when the two logs diverged.
+   * The writer epoch for this start: the one this leader took on an earlier attempt that did not
+   * get to place its fence (the manifest still names it), or the next one, taken with one
+   * conditional manifest write (takeover.ts takeEpoch). Output: the manifest naming this leader
+   * and its ETag. Throws ReplicaStartError when a promotion finds the epoch moved on
+   * (`expectEpoch`) or another server took it first.
    */
-  private checkHeadHash(head: { seq: number; hash: string }): void {
-    if (head.seq === 0) return;
-    if (this.host!.log.records.storedHashOf(head.seq) === head.hash) return;
-    throw new ReplicaStartError(
-      `record ${head.seq} in ${this.store.location.url} differs from this data folder's record ${head.seq}: the two logs diverged (records written here after another leader took over were never acknowledged by the bucket). ` +
-        'Restore this folder from the bucket (node dist/cli.js restore --from URL --yes); the folder is kept aside',
-    );
-  }
-
-  /**
-   * Writes `taken` over the manifest whose ETag is `etag` (If-Match). When the previous leader
-   * rewrote its own manifest meanwhile (same epoch: a head watermark, a compaction, an erasure),
-   * the epoch is taken over from that one, for up to REPLICA_TAKE_EPOCH_ATTEMPTS writes. Output:
-   * the manifest written and its new ETag. Throws ReplicaStartError when another server took an
-   * epoch first.
-   */
-  private async takeEpoch(taken: Manifest, etag: string, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
-    for (let attempt = 1; ; attempt++) {
-      const body = encodeManifest(taken, key);
-      const r = await this.store.replace(MANIFEST_NAME, body, etag);
-      if (r.outcome === 'replaced') return { manifest: taken, etag: r.etag };
-      const now = await this.store.get(MANIFEST_NAME);
-      if (now !== null && now.body.equals(body)) return { manifest: taken, etag: now.etag };
-      let other: Manifest | null = null;
-      try {
-        other = now === null ? null : decodeManifest(now.body, MANIFEST_NAME, key);
-      } catch {
-        // not authentic: still not ours
-      }
-      if (other !== null && other.epoch === taken.epoch - 1 && attempt < REPLICA_TAKE_EPOCH_ATTEMPTS) {
-        taken = { ...other, epoch: taken.epoch, writer: taken.writer, leaderUrl: taken.leaderUrl, since: taken.since, head: higherHead(other.head, taken.head) };
-        etag = now!.etag;
-        continue;
-      }
-      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} while this one started (epoch ${other?.epoch ?? '?'}, ${other?.leaderUrl || 'address unknown'}): not starting as a second leader`);
+  private async takeOrResumeEpoch(manifest: Manifest, etag: string, head: ChainHead, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
+    if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) return { manifest, etag };
+    if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
+      throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
     }
-  }
-
-  /**
-   * The bucket's head: the last sealed segment, then the chunks after it (one LIST, one GET).
-   * Output: the head, the chunks after the last segment, and stale chunk names (covered by a
-   * segment; a compaction's deletes that did not finish).
-   */
-  private async bucketHead(manifest: Manifest): Promise<{ head: { seq: number; hash: string }; chunks: ChunkRef[]; stale: string[]; firsts: number[]; sealedTo: number }> {
-    const lastSegment = manifest.segments.at(-1);
-    let head = lastSegment === undefined ? { seq: 0, hash: GENESIS_HASH } : { seq: lastSegment.lastSeq, hash: lastSegment.lastHash };
-    const sealedTo = head.seq;
-    const names = await this.store.list(CHUNKS_DIR);
-    const stale: string[] = [];
-    const firsts: number[] = [];
-    for (const name of names) {
-      const first = firstSeqOfName(name);
-      if (first === null) continue;
-      if (first <= sealedTo) stale.push(name);
-      else firsts.push(first);
+    // Take the writer epoch: one conditional write; losing it means another server is starting.
+    const host = this.host!;
+    const epoch = manifest.epoch + 1;
+    const taken: Manifest = { ...manifest, epoch, writer: this.writer, leaderUrl: host.publicUrl(), since: new Date(host.now()).toISOString(), head: higherHead(manifest.head, head) };
+    // Set before the write: an answer lost on the way may still have taken it.
+    this.tookEpoch = epoch;
+    try {
+      return await takeEpoch(this.store, taken, etag, key);
+    } catch (err) {
+      if (err instanceof ReplicaStartError) this.tookEpoch = null;
+      throw err;
     }
-    const chunks: ChunkRef[] = [];
-    if (firsts.length > 0) {
-      const lastName = chunkName(firsts.at(-1)!);
-      const last = await this.store.get(lastName);
-      if (last === null) throw new Error(`${lastName} was listed but is gone (is another server compacting this bucket?)`);
-      const { header, lines } = this.authenticChunk(last.body, lastName);
-      const hash = lastHashOf(lines);
-      if (hash === null) throw new ReplicaStartError(`${lastName} does not end with a whole record: the bucket is damaged`);
-      for (let i = 0; i < firsts.length; i++) chunks.push({ firstSeq: firsts[i]!, lastSeq: i + 1 < firsts.length ? firsts[i + 1]! - 1 : header.lastSeq });
-      head = { seq: header.lastSeq, hash };
-    }
-    return { head, chunks, stale, firsts, sealedTo };
   }
 
   /**
@@ -587,143 +476,14 @@ export class ReplicaLeader {
       // The previous leader's chunk: take its records back (proven from this log's head), then try the next key.
       await this.pullAhead(Number.MAX_SAFE_INTEGER);
       this.shipped = { seq: log.durableSeq, hash: log.headHash };
-      this.chunks = (await this.bucketHead(this.manifest!)).chunks.filter((c) => c.firstSeq <= log.durableSeq);
+      this.chunks = (await bucketHead(this.store, this.key!, this.manifest!)).chunks.filter((c) => c.firstSeq <= log.durableSeq);
     }
   }
 
-  /**
-   * The signing key for a new bucket manifest (an empty prefix): the one held, or a new one created
-   * at the configured path (mode 0600; logged with its public key). Throws ReplicaStartError when
-   * a public key was given (FORUM_REPLICA_PUBLIC_KEY) but its signing key is not here.
-   */
+  /** The signing key for a new (or v1) bucket manifest (takeover.ts keyForNewManifest), kept as this leader's key. */
   private keyForNewManifest(): ReplicaKey {
-    if (this.key !== null) return this.key;
-    if (this.keys.publicKey !== null) {
-      throw new ReplicaStartError(
-        `FORUM_REPLICA_PUBLIC_KEY is ${this.keys.publicKey.text}, but its signing key is not at ${this.keys.path}: put the signing key there (or set FORUM_REPLICA_SIGNING_KEY to its path), or unset FORUM_REPLICA_PUBLIC_KEY to let this leader make a new key for this new bucket`,
-      );
-    }
-    this.key = createSigningKey(this.keys.path);
-    logger.info('replication_key', `replication: created the replica signing key ${this.keys.path} (mode 0600; copy it to each standby that may lead); followers and restores need only its public key ${this.key.text}`, { path: this.keys.path, publicKey: this.key.text });
+    this.key = keyForNewManifest(this.key, this.keys);
     return this.key;
-  }
-
-  /**
-   * The bucket's manifest, authenticated (takeLeadership), and its ETag. A v1 (unsigned) bucket is
-   * signed first (`signV1Bucket`). Throws ReplicaStartError when this server holds no signing key
-   * for an existing bucket, or the manifest does not authenticate.
-   */
-  private async authenticManifest(got: { body: Buffer; etag: string }): Promise<{ manifest: Manifest; etag: string }> {
-    const where = `${this.store.location.url}/${MANIFEST_NAME}`;
-    const v1 = unsignedManifestOf(got.body);
-    if (v1 !== null) return this.signV1Bucket(v1, got.etag);
-    if (this.key === null) {
-      throw new ReplicaStartError(
-        `${this.store.location.url} already holds a replica, and this server has no replica signing key at ${this.keys.path}: copy the leader's signing key file there (mode 0600), or set FORUM_REPLICA_SIGNING_KEY to its path. ` +
-          'A server with only the public key can follow (FORUM_FOLLOW) but not lead',
-      );
-    }
-    try {
-      return { manifest: decodeManifest(got.body, where, this.key), etag: got.etag };
-    } catch (err) {
-      if (err instanceof LogCorruptError) throw new ReplicaStartError(`${err.message} This server does not lead a bucket it cannot authenticate.`);
-      throw err;
-    }
-  }
-
-  /**
-   * Signs a v1 (unsigned, pre-issue-50) bucket at a leader's start: every sealed segment object is
-   * stored again from this folder's segment file (its SHA-256 listed), every chunk after them is
-   * re-written signed (If-Match) when its lines are byte for byte this folder's, and the manifest
-   * is re-written as v2 (If-Match on the v1 one), its watermark at the last chunk. Output: the new
-   * manifest and its ETag. Throws ReplicaStartError for another archive's bucket, for unsigned
-   * records beyond this folder's log (they cannot be authenticated, so they are not taken back) or
-   * that differ from it, and when another server changed the manifest meanwhile.
-   */
-  private async signV1Bucket(v1: UnsignedManifest, etag: string): Promise<{ manifest: Manifest; etag: string }> {
-    const url = this.store.location.url;
-    const log = this.host!.log;
-    if (v1.originId !== log.originId) {
-      throw new ReplicaStartError(`${url} replicates archive ${v1.originId}, but this data folder holds archive ${log.originId}: replicate to another prefix`);
-    }
-    const key = this.keyForNewManifest();
-    const refuse = (name: string, why: string) =>
-      new ReplicaStartError(`${url}/${name} is unsigned (a v1 bucket) and ${why}: it cannot be authenticated, so it is not taken back. Delete it (or start the server whose log holds it), then start again`);
-    const segments = [];
-    for (const s of v1.segments) {
-      if (s.lastSeq > log.durableSeq) throw refuse(segmentObjectName(s.firstSeq), `holds records up to ${s.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
-      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(s.firstSeq)));
-      if (bytes.length !== s.bytes || log.records.storedHashOf(s.lastSeq) !== s.lastHash) throw refuse(segmentObjectName(s.firstSeq), 'differs from this data folder\'s segment');
-      await this.putSegment(s.firstSeq, bytes);
-      segments.push({ ...s, sha256: sha256Hex(bytes) });
-    }
-    const sealedTo = segments.at(-1)?.lastSeq ?? 0;
-    let head = segments.length === 0 ? EMPTY_HEAD : { seq: sealedTo, hash: segments.at(-1)!.lastHash };
-    let signed = 0;
-    for (const name of await this.store.list(CHUNKS_DIR)) {
-      const first = firstSeqOfName(name);
-      if (first === null || first <= sealedTo) continue;
-      const obj = await this.store.get(name);
-      if (obj === null) continue;
-      let header: ChunkFields;
-      let lines: Buffer;
-      try {
-        ({ header, lines } = decodeChunk(obj.body, `${url}/${name}`, key)); // signed by an earlier, interrupted start
-      } catch {
-        ({ header, lines } = decodeUnsignedChunk(obj.body, `${url}/${name}`));
-        if (header.lastSeq > log.durableSeq) throw refuse(name, `holds records ${header.firstSeq}..${header.lastSeq}, beyond this data folder's log (it ends at ${log.durableSeq})`);
-        const run = await log.readLines(header.firstSeq, header.lastSeq, Number.MAX_SAFE_INTEGER);
-        if (run === null || run.lastSeq !== header.lastSeq || run.prevHash !== header.prevHash || !run.bytes.equals(lines)) throw refuse(name, "its lines are not byte for byte this data folder's");
-        const r = await this.store.replace(name, encodeChunk({ ...header, segment: run.segmentFirstSeq, offset: run.offset }, run.bytes, key), obj.etag);
-        if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${name}: another server changed it meanwhile (${r.outcome}); start again`);
-        signed++;
-      }
-      head = { seq: header.lastSeq, hash: lastHashOf(lines) ?? head.hash };
-    }
-    const manifest: Manifest = { ...v1, format: MANIFEST_FORMAT, keyId: key.keyId, segments, erased: v1.erased ?? 0, head };
-    const r = await this.store.replace(MANIFEST_NAME, encodeManifest(manifest, key), etag);
-    if (r.outcome !== 'replaced') throw new ReplicaStartError(`signing ${url}/${MANIFEST_NAME}: another server changed it meanwhile (${r.outcome}); start again`);
-    logger.info('replication_signed', `replication: signed the v1 bucket ${url} (${segments.length} segment(s), ${signed} chunk(s), the manifest) with the replica key ${key.text}`, { bucket: url });
-    return { manifest, etag: r.etag };
-  }
-
-  /** A chunk of the bucket, authenticated (takeLeadership). Throws ReplicaStartError naming it when it does not authenticate. */
-  private authenticChunk(body: Buffer, name: string): { header: ChunkHeader; lines: Buffer } {
-    try {
-      return decodeChunk(body, `${this.store.location.url}/${name}`, this.key!);
-    } catch (err) {
-      if (!(err instanceof LogCorruptError)) throw err;
-      throw new ReplicaStartError(`${err.message} This server takes back only records it can authenticate: delete the object (it holds nothing a leader wrote), or put back the one it replaced, then start again.`);
-    }
-  }
-
-  /**
-   * A start's check of the bucket against its signed head watermark (issue 50): chunks that end
-   * before it (rolled back) or do not start right after the last sealed segment (holed) are
-   * named in the log and in `lastError`. A rolled-back tail this folder's log holds is re-shipped
-   * from it (the leader ships from the bucket's head); one it does not hold stops the start.
-   * Throws ReplicaStartError then.
-   */
-  private checkWatermark(manifest: Manifest, head: { seq: number; hash: string }, firsts: number[], sealedTo: number): void {
-    const url = this.store.location.url;
-    const log = this.host!.log;
-    const problems: string[] = [];
-    if (firsts.length > 0 && firsts[0]! !== sealedTo + 1 && sealedTo + 1 <= manifest.head.seq) {
-      problems.push(`${url}/${chunkName(sealedTo + 1)} is missing (the chunks after the last sealed segment start at ${chunkName(firsts[0]!)}): the bucket is holed; followers and restores stop there`);
-    }
-    if (head.seq < manifest.head.seq) {
-      const localHash = log.durableSeq >= manifest.head.seq ? log.records.storedHashOf(manifest.head.seq) : null;
-      if (localHash !== manifest.head.hash) {
-        throw new ReplicaStartError(
-          `${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq}, ` +
-            `and this data folder's log ${log.durableSeq >= manifest.head.seq ? 'differs there' : `ends at ${log.durableSeq}`}: the bucket was rolled back or holed. Put the objects back (a versioned bucket keeps old versions), or start the server whose log holds them`,
-        );
-      }
-      problems.push(`${url}/${chunkName(head.seq + 1)} and the chunks after it are missing: the bucket ends at record ${head.seq}, but its signed head watermark says it held records up to ${manifest.head.seq} (rolled back); re-shipping them from this server's log`);
-    }
-    if (problems.length === 0) return;
-    this.lastError = problems.join('; ');
-    logger.error('replication_holed', `replication: ${this.lastError}`, { bucket: url });
   }
 
   /**
@@ -738,51 +498,17 @@ export class ReplicaLeader {
   }
 
   /**
-   * A start whose bucket holds records beyond the local log (issue 35): a sync-mode batch whose
-   * chunk PUT succeeded while its fdatasync did not finish before a crash, or records a later
-   * leader wrote after this folder was copied. They are taken back into the local log — proven
-   * exactly as a follower proves them, from the local head's hash (ReplicaFollower#pullOnce),
-   * appended as they are and applied — up to `bucketSeq` (the head a listing showed, so a writing
-   * leader cannot keep a start waiting) before this server takes the next epoch, and while it
-   * places its fence record (placeFence: MAX_SAFE_INTEGER, everything there is); writes are
-   * held meanwhile (takeLeadership). They were never acknowledged by this server, but the bucket holds them
-   * (followers and restores may already show them), so keeping them is the one consistent
-   * choice. Throws ReplicaStartError when the bucket's records do not prove against the local
-   * log (the two diverged: a record differs at a seq both hold); the store's error when it
-   * cannot be reached.
+   * Takes back the records the bucket holds beyond the local log, up to `bucketSeq` (takeover.ts
+   * pullAhead: when and why), while writes are refused with `takingBackRefusal` and the sync gate
+   * lets the taken-back batches through.
    */
   private async pullAhead(bucketSeq: number): Promise<void> {
-    const host = this.host!;
-    const log = host.log;
     this.pullingTo = bucketSeq;
     try {
-      const from = log.durableSeq;
-      const started = performance.now();
-      let pulled: number;
-      try {
-        pulled = await new ReplicaFollower(this.store, this.key!).pullOnce(host, bucketSeq);
-      } catch (err) {
-        if (!(err instanceof LogCorruptError)) throw err;
-        throw new ReplicaStartError(
-          `the records in ${this.store.location.url} after this data folder's record ${from} do not prove against it (${err.message}): the two logs diverged (records written here after another leader took over were never acknowledged by the bucket), or the bucket is damaged. ` +
-            `First list what only this folder holds (node dist/cli.js replication lost --from ${this.store.location.url} --out lost.jsonl), then restore this folder from the bucket (node dist/cli.js restore --from ${this.store.location.url} --yes; the replaced log is kept aside)`,
-        );
-      }
-      if (pulled > 0) {
-        logger.info('replication_pulled', `replication: took back records ${from + 1}..${log.durableSeq} (${pulled}) from ${this.store.location.url}, which held them beyond this data folder's log, in ${Math.round(performance.now() - started)} ms`, { from: from + 1, to: log.durableSeq, bucket: this.store.location.url });
-      }
+      await pullAhead(this.store, this.key!, this.host!, bucketSeq);
     } finally {
       this.pullingTo = 0;
     }
-  }
-
-  /** The 503 a write gets while a start takes back records from the bucket. */
-  private pullingRefusal(): ServiceError {
-    return new ServiceError(
-      'REPLICA_UNAVAILABLE',
-      `this server is taking back records from record ${this.host!.log.durableSeq + 1} on from ${this.store.location.url} before it leads; nothing was written; retry after Retry-After seconds`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) },
-    );
   }
 
   /**
@@ -799,7 +525,7 @@ export class ReplicaLeader {
         if (this.closed && attempt > 0) {
           // A stop while the store is unreachable: the batch stays on the local disk, never
           // acknowledged, and the next start ships it.
-          throw new ServiceError('REPLICA_UNAVAILABLE', 'the server stops while the object store is unreachable: this write was not acknowledged', { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) });
+          throw replicaUnavailable('the server stops while the object store is unreachable: this write was not acknowledged');
         }
         // Every attempt is its own probe (issue 50): the gate never waits for another task to see
         // the store answer again — that task may be queued behind this one (a deadlock).
@@ -866,7 +592,7 @@ export class ReplicaLeader {
       } catch (err) {
         if (err instanceof ReplicaStartError) {
           logger.error('replication_start', `replication: ${err.message}`);
-          this.fence(new ServiceError('REPLICA_FENCED', `this server does not lead its replica bucket: ${err.message}`, { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS) }));
+          this.fence(replicaFenced(`this server does not lead its replica bucket: ${err.message}`));
           return;
         }
         if ((this.stateValue as ReplicaState) === 'fenced') return;
@@ -917,17 +643,15 @@ export class ReplicaLeader {
   }
 
   /**
-   * Creates the chunk for `run` (If-None-Match: *). Output: null when the bucket holds it (created
-   * now, or our own earlier attempt whose answer was lost: same bytes); otherwise the epoch of the
-   * chunk another writer put there (null epoch: not even a chunk). Throws the store's error when it
-   * cannot be reached.
+   * The signed bytes of the chunk holding `run`, written by this leader at its epoch: the one it
+   * leads at, or during its start the one it took (`tookEpoch`: the backlog and the fence record
+   * are shipped before `epoch` is set).
    */
-  /** The signed bytes of the chunk holding `run`, written by this leader at its epoch. */
   private chunkBody(run: LineRun): Buffer {
     const header: ChunkFields = {
       format: CHUNK_FORMAT,
       originId: this.host!.log.originId,
-      epoch: this.epoch!,
+      epoch: (this.epoch ?? this.tookEpoch)!,
       writer: this.writer,
       firstSeq: run.firstSeq,
       lastSeq: run.lastSeq,
@@ -939,50 +663,34 @@ export class ReplicaLeader {
   }
 
   /**
-   * The periodic bucket check (issue 50), at most every `bucketCheckMs` while leading: one paged
-   * LIST of `segments/` and one of `chunks/`; every sealed segment the manifest lists and every
-   * chunk up to the shipped head must be there. A missing object is named (`replication status`
-   * `bucketCheck`, one error log line, the `forum_replica_bucket_missing_objects` gauge) and put
-   * back from this leader's own segment files: a chunk is created again (signed, If-None-Match)
-   * from the same records; a segment only when the local file's SHA-256 is the one the manifest
-   * lists. Throws the store's error when it cannot be reached (the loop retries).
+   * The periodic bucket check (bucket-check.ts), at most every `bucketCheckMs` while leading: its
+   * result is shown by `replication status`; what it found missing becomes `lastError`. Throws
+   * the store's error when it cannot be reached (the loop retries).
    */
   private async checkBucket(): Promise<void> {
     const now = performance.now();
     if (this.manifest === null || now - this.bucketCheckedAt < this.bucketCheckMs) return;
     this.bucketCheckedAt = now;
-    const log = this.host!.log;
-    const segmentNames = new Set(await this.store.list(SEGMENTS_DIR));
-    const chunkNames = new Set(await this.store.list(CHUNKS_DIR));
-    const missing: string[] = [];
-    const repaired: string[] = [];
-    for (const seg of this.manifest.segments) {
-      const name = segmentObjectName(seg.firstSeq);
-      if (segmentNames.has(name)) continue;
-      missing.push(name);
-      const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq))).catch(() => null);
-      if (bytes !== null && sha256Hex(bytes) === seg.sha256) {
-        await this.putSegment(seg.firstSeq, bytes);
-        repaired.push(name);
-      }
-    }
-    for (const c of this.chunks) {
-      const name = chunkName(c.firstSeq);
-      if (c.lastSeq > this.shipped.seq || chunkNames.has(name)) continue;
-      missing.push(name);
-      const run = await log.readLines(c.firstSeq, c.lastSeq, Number.MAX_SAFE_INTEGER);
-      if (run === null || run.lastSeq !== c.lastSeq) continue;
-      const r = await this.store.create(name, this.chunkBody(run));
-      if (r.outcome === 'created') repaired.push(name);
-    }
-    this.bucketCheck = { at: new Date(this.host!.now()).toISOString(), missing, repaired };
-    if (missing.length > 0) {
-      const unrepaired = missing.filter((n) => !repaired.includes(n));
-      this.lastError = `the bucket check found ${missing.length} missing object(s): ${missing.join(', ')}; ${repaired.length} put back from this server's log${unrepaired.length > 0 ? `; not put back: ${unrepaired.join(', ')}` : ''}`;
-      logger.error('replication_bucket_check', `replication: ${this.lastError}`, { bucket: this.store.location.url, missing, repaired });
-    }
+    const host = this.host!;
+    const { check, problem } = await checkBucket({
+      store: this.store,
+      log: host.log,
+      manifest: this.manifest,
+      chunks: this.chunks,
+      shippedSeq: this.shipped.seq,
+      chunkBody: (run) => this.chunkBody(run),
+      now: () => host.now(),
+    });
+    this.bucketCheck = check;
+    if (problem !== null) this.lastError = problem;
   }
 
+  /**
+   * Creates the chunk for `run` (If-None-Match: *). Output: null when the bucket holds it (created
+   * now, or our own earlier attempt whose answer was lost: same bytes); otherwise the epoch of the
+   * chunk another writer put there (null epoch: not a chunk signed by the replica key). Throws the
+   * store's error when it cannot be reached.
+   */
   private async tryPutChunk(run: LineRun): Promise<{ epoch: number | null } | null> {
     if (run.firstSeq !== this.shipped.seq + 1 || run.prevHash !== this.shipped.hash) {
       throw new Error(`replication: record ${run.firstSeq} does not follow the shipped head ${this.shipped.seq}`);
@@ -1019,11 +727,7 @@ export class ReplicaLeader {
     } catch {
       // the URL is a courtesy; the fence holds without it
     }
-    const err = new ServiceError(
-      'REPLICA_FENCED',
-      `this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`,
-      { 'Retry-After': String(REPLICA_RETRY_AFTER_SECONDS), ...leaderHeader(leader) },
-    );
+    const err = replicaFenced(`this server is no longer the leader (${why}); it acknowledges no writes${leader ? `; the leader is ${shownText(leader)}` : ''}`, leader);
     this.fence(err);
     return err;
   }
@@ -1078,30 +782,12 @@ export class ReplicaLeader {
       if (lastSeq <= sealedTo) continue;
       if (lastSeq > this.shipped.seq || seg.firstSeq !== sealedTo + 1) return;
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(seg.firstSeq)));
-      await this.putSegment(seg.firstSeq, bytes);
+      await putSegment(this.store, seg.firstSeq, bytes);
       const lastHash = log.records.storedHashOf(lastSeq)!;
       await this.writeManifest({ ...this.manifest!, segments: [...this.manifest!.segments, { firstSeq: seg.firstSeq, lastSeq, bytes: bytes.length, lastHash, sha256: sha256Hex(bytes) }] });
       const covered = this.chunks.filter((c) => c.lastSeq <= lastSeq);
       this.chunks = this.chunks.filter((c) => c.lastSeq > lastSeq);
       await this.store.delete(covered.map((c) => chunkName(c.firstSeq)));
-    }
-  }
-
-  /** Stores a sealed segment's bytes: created, or replaced when an earlier copy differs (an erasure since). */
-  private async putSegment(firstSeq: number, bytes: Buffer): Promise<void> {
-    const name = segmentObjectName(firstSeq);
-    for (let attempt = 0; ; attempt++) {
-      const r = await this.store.create(name, bytes);
-      if (r.outcome === 'created') return;
-      const existing = await this.store.get(name);
-      if (existing === null) {
-        if (attempt >= 3) throw new Error(`creating ${name}: the key stays empty`);
-        continue;
-      }
-      if (existing.body.equals(bytes)) return;
-      const rr = await this.store.replace(name, bytes, existing.etag);
-      if (rr.outcome === 'replaced') return;
-      if (attempt >= 3) throw new Error(`replacing ${name}: ${rr.outcome}`);
     }
   }
 
@@ -1131,7 +817,7 @@ export class ReplicaLeader {
     const digests = new Map<number, string>();
     for (const first of segmentsToRewrite) {
       const bytes = await fsp.readFile(join(log.dataDir, LOG_DIR, segmentName(first)));
-      await this.putSegment(first, bytes);
+      await putSegment(this.store, first, bytes);
       digests.set(first, sha256Hex(bytes));
     }
     for (const c of chunksToRewrite) {

@@ -27,7 +27,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { REPLICA_REQUEST_TIMEOUT_MS, REPLICA_CONNECT_TIMEOUT_MS } from '../../constants.js';
-import type { ReplicaLocation } from './format.js';
+import { segmentObjectName, type ReplicaLocation } from './format.js';
 
 /** Outcome of a create-only PUT. */
 export type CreateOutcome = { outcome: 'created'; etag: string } | { outcome: 'exists' } | { outcome: 'unknown'; reason: string };
@@ -198,5 +198,23 @@ export class S3ObjectStore implements ObjectStore {
 
   close(): void {
     this.client.destroy();
+  }
+}
+
+/** Stores a sealed segment's bytes as its object (segmentObjectName): created, or replaced when an earlier copy differs (an erasure since). */
+export async function putSegment(store: ObjectStore, firstSeq: number, bytes: Buffer): Promise<void> {
+  const name = segmentObjectName(firstSeq);
+  for (let attempt = 0; ; attempt++) {
+    const r = await store.create(name, bytes);
+    if (r.outcome === 'created') return;
+    const existing = await store.get(name);
+    if (existing === null) {
+      if (attempt >= 3) throw new Error(`creating ${name}: the key stays empty`);
+      continue;
+    }
+    if (existing.body.equals(bytes)) return;
+    const rr = await store.replace(name, bytes, existing.etag);
+    if (rr.outcome === 'replaced') return;
+    if (attempt >= 3) throw new Error(`replacing ${name}: ${rr.outcome}`);
   }
 }
