@@ -641,6 +641,11 @@ export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;
  * one GET at a time made a promotion over a 400-chunk lag take 20 s).
  */
 export const FOLLOW_PREFETCH_MAX = 16;
+/**
+ * After this many polls in a row that each found the next chunk, a tailing follower is behind: it
+ * lists the chunks after its head once and fetches them ahead as a take-back does (ours).
+ */
+export const FOLLOW_CATCH_UP_AFTER_STEPS = 3;
 /** Taking back a run of chunks: fetched chunks are appended together, one fdatasync per this many bytes at most (ours). */
 export const FOLLOW_APPLY_BATCH_BYTES_MAX = 4 * 1024 * 1024;
 

@@ -63,7 +63,8 @@ export function requestKind(method, url) {
  *    kind or request kind;
  *  - `removeFault(id)`, `clearFaults()`;
  *  - `journal(on)`: from now on (on = true) or no longer, every request that arrives is appended,
- *    in arrival order, to `requests` as `{ kind, key }`; turning it on empties it;
+ *    in arrival order, to `requests` as `{ kind, key, inFlight }` (`inFlight`: the requests open
+ *    at the proxy when it arrived, itself included); turning it on empties it;
  *  - `counts`: `requests` per request kind (everything that arrived), `forwarded`, and `faults`
  *    per fault kind (requests that fault hit);
  *  - `close()`: resets every connection and stops listening.
@@ -80,6 +81,7 @@ export async function faultProxy(upstream) {
   const sockets = new Set();
   const timers = new Set();
   const journal = { on: false, requests: [] };
+  let open = 0;
   const later = (ms, fn) => {
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -135,7 +137,9 @@ export async function faultProxy(upstream) {
   const server = createServer((req, res) => {
     const { kind, key } = requestKind(req.method ?? 'GET', req.url ?? '/');
     counts.requests[kind]++;
-    if (journal.on) journal.requests.push({ kind, key });
+    open++;
+    res.once('close', () => open--);
+    if (journal.on) journal.requests.push({ kind, key, inFlight: open });
     const f = match(kind, key);
     if (f === null) return forward(req, res, false);
     switch (f.kind) {

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
-import { replicaTarget } from '../helpers/replica.mjs';
+import { replicationStatus, replicaTarget, waitFor } from '../helpers/replica.mjs';
+import { s3Proxy } from '../helpers/s3-proxy.mjs';
 
 test('a follower answers a cursor ahead of its head with an empty page at that cursor, not 409; the leader still answers 409 beyond its own head', async (t) => {
   const target = await replicaTarget(t, { mode: 'sync' });
@@ -48,4 +49,32 @@ test('a follower answers a cursor ahead of its head with an empty page at that c
   const beyond = await leader.get(`/api/changes?after=${after + 100}&originId=${originId}`, a.token);
   assert.equal(beyond.status, 409);
   assert.equal(beyond.body.code, 'CURSOR_AHEAD');
+});
+
+test('a follower that fell behind catches up by fetching the chunks after its head several at a time, and ends at the leader\'s head', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const leader = await startServer(t, { env: target.serverEnv });
+  const a = await leader.register('writer');
+  const topic = await ok(leader.post('/api/topics', { title: 'catch up' }, a.token), 201);
+  // The follower reaches the store through a proxy that, for now, holds each chunk GET 3 s: it lags.
+  const proxy = await s3Proxy(t, target.store.endpoint);
+  const f = await startServer(t, { dataDir: tempDir(t, 'forum-follower-'), env: { ...target.storeEnv, AWS_ENDPOINT_URL_S3: proxy.endpoint, FORUM_FOLLOW: target.url, FORUM_FOLLOW_POLL_MS: '50' } });
+  const slow = proxy.faults.addFault({ kind: 'stall', methods: ['GET'], key: /\/chunks\//, ms: 3000, then: 'forward' });
+  // One write at a time: in sync mode each is a chunk of its own.
+  for (let i = 0; i < 60; i++) await ok(leader.post('/api/messages', { topicId: topic.id, content: `post ${i}`, clientId: `c${i}` }, a.token), 201);
+  const head = (await replicationStatus(leader)).shippedSeq;
+  const behind = (await replicationStatus(f)).appliedSeq;
+  assert.ok(head - behind >= 40, `the follower is behind (${behind} of ${head})`);
+  proxy.faults.journal(true);
+  proxy.faults.removeFault(slow);
+  await waitFor(async () => (await replicationStatus(f)).appliedSeq >= head, 120_000, 'the follower to reach the leader\'s head');
+  proxy.faults.journal(false);
+  const chunkGets = proxy.faults.requests.filter((r) => r.kind === 'GET' && r.key.includes('/chunks/'));
+  const most = Math.max(...chunkGets.map((r) => r.inFlight));
+  assert.ok(most >= 2, `chunk GETs overlapped while catching up (at most ${most} open at once over ${chunkGets.length} GETs)`);
+  // And it serves what the leader serves.
+  const leaderPage = await ok(leader.get(`/api/changes?limit=100`, a.token));
+  const followerPage = await ok(f.get(`/api/changes?limit=100`, a.token));
+  assert.deepEqual(followerPage, leaderPage);
 });

@@ -6,7 +6,10 @@
  * Tailing: every FOLLOW_POLL_MS it asks for the chunk that starts right after its head (one GET;
  * 404 while there is none). When that key is missing for longer (the leader compacted it into a
  * sealed segment, or this follower's head is not on a chunk boundary), it reads the manifest and
- * the chunk list once to find the object that holds its next record. Every line is proven before it
+ * the chunk list once to find the object that holds its next record. A follower that finds the next
+ * chunk FOLLOW_CATCH_UP_AFTER_STEPS polls in a row is behind: it lists the chunks after its head once
+ * and fetches them FOLLOW_PREFETCH_MAX at a time, appending what has arrived with one fdatasync
+ * (`drain`, as a promotion's take-back does). Every line is proven before it
  * is applied: the chunk's header must name this archive, link to the follower's head (prevHash)
  * and every line must pass the hash chain (format.ts `proveLines`). An object that does not prove
  * stops the tailing — nothing of it is applied — and is reported (`status`, one log line); the
@@ -28,7 +31,7 @@
  * record at the next seq); when another server wins the epoch it stays a follower.
  */
 import { performance } from 'node:perf_hooks';
-import { FOLLOW_APPLY_BATCH_BYTES_MAX, FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_PREFETCH_MAX, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
+import { FOLLOW_APPLY_BATCH_BYTES_MAX, FOLLOW_CATCH_UP_AFTER_STEPS, FOLLOW_LOOKAHEAD_BYTES_MAX, FOLLOW_POLL_MS, FOLLOW_PREFETCH_MAX, FOLLOW_RESYNC_AFTER_MISSES, FOLLOW_RESYNC_AFTER_MISSES_MAX } from '../../constants.js';
 import { logger } from '../../logger.js';
 import { LogCorruptError } from '../errors.js';
 import type { Log } from '../log.js';
@@ -141,11 +144,15 @@ export class ReplicaFollower {
   /** The background loop: one step per poll interval while following. */
   private async tail(): Promise<void> {
     const generation = ++this.generation;
+    /** Polls in a row that found the next chunk: past FOLLOW_CATCH_UP_AFTER_STEPS, the follower catches up (`drain`). */
+    let streak = 0;
     while (!this.closed && this.stateValue === 'following' && generation === this.generation) {
       let progressed = false;
       try {
-        progressed = await this.step(generation);
+        progressed = streak >= FOLLOW_CATCH_UP_AFTER_STEPS ? await this.drain(Number.MAX_SAFE_INTEGER, generation) : await this.step(generation);
+        streak = progressed && streak < FOLLOW_CATCH_UP_AFTER_STEPS ? streak + 1 : 0;
       } catch (err) {
+        streak = 0;
         if (generation !== this.generation) return;
         this.fail(err);
         if (err instanceof LogCorruptError) return;
@@ -374,10 +381,14 @@ export class ReplicaFollower {
    * Applies object after object until the bucket holds nothing after the local head, or the head
    * reaches `untilSeq`. The chunk keys one LIST shows after the head are fetched ahead
    * (ChunkPrefetch, FOLLOW_PREFETCH_MAX at a time) and what has arrived is applied together
-   * (`applyRun`); a record no listed key starts at is found as a poll finds it (`step`).
+   * (`applyRun`); a record no listed key starts at is found as a poll finds it (`step`; a take-back,
+   * with no `generation`, also looks for it in the manifest's segments at once). `generation`: the
+   * tailing loop's number; once a promotion moved it on, nothing more is applied. Output: whether
+   * anything was applied.
    */
-  private async drain(untilSeq = Number.MAX_SAFE_INTEGER): Promise<void> {
+  private async drain(untilSeq: number, generation?: number): Promise<boolean> {
     const log = this.host!.log;
+    const from = log.headSeq;
     const listed = (await this.store.list(CHUNKS_DIR, chunkName(log.headSeq)))
       .map(firstSeqOfName)
       .filter((n): n is number => n !== null && n > log.headSeq && n <= untilSeq);
@@ -385,14 +396,24 @@ export class ReplicaFollower {
     while (log.headSeq < untilSeq) {
       const got = ahead.take(log.headSeq + 1, false);
       const obj = got === undefined ? null : await got;
+      if (generation !== undefined && generation !== this.generation) break;
       if (obj === null) {
         // Not listed, or compacted away since the listing: the chunk or segment that holds it.
-        this.misses = this.resyncAfter;
-        if (!(await this.step())) break;
+        if (generation === undefined) this.misses = this.resyncAfter;
+        if (!(await this.step(generation))) break;
         continue;
       }
-      await this.applyRun(obj.body, ahead, untilSeq);
+      const applying = this.applyRun(obj.body, ahead, untilSeq);
+      this.applying = applying;
+      try {
+        await applying;
+      } finally {
+        if (this.applying === applying) this.applying = null;
+      }
+      this.misses = 0;
+      this.resyncAfter = FOLLOW_RESYNC_AFTER_MISSES;
     }
+    return log.headSeq > from;
   }
 
   /**
