@@ -48,6 +48,7 @@ function expectedStatus(h, fields) {
     originId: h.app.log.originId,
     time: new Date(h.clock.now()).toISOString(),
     archiveDamaged: fields.archiveDamaged,
+    ...(h.app.checkpoints === null ? {} : { checkpointKey: h.app.checkpoints.keyText }),
   });
 }
 
