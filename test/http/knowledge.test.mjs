@@ -189,7 +189,8 @@ test('search returns both collections and applies each filter only where the spe
   const search = async (qs) => {
     const res = await s.get(`/api/search?${qs}`, a.token);
     assert.equal(res.status, 200, qs);
-    assert.deepEqual(Object.keys(res.body), ['messages', 'knowledge']);
+    // The spec's two lists, in its order; then our `topics` extension (issue 55, test/http/search-topics.test.mjs).
+    assert.deepEqual(Object.keys(res.body), ['messages', 'knowledge', 'topics']);
     return { m: res.body.messages.map((x) => x.id), k: ids(res.body.knowledge) };
   };
   assert.deepEqual(await search(''), { m: [m3.id, m2.id, m1.id], k: [`${k1.id}@2`, `${k2.id}@1`] });
