@@ -35,6 +35,8 @@ const REQUEST_TIMEOUT_MS = 5000;
 /** An admin call's time limit (ms); `replication promote`'s. */
 const ADMIN_TIMEOUT_MS = 3000;
 const PROMOTE_TIMEOUT_MS = 15_000;
+/** After a promotion that did not answer in time, how long the harness asks the follower how it ended (ms): past REPLICA_TAKEOVER_MAX_MS (30 s) and the store client's retries. */
+const PROMOTE_SETTLE_MS = 60_000;
 /** One schedule step's deadline (ms): past it the harness logs it and goes on. */
 const STEP_DEADLINE_MS = 40_000;
 /** How long the end waits for a live leader to ship its backlog (ms). */
@@ -331,9 +333,27 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
     const t = Date.now();
     // Wait past the checker's bound, so an answer that comes late is recorded with its time.
     const r = await admin(f.dataDir, 'replication.promote', Math.max(PROMOTE_TIMEOUT_MS, bounds.promoteBoundMs + 5000));
-    const ok = r.status === 200 && r.body?.state === 'leading';
+    let ok = r.status === 200 && r.body?.state === 'leading';
     event({ kind: 'promote', server: f.name, ok, status: r.status, ms: Date.now() - t, answer: r.status === 0 ? r.error : r.body });
+    if (r.status === 0) {
+      // No answer in time (the checker counts it): the take-over may still finish. Learn how it
+      // ended before the schedule goes on, so that the steps after it act on the server that leads.
+      ok = await promotionOutcome(f);
+      event({ kind: 'promote-outcome', server: f.name, ok, ms: Date.now() - t });
+    }
     return ok;
+  };
+  /** Whether `f` leads once its promotion has ended (true) or it is a follower again or gone (false): asked every 500 ms for up to PROMOTE_SETTLE_MS. */
+  const promotionOutcome = async (f) => {
+    const until = Date.now() + PROMOTE_SETTLE_MS;
+    while (Date.now() < until) {
+      const st = (await admin(f.dataDir, 'replication.status', ADMIN_TIMEOUT_MS)).body;
+      if (st?.role === 'leader' && st.state === 'leading') return true;
+      if (st?.role === 'follower' && st.state !== 'promoting') return false;
+      if (st?.role === 'leader' && st.state === 'fenced') return false;
+      await sleep(500);
+    }
+    return false;
   };
   const runStep = async (step) => {
     const id = ++faultId;
@@ -395,7 +415,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
         timer = setTimeout(() => {
           event({ kind: 'harness-timeout', step });
           r();
-        }, Math.max(STEP_DEADLINE_MS, bounds.promoteBoundMs + 20_000));
+        }, Math.max(STEP_DEADLINE_MS, bounds.promoteBoundMs + 20_000) + (step.kind === 'failover' || step.kind === 'takeover' ? PROMOTE_SETTLE_MS : 0));
       }),
     ]);
     clearTimeout(timer);
