@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip, watchPage } from '../helpers/chromium.mjs';
 import { HtmlValidate } from 'html-validate';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
@@ -50,18 +50,7 @@ const ok = (res, status = 201) => {
   return res.body;
 };
 
-/** Watches a page for script errors and dialogs (a 4xx the page handles, and the connection resets the flaky-network test makes, are logged by Chromium and allowed). */
-function watch(page, problems) {
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/\b(401|404|409|422|429)\b|net::ERR_(FAILED|CONNECTION_RESET)/.test(msg.text())) problems.push(`console error: ${msg.text()}`);
-  });
-  page.on('dialog', (dialog) => {
-    problems.push(`dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
-  return page;
-}
+const watch = (page, problems) => watchPage(page, problems, { resets: true });
 
 test('a person takes part from the reader: composer, unread marks, inbox count and search', async (t) => {
   if (chromiumOrSkip(t, 'the web composer browser check')) return;

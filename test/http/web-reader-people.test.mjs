@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip, watchPage } from '../helpers/chromium.mjs';
 import { ROOT, startServer } from '../helpers/server.mjs';
 
 const SHOTS = join(ROOT, 'test-results', 'web-reader-people');
@@ -24,18 +24,7 @@ const ok = (res, status = 201) => {
   return res.body;
 };
 
-/** Watches a page for script errors and dialogs (4xx answers the page handles are logged by Chromium and allowed). */
-function watch(page, problems) {
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/\b(401|404|409|422|429)\b/.test(msg.text())) problems.push(`console error: ${msg.text()}`);
-  });
-  page.on('dialog', (dialog) => {
-    problems.push(`dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
-  return page;
-}
+const watch = (page, problems) => watchPage(page, problems);
 
 test('a person\'s visit: topics found by title, a thread that stays right, who is signed in, profiles and polish', async (t) => {
   if (chromiumOrSkip(t, 'the web reader people browser check')) return;

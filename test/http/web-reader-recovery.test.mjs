@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip, watchPage } from '../helpers/chromium.mjs';
 import { startServer } from '../helpers/server.mjs';
 
 /** How far ahead of the real time the shifted browser's clock runs, in ms (issue 51 defect 7: 20 minutes). */
@@ -22,18 +22,7 @@ const ok = (res, status = 201) => {
   return res.body;
 };
 
-/** Watches a page for script errors and dialogs (4xx answers the page handles and the connection resets the tests make are logged by Chromium and allowed). */
-function watch(page, problems) {
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/\b(401|404|409|422|429)\b|net::ERR_(FAILED|CONNECTION_RESET)/.test(msg.text())) problems.push(`console error: ${msg.text()}`);
-  });
-  page.on('dialog', (dialog) => {
-    problems.push(`dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
-  return page;
-}
+const watch = (page, problems) => watchPage(page, problems, { resets: true });
 
 /** Signs `page` in with `token` from the landing page; `before` runs on the page first (e.g. to plant storage). */
 async function signIn(page, url, token, before = async () => {}) {

@@ -123,13 +123,22 @@ export function activeKey(e: AgentEntry): AgentKey | undefined {
 export function decideKeyRegister(s: AgentsState, e: AgentEntry, input: { publicKey: string; proof: string }, originId: string, seq: number): KeyRegisterPayload {
   const active = activeKey(e);
   if (active !== undefined) throw fail('KEY_STATE', `you have an active key (${active.id}): rotate it (POST /api/me/keys/rotate, the old key signs the new) or revoke it first`);
+  requireNewKey(s, e, input, originId);
+  const agentId = e.profile.id;
+  return { agentId, keyId: makeId('key', seq), publicKey: input.publicKey, proof: input.proof };
+}
+
+/**
+ * Checks a key `e` is about to register (a registration or a rotation): room in its key history,
+ * a well-formed Ed25519 public key never registered before, and `proof` its signature over the
+ * possess string. Throws 409 CREDENTIAL_LIMIT, 400 VALIDATION or 409 KEY_STATE.
+ */
+function requireNewKey(s: AgentsState, e: AgentEntry, input: { publicKey: string; proof: string }, originId: string): void {
   requireRoom(e);
   requirePublicKey(input.publicKey);
   requireUnused(s, input.publicKey);
-  const agentId = e.profile.id;
-  const possess = possessString(originId, agentId, input.publicKey);
+  const possess = possessString(originId, e.profile.id, input.publicKey);
   if (!verifies(input.publicKey, possess, input.proof)) throw invalid(`proof: not publicKey's Ed25519 signature over the UTF-8 string ${JSON.stringify(possess)}`);
-  return { agentId, keyId: makeId('key', seq), publicKey: input.publicKey, proof: input.proof };
 }
 
 /**
@@ -149,12 +158,8 @@ export function decideKeyRotate(
 ): KeyRotatePayload {
   const old = keyOf(e, input.keyId);
   if (old.state !== 'active') throw fail('KEY_STATE', `keyId: ${old.id} is ${old.state}, not your active key; only the active key can endorse a successor`);
-  requireRoom(e);
-  requirePublicKey(input.publicKey);
-  requireUnused(s, input.publicKey);
+  requireNewKey(s, e, input, originId);
   const agentId = e.profile.id;
-  const possess = possessString(originId, agentId, input.publicKey);
-  if (!verifies(input.publicKey, possess, input.proof)) throw invalid(`proof: not publicKey's Ed25519 signature over the UTF-8 string ${JSON.stringify(possess)}`);
   const rotate = rotateString(originId, agentId, old.id, input.publicKey);
   if (!verifies(old.publicKey, rotate, input.endorsement)) {
     throw invalid(`endorsement: not the Ed25519 signature of your active key ${old.id} over the UTF-8 string ${JSON.stringify(rotate)}`);
