@@ -19,7 +19,10 @@
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { HASH_BYTES, leafHash, nodeHash, type SubtreeSource } from '../tlog/merkle.js';
-import { HASH_HEX_LENGTH, HASH_PREFIX } from './record-format.js';
+import { GENESIS_HASH, checkLine } from './record-format.js';
+import { RecordDamagedError } from './errors.js';
+import { segmentName } from './segment.js';
+import { logger } from '../logger.js';
 import { TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
 import type { LineRun } from './log.js';
 
@@ -47,6 +50,8 @@ export class MerkleTree implements SubtreeSource {
   private readonly tail = Buffer.alloc(TREE_CHUNK_LEAVES * HASH_BYTES);
   private tailCount = 0;
   private leaves = 0;
+  /** The chained hash of the last record the tree holds (the next line must link to it). */
+  private lastHash = GENESIS_HASH;
   private readonly fd: number;
   private cached: { chunk: number; leaves: Buffer } | null = null;
   private pumping: Promise<void> | null = null;
@@ -145,23 +150,32 @@ export class MerkleTree implements SubtreeSource {
     this.release();
   }
 
-  /** Appends the entries of a run of lines that starts at record size + 1 (each line's stored chained hash). */
+  /**
+   * Appends the entries of a run of lines that starts at record size + 1: each line is checked
+   * as a replay checks it (framing, seq, its hash over its bytes and the previous record's hash;
+   * a tombstone's stored hash), so no leaf, and no signed checkpoint, rests on damaged bytes.
+   * Throws RecordDamagedError (500 INTERNAL for the routes) naming the first line that fails.
+   */
   private appendRun(run: LineRun): void {
     if (run.firstSeq !== this.leaves + 1) throw new Error(`the tree holds ${this.leaves} records, the run starts at ${run.firstSeq}`);
     const { bytes } = run;
     const entry = Buffer.alloc(HASH_BYTES);
+    const file = segmentName(run.segmentFirstSeq);
     let pos = 0;
     for (let seq = run.firstSeq; seq <= run.lastSeq; seq++) {
       const nl = bytes.indexOf(0x0a, pos);
-      if (nl < 0) throw new Error(`record ${seq} has no line end where it was located`);
-      // A line ends `,"hash":"<64 hex>"}`: the chained hash, kept by a tombstone too.
-      const hexStart = nl - 2 - HASH_HEX_LENGTH;
-      if (hexStart - HASH_PREFIX.length < pos || bytes.toString('latin1', hexStart - HASH_PREFIX.length, hexStart) !== HASH_PREFIX) {
-        throw new Error(`record ${seq} does not end in its hash field`);
+      let hash: string;
+      try {
+        if (nl < 0) throw new Error('its line does not end where it was located');
+        hash = checkLine(bytes, pos, nl, this.lastHash, seq, file).hash;
+      } catch (err) {
+        const reason = (err as Error).message;
+        logger.error('merkle_stopped', `the Merkle tree stops before record ${seq} in ${file} at byte offset ${run.offset + pos}: ${reason}; exports and proofs past it answer 500 until the archive is repaired`, { file, offset: run.offset + pos, seq });
+        throw new RecordDamagedError(file, run.offset + pos, seq, reason);
       }
-      const n = entry.write(bytes.toString('latin1', hexStart, hexStart + HASH_HEX_LENGTH), 'hex');
-      if (n !== HASH_BYTES) throw new Error(`record ${seq}'s hash field is not 64 hex digits`);
+      entry.write(hash, 'hex');
       this.appendEntry(entry);
+      this.lastHash = hash;
       pos = nl + 1;
     }
   }

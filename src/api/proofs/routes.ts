@@ -12,22 +12,27 @@ import { GENESIS_HASH } from '../../store/record-format.js';
 import { leafHash } from '../../tlog/merkle.js';
 import type { Checkpoints } from '../../tlog/checkpoints.js';
 
-/** The checkpoints of `app`, or 503 UNAVAILABLE when they are not started (offline tools) or the tree stopped. */
+/** The checkpoints of `app`, or 503 UNAVAILABLE when they are not started (offline tools) or the tree stopped (500 INTERNAL when it stopped at archive damage). */
 function checkpointsOf(app: App): Checkpoints {
   const c = app.checkpoints;
   if (c === null) throw new ServiceError('UNAVAILABLE', 'this server does not sign checkpoints (the Merkle tree is not started)', { 'Retry-After': '5' });
+  // Archive damage the tree met is answered as every read of damage is (500 INTERNAL; status damaged).
+  if (c.tree.failure instanceof ServiceError) throw c.tree.failure;
   if (c.tree.failure !== null) throw new ServiceError('UNAVAILABLE', `the Merkle tree stopped catching up with the log (${c.tree.failure.message}); the operator's log has the cause`, { 'Retry-After': '60' });
   return c;
 }
 
 /**
  * Waits until the tree holds `size` records (TREE_WAIT_MS at most). Throws 503 UNAVAILABLE (Retry-After 1)
- * when it does not get there in time: records are durable but the tree is still catching up.
+ * when it does not get there in time: records are durable but the tree is still catching up; 500
+ * INTERNAL when it stopped at a damaged record (the archive is damaged; docs/internals/storage.md).
  */
 async function treeAt(c: Checkpoints, size: number): Promise<void> {
   try {
     await c.tree.waitFor(size, TREE_WAIT_MS);
   } catch (err) {
+    // Archive damage the tree met (a proven read's 500 INTERNAL) is answered as every read of damage is.
+    if (err instanceof ServiceError) throw err;
     throw new ServiceError('UNAVAILABLE', `the Merkle tree is still catching up with the log (${(err as Error).message}); retry shortly`, { 'Retry-After': '1' });
   }
 }
