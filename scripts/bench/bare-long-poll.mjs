@@ -1,4 +1,4 @@
-// The floor for scripts/delivery-cost.mjs: the cheapest node:http server that holds long polls and
+// The floor for scripts/bench/delivery-cost.mjs: the cheapest node:http server that holds long polls and
 // answers them when a write mentions their agent, speaking just enough of the API for that
 // script (register, topic, message, inbox). Whatever ours costs per answered long poll above
 // this server is ours; what this one costs is Node's HTTP stack and the kernel's sockets.

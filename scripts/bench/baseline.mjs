@@ -1,6 +1,6 @@
 // An earlier commit of this project, built once, for the benchmarks' "before" columns
 // (scripts/bench.mjs: commit 1496384 as the `before` server and ddc85c4 as the `prior` one;
-// scripts/scale-bench.mjs: 1496384 and, on request, 8a2aac2).
+// scripts/bench/scale-bench.mjs: 1496384 and, on request, 8a2aac2).
 //
 // The commit's tree is exported with `git archive` (no worktree is registered in the repository)
 // into scripts/bench/.baseline-<commit> (ignored by git), then `npm ci --ignore-scripts` and

@@ -1,5 +1,5 @@
-// Running one section of the benchmark harness on its own (scripts/push-bench.mjs,
-// scripts/replica-bench.mjs): the section's script runs scripts/bench.mjs with its defaults.
+// Running one section of the benchmark harness on its own (scripts/bench/push-bench.mjs,
+// scripts/bench/replica-bench.mjs): the section's script runs scripts/bench.mjs with its defaults.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

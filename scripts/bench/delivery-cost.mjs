@@ -13,9 +13,9 @@
 // Cost per answer = (main-thread CPU of step 2 − CPU per write of step 1 × writes) ÷ answers,
 // in µs (utime + stime of the server's main thread, /proc). No write load beside the writer:
 // this is the cost of the waiting and answering itself, which the push benchmark
-// (scripts/push-bench.mjs) sees only through the noise of a saturated write load.
+// (scripts/bench/push-bench.mjs) sees only through the noise of a saturated write load.
 //
-// Usage: node scripts/delivery-cost.mjs [--ours dist/server.js] [--against FILE] [--rounds 3]
+// Usage: node scripts/bench/delivery-cost.mjs [--ours dist/server.js] [--against FILE] [--rounds 3]
 //        [--seconds 10] [--waiters 1000]
 //   --against FILE   a further server entry (an earlier tree's dist/server.js) measured alike
 // Prints one line per measurement and a markdown table of medians. Linux only (/proc).
@@ -25,12 +25,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { api } from './bench/api.mjs';
-import { LeanConnection } from './bench/lean-http.mjs';
-import { median, startServer, stopServer } from './bench/measure.mjs';
-import { mainThreadCpuUs } from './bench/stages.mjs';
+import { api } from './api.mjs';
+import { LeanConnection } from './lean-http.mjs';
+import { median, startServer, stopServer } from './measure.mjs';
+import { mainThreadCpuUs } from './stages.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How long a server may take to listen, in ms. */
 const START_TIMEOUT_MS = 60_000;

@@ -30,7 +30,7 @@
 //      on the same cores as the server and the load generator: their CPU is part of the cost.
 //
 // Usage: node scripts/bench.mjs [--push | --no-push] [flags]
-//        node scripts/push-bench.mjs [bench.mjs flags]
+//        node scripts/bench/push-bench.mjs [bench.mjs flags]
 //   The second form runs scripts/bench.mjs with `--servers ours --scenarios write --connections
 //   64 --no-replay --no-search --no-replication --push` followed by the flags given (a later flag
 //   wins). bench.mjs's --rounds, --duration, --warmup, --seed-messages, --threads, --loadgen,
@@ -41,13 +41,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { api } from './bench/api.mjs';
-import { LeanConnection } from './bench/lean-http.mjs';
-import { runStandalone } from './bench/standalone.mjs';
-import { median } from './bench/measure.mjs';
-import { mainThreadCpuUs } from './bench/stages.mjs';
+import { api } from './api.mjs';
+import { LeanConnection } from './lean-http.mjs';
+import { runStandalone } from './standalone.mjs';
+import { median } from './measure.mjs';
+import { mainThreadCpuUs } from './stages.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
