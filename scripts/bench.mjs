@@ -72,14 +72,14 @@
 //   --push-mentions N      how many of the 50 waiter agents each probe (one every 100 ms) mentions,
 //                          1..50: with 1,000 inbox waiters, N × 200 deliveries a second; default 5
 //                          (1,000 a second: every waiter answered about once a second)
-//   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lean-http.mjs,
+//   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lib/lean-http.mjs,
 //                          a minimal GET client; default), undici, or lean,undici (each long-poll
 //                          cell once per client, in the same rounds)
 //   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
 //                          the push section's same cells, alternating with ours: before and
 //                          after in one run
 //   --cli-start / --no-cli-start
-//                          the CLI start rows (issue 51; scripts/bench/cli-start.mjs): median wall
+//                          the CLI start rows (issue 51; scripts/bench/lib/cli-start.mjs): median wall
 //                          ms of `node dist/cli.js` --version, --help, one admin-socket command
 //                          against a running server and one archive command (verify), each run
 //                          paired with `node -e 0`, and the ratio (default on; on with --smoke)
@@ -118,13 +118,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { api } from './bench/api.mjs';
-import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
-import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
+import { api } from './bench/lib/api.mjs';
+import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/lib/baseline.mjs';
+import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/lib/stages.mjs';
 import { measureReplication, renderReplication, replicationFailures } from './bench/replica-bench.mjs';
 import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './bench/push-bench.mjs';
-import { median } from './bench/measure.mjs';
-import { measureCliStart, renderCliStart } from './bench/cli-start.mjs';
+import { median } from './bench/lib/measure.mjs';
+import { measureCliStart, renderCliStart } from './bench/lib/cli-start.mjs';
 import { runTimeline } from './bench/timeline.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -282,11 +282,11 @@ const SERVERS = {
     missing: 'entry script not found (pass --prior FILE or remove it to rebuild)',
   },
   fastify: {
-    entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
+    entry: () => path.join(benchDir, 'reference', 'fastify-sqlite.mjs'),
     env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
   },
   bare: {
-    entry: () => path.join(benchDir, 'bare.mjs'),
+    entry: () => path.join(benchDir, 'reference', 'bare.mjs'),
     env: () => ({}),
   },
 };
@@ -587,7 +587,7 @@ async function measureReplay(opts, kinds) {
   // The baseline runs first: the server may write into its data directory.
   log('replay: JSON.parse baseline…');
   let t0 = performance.now();
-  const baseline = JSON.parse(await runNode([path.join(benchDir, 'replay-baseline.mjs'), dir]));
+  const baseline = JSON.parse(await runNode([path.join(benchDir, 'reference', 'replay-baseline.mjs'), dir]));
   const baselineSeconds = (performance.now() - t0) / 1000;
 
   // The generator leaves a snapshot (its App closes like a server). The target is about
@@ -646,7 +646,7 @@ async function measureSearch(opts, kind) {
 // Issue 39's target for ours: main-thread CPU per write at 64 connections.
 const STAGES_TARGET_US = 40;
 
-// The per-stage breakdown of one server (scripts/bench/stages.mjs): a fresh server under
+// The per-stage breakdown of one server (scripts/bench/lib/stages.mjs): a fresh server under
 // --cpu-prof, seeded, one warm-up and one measured write cell; the main thread's CPU time is read
 // before and after the measured cell, and only the profile's samples inside it are counted.
 async function measureStages(opts, gen, kind) {
@@ -789,7 +789,7 @@ async function main() {
   }
   // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
   if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
-  const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
+  const { pickLoadGenerator } = await import('./bench/lib/loadgen.mjs');
   const gen = pickLoadGenerator({ prefer: opts.loadgen, threads: opts.threads, log, track });
   log(`load generator: ${gen.name}`);
   const warning = busyWarning();

@@ -4,7 +4,7 @@
 // Builds an N-record archive with scripts/dev/gen-archive.mjs (or reuses --dir), then, for commit
 // 1496384 (issue 30's starting point; --baselines adds 8a2aac2, the design before issue 17; each
 // exported and built once under scripts/bench/.baseline-<commit>) and for today's tree (dist/),
-// one after the other on the same archive and machine (scripts/bench/measure.mjs does the work):
+// one after the other on the same archive and machine (scripts/bench/lib/measure.mjs does the work):
 //   - removes the derived files (data/index: state snapshot, search index) and starts the server
 //     with no node flags, the page cache warm (the segments are read once first): a whole replay;
 //     times spawn → "listening" and spawn → the log line saying the search index covers the log;
@@ -39,8 +39,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BEFORE_COMMIT, baselineDist } from './baseline.mjs';
-import { killAll, measureTree, renderCompare, renderTable, segmentBytes } from './measure.mjs';
+import { BEFORE_COMMIT, baselineDist } from './lib/baseline.mjs';
+import { killAll, measureTree, renderCompare, renderTable, segmentBytes } from './lib/measure.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The q rows: label → word (gen-archive's vocabulary and planted words). */

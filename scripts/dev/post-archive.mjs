@@ -22,7 +22,7 @@
 //
 // Measure: node scripts/dev/post-archive.mjs --dir DIR --measure [--before]
 //   A plain restart of this tree on DIR (its derived files as the last stop left them), then
-//   the same rows as the scale benchmark (scripts/bench/measure.mjs): ready time, RSS after start,
+//   the same rows as the scale benchmark (scripts/bench/lib/measure.mjs): ready time, RSS after start,
 //   `q` p50/p99 (limit=20, --requests sequential requests, once the search index is complete) on
 //   /api/search, /api/messages and /api/knowledge for the most frequent word of the list, the
 //   marker (rare), `quixotry` (absent), `e`, `th` and `qz` (absent in wamerican), and status under a
@@ -44,9 +44,9 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { BEFORE_COMMIT, baselineDist } from '../bench/baseline.mjs';
-import { killAll, measureTree, renderTable, segmentBytes, startServer, stopServer, withIndexAside } from '../bench/measure.mjs';
-import { contentFor, createRandom, queryWords, shuffled } from '../bench/words.mjs';
+import { BEFORE_COMMIT, baselineDist } from '../bench/lib/baseline.mjs';
+import { killAll, measureTree, renderTable, segmentBytes, startServer, stopServer, withIndexAside } from '../bench/lib/measure.mjs';
+import { contentFor, createRandom, queryWords, shuffled } from '../bench/lib/words.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -4,7 +4,7 @@
 // this server is ours; what this one costs is Node's HTTP stack and the kernel's sockets.
 //
 // Env: PORT (default 0: any free port). Binds 127.0.0.1 and logs the JSON "listening" line with
-// its `url`, as ours does (what scripts/bench/measure.mjs startServer waits for).
+// its `url`, as ours does (what scripts/bench/lib/measure.mjs startServer waits for).
 import http from 'node:http';
 
 /** Held responses by bearer token (this server's tokens are the agents' names). */

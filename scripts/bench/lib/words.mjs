@@ -8,7 +8,7 @@ export const MARKER_WORD = 'zephyrine';
 export const ABSENT_WORD = 'quixotry';
 
 /** A seeded generator of uniform numbers in [0, 1) (mulberry32, scripts/lib/prng.mjs), deterministic for a seed. */
-export { prng as createRandom } from '../lib/prng.mjs';
+export { prng as createRandom } from '../../lib/prng.mjs';
 
 /** A shuffled copy of `list` (Fisher–Yates with `random`). */
 export function shuffled(list, random) {
