@@ -31,10 +31,10 @@
 //                          when root, else autocannon)
 //   --seed-messages N      messages seeded per server, default 2000
 //   --replay / --no-replay ours and before: archive replay time and peak RSS (default on,
-//                          off with --smoke); needs scripts/gen-archive.mjs
+//                          off with --smoke); needs scripts/dev/gen-archive.mjs
 //   --replay-records N     records in the generated archive, default 1000000
 //   --gen-archive FILE     archive generator (takes --dir D --records N),
-//                          default scripts/gen-archive.mjs
+//                          default scripts/dev/gen-archive.mjs
 //   --replay-timeout S     max seconds for ours to start on the archive, default 600
 //   --stages / --no-stages the per-stage breakdown of main-thread CPU per write (issue 39):
 //                          ours, before and prior each run one more write cell on a fresh
@@ -44,16 +44,16 @@
 //   --search / --no-search ours and before: q search latency (default on, off with --smoke)
 //   --search-messages N    messages seeded for --search, default 100000
 //   --replication / --no-replication
-//                          ours replicating to an object store (issue 35; scripts/replica-bench.mjs):
+//                          ours replicating to an object store (issue 35; scripts/bench/replica-bench.mjs):
 //                          write req/s and p50/p99 at 1 and 64 connections with no replication,
 //                          async and sync, async shipping lag, object-store requests idle and
 //                          under load with their monthly cost, restore --from of an archive.
 //                          Default on when an object store can be had (AWS_ENDPOINT_URL_S3 set,
-//                          or scripts/rgw.sh can start a Ceph RGW: installed when root), skipped
+//                          or scripts/dev/rgw.sh can start a Ceph RGW: installed when root), skipped
 //                          with the reason otherwise; off with --smoke
 //   --replica-records N    records in the archive restored by --replication, default 1000000
 //   --push / --no-push     ours with 0, 100 and 1,000 long-polling waiters (issue 37;
-//                          scripts/push-bench.mjs): write req/s at 64 connections with and
+//                          scripts/bench/push-bench.mjs): write req/s at 64 connections with and
 //                          without waiters, commit-to-delivery latency p50/p99 (default on,
 //                          off with --smoke)
 //   --push-rate N          the push section's write load at a fixed N writes/s (open loop, the
@@ -72,14 +72,14 @@
 //   --push-mentions N      how many of the 50 waiter agents each probe (one every 100 ms) mentions,
 //                          1..50: with 1,000 inbox waiters, N × 200 deliveries a second; default 5
 //                          (1,000 a second: every waiter answered about once a second)
-//   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lean-http.mjs,
+//   --push-client LIST     who sends the push section's long polls: lean (scripts/bench/lib/lean-http.mjs,
 //                          a minimal GET client; default), undici, or lean,undici (each long-poll
 //                          cell once per client, in the same rounds)
 //   --push-against FILE    a second server entry (an earlier tree's dist/server.js) measured in
 //                          the push section's same cells, alternating with ours: before and
 //                          after in one run
 //   --cli-start / --no-cli-start
-//                          the CLI start rows (issue 51; scripts/bench/cli-start.mjs): median wall
+//                          the CLI start rows (issue 51; scripts/bench/lib/cli-start.mjs): median wall
 //                          ms of `node dist/cli.js` --version, --help, one admin-socket command
 //                          against a running server and one archive command (verify), each run
 //                          paired with `node -e 0`, and the ratio (default on; on with --smoke)
@@ -101,9 +101,9 @@
 //   --smoke                quick check, overriding the flags above: 1 round,
 //                          16 connections, 1 s warm-up + 2 s cells, 200 seed
 //                          messages, no replay, search, replication or push
-//   --scale N              run the scale benchmark instead (scripts/scale-bench.mjs:
+//   --scale N              run the scale benchmark instead (scripts/bench/scale-bench.mjs:
 //                          an N-record archive, this tree against commit 1496384;
-//                          its flags: node scripts/scale-bench.mjs --help)
+//                          its flags: node scripts/bench/scale-bench.mjs --help)
 //   --help
 //
 // Exit status: 0 when every server started, every cell (the replication section's
@@ -118,20 +118,20 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { api } from './bench/api.mjs';
-import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/baseline.mjs';
-import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/stages.mjs';
-import { measureReplication, renderReplication, replicationFailures } from './replica-bench.mjs';
-import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './push-bench.mjs';
-import { median } from './bench/measure.mjs';
-import { measureCliStart, renderCliStart } from './bench/cli-start.mjs';
+import { api } from './bench/lib/api.mjs';
+import { BEFORE_COMMIT, PRIOR_COMMIT, baselineDist, commitAvailable } from './bench/lib/baseline.mjs';
+import { mainThreadCpuUs, monotonicUs, perWrite, readProfile, renderStages, stageSamples } from './bench/lib/stages.mjs';
+import { measureReplication, renderReplication, replicationFailures } from './bench/replica-bench.mjs';
+import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './bench/push-bench.mjs';
+import { median } from './bench/lib/measure.mjs';
+import { measureCliStart, renderCliStart } from './bench/lib/cli-start.mjs';
 import { runTimeline } from './bench/timeline.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-// `npm run bench -- --scale N`: the scale benchmark of issue 17 (scripts/scale-bench.mjs).
+// `npm run bench -- --scale N`: the scale benchmark of issue 17 (scripts/bench/scale-bench.mjs).
 if (process.argv.includes('--scale')) {
-  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'scale-bench.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'bench', 'scale-bench.mjs'), ...process.argv.slice(2)], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 const benchDir = path.join(root, 'scripts', 'bench');
@@ -163,7 +163,7 @@ function parseOptions(argv) {
       replay: { type: 'boolean' },
       'no-replay': { type: 'boolean' },
       'replay-records': { type: 'string', default: '1000000' },
-      'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'gen-archive.mjs') },
+      'gen-archive': { type: 'string', default: path.join(root, 'scripts', 'dev', 'gen-archive.mjs') },
       'replay-timeout': { type: 'string', default: '600' },
       stages: { type: 'boolean' },
       'no-stages': { type: 'boolean' },
@@ -282,11 +282,11 @@ const SERVERS = {
     missing: 'entry script not found (pass --prior FILE or remove it to rebuild)',
   },
   fastify: {
-    entry: () => path.join(benchDir, 'fastify-sqlite.mjs'),
+    entry: () => path.join(benchDir, 'reference', 'fastify-sqlite.mjs'),
     env: (dataDir) => ({ BENCH_DB: path.join(dataDir, 'bench.sqlite') }),
   },
   bare: {
-    entry: () => path.join(benchDir, 'bare.mjs'),
+    entry: () => path.join(benchDir, 'reference', 'bare.mjs'),
     env: () => ({}),
   },
 };
@@ -587,7 +587,7 @@ async function measureReplay(opts, kinds) {
   // The baseline runs first: the server may write into its data directory.
   log('replay: JSON.parse baseline…');
   let t0 = performance.now();
-  const baseline = JSON.parse(await runNode([path.join(benchDir, 'replay-baseline.mjs'), dir]));
+  const baseline = JSON.parse(await runNode([path.join(benchDir, 'reference', 'replay-baseline.mjs'), dir]));
   const baselineSeconds = (performance.now() - t0) / 1000;
 
   // The generator leaves a snapshot (its App closes like a server). The target is about
@@ -646,7 +646,7 @@ async function measureSearch(opts, kind) {
 // Issue 39's target for ours: main-thread CPU per write at 64 connections.
 const STAGES_TARGET_US = 40;
 
-// The per-stage breakdown of one server (scripts/bench/stages.mjs): a fresh server under
+// The per-stage breakdown of one server (scripts/bench/lib/stages.mjs): a fresh server under
 // --cpu-prof, seeded, one warm-up and one measured write cell; the main thread's CPU time is read
 // before and after the measured cell, and only the profile's samples inside it are counted.
 async function measureStages(opts, gen, kind) {
@@ -789,7 +789,7 @@ async function main() {
   }
   // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
   if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
-  const { pickLoadGenerator } = await import('./bench/loadgen.mjs');
+  const { pickLoadGenerator } = await import('./bench/lib/loadgen.mjs');
   const gen = pickLoadGenerator({ prefer: opts.loadgen, threads: opts.threads, log, track });
   log(`load generator: ${gen.name}`);
   const warning = busyWarning();

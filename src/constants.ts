@@ -128,7 +128,7 @@ export const FEED_STREAM_FLUSH_MS = 50;
  * many followers get bigger pages less often instead of starving the writes. What can be timed
  * per request (from its handler on) is about half of what it costs the main thread (node:http
  * parses it first and sets up its request and response; its objects leave garbage): measured
- * (scripts/push-bench.mjs, 2026-11-28, 64 write connections, four runs) 39-45 ms/s by the rounds
+ * (scripts/bench/push-bench.mjs, 2026-11-28, 64 write connections, four runs) 39-45 ms/s by the rounds
  * (forum_feed_delivery_seconds_total) against 55-96 ms/s of main-thread time above the same
  * writes without waiters for 1,000 long-poll followers of /api/changes, 30-36 against 45-152
  * ms/s for 1,000 /api/inbox long polls (that figure is noisy). So where the rule binds, the whole

@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { api } from './api.mjs';
+import { api } from './lib/api.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -175,7 +175,7 @@ export async function runTimeline(opts, log = () => {}) {
     log(`timeline: ${n} writes done`);
     const status = new Map();
     if (opts.statusSeconds > 0) {
-      const bare = await start('bare', path.join(here, 'bare.mjs'), {});
+      const bare = await start('bare', path.join(here, 'reference', 'bare.mjs'), {});
       const targets = [...servers.map((s) => [s.label, `${s.base}/api/status`, s.child.pid]), ['bare', `${bare.base}/api/status`, bare.child.pid]];
       for (const [label] of targets) status.set(label, { 1: [], 64: [] });
       try {

@@ -6,7 +6,7 @@
  * type of a value that schema accepts once the pipeline has validated it (defaults applied, text
  * trimmed; src/http/validate.ts), derived by json-schema-to-ts's `FromSchema` (a defaulted
  * property counts as present) from the literals in schema-consts.ts, which
- * scripts/gen-schema-types.mjs writes from schemas/*.json (test/unit/schema-types.test.mjs keeps
+ * scripts/build/gen-schema-types.mjs writes from schemas/*.json (test/unit/schema-types.test.mjs keeps
  * it current). A handler passing such a value to a domain function is thus checked by tsc against
  * the schema itself. `route()` takes a route whose `query`/`body` are such names and
  * whose handler is written against those types, and returns it as a row of the route table: the

@@ -1,7 +1,7 @@
 /**
  * The request schemas of the route table and the schemas they reference, as literals for
  * json-schema-to-ts (src/api/route.ts derives each route's query and body type from them).
- * Written by scripts/gen-schema-types.mjs from schemas/*.json; do not edit: edit the schema and
+ * Written by scripts/build/gen-schema-types.mjs from schemas/*.json; do not edit: edit the schema and
  * run the script (test/unit/schema-types.test.mjs fails while this file lags behind).
  */
 export const A2AListTasksQuery = {"$id":"A2AListTasksQuery","type":"object","properties":{"A2A-Version":{"type":"string"},"tenant":{"type":"string","maxLength":120},"contextId":{"type":"string","maxLength":120},"status":{"enum":["TASK_STATE_SUBMITTED","TASK_STATE_WORKING","TASK_STATE_COMPLETED","TASK_STATE_FAILED","TASK_STATE_CANCELED","TASK_STATE_INPUT_REQUIRED","TASK_STATE_REJECTED","TASK_STATE_AUTH_REQUIRED"]},"pageSize":{"type":"integer","minimum":1,"maximum":100},"pageToken":{"type":"string","maxLength":0},"historyLength":{"type":"integer","minimum":0},"statusTimestampAfter":{"type":"string","format":"date-time"},"includeArtifacts":{"type":"boolean"}}} as const;

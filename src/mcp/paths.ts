@@ -3,7 +3,7 @@
  * holding package.json, dist/, schemas/ and src/api/docs/). One place, so a packed or production
  * install that ships those folders works the same as the repository — and so the single-file
  * bundle (dist/agent-forum-mcp.mjs, issue 38) can replace this module with one that has the same
- * exports and the files embedded (scripts/build-mcp-bundle.mjs).
+ * exports and the files embedded (scripts/build/build-mcp-bundle.mjs).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ACTIONS, Violation, runCrashTest } from '../../scripts/crash-test.mjs';
+import { ACTIONS, Violation, runCrashTest } from '../../scripts/dev/crash-test.mjs';
 
 /** Short runs at most, until every kind of event the test needs was seen under load. */
 const SHORT_RUNS_MAX = 3;

@@ -3,7 +3,7 @@
  * followers on the real object store, under write load, through a seeded schedule of store
  * faults, stopped, killed and restarted servers, failovers and takeovers — once in sync mode,
  * once in async mode — and the history checker (checker.mjs) finds no violation. The seed is
- * printed; FORUM_FAULT_SEED replays a schedule. The long form is scripts/fault-run.mjs.
+ * printed; FORUM_FAULT_SEED replays a schedule. The long form is scripts/dev/fault-run.mjs.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { formatReport, runFaults } from './harness.mjs';
 const CASE_MS = 45_000;
 /**
  * The schedules `npm test` runs: fixed, so CI judges the same schedules every run (the long form,
- * scripts/fault-run.mjs, draws a new seed unless given one). FORUM_FAULT_SEED runs another.
+ * scripts/dev/fault-run.mjs, draws a new seed unless given one). FORUM_FAULT_SEED runs another.
  */
 const DEFAULT_SEED = 6;
 const seed = process.env.FORUM_FAULT_SEED ? Number(process.env.FORUM_FAULT_SEED) : DEFAULT_SEED;

@@ -1,6 +1,6 @@
 /**
  * The fault suite's harness (issue 50), shared by test/fault/faults.test.mjs (a short schedule in
- * `npm test`) and scripts/fault-run.mjs (the long form): a leader and two followers of one bucket
+ * `npm test`) and scripts/dev/fault-run.mjs (the long form): a leader and two followers of one bucket
  * prefix on a real object store, each server behind its own fault proxy (test/helpers/
  * fault-proxy.mjs), under write load from writer clients and read load from a reader, while a
  * seeded schedule injects faults; then the history checker (checker.mjs) judges the client logs,
@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { adminSocketPath } from '../../dist/admin/socket-path.js';
-import { prng } from '../../scripts/prng.mjs';
+import { prng } from '../../scripts/lib/prng.mjs';
 import { faultProxy } from '../helpers/fault-proxy.mjs';
 import { objectStore } from '../helpers/object-store.mjs';
 import { bucketObjects, replicaKeyPair } from '../helpers/replica.mjs';

@@ -3,7 +3,7 @@
  *
  * Where the store comes from, in order:
  *  1. `AWS_ENDPOINT_URL_S3` is set: a store someone else started — in CI the Ceph RADOS Gateway
- *     of `scripts/rgw.sh start` (.ci/run evals its exports) — used with the env credentials;
+ *     of `scripts/dev/rgw.sh start` (.ci/run evals its exports) — used with the env credentials;
  *  2. `moto_server` (Python moto) is on PATH: one started by this helper on a free 127.0.0.1 port,
  *     once per test process and shared by its tests, killed by pid when the process exits (a test
  *     process killed by a signal leaves it behind, listening on loopback only);
@@ -13,7 +13,7 @@
  * Requests go through the official AWS SDK (`@aws-sdk/client-s3`), the same client the replication
  * uses, so signing and header handling are the real thing.
  *
- * Behaviour observed on Ceph RGW 16.2.15 (Debian 12, scripts/rgw.sh) and moto 5.2.1, through this
+ * Behaviour observed on Ceph RGW 16.2.15 (Debian 12, scripts/dev/rgw.sh) and moto 5.2.1, through this
  * SDK (test/replication/object-store.test.mjs checks the parts the replication relies on):
  *  - `PutObject` with `IfNoneMatch: '*'` (create-only) is honoured by both, atomically: of
  *    concurrent writers of one new key exactly one gets 200 and every other 412
@@ -201,7 +201,7 @@ export async function objectStore(t) {
   } else {
     const bin = onPath('moto_server');
     if (bin === null) {
-      const why = 'no S3 object store: AWS_ENDPOINT_URL_S3 is unset (scripts/rgw.sh start prints it) and moto_server is not on PATH (pip install "moto[server]")';
+      const why = 'no S3 object store: AWS_ENDPOINT_URL_S3 is unset (scripts/dev/rgw.sh start prints it) and moto_server is not on PATH (pip install "moto[server]")';
       if (process.env.FORUM_REQUIRE_S3 === '1') throw new Error(`${why}, and FORUM_REQUIRE_S3=1 requires one`);
       return null;
     }

@@ -185,7 +185,7 @@ test('failover: SIGSTOP the leader, promote a follower, SIGCONT the old leader â
   old.proc.kill('SIGSTOP');
   let promoted;
   try {
-    // How fast a promotion is, is measured by the benchmark (scripts/replica-bench.mjs, followers
+    // How fast a promotion is, is measured by the benchmark (scripts/bench/replica-bench.mjs, followers
     // section), not asserted here: on a loaded 2-core machine it is not a property of the code.
     const r = await f.cli('replication', 'promote');
     assert.equal(r.code, 0, r.stderr);

@@ -1,6 +1,6 @@
 /**
  * The conditional writes the log replication relies on, checked against a real S3-compatible store
- * (test/helpers/object-store.mjs: CI's Ceph RADOS Gateway from scripts/rgw.sh, else a local
+ * (test/helpers/object-store.mjs: CI's Ceph RADOS Gateway from scripts/dev/rgw.sh, else a local
  * moto_server): create-only PUTs (`If-None-Match: *`) and compare-and-swap PUTs (`If-Match`) have
  * exactly one winner, and a missing key reads as 404 NoSuchKey.
  *

@@ -39,7 +39,7 @@ import { buildCatalog, createOpportunitiesState, packOpportunities, unpackOpport
 import { createModerationState, packModeration, readerOf, statusOf, unpackModeration } from '../../dist/domain/moderation/moderation.js';
 import { decideFlag, decideModeration } from '../../dist/domain/moderation/decide.js';
 import { receiptJson } from '../../dist/domain/receipts/receipts.js';
-import { prng } from '../../scripts/crash-test.mjs';
+import { prng } from '../../scripts/dev/crash-test.mjs';
 
 const START_MS = Date.parse('2026-01-01T00:00:00.000Z');
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'Ünïcode', 'lease', 'shard', 'needle', 'haystack', 'zeta'];

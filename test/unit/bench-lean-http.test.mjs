@@ -1,12 +1,12 @@
 /**
- * The push benchmark's lean GET client (scripts/bench/lean-http.mjs): keep-alive, whole bodies
+ * The push benchmark's lean GET client (scripts/bench/lib/lean-http.mjs): keep-alive, whole bodies
  * however they are split, a new connection after `Connection: close`, and clear failures.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { once } from 'node:events';
-import { LeanConnection } from '../../scripts/bench/lean-http.mjs';
+import { LeanConnection } from '../../scripts/bench/lib/lean-http.mjs';
 
 /** A local server whose handler is `handle`; counts connections. Closed after the test. */
 async function serve(t, handle) {

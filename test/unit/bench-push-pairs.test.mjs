@@ -1,7 +1,7 @@
-// scripts/push-bench.mjs: a cell's throughput is compared with the no-waiter cell of the same round.
+// scripts/bench/push-bench.mjs: a cell's throughput is compared with the no-waiter cell of the same round.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairedRatios } from '../../scripts/push-bench.mjs';
+import { pairedRatios } from '../../scripts/bench/push-bench.mjs';
 
 const cell = (...rps) => ({ rounds: rps.map((r) => ({ rps: r })) });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { perWrite, stageOf, stageSamples, STAGES } from '../../scripts/bench/stages.mjs';
+import { perWrite, stageOf, stageSamples, STAGES } from '../../scripts/bench/lib/stages.mjs';
 
 const frame = (functionName, url = '') => ({ functionName, url, scriptId: '0', lineNumber: 0, columnNumber: 0 });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderCompare, renderTable, rssTargetMiB } from '../../scripts/bench/measure.mjs';
+import { renderCompare, renderTable, rssTargetMiB } from '../../scripts/bench/lib/measure.mjs';
 
 const result = (name, p50, rssKiB) => ({
   name,

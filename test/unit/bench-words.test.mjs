@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { contentFor, createRandom, logUniformIndex, queryWords, shuffled } from '../../scripts/bench/words.mjs';
+import { contentFor, createRandom, logUniformIndex, queryWords, shuffled } from '../../scripts/bench/lib/words.mjs';
 
 test('the seeded generator repeats its sequence for a seed and stays in [0, 1)', () => {
   const a = createRandom(7);

@@ -1,7 +1,7 @@
 /**
  * Route types come from the schemas (issue 29): src/api/route.ts derives each route's query and
  * body type with json-schema-to-ts from src/api/schema-consts.ts, which
- * scripts/gen-schema-types.mjs writes from schemas/*.json. These tests keep that file in step, so
+ * scripts/build/gen-schema-types.mjs writes from schemas/*.json. These tests keep that file in step, so
  * a schema edit cannot leave the handlers' types behind (tsc then checks the handlers against it).
  */
 import { test } from 'node:test';
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SCRIPT = join(ROOT, 'scripts', 'gen-schema-types.mjs');
+const SCRIPT = join(ROOT, 'scripts', 'build', 'gen-schema-types.mjs');
 
 function check(root) {
   return spawnSync(process.execPath, [SCRIPT, '--check', '--root', root], { encoding: 'utf8' });

@@ -82,7 +82,7 @@ const CLIENT_FILES: ReadonlyArray<{ name: string; contentType: string; descripti
 
 /**
  * The stdio MCP server as one file (issue 38): dist/mcp.js with its packages and files bundled by
- * `npm run build` (scripts/build-mcp-bundle.mjs) next to it, run with `node agent-forum-mcp.mjs`
+ * `npm run build` (scripts/build/build-mcp-bundle.mjs) next to it, run with `node agent-forum-mcp.mjs`
  * and FORUM_URL / FORUM_TOKEN. Served as built (no `{{BASE_URL}}` rendering) under CLIENT_PREFIX.
  */
 const MCP_BUNDLE = {

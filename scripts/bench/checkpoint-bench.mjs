@@ -4,7 +4,7 @@
 // chunk roots in RAM), then prints the p50 and p99 of a signed checkpoint at a random size, an
 // inclusion proof and a consistency proof, with the tree's RAM and disk bytes per record.
 //
-// Usage: npm run build && node scripts/checkpoint-bench.mjs [--records N] [--samples K]
+// Usage: npm run build && node scripts/bench/checkpoint-bench.mjs [--records N] [--samples K]
 //   --records N   records in the generated archive (default 200000; the target is 10 M)
 //   --samples K   requests measured per kind (default 2000)
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { MerkleTree } from '../dist/store/merkle-tree.js';
-import { consistencyProof, inclusionProof, rootHash } from '../dist/tlog/merkle.js';
-import { signCheckpoint } from '../dist/tlog/note.js';
-import { TREE_CHUNK_LEAVES } from '../dist/constants.js';
-import { prng } from './prng.mjs';
+import { MerkleTree } from '../../dist/store/merkle-tree.js';
+import { consistencyProof, inclusionProof, rootHash } from '../../dist/tlog/merkle.js';
+import { signCheckpoint } from '../../dist/tlog/note.js';
+import { TREE_CHUNK_LEAVES } from '../../dist/constants.js';
+import { prng } from '../lib/prng.mjs';
 
 const { values } = parseArgs({ options: { records: { type: 'string', default: '200000' }, samples: { type: 'string', default: '2000' } } });
 const n = Number(values.records);

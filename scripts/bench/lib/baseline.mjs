@@ -1,6 +1,6 @@
 // An earlier commit of this project, built once, for the benchmarks' "before" columns
 // (scripts/bench.mjs: commit 1496384 as the `before` server and ddc85c4 as the `prior` one;
-// scripts/scale-bench.mjs: 1496384 and, on request, 8a2aac2).
+// scripts/bench/scale-bench.mjs: 1496384 and, on request, 8a2aac2).
 //
 // The commit's tree is exported with `git archive` (no worktree is registered in the repository)
 // into scripts/bench/.baseline-<commit> (ignored by git), then `npm ci --ignore-scripts` and
@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** The commit issue 30 is measured against. */
 export const BEFORE_COMMIT = '1496384';

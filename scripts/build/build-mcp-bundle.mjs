@@ -18,7 +18,7 @@ import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const outfile = join(root, 'dist', 'agent-forum-mcp.mjs');
 
 /** The generated stand-in for dist/mcp/paths.js: the schemas as text, the client helper imported. */

@@ -3,7 +3,7 @@
 // process from spawn to exit, exactly as it times the server from spawn to its
 // first 200 on /api/status, so node start-up cost is on both sides.
 //
-// Usage: node scripts/bench/replay-baseline.mjs DIR
+// Usage: node scripts/bench/reference/replay-baseline.mjs DIR
 // Prints one JSON line: {files, records, bytes, peakRssBytes}.
 import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';

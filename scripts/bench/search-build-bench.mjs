@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
  * Search index build, step by step (issue 39 "the index catches up fast"):
- * `npm run build && node scripts/search-build-bench.mjs --archive DIR [--docs N] [--builders live,sorted] [--merge-factor F]`.
+ * `npm run build && node scripts/bench/search-build-bench.mjs --archive DIR [--docs N] [--builders live,sorted] [--merge-factor F]`.
  *
  * Does on this thread what one build worker (dist/store/search/build-worker.js) does for the
- * message documents of a gen-archive folder (scripts/gen-archive.mjs; only read), with a timer
+ * message documents of a gen-archive folder (scripts/dev/gen-archive.mjs; only read), with a timer
  * around each step, and prints the wall µs per document of each (one core's time on an otherwise
  * idle machine; a loaded one inflates them all) and the process's CPU time per document:
  *   read   — the segment file read and the line framing (readFileSync, indexOf of the newline);
@@ -26,7 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = (p) => import(join(ROOT, 'dist', p));
 const { parseLine } = await dist('store/record-format.js');
 const { listSegments } = await dist('store/segment.js');
@@ -52,7 +52,7 @@ function arg(name, fallback) {
 }
 const ARCHIVE = arg('archive', null);
 if (ARCHIVE === null) {
-  console.error('usage: node scripts/search-build-bench.mjs --archive DIR [--docs N] [--builders live,sorted] [--merge-factor F]');
+  console.error('usage: node scripts/bench/search-build-bench.mjs --archive DIR [--docs N] [--builders live,sorted] [--merge-factor F]');
   process.exit(2);
 }
 const DOCS = Number(arg('docs', Infinity));

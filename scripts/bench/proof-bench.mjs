@@ -9,7 +9,7 @@
 // A cache hit (the common case for hot topics) costs the same as before: the cache holds only
 // proven records.
 //
-// Usage: node scripts/proof-bench.mjs [--records N] [--content BYTES] [--rounds R]
+// Usage: node scripts/bench/proof-bench.mjs [--records N] [--content BYTES] [--rounds R]
 //   defaults: 20000 records of 300-byte content, 5 rounds (median and spread printed).
 import { mkdtempSync, readSync, rmSync } from 'node:fs';
 import { hash } from 'node:crypto';
@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { Log } from '../dist/store/log.js';
-import { SegmentRecords } from '../dist/store/records.js';
-import { splitRecordText } from '../dist/store/record-format.js';
+import { Log } from '../../dist/store/log.js';
+import { SegmentRecords } from '../../dist/store/records.js';
+import { splitRecordText } from '../../dist/store/record-format.js';
 
 const { values } = parseArgs({ options: { records: { type: 'string', default: '20000' }, content: { type: 'string', default: '300' }, rounds: { type: 'string', default: '5' } } });
 const N = Number(values.records);

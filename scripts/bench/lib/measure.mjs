@@ -1,5 +1,5 @@
-// Measuring a built server on a large data folder, shared by scripts/scale-bench.mjs (generated
-// archives) and scripts/post-archive.mjs (archives posted over HTTP): one implementation of the
+// Measuring a built server on a large data folder, shared by scripts/bench/scale-bench.mjs (generated
+// archives) and scripts/dev/post-archive.mjs (archives posted over HTTP): one implementation of the
 // start/ready clock, the wait for the search index, the `q` latency rows, status under a search
 // loop, memory, and the markdown tables (issue 17, issue 30).
 //

@@ -22,7 +22,7 @@
 //      the monthly cost at S3 Standard list prices (PUT/LIST $0.005 and GET $0.0004 per 1,000,
 //      DELETE free, storage $0.023 per GB-month; 730 h a month, GB = 2^30 bytes) for idle and
 //      for continuous load at the measured rate (storage: what one month of it adds);
-//   4. restore: an archive of --replica-records records (scripts/gen-archive.mjs under the temp
+//   4. restore: an archive of --replica-records records (scripts/dev/gen-archive.mjs under the temp
 //      folder), a leader (async) started on it ships everything (waited for with `replication
 //      status` until the lag is 0 and every sealed segment is compacted into one object), is
 //      stopped, then `restore --from` rebuilds a new folder: wall clock (CLI spawn to exit) and the
@@ -35,7 +35,7 @@
 //      from `replication promote` (leader stopped) to the first accepted write (goal ≤ 5 s).
 //
 // Usage: node scripts/bench.mjs [--replication | --no-replication] [--replica-records N] [flags]
-//        node scripts/replica-bench.mjs [bench.mjs flags]
+//        node scripts/bench/replica-bench.mjs [bench.mjs flags]
 //   The second form runs scripts/bench.mjs with `--servers ours --scenarios write --connections
 //   1,64 --no-replay --no-search --replication` followed by the flags given (a later flag wins).
 //   --replication / --no-replication   this section (default on when an object store can be had;
@@ -50,12 +50,12 @@
 //   of the same bucket, in the same run); FORUM_BENCH_REPLICA_SERVERS=LIST (which write servers
 //   run, in that order, e.g. async-base,async); FORUM_BENCH_REPLICA_CPU_PROF=DIR (every write
 //   server under node --cpu-prof, profiles in DIR/<server>/); FORUM_BENCH_REPLICA_STORE_DIR=DIR
-//   (the scripts/rgw.sh folder of the store at AWS_ENDPOINT_URL_S3, so its daemons' CPU is
+//   (the scripts/dev/rgw.sh folder of the store at AWS_ENDPOINT_URL_S3, so its daemons' CPU is
 //   counted; a store the harness starts itself is counted anyway).
 //
 // The object store: AWS_ENDPOINT_URL_S3 set (with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_REGION): that store, one bucket created per run (its objects are deleted at the end, the
-// bucket too). Otherwise a throwaway Ceph RGW (scripts/rgw.sh: installed when root and missing,
+// bucket too). Otherwise a throwaway Ceph RGW (scripts/dev/rgw.sh: installed when root and missing,
 // started under a temp folder, stopped at the end, also on error or Ctrl-C). Neither possible:
 // the section is skipped and the report says why.
 import { spawn, spawnSync } from 'node:child_process';
@@ -65,9 +65,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { runStandalone } from './bench/standalone.mjs';
+import { runStandalone } from './lib/standalone.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How often the followers section scrapes the leader's and a follower's durable seq, ms. */
 const FOLLOW_SAMPLE_MS = 50;
@@ -113,7 +113,7 @@ const LAG_SAMPLE_MS = 100;
 // ---- the object store -------------------------------------------------------------------------
 
 /**
- * The pids of the store's daemons (scripts/rgw.sh's DIR/run/*.pid: mon, OSD, radosgw), or none
+ * The pids of the store's daemons (scripts/dev/rgw.sh's DIR/run/*.pid: mon, OSD, radosgw), or none
  * when `runDir` is null (a store elsewhere; FORUM_BENCH_REPLICA_STORE_DIR=DIR names the rgw.sh
  * folder of a store already running on this machine).
  */
@@ -148,17 +148,17 @@ async function acquireObjectStore({ log, track }, replicaRecords) {
     const runDir = process.env.FORUM_BENCH_REPLICA_STORE_DIR ? path.join(path.resolve(process.env.FORUM_BENCH_REPLICA_STORE_DIR), 'run') : null;
     return { env, endpoint: env.AWS_ENDPOINT_URL_S3, label: `the store at AWS_ENDPOINT_URL_S3 (${env.AWS_ENDPOINT_URL_S3})`, owned: false, pids: () => daemonPids(runDir), stop: async () => {}, stopSync: () => {} };
   }
-  const script = path.join(root, 'scripts', 'rgw.sh');
+  const script = path.join(root, 'scripts', 'dev', 'rgw.sh');
   const have = (cmd) => spawnSync('bash', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
   const isRoot = process.getuid?.() === 0;
   if (!have('radosgw') || !have('ceph-mon') || !have('ceph-osd')) {
-    if (!isRoot) return { skipped: 'no object store: AWS_ENDPOINT_URL_S3 is unset, and Ceph RGW is not installed and cannot be without root (scripts/rgw.sh install)' };
-    log('replication: installing Ceph RGW (scripts/rgw.sh install)…');
+    if (!isRoot) return { skipped: 'no object store: AWS_ENDPOINT_URL_S3 is unset, and Ceph RGW is not installed and cannot be without root (scripts/dev/rgw.sh install)' };
+    log('replication: installing Ceph RGW (scripts/dev/rgw.sh install)…');
     const r = spawnSync('bash', [script, 'install'], { encoding: 'utf8', timeout: 600_000 });
-    if (r.status !== 0) return { skipped: `no object store: AWS_ENDPOINT_URL_S3 is unset and scripts/rgw.sh install failed: ${(r.stderr || r.error?.message || '').trim().split('\n').slice(-3).join(' ')}` };
+    if (r.status !== 0) return { skipped: `no object store: AWS_ENDPOINT_URL_S3 is unset and scripts/dev/rgw.sh install failed: ${(r.stderr || r.error?.message || '').trim().split('\n').slice(-3).join(' ')}` };
   }
   const port = spawnSync('bash', [script, 'free-port'], { encoding: 'utf8' }).stdout.trim();
-  if (!/^\d+$/.test(port)) return { skipped: 'no object store: scripts/rgw.sh free-port gave no port' };
+  if (!/^\d+$/.test(port)) return { skipped: 'no object store: scripts/dev/rgw.sh free-port gave no port' };
   const dir = mkdtempSync(path.join(os.tmpdir(), 'forum-bench-rgw-'));
   const stopSync = () => {
     if (!existsSync(dir)) return;
@@ -170,7 +170,7 @@ async function acquireObjectStore({ log, track }, replicaRecords) {
     await new Promise((resolve) => track(spawn('bash', [script, 'stop', dir], { stdio: 'ignore' })).on('close', resolve));
     rmSync(dir, { recursive: true, force: true });
   };
-  log(`replication: starting Ceph RGW on 127.0.0.1:${port} under ${dir} (scripts/rgw.sh start)…`);
+  log(`replication: starting Ceph RGW on 127.0.0.1:${port} under ${dir} (scripts/dev/rgw.sh start)…`);
   const t0 = performance.now();
   const child = track(spawn('bash', [script, 'start', dir, port], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
@@ -183,7 +183,7 @@ async function acquireObjectStore({ log, track }, replicaRecords) {
     stopSync();
     // rgw.sh's own lines say what failed; the daemons' log tails it prints after them do not.
     const said = err.split('\n').filter((l) => l.startsWith('rgw.sh:') && !l.includes('stopped the cluster'));
-    return { skipped: `no object store: AWS_ENDPOINT_URL_S3 is unset and scripts/rgw.sh start failed (exit ${code}): ${(said.at(-1) ?? err.trim().split('\n').at(-1) ?? '').slice(0, 300)}` };
+    return { skipped: `no object store: AWS_ENDPOINT_URL_S3 is unset and scripts/dev/rgw.sh start failed (exit ${code}): ${(said.at(-1) ?? err.trim().split('\n').at(-1) ?? '').slice(0, 300)}` };
   }
   delete env.FORUM_TEST_S3;
   log(`replication: RGW answering on ${env.AWS_ENDPOINT_URL_S3} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -194,7 +194,7 @@ async function acquireObjectStore({ log, track }, replicaRecords) {
   const capacity = Math.round(4 * GB + 3 * 700 * replicaRecords);
   const tell = spawnSync('ceph', ['-c', path.join(dir, 'ceph.conf'), '--connect-timeout', '10', 'tell', 'osd.0', 'config', 'set', 'memstore_device_bytes', String(capacity)], { encoding: 'utf8', timeout: 30_000 });
   if (tell.status !== 0) log(`replication: warning: could not raise the memstore capacity (${(tell.stderr || tell.error?.message || '').trim().slice(0, 200)}); a large --replica-records may fill the OSD`);
-  return { env, endpoint: env.AWS_ENDPOINT_URL_S3, label: `a throwaway Ceph RGW (scripts/rgw.sh, ${cephVersion()}, memstore OSD) on this machine`, owned: true, pids: () => daemonPids(path.join(dir, 'run')), stop, stopSync };
+  return { env, endpoint: env.AWS_ENDPOINT_URL_S3, label: `a throwaway Ceph RGW (scripts/dev/rgw.sh, ${cephVersion()}, memstore OSD) on this machine`, owned: true, pids: () => daemonPids(path.join(dir, 'run')), stop, stopSync };
 }
 
 function cephVersion() {
@@ -573,7 +573,7 @@ async function measureRestore(ctx, store, bucket) {
     log(`replication: generating ${opts.replicaRecords.toLocaleString('en-US')} records…`);
     const g = track(spawn(process.execPath, [opts.genArchive, '--dir', archive, '--records', String(opts.replicaRecords)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
     const code = await new Promise((resolve) => g.on('close', resolve));
-    if (code !== 0) throw new Error(`scripts/gen-archive.mjs exited ${code}`);
+    if (code !== 0) throw new Error(`scripts/dev/gen-archive.mjs exited ${code}`);
 
     log('replication: starting an async leader on the archive; waiting until it has shipped and compacted everything…');
     const t0 = performance.now();
@@ -801,7 +801,7 @@ export function renderReplication(result, opts) {
     }
 
     out.push('', '### CPU per 1,000 writes (measured cells, summed over rounds)', '');
-    out.push("The server process (all its threads) and the object store's daemons (radosgw, OSD, mon, when they run on this machine under scripts/rgw.sh), from /proc: on 2 shared cores every CPU second the store takes is one the server and the load generator do not get.", '');
+    out.push("The server process (all its threads) and the object store's daemons (radosgw, OSD, mon, when they run on this machine under scripts/dev/rgw.sh), from /proc: on 2 shared cores every CPU second the store takes is one the server and the load generator do not get.", '');
     out.push('| conns | server | writes | server CPU ms / 1k writes | object store CPU ms / 1k writes |', '|---:|---|---:|---:|---:|');
     for (const c of CONNECTIONS) {
       for (const m of WRITE_MODES) {
@@ -853,7 +853,7 @@ export function renderReplication(result, opts) {
     else {
       const mib = (b) => `${(b / 2 ** 20).toFixed(0)} MiB`;
       out.push('| measure | value | target |', '|---|---:|---|');
-      out.push(`| archive (scripts/gen-archive.mjs) + the leader's epoch record | ${fmtInt(r.logRecords)} records, ${mib(r.check.bytes ?? r.bytes)} in ${r.check.files ?? '?'} segment files | |`);
+      out.push(`| archive (scripts/dev/gen-archive.mjs) + the leader's epoch record | ${fmtInt(r.logRecords)} records, ${mib(r.check.bytes ?? r.bytes)} in ${r.check.files ?? '?'} segment files | |`);
       out.push(`| leader (async) on it: spawn → listening; → everything shipped and compacted | ${r.listenS.toFixed(1)} s; ${r.shippedS.toFixed(1)} s (${r.segments} segment objects + ${r.chunks} chunk(s); ${r.shipRequests.puts} PUTs) | |`);
       out.push(`| restore --from: wall clock (CLI spawn → exit) | ${r.wallS.toFixed(2)} s | ≤ ${TARGET.restoreS} s: ${verdict(r.wallS <= TARGET.restoreS)} |`);
       out.push(`| restore --from: its JSON's ms | ${fmtInt(r.ms)} ms | |`);

@@ -5,8 +5,8 @@
  * alternating child processes, and prints the medians. The folder's snapshot is removed before
  * each run (each start writes a new one); the log is only read.
  *
- * Usage: node scripts/replay-bench.mjs --dir DATA_DIR [--rounds 3] [--workers 0,1,2]
- * Make a folder with: node scripts/gen-archive.mjs --dir DIR --records 1000000
+ * Usage: node scripts/bench/replay-bench.mjs --dir DATA_DIR [--rounds 3] [--workers 0,1,2]
+ * Make a folder with: node scripts/dev/gen-archive.mjs --dir DIR --records 1000000
  * Prints one line per run and a JSON summary: {records, rounds, medians: {"workers=N": {readyMs,
  * mainCpuMs, processCpuMs}}}: the wall time to ready, the main thread's CPU time (what the ready
  * time comes down to on otherwise idle cores) and the whole process's CPU time.
@@ -16,7 +16,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
@@ -60,7 +60,7 @@ if (args.includes('--child')) {
 }
 
 if (args.includes('--help') || !opt('dir')) {
-  console.log('usage: node scripts/replay-bench.mjs --dir DATA_DIR [--rounds 3] [--workers 0,1,2]');
+  console.log('usage: node scripts/bench/replay-bench.mjs --dir DATA_DIR [--rounds 3] [--workers 0,1,2]');
   process.exit(args.includes('--help') ? 0 : 2);
 }
 const dir = resolve(opt('dir'));

@@ -1,10 +1,10 @@
-// The floor for scripts/delivery-cost.mjs: the cheapest node:http server that holds long polls and
+// The floor for scripts/bench/delivery-cost.mjs: the cheapest node:http server that holds long polls and
 // answers them when a write mentions their agent, speaking just enough of the API for that
 // script (register, topic, message, inbox). Whatever ours costs per answered long poll above
 // this server is ours; what this one costs is Node's HTTP stack and the kernel's sockets.
 //
 // Env: PORT (default 0: any free port). Binds 127.0.0.1 and logs the JSON "listening" line with
-// its `url`, as ours does (what scripts/bench/measure.mjs startServer waits for).
+// its `url`, as ours does (what scripts/bench/lib/measure.mjs startServer waits for).
 import http from 'node:http';
 
 /** Held responses by bearer token (this server's tokens are the agents' names). */

@@ -1,11 +1,11 @@
-// Running one section of the benchmark harness on its own (scripts/push-bench.mjs,
-// scripts/replica-bench.mjs): the section's script runs scripts/bench.mjs with its defaults.
+// Running one section of the benchmark harness on its own (scripts/bench/push-bench.mjs,
+// scripts/bench/replica-bench.mjs): the section's script runs scripts/bench.mjs with its defaults.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /**
  * When the script at `moduleUrl` (its import.meta.url) is the process's entry point: with --help

@@ -4,7 +4,7 @@
 // each drawn log-uniformly from /usr/share/dict/words of Debian's wamerican, a marker word in one
 // message of 100,000), then a plain restart").
 //
-// Build:   node scripts/post-archive.mjs --dir DIR --messages N
+// Build:   node scripts/dev/post-archive.mjs --dir DIR --messages N
 //   Starts the built server (dist/server.js, or --dist DIR) on DIR (empty or missing; rate limits
 //   off), registers --agents agents (32), creates --topics topics (200, round robin over the
 //   agents), then posts N messages with undici at --connections concurrent requests (64): message
@@ -20,9 +20,9 @@
 //   every 10 s; the last line is a JSON summary. Then it stops the server (SIGTERM: it writes its snapshot).
 //   Missing word list: `apt-get update && apt-get install -y wamerican` (Debian/Ubuntu).
 //
-// Measure: node scripts/post-archive.mjs --dir DIR --measure [--before]
+// Measure: node scripts/dev/post-archive.mjs --dir DIR --measure [--before]
 //   A plain restart of this tree on DIR (its derived files as the last stop left them), then
-//   the same rows as the scale benchmark (scripts/bench/measure.mjs): ready time, RSS after start,
+//   the same rows as the scale benchmark (scripts/bench/lib/measure.mjs): ready time, RSS after start,
 //   `q` p50/p99 (limit=20, --requests sequential requests, once the search index is complete) on
 //   /api/search, /api/messages and /api/knowledge for the most frequent word of the list, the
 //   marker (rare), `quixotry` (absent), `e`, `th` and `qz` (absent in wamerican), and status under a
@@ -44,11 +44,11 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { BEFORE_COMMIT, baselineDist } from './bench/baseline.mjs';
-import { killAll, measureTree, renderTable, segmentBytes, startServer, stopServer, withIndexAside } from './bench/measure.mjs';
-import { contentFor, createRandom, queryWords, shuffled } from './bench/words.mjs';
+import { BEFORE_COMMIT, baselineDist } from '../bench/lib/baseline.mjs';
+import { killAll, measureTree, renderTable, segmentBytes, startServer, stopServer, withIndexAside } from '../bench/lib/measure.mjs';
+import { contentFor, createRandom, queryWords, shuffled } from '../bench/lib/words.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(2),

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * N-gram search index micro-benchmark: `npm run build && node scripts/ngram-bench.mjs [--docs N]`.
+ * N-gram search index micro-benchmark: `npm run build && node scripts/bench/ngram-bench.mjs [--docs N]`.
  *
  * Builds an index (dist/store/search/index.js) of N (default 200,000) synthetic English-like
  * documents of about 400 characters under a temp folder, sealing a shard every `--shard-docs`
@@ -27,7 +27,7 @@ import { performance } from 'node:perf_hooks';
 /** Shard files are authenticated with the data folder's derived-file key; any 32 bytes do here. */
 const BENCH_KEY = Buffer.alloc(32, 1);
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { NgramIndex } = await import(join(ROOT, 'dist/store/search/index.js'));
 const { NGRAM_SHARD_DOCS_MAX, NGRAM_MERGE_FACTOR } = await import(join(ROOT, 'dist/constants.js'));
 

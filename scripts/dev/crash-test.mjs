@@ -38,7 +38,7 @@
  *   the last restart the topic export holds each erased message as a tombstone and every
  *   record's checksum matches its canonical JSON.
  *
- * Usage: node scripts/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]
+ * Usage: node scripts/dev/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]
  * Prints one line per iteration and a summary; exits 1 on the first violation.
  * The test suite runs a short form through `runCrashTest` (test/crash/crash.test.mjs).
  */
@@ -50,9 +50,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
-import { prng } from './prng.mjs';
+import { prng } from '../lib/prng.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SERVER_JS = join(ROOT, 'dist', 'server.js');
 const CLI_JS = join(ROOT, 'dist', 'cli.js');
 const execFileP = promisify(execFile);
@@ -60,7 +60,7 @@ const execFileP = promisify(execFile);
 /** Work actions the workload drives (part 3). */
 export const ACTIONS = ['claim', 'renew', 'release', 'submit', 'review', 'cancel'];
 
-/** The seeded PRNG (scripts/prng.mjs), exported here too for test/unit/area-snapshots.test.mjs. */
+/** The seeded PRNG (scripts/lib/prng.mjs), exported here too for test/unit/area-snapshots.test.mjs. */
 export { prng };
 
 export class Violation extends Error {}
@@ -799,7 +799,7 @@ async function main() {
     return i === -1 ? fallback : Number(args[i + 1]);
   };
   if (args.includes('--help')) {
-    console.log('usage: node scripts/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]');
+    console.log('usage: node scripts/dev/crash-test.mjs [--iterations 100] [--writers 12] [--seed N] [--keep]');
     return;
   }
   const seed = opt('seed', Date.now() & 0xffffffff);

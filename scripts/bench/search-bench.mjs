@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * Search benchmark: `npm run build && node scripts/search-bench.mjs [--messages N] [--knowledge N]
+ * Search benchmark: `npm run build && node scripts/bench/search-bench.mjs [--messages N] [--knowledge N]
  * [--knowledge-at start|end|spread] [--requests N] [--baseline DIR]`, or
- * `node scripts/search-bench.mjs --archive DIR [--baseline DIR] [--rounds N]` for the index build alone.
+ * `node scripts/bench/search-bench.mjs --archive DIR [--baseline DIR] [--rounds N]` for the index build alone.
  *
  * 1. Seeds a temp data folder straight through the store (App from dist/app.js, the same decide
  *    and commit path the HTTP handlers use, batches of BATCH records, each awaited with
@@ -23,7 +23,7 @@
  *    /tmp), steps 2 and 3 run first for DIR's server, then for this tree's, on the same seeded
  *    log (the derived files are removed before each start), and both tables are printed.
  *
- * 5. With `--archive DIR` (a data folder made by scripts/gen-archive.mjs; kept), nothing is seeded
+ * 5. With `--archive DIR` (a data folder made by scripts/dev/gen-archive.mjs; kept), nothing is seeded
  *    or queried: the server starts on DIR with its derived files removed (a whole replay and a
  *    whole search index build), for the --baseline tree, then for this tree with
  *    FORUM_SEARCH_BUILD_WORKERS=0 (the build on the main thread, in slices) and =2 (two build
@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'undici';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = (p) => import(join(ROOT, 'dist', p));
 const { App } = await dist('app.js');
 const { loadConfig } = await dist('config.js');

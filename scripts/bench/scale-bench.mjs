@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Scale benchmark (issues 17 and 30): `npm run bench -- --scale N` or `node scripts/scale-bench.mjs --records N`.
+// Scale benchmark (issues 17 and 30): `npm run bench -- --scale N` or `node scripts/bench/scale-bench.mjs --records N`.
 //
-// Builds an N-record archive with scripts/gen-archive.mjs (or reuses --dir), then, for commit
+// Builds an N-record archive with scripts/dev/gen-archive.mjs (or reuses --dir), then, for commit
 // 1496384 (issue 30's starting point; --baselines adds 8a2aac2, the design before issue 17; each
 // exported and built once under scripts/bench/.baseline-<commit>) and for today's tree (dist/),
-// one after the other on the same archive and machine (scripts/bench/measure.mjs does the work):
+// one after the other on the same archive and machine (scripts/bench/lib/measure.mjs does the work):
 //   - removes the derived files (data/index: state snapshot, search index) and starts the server
 //     with no node flags, the page cache warm (the segments are read once first): a whole replay;
 //     times spawn → "listening" and spawn → the log line saying the search index covers the log;
@@ -39,10 +39,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BEFORE_COMMIT, baselineDist } from './bench/baseline.mjs';
-import { killAll, measureTree, renderCompare, renderTable, segmentBytes } from './bench/measure.mjs';
+import { BEFORE_COMMIT, baselineDist } from './lib/baseline.mjs';
+import { killAll, measureTree, renderCompare, renderTable, segmentBytes } from './lib/measure.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The q rows: label → word (gen-archive's vocabulary and planted words). */
 const WORDS = { frequent: 'benchmark', rare: 'zephyrine', absent: 'quixotry', '1 char': 'e', '2 chars': 'ar', '2 chars absent': 'qz' };
 /** Commits without the derived files (state snapshot, search index) of later trees. */
@@ -103,7 +103,7 @@ async function main() {
     dataDir ??= mkdtempSync(path.join(os.tmpdir(), 'forum-scale-'));
     if (!opts.keep && !opts.dir) cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     log(`generating ${records} records into ${dataDir} ...`);
-    const gen = spawnSync(process.execPath, [path.join(root, 'scripts', 'gen-archive.mjs'), '--dir', dataDir, '--records', String(records)], { stdio: 'inherit' });
+    const gen = spawnSync(process.execPath, [path.join(root, 'scripts', 'dev', 'gen-archive.mjs'), '--dir', dataDir, '--records', String(records)], { stdio: 'inherit' });
     if (gen.status !== 0) throw new Error('gen-archive failed');
   }
   const archiveBytes = segmentBytes(dataDir);

@@ -30,7 +30,7 @@
 //      on the same cores as the server and the load generator: their CPU is part of the cost.
 //
 // Usage: node scripts/bench.mjs [--push | --no-push] [flags]
-//        node scripts/push-bench.mjs [bench.mjs flags]
+//        node scripts/bench/push-bench.mjs [bench.mjs flags]
 //   The second form runs scripts/bench.mjs with `--servers ours --scenarios write --connections
 //   64 --no-replay --no-search --no-replication --push` followed by the flags given (a later flag
 //   wins). bench.mjs's --rounds, --duration, --warmup, --seed-messages, --threads, --loadgen,
@@ -41,13 +41,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { api } from './bench/api.mjs';
-import { LeanConnection } from './bench/lean-http.mjs';
-import { runStandalone } from './bench/standalone.mjs';
-import { median } from './bench/measure.mjs';
-import { mainThreadCpuUs } from './bench/stages.mjs';
+import { api } from './lib/api.mjs';
+import { LeanConnection } from './lib/lean-http.mjs';
+import { runStandalone } from './lib/standalone.mjs';
+import { median } from './lib/measure.mjs';
+import { mainThreadCpuUs } from './lib/stages.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -154,7 +154,7 @@ async function caughtUp(base, feed, token) {
 /**
  * Starts `n` waiters on `feed` (waiter i as agent i mod WAITER_AGENTS) at `cursor` (an inbox
  * cursor at the head is every agent's caught-up cursor), each on a connection of its own, as
- * held long polls (`mode` 'poll', sent over `client`: 'lean', scripts/bench/lean-http.mjs, or
+ * held long polls (`mode` 'poll', sent over `client`: 'lean', scripts/bench/lib/lean-http.mjs, or
  * 'undici', one undici Pool) or streams ('sse', undici). Each notes [probe number, arrival ms] for
  * every probe its pages carry. Returns { arrivals, stats, positions, stop() }; stats.responses
  * counts pages read (long-poll responses, stream events); positions[i] is waiter i's cursor
@@ -174,7 +174,7 @@ function startWaiters(base, feed, tokens, n, cursor, mode = 'poll', client = 'le
   let stopping = false;
   const loop = async (i) => {
     const authorization = `Bearer ${tokens[i % tokens.length]}`;
-    // The lean client (scripts/bench/lean-http.mjs) by default: a third of undici's CPU per page.
+    // The lean client (scripts/bench/lib/lean-http.mjs) by default: a third of undici's CPU per page.
     const conn = useLean ? (lean[i] = new LeanConnection(base, { authorization })) : null;
     let after = cursor.after;
     while (!stopping) {
@@ -508,7 +508,7 @@ export function renderPush(result, opts) {
     return out;
   }
   const two = result.servers.length > 1;
-  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each (sent by scripts/bench/lean-http.mjs, a minimal keep-alive GET client that costs the harness about a third of undici's CPU per page; "undici client" rows: one undici Pool, as before), each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${opts.pushMentions} of the ${WAITER_AGENTS} waiter agents in turn (--push-mentions; so ${fmtInt((1000 / PROBE_INTERVAL_MS) * opts.pushMentions * (1000 / WAITER_AGENTS))} inbox deliveries a second with 1,000 waiters, each answered every ${(WAITER_AGENTS / opts.pushMentions / (1000 / PROBE_INTERVAL_MS)).toFixed(1)} s); for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
+  out.push(`${two ? 'Each server' : 'One server'} (dist/server.js, FORUM_METRICS_PORT=0, FORUM_CONNECTIONS_PER_ADDRESS=0: every waiter is on 127.0.0.1) seeded with ${opts.seedMessages} messages; ${opts.rounds} round(s), ${opts.warmup} s warm-up + ${opts.duration} s measured per cell, the cells alternating. Write load: ${opts.pushRate ? `a fixed ${fmtInt(opts.pushRate)} POST /api/messages a second (--push-rate; open loop from the harness on ${CONNECTIONS} connections, a write due while all are busy not sent and counted late), the same in every cell, so the server's CPU per write compares like for like` : `bench.mjs's write cell (POST /api/messages) at ${CONNECTIONS} connections`}. Waiters: held GET /api/changes (or /api/inbox)?wait=${WAIT_S}&limit=100 requests over ${WAITER_AGENTS} agents, one connection each (sent by scripts/bench/lib/lean-http.mjs, a minimal keep-alive GET client that costs the harness about a third of undici's CPU per page; "undici client" rows: one undici Pool, as before), each sending its next request from the page's cursor as the helpers' followFeed does — at once, or pollAfterSeconds (1 s, + up to 20 % jitter) after a page with hasMore (the \"long poll\" rows), or Accept: text/event-stream streams of the same feeds over the same agents, one connection each, every page an event, resumed from the last event id when a stream ends at its wait (the \"SSE\" rows; streams are written at most once per FEED_STREAM_FLUSH_MS, and after a page with hasMore the next follows its pollAfterSeconds later); every write wakes the /api/changes waiters, only a probe that mentions its agent wakes an /api/inbox waiter. Delivery latency: a probe message posted by the harness every ${PROBE_INTERVAL_MS} ms on its own connection, mentioning ${opts.pushMentions} of the ${WAITER_AGENTS} waiter agents in turn (--push-mentions; so ${fmtInt((1000 / PROBE_INTERVAL_MS) * opts.pushMentions * (1000 / WAITER_AGENTS))} inbox deliveries a second with 1,000 waiters, each answered every ${(WAITER_AGENTS / opts.pushMentions / (1000 / PROBE_INTERVAL_MS)).toFixed(1)} s); for every (probe, waiter it concerns) pair, the moment the waiter's response (stream event) carrying the probe arrived in full minus the moment the probe's 201 arrived at its writer (both this process's clock; slightly negative when the held request is answered before the 201). Waiters, probes, load generator and server share the machine's cores.`, '');
   if (two) out.push(`Two servers, every cell run on both one after the other (which goes first alternating round by round): ours (${result.servers[0].entry}) and against (${result.servers[1].entry}, --push-against). Each row's "÷ no waiters" is against the same server's row without waiters; "ours ÷ against" compares the same cell on the two.`, '');
   const noneOf = (c) => result.cells.find((x) => x.waiters === 0 && x.target === c.target);
   const twinOf = (c) => result.cells.find((x) => x !== c && x.feed === c.feed && x.mode === c.mode && x.client === c.client && x.waiters === c.waiters);

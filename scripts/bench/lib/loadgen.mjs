@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // Resolves from scripts/bench/node_modules, never from the project's root install.
-const requireBench = createRequire(path.join(here, 'package.json'));
+const requireBench = createRequire(path.join(here, '..', 'package.json'));
 
 // A per-run prefix keeps clientIds unique across warm-up, rounds and servers.
 const runId = () => randomBytes(4).toString('hex');

@@ -4,7 +4,7 @@
 // derive each route's query and body type from its schema with json-schema-to-ts (issue 29).
 // The literals are imported as types only: nothing of them reaches dist/ at run time.
 //
-// Usage: node scripts/gen-schema-types.mjs [--check] [--root DIR]
+// Usage: node scripts/build/gen-schema-types.mjs [--check] [--root DIR]
 //   --root DIR  the repository to read and write (default: the one holding this script)
 //   --check  exit 1 (and say which file) when src/api/schema-consts.ts is not what this script
 //            would write; test/unit/schema-types.test.mjs runs it so a schema edit cannot leave
@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const rootFlag = process.argv.indexOf('--root');
-const root = rootFlag === -1 ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..') : path.resolve(process.argv[rootFlag + 1]);
+const root = rootFlag === -1 ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..') : path.resolve(process.argv[rootFlag + 1]);
 const schemasDir = path.join(root, 'schemas');
 const out = path.join(root, 'src', 'api', 'schema-consts.ts');
 
@@ -73,7 +73,7 @@ const lines = [
   '/**',
   ' * The request schemas of the route table and the schemas they reference, as literals for',
   ' * json-schema-to-ts (src/api/route.ts derives each route\'s query and body type from them).',
-  ' * Written by scripts/gen-schema-types.mjs from schemas/*.json; do not edit: edit the schema and',
+  ' * Written by scripts/build/gen-schema-types.mjs from schemas/*.json; do not edit: edit the schema and',
   ' * run the script (test/unit/schema-types.test.mjs fails while this file lags behind).',
   ' */',
 ];
@@ -93,7 +93,7 @@ if (process.argv.includes('--check')) {
     // missing: reported below
   }
   if (current !== text) {
-    console.error(`${path.relative(root, out)} is out of date: run node scripts/gen-schema-types.mjs`);
+    console.error(`${path.relative(root, out)} is out of date: run node scripts/build/gen-schema-types.mjs`);
     process.exit(1);
   }
 } else {

@@ -1,4 +1,4 @@
-// A lean HTTP/1.1 GET client for the push benchmark's long-poll waiters (scripts/push-bench.mjs).
+// A lean HTTP/1.1 GET client for the push benchmark's long-poll waiters (scripts/bench/push-bench.mjs).
 //
 // Why not undici: on the 2-core machine the benchmark's 1,000 simulated followers share the cores
 // with the server and wrk, so what they cost is taken from the writes being measured. Measured

@@ -1,21 +1,21 @@
 #!/usr/bin/env node
 // What one answered long poll costs the server's main thread (issue 37), against the floor of
-// the same pattern on bare node:http (scripts/bench/bare-long-poll.mjs).
+// the same pattern on bare node:http (scripts/bench/reference/bare-long-poll.mjs).
 //
 // Each server in turn (the order alternating round by round), on a fresh data folder: 50 agents
 // and a writer registered, then
 //   1. the writer alone posts a message every 20 ms mentioning one agent (@name, the next agent
 //      each time) for --seconds: the server's main-thread CPU per write without waiters;
 //   2. --waiters held GET /api/inbox?wait=30 requests (spread over the 50 agents, one keep-alive
-//      connection each, scripts/bench/lean-http.mjs; each sends its next request as soon as it
+//      connection each, scripts/bench/lib/lean-http.mjs; each sends its next request as soon as it
 //      is answered) and the same writes for --seconds: each write wakes the held requests of the
 //      agent it mentions (20 of 1,000), so 1,000 waiters are answered 1,000 times a second.
 // Cost per answer = (main-thread CPU of step 2 − CPU per write of step 1 × writes) ÷ answers,
 // in µs (utime + stime of the server's main thread, /proc). No write load beside the writer:
 // this is the cost of the waiting and answering itself, which the push benchmark
-// (scripts/push-bench.mjs) sees only through the noise of a saturated write load.
+// (scripts/bench/push-bench.mjs) sees only through the noise of a saturated write load.
 //
-// Usage: node scripts/delivery-cost.mjs [--ours dist/server.js] [--against FILE] [--rounds 3]
+// Usage: node scripts/bench/delivery-cost.mjs [--ours dist/server.js] [--against FILE] [--rounds 3]
 //        [--seconds 10] [--waiters 1000]
 //   --against FILE   a further server entry (an earlier tree's dist/server.js) measured alike
 // Prints one line per measurement and a markdown table of medians. Linux only (/proc).
@@ -25,12 +25,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { api } from './bench/api.mjs';
-import { LeanConnection } from './bench/lean-http.mjs';
-import { median, startServer, stopServer } from './bench/measure.mjs';
-import { mainThreadCpuUs } from './bench/stages.mjs';
+import { api } from './lib/api.mjs';
+import { LeanConnection } from './lib/lean-http.mjs';
+import { median, startServer, stopServer } from './lib/measure.mjs';
+import { mainThreadCpuUs } from './lib/stages.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How long a server may take to listen, in ms. */
 const START_TIMEOUT_MS = 60_000;
@@ -56,7 +56,7 @@ for (const [name, n] of [['rounds', rounds], ['seconds', seconds], ['waiters', w
 }
 const servers = [
   { name: 'ours', entry: path.resolve(values.ours), env: { FORUM_CONNECTIONS_PER_ADDRESS: '0' } },
-  { name: 'bare node:http', entry: path.join(root, 'scripts/bench/bare-long-poll.mjs'), env: {} },
+  { name: 'bare node:http', entry: path.join(root, 'scripts/bench/reference/bare-long-poll.mjs'), env: {} },
 ];
 if (values.against) servers.push({ name: 'against', entry: path.resolve(values.against), env: servers[0].env });
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A throwaway Ceph object store (RADOS Gateway, S3 API) for the tests of the log replication.
 #
-#   scripts/rgw.sh install          install the Debian packages (root; no-op when installed)
-#   scripts/rgw.sh start DIR PORT   start one mon, one memstore OSD and radosgw on 127.0.0.1:PORT,
+#   scripts/dev/rgw.sh install          install the Debian packages (root; no-op when installed)
+#   scripts/dev/rgw.sh start DIR PORT   start one mon, one memstore OSD and radosgw on 127.0.0.1:PORT,
 #                                   with every file of the cluster under DIR; prints, as its last
 #                                   lines, `export` lines to `eval` (endpoint, credentials, region)
-#   scripts/rgw.sh stop DIR         stop the daemons whose pid files are under DIR/run
-#   scripts/rgw.sh free-port        print a TCP port free on 127.0.0.1 (for PORT)
+#   scripts/dev/rgw.sh stop DIR         stop the daemons whose pid files are under DIR/run
+#   scripts/dev/rgw.sh free-port        print a TCP port free on 127.0.0.1 (for PORT)
 #
 # The cluster is as small as Ceph allows: no ceph-mgr (nothing here needs one; the mon only warns),
 # one OSD on the memstore backend (objects live in the OSD's memory, nothing touches a disk but
@@ -128,7 +128,7 @@ cmd_start() {
   DEADLINE=$(($(date +%s) + START_TIMEOUT_S))
   local t0=$SECONDS
   for b in ceph-mon ceph-osd radosgw radosgw-admin ceph monmaptool ceph-authtool curl; do
-    command -v "$b" >/dev/null || fail "$b not found: run 'scripts/rgw.sh install' as root first"
+    command -v "$b" >/dev/null || fail "$b not found: run 'scripts/dev/rgw.sh install' as root first"
   done
   if compgen -G "$DIR/run/*.pid" >/dev/null; then fail "$DIR/run holds pid files: stop that cluster first ($0 stop $DIR)"; fi
   # Something else answering on PORT would pass the readiness check below in radosgw's place.

@@ -1,4 +1,4 @@
-// One JSON API call for the benchmark scripts (scripts/bench.mjs, scripts/push-bench.mjs).
+// One JSON API call for the benchmark scripts (scripts/bench.mjs, scripts/bench/push-bench.mjs).
 
 /**
  * Sends `method urlPath` to `base` (e.g. http://127.0.0.1:PORT) with an optional bearer token and

@@ -4,14 +4,14 @@
  * (App.commit: the same append, hash chain, group commit and apply as live writes), for the
  * replay benchmark (issue 10). No HTTP.
  *
- * Usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]
+ * Usage: node scripts/dev/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000]
  *        [--rare-knowledge-every 20000]
  * DIR must be empty or missing; it becomes a data folder the server can start on.
  * Mix: agents and topics first, then messages (~92 %), knowledge items (~4 %) and work items
  * (~4 %), with realistic text sizes (60..600 characters). Every `--rare-every`-th message (default
  * 500000) and every `--rare-knowledge-every`-th knowledge item (default 20000) ends with the word
  * `zephyrine`, so a search for it has a few hits spread over the archive on both search routes
- * (scripts/scale-bench.mjs); `quixotry` and the letter `q` occur nowhere; `benchmark` is in most
+ * (scripts/bench/scale-bench.mjs); `quixotry` and the letter `q` occur nowhere; `benchmark` is in most
  * messages.
  * The search index is not built here (the server builds it on its first start).
  */
@@ -19,7 +19,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { resolve, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { App } = await import(join(ROOT, 'dist', 'app.js'));
 const { loadConfig } = await import(join(ROOT, 'dist', 'config.js'));
 const { decideRegister } = await import(join(ROOT, 'dist', 'domain', 'agents', 'agents.js'));
@@ -31,7 +31,7 @@ const opt = (name, fallback) => {
   return i === -1 ? fallback : args[i + 1];
 };
 if (args.includes('--help') || !opt('dir')) {
-  console.log('usage: node scripts/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000] [--rare-knowledge-every 20000]');
+  console.log('usage: node scripts/dev/gen-archive.mjs --dir DIR --records N [--agents 50] [--topics 200] [--rare-every 500000] [--rare-knowledge-every 20000]');
   process.exit(args.includes('--help') ? 0 : 2);
 }
 const dir = resolve(opt('dir'));
@@ -40,7 +40,7 @@ const agentCount = Number(opt('agents', 50));
 const topicCount = Number(opt('topics', 200));
 const rareEvery = Number(opt('rare-every', 500_000));
 const rareKnowledgeEvery = Number(opt('rare-knowledge-every', 20_000));
-/** The word planted every --rare-every messages (scripts/scale-bench.mjs searches for it). */
+/** The word planted every --rare-every messages (scripts/bench/scale-bench.mjs searches for it). */
 const RARE_WORD = 'zephyrine';
 if (existsSync(dir) && readdirSync(dir).length > 0) {
   console.error(`${dir} is not empty`);

@@ -1,4 +1,4 @@
-// Dictionary text for scripts/post-archive.mjs (issue 30): a seeded generator, a shuffle, word
+// Dictionary text for scripts/dev/post-archive.mjs (issue 30): a seeded generator, a shuffle, word
 // ranks drawn log-uniformly (so a word's frequency falls as 1/rank, like natural text), and the
 // words its measurement queries. Pure: no I/O.
 
@@ -7,8 +7,8 @@ export const MARKER_WORD = 'zephyrine';
 /** A word in no message (not in wamerican's list). */
 export const ABSENT_WORD = 'quixotry';
 
-/** A seeded generator of uniform numbers in [0, 1) (mulberry32, scripts/prng.mjs), deterministic for a seed. */
-export { prng as createRandom } from '../prng.mjs';
+/** A seeded generator of uniform numbers in [0, 1) (mulberry32, scripts/lib/prng.mjs), deterministic for a seed. */
+export { prng as createRandom } from '../../lib/prng.mjs';
 
 /** A shuffled copy of `list` (Fisher–Yates with `random`). */
 export function shuffled(list, random) {
