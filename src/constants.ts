@@ -670,6 +670,8 @@ export const REPLICATION_MARKER_FILE = 'replication.json';
 // Signed checkpoints and proofs (issue 53; docs/api/checkpoints.md)
 /** Leaves per chunk of the Merkle tree (ours; store/merkle-tree.ts): RAM holds 64 / TREE_CHUNK_LEAVES bytes a record, a small subtree reads one chunk (8 KiB). A power of two. */
 export const TREE_CHUNK_LEAVES = 256;
+/** Hashed nodes of small subtrees the Merkle tree keeps for proofs (ours; store/merkle-tree.ts): about 100 bytes each, 1.6 MiB at most. */
+export const SUBTREE_CACHE_MAX = 16_384;
 /** The tree reads at most this many bytes of log per step while it catches up, then yields (ours). */
 export const TREE_READ_BYTES = 1024 * 1024;
 /** A new checkpoint is signed once the tree has grown by this many records since the latest (ours; docs/api/checkpoints.md "Cadence"). */

@@ -23,7 +23,7 @@ import { GENESIS_HASH, checkLine } from './record-format.js';
 import { RecordDamagedError } from './errors.js';
 import { segmentName } from './segment.js';
 import { logger } from '../logger.js';
-import { TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
+import { SUBTREE_CACHE_MAX, TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
 import type { LineRun } from './log.js';
 
 /** The derived leaf file's name under the index folder. */
@@ -54,6 +54,8 @@ export class MerkleTree implements SubtreeSource {
   private lastHash = GENESIS_HASH;
   private readonly fd: number;
   private cached: { chunk: number; leaves: Buffer } | null = null;
+  /** Hashed nodes of complete subtrees smaller than a chunk (`smallSubtree`), by start and size. */
+  private readonly nodes = new Map<number, Buffer>();
   private pumping: Promise<void> | null = null;
   private again = false;
   private waiters: Array<{ size: number; resolve: () => void }> = [];
@@ -96,8 +98,31 @@ export class MerkleTree implements SubtreeSource {
       const level = Math.log2(size / TREE_CHUNK_LEAVES);
       return this.levels[level]![start / size]!;
     }
-    const chunk = Math.floor(start / TREE_CHUNK_LEAVES);
-    return Buffer.from(subtreeOfLeaves(this.chunkLeaves(chunk), start - chunk * TREE_CHUNK_LEAVES, size));
+    return this.smallSubtree(start, size);
+  }
+
+  /**
+   * A complete subtree smaller than a chunk: a leaf is read from its chunk; a node is hashed from
+   * its two halves once and kept (SUBTREE_CACHE_MAX nodes; a complete subtree never changes), so
+   * the proofs of an export page — all against one tree size — hash each node of the chunks they
+   * touch at most once instead of up to TREE_CHUNK_LEAVES - 1 nodes a proof.
+   */
+  private smallSubtree(start: number, size: number): Buffer {
+    if (size === 1) {
+      const chunk = Math.floor(start / TREE_CHUNK_LEAVES);
+      const at = (start - chunk * TREE_CHUNK_LEAVES) * HASH_BYTES;
+      return Buffer.from(this.chunkLeaves(chunk).subarray(at, at + HASH_BYTES));
+    }
+    // Unique while size < 2 * TREE_CHUNK_LEAVES (sizes here are powers of two below it).
+    const key = start * 2 * TREE_CHUNK_LEAVES + size;
+    let node = this.nodes.get(key);
+    if (node === undefined) {
+      const half = size / 2;
+      node = nodeHash(this.smallSubtree(start, half), this.smallSubtree(start + half, half));
+      if (this.nodes.size >= SUBTREE_CACHE_MAX) this.nodes.clear();
+      this.nodes.set(key, node);
+    }
+    return node;
   }
 
   /** The leaf hashes of chunk `chunk`: the unfinished one from RAM, a complete one from the file. */
