@@ -27,7 +27,8 @@
  *    same content);
  *  - `async-loss-unbounded`: in async mode an acknowledged write missing from the bucket was
  *    sent to a leader from `asyncLossBeforeMs` before the start of a fault that gave that leader
- *    up until `epochCheckMs + asyncLossAfterMs` after its end — the old leader acknowledges
+ *    up (or before the store faults and pauses on that leader that ran into it back to back:
+ *    `outageBefore`, the backlog an outage leaves) until `epochCheckMs + asyncLossAfterMs` after its end — the old leader acknowledges
  *    locally until it sees the new epoch (at most REPLICA_EPOCH_CHECK_MS after the promotion took
  *    it, or after a paused leader resumes); judged by when the write was sent; every missing write
  *    is reported in `asyncLosses` either way, with its answer's time relative to that fault;
@@ -74,6 +75,30 @@ const WRITE_OPS = new Set(['message', 'work']);
  * ack timeout plus 5 s after a fault ends; a promotion answers within 10 s.
  */
 export const DEFAULT_BOUNDS = Object.freeze({ asyncLossBeforeMs: 1000, asyncLossAfterMs: 1000, epochCheckMs: 1000, recoveryBoundMs: 6000, promoteBoundMs: 10_000 });
+
+
+/**
+ * How long, in ms before fault `f` (a failover or take-over of server `f.server`) started, that
+ * server's store was failing or it was paused, back to back: the proxy faults and SIGSTOPs on it
+ * that ended at most `gapMs` before the next one (or `f`) began. An async leader keeps serving
+ * through them and ships the backlog only when the store answers again (docs/operate/replication.md),
+ * so a failover right after loses what they left unshipped. 0 when none ran into `f`.
+ * @param {Array<any>} events the harness's events
+ * @param {any} f the fault that gave the leader up
+ * @param {number} gapMs how far apart two faults may be and still count as one outage
+ * @returns {number}
+ */
+export function outageBefore(events, f, gapMs) {
+  const stalls = events
+    .filter((e) => e.kind === 'fault' && e.server === f.server && e.start < f.start && (String(e.fault).startsWith('proxy:') || e.fault === 'sigstop'))
+    .sort((x, y) => y.start - x.start);
+  let from = f.start;
+  for (const e of stalls) {
+    if (e.end < from - gapMs) break;
+    from = Math.min(from, e.start);
+  }
+  return f.start - from;
+}
 
 /**
  * What makes two records "the same" for the id rule: the fields a record keeps for life, by the
@@ -346,7 +371,10 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       // is before the fault's end (the promotion's answer; a paused leader resumes then).
       const sentMs = near === undefined ? null : a.start - near.fault.start;
       const lastMs = near === undefined ? 0 : near.fault.end - near.fault.start + b.epochCheckMs + b.asyncLossAfterMs;
-      if (sentMs === null || sentMs < -b.asyncLossBeforeMs || sentMs > lastMs) violate('async-loss-unbounded', { ...loss, sentRelativeMs: sentMs, boundMs: lastMs });
+      // What an outage of the store left unshipped goes with the leader too: the window opens at
+      // the start of the store faults and pauses that ran into the failover back to back.
+      const firstMs = near === undefined ? 0 : -b.asyncLossBeforeMs - outageBefore(events, near.fault, b.asyncLossBeforeMs);
+      if (sentMs === null || sentMs < firstMs || sentMs > lastMs) violate('async-loss-unbounded', { ...loss, sentRelativeMs: sentMs, boundMs: lastMs, fromMs: firstMs });
       else lostIdentities.add(identityOf(a.body.id, a.body));
       continue;
     }

@@ -152,6 +152,25 @@ test('an async loss is judged by when it was sent, up to the epoch check after t
   assert.deepEqual(rules(seen), []);
 });
 
+test('an async loss after a store outage that ran into the failover is within the bound: the backlog the outage left goes with the leader', () => {
+  const run = goodRun('async');
+  const bucket = parseBucket(bucketOf([run.records[0], run.records[1], { type: 'topic.create', time: iso(T0 + 50), payload: { id: 'tp_3', created: iso(T0 + 50) } }, run.records[3], run.records[4]]));
+  // m3 was sent 3.9 s before the failover (T0+4000): outside the 1 s bound on its own.
+  assert.deepEqual(rules(checkHistory({ ...run, bucket })), ['async-loss-unbounded']);
+  // The store refused the leader from T0+100 to T0+2500, then reset its connections until the
+  // failover began: one outage, back to back, so what it left unshipped may be lost.
+  const outage = [
+    { t: T0 + 2500, kind: 'fault', id: 10, fault: 'proxy:refuse', server: 's1', start: T0 + 100, end: T0 + 2500, losesLeader: false },
+    { t: T0 + 4000, kind: 'fault', id: 11, fault: 'proxy:reset', server: 's1', start: T0 + 2800, end: T0 + 4000, losesLeader: false },
+  ];
+  assert.deepEqual(rules(checkHistory({ ...run, bucket, events: [...outage, ...run.events] })), []);
+  // A store fault that ended long before the failover, or one on another server, does not count.
+  const earlier = [{ ...outage[1], start: T0 + 200, end: T0 + 1500 }];
+  assert.deepEqual(rules(checkHistory({ ...run, bucket, events: [...earlier, ...run.events] })), ['async-loss-unbounded']);
+  const elsewhere = outage.map((f) => ({ ...f, server: 's2' }));
+  assert.deepEqual(rules(checkHistory({ ...run, bucket, events: [...elsewhere, ...run.events] })), ['async-loss-unbounded']);
+});
+
 test('an id the new leader gives again after an async failover lost its first record is reported as async reuse, not hidden and not a violation', () => {
   const run = goodRun('async');
   // s1 acknowledged msg_…5 just before the failover and lost it; the new leader (its epoch record
