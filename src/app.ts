@@ -400,13 +400,13 @@ export class App {
   checkpoints: Checkpoints | null = null;
 
   /**
-   * Loads or creates the checkpoint key (`<data>/checkpoint-key.pem`) and starts the Merkle tree,
+   * Loads or creates the checkpoint key (FORUM_CHECKPOINT_KEY, default `<data>/checkpoint-key.pem`) and starts the Merkle tree,
    * which catches up with the log in the background and follows every group commit. Called by the
    * service; offline tools never start it. Throws Error when the key file cannot be read or made.
    */
   startCheckpoints(): void {
     if (this.checkpoints !== null) return;
-    const key = loadCheckpointKey(this.config.dataDir);
+    const key = loadCheckpointKey(this.config.dataDir, this.config.checkpointKeyPath);
     const indexDir = join(this.config.dataDir, INDEX_DIR);
     mkdirSync(indexDir, { recursive: true });
     const checkpoints = Checkpoints.open(indexDir, this.log, key, this.log.originId, () => this.now());

@@ -3,7 +3,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseReplicaUrl } from './store/replica/format.js';
-import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE, REPLICA_BUCKET_CHECK_MS, REPLICA_BUCKET_CHECK_MS_RANGE } from './constants.js';
+import { CLIENT_SHARE_PERCENT_DEFAULT, CONNECTIONS_PER_ADDRESS_DEFAULT, FEED_PAGE_CACHE_BYTES_DEFAULT, MIN_FREE_BYTES_DEFAULT, NGRAM_MERGE_FACTOR, NGRAM_SHARD_DOCS_MAX, PUBLIC_REQUESTS_PER_MINUTE, RECORD_CACHE_BYTES_DEFAULT, REPLAY_WORKERS_BYTES_MIN, SCRUB_MB_PER_MINUTE_DEFAULT, SCRUB_START_DELAY_S_DEFAULT, SEARCH_BUILD_WORKERS_DEFAULT, SEGMENT_BYTES_MAX, REPLICA_ACK_TIMEOUT_MS, REPLICA_MODE_DEFAULT, REPLICA_SHIP_INTERVAL_MS, FOLLOW_POLL_MS, REPLICA_SHIP_MS_RANGE, REPLICA_ACK_TIMEOUT_MS_RANGE, FOLLOW_POLL_MS_RANGE, REPLICA_BUCKET_CHECK_MS, REPLICA_BUCKET_CHECK_MS_RANGE, CHECKPOINT_KEY_FILE } from './constants.js';
 import { urlHeaderValue } from './header-value.js';
 import { REPLICA_SIGNING_KEY_FILE, parsePublicKey } from './store/replica/keys.js';
 
@@ -28,6 +28,12 @@ export interface Config {
   host: string;
   /** Data folder (FORUM_DATA_DIR, default `data`), absolute. */
   dataDir: string;
+  /**
+   * The checkpoint signing key's file (issue 53; FORUM_CHECKPOINT_KEY, default
+   * `<data dir>/checkpoint-key.pem`), absolute; created at the first start when missing. Followers
+   * given the leader's key serve byte-identical exports (docs/api/checkpoints.md).
+   */
+  checkpointKeyPath?: string;
   /**
    * Absolute base URL used in links (FORUM_PUBLIC_URL, default http://HOST:PORT), no trailing
    * slash. Without FORUM_PUBLIC_URL it is replaced by the bound address once the server listens,
@@ -294,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     dataDir,
+    checkpointKeyPath: resolve(env.FORUM_CHECKPOINT_KEY || join(dataDir, CHECKPOINT_KEY_FILE)),
     publicUrl: checkPublicUrl(publicUrl, env.FORUM_PUBLIC_URL),
     publicUrlSet: Boolean(env.FORUM_PUBLIC_URL),
     rateLimits: flagEnv(env, 'FORUM_RATE_LIMITS', true),

@@ -19,8 +19,9 @@
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { HASH_BYTES, leafHash, nodeHash, type SubtreeSource } from '../tlog/merkle.js';
-import { GENESIS_HASH, checkLine } from './record-format.js';
+import { GENESIS_HASH, chainHashBytes, scanLine, storedHashOfTail } from './record-format.js';
 import { RecordDamagedError } from './errors.js';
+import { ServiceError } from '../errors.js';
 import { segmentName } from './segment.js';
 import { logger } from '../logger.js';
 import { SUBTREE_CACHE_MAX, TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
@@ -52,6 +53,9 @@ export class MerkleTree implements SubtreeSource {
   private leaves = 0;
   /** The chained hash of the last record the tree holds (the next line must link to it). */
   private lastHash = GENESIS_HASH;
+  /** A record after the last one whose own line failed its check: its stored hash waits for the next line to confirm it. */
+  private pending: { seq: number; hash: string; offset: number } | null = null;
+  private readonly entry = Buffer.alloc(HASH_BYTES);
   private readonly fd: number;
   private cached: { chunk: number; leaves: Buffer } | null = null;
   /** Hashed nodes of complete subtrees smaller than a chunk (`smallSubtree`), by start and size. */
@@ -160,13 +164,25 @@ export class MerkleTree implements SubtreeSource {
   private async pump(): Promise<void> {
     do {
       this.again = false;
-      while (!this.closed && this.failure === null && this.leaves < this.log.durableSeq) {
+      // After a run that could not be read back (a damaged line end), lines are read one at a time
+      // until the one at fault is found.
+      let oneByOne = false;
+      while (!this.closed && this.failure === null && this.read() < this.log.durableSeq) {
+        const from = this.read() + 1;
         try {
-          const run = await this.log.readLines(this.leaves + 1, this.log.durableSeq, TREE_READ_BYTES);
+          const run = await this.log.readLines(from, this.log.durableSeq, oneByOne ? 1 : TREE_READ_BYTES);
           if (run === null || this.closed) break;
           this.appendRun(run);
         } catch (err) {
-          this.failure = err as Error;
+          if (err instanceof ServiceError) this.failure = err;
+          else if (!oneByOne) oneByOne = true;
+          else {
+            try {
+              this.damage(from, 'the log', 0, (err as Error).message);
+            } catch (damage) {
+              this.failure = damage as Error;
+            }
+          }
         }
         this.release();
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -176,33 +192,57 @@ export class MerkleTree implements SubtreeSource {
   }
 
   /**
-   * Appends the entries of a run of lines that starts at record size + 1: each line is checked
-   * as a replay checks it (framing, seq, its hash over its bytes and the previous record's hash;
-   * a tombstone's stored hash), so no leaf, and no signed checkpoint, rests on damaged bytes.
-   * Throws RecordDamagedError (500 INTERNAL for the routes) naming the first line that fails.
+   * Appends the entries of a run of lines that starts at the record after the last one taken (the
+   * tree's size, plus the pending record, if any). A record's entry is its stored chained hash, taken
+   * only once the chain confirms it: its own line hashes to it over the previous entry (a tombstone,
+   * which is not hashed, only needs a well-formed one), or — when its own bytes are damaged but its
+   * hash field is not — the next record's line hashes over it. So no leaf, and no signed checkpoint,
+   * rests on a damaged hash field, while damage in a record's text leaves the tree whole (the proven
+   * reads answer 500 for that record). A record whose own check fails waits (`pending`) for the
+   * next one. Throws RecordDamagedError (500 INTERNAL for the routes) naming the record whose hash
+   * field the chain refutes, or whose line gives none.
    */
   private appendRun(run: LineRun): void {
-    if (run.firstSeq !== this.leaves + 1) throw new Error(`the tree holds ${this.leaves} records, the run starts at ${run.firstSeq}`);
+    const next = this.read() + 1;
+    if (run.firstSeq !== next) throw new Error(`the tree holds ${this.leaves} records, the run starts at ${run.firstSeq}`);
     const { bytes } = run;
-    const entry = Buffer.alloc(HASH_BYTES);
     const file = segmentName(run.segmentFirstSeq);
     let pos = 0;
     for (let seq = run.firstSeq; seq <= run.lastSeq; seq++) {
       const nl = bytes.indexOf(0x0a, pos);
-      let hash: string;
-      try {
-        if (nl < 0) throw new Error('its line does not end where it was located');
-        hash = checkLine(bytes, pos, nl, this.lastHash, seq, file).hash;
-      } catch (err) {
-        const reason = (err as Error).message;
-        logger.error('merkle_stopped', `the Merkle tree stops before record ${seq} in ${file} at byte offset ${run.offset + pos}: ${reason}; exports and proofs past it answer 500 until the archive is repaired`, { file, offset: run.offset + pos, seq });
-        throw new RecordDamagedError(file, run.offset + pos, seq, reason);
+      const stored = nl < 0 ? null : storedHashOfTail(bytes.subarray(pos, nl), nl - pos);
+      if (stored === null) this.damage(seq, file, run.offset + pos, 'its line gives no chained hash');
+      const prev = this.pending?.hash ?? this.lastHash;
+      const f = scanLine(bytes, pos, nl);
+      const own = f !== null && f.seq === seq && (f.erased || chainHashBytes(prev, bytes, pos, f.cut) === stored);
+      if (this.pending !== null) {
+        // The pending record's hash is confirmed when this line links to it.
+        if (!own) this.damage(this.pending.seq, file, this.pending.offset, 'its line fails its hash check and the next record does not link to its hash field');
+        this.take(this.pending.hash);
+        this.pending = null;
       }
-      entry.write(hash, 'hex');
-      this.appendEntry(entry);
-      this.lastHash = hash;
+      if (own) this.take(stored);
+      else this.pending = { seq, hash: stored, offset: run.offset + pos };
       pos = nl + 1;
     }
+  }
+
+  /** The last record read: the tree's size, and the pending record when there is one. */
+  private read(): number {
+    return this.leaves + (this.pending === null ? 0 : 1);
+  }
+
+  /** Appends the leaf of a confirmed entry (hex) and makes it the chain's last hash. */
+  private take(hash: string): void {
+    this.entry.write(hash, 'hex');
+    this.appendEntry(this.entry);
+    this.lastHash = hash;
+  }
+
+  /** Logs and throws the damage of record `seq` the tree stops before (see appendRun). */
+  private damage(seq: number, file: string, offset: number, reason: string): never {
+    logger.error('merkle_stopped', `the Merkle tree stops before record ${seq} in ${file} at byte offset ${offset}: ${reason}; exports and proofs past it answer 500 until the archive is repaired`, { file, offset, seq });
+    throw new RecordDamagedError(file, offset, seq, reason);
   }
 
   /**

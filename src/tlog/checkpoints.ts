@@ -24,12 +24,12 @@ export function checkpointOrigin(originId: string): string {
 }
 
 /**
- * The checkpoint key of the data folder `dataDir`: read from CHECKPOINT_KEY_FILE, or created there
+ * The checkpoint key of the data folder `dataDir`: read from `path` (FORUM_CHECKPOINT_KEY; default
+ * CHECKPOINT_KEY_FILE in `dataDir`), or created there
  * (mode 0600) when the file is missing. Throws Error naming the file when it is not an Ed25519
  * private key or cannot be read or written.
  */
-export function loadCheckpointKey(dataDir: string): ReplicaKey {
-  const path = join(dataDir, CHECKPOINT_KEY_FILE);
+export function loadCheckpointKey(dataDir: string, path = join(dataDir, CHECKPOINT_KEY_FILE)): ReplicaKey {
   return readSigningKey(path, 'checkpoint signing key') ?? createSigningKey(path);
 }
 

@@ -4,6 +4,7 @@
  * locally), compared byte for byte over REST, A2A and MCP reads.
  */
 import { test } from 'node:test';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -77,8 +78,11 @@ test('a leader and two followers under write load: afterwards every read route a
   const b = await leader.register('reader');
   const topic = await ok(leader.post('/api/topics', { title: 'replicated topic' }, a.token), 201);
   await ok(leader.post('/api/messages', { topicId: topic.id, content: 'first replicated message', clientId: 'first' }, a.token), 201);
-  const f1 = await follower(t, target);
-  const f2 = await follower(t, target);
+  // The followers hold the leader's checkpoint key (FORUM_CHECKPOINT_KEY), as docs/api/checkpoints.md
+  // says to, so their exports carry the same signed checkpoint.
+  const checkpointKey = { FORUM_CHECKPOINT_KEY: join(leader.dataDir, 'checkpoint-key.pem') };
+  const f1 = await follower(t, target, checkpointKey);
+  const f2 = await follower(t, target, checkpointKey);
   // Write load on the leader while both followers tail.
   let n = 0;
   const writers = Array.from({ length: 4 }, async (_, w) => {
