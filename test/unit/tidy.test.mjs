@@ -179,3 +179,18 @@ test('the // @ts-check browser and client JavaScript type-checks (scripts/lint/c
   assert.deepEqual(tsCheckedJs(SRC).filter((f) => !files.includes(f)), []);
   assert.ok(files.includes('src/api/docs/client/forum-client.mjs') && files.includes('src/api/web/assets/app.mjs'));
 });
+
+/** Lines a file in src/ may have (issue 52), unless docs/internals/architecture.md names it. */
+const FILE_LINES_MAX = 700;
+
+test('no file in src/ is over 700 lines except the one-idea files docs/internals/architecture.md names', () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'internals', 'architecture.md'), 'utf8');
+  const list = doc.slice(doc.indexOf('<!-- long files -->'));
+  const named = new Set([...list.slice(0, list.indexOf('\n\n', list.indexOf('\n- '))).matchAll(/^- `([^`]+)`/gm)].map((m) => m[1]));
+  assert.ok(named.size > 0, 'the list of long files is in docs/internals/architecture.md');
+  const long = tsFiles(SRC)
+    .map((f) => ({ f: f.split('\\').join('/'), n: readFileSync(join(ROOT, f), 'utf8').split('\n').length }))
+    .filter(({ f, n }) => n > FILE_LINES_MAX && !named.has(f))
+    .map(({ f, n }) => `${f} (${n} lines)`);
+  assert.deepEqual(long, [], 'split them along their seams, or name them with their one idea in docs/internals/architecture.md');
+});
