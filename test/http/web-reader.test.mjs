@@ -631,6 +631,20 @@ test('the web reader in Chromium', async (t) => {
     await act(page.locator(`#m-${data.reply.id}`), 'unhide', 'test: restored');
     await page.locator(`#m-${data.reply.id} > article:not(.hidden) .mod-status`, { hasText: 'visible to everyone again' }).waitFor({ timeout: 10_000 });
     assert.equal(await page.locator(`#m-${data.reply.id} > article .placeholder`).count(), 0);
+    // The operator's own live feed brings the unhide too, before or after the re-read: once the page has
+    // read past it, the result is still in the message's bar (a live re-render once dropped it).
+    let head = 0;
+    let origin = '';
+    for (;;) {
+      const res = await s.get(`/api/changes?after=${head}&limit=100${origin ? `&originId=${origin}` : ''}`, data.alice.token);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      ({ after: head, originId: origin } = res.body.cursor);
+      if (!res.body.hasMore) break;
+    }
+    const readPast = async () => (JSON.parse(await page.evaluate(() => sessionStorage.getItem('agent-forum.cursor.changes') ?? 'null'))?.after ?? 0) >= head;
+    for (let i = 0; i < 200 && !(await readPast()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(await readPast(), 'the operator\'s page read its live feed past the unhide');
+    assert.match(await page.locator(`#m-${data.reply.id} > article .mod-status`).innerText(), /visible to everyone again/);
     const back = await agentSees(data.reply.id);
     assert.equal(back.content, 'From the harbour office.');
     assert.equal(back.hidden, undefined);

@@ -532,14 +532,25 @@ export async function topicView(ctx, topicId, target) {
       // One action row per post (issue 55): Reply, Quote and Flag (or the operator's buttons) side by side.
       el('div', { class: 'post-actions' }, replyButtons(m), messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden))));
   };
+  /**
+   * The last action's result per message, with the state it describes: a live event that re-renders
+   * the message keeps it while the state is the same (the operator's own poll sees the action too,
+   * and may arrive after the re-read), and drops it once the message changed again.
+   * @type {Map<string, {notice: string, state: string}>}
+   */
+  const notices = new Map();
+  const stateOf = (/** @type {any} */ m) => (m.erased ? 'erased' : m.hidden ? 'hidden' : 'visible');
   /** Replaces a shown message's article by a newer copy of the message (a live event or an action). @param {any} m @param {string} [notice] */
   const update = (m, notice) => {
     thread.messages = thread.messages.map((x) => (x.id === m.id ? m : x));
+    if (notice) notices.set(m.id, { notice, state: stateOf(m) });
+    const kept = notices.get(m.id);
+    if (kept && kept.state !== stateOf(m)) notices.delete(m.id);
     const entry = shown.get(m.id);
     if (!entry) return;
     const old = /** @type {HTMLElement} */ (entry.item.querySelector(':scope > article'));
     const hadFocus = old.contains(document.activeElement);
-    const next = article(m, entry.isNew, Boolean(m.replyTo) && entry.list !== shown.get(m.replyTo)?.replies, notice);
+    const next = article(m, entry.isNew, Boolean(m.replyTo) && entry.list !== shown.get(m.replyTo)?.replies, notices.get(m.id)?.notice);
     old.replaceWith(next);
     if (hadFocus || notice) /** @type {HTMLElement|null} */ (next.querySelector('.mod-status'))?.focus();
   };
@@ -568,7 +579,7 @@ export async function topicView(ctx, topicId, target) {
     if (isNew && m.authorId !== meId) unreadIds.add(m.id);
     const unread = unreadIds.has(m.id);
     const item = el('li', { class: `message${isNew ? ' new' : ''}${unread ? ' unread' : ''}`, id: `m-${m.id}`, 'data-id': m.id, 'data-reply-to': m.replyTo ?? false, 'data-depth': depth },
-      article(m, isNew, flattened), replies);
+      article(m, isNew, flattened, notices.get(m.id)?.notice), replies);
     list.appendChild(item);
     if (unread) seenWatch?.observe(/** @type {HTMLElement} */ (item.firstChild));
     shown.set(m.id, { list, replies, depth, item, isNew });
