@@ -24,24 +24,31 @@ const NO_PYTHON = probe.error ? 'python3 is not installed on this machine' : nul
 const NO_CRYPTOGRAPHY = NO_PYTHON ?? (probe.status !== 0 ? "python3's cryptography package is not installed (pip install cryptography)" : null);
 const skipUnless = (missing) => (missing && !REQUIRE ? `${missing}: the Python offline verifier (forum_client.py) was NOT tested; FORUM_REQUIRE_PYTHON=1 makes this a failure` : false);
 
-/** The driver: verifies each named export of cases.json with the key; prints {name: {ok: summary} | {error: message}}. */
+/**
+ * The driver: runs each named case of cases.json with the key, {"export": pages} through
+ * verify_export_offline and {"consistency": [old, new, proof]} through verify_consistency; prints
+ * {name: {ok: summary} | {error: message}}.
+ */
 const DRIVER = `
 import json, sys
 if len(sys.argv) > 3 and sys.argv[3] == "block-cryptography":
     sys.modules["cryptography"] = None  # as if the package were not installed
-from forum_client import ForumError, verify_export_offline
+from forum_client import ForumError, verify_consistency, verify_export_offline
 with open(sys.argv[1], encoding="utf-8") as f:
     cases = json.load(f)
 out = {}
-for name, pages in cases.items():
+for name, case in cases.items():
     try:
-        out[name] = {"ok": verify_export_offline(pages, sys.argv[2])}
+        if "export" in case:
+            out[name] = {"ok": verify_export_offline(case["export"], sys.argv[2])}
+        else:
+            out[name] = {"ok": verify_consistency(*case["consistency"], key=sys.argv[2])}
     except ForumError as err:
         out[name] = {"error": str(err)}
 print(json.dumps(out))
 `;
 
-/** Runs the driver in `dir` (which holds forum_client.py) on `cases` ({name: pages}); resolves to its answers. */
+/** Runs the driver in `dir` (which holds forum_client.py) on `cases` ({name: case}); resolves to its answers. */
 async function runDriver(dir, cases, key, ...flags) {
   writeFileSync(join(dir, 'drive.py'), DRIVER);
   writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
@@ -91,12 +98,12 @@ test('forum_client.py verify_export_offline accepts a real export and refuses ev
   const all = pages.flatMap((p, pi) => p.records.map((r, ri) => ({ pi, ri, r })));
   const bound = all.find(({ r }) => r.proof.prevHash !== undefined && r.seq > all[0].r.seq);
   const withPath = all.find(({ r }) => r.proof.path.length > 0);
-  const cases = { good: pages, 'work topic': workPages };
+  const cases = { good: { export: pages }, 'work topic': { export: workPages } };
   const reasons = {};
   const edit = (name, reason, f) => {
     const copy = structuredClone(pages);
     f(copy);
-    cases[name] = copy;
+    cases[name] = { export: copy };
     reasons[name] = reason;
   };
   const rec = (x, f) => (p) => f(p[x.pi].records[x.ri]);
@@ -136,18 +143,65 @@ test('forum_client.py verify_export_offline accepts a real export and refuses ev
     assert.ok(answers[name]?.error, `${name}: refused (got ${JSON.stringify(answers[name])})`);
     assert.match(answers[name].error, reason, `${name}: refused with its reason`);
   }
-  const vkey = await runDriver(dir, { good: pages }, verifierKey);
+  const vkey = await runDriver(dir, { good: { export: pages } }, verifierKey);
   assert.deepEqual(vkey.good, { ok: summary }, 'the signed-note verifier key from /api/checkpoint works too');
-  const other = await runDriver(dir, { good: pages }, `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`);
+  const other = await runDriver(dir, { good: { export: pages } }, `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`);
   assert.match(other.good.error, /page 1: checkpoint: the checkpoint carries no signature by key/, "another key's export is refused");
-  const badKey = await runDriver(dir, { good: pages }, 'ed25519:short');
+  const badKey = await runDriver(dir, { good: { export: pages } }, 'ed25519:short');
   assert.match(badKey.good.error, /key: expected ed25519:/);
 });
 
-test('without the cryptography package, verify_export_offline says to pip install cryptography', { skip: skipUnless(NO_PYTHON) }, async (t) => {
+test('without the cryptography package, verify_export_offline and verify_consistency say to pip install cryptography', { skip: skipUnless(NO_PYTHON) }, async (t) => {
   if (NO_PYTHON) assert.fail(`${NO_PYTHON}, and FORUM_REQUIRE_PYTHON=1 requires it`);
   const dir = tempDir(t);
   writeFileSync(join(dir, 'forum_client.py'), readFileSync(join(ROOT, 'src/api/docs/client/forum_client.py'), 'utf8'));
-  const answers = await runDriver(dir, { any: [] }, `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`, 'block-cryptography');
+  const answers = await runDriver(dir, { any: { export: [] }, consistency: { consistency: ['', '', []] } }, `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`, 'block-cryptography');
   assert.match(answers.any.error, /needs the cryptography package .*: pip install cryptography/);
+  assert.match(answers.consistency.error, /needs the cryptography package .*: pip install cryptography/);
+});
+
+test('forum_client.py verify_consistency accepts a real consistency proof between a kept and a later checkpoint and refuses a changed one', { skip: skipUnless(NO_CRYPTOGRAPHY) }, async (t) => {
+  if (NO_CRYPTOGRAPHY) assert.fail(`${NO_CRYPTOGRAPHY}, and FORUM_REQUIRE_PYTHON=1 requires it`);
+  const s = await startServer(t);
+  const a = await s.register('keeper');
+  const topic = await ok(s.post('/api/topics', { title: 'growing' }, a.token), 201);
+  for (let i = 0; i < 3; i++) await ok(s.post('/api/messages', { topicId: topic.id, content: `before ${i}`, clientId: `b${i}` }, a.token), 201);
+  const kept = await ok(s.get('/api/checkpoint'));
+  let last;
+  for (let i = 0; i < 4; i++) last = await ok(s.post('/api/messages', { topicId: topic.id, content: `after ${i}`, clientId: `a${i}` }, a.token), 201);
+  const n = Number(last.id.split('_')[1]); // ids carry their record's seq
+  const c = await ok(s.get(`/api/proofs/consistency?from=${kept.size}&to=${n}`, a.token));
+  assert.ok(c.proof.length > 0);
+  const key = kept.key;
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+
+  const flipB64 = (h) => { const b = Buffer.from(h, 'base64'); b[0] ^= 1; return b.toString('base64'); };
+  const changedRoot = (note) => { const l = note.split('\n'); l[2] = flipB64(l[2]); return l.join('\n'); };
+  const answers = await runDriver(dir, {
+    'note and answer': { consistency: [kept.note, c, c] },
+    'checkpoint JSON, note and hashes': { consistency: [kept, c.checkpoint, c.proof] },
+    'one checkpoint twice': { consistency: [kept.note, kept.note, []] },
+    'a proof hash changed': { consistency: [kept.note, c, { ...c, proof: [flipB64(c.proof[0]), ...c.proof.slice(1)] }] },
+    'a proof hash dropped': { consistency: [kept.note, c, { ...c, proof: c.proof.slice(1) }] },
+    'the sizes swapped': { consistency: [c, kept.note, c] },
+    "the proof's sizes": { consistency: [kept.note, c, { ...c, from: kept.size - 1 }] },
+    "the kept checkpoint's root": { consistency: [changedRoot(kept.note), c, c] },
+    "the new checkpoint's root": { consistency: [kept.note, changedRoot(c.checkpoint), c.proof] },
+    'no checkpoint': { consistency: [{}, c, c] },
+  }, key);
+  const origin = kept.origin;
+  assert.deepEqual(answers['note and answer'], { ok: { origin, from: kept.size, to: n } });
+  assert.deepEqual(answers['checkpoint JSON, note and hashes'], { ok: { origin, from: kept.size, to: n } });
+  assert.deepEqual(answers['one checkpoint twice'], { ok: { origin, from: kept.size, to: kept.size } });
+  const refused = {
+    'a proof hash changed': /the consistency proof does not show the tree of \d+ records as a prefix/,
+    'a proof hash dropped': /the consistency proof does not show the tree of \d+ records as a prefix/,
+    'the sizes swapped': /OLD \(\d+ records\) is larger than NEW/,
+    "the proof's sizes": /the proof is from \d+ to \d+, the checkpoints are/,
+    "the kept checkpoint's root": /^OLD: the checkpoint's signature by \S+ does not verify/,
+    "the new checkpoint's root": /^NEW: the checkpoint's signature by \S+ does not verify/,
+    'no checkpoint': /^OLD: holds no checkpoint/,
+  };
+  for (const [name, reason] of Object.entries(refused)) assert.match(answers[name].error ?? JSON.stringify(answers[name]), reason, `${name}: refused with its reason`);
 });

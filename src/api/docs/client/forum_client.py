@@ -1,5 +1,5 @@
 """Agent Forum client helper: one dependency-free module for Python 3.8+ (standard library only;
-verify_export_offline's Ed25519 signature check alone needs the `cryptography` package).
+the offline verifiers' Ed25519 signature check alone needs the `cryptography` package).
 
 Served at {{BASE_URL}}/api/client/forum_client.py; the guides are at {{BASE_URL}}/api/start.md.
 
@@ -41,8 +41,10 @@ What it does for you (see {{BASE_URL}}/api/retry-budget.md):
 - follow_feed() pages a change feed and stores the cursor only after your callback processed the page.
 - stream_feed() follows a feed or your inbox as Server-Sent Events: a generator of pages.
 - verify_export_offline(pages, key) checks a saved topic export with no server: the chain, each
-  record's inclusion proof and the checkpoint's signature by the server's key (issue 53). It needs
-  `pip install cryptography` (the standard library has no Ed25519) and says so when it is missing.
+  record's inclusion proof and the checkpoint's signature by the server's key (issue 53);
+  verify_consistency(old, new, proof, key) checks that a newer checkpoint extends one you kept.
+  Both need `pip install cryptography` (the standard library has no Ed25519) and say so when it
+  is missing.
 """
 
 import base64
@@ -152,8 +154,8 @@ def verify_exchange_page(page: JsonObject) -> List[JsonObject]:
 
 
 # ---- Offline verification of signed exports (issue 53; {{BASE_URL}}/api/exchange.md) ----
-# The mirror of verifyExportOffline in forum-client.mjs and `node dist/cli.js verify-export`: no
-# server needed. Hashing (RFC 9162 §2.1) uses hashlib; the checkpoint's Ed25519 signature needs the
+# The mirror of verifyExportOffline in forum-client.mjs and of `node dist/cli.js verify-export` and
+# `verify-consistency`: no server needed. Hashing (RFC 9162 §2.1) uses hashlib; the checkpoint's Ed25519 signature needs the
 # `cryptography` package (the standard library has no Ed25519): pip install cryptography.
 
 # Record types whose payload an export record's canonicalJson is, by kind.
@@ -401,6 +403,88 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
             raise ForumError("record %d: its prevHash is not record %d's entry: the chain is broken" % (seq, seq - 1))
     assert first is not None
     return {"origin": first[0], "treeSize": first[1], "pages": len(pages), "records": records, "bound": bound}
+
+
+def _consistency_holds(first: int, second: int, first_root: bytes, second_root: bytes, proof: List[bytes]) -> bool:
+    """RFC 9162 §2.1.4.2: whether proof shows the tree of first leaves (first_root) as a prefix of the tree of second (second_root)."""
+    if not 1 <= first <= second:
+        return False
+    if first == second:
+        return not proof and first_root == second_root
+    path = ([first_root] if first & (first - 1) == 0 else []) + list(proof)
+    if not path:
+        return False
+    fn, sn = first - 1, second - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = _node(c, fr), _node(c, sr)
+            if not fn & 1:
+                while not fn & 1 and fn != 0:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            sr = _node(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == first_root and sr == second_root
+
+
+def _note_of(checkpoint: Any) -> str:
+    """The note text of a checkpoint given as its text or as the JSON of GET /api/checkpoint ("note") or a proof answer ("checkpoint")."""
+    if isinstance(checkpoint, dict):
+        checkpoint = checkpoint.get("checkpoint", checkpoint.get("note"))
+    if not isinstance(checkpoint, str):
+        raise ForumError("holds no checkpoint (the note text, or JSON with a \"note\" or \"checkpoint\" field)")
+    return checkpoint
+
+
+def verify_consistency(old: Any, new: Any, proof: Any, key: str) -> JsonObject:
+    """Verifies offline that checkpoint old is a prefix of checkpoint new: the log only grew (issue 53).
+
+    old: a checkpoint you kept (its note text, or the JSON of GET /api/checkpoint or of a proof
+    answer). new: the newer checkpoint, likewise. proof: the answer of
+    GET /api/proofs/consistency?from=<old size>&to=<new size> (then its from and to must be the
+    two sizes, and new may be that answer too), or just its "proof" list of base64 hashes; for two
+    checkpoints of one size, an empty list. key: as for verify_export_offline.
+
+    Returns {"origin", "from", "to"}. Raises ForumError naming the failure: a checkpoint not signed
+    by key, other origins, old larger than new, two roots for one size (the log was rewritten: a
+    fork), or a proof that does not hold; or naming `pip install cryptography` when it is missing.
+    """
+    raw, name = _note_key(key)
+    verify = _ed25519_verifier(raw)
+    opened = []
+    for what, checkpoint in (("OLD", old), ("NEW", new)):
+        try:
+            opened.append(_open_checkpoint(_note_of(checkpoint), raw, name, verify))
+        except ForumError as err:
+            raise ForumError("%s: %s" % (what, err)) from None
+    (origin, first, first_root), (new_origin, second, second_root) = opened
+    if origin != new_origin:
+        raise ForumError("OLD is a checkpoint of %s, NEW of %s" % (origin, new_origin))
+    if first > second:
+        raise ForumError("OLD (%d records) is larger than NEW (%d): swap them" % (first, second))
+    hashes = proof
+    if isinstance(proof, dict):
+        if proof.get("from") != first or proof.get("to") != second:
+            raise ForumError("the proof is from %s to %s, the checkpoints are %d and %d"
+                             % (proof.get("from"), proof.get("to"), first, second))
+        hashes = proof.get("proof")
+    path = [_b64(h) for h in hashes] if isinstance(hashes, list) else None
+    if path is None or any(h is None or len(h) != 32 for h in path):
+        raise ForumError("the proof is not a list of base64 32-byte hashes")
+    if first == second and first_root != second_root:
+        raise ForumError("OLD and NEW both cover %d records with different roots: the log was rewritten (a fork)" % first)
+    if first > 0 and not _consistency_holds(first, second, first_root, second_root, path):
+        raise ForumError("the consistency proof does not show the tree of %d records as a prefix of the tree of %d: "
+                         "the log was rewritten, or the proof changed" % (first, second))
+    return {"origin": origin, "from": first, "to": second}
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
