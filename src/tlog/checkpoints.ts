@@ -76,6 +76,15 @@ export class Checkpoints {
     return this.key.text;
   }
 
+  /**
+   * The Ed25519 signature (64 bytes) of `data` by the checkpoint key. Besides the checkpoint notes,
+   * it signs the agent card's JWS (src/api/a2a/card-signature.ts, which explains why the two
+   * kinds of signed bytes cannot be confused).
+   */
+  sign(data: Buffer): Buffer {
+    return Buffer.from(this.key.sign(data), 'base64url');
+  }
+
   /** The signed-note verifier key (`<origin>+<key id>+<base64>`), as Go's note package takes it. */
   get verifierKey(): string {
     return verifierKey(this.origin, this.publicKey);
@@ -105,7 +114,7 @@ export class Checkpoints {
   at(size: number): string {
     let note = this.bySize.get(size);
     if (note === undefined) {
-      note = signCheckpoint({ origin: this.origin, size, root: rootHash(this.tree, size) }, (data) => Buffer.from(this.key.sign(data), 'base64url'), this.publicKey);
+      note = signCheckpoint({ origin: this.origin, size, root: rootHash(this.tree, size) }, (data) => this.sign(data), this.publicKey);
       if (this.bySize.size >= CHECKPOINT_CACHE_MAX) this.bySize.delete(this.bySize.keys().next().value!);
       this.bySize.set(size, note);
     }

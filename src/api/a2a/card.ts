@@ -1,8 +1,9 @@
 /**
  * The A2A 1.0 agent card (part 1 static paths, part 4 "A2A binding", part 9; A2A 1.0.1 §4.4 and
  * proto `AgentCard`), served at /.well-known/agent-card.json and, for older clients,
- * /.well-known/agent.json. It depends only on FORUM_PUBLIC_URL and constants, so it is built once
- * per public base URL (serialised, with its strong ETag) and every request sends the same bytes.
+ * /.well-known/agent.json. It depends only on FORUM_PUBLIC_URL, constants and the checkpoint key
+ * that signs it (issue 53, ./card-signature.ts), so it is built once (serialised, with its strong
+ * ETag) and every request sends the same bytes.
  *
  * Security schemes use the 1.0 JSON form of the proto (`{"bearer": {"httpAuthSecurityScheme":
  * {...}}}` and `securityRequirements: [{"schemes": {"bearer": {"list": []}}}]`), not 0.3's
@@ -19,7 +20,8 @@ import {
   SERVICE_VERSION,
 } from '../../constants.js';
 import { JSON_CONTENT_TYPE, type Reply, type RequestContext } from '../../http/router.js';
-import { perBaseUrl, serveStatic, staticDocument } from '../docs/static.js';
+import { serveStatic, staticDocument, type StaticDocument } from '../docs/static.js';
+import { signAgentCard, type CardSigner } from './card-signature.js';
 import { A2A_ACTIONS } from './dispatch.js';
 
 
@@ -69,14 +71,30 @@ export function buildAgentCard(publicUrl: string): Record<string, unknown> {
   };
 }
 
-/** The serialised card as a static document (strong ETag of its bytes), rendered once per public base URL. */
-const cardDocument = perBaseUrl((publicUrl) => staticDocument(JSON.stringify(buildAgentCard(publicUrl)), JSON_CONTENT_TYPE, AGENT_CARD_MAX_AGE_SECONDS));
+/** The last card rendered: its public base URL, signing key (null: unsigned) and document. */
+let lastCard: { publicUrl: string; key: CardSigner | null; doc: StaticDocument } | null = null;
 
 /**
- * GET /.well-known/agent-card.json and /.well-known/agent.json: 200 with the card, or 304 when
- * If-None-Match matches; ETag and Cache-Control (AGENT_CARD_MAX_AGE_SECONDS) on both, through the
- * same code as every guidance document (src/api/docs/static.ts).
+ * The serialised card as a static document (strong ETag of its bytes), signed by `key` (issue 53,
+ * ./card-signature.ts) or unsigned when it is null (a server whose checkpoints are not started).
+ * One entry is kept: a process has one FORUM_PUBLIC_URL and one checkpoint key, so every request
+ * sends the same bytes, and a restart, or a follower holding the leader's key, the same again.
+ */
+function cardDocument(publicUrl: string, key: CardSigner | null): StaticDocument {
+  if (lastCard?.publicUrl !== publicUrl || lastCard.key !== key) {
+    const card = buildAgentCard(publicUrl);
+    const body = JSON.stringify(key === null ? card : signAgentCard(card, key));
+    lastCard = { publicUrl, key, doc: staticDocument(body, JSON_CONTENT_TYPE, AGENT_CARD_MAX_AGE_SECONDS) };
+  }
+  return lastCard.doc;
+}
+
+/**
+ * GET /.well-known/agent-card.json and /.well-known/agent.json: 200 with the card (signed by the
+ * checkpoint key once checkpoints are started, as the service does before it listens), or 304
+ * when If-None-Match matches; ETag and Cache-Control (AGENT_CARD_MAX_AGE_SECONDS) on both, through
+ * the same code as every guidance document (src/api/docs/static.ts).
  */
 export function serveAgentCard(ctx: RequestContext): Reply {
-  return serveStatic(ctx, cardDocument(ctx.app.config.publicUrl));
+  return serveStatic(ctx, cardDocument(ctx.app.config.publicUrl, ctx.app.checkpoints));
 }
