@@ -194,7 +194,20 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   let leader = null; // the name writers send to
 
   /** Starts (or restarts, on its folder) server `s` as its role says; records its exit. */
-  const boot = async (s) => {
+  /**
+   * Starts `s` on its folder with the environment of its role; `s.booting` holds the start while it
+   * runs, so a failover or a retirement that comes while a timed-out restart is still starting the
+   * server waits for it (the runbook's step 1: the old leader is gone or paused before a promotion;
+   * a leader started after it was given up would take the epoch back).
+   */
+  const boot = (s) => {
+    const p = bootNow(s);
+    s.booting = p;
+    return p.finally(() => {
+      if (s.booting === p) s.booting = null;
+    });
+  };
+  const bootNow = async (s) => {
     const env = {
       ...store.env,
       ...SERVER_SETTINGS,
@@ -324,6 +337,7 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
   const retire = async (old) => {
     // A retired leader's folder is given up; a fresh follower takes its place (it restores
     // from the bucket first, in the background: the schedule goes on meanwhile).
+    if (old.booting) await old.booting;
     signal(old, 'SIGKILL');
     await exited(old);
     servers.delete(old.name);
@@ -387,6 +401,8 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
       const f = fol[step.follower % fol.length];
       server = lead.name;
       losesLeader = true;
+      // A restart of the leader that outlived its step is still starting it: let it finish first.
+      if (lead.booting) await lead.booting;
       if (step.kind === 'failover') signal(lead, 'SIGSTOP');
       if (step.kind === 'failover') await sleep(step.durationMs);
       const ok = await promote(f);
