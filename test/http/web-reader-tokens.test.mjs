@@ -135,6 +135,7 @@ test('the tokens page: list without secrets, create (shown once, copy), revoke a
     ok(await s.get('/api/me', nightly.token), 200); // nothing happened yet
     await confirm.locator('button.token-cancel').click();
     assert.equal(await confirm.count(), 0);
+    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains('token-revoke')), 'Cancel gives focus back to Revoke');
     ok(await s.get('/api/me', nightly.token), 200);
     await n.locator('button.token-revoke').click();
     for (const size of WIDTHS) {

@@ -110,10 +110,11 @@ export async function tokensView(ctx, hooks) {
   };
 
   /**
-   * Asks before `action` under the token's row: what it does, then a confirm button and Cancel.
-   * @param {HTMLElement} row @param {string} question @param {string} confirmLabel @param {() => Promise<void>} action
+   * Asks before `action` under the token's row: what it does, then a confirm button and Cancel
+   * (which gives focus back to `opener`, the button that asked).
+   * @param {HTMLElement} row @param {HTMLElement} opener @param {string} question @param {string} confirmLabel @param {() => Promise<void>} action
    */
-  const confirmIn = (row, question, confirmLabel, action) => {
+  const confirmIn = (row, opener, question, confirmLabel, action) => {
     row.querySelector('.token-confirm')?.remove();
     const text = el('p', { tabindex: '-1', class: 'warning' }, question);
     const yes = /** @type {HTMLButtonElement} */ (el('button', { type: 'button', class: 'danger token-yes' }, confirmLabel));
@@ -121,7 +122,7 @@ export async function tokensView(ctx, hooks) {
     const box = el('div', { class: 'mod-form token-confirm', role: 'group', 'aria-label': confirmLabel }, text, el('div', { class: 'mod-form-buttons' }, yes, cancel));
     cancel.addEventListener('click', () => {
       box.remove();
-      /** @type {HTMLElement|null} */ (row.querySelector('.token-actions button'))?.focus();
+      opener.focus();
     });
     yes.addEventListener('click', async () => {
       yes.disabled = true;
@@ -176,12 +177,12 @@ export async function tokensView(ctx, hooks) {
     const named = t.id !== 'primary';
     const hidden = (/** @type {string} */ s) => el('span', { class: 'visually-hidden' }, s);
     const rotateButton = el('button', { type: 'button', class: 'token-rotate' }, 'Rotate', hidden(` “${t.name}”`));
-    rotateButton.addEventListener('click', () => confirmIn(li, t.current
+    rotateButton.addEventListener('click', () => confirmIn(li, rotateButton, t.current
       ? `Rotate “${t.name}”, the token this tab is signed in with? It gets a new secret at once. This tab switches to the new secret by itself; every program or browser still using the old one gets HTTP 401 until you give it the new secret.`
       : `Rotate “${t.name}”? It gets a new secret at once, shown to you once; every program still using the old one gets HTTP 401 until you give it the new secret.`,
     `Rotate “${t.name}”`, () => rotate(t)));
     const revokeButton = named ? el('button', { type: 'button', class: 'token-revoke danger' }, 'Revoke', hidden(` “${t.name}”`)) : null;
-    revokeButton?.addEventListener('click', () => confirmIn(li, t.current
+    revokeButton?.addEventListener('click', () => confirmIn(li, /** @type {HTMLElement} */ (revokeButton), t.current
       ? `Revoke “${t.name}”? It is the token this tab is signed in with: it is refused at once and this tab signs out. This cannot be undone.`
       : `Revoke “${t.name}”? Every program using it is refused at once. This cannot be undone.`,
     `Revoke “${t.name}”`, () => revoke(t)));
