@@ -46,9 +46,11 @@ export async function axeViolations(page) {
 
 /**
  * What the focused element looks like: its tag, text, and whether a focus indicator is drawn
- * (an outline of at least 2 px, or a box-shadow) while it matches :focus-visible; and whether it
- * is on screen (WCAG 2.4.11: not entirely hidden). Input: a playwright Page. Output:
- * `{tag, id, text, focusVisible, indicated, onScreen}` (tag 'BODY' when nothing is focused).
+ * (an outline of at least 2 px, or a box-shadow) while it matches :focus-visible; the contrast
+ * of an outline's colour with the background around it (WCAG 1.4.11 asks 3:1 of a focus
+ * indicator; null for a box-shadow); and whether it is on screen (2.4.11: not entirely hidden).
+ * Input: a playwright Page. Output: `{tag, id, text, focusVisible, indicated, ringContrast,
+ * onScreen}` (tag 'BODY' when nothing is focused).
  * @param {import('playwright-core').Page} page
  */
 export function focusState(page) {
@@ -65,7 +67,31 @@ export function focusState(page) {
     } catch {
       focusVisible = false;
     }
-    return { tag: a.tagName, id: a.id, text: (a.getAttribute('aria-label') ?? a.textContent ?? '').trim().slice(0, 60), focusVisible, indicated: outline || shadow, onScreen };
+    /** @param {string} c a computed colour, rgb() or rgba() */
+    const rgba = (c) => {
+      const m = /rgba?\(([^)]+)\)/.exec(c);
+      if (!m) return null;
+      const [r, g, b, alpha = 1] = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+      return { r, g, b, alpha };
+    };
+    /** Relative luminance (WCAG 2). @param {{r: number, g: number, b: number}} c */
+    const luminance = ({ r, g, b }) => {
+      const f = (/** @type {number} */ v) => ((v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    // The outline is drawn just outside the element: over its parent's background (the first one not transparent).
+    let around = null;
+    for (let p = a.parentElement; p && !around; p = p.parentElement) {
+      const c = rgba(getComputedStyle(p).backgroundColor);
+      if (c && c.alpha > 0) around = c;
+    }
+    const ring = outline ? rgba(style.outlineColor) : null;
+    let ringContrast = null;
+    if (ring) {
+      const [l1, l2] = [luminance(ring), luminance(around ?? { r: 255, g: 255, b: 255 })].sort((x, y) => y - x);
+      ringContrast = Math.round(((l1 + 0.05) / (l2 + 0.05)) * 100) / 100;
+    }
+    return { tag: a.tagName, id: a.id, text: (a.getAttribute('aria-label') ?? a.textContent ?? '').trim().slice(0, 60), focusVisible, indicated: outline || shadow, ringContrast, onScreen };
   });
 }
 

@@ -64,7 +64,7 @@ async function tabStopsWithoutFocusMark(page, max) {
     const key = `${describeFocus(f)}@${i}`;
     if (seen.has(describeFocus(f))) break; // wrapped round to the start
     seen.add(describeFocus(f));
-    if (!(f.focusVisible && f.indicated && f.onScreen)) bad.push(`${key}: focus-visible ${f.focusVisible}, indicator ${f.indicated}, on screen ${f.onScreen}`);
+    if (!(f.focusVisible && f.indicated && f.onScreen && (f.ringContrast === null || f.ringContrast >= 3))) bad.push(`${key}: focus-visible ${f.focusVisible}, indicator ${f.indicated}, its contrast ${f.ringContrast}:1, on screen ${f.onScreen}`);
   }
   return bad;
 }
@@ -165,7 +165,8 @@ async function tabTo(page, selector, { back = false, max = 80 } = {}) {
     await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
     const f = await focusState(page);
     if (f.tag === 'BODY') continue; // past the page's last stop: the browser's own UI
-    assert.ok(f.focusVisible && f.indicated && f.onScreen, `${describeFocus(f)} is focused visibly (focus-visible ${f.focusVisible}, indicator ${f.indicated}, on screen ${f.onScreen})`);
+    assert.ok(f.focusVisible && f.indicated && f.onScreen && (f.ringContrast === null || f.ringContrast >= 3),
+      `${describeFocus(f)} is focused visibly (focus-visible ${f.focusVisible}, indicator ${f.indicated}, its contrast ${f.ringContrast}:1 of 3:1, on screen ${f.onScreen})`);
     if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector)) return;
   }
   assert.fail(`${selector} is not reached with ${max} presses of ${back ? 'Shift+Tab' : 'Tab'}`);
