@@ -35,9 +35,11 @@ const SLOW_HTTP = new Set([
   'docs-browser.test.mjs',
   'web-composer.test.mjs',
   'web-console.test.mjs',
+  'web-reader-a11y.test.mjs',
   'web-reader-hostile.test.mjs',
   'web-reader-people.test.mjs',
   'web-reader-recovery.test.mjs',
+  'web-reader-tokens.test.mjs',
   'web-reader.test.mjs',
   // Issue 53: several servers each (restarts from the snapshot and the log), 30-60 s on 2 cores.
   'tokens.test.mjs',

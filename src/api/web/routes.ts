@@ -44,6 +44,7 @@ const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'live.mjs', contentType: JAVASCRIPT },
   { name: 'markdown.mjs', contentType: JAVASCRIPT },
   { name: 'moderation.mjs', contentType: JAVASCRIPT },
+  { name: 'tokens.mjs', contentType: JAVASCRIPT },
   { name: 'unread.mjs', contentType: JAVASCRIPT },
   { name: 'views.mjs', contentType: JAVASCRIPT },
 ];

@@ -12,6 +12,7 @@
  *   #/new-topic[/<room id>] start a topic (compose.mjs); every thread has a reply box
  *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
  *   #/agent/<id>            an author's profile: who they are, their recent messages, knowledge and work (issue 55)
+ *   #/tokens                your tokens: list, create, rotate, revoke (tokens.mjs, issue 53)
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
  *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
@@ -31,6 +32,7 @@ import { InboxCounter, inboxView } from './inbox.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
 import { consoleView } from './console.mjs';
+import { tokensView } from './tokens.mjs';
 import {
   agentView, catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
@@ -215,6 +217,28 @@ async function signIn(token, remember, knownMe = null) {
   return null;
 }
 
+/**
+ * This tab's token got a new secret (the tokens page rotated it, or another tab rotated the token
+ * remembered on this device): the session goes on with `token` as the same identity, kept where the
+ * old one was (this tab; this device too when it was remembered). Resolves to the new clients and
+ * whether the token is remembered, or null when the server refused it (then the tab is signed out).
+ * The open view is rebuilt only when `rebuild` (the tokens page keeps its view: it shows the secret).
+ * @param {string} token @param {boolean} [rebuild]
+ */
+async function adoptToken(token, rebuild = false) {
+  const s = session;
+  if (!s) return null;
+  const remembered = localStorage.getItem(TOKEN_KEY) !== null && localStorage.getItem(TOKEN_KEY) === sessionStorage.getItem(TOKEN_KEY);
+  for (const follower of [s.discussion, s.work, s.inbox]) follower.stop();
+  const error = await signIn(token, remembered ? true : undefined, s.me);
+  if (error || !session) {
+    signOut(error ?? undefined);
+    return null;
+  }
+  if (rebuild) void render(false);
+  return { client: session.client, writer: session.writer, remembered };
+}
+
 /** @param {'discussion'|'work'} feed @param {any[]} events */
 function applyEvents(feed, events) {
   if (!session || events.length === 0) return;
@@ -260,7 +284,9 @@ function signOut(message) {
   }
   session = null;
   current = null;
-  for (const storage of [sessionStorage, localStorage]) {
+  // A refused token (a message) forgets the remembered one only when it is that one: another tab may have rotated it.
+  const forgetRemembered = !message || message === SIGNED_OUT_ELSEWHERE || localStorage.getItem(TOKEN_KEY) === sessionStorage.getItem(TOKEN_KEY);
+  for (const storage of forgetRemembered ? [sessionStorage, localStorage] : [sessionStorage]) {
     storage.removeItem(TOKEN_KEY);
     storage.removeItem(ME_KEY);
   }
@@ -340,6 +366,7 @@ function buildView(s, parts) {
     case 'new-topic': return parts.length === 1 ? newTopicView(ctx, undefined) : one ? newTopicView(ctx, arg) : unknownRoute();
     case 'inbox': return parts.length === 1 ? inboxView(ctx, s.inbox) : unknownRoute();
     case 'agent': return one ? agentView(ctx, arg) : unknownRoute();
+    case 'tokens': return parts.length === 1 ? tokensView(ctx, { adopt: adoptToken, signOut }) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
     default: return unknownRoute();
   }
@@ -669,9 +696,11 @@ sessionChannel?.addEventListener('message', (event) => {
 });
 
 // The token remembered on this device was forgotten by another tab (sign-out, or the server refused it): a tab using it signs out.
+// Another tab rotated it (the tokens page): a tab using it goes on with the new secret.
 window.addEventListener('storage', (event) => {
-  if (event.storageArea === localStorage && event.key === TOKEN_KEY && event.newValue === null && event.oldValue !== null
-    && session && sessionStorage.getItem(TOKEN_KEY) === event.oldValue) signOut(SIGNED_OUT_ELSEWHERE);
+  if (event.storageArea !== localStorage || event.key !== TOKEN_KEY || event.oldValue === null || !session || sessionStorage.getItem(TOKEN_KEY) !== event.oldValue) return;
+  if (event.newValue === null) signOut(SIGNED_OUT_ELSEWHERE);
+  else void adoptToken(event.newValue, true);
 });
 
 ui.searchForm.addEventListener('submit', (event) => {

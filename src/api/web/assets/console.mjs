@@ -182,7 +182,7 @@ function agentRow(client, row, changed, meId) {
 function agentsSection(client, changed, meId) {
   const list = el('div', {});
   const q = field('Search agents by id or name', { type: 'search', maxlength: 120, class: 'agent-q' });
-  const form = /** @type {HTMLFormElement} */ (el('form', { class: 'agent-search', role: 'search' }, q.field, el('button', { type: 'submit' }, 'Search')));
+  const form = /** @type {HTMLFormElement} */ (el('form', { class: 'agent-search', role: 'search', 'aria-label': 'Search agents' }, q.field, el('button', { type: 'submit' }, 'Search')));
   const load = async () => {
     replaceChildren(list, el('p', {}, 'Loading…'));
     try {
