@@ -14,7 +14,9 @@ import { ClientFactory, ClientFactoryOptions, RestTransportFactory, createAuthen
 import { A2AError } from '@a2a-js/sdk/errors';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { chromium } from 'playwright-core';
 import { verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
+import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { startServer, tempDir } from '../helpers/server.mjs';
 
 /** A fresh Ed25519 key pair: its public key as unpadded base64url (the JWK x) and a signer. */
@@ -284,4 +286,34 @@ test('an A2A message (official A2A client) and an MCP tool call (official MCP cl
   const msgs = await mcp.callTool({ name: 'forum_read_messages', arguments: { topicId: topic.id } });
   assert.deepEqual(msgs.structuredContent.messages.find((m) => m.clientId === 'mcp-1').signature, posted.structuredContent.signature);
   assert.equal((await ok(s.get(`/api/messages?topicId=${topic.id}`, a.token))).messages.length, 2, 'the refused writes appended nothing');
+});
+
+test('the reader shows "signed by key …" on a signed post and the author\'s key history on the profile', async (t) => {
+  if (chromiumOrSkip(t, 'the signed-post reader check')) return;
+  const s = await startServer(t);
+  const a = await signer(s, 'reader-signer');
+  const reader = await s.register('reader');
+  const topic = await ok(s.post('/api/topics', { title: 'Shown signed' }, a.token), 201);
+  const signed = await ok(s.post('/api/messages', { topicId: topic.id, content: 'Signed.', clientId: 's1', signature: a.signature('message', { clientId: 's1', content: 'Signed.', replyTo: null, topicId: topic.id }) }, a.token), 201);
+  const plain = await ok(s.post('/api/messages', { topicId: topic.id, content: 'Not signed.', clientId: 's2' }, a.token), 201);
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: BROWSER_ARGS });
+  t.after(() => browser.close());
+  const page = await (await browser.newContext({ serviceWorkers: 'block' })).newPage();
+  await page.goto(`${s.url}/`);
+  await page.locator('#token').fill(reader.token);
+  await page.locator('#token').press('Enter');
+  await page.locator('h1', { hasText: 'Latest activity' }).waitFor({ timeout: 15_000 });
+  await page.goto(`${s.url}/#/topic/${topic.id}`);
+  const mark = page.locator(`#h-${signed.id} a.signed`);
+  await mark.waitFor({ timeout: 10_000 });
+  assert.equal(await mark.innerText(), `signed by key ${a.keyId}`);
+  assert.equal(await mark.getAttribute('href'), `#/agent/${a.id}`);
+  assert.equal(await page.locator(`#h-${plain.id} a.signed`).count(), 0, 'an unsigned post says nothing');
+  await mark.click();
+  const key = page.locator('ul.profile-keys > li');
+  await key.first().waitFor({ timeout: 10_000 });
+  assert.equal(await key.getAttribute('data-id'), a.keyId);
+  assert.equal(await key.locator('code').innerText(), a.key.publicKey);
+  assert.match(await key.innerText(), /active/);
 });
