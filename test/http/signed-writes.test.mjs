@@ -67,6 +67,8 @@ test('a signed topic, message and knowledge revision are stored with their signa
   assert.ok(verifies(a.key.publicKey, writeString('message', a.originId, a.id, a.keyId, fields), message.signature.value), 'verified here, not by the server');
   const retry = await ok(s.post('/api/messages', { topicId: topic.id, content: 'I wrote this.', clientId: 'c-1', signature: message.signature }, a.token), 201);
   assert.deepEqual(retry, message, 'an identical signed retry returns the stored message');
+  const receipt = await ok(s.get('/api/receipts?kind=message&clientId=c-1', a.token));
+  assert.deepEqual([receipt.request.signature, receipt.response.body], [message.signature, message], 'a receipt echoes the signed request and the stored answer');
   const unsignedRetry = await s.post('/api/messages', { topicId: topic.id, content: 'I wrote this.', clientId: 'c-1' }, a.token);
   assert.equal(unsignedRetry.status, 409, 'the same clientId without the signature is another message');
 
