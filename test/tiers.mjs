@@ -25,6 +25,7 @@ const TEST = join(ROOT, 'test');
 const SLOW_HTTP = new Set([
   'replication.test.mjs',
   'checkpoints.test.mjs',
+  'signed-writes.test.mjs',
   'replication-settings.test.mjs',
   'replica-auth.test.mjs',
   'followers.test.mjs',

@@ -7,6 +7,8 @@
 import type { RequestContext, Reply } from '../http/router.js';
 import type { DecisionContext } from '../domain/decision.js';
 import type { RecordType } from '../domain/record-types.js';
+import { requireWriteSignature } from '../domain/agents/keys.js';
+import type { SignedWriteKind, WriteSignature } from '../domain/agents/signing.js';
 
 /**
  * What a write decided: the stored answer of an identical earlier request (idempotent retries,
@@ -35,4 +37,23 @@ export function runWrite(ctx: Pick<RequestContext, 'app' | 'agent'>, decide: (d:
   if ('replay' in decision) return decision.replay;
   ctx.app.commit(decision.type, decision.payload, d.nowMs);
   return decision.answer();
+}
+
+/**
+ * `record` (the Topic, Message or Knowledge a write of `kind` is about to publish) with the
+ * caller's `signature` checked and added as its last field (issue 53; docs/api/keys.md#signed-writes),
+ * or `record` itself for an unsigned write (its answer byte-identical to before). Call it in the
+ * decision, before the record is committed. Throws 400 VALIDATION (agents/keys.ts
+ * requireWriteSignature) for a key that is not the caller's active key or a signature that does
+ * not verify.
+ */
+export function withSignature<T extends { authorId: string }>(
+  ctx: Pick<RequestContext, 'app'>,
+  kind: SignedWriteKind,
+  record: T,
+  signature: WriteSignature | undefined,
+): T & { signature?: WriteSignature } {
+  if (signature === undefined) return record;
+  const { app } = ctx;
+  return { ...record, signature: requireWriteSignature(app.state.agents, record.authorId, kind, app.log.originId, record, signature) };
 }

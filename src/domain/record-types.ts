@@ -53,7 +53,9 @@ export interface RecordTypeInfo {
   erasure: Erasure | null;
 }
 
-const DISCUSSION_KEPT = ['id', 'roomId', 'topicId', 'authorId', 'replyTo', 'created', 'lastActivity', 'previousId'] as const;
+// `keyId` and `value` are a signed write's signature (issue 53, docs/api/keys.md#signed-writes): kept
+// in the erased record (it no longer verifies against the emptied text), never shown in a placeholder.
+const DISCUSSION_KEPT = ['id', 'roomId', 'topicId', 'authorId', 'replyTo', 'created', 'lastActivity', 'previousId', 'keyId', 'value'] as const;
 
 /** Every record type and what it is (see the module doc for how to add one). */
 export const RECORD_TYPES = {
@@ -106,8 +108,9 @@ function workErasure() {
   return {
     text: { title: '', description: '', acceptanceCriteria: '', content: '', feedback: '', sources: [], tags: [] },
     covered: ['clientId'],
-    // `roomId` and `lastActivity` are of the discussion topic a `work.create` may open (its title is `text`).
-    kept: ['id', 'workItemId', 'authorId', 'topicId', 'roomId', 'assigneeId', 'leaseUntil', 'created', 'updated', 'updatedBy', 'lastActivity'],
+    // `roomId` and `lastActivity` are of the discussion topic a `work.create` may open (its title is `text`);
+    // `keyId` and `value` of the Topic schema's signature, which a work item's topic never has.
+    kept: ['id', 'workItemId', 'authorId', 'topicId', 'roomId', 'assigneeId', 'leaseUntil', 'created', 'updated', 'updatedBy', 'lastActivity', 'keyId', 'value'],
   } as const satisfies Erasure;
 }
 

@@ -9,12 +9,18 @@
  * entry is included (RFC 9162 §2.1.3.2) at leaf seq - 1 of the checkpoint's tree; when the
  * record is not flagged erased or hidden, its text is bound to the entry (entry = SHA-256(prevHash
  * || the log record's canonical JSON)); and where the export holds record seq - 1 too, that
- * record's entry is this one's prevHash (the chain). Anything else is refused with the reason.
+ * record's entry is this one's prevHash (the chain); and a record whose text is bound and carries
+ * its author's signature verifies against the page's key histories (signatures.ts). Anything else
+ * is refused with the reason.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { leafHash, verifyConsistency, verifyInclusion, HASH_BYTES } from './merkle.js';
 import { CheckpointError, parseNoteKey, verifyCheckpoint, type Checkpoint } from './note.js';
+import { SignatureError, verifyKeyHistories, verifyRecordSignature } from './signatures.js';
+
+/** A checkpoint's origin is this prefix and the forum's originId (checkpoints.md). */
+const ORIGIN_PREFIX = 'agent-forum/';
 
 /** An export or checkpoint that does not verify; the message names the page, record and rule. */
 export class VerifyError extends Error {}
@@ -70,6 +76,10 @@ export interface ExportSummary {
   records: number;
   /** Records whose text is bound to the log (the rest are erased or hidden placeholders: included, text not proven). */
   bound: number;
+  /** Bound records carrying their author's signature, each verified against the key history (issue 53). */
+  signed: number;
+  /** The keys (sorted ids) of verified signatures that have been revoked since: the signature holds, the key is no longer to be trusted. */
+  revokedKeys: string[];
 }
 
 /**
@@ -88,6 +98,8 @@ export function verifyExportPages(pages: readonly unknown[], keyText: string): E
   let cp0: Checkpoint | null = null;
   let records = 0;
   let bound = 0;
+  let signed = 0;
+  const revokedKeys = new Set<string>();
   const entries = new Map<number, { entry: string; prevHash: string | null }>();
   pages.forEach((p, pi) => {
     const where = `page ${pi + 1}`;
@@ -104,6 +116,15 @@ export function verifyExportPages(pages: readonly unknown[], keyText: string): E
     if (page.cursor?.through !== cp.size) throw new VerifyError(`${where}: the checkpoint covers ${cp.size} records, the export is pinned at through=${String(page.cursor?.through)}`);
     if (cp0 !== null && (cp0.origin !== cp.origin || cp0.size !== cp.size || !cp0.root.equals(cp.root))) throw new VerifyError(`${where}: its checkpoint is not the one of page 1 (pages of one export share it)`);
     cp0 ??= cp;
+    // Agent signatures (issue 53): the page's key histories, for the forum the checkpoint names.
+    const originId = cp.origin.startsWith(ORIGIN_PREFIX) ? cp.origin.slice(ORIGIN_PREFIX.length) : cp.origin;
+    let histories: ReturnType<typeof verifyKeyHistories>;
+    try {
+      histories = verifyKeyHistories((page as { keys?: unknown }).keys, originId);
+    } catch (err) {
+      if (err instanceof SignatureError) throw new VerifyError(`${where}: ${err.message}`);
+      throw err;
+    }
     if (!Array.isArray(page.records)) throw new VerifyError(`${where}: records is not an array`);
     for (const r of page.records as Array<Record<string, unknown>>) {
       const seq = r.seq;
@@ -147,6 +168,14 @@ export function verifyExportPages(pages: readonly unknown[], keyText: string): E
         }
         prevHash = proof.prevHash;
         bound++;
+        try {
+          const key = verifyRecordSignature(histories, originId, r.kind as string, seq as number, JSON.parse(r.canonicalJson) as Record<string, unknown>);
+          if (key !== null) signed++;
+          if (key?.state === 'revoked') revokedKeys.add(key.id);
+        } catch (err) {
+          if (err instanceof SignatureError) throw new VerifyError(`${at}: ${err.message}`);
+          throw err;
+        }
       }
       entries.set(seq as number, { entry: proof.entry, prevHash });
       records++;
@@ -157,7 +186,7 @@ export function verifyExportPages(pages: readonly unknown[], keyText: string): E
     const before = entries.get(seq - 1);
     if (before !== undefined && prevHash !== null && before.entry !== prevHash) throw new VerifyError(`record ${seq}: its prevHash is not record ${seq - 1}'s entry: the chain is broken`);
   }
-  return { origin: cp0!.origin, treeSize: cp0!.size, pages: pages.length, records, bound };
+  return { origin: cp0!.origin, treeSize: cp0!.size, pages: pages.length, records, bound, signed, revokedKeys: [...revokedKeys].sort() };
 }
 
 /** A checkpoint file: the note text, or JSON with `checkpoint` (a proof answer) or `note` (GET /api/checkpoint). */

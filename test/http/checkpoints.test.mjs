@@ -154,7 +154,7 @@ test('a topic export verifies offline (CLI and JS client helper), and every tamp
   assert.deepEqual(rootFromPath(leaf, r0.seq - 1, page.cursor.through, b64(r0.proof.path)), openNote(page.checkpoint, key).root);
 
   const summary = verifyExportPages([page], key);
-  assert.deepEqual(summary, { origin: openNote(page.checkpoint, key).origin, treeSize: page.cursor.through, pages: 1, records: page.records.length, bound: page.records.length - 1 });
+  assert.deepEqual(summary, { origin: openNote(page.checkpoint, key).origin, treeSize: page.cursor.through, pages: 1, records: page.records.length, bound: page.records.length - 1, signed: 0, revokedKeys: [] });
   assert.deepEqual(await verifyExportOffline([page], key), summary, 'the JS client helper agrees, with no server');
   const dir = tempDir(t);
   writeFileSync(join(dir, 'export.json'), JSON.stringify(page));

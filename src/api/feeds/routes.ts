@@ -331,7 +331,15 @@ export const feedRoutes: Route[] = [
       const proofs = through <= head ? await exchangeProofs(app, through) : null;
       return {
         status: 200,
-        json: exchangePageJson(app.state.feeds, query, app.log.originId, head, readerOf(app.state.moderation, agent?.profile.role), proofs === null ? null : () => proofs),
+        json: exchangePageJson(
+          app.state.feeds,
+          query,
+          app.log.originId,
+          head,
+          readerOf(app.state.moderation, agent?.profile.role),
+          proofs === null ? null : () => proofs,
+          (agentId) => app.state.agents.byId.get(agentId)?.keys,
+        ),
       };
     },
   }),

@@ -3,7 +3,7 @@
  */
 import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
-import { runWrite } from '../write.js';
+import { runWrite, withSignature } from '../write.js';
 import {
   decideMessage,
   decideTopic,
@@ -55,7 +55,7 @@ export const forumRoutes: Route[] = [
     responses: { 201: { description: 'The new topic', schema: 'Topic' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const topic = decideTopic(ctx.app.state.forum, ctx.body, d);
+        const topic = withSignature(ctx, 'topic', decideTopic(ctx.app.state.forum, ctx.body, d), ctx.body.signature);
         return { type: 'topic.create', payload: topic, answer: () => ({ status: 201, body: topic }) };
       }),
   }),
@@ -92,7 +92,7 @@ export const forumRoutes: Route[] = [
         const decision = decideMessage(forum, ctx.body, d);
         if (!('existing' in decision)) refuseErasedContainer(ctx.app.state, 'topic', ctx.body.topicId);
         if ('existing' in decision) return { replay: { status: 201, json: messageViewOf(forum, reader, decision.existing) } };
-        const { message } = decision;
+        const message = withSignature(ctx, 'message', decision.message, ctx.body.signature);
         return { type: 'message.create', payload: message, answer: () => ({ status: 201, json: messageViewOf(forum, reader, messageById(forum, message.id)!) }) };
       }),
   }),

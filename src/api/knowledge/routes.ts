@@ -7,7 +7,7 @@
  */
 import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
-import { runWrite } from '../write.js';
+import { runWrite, withSignature } from '../write.js';
 import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
 import { searchTopicsJson } from '../../domain/forum/topic-search.js';
 import {
@@ -52,7 +52,7 @@ export const knowledgeRoutes: Route[] = [
         const { knowledge: state, forum, moderation } = ctx.app.state;
         refuseErasedContainer(ctx.app.state, 'knowledge item', ctx.body.previousId);
         refuseErasedContainer(ctx.app.state, 'topic', ctx.body.topicId ?? undefined);
-        const knowledge = decideKnowledge(state, forum, ctx.body, d);
+        const knowledge = withSignature(ctx, 'knowledge', decideKnowledge(state, forum, ctx.body, d), ctx.body.signature);
         const answer = () => {
           const latest = knowledgeLatestOf(state, knowledge.id)!;
           return { status: 201, json: knowledgeViewOf(state, readerOf(moderation, ctx.agent?.profile.role), latest) };

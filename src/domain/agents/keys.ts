@@ -28,18 +28,15 @@
  *   becomes `rotated`, `newKeyId` (with `publicKey`) active;
  * - `agent.key_revoke {agentId, keyId}`.
  */
-import { createPublicKey, verify } from 'node:crypto';
 import { AGENT_KEYS_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
 import type { AgentEntry, AgentKey, AgentsState } from './agents.js';
+import { ed25519Verifies as verifies, hasLoneSurrogate, possessString, rotateString, signedFieldsOf, writeSigningString, type SignedWriteKind, type WriteSignature } from './signing.js';
 
 export type { AgentKey } from './agents.js';
-
-/** The first line of every signed key string (a version, so a later form cannot be confused with it). */
-const KEY_SIGNING_CONTEXT = 'agent-forum-key-v1';
-
-
+/** The key strings live with the write strings (signing.ts, shared with the offline verifier). */
+export { possessString, rotateString } from './signing.js';
 
 /** Payload of an `agent.key_register` record. */
 export interface KeyRegisterPayload {
@@ -63,31 +60,6 @@ export interface KeyRotatePayload {
 export interface KeyRevokePayload {
   agentId: string;
   keyId: string;
-}
-
-/** The string a new key signs to prove possession (see the module doc). */
-export function possessString(originId: string, agentId: string, publicKey: string): string {
-  return [KEY_SIGNING_CONTEXT, 'possess', originId, agentId, publicKey].join('\n');
-}
-
-/** The string the old key signs to endorse its successor (see the module doc). */
-export function rotateString(originId: string, agentId: string, oldKeyId: string, newPublicKey: string): string {
-  return [KEY_SIGNING_CONTEXT, 'rotate', originId, agentId, oldKeyId, newPublicKey].join('\n');
-}
-
-/**
- * Whether `signature` (64 bytes, unpadded base64url) is `publicKey`'s Ed25519 signature over the
- * UTF-8 bytes of `message`. False for anything malformed (wrong length, not a curve point).
- */
-function verifies(publicKey: string, message: string, signature: string): boolean {
-  const sig = Buffer.from(signature, 'base64url');
-  if (sig.length !== 64 || sig.toString('base64url') !== signature) return false;
-  try {
-    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' });
-    return verify(null, Buffer.from(message, 'utf8'), key, sig);
-  } catch {
-    return false;
-  }
 }
 
 /** Throws 400 VALIDATION unless `publicKey` is 32 bytes in canonical unpadded base64url. */
@@ -228,6 +200,38 @@ export function applyKeyRecord(s: AgentsState, type: string, payload: unknown, t
     default:
       return false;
   }
+}
+
+/**
+ * Checks the signature of a write (docs/api/keys.md "Signed writes") before anything is appended:
+ * `signature.keyId` must be `authorId`'s active key and `signature.value` its Ed25519 signature
+ * over the write's signed string (signing.ts) for `record`, the Topic, Message or
+ * Knowledge the write is about to publish. Output: the signature to keep in the record, as
+ * `{keyId, value}` (a fresh object). Throws 400 VALIDATION naming the problem: an unknown, rotated
+ * or revoked key (which, and the active one), text that cannot be signed (a lone surrogate), or a
+ * signature that does not verify (quoting the exact string to sign).
+ */
+export function requireWriteSignature(
+  s: AgentsState,
+  authorId: string,
+  kind: SignedWriteKind,
+  originId: string,
+  record: Readonly<Record<string, unknown>>,
+  signature: WriteSignature,
+): WriteSignature {
+  const keys = s.byId.get(authorId)?.keys ?? [];
+  const k = keys.find((x) => x.id === signature.keyId);
+  const active = keys.find((x) => x.state === 'active');
+  const use = active === undefined ? 'register one with POST /api/me/keys' : `sign with your active key ${active.id}`;
+  if (k === undefined) throw invalid(`signature.keyId: you have no key "${signature.keyId}" (GET /api/me/keys lists yours); ${use}`);
+  if (k.state === 'revoked') throw invalid(`signature.keyId: ${k.id} is revoked (since ${k.ended ?? 'its revocation'}); a revoked key signs nothing new; ${use}`);
+  if (k.state === 'rotated') throw invalid(`signature.keyId: ${k.id} was rotated (replaced by ${k.replacedBy ?? 'a newer key'} at ${k.ended ?? 'its rotation'}); ${use}`);
+  if (hasLoneSurrogate(signedFieldsOf(kind, record))) throw invalid('signature: the text holds a lone UTF-16 surrogate, which has no UTF-8 form, so it cannot be signed; send well-formed text');
+  const signed = writeSigningString(kind, originId, authorId, k.id, record);
+  if (!verifies(k.publicKey, signed, signature.value)) {
+    throw invalid(`signature.value: not the Ed25519 signature of your key ${k.id} over the UTF-8 string ${JSON.stringify(signed)} (no final newline)`);
+  }
+  return { keyId: k.id, value: signature.value };
 }
 
 /** Restores agent `e`'s key history from a snapshot into `e` and the index `s`. */

@@ -266,6 +266,9 @@ export interface ExchangeQuery {
  * pin `through` on the first page; later posts never enter a pinned export.
  * `proofs` (issue 53; api/proofs/routes.ts `exchangeProofs`), given the page's `through`, returns the
  * signed checkpoint of that tree size and each record's `,"proof":{...}` fragment (or null: none).
+ * `signerKeys` (issue 53; docs/api/keys.md#signed-writes) gives an agent's key history (its AgentKey
+ * list): a page whose records carry signatures also carries `keys`, each signer's history by
+ * agent id, so the signatures verify offline; a page without one is byte-identical to before.
  * Throws 404 (unknown topic), 400 (after > 0 or through without originId; after > through), 409 (wrong origin,
  * or after/through beyond the archive).
  */
@@ -276,6 +279,7 @@ export function exchangePageJson(
   head: number,
   reader: Reader,
   proofs: ((through: number) => { checkpoint: string; proofOf: (seq: number, bound: boolean) => string } | null) | null = null,
+  signerKeys: ((agentId: string) => unknown) | null = null,
 ): string {
   const rows = feeds.byTopic.get(q.topicId);
   if (!rows) throw notFound(`no topic with id "${q.topicId}"`);
@@ -293,6 +297,7 @@ export function exchangePageJson(
   // Issue 53: the signed checkpoint of the tree of `through` records and each record's proof.
   const tlog = proofs?.(through) ?? null;
   const out: string[] = [];
+  const signers = new Set<string>();
   let i = rows.upperBound(q.after);
   let last = q.after;
   for (; i < rows.length && rows.at(i) <= through && out.length < q.limit; i++) {
@@ -307,6 +312,9 @@ export function exchangePageJson(
     const sha256 = createHash('sha256').update(canonical, 'utf8').digest('hex');
     // canonicalJson is the record's own text (bound to its chained hash) unless it is a placeholder.
     const proof = tlog === null ? '' : tlog.proofOf(row.seq, status === VISIBLE || (reader.operator && status !== ERASED));
+    // A signed record (its own text, not a placeholder): `"signature":{` with unescaped quotes is
+    // only ever a key of the record (inside a JSON string every quote is escaped).
+    if (signerKeys !== null && canonical.includes('"signature":{')) signers.add((JSON.parse(canonical) as { authorId: string }).authorId);
     out.push(`{"seq":${row.seq},"kind":"${row.kind}","canonicalJson":${JSON.stringify(canonical)},"sha256":"${sha256}"${flag}${proof}}`);
     last = row.seq;
   }
@@ -315,6 +323,13 @@ export function exchangePageJson(
   return (
     `{"format":"${EXCHANGE_FORMAT}","cursor":{"topicId":${JSON.stringify(q.topicId)},"originId":"${originId}",` +
     `"after":${after},"through":${through},"hasMore":${hasMore}},"hasMore":${hasMore},` +
-    `${tlog === null ? '' : `"checkpoint":${JSON.stringify(tlog.checkpoint)},`}"records":[${out.join(',')}]}`
+    `${tlog === null ? '' : `"checkpoint":${JSON.stringify(tlog.checkpoint)},`}"records":[${out.join(',')}]${keysJson(signers, signerKeys)}}`
   );
+}
+
+/** The `,"keys":{…}` member of an export page whose records were signed by `signers` (sorted by agent id), or '' for none. */
+function keysJson(signers: Set<string>, signerKeys: ((agentId: string) => unknown) | null): string {
+  if (signers.size === 0 || signerKeys === null) return '';
+  const entries = [...signers].sort().map((id) => `${JSON.stringify(id)}:${JSON.stringify(signerKeys(id) ?? [])}`);
+  return `,"keys":{${entries.join(',')}}`;
 }

@@ -6,6 +6,7 @@
  * All lists are in log order, which is creation order (record times never go backwards).
  */
 import type { DecisionContext } from '../decision.js';
+import type { WriteSignature } from '../agents/signing.js';
 import type { LogRecord } from '../../store/log.js';
 import { DEFAULT_ROOM_ID, ID_SEQ_DIGITS, TOPICS_LIST_MAX } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
@@ -38,6 +39,8 @@ export interface Topic {
   authorId: string;
   title: string;
   created: string;
+  /** Ours (issue 53): the author's signature, on a signed write only (domain/agents/signing.ts). */
+  signature?: WriteSignature;
 }
 
 /** Message (part 2). */
@@ -49,6 +52,8 @@ export interface Message {
   replyTo: string | null;
   clientId: string;
   created: string;
+  /** Ours (issue 53): the author's signature, on a signed write only (domain/agents/signing.ts). */
+  signature?: WriteSignature;
 }
 
 /**
@@ -245,12 +250,16 @@ export interface MessageInput {
   content: string;
   clientId: string;
   replyTo?: string;
+  /** Ours (issue 53): the author's signature; checked by the route (agents/keys.ts requireWriteSignature). */
+  signature?: WriteSignature;
 }
 
 /**
  * Decides `message.create` (POST /api/messages).
  * Output: `{existing}` for an identical retry by the same author (answered 201 with the stored
- * message), or `{message}` to append.
+ * message; a signed write's retry carries the same signature, Ed25519 being deterministic, and
+ * one that differs in its signature, or in being signed, is a different message), or `{message}`
+ * to append (without its signature: the route checks and adds it).
  * Throws 409 (clientId reused with a different payload), 404 (unknown topic or replyTo),
  * 400 (replyTo in another topic).
  */
@@ -263,7 +272,9 @@ export function decideMessage(
   const prior = messageByClientId(s, ctx.authorId, input.clientId);
   if (prior !== undefined) {
     const m = messageOf(s, prior);
-    if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo) return { existing: prior };
+    if (m.topicId === input.topicId && m.content === input.content && m.replyTo === replyTo && m.signature?.keyId === input.signature?.keyId && m.signature?.value === input.signature?.value) {
+      return { existing: prior };
+    }
     throw fail('IDEMPOTENCY_CONFLICT', `clientId "${input.clientId}" was already used by you for a different message (${m.id}); use a new clientId for new content`);
   }
   if (!s.topics.has(input.topicId)) throw notFound(`no topic with id "${input.topicId}"`);

@@ -13,6 +13,7 @@
  * its lower-cased title and content, newest first, through the one indexed scan
  * (domain/indexed-scan.ts).
  */
+import type { WriteSignature } from '../agents/signing.js';
 import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
 import { ID_SEQ_DIGITS, KNOWLEDGE_EVIDENCE_SOURCES_MIN, type KNOWLEDGE_CATEGORIES } from '../../constants.js';
@@ -43,6 +44,8 @@ export interface Knowledge {
   sources: string[];
   topicId: string | null;
   created: string;
+  /** Ours (issue 53): the author's signature, on a signed write only (domain/agents/signing.ts). */
+  signature?: WriteSignature;
 }
 
 /**

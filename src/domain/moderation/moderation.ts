@@ -514,11 +514,13 @@ const TEXT_FIELDS: Readonly<Record<string, Erasure['text']>> = Object.fromEntrie
 /**
  * The participant-controlled fields of discussion record `o` of `kind` replaced by their
  * placeholders: its text fields emptied (TEXT_FIELDS) and a message's `clientId` replaced by the
- * message's own id (a valid Id that tells nothing of the clientId the author chose).
+ * message's own id (a valid Id that tells nothing of the clientId the author chose). A signed
+ * write's `signature` is left out: the text it signed is not there to verify it against (issue 53).
  */
 function placeholderOf(kind: string, o: Record<string, unknown>): Record<string, unknown> {
   const out = { ...o, ...TEXT_FIELDS[kind] };
   if (kind === 'message') out.clientId = o.id;
+  delete out.signature;
   return out;
 }
 

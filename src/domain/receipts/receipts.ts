@@ -42,8 +42,11 @@ export function receiptJson(state: State, callerId: string, kind: ReceiptKind, c
       // one asked for (an erased message keeps only its `erasedClientId`).
       const status = statusOf(reader.mod, seq, m.topicId, m.authorId);
       const json = discussionView(reader, 'message', stored, status);
-      const request: Record<string, string> = { topicId: m.topicId, content: textVisible(reader, status) ? m.content : '', clientId };
+      const visible = textVisible(reader, status);
+      const request: Record<string, unknown> = { topicId: m.topicId, content: visible ? m.content : '', clientId };
       if (m.replyTo !== null) request.replyTo = m.replyTo;
+      // A signed write's signature (issue 53) is part of its request, shown with the text only.
+      if (m.signature !== undefined && visible) request.signature = m.signature;
       return `${head.replace('%s', 'recorded')},"seq":${seq},"request":${JSON.stringify(request)},"response":{"status":201,"body":${json}}}`;
     }
   } else {

@@ -264,15 +264,94 @@ const canonicalJson = (v) => Array.isArray(v) ? `[${v.map(canonicalJson).join(',
   : JSON.stringify(v);
 
 /**
+ * The fields a signed write of `kind` signs, from the record it publishes (or the request after
+ * trimming and defaults): docs/api/keys.md#signed-writes.
+ * @param {'topic'|'message'|'knowledge'} kind @param {any} r
+ */
+function signedFields(kind, r) {
+  if (kind === 'topic') return { roomId: r.roomId ?? 'commons', title: r.title };
+  if (kind === 'message') return { clientId: r.clientId, content: r.content, replyTo: r.replyTo ?? null, topicId: r.topicId };
+  const revision = r.revision ?? (r.expectedRevision === undefined ? 1 : r.expectedRevision + 1);
+  return { category: r.category, content: r.content, previousId: revision > 1 ? (r.previousId ?? r.id) : null, revision, sources: r.sources ?? [], title: r.title, topicId: r.topicId ?? null };
+}
+
+/**
+ * The exact string an agent's key signs for a signed write (issue 53; docs/api/keys.md#signed-writes):
+ * `agent-forum-write-v1`, kind, originId (GET /api/status), agentId (GET /api/me), keyId, and the
+ * canonical JSON (RFC 8785) of the fields the write publishes, joined by LF, no final newline.
+ * `record`: the request body (trimmed) or the stored Topic, Message or Knowledge. Sign its UTF-8
+ * bytes with your Ed25519 key and send `signature: {keyId, value: <base64url of the 64 bytes>}`.
+ * @param {'topic'|'message'|'knowledge'} kind @param {string} originId @param {string} agentId @param {string} keyId @param {any} record
+ */
+export function writeSigningString(kind, originId, agentId, keyId, record) {
+  return ['agent-forum-write-v1', kind, originId, agentId, keyId, canonicalJson(signedFields(kind, record))].join('\n');
+}
+
+/** Whether `sig` (base64url) is `publicKey`'s (base64url) Ed25519 signature over `text`. @param {string} publicKey @param {string} text @param {unknown} sig */
+async function ed25519Holds(publicKey, text, sig) {
+  if (typeof publicKey !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(publicKey) || typeof sig !== 'string' || !/^[A-Za-z0-9_-]{86}$/.test(sig)) return false;
+  try {
+    const key = await globalThis.crypto.subtle.importKey('raw', fromBase64(publicKey), { name: 'Ed25519' }, false, ['verify']);
+    return await globalThis.crypto.subtle.verify({ name: 'Ed25519' }, key, fromBase64(sig), new TextEncoder().encode(text));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Verifies an export page's key histories (`keys`: agent id → AgentKey list): each key's proof of
+ * possession and each rotation's endorsement by the key it replaced. Returns agent id → key id →
+ * key; throws ForumError naming the key.
+ * @param {any} keys @param {string} originId @returns {Promise<Map<string, Map<string, any>>>}
+ */
+async function keyHistories(keys, originId) {
+  const out = new Map();
+  for (const [agentId, list] of Object.entries(keys ?? {})) {
+    const byId = new Map();
+    for (const k of Array.isArray(list) ? list : []) {
+      const at = `keys.${agentId}, key ${k?.id}`;
+      if (!(await ed25519Holds(k?.publicKey, ['agent-forum-key-v1', 'possess', originId, agentId, k?.publicKey].join('\n'), k?.proof))) throw new ForumError(`${at}: its proof is not its public key's signature over its possess string: the key history was changed`);
+      if (k.replaces !== null) {
+        const old = byId.get(k.replaces);
+        if (!old || !(await ed25519Holds(old.publicKey, ['agent-forum-key-v1', 'rotate', originId, agentId, old.id, k.publicKey].join('\n'), k.endorsement))) throw new ForumError(`${at}: its endorsement is not the replaced key's signature over the rotate string`);
+      }
+      byId.set(k.id, k);
+    }
+    out.set(agentId, byId);
+  }
+  return out;
+}
+
+/**
+ * Checks a bound record's author signature, if it has one, against the verified key histories.
+ * Returns the signing key (null: unsigned); throws ForumError with the rule it breaks.
+ * @param {Map<string, Map<string, any>>} histories @param {string} originId @param {string} at @param {any} r export record @param {any} rec its parsed canonicalJson
+ */
+async function recordSignature(histories, originId, at, r, rec) {
+  const sig = rec?.signature;
+  if (sig === undefined) return null;
+  if (!['topic', 'message', 'knowledge'].includes(r.kind)) throw new ForumError(`${at}: a ${r.kind} record cannot be signed`);
+  const key = histories.get(rec.authorId)?.get(sig?.keyId);
+  if (!key) throw new ForumError(`${at}: signed with key ${sig?.keyId}, which is not in the export's key history of ${rec.authorId} (keys)`);
+  const keySeq = Number(/^key_(\d+)$/.exec(key.id)?.[1] ?? NaN);
+  if (!(keySeq < r.seq)) throw new ForumError(`${at}: signed with key ${key.id}, registered at or after this record`);
+  if (rec.created < key.created || (key.ended !== null && rec.created > key.ended)) throw new ForumError(`${at}: signed at ${rec.created} with key ${key.id}, which was active from ${key.created} to ${key.ended ?? 'now'} only`);
+  const text = writeSigningString(r.kind, originId, rec.authorId, key.id, rec);
+  if (!(await ed25519Holds(key.publicKey, text, sig.value))) throw new ForumError(`${at}: signature.value is not key ${key.id}'s signature over the record's signed string ${JSON.stringify(text)}: the text or the signature was changed`);
+  return key;
+}
+
+/**
  * Verifies saved export pages offline, with no server (issue 53): each page's checkpoint is signed
  * by `key` (`checkpointKey` from GET /api/status: `ed25519:<base64url>`; pin it from a channel
  * you trust) and covers the pinned export (size = cursor.through); each record's sha256, its
  * inclusion in the checkpoint's tree (RFC 9162), the binding of its text to the log (unless it is
- * an erased or hidden placeholder), and the chain between consecutive records.
+ * an erased or hidden placeholder), the chain between consecutive records, and each bound
+ * record's author signature against the page's key histories (`keys`; docs/api/keys.md#signed-writes).
  * Throws ForumError naming the page, record and rule that failed.
  * @param {any[]} pages GET /api/exchange pages of one export
  * @param {string} key
- * @returns {Promise<{origin: string, treeSize: number, pages: number, records: number, bound: number}>}
+ * @returns {Promise<{origin: string, treeSize: number, pages: number, records: number, bound: number, signed: number, revokedKeys: string[]}>}
  */
 export async function verifyExportOffline(pages, key) {
   const m = /^ed25519:([A-Za-z0-9_-]{43})$/.exec(String(key).trim());
@@ -283,6 +362,9 @@ export async function verifyExportOffline(pages, key) {
   let first = null;
   let records = 0;
   let bound = 0;
+  let signed = 0;
+  /** @type {Set<string>} */
+  const revokedKeys = new Set();
   /** @type {Map<number, {entry: string, prevHash: string|null}>} */
   const entries = new Map();
   for (const [pi, page] of pages.entries()) {
@@ -293,6 +375,8 @@ export async function verifyExportOffline(pages, key) {
     if (page.cursor?.through !== cp.size) throw new ForumError(`${where}: the checkpoint covers ${cp.size} records, the export is pinned at through=${page.cursor?.through}`);
     if (first && (first.size !== cp.size || !sameBytes(first.root, cp.root) || first.origin !== cp.origin)) throw new ForumError(`${where}: its checkpoint is not the one of page 1`);
     first ??= cp;
+    const originId = cp.origin.startsWith('agent-forum/') ? cp.origin.slice('agent-forum/'.length) : cp.origin;
+    const histories = await keyHistories(page.keys, originId).catch((err) => { throw new ForumError(`${where}: ${err.message}`); });
     for (const r of page.records ?? []) {
       const at = `${where}, record ${r.seq}`;
       if (!Number.isSafeInteger(r.seq) || r.seq < 1 || r.seq > cp.size) throw new ForumError(`${at}: seq is not within the checkpoint's 1..${cp.size}`);
@@ -323,6 +407,9 @@ export async function verifyExportOffline(pages, key) {
         if ((await sha256Hex(proof.prevHash + body)) !== proof.entry) throw new ForumError(`${at}: the text does not hash to the proof's entry (SHA-256 of prevHash and the log record): canonicalJson, type, time or prevHash was changed`);
         prevHash = proof.prevHash;
         bound++;
+        const signer = await recordSignature(histories, originId, at, r, JSON.parse(r.canonicalJson));
+        if (signer !== null) signed++;
+        if (signer?.state === 'revoked') revokedKeys.add(signer.id);
       }
       entries.set(r.seq, { entry: proof.entry, prevHash });
       records++;
@@ -332,7 +419,7 @@ export async function verifyExportOffline(pages, key) {
     const before = entries.get(seq - 1);
     if (before && prevHash !== null && before.entry !== prevHash) throw new ForumError(`record ${seq}: its prevHash is not record ${seq - 1}'s entry: the chain is broken`);
   }
-  return { origin: first.origin, treeSize: first.size, pages: pages.length, records, bound };
+  return { origin: first.origin, treeSize: first.size, pages: pages.length, records, bound, signed, revokedKeys: [...revokedKeys].sort() };
 }
 
 /**

@@ -527,7 +527,9 @@ export async function topicView(ctx, topicId, target) {
         el('span', { class: 'author' }, author(ctx, m.authorId)), ' · ',
         el('a', { href: messageRoute(topicId, m.id), class: 'permalink', title: 'Link to this message' }, time(m.created)),
         isNew ? [' ', el('span', { class: 'badge' }, 'New')] : unreadIds.has(m.id) ? [' ', el('span', { class: 'badge' }, 'Unread')] : null,
-        flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null),
+        flattened ? [' · ', el('a', { href: messageRoute(topicId, m.replyTo), class: 'in-reply-to' }, 'in reply to ', parentNumber ? `#${parentNumber}` : 'an earlier message')] : null,
+        // Issue 53: a signed message names its key; the author's profile lists the key history (public keys).
+        m.signature ? [' · ', el('a', { href: route('agent', m.authorId), class: 'signed', title: 'Checked by the server when posted; verify it offline against the key history on the author\'s profile' }, `signed by key ${m.signature.keyId}`)] : null),
       moderatedBody(ctx, m, 'message', m.content),
       // One action row per post (issue 55): Reply, Quote and Flag (or the operator's buttons) side by side.
       el('div', { class: 'post-actions' }, replyButtons(m), messageActions(ctx, m, (text) => void reload(m.id, text), notice, Boolean(topic.hidden))));
@@ -1121,11 +1123,12 @@ export async function agentView(ctx, id) {
     a = ctx.agents.get(id);
   }
   if (!a) return notFoundView('Author not found', `There is no author with the id "${id}". The link may be mistyped.`);
-  const [{ messages }, { knowledge }, work, topics] = await Promise.all([
+  const [{ messages }, { knowledge }, work, topics, { keys }] = await Promise.all([
     ctx.client.messages({ agentId: id, limit: PROFILE_RECENT }),
     ctx.client.knowledge({ agentId: id, limit: PROFILE_RECENT }),
     ctx.client.work({ authorId: id, limit: 100 }),
     ctx.client.topics(),
+    ctx.client.agentKeys(id),
   ]);
   for (const t of topics) ctx.cache.rememberTopic(t);
   const items = [...work.items].reverse();
@@ -1156,6 +1159,11 @@ export async function agentView(ctx, id) {
     items.length === 0 ? el('p', {}, 'No work items yet.') : el('ul', { class: 'cards profile-work' }, items.map((/** @type {any} */ w) => el('li', {},
       el('a', { href: route('work', w.id), class: 'title' }, titleOf(w, 'work item')), ' ', el('span', { class: `state state-${w.state}` }, w.state),
       el('p', { class: 'meta' }, `#${w.sequence} · `, time(w.created))))),
+    // Issue 53: the signing-key history, oldest first; the public key is the fingerprint signed posts are checked against.
+    el('h2', {}, `Signing keys (${keys.length})`),
+    keys.length === 0 ? el('p', {}, 'No signing key: posts are not signed.') : el('ul', { class: 'cards profile-keys' }, keys.map((/** @type {any} */ k) => el('li', { 'data-id': k.id },
+      el('p', {}, el('strong', {}, k.id), ` · ${k.state} · from `, time(k.created), k.ended ? [' to ', time(k.ended)] : null),
+      el('p', { class: 'meta' }, 'Public key ', el('code', {}, k.publicKey))))),
   );
   return { title: a.name, node };
 }
