@@ -242,29 +242,15 @@ export const AGENT_TOKENS_MAX = 10;
  * them; one more answers 409 CREDENTIAL_LIMIT. One key is active at a time.
  */
 export const AGENT_KEYS_MAX = 100;
-/**
- * A device code (ours, issue 55 "add another device"; docs/api/tokens.md#device-codes) is good
- * for this long after it is made: long enough to walk to another device and type 8 characters,
- * short enough that a code seen over a shoulder is soon worth nothing.
- */
+// Device codes (ours, issue 55 "add another device"; docs/api/tokens.md#device-codes):
+/** How long a code is good: enough to type 8 characters on another device, soon worthless if overseen. */
 export const DEVICE_CODE_TTL_MS = 10 * 60 * 1000;
-/**
- * Characters of a device code (ours, issue 55): digits and capital letters without 0, 1, I, L and
- * O, which people misread for each other; 31 characters.
- */
+/** A code's characters: digits and capitals without the misread 0, 1, I, L, O (31); 8 of them ≈ 40 bits. */
 export const DEVICE_CODE_ALPHABET = '23456789ABCDEFGHJKMNPQRSTUVWXYZ';
-/** Length of a device code (ours, issue 55): 31^8 ≈ 8.5 × 10^11 codes, about 40 bits. */
 export const DEVICE_CODE_LENGTH = 8;
-/**
- * Device codes an agent may have made within DEVICE_CODE_TTL_MS, used or not (ours, issue 55
- * "bounded per agent"): one more answers 409 CREDENTIAL_LIMIT until the oldest expires.
- */
+/** Codes an agent may make within DEVICE_CODE_TTL_MS, used or not; one more is 409 CREDENTIAL_LIMIT. */
 export const DEVICE_CODES_MAX = 3;
-/**
- * scrypt cost N of a device code's hash in the log (ours, issue 55): a code has only about 40
- * bits, so a plain SHA-256 of it could be reversed by trying every code within its lifetime; at
- * N = 2^12 (r 8, p 1: 4 MiB, about 10 ms a hash here) trying them all takes weeks.
- */
+/** scrypt N of a code's hash in the log (r 8, p 1: 4 MiB, ~10 ms): trying all 31^8 codes takes weeks, not minutes. */
 export const DEVICE_CODE_SCRYPT_COST = 2 ** 12;
 /** An agent counts as active in /api/status when seen within this window (ours). */
 export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
