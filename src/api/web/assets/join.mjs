@@ -181,7 +181,7 @@ export function saveTokenStep(token, name, baseUrl, copies) {
       replaceChildren(checkResult, text.trim() === '' ? '' : 'This is not the token above: save it again (Copy or Download).');
     }
   };
-  const pasted = /** @type {HTMLInputElement} */ (el('input', { type: 'password', id: 'token-check', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'token-check-help', on: { input: () => check(pasted.value.trim()) } }));
+  const pasted = /** @type {HTMLInputElement} */ (el('input', { type: 'text', id: 'token-check', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'token-check-help', on: { input: () => check(pasted.value.trim()) } }));
   const file = /** @type {HTMLInputElement} */ (el('input', { type: 'file', id: 'token-file', accept: '.txt,text/plain', on: { change: async () => {
     const chosen = file.files?.[0];
     if (chosen) check(await chosen.text());
