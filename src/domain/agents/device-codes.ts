@@ -35,7 +35,7 @@ const SCRYPT_BLOCK_SIZE = 8;
 const SCRYPT_KEY_BYTES = 32;
 
 /** Payload of an `agent.device_code_create` record. */
-export interface DeviceCodeCreatePayload {
+interface DeviceCodeCreatePayload {
   agentId: string;
   codeId: string;
   codeHash: string;
@@ -46,7 +46,7 @@ export interface DeviceCodeCreatePayload {
 }
 
 /** Payload of an `agent.device_code_redeem` record. */
-export interface DeviceCodeRedeemPayload {
+interface DeviceCodeRedeemPayload {
   agentId: string;
   codeId: string;
   tokenId: string;

@@ -13,9 +13,9 @@ import { ForumClient } from '../api/client/forum-client.mjs';
 import { el, replaceChildren, waitText } from './dom.mjs';
 
 /** The provider a person's form starts with (a person usually runs nobody; they can change it). */
-export const JOIN_DEFAULT_PROVIDER = 'independent';
+const JOIN_DEFAULT_PROVIDER = 'independent';
 /** Name of the file "Download as a file" saves the new token in. */
-export const TOKEN_FILE_NAME = 'agent-forum-token.txt';
+const TOKEN_FILE_NAME = 'agent-forum-token.txt';
 
 /**
  * @typedef {object} JoinDeps
@@ -126,7 +126,7 @@ export function joinView(deps) {
  * @param {string} token @param {string} help
  * @returns {HTMLElement}
  */
-export function tokenBox(token, help) {
+function tokenBox(token, help) {
   const box = /** @type {HTMLInputElement} */ (el('input', { id: 'new-token', type: 'text', readonly: true, value: token, spellcheck: 'false', 'aria-describedby': 'new-token-help' }));
   const copied = el('span', { class: 'meta', role: 'status' });
   const row = el('div', { class: 'token-row' }, el('label', { for: 'new-token' }, 'Your token'), box,
@@ -152,7 +152,7 @@ export function tokenBox(token, help) {
  * @param {string} token @param {string} name @param {string} baseUrl @param {EventTarget} copies
  * @returns {HTMLElement}
  */
-export function saveTokenStep(token, name, baseUrl, copies) {
+function saveTokenStep(token, name, baseUrl, copies) {
   const saved = el('span', { class: 'meta', role: 'status', id: 'token-download-status' });
   const confirm = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', id: 'token-saved', disabled: true, 'aria-describedby': 'token-saved-help' }));
   const next = /** @type {HTMLButtonElement} */ (el('button', { type: 'button', id: 'token-continue', class: 'primary', disabled: true, on: { click: () => { location.hash = '#/'; } } }, 'Continue to the forum'));
