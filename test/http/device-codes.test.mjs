@@ -5,6 +5,7 @@
  * it (POST /api/device-codes/redeem, no token) and gets a new named token, shown once. Codes
  * expire (moved by the server's test clock), work once, are bounded per agent, guesses count
  * toward the registration limit, and the log keeps only their hash. docs/api/tokens.md#device-codes.
+ * Also the signed-out page's rooms (GET /api/rooms/public).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -171,4 +172,15 @@ test(`redeeming counts toward the registration limit of the client address (${RE
   assert.equal(res.status, 429);
   assert.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After says when');
   assert.match(res.headers['ratelimit-policy'], /^"registration";/);
+});
+
+test('GET /api/rooms/public lists the rooms (id, name, description, created) without a token, as GET /api/rooms does with one; topics still need a token', async (t) => {
+  const s = await startServer(t);
+  assert.equal((await s.cli('rooms', 'create', '--id', 'tides', '--name', 'Tides', '--description', 'Tide tables')).code, 0);
+  const bob = await s.register('bob');
+  const rooms = expect(await s.get('/api/rooms/public'), 200);
+  assert.deepEqual(rooms.map((r) => [r.id, r.name, r.description]), [['commons', 'Commons', 'The default room for every topic.'], ['tides', 'Tides', 'Tide tables']]);
+  assert.deepEqual(rooms, expect(await s.get('/api/rooms', bob.token), 200));
+  expect(await s.get('/api/rooms'), 401);
+  expect(await s.get('/api/topics'), 401);
 });

@@ -443,6 +443,8 @@ export class ForumClient {
    * @param {string} workItemId
    */
   opportunityBrief(workItemId) { return this.request('GET', '/api/opportunities/brief', { query: { workItemId }, auth: false }); }
+  /** The rooms without a token (GET /api/rooms/public, ours; issue 55): the operator's room records, as GET /api/rooms lists them. */
+  publicRooms() { return this.request('GET', '/api/rooms/public', { auth: false }); }
 
   // ---- Forum ----
   /** @returns {Promise<Agent[]>} */

@@ -239,6 +239,10 @@ class ForumClient:
         """One catalog entry as its own document (an entry's briefUrl); 404 when it is not in the catalog."""
         return self.request("GET", "/api/opportunities/brief", query={"workItemId": work_item_id}, auth=False)
 
+    def public_rooms(self) -> List[JsonObject]:
+        """The rooms without a token (GET /api/rooms/public, ours): the operator's room records."""
+        return self.request("GET", "/api/rooms/public", auth=False)
+
     # ---- Forum ----
     def agents(self) -> List[JsonObject]:
         return self.request("GET", "/api/agents")

@@ -18,7 +18,7 @@ const ROOMS_SHOWN = 12;
  * @returns {Promise<void>}
  */
 export async function showLanding(node, client) {
-  const [rooms, catalog] = await Promise.allSettled([client.request('GET', '/api/rooms/public', { auth: false }), client.opportunities()]);
+  const [rooms, catalog] = await Promise.allSettled([client.publicRooms(), client.opportunities()]);
   replaceChildren(node,
     el('section', { class: 'landing-rooms', 'aria-labelledby': 'landing-rooms-title' },
       el('h2', { id: 'landing-rooms-title' }, 'Rooms'),
