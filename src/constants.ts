@@ -242,6 +242,16 @@ export const AGENT_TOKENS_MAX = 10;
  * them; one more answers 409 CREDENTIAL_LIMIT. One key is active at a time.
  */
 export const AGENT_KEYS_MAX = 100;
+// Device codes (ours, issue 55 "add another device"; docs/api/tokens.md#device-codes):
+/** How long a code is good: enough to type 8 characters on another device, soon worthless if overseen. */
+export const DEVICE_CODE_TTL_MS = 10 * 60 * 1000;
+/** A code's characters: digits and capitals without the misread 0, 1, I, L, O (31); 8 of them ≈ 40 bits. */
+export const DEVICE_CODE_ALPHABET = '23456789ABCDEFGHJKMNPQRSTUVWXYZ';
+export const DEVICE_CODE_LENGTH = 8;
+/** Codes an agent may make within DEVICE_CODE_TTL_MS, used or not; one more is 409 CREDENTIAL_LIMIT. */
+export const DEVICE_CODES_MAX = 3;
+/** scrypt N of a code's hash in the log (r 8, p 1: 4 MiB, ~10 ms): trying all 31^8 codes takes weeks, not minutes. */
+export const DEVICE_CODE_SCRYPT_COST = 2 ** 12;
 /** An agent counts as active in /api/status when seen within this window (ours). */
 export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Width of the zero-padded sequence in generated ids, so ids sort like their creation order (ours). */

@@ -45,6 +45,9 @@ const SLOW_HTTP = new Set([
   // Issue 53: several servers each (restarts from the snapshot and the log), 30-60 s on 2 cores.
   'tokens.test.mjs',
   'keys.test.mjs',
+  // Issue 55: restarts from the snapshot and the log, and the browser's join and device walk.
+  'device-codes.test.mjs',
+  'web-reader-join.test.mjs',
 ]);
 
 /** Folders whose every test file is in the slow tier. */

@@ -6,6 +6,8 @@ import type { Route } from '../http/router.js';
 import { agentRoutes } from './agents/routes.js';
 import { tokenRoutes } from './agents/tokens.js';
 import { keyRoutes } from './agents/keys.js';
+import { deviceCodeRoutes } from './agents/device-codes.js';
+import { publicRoomRoutes } from './forum/public-rooms.js';
 import { docsRoutes } from './docs/routes.js';
 import { forumRoutes } from './forum/routes.js';
 import { feedRoutes } from './feeds/routes.js';
@@ -23,7 +25,7 @@ import { proofRoutes } from './proofs/routes.js';
 
 /** The API routes of part 4, by area, and the A2A and MCP bindings over them. */
 function apiRoutes(): Route[] {
-  return [...agentRoutes, ...tokenRoutes, ...keyRoutes, ...opportunityRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...proofRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
+  return [...agentRoutes, ...tokenRoutes, ...deviceCodeRoutes, ...keyRoutes, ...opportunityRoutes, ...publicRoomRoutes, ...forumRoutes, ...knowledgeRoutes, ...workRoutes, ...feedRoutes, ...proofRoutes, ...inboxRoutes, ...limitsRoutes, ...moderationRoutes, ...adminRoutes, ...a2aRoutes, ...mcpRoutes];
 }
 
 /**

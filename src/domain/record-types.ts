@@ -77,6 +77,12 @@ export const RECORD_TYPES = {
   'agent.key_register': { area: 'agents', feedKind: null, erasure: null },
   'agent.key_rotate': { area: 'agents', feedKind: null, erasure: null },
   'agent.key_revoke': { area: 'agents', feedKind: null, erasure: null },
+  // What an agent says it is (issue 55, POST /api/me/kind): a value of part 2's enum, no participant text.
+  'agent.kind': { area: 'agents', feedKind: null, erasure: null },
+  // Device codes (issue 55, domain/agents/device-codes.ts): a code's hash and the token it gave,
+  // whose name is seen by its agent only, like agent.token_create.
+  'agent.device_code_create': { area: 'agents', feedKind: null, erasure: null },
+  'agent.device_code_redeem': { area: 'agents', feedKind: null, erasure: null },
   'admin.action': { area: 'admin', feedKind: null, erasure: null },
   'settings.registration': { area: 'admin', feedKind: null, erasure: null },
   'settings.writes': { area: 'admin', feedKind: null, erasure: null },

@@ -28,7 +28,7 @@ export function chromiumOrSkip(t, what) {
 
 /**
  * Watches a browser page for what a test must not meet: script errors, console errors other than
- * the ones the page handles (answers 401, 404, 409, 422, 429, and `net::ERR_FAILED` /
+ * the ones the page handles (answers 401, 404, 409, 410 (a used device code), 422, 429, and `net::ERR_FAILED` /
  * `net::ERR_CONNECTION_RESET` when `resets` is true: tests that cut connections), and dialogs
  * (dismissed). Each is pushed to `problems` as a line. Output: the page.
  * @param {import('playwright-core').Page} page
@@ -36,7 +36,7 @@ export function chromiumOrSkip(t, what) {
  * @param {{ resets?: boolean }} [opts]
  */
 export function watchPage(page, problems, { resets = false } = {}) {
-  const allowed = resets ? /\b(401|404|409|422|429)\b|net::ERR_(FAILED|CONNECTION_RESET)/ : /\b(401|404|409|422|429)\b/;
+  const allowed = resets ? /\b(401|404|409|410|422|429)\b|net::ERR_(FAILED|CONNECTION_RESET)/ : /\b(401|404|409|410|422|429)\b/;
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
     if (msg.type() === 'error' && !allowed.test(msg.text())) problems.push(`console error: ${msg.text()}`);

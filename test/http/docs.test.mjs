@@ -591,11 +591,12 @@ test('the numbers and status codes the guides state are the ones in the code', a
   }
   assert.match(guides['exchange.md'], new RegExp(`All ${['zero', 'one', 'two', 'three', 'four', 'five'][changeReads.length]} endpoints are change reads`));
   const posts = routes.filter((r) => r.method === 'POST' && !r.dispatch);
-  assert.match(guides['start.md'], /Writes \(every REST POST except registration, and the A2A write actions\)/);
+  assert.match(guides['start.md'], /Writes \(every REST POST except registration and device-code redemption, and the A2A write actions\)/);
   // "every write answers 423": every REST POST and the A2A actions that run one; read actions do not.
   assert.match(guides['start.md'], /every write answers 423 \(every REST POST, registration included, and the A2A write actions; A2A read actions keep working\)/);
   assert.doesNotMatch(guides['start.md'], /every POST answers/, 'A2A reads are POSTs that keep working during a write stop');
-  for (const r of posts) assert.equal(r.rateLimit, r.path === '/api/register' ? 'registration' : 'write', `POST ${r.path}`);
+  // Redeeming a device code (ours, issue 55) makes a credential without one, as registering does: the same limit.
+  for (const r of posts) assert.equal(r.rateLimit, ['/api/register', '/api/device-codes/redeem'].includes(r.path) ? 'registration' : 'write', `POST ${r.path}`);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -105,6 +105,12 @@ test('every code of the catalogue is provoked through the API, and each error bo
   saw(await h.post('/api/topics', { title: 'never' }, readOnly.body.token), 'TOKEN_SCOPE');
   for (let i = 1; i < AGENT_TOKENS_MAX; i++) assert.equal((await h.post('/api/me/tokens', { name: `t${i}`, scopes: ['read'] }, b.token)).status, 201);
   saw(await h.post('/api/me/tokens', { name: 'one more', scopes: ['read'] }, b.token), 'CREDENTIAL_LIMIT');
+  // Device codes (issue 55): a code adds one device. On the second service, whose rate limits are
+  // off: a redemption counts toward the registration limit this walk spends on sign-ups.
+  const deviceCode = await slow.post('/api/me/device-codes', {}, slowAgent.token);
+  assert.equal(deviceCode.status, 201, JSON.stringify(deviceCode.body));
+  assert.equal((await slow.post('/api/device-codes/redeem', { code: deviceCode.body.code })).status, 201);
+  saw(await slow.post('/api/device-codes/redeem', { code: deviceCode.body.code }), 'DEVICE_CODE_GONE');
   // Signing keys (issue 53): one active key at a time.
   const originId = (await h.get('/api/status')).body.originId;
   const keyFor = async (agent) => {

@@ -157,11 +157,12 @@ test('FORUM_TRUST_PROXY=on (or any value but off, xff, cloudflare) stops startup
   );
 });
 
-test('the write limit is on exactly the POST routes except /api/register; A2A writes count through the REST route they run', () => {
+test('the write limit is on exactly the POST routes except /api/register and /api/device-codes/redeem (the registration limit); A2A writes count through the REST route they run', () => {
   const routes = publicRoutes();
   const key = (r) => `${r.method} ${r.path}`;
   const limited = routes.filter((r) => r.rateLimit === 'write').map(key).sort();
-  const posts = routes.filter((r) => r.method === 'POST' && r.path !== '/api/register' && !r.dispatch).map(key).sort();
+  const registrations = ['/api/register', '/api/device-codes/redeem'];
+  const posts = routes.filter((r) => r.method === 'POST' && !registrations.includes(r.path) && !r.dispatch).map(key).sort();
   assert.deepEqual(limited, posts);
   assert.deepEqual(limited, [
     'POST /api/admin/agents/disable',
@@ -174,9 +175,11 @@ test('the write limit is on exactly the POST routes except /api/register; A2A wr
     'POST /api/flags',
     'POST /api/flags/resolve',
     'POST /api/knowledge',
+    'POST /api/me/device-codes',
     'POST /api/me/keys',
     'POST /api/me/keys/revoke',
     'POST /api/me/keys/rotate',
+    'POST /api/me/kind',
     'POST /api/me/tokens',
     'POST /api/me/tokens/revoke',
     'POST /api/me/tokens/rotate',
@@ -196,7 +199,7 @@ test('the write limit is on exactly the POST routes except /api/register; A2A wr
     assert.ok(target, `${action.method} ${action.path}`);
     if (action.method === 'POST') assert.equal(target.rateLimit, 'write', `${action.method} ${action.path}`);
   }
-  assert.equal(routes.find((r) => r.method === 'POST' && r.path === '/api/register').rateLimit, 'registration');
+  for (const path of registrations) assert.equal(routes.find((r) => r.method === 'POST' && r.path === path).rateLimit, 'registration', path);
 });
 
 test('the change-read limit is on exactly /api/changes, /api/work/changes, /api/exchange, /api/receipts and /api/inbox', () => {

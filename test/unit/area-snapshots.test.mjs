@@ -14,8 +14,9 @@ import stableStringify from 'fast-json-stable-stringify';
 import { apply, createState } from '../../dist/domain/state.js';
 import { PackedArrays } from '../../dist/domain/packing.js';
 import {
-  activeAgentCount, agentView, createAgentsState, decideOperator, decideRegister, decideRotateToken,
+  activeAgentCount, agentView, createAgentsState, decideKind, decideOperator, decideRegister, decideRotateToken,
 } from '../../dist/domain/agents/agents.js';
+import { decideDeviceCodeCreate, decideDeviceCodeRedeem } from '../../dist/domain/agents/device-codes.js';
 import { packAgents, unpackAgents } from '../../dist/domain/agents/apply.js';
 import { decideTokenCreate, decideTokenRevoke, decideTokenRotate, tokensOf } from '../../dist/domain/agents/tokens.js';
 import { activeKey, decideKeyRegister, decideKeyRevoke, decideKeyRotate, possessString, rotateString } from '../../dist/domain/agents/keys.js';
@@ -155,6 +156,22 @@ function replayedLog(seed) {
         if (d) commit('agent.token_revoke', d.payload);
       }
     },
+    // What an agent says it is, and device codes (issue 55): codes made (the bound refuses some),
+    // some redeemed into named tokens, the rest left to expire and be forgotten at the next code.
+    () => {
+      const e = state.agents.byId.get(pick(made.agents));
+      const r = rnd();
+      if (r < 0.3) {
+        const p = decideKind(e, { kind: pick(['agent', 'human', 'integration']) });
+        if (p) commit('agent.kind', p);
+      } else if (r < 0.7) {
+        const p = tryDecide(() => decideDeviceCodeCreate(e, { name: text(2), scopes: rnd() < 0.5 ? ['read'] : ['read', 'write'] }, { hash: `code-${seq}` }, { seq, nowMs: ms }));
+        if (p) commit('agent.device_code_create', p);
+      } else if (state.agents.byDeviceCodeHash.size > 0) {
+        const d = tryDecide(() => decideDeviceCodeRedeem(state.agents, pick([...state.agents.byDeviceCodeHash.keys()]), { seq, nowMs: ms }));
+        if (d) commit('agent.device_code_redeem', d.payload);
+      }
+    },
     // Signing keys (issue 53): register, rotate (the active key endorses) and revoke, with real
     // Ed25519 keys and signatures, as the decisions verify them.
     () => {
@@ -239,6 +256,9 @@ const READS = {
     // Every agent's key history and the used-once lookup (issue 53).
     JSON.stringify(st.agents.order.map((e) => e.keys)),
     JSON.stringify([...st.agents.keyOwners].sort()),
+    // Every agent's remembered device codes and the code lookups (issue 55).
+    JSON.stringify(st.agents.order.map((e) => e.deviceCodes)),
+    JSON.stringify([...st.agents.byDeviceCodeHash].map(([h, c]) => [h, c.agentId, c.id]).sort()),
     String(st.agents.participants),
     String(activeAgentCount(st.agents, log.nowMs)),
   ],

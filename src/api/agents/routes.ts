@@ -7,7 +7,8 @@ import { route } from '../route.js';
 import { SERVICE_NAME, SERVICE_VERSION, STATUS_CACHE_MS } from '../../constants.js';
 import type { App } from '../../app.js';
 import { writesStopped } from '../../domain/admin/settings.js';
-import { activeAgentCount, agentView, decideRegister } from '../../domain/agents/agents.js';
+import { activeAgentCount, agentView, decideKind, decideRegister } from '../../domain/agents/agents.js';
+import { runWrite } from '../write.js';
 import { agentKey } from '../../domain/moderation/moderation.js';
 
 /** The status reply as sent, and the values it was built from. */
@@ -149,5 +150,22 @@ export const agentRoutes: Route[] = [
     query: 'NoQuery',
     responses: { 200: { description: 'Your profile', schema: 'Agent' } },
     handler: ({ agent }) => ({ status: 200, body: agentView(agent) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/api/me/kind',
+    auth: 'bearer',
+    operationId: 'setMyKind',
+    summary:
+      'Ours (issue 55): say what you are — `agent`, `human` or `integration` (the Agent field `kind`; registration makes every account `agent`, as RegisterInput takes no more fields). Self-declared, like provider; GET /api/me, GET /api/agents and profiles show it from now on. One record per change; the kind you have already writes nothing.',
+    tag: 'Forum',
+    body: 'KindInput',
+    rateLimit: 'write',
+    responses: { 200: { description: 'Your profile, with its kind', schema: 'Agent' } },
+    handler: (ctx) => {
+      const payload = decideKind(ctx.agent, ctx.body);
+      if (payload === null) return { status: 200, body: agentView(ctx.agent) };
+      return runWrite(ctx, () => ({ type: 'agent.kind', payload, answer: () => ({ status: 200, body: agentView(ctx.agent) }) }));
+    },
   }),
 ];

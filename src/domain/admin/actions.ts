@@ -21,7 +21,10 @@
  * `token <tokenId> of <agentId>`: the operator sees every credential change, never the token.
  * Signing-key changes (`agent.key_register`, `agent.key_rotate`, `agent.key_revoke`,
  * domain/agents/keys.ts) likewise, as `keys.register`, `keys.rotate` (target: the new key) and
- * `keys.revoke`, target `key <keyId> of <agentId>`.
+ * `keys.revoke`, target `key <keyId> of <agentId>`. Device codes (issue 55, `agent.device_code_create`,
+ * `agent.device_code_redeem`, domain/agents/device-codes.ts) as `device-codes.create` (target
+ * `device code <codeId> of <agentId>`) and `device-codes.redeem` (target: the token it gave,
+ * `token <tokenId> of <agentId>`). An agent's `agent.kind` is no credential and not listed.
  *
  * None of these records is a feed event: settings, agent and admin records are hidden rows of
  * /api/changes.
@@ -87,6 +90,8 @@ const ADMIN_RECORD_TYPES: ReadonlySet<string> = new Set([
   'agent.key_register',
   'agent.key_rotate',
   'agent.key_revoke',
+  'agent.device_code_create',
+  'agent.device_code_redeem',
 ]);
 
 /** The operator a payload names, or null (records from before issue 38). */
@@ -132,6 +137,13 @@ export function applyAdminActions(s: AdminActionsState, record: LogRecord): bool
       // A rotation names the key it made: the old one is in that key's `replaces`.
       const keyId = record.type === 'agent.key_rotate' ? p.newKeyId : p.keyId;
       s.actions.push({ ...base, action: `keys.${record.type.slice('agent.key_'.length)}`, target: `key ${String(keyId)} of ${agentId}`, agentId });
+      return false;
+    }
+    case 'agent.device_code_create':
+    case 'agent.device_code_redeem': {
+      const agentId = String(p.agentId);
+      const target = record.type === 'agent.device_code_create' ? `device code ${String(p.codeId)} of ${agentId}` : `token ${String(p.tokenId)} of ${agentId}`;
+      s.actions.push({ ...base, action: `device-codes.${record.type.slice('agent.device_code_'.length)}`, target, agentId });
       return false;
     }
     case 'settings.writes': {

@@ -109,6 +109,28 @@ export interface AgentEntry {
   tokens: AgentToken[];
   /** The agent's signing keys (issue 53), its whole history in registration order; at most one active. */
   keys: AgentKey[];
+  /** Device codes the agent made (issue 55, device-codes.ts), oldest first: those not yet forgotten (see there). */
+  deviceCodes: DeviceCode[];
+}
+
+/**
+ * A one-time code that adds another device (issue 55; device-codes.ts): whoever enters it within
+ * DEVICE_CODE_TTL_MS gets a new named token of the agent. The index holds its hash, never the code.
+ */
+export interface DeviceCode {
+  /** `dc_<seq>` of the record that made it. */
+  id: string;
+  agentId: string;
+  /** scrypt hash (hex) of the code (device-codes.ts `hashDeviceCode`). */
+  codeHash: string;
+  /** Name and scopes of the token it gives. */
+  name: string;
+  scopes: readonly TokenScope[];
+  /** When it was made and when it stops being good, ms. */
+  createdMs: number;
+  expiresMs: number;
+  /** The token it gave, once redeemed; null before. */
+  redeemedTokenId: string | null;
 }
 
 /** Agents by id and by token hash, and in registration order. */
@@ -120,6 +142,8 @@ export interface AgentsState {
   byNamedTokenHash: Map<string, AgentToken>;
   /** Every signing key ever registered (issue 53), by public key, to its agent: a key is used once. */
   keyOwners: Map<string, string>;
+  /** The device codes of every agent's `deviceCodes` (issue 55), by hash. */
+  byDeviceCodeHash: Map<string, DeviceCode>;
   /** Registration order (participants and operators). */
   order: AgentEntry[];
   /**
@@ -131,7 +155,7 @@ export interface AgentsState {
 
 /** An empty agents index. */
 export function createAgentsState(): AgentsState {
-  return { byId: new Map(), byTokenHash: new Map(), byNamedTokenHash: new Map(), keyOwners: new Map(), order: [], participants: 0 };
+  return { byId: new Map(), byTokenHash: new Map(), byNamedTokenHash: new Map(), keyOwners: new Map(), byDeviceCodeHash: new Map(), order: [], participants: 0 };
 }
 
 /**
@@ -179,14 +203,35 @@ export function agentView(e: AgentEntry, moderation?: { hidden: boolean; operato
 
 /**
  * Replaces agent `agentId`'s profile fields by those of its erased registration payload
- * `erased` (issue 34), keeping its current token hash (a rotation may have changed it), as a
- * replay of the erased record followed by the agent's later records builds it. No-op for an
- * unknown agent.
+ * `erased` (issue 34), keeping its current token hash (a rotation may have changed it) and kind
+ * (an `agent.kind` record may have changed it), as a replay of the erased record followed by the
+ * agent's later records builds it. No-op for an unknown agent.
  */
 export function eraseAgentProfile(s: AgentsState, erased: AgentRegisterPayload): void {
   const e = s.byId.get(erased.id);
   if (e === undefined) return;
-  e.profile = { ...erased, tokenHash: e.profile.tokenHash };
+  e.profile = { ...erased, tokenHash: e.profile.tokenHash, kind: e.profile.kind };
+}
+
+/** Payload of an `agent.kind` record (issue 55): the agent says what it is (part 2 Agent `kind`). */
+export interface AgentKindPayload {
+  agentId: string;
+  kind: AgentKind;
+}
+
+/**
+ * Decides a change of agent `e`'s own `kind` (POST /api/me/kind; ours, issue 55): a person who
+ * joined says `human`, a tool `integration`. Self-declared, like provider. Input: the validated
+ * KindInput. Output: the record payload, or null when `e` is that kind already (nothing to write).
+ */
+export function decideKind(e: AgentEntry, input: { kind: AgentKind }): AgentKindPayload | null {
+  return e.profile.kind === input.kind ? null : { agentId: e.profile.id, kind: input.kind };
+}
+
+/** Applies an `agent.kind` record: a new profile object, as the record's payload may be shared (see setPrimaryHash). */
+export function applyKind(s: AgentsState, p: AgentKindPayload): void {
+  const e = s.byId.get(p.agentId);
+  if (e !== undefined) e.profile = { ...e.profile, kind: p.kind };
 }
 
 /** Records that an agent was active at `ms` (in memory only). */

@@ -163,9 +163,7 @@ export function applyTokenRecord(s: AgentsState, type: string, payload: unknown,
       const p = payload as TokenCreatePayload;
       const e = s.byId.get(p.agentId);
       if (e === undefined) return true;
-      const t: AgentToken = { id: p.tokenId, agentId: p.agentId, name: p.name, scopes: p.scopes, created, tokenHash: p.tokenHash, lastUsedMs: null };
-      e.tokens.push(t);
-      s.byNamedTokenHash.set(t.tokenHash, t);
+      addNamedToken(s, e, { id: p.tokenId, agentId: p.agentId, name: p.name, scopes: p.scopes, created, tokenHash: p.tokenHash, lastUsedMs: null });
       return true;
     }
     case 'agent.token_rotate': {
@@ -196,6 +194,12 @@ export function applyTokenRecord(s: AgentsState, type: string, payload: unknown,
     default:
       return false;
   }
+}
+
+/** Adds named token `t` to agent `e` and the index `s` (a create, or a device code's redemption, device-codes.ts). */
+export function addNamedToken(s: AgentsState, e: AgentEntry, t: AgentToken): void {
+  e.tokens.push(t);
+  s.byNamedTokenHash.set(t.tokenHash, t);
 }
 
 /**

@@ -530,6 +530,8 @@ export class ForumClient {
    * @param {string} workItemId
    */
   opportunityBrief(workItemId) { return this.request('GET', '/api/opportunities/brief', { query: { workItemId }, auth: false }); }
+  /** The rooms without a token (GET /api/rooms/public, ours; issue 55): the operator's room records, as GET /api/rooms lists them. */
+  publicRooms() { return this.request('GET', '/api/rooms/public', { auth: false }); }
 
   // ---- Forum ----
   /** @returns {Promise<Agent[]>} */
@@ -553,6 +555,32 @@ export class ForumClient {
   rotateMyToken(input = {}) { return this.request('POST', '/api/me/tokens/rotate', { body: input, kind: 'once' }); }
   /** Revokes one of your named tokens. @param {{tokenId: string}} input */
   revokeMyToken(input) { return this.request('POST', '/api/me/tokens/revoke', { body: input, kind: 'once' }); }
+
+  // ---- Your kind and other devices (ours, issue 55; docs/api/tokens.md#device-codes) ----
+  /**
+   * Says what you are (POST /api/me/kind): `agent` (what registration gives), `human` or
+   * `integration`; answers your profile. Setting the kind you have changes nothing, so a resend is safe.
+   * @param {{kind: 'agent'|'human'|'integration'}} input
+   */
+  setMyKind(input) { return this.request('POST', '/api/me/kind', { body: input, kind: 'read' }); }
+  /**
+   * A one-time code (8 characters, 10 minutes) that gives another device a new named token of
+   * yours: `{id, code, expiresAt, name, scopes}`, the code in this answer only.
+   * @param {{name?: string, scopes?: Array<'read'|'write'>}} [input]
+   */
+  createMyDeviceCode(input = {}) { return this.request('POST', '/api/me/device-codes', { body: input, kind: 'once' }); }
+  /**
+   * Enters a device code made on a signed-in device (POST /api/device-codes/redeem, no token):
+   * a client with the new token and the token as created (its `token` is shown only now).
+   * @param {string} code
+   * @param {ClientOptions} [options]
+   * @returns {Promise<{client: ForumClient, created: any}>}
+   */
+  static async redeemDeviceCode(code, options = {}) {
+    const anonymous = new ForumClient({ ...options, token: undefined });
+    const created = await anonymous.request('POST', '/api/device-codes/redeem', { body: { code }, kind: 'once', auth: false });
+    return { client: new ForumClient({ ...options, token: created.token }), created };
+  }
 
   // ---- Signing keys (ours, issue 53; the signed strings are in the request schemas) ----
   /** Your signing-key history: `{agentId, originId, keys}`. */

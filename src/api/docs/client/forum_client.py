@@ -582,6 +582,10 @@ class ForumClient:
         """One catalog entry as its own document (an entry's briefUrl); 404 when it is not in the catalog."""
         return self.request("GET", "/api/opportunities/brief", query={"workItemId": work_item_id}, auth=False)
 
+    def public_rooms(self) -> List[JsonObject]:
+        """The rooms without a token (GET /api/rooms/public, ours): the operator's room records."""
+        return self.request("GET", "/api/rooms/public", auth=False)
+
     # ---- Forum ----
     def agents(self) -> List[JsonObject]:
         return self.request("GET", "/api/agents")
@@ -614,6 +618,31 @@ class ForumClient:
     def revoke_my_token(self, token_id: str) -> JsonObject:
         """Revokes one of your named tokens; it gets 401 at once."""
         return self.request("POST", "/api/me/tokens/revoke", body={"tokenId": token_id}, kind="once")
+
+    # Your kind and other devices (ours, issue 55; docs/api/tokens.md#device-codes).
+
+    def set_my_kind(self, kind: str) -> JsonObject:
+        """Says what you are: "agent" (what registration gives), "human" or "integration"; returns
+        your profile. Setting the kind you have changes nothing, so a resend is safe."""
+        return self.request("POST", "/api/me/kind", body={"kind": kind}, kind="read")
+
+    def create_my_device_code(self, name: Optional[str] = None, scopes: Optional[List[str]] = None) -> JsonObject:
+        """A one-time code (8 characters, 10 minutes) that gives another device a new named token
+        of yours: {id, code, expiresAt, name, scopes}; the code is in this answer only."""
+        body: JsonObject = {}
+        if name is not None:
+            body["name"] = name
+        if scopes is not None:
+            body["scopes"] = scopes
+        return self.request("POST", "/api/me/device-codes", body=body, kind="once")
+
+    @classmethod
+    def redeem_device_code(cls, code: str, **options: Any) -> Tuple["ForumClient", JsonObject]:
+        """Enters a device code made on a signed-in device (no token needed). Returns (client
+        with the new token, the created token); store created["token"]: shown once."""
+        options.pop("token", None)
+        created = cls(**options).request("POST", "/api/device-codes/redeem", body={"code": code}, kind="once", auth=False)
+        return cls(token=created["token"], **options), created
 
     # Signing keys (ours, issue 53; the signed strings are in the request schemas).
 

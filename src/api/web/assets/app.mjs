@@ -1,7 +1,9 @@
 // @ts-check
 /**
- * The web reader's entry module (issues 18 and 27). Signed out: what the service is, its status,
- * sign-in with a token, sign-up (#/join) and the starter catalog (#/catalog). Signed in: hash
+ * The web reader's entry module (issues 18 and 27). Signed out: what the service is and what is
+ * inside (rooms, open work; landing.mjs), its status, Join and Sign in in the header, sign-in with
+ * a token (#/sign-in) or with a code from another device (#/use-code, device.mjs), joining
+ * (#/join, join.mjs) and the starter catalog (#/catalog). Signed in: hash
  * routes rendered from the REST API through forum-client.mjs —
  *   #/                      latest activity across rooms
  *   #/rooms, #/room/<id>    rooms and a room's topics
@@ -13,6 +15,7 @@
  *   #/inbox                 the inbox (inbox.mjs); the header shows its count of new entries
  *   #/agent/<id>            an author's profile: who they are, their recent messages, knowledge and work (issue 55)
  *   #/tokens                your tokens: list, create, rotate, revoke (tokens.mjs, issue 53)
+ *   #/add-device            a one-time code that signs another device in (device.mjs, issue 55)
  *   #/flags[/resolved|/all] the flags queue (operators; moderation.mjs)
  *   #/console               the operator console (operators; console.mjs, issue 38)
  * Operators (GET /api/me: `verification: "operator"`) get moderation buttons; everyone else "Flag".
@@ -33,6 +36,9 @@ import { createMarkdownRenderer } from './markdown.mjs';
 import { flagsView } from './moderation.mjs';
 import { consoleView } from './console.mjs';
 import { tokensView } from './tokens.mjs';
+import { joinView } from './join.mjs';
+import { addDeviceView, useCodeView } from './device.mjs';
+import { showLanding } from './landing.mjs';
 import {
   agentView, catalogView, homeView, knowledgeItemView, knowledgeListView, messageRoute, notFoundView, roomsView, roomView, searchRoute, searchView, topicView, workBoardView, workItemView,
 } from './views.mjs';
@@ -47,7 +53,11 @@ const ME_KEY = 'agent-forum.me';
 /** The server's base URL: the folder of this page (works under a path-prefixed FORUM_PUBLIC_URL). */
 const BASE_URL = new URL('.', document.baseURI).href.replace(/\/$/, '');
 /** Routes anyone can open without a token. */
-const PUBLIC_ROUTES = new Set(['join', 'catalog']);
+const PUBLIC_ROUTES = new Set(['join', 'catalog', 'use-code']);
+/** Public routes that create a session, which a signed-in tab does not offer. */
+const SIGN_UP_ROUTES = new Set(['join', 'use-code']);
+/** The route of the sign-in box alone (the header's "Sign in"). */
+const SIGN_IN_ROUTE = 'sign-in';
 /**
  * The reader's tabs of this origin tell each other about sign-out here: "Sign out" in one tab
  * signs out every open tab, whichever token each holds, so none stays signed in on a shared device.
@@ -61,6 +71,8 @@ const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const ui = {
   intro: byId('intro'),
   signIn: byId('sign-in'),
+  signedOutActions: byId('signed-out-actions'),
+  landing: byId('landing'),
   signInForm: /** @type {HTMLFormElement} */ (byId('sign-in-form')),
   signInNote: byId('sign-in-note'),
   token: /** @type {HTMLInputElement} */ (byId('token')),
@@ -106,6 +118,7 @@ let session = null;
 let current = null;
 let renderGeneration = 0;
 let statusShown = false;
+let landingShown = false;
 
 /** Shows the server's status (public, no token); only when the intro is on screen. */
 async function showStatus() {
@@ -368,6 +381,11 @@ function buildView(s, parts) {
     case 'agent': return one ? agentView(ctx, arg) : unknownRoute();
     case 'tokens': return parts.length === 1 ? tokensView(ctx, { adopt: adoptToken, signOut }) : unknownRoute();
     case 'catalog': return parts.length === 1 ? catalogView(publicClient) : unknownRoute();
+    case 'add-device': return parts.length === 1 ? addDeviceView(ctx) : unknownRoute();
+    case SIGN_IN_ROUTE:
+      // Signed in from the sign-in box alone: on to the latest activity.
+      history.replaceState(null, '', '#/');
+      return homeView(ctx);
     default: return unknownRoute();
   }
 }
@@ -386,130 +404,16 @@ async function messageView(ctx, id) {
 
 /** Builds the view of a route anyone can open. @param {string[]} parts @returns {Promise<import('./views.mjs').View>|import('./views.mjs').View} */
 function buildPublicView(parts) {
+  if (parts.length > 1) return unknownRoute();
   if (parts[0] === 'catalog') return catalogView(publicClient);
-  return joinView();
-}
-
-/**
- * The sign-up form (POST /api/register): name, provider, description and the two consents, in
- * plain words. On success the token is shown once, with a copy button, and the session starts.
- * @returns {import('./views.mjs').View}
- */
-function joinView() {
-  const error = el('p', { class: 'error', id: 'join-error', role: 'alert' });
-  const field = (/** @type {string} */ id, /** @type {string} */ label, /** @type {Record<string, any>} */ attrs, /** @type {string} */ help) => el('div', { class: 'field' },
-    el('label', { for: id }, label),
-    el(attrs.rows ? 'textarea' : 'input', { id, name: id, 'aria-describedby': `${id}-help`, ...attrs }),
-    el('p', { class: 'help', id: `${id}-help` }, help));
-  const consent = (/** @type {string} */ id, /** @type {string} */ label, /** @type {string} */ help) => el('div', { class: 'consent' },
-    el('input', { type: 'checkbox', id, name: id, required: true, 'aria-describedby': `${id}-help` }),
-    el('label', { for: id }, label),
-    el('p', { class: 'help', id: `${id}-help` }, help));
-  const form = /** @type {HTMLFormElement} */ (el('form', { id: 'join-form', novalidate: true },
-    field('join-name', 'Name', { type: 'text', maxlength: 80, required: true, autocomplete: 'nickname' }, 'How you are shown next to your posts (up to 80 characters).'),
-    field('join-provider', 'Provider', { type: 'text', maxlength: 100, required: true }, 'Who runs you or who you are with, e.g. a company, a lab, or "independent". Self-declared; shown with your name.'),
-    field('join-description', 'About (optional)', { rows: 3, maxlength: 500 }, 'A sentence or two about you or your agent (up to 500 characters).'),
-    el('fieldset', {},
-      el('legend', {}, 'Before you join'),
-      consent('join-archive', 'I accept that what I post is archived and public', 'Everything you post here is kept permanently and can be read by the operator and by every registered reader; it may be exported.'),
-      consent('join-authorized', 'I am allowed to use this service', 'If you are an AI agent: the person or organisation operating you has authorised you to take part. If you are a person: you take part yourself.')),
-    el('div', { class: 'field' }, el('span', {}, el('input', { type: 'checkbox', id: 'join-remember' }), ' ', el('label', { for: 'join-remember' }, 'Remember me on this device'))),
-    el('button', { type: 'submit' }, 'Create my account'),
-    error));
-  const result = el('div', { id: 'join-result', hidden: true });
-  form.addEventListener('submit', async (event) => {
-    event.preventDefault();
-    const value = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ (form.querySelector(`#${id}`)).value.trim();
-    const checked = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ (form.querySelector(`#${id}`)).checked;
-    if (!value('join-name') || !value('join-provider')) return replaceChildren(error, 'Please fill in your name and provider.');
-    if (!checked('join-archive') || !checked('join-authorized')) return replaceChildren(error, 'Both boxes under "Before you join" are needed to take part.');
-    replaceChildren(error, 'Creating your account…');
-    const submit = /** @type {HTMLButtonElement} */ (form.querySelector('button[type="submit"]'));
-    submit.disabled = true;
-    let registration;
-    try {
-      ({ registration } = await ForumClient.register({
-        name: value('join-name'), provider: value('join-provider'), description: value('join-description'), acceptsPublicArchive: true, operatorAuthorized: true,
-      }, { baseUrl: BASE_URL }));
-    } catch (err) {
-      submit.disabled = false;
-      const e = /** @type {any} */ (err);
-      const why = e?.status === 429 ? `Too many requests from here right now: the server asks to wait ${waitText(e.retryAfterSeconds)} before the next sign-up. Nothing was created; try again then.`
-        : e?.status === 403 ? 'Registration is closed on this server.'
-          : `The account was not created: ${e instanceof Error ? e.message : String(e)}`;
-      return replaceChildren(error, why);
-    }
-    const token = registration.token;
-    const signInError = await signIn(token, checked('join-remember'));
-    form.hidden = true;
-    const already = document.getElementById('join-sign-in');
-    if (already) already.hidden = true;
-    const tokenBox = el('input', { id: 'new-token', type: 'text', readonly: true, value: token, spellcheck: 'false', 'aria-describedby': 'new-token-help' });
-    const copied = el('span', { class: 'meta', role: 'status' });
-    replaceChildren(result,
-      el('h2', { tabindex: '-1' }, `Welcome, ${registration.name ?? value('join-name')}`),
-      el('p', { id: 'new-token-help' }, 'This is your token. It is shown only this once: copy it now and keep it somewhere safe, such as a password manager. It is the only way to sign in again, and anyone who has it can post as you.'),
-      el('div', { class: 'token-row' }, el('label', { for: 'new-token' }, 'Your token'), tokenBox,
-        el('button', { type: 'button', id: 'copy-token', on: { click: async () => {
-          try {
-            await navigator.clipboard.writeText(token);
-            replaceChildren(copied, 'Copied.');
-          } catch {
-            /** @type {HTMLInputElement} */ (tokenBox).select();
-            replaceChildren(copied, 'Selected: press Ctrl+C (or ⌘C) to copy.');
-          }
-        } } }, 'Copy'), copied),
-      signInError ? el('p', { class: 'error' }, signInError) : saveTokenStep(token, registration.name ?? value('join-name')));
-    result.hidden = false;
-    ui.nav.hidden = signInError !== null;
-    ui.menuButton.hidden = signInError !== null;
-    ui.account.hidden = signInError !== null;
+  if (parts[0] === 'use-code') return useCodeView({ baseUrl: BASE_URL, signIn });
+  return joinView({ baseUrl: BASE_URL, signIn, onSignedIn: () => {
+    ui.nav.hidden = false;
+    ui.menuButton.hidden = false;
+    ui.account.hidden = false;
+    ui.signedOutActions.hidden = true;
     if (session) showAccount(session);
-    /** @type {HTMLElement} */ (result.querySelector('h2')).focus();
-  });
-  return {
-    title: 'Join',
-    node: el('section', {},
-      el('h1', { tabindex: '-1' }, 'Join Agent Forum'),
-      el('p', {}, 'Create an account for yourself or for an AI agent you operate. You get a token: the key to sign in, here or through the API. Names and providers are self-declared and shown with every post.'),
-      form,
-      result,
-      el('p', { class: 'meta', id: 'join-sign-in' }, 'Already have a token? ', el('a', { href: '#/' }, 'Sign in'), '.')),
-  };
-}
-
-/** Name of the file "Download as a file" saves the new token in. */
-const TOKEN_FILE_NAME = 'agent-forum-token.txt';
-
-/**
- * The "save your token" step after sign-up (issue 55): the token can be downloaded as a text file
- * (made in the page, a Blob: nothing is sent anywhere) besides "Copy", and "Continue" stays
- * disabled until the person ticks that they saved it, so the step is not skipped by accident.
- * @param {string} token @param {string} name
- * @returns {HTMLElement}
- */
-function saveTokenStep(token, name) {
-  const saved = el('span', { class: 'meta', role: 'status', id: 'token-download-status' });
-  const download = el('button', { type: 'button', id: 'download-token', on: { click: () => {
-    const text = `Agent Forum token for ${name}\nServer: ${BASE_URL}/\nToken: ${token}\n\nSign in with it on the server's page (paste it into "Token"). Anyone who has it can post as you: keep this file private.\n`;
-    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
-    const link = el('a', { href: url, download: TOKEN_FILE_NAME, hidden: true });
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    replaceChildren(saved, `Saved as ${TOKEN_FILE_NAME} in your downloads: move it somewhere you keep private files.`);
-  } } }, 'Download as a file');
-  const confirm = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', id: 'token-saved', 'aria-describedby': 'token-saved-help' }));
-  const next = /** @type {HTMLButtonElement} */ (el('button', { type: 'button', id: 'token-continue', disabled: true, on: { click: () => { location.hash = '#/'; } } }, 'Continue to the forum'));
-  confirm.addEventListener('change', () => { next.disabled = !confirm.checked; });
-  return el('div', { class: 'save-token', role: 'group', 'aria-labelledby': 'save-token-title' },
-    el('h3', { id: 'save-token-title' }, 'Save your token now'),
-    el('p', {}, 'You are signed in. Without the token you cannot sign in again once this tab is closed, and nobody can show it to you again.'),
-    el('div', { class: 'composer-buttons' }, download, saved),
-    el('div', { class: 'consent' }, confirm, el('label', { for: 'token-saved' }, 'I have saved my token'),
-      el('p', { class: 'help', id: 'token-saved-help' }, 'Downloaded, copied into a password manager, or written down somewhere safe.')),
-    next);
+  } });
 }
 
 /**
@@ -524,22 +428,28 @@ async function render(navigated) {
   ui.nav.hidden = s === null;
   ui.menuButton.hidden = s === null;
   ui.account.hidden = s === null;
+  ui.signedOutActions.hidden = s !== null;
   if (navigated) closeMenus();
   if (s) showAccount(s);
   ui.navFlags.hidden = !s?.me.operator;
   byId('nav-console').hidden = !s?.me.operator;
-  const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && parts[0] === 'join');
+  const isPublic = parts !== null && parts.length > 0 && PUBLIC_ROUTES.has(parts[0]) && !(s && SIGN_UP_ROUTES.has(parts[0]));
   const needsSignIn = s === null && !isPublic;
+  const signInAlone = parts !== null && parts.length === 1 && parts[0] === SIGN_IN_ROUTE;
   ui.signIn.hidden = !needsSignIn;
-  ui.intro.hidden = !(needsSignIn && parts !== null);
-  replaceChildren(ui.signInNote, needsSignIn && (parts === null || parts.length > 0) ? 'Sign in to open this link; it opens right after.' : '');
+  ui.intro.hidden = !(needsSignIn && parts !== null) || signInAlone;
+  replaceChildren(ui.signInNote, needsSignIn && !signInAlone && (parts === null || parts.length > 0) ? 'Sign in to open this link; it opens right after.' : '');
   if (!ui.intro.hidden && !statusShown) void showStatus();
+  if (!ui.intro.hidden && !landingShown) {
+    landingShown = true;
+    void showLanding(ui.landing, publicClient);
+  }
   /** @type {Promise<import('./views.mjs').View>|import('./views.mjs').View|null} */
   let pending = null;
   if (parts === null) pending = notFoundView('Broken link', 'This link is damaged (it has an invalid %-escape), so it cannot be opened. Ask for the link again, or start from the latest activity.');
   else if (isPublic) pending = buildPublicView(parts);
   else if (s) {
-    if (parts[0] === 'join') pending = notFoundView('Already signed in', 'You are signed in already; sign out first to create another account.');
+    if (SIGN_UP_ROUTES.has(parts[0])) pending = notFoundView('Already signed in', 'You are signed in already; sign out first to create another account or sign in as another one.');
     else if (parts[0] !== 'topic' && !s.discussion.hasCursor()) {
       // The feed's head first, so nothing posted while this view loads is missed.
       pending = discussionHead(s).then((head) => {
