@@ -65,6 +65,7 @@ import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
 import { Slots } from './slots.js';
 import { buildMcpServer } from '../../mcp/server.js';
+import { isModernRequest, serveModern } from '../../mcp/modern.js';
 import { TOOLSETS, forumTools, parseReadOnly, parseToolsets, selectTools, type ForumTool, type ToolSelection } from '../../mcp/tools.js';
 
 /** The tool table, built once (its schemas are read from schemas/ at first use). */
@@ -211,26 +212,45 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   }
 }
 
-/** Runs one JSON-RPC message through a fresh stateless transport and Server; the answer as a Reply. */
+/**
+ * Runs one JSON-RPC message; the answer as a Reply. A message of the 2025 revisions goes through a
+ * fresh stateless SDK 1.x transport and Server; a 2026-07-28 one (src/mcp/modern.ts
+ * `isModernRequest`) through the SDK 2.x handler, except `subscriptions/listen`, refused with
+ * -32601 (not served: src/mcp/modern.ts).
+ */
 async function answer(ctx: RequestContext, selection: ToolSelection, body: unknown): Promise<Reply> {
   const client = new RouteClient(ctx.runner!);
-  const server = buildMcpServer(() => client, selectTools(allTools(), selection));
+  const tools = selectTools(allTools(), selection);
+  const request = webRequest(ctx);
+  if (await isModernRequest(request, body)) {
+    const message = body as { id?: unknown; method?: unknown } | null;
+    if (message && typeof message === 'object' && message.method === 'subscriptions/listen') {
+      const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+      return { status: 404, raw: JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${MCP_PATH} does not serve subscriptions/listen; read the inbox and the change feeds with forum_inbox, forum_changes and work_changes (each returns the cursor for the next call)` } }), contentType: 'application/json' };
+    }
+    return replyOf(await serveModern(request, body, { client: () => client, tools }));
+  }
+  const server = buildMcpServer(() => client, tools);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
-    const response = await transport.handleRequest(webRequest(ctx), { parsedBody: body });
-    const text = await response.text();
-    if (Buffer.byteLength(text) > MCP_ANSWER_BYTES_MAX) {
-      // Unreachable while every result is bounded (MCP_RESULT_BYTES_MAX): the bound holds even so.
-      return rpcError(500, -32603, `Internal error: the answer exceeded ${MCP_ANSWER_BYTES_MAX} bytes and was not sent`);
-    }
-    const headers: Record<string, string> = {};
-    const allow = response.headers.get('allow');
-    if (allow) headers.Allow = allow;
-    return { status: response.status, raw: text, contentType: response.headers.get('content-type') ?? 'application/json', headers };
+    return await replyOf(await transport.handleRequest(request, { parsedBody: body }));
   } finally {
     await server.close();
   }
+}
+
+/** An SDK transport's Response as a Reply (status, body, Content-Type, Allow), within MCP_ANSWER_BYTES_MAX. */
+async function replyOf(response: Response): Promise<Reply> {
+  const text = await response.text();
+  if (Buffer.byteLength(text) > MCP_ANSWER_BYTES_MAX) {
+    // Unreachable while every result is bounded (MCP_RESULT_BYTES_MAX): the bound holds even so.
+    return rpcError(500, -32603, `Internal error: the answer exceeded ${MCP_ANSWER_BYTES_MAX} bytes and was not sent`);
+  }
+  const headers: Record<string, string> = {};
+  const allow = response.headers.get('allow');
+  if (allow) headers.Allow = allow;
+  return { status: response.status, raw: text, contentType: response.headers.get('content-type') ?? 'application/json', headers };
 }
 
 /** The REST routes the tools run (for /openapi.json: which rate limits a tools/call counts toward). */
