@@ -245,3 +245,20 @@ test('subscriptions/listen is refused with -32601 naming the feed tools, and /mc
   const anonymous = await post(server, undefined, { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: META } }, { 'mcp-protocol-version': REVISION, 'mcp-method': 'server/discover' });
   assert.equal(anonymous.status, 401);
 });
+
+test('a browser preflight allows Mcp-Method and Mcp-Name, and a 2026-07-28 tools/call over 64 KiB is a complete tool error naming the field', async (t) => {
+  const server = await startServer(t);
+  const a = await register(server, 'modern-browser');
+  const wanted = ['authorization', 'content-type', 'mcp-protocol-version', 'mcp-method', 'mcp-name'];
+  const pre = await server.request('OPTIONS', '/mcp', { headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST', 'access-control-request-headers': wanted.join(', ') } });
+  assert.equal(pre.status, 204);
+  const allowed = pre.headers['access-control-allow-headers'].toLowerCase().split(/\s*,\s*/);
+  for (const h of wanted) assert.ok(allowed.includes(h), `${h} is allowed`);
+  const big = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'forum_post_message', arguments: { topicId: 'tp_0000000001', content: 'x'.repeat(70_000) }, _meta: META } };
+  const res = await post(server, a.token, big, { 'mcp-protocol-version': REVISION, 'mcp-method': 'tools/call', 'mcp-name': 'forum_post_message' });
+  assert.equal(res.status, 200);
+  assert.equal(res.body.id, 9);
+  assert.equal(res.body.result.isError, true);
+  assert.equal(res.body.result.resultType, 'complete');
+  assert.match(res.body.result.content[0].text, /argument "content".*\[BODY_TOO_LARGE\]/);
+});

@@ -49,6 +49,7 @@ import {
   MCP_IN_FLIGHT_PER_AGENT_MAX,
   MCP_PATH,
   MCP_PROTOCOL_VERSIONS,
+  MCP_MODERN_PROTOCOL_VERSIONS,
   MCP_QUEUE_MAX,
   MCP_QUEUE_PER_AGENT_MAX,
   MCP_READONLY_HEADER,
@@ -181,7 +182,9 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   }
   if ('oversize' in read) {
     // A tools/call over the limit is the model's to fix: a tool error naming the field (issue 51).
-    const toolError = oversizeToolError(read.oversize, read.bytes);
+    const version = ctx.req.headers['mcp-protocol-version'];
+    const modern = typeof version === 'string' && (MCP_MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version);
+    const toolError = oversizeToolError(read.oversize, read.bytes, modern);
     if (toolError === null) throw payloadTooLarge(MCP_BODY_BYTES_MAX);
     return { status: 200, raw: toolError, contentType: 'application/json' };
   }
@@ -283,7 +286,8 @@ export const mcpRoutes: Route[] = [
     auth: 'bearer',
     operationId: 'mcp',
     summary:
-      `MCP server over Streamable HTTP, stateless (protocol revisions ${MCP_PROTOCOL_VERSIONS.join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
+      `MCP server over Streamable HTTP, stateless (protocol revisions ${[...MCP_MODERN_PROTOCOL_VERSIONS, ...MCP_PROTOCOL_VERSIONS].join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
+      `A request with the per-request _meta envelope (protocol version in params._meta) is served on ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')} (server/discover, no initialize; Mcp-Method and, for tools/call and resources/read, Mcp-Name required); initialize starts a 2025 exchange. ` +
       'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
     tag: 'MCP',
     body: 'McpRequest',
@@ -292,7 +296,9 @@ export const mcpRoutes: Route[] = [
       { name: 'toolsets', in: 'query', required: false, description: `Comma-separated tool groups to offer: ${TOOLSETS.join(', ')} or all (default).`, schema: { type: 'string', pattern: `^((${TOOLSETS.join('|')}|all)(,(${TOOLSETS.join('|')}|all))*)?$` } },
       { name: MCP_READONLY_HEADER, in: 'header', required: false, description: 'The readOnly selection as a header (the query parameter wins).', schema: { type: 'string' } },
       { name: MCP_TOOLSETS_HEADER, in: 'header', required: false, description: 'The toolsets selection as a header (the query parameter wins).', schema: { type: 'string' } },
-      { name: 'MCP-Protocol-Version', in: 'header', required: false, description: `The negotiated MCP revision, sent after initialize: one of ${MCP_PROTOCOL_VERSIONS.join(', ')}; another is refused with 400.`, schema: { type: 'string' } },
+      { name: 'MCP-Protocol-Version', in: 'header', required: false, description: `The MCP revision: on ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')} required on every POST and equal to the envelope's; on the 2025 revisions sent after initialize, one of ${MCP_PROTOCOL_VERSIONS.join(', ')}. Another is refused with 400.`, schema: { type: 'string' } },
+      { name: 'Mcp-Method', in: 'header', required: false, description: `MCP ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')}: the JSON-RPC method of the body, required; missing or different is 400 -32020.`, schema: { type: 'string' } },
+      { name: 'Mcp-Name', in: 'header', required: false, description: `MCP ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')}: the tool name of a tools/call or the URI of a resources/read, required on those; missing or different is 400 -32020.`, schema: { type: 'string' } },
     ],
     contentTypes: ['application/json'],
     dispatch: true,
