@@ -10,7 +10,7 @@
  * with the body, -32022 for a revision it does not serve, -32602 for a missing envelope), answers
  * `server/discover`, and adds `resultType` to every result and `ttlMs`/`cacheScope` to the
  * cacheable ones. Requests of the 2025 revisions never reach it: src/api/mcp/routes.ts sends
- * them to the SDK 1.32.2 transport as before (`isModernRequest`).
+ * them to the SDK 1.32.2 transport (`isModernRequest`).
  *
  * The tools, resources and their answers are the 2025 path's (src/mcp/server.ts `forumHandlers`):
  * the same table order, argument checks, result bound, read-only mode, toolsets and untrusted-text
