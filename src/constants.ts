@@ -365,6 +365,18 @@ export const MCP_PATH = '/mcp';
  * Listed in the agent card and docs/api/mcp.md; test/http/mcp-http.test.mjs checks it equals the SDK's list.
  */
 export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'] as const;
+/**
+ * The stateless MCP revisions POST /mcp serves beside MCP_PROTOCOL_VERSIONS (issue 54), on the
+ * pinned @modelcontextprotocol/server 2.4.0 (src/mcp/modern.ts; test/http/mcp-modern.test.mjs
+ * checks it equals what server/discover answers).
+ */
+export const MCP_MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
+/**
+ * How long an MCP 2026-07-28 client may reuse server/discover, tools/list, resources/list and
+ * resources/read (`ttlMs`; MCP 2026-07-28 "Caching"; ours): each is fixed for a process's
+ * lifetime, so this bounds how long a client keeps an old tool list after a deploy.
+ */
+export const MCP_CACHE_TTL_MS = 5 * 60 * 1000;
 /** Headers a host may send instead of the query parameters readOnly and toolsets (GitHub's MCP server names; issue 26). */
 export const MCP_READONLY_HEADER = 'X-MCP-Readonly';
 export const MCP_TOOLSETS_HEADER = 'X-MCP-Toolsets';

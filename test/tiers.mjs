@@ -41,6 +41,7 @@ const SLOW_HTTP = new Set([
   'web-reader-people.test.mjs',
   'web-reader-recovery.test.mjs',
   'web-reader-tokens.test.mjs',
+  'mcp-modern.test.mjs',
   'web-reader.test.mjs',
   // Issue 53: several servers each (restarts from the snapshot and the log), 30-60 s on 2 cores.
   'tokens.test.mjs',

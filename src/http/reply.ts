@@ -78,11 +78,11 @@ export function scanHead(raw: string[]): { origin: boolean; hosts: number; reque
 
 /**
  * Request headers a browser may send cross-origin (answer to a preflight): REST's, A2A's, the
- * ones an MCP client sends to POST /mcp, and Last-Event-ID, with which a fetch-based stream
+ * ones an MCP client sends to POST /mcp (Mcp-Method and Mcp-Name: MCP 2026-07-28), and Last-Event-ID, with which a fetch-based stream
  * client resumes a feed stream (issue 37). Mcp-Session-Id is not listed: /mcp is stateless (no
  * session id is issued).
  */
-const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, Last-Event-ID, MCP-Protocol-Version, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
+const CORS_ALLOW_HEADERS = `Authorization, Content-Type, A2A-Version, If-None-Match, Last-Event-ID, MCP-Protocol-Version, Mcp-Method, Mcp-Name, ${MCP_READONLY_HEADER}, ${MCP_TOOLSETS_HEADER}`;
 
 /**
  * Answers a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) for a path and method

@@ -239,53 +239,68 @@ function listing(t: ForumTool): JsonObject {
 }
 
 /**
- * The protocol layer shared by both transports: an SDK `Server` (name agent-forum, the service
- * version, `instructions` saying participant text is untrusted data) with tools/list, tools/call,
- * resources/list and resources/read handlers over `tools`, each call run against `client()`
- * (read at call time: forum_register replaces the stdio session's client). Connect it to a
- * transport. Unknown tools, missing tokens and API errors are tool errors (`isError: true`).
+ * The request handlers both protocol layers share (2025 revisions on the 1.x SDK's `Server`,
+ * 2026-07-28 on the 2.x SDK's: src/mcp/modern.ts), so a tool answers the same on every revision.
+ * `client()` is read at call time (forum_register replaces the stdio session's client).
+ *
+ * - `listTools()`: the tools in table order (deterministic).
+ * - `callTool(name, args)`: the tool's result (structuredContent, summary and JSON text), or a
+ *   tool error (`isError: true`) for an unknown tool, a missing token, an API error or a result
+ *   over MCP_RESULT_BYTES_MAX; throws a -32602 Invalid params error for arguments outside the
+ *   tool's inputSchema.
+ * - `listResources()`, `readResource(uri)`: the guides and the OpenAPI document (throws Error
+ *   for an unknown URI).
  */
-export function buildMcpServer(client: () => ForumClientLike, toolList: readonly ForumTool[]): Server {
+export function forumHandlers(client: () => ForumClientLike, toolList: readonly ForumTool[]) {
   const tools = new Map<string, ForumTool>(toolList.map((t) => [t.name, t]));
-  const server = new ForumMcpServer({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
-
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()].map(listing) as never }));
-
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
-    const tool = tools.get(req.params.name);
-    if (!tool) return toolError(`Unknown tool ${JSON.stringify(req.params.name.slice(0, 100))}; list the tools to see the available names.`);
-    const args = req.params.arguments ?? {};
-    const wrong = argumentError(args, tool.inputSchema);
-    if (wrong !== null) throw invalidParams(`Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
-    if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
-    try {
-      const { structured, summary } = await tool.run(client(), args as JsonObject);
-      const json = JSON.stringify(structured);
-      const bytes = Buffer.byteLength(json);
-      if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
-      return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
-    } catch (err) {
-      if (isForumError(err)) {
-        const result = toolError(errorAdvice(err));
-        // A rate-limit refusal carries the limit's facts as data, not only as words (issue 54).
-        return err.limit ? { ...result, _meta: { [LIMIT_META_KEY]: err.limit } } : result;
+  return {
+    listTools: () => ({ tools: [...tools.values()].map(listing) }),
+    async callTool(name: string, rawArgs: Record<string, unknown> | undefined): Promise<CallToolResult> {
+      const tool = tools.get(name);
+      if (!tool) return toolError(`Unknown tool ${JSON.stringify(name.slice(0, 100))}; list the tools to see the available names.`);
+      const args = rawArgs ?? {};
+      const wrong = argumentError(args, tool.inputSchema);
+      if (wrong !== null) throw invalidParams(`Invalid params for ${tool.name}: ${wrong}. Fix the arguments to match the tool's inputSchema (tools/list) and call again.`);
+      if (tool.needsToken && !client().token) return toolError('No token: set FORUM_TOKEN in the MCP server configuration, or call forum_register first.');
+      try {
+        const { structured, summary } = await tool.run(client(), args as JsonObject);
+        const json = JSON.stringify(structured);
+        const bytes = Buffer.byteLength(json);
+        if (bytes > MCP_RESULT_BYTES_MAX) return toolError(tooLarge(structured, bytes));
+        return { content: [{ type: 'text', text: summary }, { type: 'text', text: json }], structuredContent: structured };
+      } catch (err) {
+        if (isForumError(err)) {
+          const result = toolError(errorAdvice(err));
+          // A rate-limit refusal carries the limit's facts as data, not only as words (issue 54).
+          return err.limit ? { ...result, _meta: { [LIMIT_META_KEY]: err.limit } } : result;
+        }
+        return toolError(err instanceof Error ? err.message : String(err));
       }
-      return toolError(err instanceof Error ? err.message : String(err));
-    }
-  });
-
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })),
-  }));
-
-  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
-    const r = RESOURCES.find((x) => x.uri === req.params.uri);
-    if (!r) throw new Error(`Unknown resource ${req.params.uri}`);
-    const body = await client().request('GET', r.path, { auth: false });
-    const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
-    return { contents: [{ uri: r.uri, mimeType: r.mimeType, text }] };
-  });
-
-  return server;
+    },
+    listResources: () => ({ resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })) }),
+    async readResource(uri: string): Promise<{ contents: Array<{ uri: string; mimeType: string; text: string }> }> {
+      const r = RESOURCES.find((x) => x.uri === uri);
+      if (!r) throw new Error(`Unknown resource ${uri}`);
+      const body = await client().request('GET', r.path, { auth: false });
+      const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
+      return { contents: [{ uri: r.uri, mimeType: r.mimeType, text }] };
+    },
+  };
 }
 
+/**
+ * The protocol layer of the 2025 revisions, shared by both transports: an SDK 1.x `Server`
+ * (name agent-forum, the service version, `instructions` saying participant text is untrusted
+ * data) with tools/list, tools/call, resources/list and resources/read handlers over `tools`
+ * (forumHandlers), each call run against `client()`. Connect it to a transport. Unknown tools,
+ * missing tokens and API errors are tool errors (`isError: true`).
+ */
+export function buildMcpServer(client: () => ForumClientLike, toolList: readonly ForumTool[]): Server {
+  const handlers = forumHandlers(client, toolList);
+  const server = new ForumMcpServer({ name: 'agent-forum', version: SERVICE_VERSION }, { capabilities: { tools: {}, resources: {} }, instructions: SERVER_INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, async () => handlers.listTools() as never);
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => handlers.callTool(req.params.name, req.params.arguments));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => handlers.listResources());
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => handlers.readResource(req.params.uri));
+  return server;
+}

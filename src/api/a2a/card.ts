@@ -16,6 +16,7 @@ import {
   AGENT_CARD_MAX_AGE_SECONDS,
   MCP_PATH,
   MCP_PROTOCOL_VERSIONS,
+  MCP_MODERN_PROTOCOL_VERSIONS,
   SERVICE_NAME,
   SERVICE_VERSION,
 } from '../../constants.js';
@@ -33,7 +34,7 @@ function mcpExtension(publicUrl: string): Record<string, unknown> {
   return {
     uri: 'https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#streamable-http',
     description: `The same service as an MCP server over Streamable HTTP at ${publicUrl}${MCP_PATH} (POST, Authorization: Bearer <token>, stateless; ?readOnly=1 and ?toolsets=forum,knowledge,work select tools).`,
-    params: { url: publicUrl + MCP_PATH, transport: 'streamable-http', protocolVersions: [...MCP_PROTOCOL_VERSIONS] },
+    params: { url: publicUrl + MCP_PATH, transport: 'streamable-http', protocolVersions: [...MCP_MODERN_PROTOCOL_VERSIONS, ...MCP_PROTOCOL_VERSIONS] },
   };
 }
 

@@ -244,9 +244,11 @@ export async function readMcpBody(req: IncomingMessage): Promise<McpBody> {
  * The answer to an oversize body (issue 51): for a `tools/call` with an id and a tool name, the
  * JSON-RPC result of a tool error (`isError: true`) whose text names the largest argument, its
  * size and the limit, as the stdio server's tool error for an oversize argument does; null for
- * anything else (the caller answers 413 BODY_TOO_LARGE).
+ * anything else (the caller answers 413 BODY_TOO_LARGE). `modern`: the request's
+ * MCP-Protocol-Version header names a 2026-07-28-era revision, whose results carry
+ * `resultType: "complete"` (the body is never parsed whole, so the header is what says so).
  */
-export function oversizeToolError(call: OversizeCall, bytes: number): string | null {
+export function oversizeToolError(call: OversizeCall, bytes: number, modern = false): string | null {
   if (call.method !== 'tools/call' || call.id === undefined || call.tool === undefined) return null;
   let field: string | null = null;
   let fieldBytes = 0;
@@ -260,5 +262,6 @@ export function oversizeToolError(call: OversizeCall, bytes: number): string | n
   const text =
     `Invalid input (HTTP 413): this ${call.tool} call is ${bytes} bytes, over the ${MCP_BODY_BYTES_MAX}-byte limit of a tools/call over /mcp; ` +
     `${what} is what makes it too large [BODY_TOO_LARGE]. Shorten that field and call again.`;
-  return JSON.stringify({ jsonrpc: '2.0', id: call.id, result: { content: [{ type: 'text', text }], isError: true } });
+  const result = { content: [{ type: 'text', text }], isError: true, ...(modern ? { resultType: 'complete' } : {}) };
+  return JSON.stringify({ jsonrpc: '2.0', id: call.id, result });
 }

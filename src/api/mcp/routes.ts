@@ -49,6 +49,7 @@ import {
   MCP_IN_FLIGHT_PER_AGENT_MAX,
   MCP_PATH,
   MCP_PROTOCOL_VERSIONS,
+  MCP_MODERN_PROTOCOL_VERSIONS,
   MCP_QUEUE_MAX,
   MCP_QUEUE_PER_AGENT_MAX,
   MCP_READONLY_HEADER,
@@ -65,6 +66,7 @@ import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
 import { Slots } from './slots.js';
 import { buildMcpServer } from '../../mcp/server.js';
+import { isModernRequest, serveModern } from '../../mcp/modern.js';
 import { TOOLSETS, forumTools, parseReadOnly, parseToolsets, selectTools, type ForumTool, type ToolSelection } from '../../mcp/tools.js';
 
 /** The tool table, built once (its schemas are read from schemas/ at first use). */
@@ -180,7 +182,9 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   }
   if ('oversize' in read) {
     // A tools/call over the limit is the model's to fix: a tool error naming the field (issue 51).
-    const toolError = oversizeToolError(read.oversize, read.bytes);
+    const version = ctx.req.headers['mcp-protocol-version'];
+    const modern = typeof version === 'string' && (MCP_MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version);
+    const toolError = oversizeToolError(read.oversize, read.bytes, modern);
     if (toolError === null) throw payloadTooLarge(MCP_BODY_BYTES_MAX);
     return { status: 200, raw: toolError, contentType: 'application/json' };
   }
@@ -211,26 +215,45 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   }
 }
 
-/** Runs one JSON-RPC message through a fresh stateless transport and Server; the answer as a Reply. */
+/**
+ * Runs one JSON-RPC message; the answer as a Reply. A message of the 2025 revisions goes through a
+ * fresh stateless SDK 1.x transport and Server; a 2026-07-28 one (src/mcp/modern.ts
+ * `isModernRequest`) through the SDK 2.x handler, except `subscriptions/listen`, refused with
+ * -32601 (not served: src/mcp/modern.ts).
+ */
 async function answer(ctx: RequestContext, selection: ToolSelection, body: unknown): Promise<Reply> {
   const client = new RouteClient(ctx.runner!);
-  const server = buildMcpServer(() => client, selectTools(allTools(), selection));
+  const tools = selectTools(allTools(), selection);
+  const request = webRequest(ctx);
+  if (await isModernRequest(request, body)) {
+    const message = body as { id?: unknown; method?: unknown } | null;
+    if (message && typeof message === 'object' && message.method === 'subscriptions/listen') {
+      const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+      return { status: 404, raw: JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${MCP_PATH} does not serve subscriptions/listen; read the inbox and the change feeds with forum_inbox, forum_changes and work_changes (each returns the cursor for the next call)` } }), contentType: 'application/json' };
+    }
+    return replyOf(await serveModern(request, body, { client: () => client, tools }));
+  }
+  const server = buildMcpServer(() => client, tools);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {
-    const response = await transport.handleRequest(webRequest(ctx), { parsedBody: body });
-    const text = await response.text();
-    if (Buffer.byteLength(text) > MCP_ANSWER_BYTES_MAX) {
-      // Unreachable while every result is bounded (MCP_RESULT_BYTES_MAX): the bound holds even so.
-      return rpcError(500, -32603, `Internal error: the answer exceeded ${MCP_ANSWER_BYTES_MAX} bytes and was not sent`);
-    }
-    const headers: Record<string, string> = {};
-    const allow = response.headers.get('allow');
-    if (allow) headers.Allow = allow;
-    return { status: response.status, raw: text, contentType: response.headers.get('content-type') ?? 'application/json', headers };
+    return await replyOf(await transport.handleRequest(request, { parsedBody: body }));
   } finally {
     await server.close();
   }
+}
+
+/** An SDK transport's Response as a Reply (status, body, Content-Type, Allow), within MCP_ANSWER_BYTES_MAX. */
+async function replyOf(response: Response): Promise<Reply> {
+  const text = await response.text();
+  if (Buffer.byteLength(text) > MCP_ANSWER_BYTES_MAX) {
+    // Unreachable while every result is bounded (MCP_RESULT_BYTES_MAX): the bound holds even so.
+    return rpcError(500, -32603, `Internal error: the answer exceeded ${MCP_ANSWER_BYTES_MAX} bytes and was not sent`);
+  }
+  const headers: Record<string, string> = {};
+  const allow = response.headers.get('allow');
+  if (allow) headers.Allow = allow;
+  return { status: response.status, raw: text, contentType: response.headers.get('content-type') ?? 'application/json', headers };
 }
 
 /** The REST routes the tools run (for /openapi.json: which rate limits a tools/call counts toward). */
@@ -263,7 +286,8 @@ export const mcpRoutes: Route[] = [
     auth: 'bearer',
     operationId: 'mcp',
     summary:
-      `MCP server over Streamable HTTP, stateless (protocol revisions ${MCP_PROTOCOL_VERSIONS.join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
+      `MCP server over Streamable HTTP, stateless (protocol revisions ${[...MCP_MODERN_PROTOCOL_VERSIONS, ...MCP_PROTOCOL_VERSIONS].join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
+      `A request with the per-request _meta envelope (protocol version in params._meta) is served on ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')} (server/discover, no initialize; Mcp-Method and, for tools/call and resources/read, Mcp-Name required); initialize starts a 2025 exchange. ` +
       'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
     tag: 'MCP',
     body: 'McpRequest',
@@ -272,7 +296,9 @@ export const mcpRoutes: Route[] = [
       { name: 'toolsets', in: 'query', required: false, description: `Comma-separated tool groups to offer: ${TOOLSETS.join(', ')} or all (default).`, schema: { type: 'string', pattern: `^((${TOOLSETS.join('|')}|all)(,(${TOOLSETS.join('|')}|all))*)?$` } },
       { name: MCP_READONLY_HEADER, in: 'header', required: false, description: 'The readOnly selection as a header (the query parameter wins).', schema: { type: 'string' } },
       { name: MCP_TOOLSETS_HEADER, in: 'header', required: false, description: 'The toolsets selection as a header (the query parameter wins).', schema: { type: 'string' } },
-      { name: 'MCP-Protocol-Version', in: 'header', required: false, description: `The negotiated MCP revision, sent after initialize: one of ${MCP_PROTOCOL_VERSIONS.join(', ')}; another is refused with 400.`, schema: { type: 'string' } },
+      { name: 'MCP-Protocol-Version', in: 'header', required: false, description: `The MCP revision: on ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')} required on every POST and equal to the envelope's; on the 2025 revisions sent after initialize, one of ${MCP_PROTOCOL_VERSIONS.join(', ')}. Another is refused with 400.`, schema: { type: 'string' } },
+      { name: 'Mcp-Method', in: 'header', required: false, description: `MCP ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')}: the JSON-RPC method of the body, required; missing or different is 400 -32020.`, schema: { type: 'string' } },
+      { name: 'Mcp-Name', in: 'header', required: false, description: `MCP ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')}: the tool name of a tools/call or the URI of a resources/read, required on those; missing or different is 400 -32020.`, schema: { type: 'string' } },
     ],
     contentTypes: ['application/json'],
     dispatch: true,

@@ -1,0 +1,132 @@
+/**
+ * MCP 2026-07-28 on POST /mcp (issue 54), beside the 2025 revisions. The stateless revision has
+ * no `initialize` handshake: every request carries its protocol version, client info and
+ * capabilities in `params._meta`, `server/discover` tells a client what the server is, and a
+ * Streamable HTTP POST must repeat the method (and, for tools/call and resources/read, the tool
+ * name or URI) in the `Mcp-Method` / `Mcp-Name` headers. The official SDK 2.x
+ * (`@modelcontextprotocol/server` 2.4.0) implements all of that: its `createMcpHandler` in strict
+ * mode (`legacy: 'reject'`) checks the envelope and the headers and answers a missing or
+ * mismatched one as the revision says (HTTP 400, JSON-RPC -32020 for a header that disagrees
+ * with the body, -32022 for a revision it does not serve, -32602 for a missing envelope), answers
+ * `server/discover`, and adds `resultType` to every result and `ttlMs`/`cacheScope` to the
+ * cacheable ones. Requests of the 2025 revisions never reach it: src/api/mcp/routes.ts sends
+ * them to the SDK 1.32.2 transport (`isModernRequest`).
+ *
+ * The tools, resources and their answers are the 2025 path's (src/mcp/server.ts `forumHandlers`):
+ * the same table order, argument checks, result bound, read-only mode, toolsets and untrusted-text
+ * note. No tool asks the caller for input mid-call (no `input_required` results): every tool
+ * takes all it needs as arguments.
+ *
+ * Cache hints (MCP 2026-07-28 "Caching"; none of these results depends on the caller's token):
+ * - `server/discover`: public, MCP_CACHE_TTL_MS (name, version, capabilities and instructions are
+ *   fixed for the process).
+ * - `tools/list`: private, MCP_CACHE_TTL_MS: the list is the same for every agent but depends on
+ *   the tool selection (`readOnly`/`toolsets` in the URL or the X-MCP-* headers), which is not part
+ *   of the revision's cache key (method and params), so it must not be shared across callers.
+ * - `resources/list` and `resources/read`: public, MCP_CACHE_TTL_MS (the guides and the OpenAPI
+ *   document are the same text for everyone until the service is redeployed).
+ * `tools/call` results are not cacheable in the revision and carry no hint.
+ *
+ * `subscriptions/listen` is not served (answered -32601 by the route before the SDK sees it):
+ * the inbox and the change feeds are read with forum_inbox, forum_changes and work_changes.
+ */
+import { ProtocolError, ProtocolErrorCode, Server, createMcpHandler, isLegacyRequest, type CallToolResult, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { MCP_CACHE_TTL_MS, SERVICE_VERSION } from '../constants.js';
+import { forumHandlers } from './server.js';
+import { SERVER_INSTRUCTIONS, type ForumClientLike, type ForumTool } from './tools.js';
+
+/** What one 2026-07-28 request is served with: the tools' client and the selected tools. */
+export interface ModernServing {
+  client: () => ForumClientLike;
+  tools: readonly ForumTool[];
+}
+
+/**
+ * Builds the 2.x SDK `Server` for one 2026-07-28 request (the handler's factory calls it): the
+ * forumHandlers over `tools`, run against `client()`, with the cache hints above. A thrown error
+ * with a numeric JSON-RPC `code` (argument errors: -32602) is answered as that error.
+ */
+export function buildModernMcpServer(client: () => ForumClientLike, tools: readonly ForumTool[]): Server {
+  const handlers = forumHandlers(client, tools);
+  const publicHint = { ttlMs: MCP_CACHE_TTL_MS, cacheScope: 'public' as const };
+  const server = new Server(
+    { name: 'agent-forum', version: SERVICE_VERSION },
+    {
+      capabilities: { tools: {}, resources: {} },
+      instructions: SERVER_INSTRUCTIONS,
+      cacheHints: {
+        'server/discover': publicHint,
+        'tools/list': { ttlMs: MCP_CACHE_TTL_MS, cacheScope: 'private' },
+        'resources/list': publicHint,
+        'resources/read': publicHint,
+      },
+    },
+  );
+  server.setRequestHandler('tools/list', async () => handlers.listTools() as never);
+  server.setRequestHandler('tools/call', async (req) => {
+    try {
+      return (await handlers.callTool(req.params.name, req.params.arguments)) as CallToolResult;
+    } catch (err) {
+      throw asProtocolError(err);
+    }
+  });
+  server.setRequestHandler('resources/list', async () => handlers.listResources());
+  server.setRequestHandler('resources/read', async (req) => {
+    try {
+      return await handlers.readResource(req.params.uri);
+    } catch (err) {
+      throw asProtocolError(err);
+    }
+  });
+  return server;
+}
+
+/** A -32602 thrown by forumHandlers as the 2.x SDK's ProtocolError (same code, same message); other errors as they are. */
+function asProtocolError(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (err instanceof Error && code === ProtocolErrorCode.InvalidParams) return new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+  return err;
+}
+
+/** The serving of each request in flight, found again by the factory from the Request it is handed. */
+const serving = new WeakMap<Request, ModernServing>();
+
+let handler: McpHttpHandler | null = null;
+
+/** The one strict 2026-07-28 handler of the process (built at first use; it keeps nothing between requests but its listen router, unused). */
+function modernHandler(): McpHttpHandler {
+  handler ??= createMcpHandler(
+    (ctx) => {
+      const s = ctx.requestInfo ? serving.get(ctx.requestInfo) : undefined;
+      if (!s) throw new Error('no serving registered for this request');
+      return buildModernMcpServer(s.client, s.tools);
+    },
+    // 'auto' answers JSON unless a handler sends a message before its result; ours never do.
+    { legacy: 'reject', responseMode: 'auto', keepAliveMs: 0 },
+  );
+  return handler;
+}
+
+/**
+ * True when `body` (the parsed JSON-RPC message of `request`) speaks MCP 2026-07-28 or a later
+ * revision: it carries the per-request `_meta` envelope claim, or the MCP-Protocol-Version header
+ * names a modern revision (the SDK's own classification, so the two never disagree). An
+ * `initialize` request, a claim-less message and one with a 2025 header are not.
+ */
+export async function isModernRequest(request: Request, body: unknown): Promise<boolean> {
+  return !(await isLegacyRequest(request, body));
+}
+
+/**
+ * Serves one 2026-07-28 request (`request` with its parsed `body`) with `s`; resolves with the
+ * SDK's Response (JSON; HTTP 400 with a JSON-RPC error for a missing or mismatched header or
+ * envelope, 404 with -32601 for an unknown method, 202 for a notification).
+ */
+export async function serveModern(request: Request, body: unknown, s: ModernServing): Promise<Response> {
+  serving.set(request, s);
+  try {
+    return await modernHandler().fetch(request, { parsedBody: body });
+  } finally {
+    serving.delete(request);
+  }
+}
