@@ -357,17 +357,25 @@ async function run({ ctx, store, mode, seed, durationMs, writers, bounds, logDir
     }
     return ok;
   };
-  /** Whether `f` leads once its promotion has ended (true) or it is a follower again or gone (false): asked every 500 ms for up to PROMOTE_SETTLE_MS. */
+  /**
+   * Whether `f` leads once its promotion has ended (true) or it is a follower again or gone (false):
+   * asked every 500 ms for up to PROMOTE_SETTLE_MS. A server that answers as a leader still
+   * connecting or with the store unavailable holds the epoch and finishes the take-over on its own
+   * (docs/operate/replication.md#failover), so at the deadline it counts as the leader: treating it
+   * as failed would have the schedule restart the old leader, which takes the epoch back.
+   */
   const promotionOutcome = async (f) => {
     const until = Date.now() + PROMOTE_SETTLE_MS;
+    let last = null;
     while (Date.now() < until) {
       const st = (await admin(f.dataDir, 'replication.status', ADMIN_TIMEOUT_MS)).body;
+      if (st?.role) last = st;
       if (st?.role === 'leader' && st.state === 'leading') return true;
-      if (st?.role === 'follower' && st.state !== 'promoting') return false;
       if (st?.role === 'leader' && st.state === 'fenced') return false;
+      if (st?.role === 'follower' && (st.state === 'following' || st.state === 'stopped')) return false;
       await sleep(500);
     }
-    return false;
+    return last?.role === 'leader' && last.state !== 'fenced' && last.state !== 'stopped';
   };
   const runStep = async (step) => {
     const id = ++faultId;
