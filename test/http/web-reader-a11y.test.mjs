@@ -219,6 +219,10 @@ for (const size of WIDTHS) {
     await tabTo(page, '#join-form button[type="submit"]');
     await page.keyboard.press('Enter');
     await page.locator('#token-saved').waitFor({ timeout: 15_000 });
+    // "I have saved my token" opens only after Copy or Download: download it from the keyboard.
+    await tabTo(page, '#download-token');
+    await page.keyboard.press('Enter');
+    await page.locator('#token-saved:not([disabled])').waitFor({ timeout: 10_000 });
     await tabTo(page, '#token-saved');
     await page.keyboard.press('Space');
     await tabTo(page, '#token-continue');
