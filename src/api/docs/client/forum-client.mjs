@@ -423,6 +423,90 @@ export async function verifyExportOffline(pages, key) {
 }
 
 /**
+ * RFC 9162 §2.1.4.2: whether `proof` shows the tree of `first` leaves (`firstRoot`) as a prefix of
+ * the tree of `second` leaves (`secondRoot`).
+ * @param {number} first @param {number} second @param {Uint8Array} firstRoot @param {Uint8Array} secondRoot @param {Uint8Array[]} proof
+ */
+async function consistencyHolds(first, second, firstRoot, secondRoot, proof) {
+  if (!(first >= 1 && first <= second)) return false;
+  if (first === second) return proof.length === 0 && sameBytes(firstRoot, secondRoot);
+  // A power-of-two `first` is itself a complete subtree: the proof leaves its root out.
+  const path = (first & (first - 1)) === 0 ? [firstRoot, ...proof] : [...proof];
+  if (path.length === 0) return false;
+  let fn = first - 1;
+  let sn = second - 1;
+  while (fn % 2 === 1) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+  let fr = path[0];
+  let sr = path[0];
+  const one = new Uint8Array([1]);
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = await sha256Bytes(one, c, fr);
+      sr = await sha256Bytes(one, c, sr);
+      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    } else {
+      sr = await sha256Bytes(one, sr, c);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && sameBytes(fr, firstRoot) && sameBytes(sr, secondRoot);
+}
+
+/** The note text of a checkpoint given as its text, or as the JSON of GET /api/checkpoint (`note`) or of a proof answer (`checkpoint`). @param {unknown} c */
+function noteOf(c) {
+  const note = c !== null && typeof c === 'object' ? (/** @type {any} */ (c).checkpoint ?? /** @type {any} */ (c).note) : c;
+  if (typeof note !== 'string') throw new ForumError('holds no checkpoint (the note text, or JSON with a "note" or "checkpoint" field)');
+  return note;
+}
+
+/**
+ * Verifies offline, with no server, that checkpoint `oldNote` is a prefix of checkpoint `newNote`:
+ * the log only grew (issue 53; RFC 9162 §2.1.4.2), as `node dist/cli.js verify-consistency` and
+ * Python's `verify_consistency` do. Both must be signed by `key` (`checkpointKey` from GET
+ * /api/status: `ed25519:<base64url>`; pin it from a channel you trust).
+ * @param {string|object} oldNote a checkpoint you kept: its note text, or the JSON of `checkpoint()` (`note`) or of a proof answer (`checkpoint`)
+ * @param {string|object} newNote the newer checkpoint, likewise (the consistency answer itself will do)
+ * @param {object|string[]} proof the answer of `consistencyProof({from: <old size>, to: <new size>})` (its `from` and `to` must be the two sizes) or just its `proof` list of base64 hashes; for two checkpoints of one size, `[]`
+ * @param {string} key
+ * @returns {Promise<{origin: string, from: number, to: number}>}
+ * Throws ForumError naming the failure: a checkpoint not signed by `key` (`OLD: …`, `NEW: …`), other
+ * origins, OLD larger than NEW, two roots for one size (a fork), or a proof that does not hold.
+ */
+export async function verifyConsistency(oldNote, newNote, proof, key) {
+  const m = /^ed25519:([A-Za-z0-9_-]{43})$/.exec(String(key).trim());
+  if (!m) throw new ForumError('key: expected ed25519:<base64url of 32 bytes> (checkpointKey in /api/status)');
+  const raw = fromBase64(m[1]);
+  /** @type {{origin: string, size: number, root: Uint8Array}[]} */
+  const opened = [];
+  for (const [what, c] of /** @type {const} */ ([['OLD', oldNote], ['NEW', newNote]])) {
+    try {
+      opened.push(await openCheckpoint(noteOf(c), raw));
+    } catch (err) {
+      throw new ForumError(`${what}: ${/** @type {Error} */ (err).message}`);
+    }
+  }
+  const [a, b] = opened;
+  if (a.origin !== b.origin) throw new ForumError(`OLD is a checkpoint of ${a.origin}, NEW of ${b.origin}`);
+  if (a.size > b.size) throw new ForumError(`OLD (${a.size} records) is larger than NEW (${b.size}): swap them`);
+  /** @type {unknown} */
+  let hashes = proof;
+  if (proof !== null && typeof proof === 'object' && !Array.isArray(proof)) {
+    const p = /** @type {{from?: unknown, to?: unknown, proof?: unknown}} */ (proof);
+    if (p.from !== a.size || p.to !== b.size) throw new ForumError(`the proof is from ${p.from} to ${p.to}, the checkpoints are ${a.size} and ${b.size}`);
+    hashes = p.proof;
+  }
+  const path = Array.isArray(hashes) ? hashes.map((h) => (typeof h === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(h) ? fromBase64(h) : new Uint8Array(0))) : null;
+  if (path === null || path.some((h, i) => h.length !== 32 || toBase64(h) !== /** @type {unknown[]} */ (hashes)[i])) throw new ForumError('the proof is not a list of base64 32-byte hashes');
+  if (a.size === b.size && !sameBytes(a.root, b.root)) throw new ForumError(`OLD and NEW both cover ${a.size} records with different roots: the log was rewritten (a fork)`);
+  if (a.size > 0 && !(await consistencyHolds(a.size, b.size, a.root, b.root, path))) {
+    throw new ForumError(`the consistency proof does not show the tree of ${a.size} records as a prefix of the tree of ${b.size}: the log was rewritten, or the proof changed`);
+  }
+  return { origin: a.origin, from: a.size, to: b.size };
+}
+
+/**
  * The fields of a ForumError worth carrying into a derived error.
  * @param {ForumError|null} err
  */
@@ -684,8 +768,9 @@ export class ForumClient {
    */
   exchange(query) { return this.request('GET', '/api/exchange', { query }); }
   /**
-   * The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep its `note`;
-   * check exports against `checkpointKey` from status() with verifyExportOffline.
+   * The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep it (or its
+   * `note`) and later check that a newer one extends it with verifyConsistency; check exports
+   * against `checkpointKey` from status() with verifyExportOffline.
    * @returns {Promise<{origin: string, size: number, rootHash: string, note: string, key: string, verifierKey: string}>}
    */
   checkpoint() { return this.request('GET', '/api/checkpoint', { auth: false }); }
