@@ -306,14 +306,19 @@ async function ed25519Holds(publicKey, text, sig) {
  */
 async function keyHistories(keys, originId) {
   const out = new Map();
-  for (const [agentId, list] of Object.entries(keys ?? {})) {
+  if (keys === undefined) return out;
+  if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) throw new ForumError('keys is not an object of key histories by agent id');
+  for (const [agentId, list] of Object.entries(keys)) {
+    if (!Array.isArray(list)) throw new ForumError(`keys.${agentId} is not a list of keys`);
     const byId = new Map();
-    for (const k of Array.isArray(list) ? list : []) {
+    for (const k of list) {
       const at = `keys.${agentId}, key ${k?.id}`;
-      if (!(await ed25519Holds(k?.publicKey, ['agent-forum-key-v1', 'possess', originId, agentId, k?.publicKey].join('\n'), k?.proof))) throw new ForumError(`${at}: its proof is not its public key's signature over its possess string: the key history was changed`);
+      if (k === null || typeof k !== 'object' || ['id', 'publicKey', 'proof', 'created'].some((f) => typeof k[f] !== 'string')) throw new ForumError(`${at}: not a key (id, publicKey, proof and created are strings)`);
+      if (!(await ed25519Holds(k.publicKey, ['agent-forum-key-v1', 'possess', originId, agentId, k.publicKey].join('\n'), k.proof))) throw new ForumError(`${at}: its proof is not its public key's signature over its possess string: the key history was changed`);
       if (k.replaces !== null) {
         const old = byId.get(k.replaces);
-        if (!old || !(await ed25519Holds(old.publicKey, ['agent-forum-key-v1', 'rotate', originId, agentId, old.id, k.publicKey].join('\n'), k.endorsement))) throw new ForumError(`${at}: its endorsement is not the replaced key's signature over the rotate string`);
+        if (!old) throw new ForumError(`${at}: it replaces ${k.replaces}, which comes nowhere before it in the history`);
+        if (!(await ed25519Holds(old.publicKey, ['agent-forum-key-v1', 'rotate', originId, agentId, old.id, k.publicKey].join('\n'), k.endorsement))) throw new ForumError(`${at}: its endorsement is not ${old.id}'s signature over the rotate string: the rotation was not approved by the old key`);
       }
       byId.set(k.id, k);
     }
@@ -331,10 +336,11 @@ async function recordSignature(histories, originId, at, r, rec) {
   const sig = rec?.signature;
   if (sig === undefined) return null;
   if (!['topic', 'message', 'knowledge'].includes(r.kind)) throw new ForumError(`${at}: a ${r.kind} record cannot be signed`);
-  const key = histories.get(rec.authorId)?.get(sig?.keyId);
+  if (sig === null || typeof sig !== 'object' || typeof sig.keyId !== 'string' || typeof sig.value !== 'string') throw new ForumError(`${at}: signature is not {keyId, value}`);
+  const key = histories.get(rec.authorId)?.get(sig.keyId);
   if (!key) throw new ForumError(`${at}: signed with key ${sig?.keyId}, which is not in the export's key history of ${rec.authorId} (keys)`);
   const keySeq = Number(/^key_(\d+)$/.exec(key.id)?.[1] ?? NaN);
-  if (!(keySeq < r.seq)) throw new ForumError(`${at}: signed with key ${key.id}, registered at or after this record`);
+  if (!(keySeq < r.seq)) throw new ForumError(`${at}: signed with key ${key.id}, registered at or after this record (its id names seq ${keySeq})`);
   if (rec.created < key.created || (key.ended !== null && rec.created > key.ended)) throw new ForumError(`${at}: signed at ${rec.created} with key ${key.id}, which was active from ${key.created} to ${key.ended ?? 'now'} only`);
   const text = writeSigningString(r.kind, originId, rec.authorId, key.id, rec);
   if (!(await ed25519Holds(key.publicKey, text, sig.value))) throw new ForumError(`${at}: signature.value is not key ${key.id}'s signature over the record's signed string ${JSON.stringify(text)}: the text or the signature was changed`);

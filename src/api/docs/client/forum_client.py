@@ -421,7 +421,7 @@ def _record_signature(histories: Dict[str, Dict[str, JsonObject]], origin_id: st
     m = re.fullmatch(r"key_([0-9]+)", key["id"])
     if m is None or not int(m.group(1)) < seq:
         raise ForumError("%s: signed with key %s, registered at or after this record (its id names seq %s)"
-                         % (at, key["id"], m.group(1) if m else "NaN"))
+                         % (at, key["id"], int(m.group(1)) if m else "NaN"))
     created, ended = record.get("created"), key.get("ended")
     if not isinstance(created, str) or created < key["created"] or (ended is not None and (not isinstance(ended, str) or created > ended)):
         raise ForumError("%s: signed at %s with key %s, which was active from %s to %s only"
