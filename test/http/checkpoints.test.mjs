@@ -2,17 +2,18 @@
  * Signed checkpoints and proofs, black box (issue 53; docs/api/checkpoints.md): the running
  * server's checkpoints and proofs checked by an independent RFC 9162 / C2SP implementation written
  * here (not the server's code), erasure keeping the tree, the export refused offline for each
- * tampered field and proof hash, and verify-consistency between two checkpoints.
+ * tampered field and proof hash, and verify-consistency (the CLI and the JS helper's
+ * verifyConsistency) between two checkpoints.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, createPublicKey, verify } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
 import { verifyExportPages } from '../../dist/tlog/verify.js';
-import { verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
+import { verifyConsistency, verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
 
 // ---- Independent implementation (RFC 9162 §2.1, C2SP signed-note) ----
 const sha = (...parts) => createHash('sha256').update(Buffer.concat(parts)).digest();
@@ -208,4 +209,59 @@ test('a topic export verifies offline (CLI and JS client helper), and every tamp
   const other = await cli(['verify-export', join(dir, 'export.json'), '--key', `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`]);
   assert.equal(other.code, 1);
   assert.match(other.stderr, /no signature by key/);
+});
+
+test("the JS helper's verifyConsistency accepts the server's proof from every older size and refuses each changed hash, size and root with its reason", async (t) => {
+  const s = await startServer(t);
+  const { a } = await seed(s, 12);
+  const key = (await ok(s.get('/api/status'))).checkpointKey;
+  const c0 = await ok(s.get('/api/checkpoint'));
+  const n = c0.size;
+  assert.ok(n >= 13, 'a tree of a dozen records and more');
+  /** The signed checkpoint note of size m (as an inclusion proof's answer carries it). */
+  const noteOf = async (m) => (await ok(s.get(`/api/proofs/inclusion?seq=1&size=${m}`, a.token))).checkpoint;
+  for (let m = 1; m <= n; m++) {
+    const c = await ok(s.get(`/api/proofs/consistency?from=${m}&to=${n}`, a.token));
+    assert.deepEqual(await verifyConsistency(await noteOf(m), c, c, key), { origin: c0.origin, from: m, to: n }, `the proof from ${m} to ${n} holds`);
+  }
+  const m = 5; // not a power of two: the proof carries the older tree's subtrees
+  const old = await noteOf(m);
+  const c = await ok(s.get(`/api/proofs/consistency?from=${m}&to=${n}`, a.token));
+  assert.ok(c.proof.length >= 3);
+  assert.deepEqual(await verifyConsistency({ note: old }, c.checkpoint, c.proof, key), { origin: c0.origin, from: m, to: n }, 'JSON with a note, a note text and the bare hash list');
+  const flipB64 = (h) => { const b = Buffer.from(h, 'base64'); b[0] ^= 1; return b.toString('base64'); };
+  const changedRoot = (note) => { const l = note.split('\n'); l[2] = flipB64(l[2]); return l.join('\n'); };
+  const notProven = /: the consistency proof does not show the tree of \d+ records as a prefix of the tree of \d+: the log was rewritten, or the proof changed$/;
+  const refused = async (name, args, reason) => assert.rejects(verifyConsistency(...args, key), reason, `${name}: refused with its reason`);
+  for (let i = 0; i < c.proof.length; i++) {
+    await refused(`proof hash ${i} changed`, [old, c, { ...c, proof: c.proof.map((h, j) => (j === i ? flipB64(h) : h)) }], notProven);
+  }
+  await refused('a proof hash dropped', [old, c, { ...c, proof: c.proof.slice(1) }], notProven);
+  await refused('a proof hash added', [old, c, [...c.proof, c.proof[0]]], notProven);
+  await refused('two proof hashes swapped', [old, c, [c.proof[1], c.proof[0], ...c.proof.slice(2)]], notProven);
+  await refused("the proof's from", [old, c, { ...c, from: m + 1 }], /: the proof is from 6 to \d+, the checkpoints are 5 and \d+$/);
+  await refused("the proof's to", [old, c, { ...c, to: n - 1 }], /: the proof is from 5 to \d+, the checkpoints are 5 and \d+$/);
+  await refused('a proof hash that is not base64 of 32 bytes', [old, c, ['AAAA', ...c.proof.slice(1)]], /: the proof is not a list of base64 32-byte hashes$/);
+  await refused("the kept checkpoint's root", [changedRoot(old), c, c], /: OLD: checkpoint: its signature does not verify with the given key/);
+  await refused("the new checkpoint's root", [old, changedRoot(c.checkpoint), c], /: NEW: checkpoint: its signature does not verify with the given key/);
+  await refused("the kept checkpoint's size", [old.replace(`\n${m}\n`, `\n${m + 1}\n`), c, c], /: OLD: checkpoint: its signature does not verify/);
+  await refused('the checkpoints swapped', [c, old, c], /: OLD \(\d+ records\) is larger than NEW \(5\): swap them$/);
+  await refused('no checkpoint', [{}, c, c], /: OLD: holds no checkpoint/);
+  await assert.rejects(verifyConsistency(old, c, c, `ed25519:${Buffer.alloc(32, 3).toString('base64url')}`), /: OLD: checkpoint: it carries no signature by the given key/, 'checkpoints of another key');
+  await assert.rejects(verifyConsistency(old, c, c, 'ed25519:short'), /: key: expected ed25519:/);
+
+  // A forger holding a checkpoint key signs changed roots: the signatures hold, the proof does not.
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url');
+  const forgerKey = `ed25519:${raw.toString('base64url')}`;
+  const signNote = (note) => {
+    const body = note.slice(0, note.lastIndexOf('\n\n') + 1);
+    const origin = body.split('\n')[0];
+    const keyId = sha(Buffer.from(`${origin}\n`), Buffer.from([1]), raw).subarray(0, 4);
+    return `${body}\n\u2014 ${origin} ${Buffer.concat([keyId, sign(null, Buffer.from(body), privateKey)]).toString('base64')}\n`;
+  };
+  assert.deepEqual(await verifyConsistency(signNote(old), signNote(c.checkpoint), c, forgerKey), { origin: c0.origin, from: m, to: n }, 'the genuine roots re-signed still verify: each refusal below is the change');
+  await assert.rejects(verifyConsistency(signNote(changedRoot(old)), signNote(c.checkpoint), c, forgerKey), notProven, 'a changed kept root, re-signed');
+  await assert.rejects(verifyConsistency(signNote(old), signNote(changedRoot(c.checkpoint)), c, forgerKey), notProven, 'a changed new root, re-signed');
+  await assert.rejects(verifyConsistency(signNote(old), signNote(changedRoot(old)), [], forgerKey), /: OLD and NEW both cover 5 records with different roots: the log was rewritten \(a fork\)$/, 'two roots for one size');
 });

@@ -2,14 +2,16 @@
  * The Python helper's offline verifier (issue 53; docs/api/checkpoints.md#verifying-offline):
  * `verify_export_offline(pages, key)` in the served forum_client.py, run by python3 on a topic
  * export saved from the running server — the export verifies, and every tampered field and proof
- * hash is refused with its reason. Its Ed25519 check needs the `cryptography` package: without
+ * hash is refused with its reason; agents' signatures (docs/api/keys.md#signed-writes) verify with
+ * the same summary as the JS helper, and every changed signature, key or key history is refused
+ * with its reason. Its Ed25519 check needs the `cryptography` package: without
  * python3 or it these tests are skipped with a message, unless FORUM_REQUIRE_PYTHON=1 (then they
  * fail).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -149,6 +151,159 @@ test('forum_client.py verify_export_offline accepts a real export and refuses ev
   assert.match(other.good.error, /page 1: checkpoint: the checkpoint carries no signature by key/, "another key's export is refused");
   const badKey = await runDriver(dir, { good: { export: pages } }, 'ed25519:short');
   assert.match(badKey.good.error, /key: expected ed25519:/);
+});
+
+/** A fresh Ed25519 key pair: its public key as unpadded base64url (the JWK x) and a signer (node:crypto). */
+function keyPair() {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return { publicKey: publicKey.export({ format: 'jwk' }).x, privateKey, sign: (text) => sign(null, Buffer.from(text, 'utf8'), privateKey).toString('base64url') };
+}
+
+/** The documented signed strings (docs/api/keys.md), built here from the documentation. */
+const possess = (o, a, pk) => ['agent-forum-key-v1', 'possess', o, a, pk].join('\n');
+const rotate = (o, a, old, pk) => ['agent-forum-key-v1', 'rotate', o, a, old, pk].join('\n');
+/** RFC 8785 for the documented field values (strings, integers, null, lists of strings). */
+const jcs = (v) => (Array.isArray(v) ? `[${v.map(jcs).join(',')}]` : v !== null && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${jcs(v[k])}`).join(',')}}` : JSON.stringify(v));
+const writeString = (kind, o, agentId, keyId, fields) => ['agent-forum-write-v1', kind, o, agentId, keyId, jcs(fields)].join('\n');
+
+/** A C2SP signed note of (origin, size, root) by `key` (a forger's checkpoint). */
+function signNote(origin, size, root, key) {
+  const body = `${origin}\n${size}\n${root.toString('base64')}\n`;
+  const raw = Buffer.from(key.publicKey, 'base64url');
+  const keyId = createHash('sha256').update(Buffer.concat([Buffer.from(`${origin}\n`), Buffer.from([1]), raw])).digest().subarray(0, 4);
+  return `${body}\n\u2014 ${origin} ${Buffer.concat([keyId, sign(null, Buffer.from(body), key.privateKey)]).toString('base64')}\n`;
+}
+
+/** RFC 9162 §2.1.3.2: the root an audit path leads to from `leaf` at `index` in a tree of `size` (independent of the server). */
+function rootFromPath(leaf, index, size, path) {
+  const node = (l, r) => createHash('sha256').update(Buffer.concat([Buffer.from([1]), l, r])).digest();
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (fn % 2 === 1 || fn === sn) {
+      r = node(p, r);
+      while (fn % 2 === 0 && fn !== 0) { fn >>= 1; sn >>= 1; }
+    } else r = node(r, p);
+    fn >>= 1;
+    sn >>= 1;
+  }
+  return r;
+}
+
+test('forum_client.py verify_export_offline checks agent signatures as the JS helper does: a signed export verifies with the same summary, and each changed record signature, key or key history is refused with its reason', { skip: skipUnless(NO_CRYPTOGRAPHY) }, async (t) => {
+  if (NO_CRYPTOGRAPHY) assert.fail(`${NO_CRYPTOGRAPHY}, and FORUM_REQUIRE_PYTHON=1 requires it`);
+  const s = await startServer(t);
+  const a = await s.register('signer');
+  const originId = (await ok(s.get('/api/status'))).originId;
+  const k1 = keyPair();
+  const key1 = await ok(s.post('/api/me/keys', { publicKey: k1.publicKey, proof: k1.sign(possess(originId, a.id, k1.publicKey)) }, a.token), 201);
+  const sig = (kind, fields, k = k1, keyId = key1.id) => ({ keyId, value: k.sign(writeString(kind, originId, a.id, keyId, fields)) });
+
+  const topic = await ok(s.post('/api/topics', { title: 'signed, verified in Python', signature: sig('topic', { roomId: 'commons', title: 'signed, verified in Python' }) }, a.token), 201);
+  // Every escape RFC 8785 has, and characters written as themselves: Python's json.dumps must give the same bytes.
+  const tricky = 'tab\tand\bbell\u0007 \u001f \u007f "q" \\ / \u2028\u2029 é ✓ 😀\nline two';
+  const mf = (content, clientId, replyTo = null) => ({ clientId, content, replyTo, topicId: topic.id });
+  const m1 = await ok(s.post('/api/messages', { topicId: topic.id, content: tricky, clientId: 's-1', signature: sig('message', mf(tricky, 's-1')) }, a.token), 201);
+  const kf = (content, previousId, revision) => ({ category: 'opinion', content, previousId, revision, sources: ['https://example.org/a'], title: 'Signed note', topicId: topic.id });
+  const kn1 = await ok(s.post('/api/knowledge', { title: 'Signed note', content: 'First.', category: 'opinion', sources: ['https://example.org/a'], topicId: topic.id, signature: sig('knowledge', kf('First.', null, 1)) }, a.token), 201);
+  await ok(s.post('/api/knowledge', { title: 'Signed note', content: 'Second.', category: 'opinion', sources: ['https://example.org/a'], topicId: topic.id, previousId: kn1.id, expectedRevision: 1, signature: sig('knowledge', kf('Second.', kn1.id, 2)) }, a.token), 201);
+  await ok(s.post('/api/messages', { topicId: topic.id, content: 'unsigned', clientId: 's-u' }, a.token), 201);
+  const k2 = keyPair();
+  const key2 = await ok(s.post('/api/me/keys/rotate', { keyId: key1.id, publicKey: k2.publicKey, proof: k2.sign(possess(originId, a.id, k2.publicKey)), endorsement: k1.sign(rotate(originId, a.id, key1.id, k2.publicKey)) }, a.token));
+  const m2 = await ok(s.post('/api/messages', { topicId: topic.id, content: 'by key two', clientId: 's-2', replyTo: m1.id, signature: sig('message', mf('by key two', 's-2', m1.id), k2, key2.id) }, a.token), 201);
+  await ok(s.post('/api/me/keys/revoke', { keyId: key2.id }, a.token));
+
+  const key = (await ok(s.get('/api/status'))).checkpointKey;
+  const pages = await exportPages(s, a.token, topic.id, 3);
+  assert.ok(pages.length >= 2, 'the export spans several pages');
+  assert.deepEqual(pages[0].keys[a.id].map((k) => [k.id, k.state]), [[key1.id, 'rotated'], [key2.id, 'revoked']], "the export carries the signer's key history");
+  const summary = await verifyExportOffline(pages, key);
+  const signedRecords = pages.flatMap((p) => p.records).filter((r) => JSON.parse(r.canonicalJson).signature !== undefined);
+  assert.equal(signedRecords.length, 5, 'the topic, two messages and two knowledge revisions are signed');
+  assert.equal(summary.signed, 5);
+  assert.deepEqual(summary.revokedKeys, [key2.id]);
+
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'forum_client.py'), (await s.get('/api/client/forum_client.py')).body);
+  const all = pages.flatMap((p, pi) => p.records.map((r, ri) => ({ pi, ri, r })));
+  const find = (id) => all.find(({ r }) => JSON.parse(r.canonicalJson).id === id);
+  const [r1, r2] = [find(m1.id), find(m2.id)];
+
+  // The key histories are not covered by the log's hashes: changed, they are refused by their own signatures.
+  const cases = { good: { export: pages } };
+  const reasons = {};
+  const edit = (name, reason, f) => {
+    const copy = structuredClone(pages);
+    f(copy);
+    cases[name] = { export: copy };
+    reasons[name] = reason;
+  };
+  const hist = (f) => (p) => { for (const page of p) if (page.keys?.[a.id]) f(page.keys[a.id]); };
+  edit("a key's proof", new RegExp(`^page 1: keys\\.${a.id}, key ${key1.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[0].proof = keyPair().sign(possess(originId, a.id, k1.publicKey)); }));
+  edit("a key's public key", new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[1].publicKey = keyPair().publicKey; }));
+  edit('a rotation endorsement', new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its endorsement is not ${key1.id}'s signature over the rotate string`), hist((h) => { h[1].endorsement = keyPair().sign(rotate(originId, a.id, key1.id, k2.publicKey)); }));
+  edit('a rotated-in key whose predecessor is dropped', new RegExp(`key ${key2.id}: it replaces ${key1.id}, which comes nowhere before it`), hist((h) => { h.shift(); }));
+  edit('a signing key dropped from the history', new RegExp(`record ${r2.r.seq}: signed with key ${key2.id}, which is not in the export's key history of ${a.id}`), hist((h) => { h.pop(); }));
+  edit("a key's active time", new RegExp(`record \\d+: signed at \\S+ with key ${key1.id}, which was active from 2999-01-01T00:00:00.000Z to`), hist((h) => { h[0].created = '2999-01-01T00:00:00.000Z'; }));
+  edit("a signed record's signature value, not re-chained", /the text does not hash to the proof's entry/, (p) => {
+    const r = p[r1.pi].records[r1.ri];
+    const rec = JSON.parse(r.canonicalJson);
+    rec.signature.value = k1.sign('anything');
+    r.canonicalJson = jcs(rec);
+    r.sha256 = createHash('sha256').update(r.canonicalJson).digest('hex');
+  });
+
+  // A forger holding the disk and a checkpoint key rewrites one record, re-chains it and signs a new
+  // checkpoint: the chain and the checkpoint hold, the author's signature does not.
+  const forger = keyPair();
+  const forgerKey = `ed25519:${forger.publicKey}`;
+  const forgedCases = {};
+  const forgedReasons = {};
+  const forge = (name, x, reason, f) => {
+    const page = structuredClone(pages[x.pi]);
+    const r = page.records[x.ri];
+    page.records = [r];
+    const rec = JSON.parse(r.canonicalJson);
+    f(rec);
+    r.canonicalJson = jcs(rec);
+    r.sha256 = createHash('sha256').update(r.canonicalJson).digest('hex');
+    r.proof.entry = createHash('sha256').update(`${r.proof.prevHash}{"payload":${r.canonicalJson},"seq":${r.seq},"time":"${r.proof.time}","type":"${r.proof.type}"}`).digest('hex');
+    const leaf = createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(r.proof.entry, 'hex')])).digest();
+    const root = rootFromPath(leaf, r.seq - 1, page.cursor.through, r.proof.path.map((h) => Buffer.from(h, 'base64')));
+    page.checkpoint = signNote(page.checkpoint.split('\n')[0], page.cursor.through, root, forger);
+    forgedCases[name] = { export: [page] };
+    forgedReasons[name] = reason;
+  };
+  const valueRefused = (x, keyId) => new RegExp(`^page 1, record ${x.r.seq}: signature\\.value is not key ${keyId}'s signature over the record's signed string .*: the text or the signature was changed$`, 's');
+  forge('unchanged, re-signed by the forger', r1, null, () => {});
+  forge("a signed record's content", r1, valueRefused(r1, key1.id), (rec) => { rec.content = `${rec.content}!`; });
+  forge("a signed record's signature value", r2, valueRefused(r2, key2.id), (rec) => { rec.signature.value = k2.sign('anything'); });
+  forge("a signed record's keyId (unknown)", r1, new RegExp(`record ${r1.r.seq}: signed with key key_999999, which is not in the export's key history`), (rec) => { rec.signature.keyId = 'key_999999'; });
+  forge("a signed record's keyId (a key registered later)", r1, new RegExp(`record ${r1.r.seq}: signed with key ${key2.id}, registered at or after this record`), (rec) => { rec.signature.keyId = key2.id; });
+  forge("a signed record's keyId (a key rotated before it)", r2, new RegExp(`record ${r2.r.seq}: signed at \\S+ with key ${key1.id}, which was active from \\S+ to \\S+ only`), (rec) => { rec.signature.keyId = key1.id; });
+  forge("a signed record's author", r1, new RegExp(`record ${r1.r.seq}: signed with key ${key1.id}, which is not in the export's key history of ag_other`), (rec) => { rec.authorId = 'ag_other'; });
+  forge('a lone surrogate in a signed field', r1, new RegExp(`record ${r1.r.seq}: .*lone surrogate`), (rec) => { rec.content = 'half \ud800 a pair'; });
+
+  const answers = await runDriver(dir, cases, key);
+  assert.deepEqual(answers.good, { ok: summary }, 'Python agrees with the JS helper on the genuine signed export (signed, revokedKeys)');
+  for (const [name, reason] of Object.entries(reasons)) {
+    assert.ok(answers[name]?.error, `${name}: refused by Python (got ${JSON.stringify(answers[name])})`);
+    assert.match(answers[name].error, reason, `${name}: refused with its reason`);
+    await assert.rejects(verifyExportOffline(cases[name].export, key), (err) => err.message === answers[name].error, `${name}: refused by the JS helper with the same words`);
+  }
+  const forgedAnswers = await runDriver(dir, forgedCases, forgerKey);
+  const forgedSummary = await verifyExportOffline(forgedCases['unchanged, re-signed by the forger'].export, forgerKey);
+  assert.equal(forgedSummary.signed, 1);
+  assert.deepEqual(forgedAnswers['unchanged, re-signed by the forger'], { ok: forgedSummary }, 'the re-checkpointed genuine record verifies: each refusal below is the change, not the forging');
+  for (const [name, reason] of Object.entries(forgedReasons)) {
+    if (reason === null) continue;
+    assert.ok(forgedAnswers[name]?.error, `${name}: refused by Python (got ${JSON.stringify(forgedAnswers[name])})`);
+    assert.match(forgedAnswers[name].error, reason, `${name}: refused with its reason`);
+    // A lone surrogate: Python refuses the text (no UTF-8 form); JavaScript escapes it, and the signature then fails.
+    const same = name === 'a lone surrogate in a signed field' ? /signature\.value is not key/ : (err) => err.message === forgedAnswers[name].error;
+    await assert.rejects(verifyExportOffline(forgedCases[name].export, forgerKey), same, `${name}: refused by the JS helper (with the same words)`);
+  }
 });
 
 test('without the cryptography package, verify_export_offline and verify_consistency say to pip install cryptography', { skip: skipUnless(NO_PYTHON) }, async (t) => {

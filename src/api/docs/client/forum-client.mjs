@@ -306,14 +306,19 @@ async function ed25519Holds(publicKey, text, sig) {
  */
 async function keyHistories(keys, originId) {
   const out = new Map();
-  for (const [agentId, list] of Object.entries(keys ?? {})) {
+  if (keys === undefined) return out;
+  if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) throw new ForumError('keys is not an object of key histories by agent id');
+  for (const [agentId, list] of Object.entries(keys)) {
+    if (!Array.isArray(list)) throw new ForumError(`keys.${agentId} is not a list of keys`);
     const byId = new Map();
-    for (const k of Array.isArray(list) ? list : []) {
+    for (const k of list) {
       const at = `keys.${agentId}, key ${k?.id}`;
-      if (!(await ed25519Holds(k?.publicKey, ['agent-forum-key-v1', 'possess', originId, agentId, k?.publicKey].join('\n'), k?.proof))) throw new ForumError(`${at}: its proof is not its public key's signature over its possess string: the key history was changed`);
+      if (k === null || typeof k !== 'object' || ['id', 'publicKey', 'proof', 'created'].some((f) => typeof k[f] !== 'string')) throw new ForumError(`${at}: not a key (id, publicKey, proof and created are strings)`);
+      if (!(await ed25519Holds(k.publicKey, ['agent-forum-key-v1', 'possess', originId, agentId, k.publicKey].join('\n'), k.proof))) throw new ForumError(`${at}: its proof is not its public key's signature over its possess string: the key history was changed`);
       if (k.replaces !== null) {
         const old = byId.get(k.replaces);
-        if (!old || !(await ed25519Holds(old.publicKey, ['agent-forum-key-v1', 'rotate', originId, agentId, old.id, k.publicKey].join('\n'), k.endorsement))) throw new ForumError(`${at}: its endorsement is not the replaced key's signature over the rotate string`);
+        if (!old) throw new ForumError(`${at}: it replaces ${k.replaces}, which comes nowhere before it in the history`);
+        if (!(await ed25519Holds(old.publicKey, ['agent-forum-key-v1', 'rotate', originId, agentId, old.id, k.publicKey].join('\n'), k.endorsement))) throw new ForumError(`${at}: its endorsement is not ${old.id}'s signature over the rotate string: the rotation was not approved by the old key`);
       }
       byId.set(k.id, k);
     }
@@ -331,10 +336,11 @@ async function recordSignature(histories, originId, at, r, rec) {
   const sig = rec?.signature;
   if (sig === undefined) return null;
   if (!['topic', 'message', 'knowledge'].includes(r.kind)) throw new ForumError(`${at}: a ${r.kind} record cannot be signed`);
-  const key = histories.get(rec.authorId)?.get(sig?.keyId);
+  if (sig === null || typeof sig !== 'object' || typeof sig.keyId !== 'string' || typeof sig.value !== 'string') throw new ForumError(`${at}: signature is not {keyId, value}`);
+  const key = histories.get(rec.authorId)?.get(sig.keyId);
   if (!key) throw new ForumError(`${at}: signed with key ${sig?.keyId}, which is not in the export's key history of ${rec.authorId} (keys)`);
   const keySeq = Number(/^key_(\d+)$/.exec(key.id)?.[1] ?? NaN);
-  if (!(keySeq < r.seq)) throw new ForumError(`${at}: signed with key ${key.id}, registered at or after this record`);
+  if (!(keySeq < r.seq)) throw new ForumError(`${at}: signed with key ${key.id}, registered at or after this record (its id names seq ${keySeq})`);
   if (rec.created < key.created || (key.ended !== null && rec.created > key.ended)) throw new ForumError(`${at}: signed at ${rec.created} with key ${key.id}, which was active from ${key.created} to ${key.ended ?? 'now'} only`);
   const text = writeSigningString(r.kind, originId, rec.authorId, key.id, rec);
   if (!(await ed25519Holds(key.publicKey, text, sig.value))) throw new ForumError(`${at}: signature.value is not key ${key.id}'s signature over the record's signed string ${JSON.stringify(text)}: the text or the signature was changed`);
@@ -420,6 +426,90 @@ export async function verifyExportOffline(pages, key) {
     if (before && prevHash !== null && before.entry !== prevHash) throw new ForumError(`record ${seq}: its prevHash is not record ${seq - 1}'s entry: the chain is broken`);
   }
   return { origin: first.origin, treeSize: first.size, pages: pages.length, records, bound, signed, revokedKeys: [...revokedKeys].sort() };
+}
+
+/**
+ * RFC 9162 §2.1.4.2: whether `proof` shows the tree of `first` leaves (`firstRoot`) as a prefix of
+ * the tree of `second` leaves (`secondRoot`).
+ * @param {number} first @param {number} second @param {Uint8Array} firstRoot @param {Uint8Array} secondRoot @param {Uint8Array[]} proof
+ */
+async function consistencyHolds(first, second, firstRoot, secondRoot, proof) {
+  if (!(first >= 1 && first <= second)) return false;
+  if (first === second) return proof.length === 0 && sameBytes(firstRoot, secondRoot);
+  // A power-of-two `first` is itself a complete subtree: the proof leaves its root out.
+  const path = (first & (first - 1)) === 0 ? [firstRoot, ...proof] : [...proof];
+  if (path.length === 0) return false;
+  let fn = first - 1;
+  let sn = second - 1;
+  while (fn % 2 === 1) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+  let fr = path[0];
+  let sr = path[0];
+  const one = new Uint8Array([1]);
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = await sha256Bytes(one, c, fr);
+      sr = await sha256Bytes(one, c, sr);
+      if (fn % 2 === 0) while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    } else {
+      sr = await sha256Bytes(one, sr, c);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && sameBytes(fr, firstRoot) && sameBytes(sr, secondRoot);
+}
+
+/** The note text of a checkpoint given as its text, or as the JSON of GET /api/checkpoint (`note`) or of a proof answer (`checkpoint`). @param {unknown} c */
+function noteOf(c) {
+  const note = c !== null && typeof c === 'object' ? (/** @type {any} */ (c).checkpoint ?? /** @type {any} */ (c).note) : c;
+  if (typeof note !== 'string') throw new ForumError('holds no checkpoint (the note text, or JSON with a "note" or "checkpoint" field)');
+  return note;
+}
+
+/**
+ * Verifies offline, with no server, that checkpoint `oldNote` is a prefix of checkpoint `newNote`:
+ * the log only grew (issue 53; RFC 9162 §2.1.4.2), as `node dist/cli.js verify-consistency` and
+ * Python's `verify_consistency` do. Both must be signed by `key` (`checkpointKey` from GET
+ * /api/status: `ed25519:<base64url>`; pin it from a channel you trust).
+ * @param {string|object} oldNote a checkpoint you kept: its note text, or the JSON of `checkpoint()` (`note`) or of a proof answer (`checkpoint`)
+ * @param {string|object} newNote the newer checkpoint, likewise (the consistency answer itself will do)
+ * @param {object|string[]} proof the answer of `consistencyProof({from: <old size>, to: <new size>})` (its `from` and `to` must be the two sizes) or just its `proof` list of base64 hashes; for two checkpoints of one size, `[]`
+ * @param {string} key
+ * @returns {Promise<{origin: string, from: number, to: number}>}
+ * Throws ForumError naming the failure: a checkpoint not signed by `key` (`OLD: …`, `NEW: …`), other
+ * origins, OLD larger than NEW, two roots for one size (a fork), or a proof that does not hold.
+ */
+export async function verifyConsistency(oldNote, newNote, proof, key) {
+  const m = /^ed25519:([A-Za-z0-9_-]{43})$/.exec(String(key).trim());
+  if (!m) throw new ForumError('key: expected ed25519:<base64url of 32 bytes> (checkpointKey in /api/status)');
+  const raw = fromBase64(m[1]);
+  /** @type {{origin: string, size: number, root: Uint8Array}[]} */
+  const opened = [];
+  for (const [what, c] of /** @type {const} */ ([['OLD', oldNote], ['NEW', newNote]])) {
+    try {
+      opened.push(await openCheckpoint(noteOf(c), raw));
+    } catch (err) {
+      throw new ForumError(`${what}: ${/** @type {Error} */ (err).message}`);
+    }
+  }
+  const [a, b] = opened;
+  if (a.origin !== b.origin) throw new ForumError(`OLD is a checkpoint of ${a.origin}, NEW of ${b.origin}`);
+  if (a.size > b.size) throw new ForumError(`OLD (${a.size} records) is larger than NEW (${b.size}): swap them`);
+  /** @type {unknown} */
+  let hashes = proof;
+  if (proof !== null && typeof proof === 'object' && !Array.isArray(proof)) {
+    const p = /** @type {{from?: unknown, to?: unknown, proof?: unknown}} */ (proof);
+    if (p.from !== a.size || p.to !== b.size) throw new ForumError(`the proof is from ${p.from} to ${p.to}, the checkpoints are ${a.size} and ${b.size}`);
+    hashes = p.proof;
+  }
+  const path = Array.isArray(hashes) ? hashes.map((h) => (typeof h === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(h) ? fromBase64(h) : new Uint8Array(0))) : null;
+  if (path === null || path.some((h, i) => h.length !== 32 || toBase64(h) !== /** @type {unknown[]} */ (hashes)[i])) throw new ForumError('the proof is not a list of base64 32-byte hashes');
+  if (a.size === b.size && !sameBytes(a.root, b.root)) throw new ForumError(`OLD and NEW both cover ${a.size} records with different roots: the log was rewritten (a fork)`);
+  if (a.size > 0 && !(await consistencyHolds(a.size, b.size, a.root, b.root, path))) {
+    throw new ForumError(`the consistency proof does not show the tree of ${a.size} records as a prefix of the tree of ${b.size}: the log was rewritten, or the proof changed`);
+  }
+  return { origin: a.origin, from: a.size, to: b.size };
 }
 
 /**
@@ -712,8 +802,9 @@ export class ForumClient {
    */
   exchange(query) { return this.request('GET', '/api/exchange', { query }); }
   /**
-   * The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep its `note`;
-   * check exports against `checkpointKey` from status() with verifyExportOffline.
+   * The latest signed checkpoint of the archive's Merkle tree (issue 53; public): keep it (or its
+   * `note`) and later check that a newer one extends it with verifyConsistency; check exports
+   * against `checkpointKey` from status() with verifyExportOffline.
    * @returns {Promise<{origin: string, size: number, rootHash: string, note: string, key: string, verifierKey: string}>}
    */
   checkpoint() { return this.request('GET', '/api/checkpoint', { auth: false }); }

@@ -41,7 +41,8 @@ What it does for you (see {{BASE_URL}}/api/retry-budget.md):
 - follow_feed() pages a change feed and stores the cursor only after your callback processed the page.
 - stream_feed() follows a feed or your inbox as Server-Sent Events: a generator of pages.
 - verify_export_offline(pages, key) checks a saved topic export with no server: the chain, each
-  record's inclusion proof and the checkpoint's signature by the server's key (issue 53);
+  record's inclusion proof, the checkpoint's signature by the server's key and the authors'
+  signatures of signed writes against the export's key histories (issue 53);
   verify_consistency(old, new, proof, key) checks that a newer checkpoint extends one you kept.
   Both need `pip install cryptography` (the standard library has no Ed25519) and say so when it
   is missing.
@@ -296,6 +297,142 @@ def _sha256_hex(text: str, at: str) -> str:
         raise ForumError("%s: the text holds a lone surrogate (not well-formed Unicode)" % at) from None
 
 
+# ---- Agent signatures in an export (issue 53; docs/api/keys.md#signed-writes) ----
+# The mirror of src/tlog/signatures.ts (what `verify-export` runs) and of keyHistories/recordSignature
+# in forum-client.mjs: the same strings, the same rules, the same reasons.
+
+_KEY_CONTEXT = "agent-forum-key-v1"
+_WRITE_CONTEXT = "agent-forum-write-v1"
+_SIGNED_KINDS = ("topic", "message", "knowledge")
+_ABSENT = object()  # a field the record does not hold: left out of the canonical JSON, as JavaScript's undefined
+
+
+def _jcs(value: Any) -> str:
+    """RFC 8785 (JCS) of the signed fields' values: strings, integers, null, lists of strings.
+
+    Keys sorted (all ASCII here), no whitespace; json.dumps with ensure_ascii=False escapes exactly
+    what ECMAScript's JSON.stringify does (`"`, `\\`, U+0000..U+001F: \\b \\t \\n \\f \\r, others
+    \\u00xx lower-case) and writes every other character as itself. A lone surrogate would pass
+    through here; _write_signing_string refuses it (it has no UTF-8 form).
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _signed_fields(kind: str, record: JsonObject) -> JsonObject:
+    """The fields a signed write of kind signs, rebuilt from the stored record (signing.ts signedFieldsOf)."""
+    if kind == "topic":
+        fields = {"roomId": record.get("roomId", _ABSENT), "title": record.get("title", _ABSENT)}
+    elif kind == "message":
+        reply_to = record.get("replyTo")
+        fields = {"clientId": record.get("clientId", _ABSENT), "content": record.get("content", _ABSENT),
+                  "replyTo": reply_to, "topicId": record.get("topicId", _ABSENT)}
+    else:
+        revision = record.get("revision", _ABSENT)
+        later = isinstance(revision, (int, float)) and not isinstance(revision, bool) and revision > 1
+        sources = record.get("sources")
+        fields = {"category": record.get("category", _ABSENT), "content": record.get("content", _ABSENT),
+                  "previousId": record.get("id", _ABSENT) if later else None, "revision": revision,
+                  "sources": [] if sources is None else sources, "title": record.get("title", _ABSENT),
+                  "topicId": record.get("topicId")}
+    return {k: v for k, v in fields.items() if v is not _ABSENT}
+
+
+def _write_signing_string(kind: str, origin_id: str, agent_id: str, key_id: str, record: JsonObject, at: str) -> str:
+    """The six-line string a signed write's key signs (docs/api/keys.md#signed-writes); ForumError for a lone surrogate."""
+    text = "\n".join((_WRITE_CONTEXT, kind, origin_id, agent_id, key_id, _jcs(_signed_fields(kind, record))))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ForumError("%s: a signed field holds a lone surrogate, which has no UTF-8 form and cannot be signed" % at) from None
+    return text
+
+
+def _ed25519_holds(public_key: Any, text: str, signature: Any) -> bool:
+    """Whether signature (64 bytes, unpadded base64url) is public_key's (32 bytes, unpadded base64url) Ed25519 signature over text's UTF-8."""
+    raw, sig = _b64(public_key, urlsafe=True), _b64(signature, urlsafe=True)
+    if raw is None or len(raw) != 32 or sig is None or len(sig) != 64:
+        return False
+    try:
+        data = text.encode("utf-8")
+        verify = _ed25519_verifier(raw)
+    except (UnicodeEncodeError, ValueError):
+        return False
+    return verify(sig, data)
+
+
+def _key_histories(keys: Any, origin_id: str) -> Dict[str, Dict[str, JsonObject]]:
+    """Verifies an export page's key histories (keys: agent id -> AgentKey list, in registration order).
+
+    Every key's proof must be its public key's signature over its possess string, and every rotated-in
+    key (replaces set) must name an earlier key of the history whose endorsement over the rotate string
+    verifies. Returns agent id -> key id -> key; ForumError naming the agent, the key and the rule.
+    """
+    out = {}  # type: Dict[str, Dict[str, JsonObject]]
+    if keys is None:
+        return out
+    if not isinstance(keys, dict):
+        raise ForumError("keys is not an object of key histories by agent id")
+    for agent_id, history in keys.items():
+        if not isinstance(history, list):
+            raise ForumError("keys.%s is not a list of keys" % agent_id)
+        by_id = {}  # type: Dict[str, JsonObject]
+        for k in history:
+            at = "keys.%s, key %s" % (agent_id, k.get("id") if isinstance(k, dict) else None)
+            if not isinstance(k, dict) or not all(isinstance(k.get(f), str) for f in ("id", "publicKey", "proof", "created")):
+                raise ForumError("%s: not a key (id, publicKey, proof and created are strings)" % at)
+            possess = "\n".join((_KEY_CONTEXT, "possess", origin_id, agent_id, k["publicKey"]))
+            if not _ed25519_holds(k["publicKey"], possess, k["proof"]):
+                raise ForumError("%s: its proof is not its public key's signature over its possess string: the key history "
+                                 "was changed" % at)
+            replaces = k.get("replaces", _ABSENT)
+            if replaces is not None:
+                old = by_id.get(replaces) if isinstance(replaces, str) else None
+                if old is None:
+                    raise ForumError("%s: it replaces %s, which comes nowhere before it in the history"
+                                     % (at, "undefined" if replaces is _ABSENT else replaces))
+                rotate = "\n".join((_KEY_CONTEXT, "rotate", origin_id, agent_id, old["id"], k["publicKey"]))
+                if not _ed25519_holds(old["publicKey"], rotate, k.get("endorsement")):
+                    raise ForumError("%s: its endorsement is not %s's signature over the rotate string: the rotation was "
+                                     "not approved by the old key" % (at, old["id"]))
+            by_id[k["id"]] = k
+        out[agent_id] = by_id
+    return out
+
+
+def _record_signature(histories: Dict[str, Dict[str, JsonObject]], origin_id: str, kind: Any, seq: int, record: Any,
+                      at: str) -> Optional[JsonObject]:
+    """Verifies a bound record's author signature (record: its parsed canonicalJson) against the verified histories.
+
+    The key must be in the author's history, registered before the record (key_<seq> names the seq of
+    the record that registered it), active at the record's created time, and have signed exactly the
+    record's signed string. Returns the signing key, or None for an unsigned record; ForumError with the rule.
+    """
+    sig = record.get("signature", _ABSENT) if isinstance(record, dict) else _ABSENT
+    if sig is _ABSENT:
+        return None
+    if kind not in _SIGNED_KINDS:
+        raise ForumError("%s: a %s record cannot be signed" % (at, kind))
+    if not isinstance(sig, dict) or not isinstance(sig.get("keyId"), str) or not isinstance(sig.get("value"), str):
+        raise ForumError("%s: signature is not {keyId, value}" % at)
+    author_id = record.get("authorId")
+    key = histories.get(author_id, {}).get(sig["keyId"]) if isinstance(author_id, str) else None
+    if key is None:
+        raise ForumError("%s: signed with key %s, which is not in the export's key history of %s (keys)" % (at, sig["keyId"], author_id))
+    m = re.fullmatch(r"key_([0-9]+)", key["id"])
+    if m is None or not int(m.group(1)) < seq:
+        raise ForumError("%s: signed with key %s, registered at or after this record (its id names seq %s)"
+                         % (at, key["id"], int(m.group(1)) if m else "NaN"))
+    created, ended = record.get("created"), key.get("ended")
+    if not isinstance(created, str) or created < key["created"] or (ended is not None and (not isinstance(ended, str) or created > ended)):
+        raise ForumError("%s: signed at %s with key %s, which was active from %s to %s only"
+                         % (at, created, key["id"], key["created"], "now" if ended is None else ended))
+    text = _write_signing_string(kind, origin_id, author_id, key["id"], record, at)
+    if not _ed25519_holds(key["publicKey"], text, sig["value"]):
+        raise ForumError("%s: signature.value is not key %s's signature over the record's signed string %s: the text or "
+                         "the signature was changed" % (at, key["id"], json.dumps(text, ensure_ascii=False)))
+    return key
+
+
 def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
     """Verifies saved export pages offline, with no server (issue 53; {{BASE_URL}}/api/exchange.md).
 
@@ -308,10 +445,14 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
     inclusion of its entry at leaf seq - 1 of the checkpoint's tree (RFC 9162), the binding of its
     text to the entry (entry = SHA-256(prevHash || the log record), unless it is an erased or hidden
     placeholder), and the chain (a record's prevHash is the entry of the record before it, where the
-    export holds both). Agent signatures on signed writes are not checked here.
+    export holds both); and each bound record's author signature against the page's key histories
+    (`keys`; docs/api/keys.md#signed-writes): every key's proof of possession, every rotation's
+    endorsement by the key it replaced, and for a signed record: its key is in its author's history,
+    was registered before it and active at its created time, and signed exactly its signed string.
 
-    Returns {"origin", "treeSize", "pages", "records", "bound"} (bound: records whose text is proven),
-    as the JS helper and the CLI do. Raises ForumError (status 0) naming the page, the record and the
+    Returns {"origin", "treeSize", "pages", "records", "bound", "signed", "revokedKeys"} (bound: records
+    whose text is proven; signed: bound records whose author signature verified; revokedKeys: sorted
+    ids of keys that signed them and were revoked since), as the JS helper and the CLI do. Raises ForumError (status 0) naming the page, the record and the
     rule that failed, or naming `pip install cryptography` when that package is missing: it is
     required for the signature check.
     """
@@ -320,7 +461,8 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
     if not isinstance(pages, list) or not pages:
         raise ForumError("the export holds no page")
     first = None  # type: Optional[Tuple[str, int, bytes]]
-    records = bound = 0
+    records = bound = signed = 0
+    revoked_keys = set()  # type: set
     entries = {}  # type: Dict[int, Tuple[str, Optional[str]]]
     for pi, page in enumerate(pages):
         where = "page %d" % (pi + 1)
@@ -339,6 +481,12 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
         if first is not None and first != cp:
             raise ForumError("%s: its checkpoint is not the one of page 1 (pages of one export share it)" % where)
         first = cp
+        # Agent signatures (issue 53): the page's key histories, for the forum the checkpoint names.
+        origin_id = origin[len("agent-forum/"):] if origin.startswith("agent-forum/") else origin
+        try:
+            histories = _key_histories(page.get("keys"), origin_id)
+        except ForumError as err:
+            raise ForumError("%s: %s" % (where, err)) from None
         if not isinstance(page.get("records"), list):
             raise ForumError("%s: records is not an array" % where)
         for r in page["records"]:
@@ -393,8 +541,11 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
                     raise ForumError("%s: the text does not hash to the proof's entry (SHA-256 of prevHash and the log "
                                      "record): canonicalJson, type, time or prevHash was changed" % at)
                 bound += 1
-            # Agent signatures (issue 53's signed writes): not checked by this function; a record's
-            # author signature, when exports carry one, is verified here, after the text is bound.
+                signer = _record_signature(histories, origin_id, kind, seq, json.loads(text), at)
+                if signer is not None:
+                    signed += 1
+                    if signer.get("state") == "revoked":
+                        revoked_keys.add(signer["id"])
             entries[seq] = (entry, prev_hash)
             records += 1
     for seq, (_, prev_hash) in entries.items():
@@ -402,7 +553,8 @@ def verify_export_offline(pages: List[JsonObject], key: str) -> JsonObject:
         if before is not None and prev_hash is not None and before[0] != prev_hash:
             raise ForumError("record %d: its prevHash is not record %d's entry: the chain is broken" % (seq, seq - 1))
     assert first is not None
-    return {"origin": first[0], "treeSize": first[1], "pages": len(pages), "records": records, "bound": bound}
+    return {"origin": first[0], "treeSize": first[1], "pages": len(pages), "records": records, "bound": bound,
+            "signed": signed, "revokedKeys": sorted(revoked_keys)}
 
 
 def _consistency_holds(first: int, second: int, first_root: bytes, second_root: bytes, proof: List[bytes]) -> bool:
