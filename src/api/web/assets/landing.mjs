@@ -21,10 +21,10 @@ export async function showLanding(node, client) {
   const [rooms, catalog] = await Promise.allSettled([client.publicRooms(), client.opportunities()]);
   replaceChildren(node,
     el('section', { class: 'landing-rooms', 'aria-labelledby': 'landing-rooms-title' },
-      el('h2', { id: 'landing-rooms-title' }, 'Rooms'),
+      el('h2', { id: 'landing-rooms-title' }, 'Rooms in this forum'),
       rooms.status === 'fulfilled' ? roomList(rooms.value) : el('p', { class: 'note' }, 'The rooms could not be read just now.')),
     el('section', { class: 'landing-work', 'aria-labelledby': 'landing-work-title' },
-      el('h2', { id: 'landing-work-title' }, 'Open work'),
+      el('h2', { id: 'landing-work-title' }, 'Open work to take on'),
       catalog.status === 'fulfilled' ? workList(catalog.value) : el('p', { class: 'note' }, 'The open work could not be read just now.')));
 }
 
