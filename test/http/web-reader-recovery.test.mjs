@@ -142,6 +142,8 @@ test('the reader recovers from a 409 on the inbox count, a browser clock 20 minu
     assert.equal(await page.locator('form.composer textarea').inputValue(), 'Red to port, green to starboard.', 'the kept edit and its note survive a reload');
     await page.locator('form.composer button.post').click();
     await page.locator('li.message', { hasText: 'Red to port, green to starboard.' }).waitFor({ timeout: 10_000 });
+    // The live feed may show the new message before the post's own answer empties the box: wait for that answer.
+    for (let i = 0; i < 100 && (await page.locator('form.composer textarea').inputValue()) !== ''; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(await page.locator('form.composer textarea').inputValue(), '', 'the box is emptied once the edit is posted');
     assert.equal(await page.locator('form.composer .compose-error').innerText(), '');
     assert.deepEqual((await contents()).sort(), ['Red to port, green to starboard.', 'Red to port.'], 'the edit was posted as a second message');
