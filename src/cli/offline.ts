@@ -18,6 +18,8 @@ import type { ObjectStore } from '../store/replica/object-store.js';
 import { verifyKey } from '../store/replica/keys.js';
 import { replicaKeyEnv } from '../config.js';
 import { ConfirmationRequired } from './errors.js';
+import { erasureCarriedTo } from '../domain/moderation/restore-erasure.js';
+import type { ModerationPayload } from '../domain/moderation/moderation.js';
 
 export type OfflineCommand = (
   dataDir: string,
@@ -167,7 +169,8 @@ async function restore(dataDir: string, words: string[], options: Record<string,
 async function restoreFromReplica(dataDir: string, options: Record<string, string | boolean>): Promise<unknown> {
   const url = options.from as string;
   const location = fromLocation(url);
-  const point: RestorePoint = {};
+  // A point before the bucket's end carries the later erasures of what it keeps (issue 50).
+  const point: RestorePoint = { carryErasure: (payload, cutSeq, eraseSeq) => erasureCarriedTo(payload as ModerationPayload, cutSeq, eraseSeq) };
   if (options['to-seq'] !== undefined && options['to-time'] !== undefined) throw new StoreStateError('give --to-seq or --to-time, not both');
   if (options['to-seq'] !== undefined) {
     const n = String(options['to-seq']);

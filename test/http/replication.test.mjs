@@ -360,7 +360,7 @@ test('async mode: a record erased before its chunk is shipped reaches the bucket
   assert.ok(Object.values(segmentFiles(dir)).every((b) => !b.includes(secret)));
 });
 
-test('a point-in-time restore that would keep an erased record without the erase record vouching for it is refused, and nothing changes', async (t) => {
+test('a point-in-time restore between an erased record and its erasure reaches that point, and what was erased stays erased', async (t) => {
   const target = await replicaTarget(t, { mode: 'sync' });
   if (target === null) return;
   const s = await startServer(t, { env: target.serverEnv });
@@ -368,16 +368,77 @@ test('a point-in-time restore that would keep an erased record without the erase
   const op = (await s.cli('operator', 'create', '--name', 'op')).json;
   const topic = await ok(s.post('/api/topics', { title: 'erased before the cut' }, a.token), 201);
   const m = await ok(s.post('/api/messages', { topicId: topic.id, content: 'to be erased', clientId: 'e1' }, a.token), 201);
+  const kept = await ok(s.post('/api/messages', { topicId: topic.id, content: 'stays readable', clientId: 'e2' }, a.token), 201);
+  const item = await ok(s.post('/api/work', { title: 'secret work title', description: 'secret work text', acceptanceCriteria: 'done', clientId: 'w1' }, a.token), 201);
   const cut = (await status(s)).shippedSeq;
-  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'test' }, op.token), 201);
-  await waitFor(async () => !(await bucketObjects(target)).some((o) => o.body.includes('to be erased')), 10_000, 'the bucket to lose the erased text');
+  const later = await ok(s.post('/api/messages', { topicId: topic.id, content: 'after the point', clientId: 'e3' }, a.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'message', id: m.id }, reason: 'leaked key' }, op.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'work', id: item.id }, reason: 'leaked work' }, op.token), 201);
+  await waitFor(async () => !(await bucketObjects(target)).some((o) => o.body.includes('to be erased') || o.body.includes('secret work')), 10_000, 'the bucket to lose the erased text');
+  const originId = (await ok(s.get('/api/status'))).originId;
   await s.stop();
-  const refused = await restoreFrom(t, target, '--to-seq', String(cut));
-  assert.notEqual(refused.run.code, 0);
-  assert.match(refused.run.stderr, /does not verify .*tombstone/);
-  const whole = await restoreFrom(t, target);
-  assert.equal(whole.run.code, 0, whole.run.stderr);
-  assert.deepEqual(segmentFiles(whole.dir), segmentFiles(s.dataDir), 'to the last record it is the leader’s log, tombstone and all');
+
+  const { dir, result, run } = await restoreFrom(t, target, '--to-seq', String(cut));
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(result.pointSeq, cut);
+  assert.equal(result.carriedErasures, 2, 'one erase record carried per later erasure of a kept record');
+  assert.equal(result.lastSeq, cut + 2);
+  assert.equal(result.sameLineage, false);
+  assert.notEqual(result.originId, originId);
+  for (const b of Object.values(segmentFiles(dir))) {
+    assert.ok(!b.includes('to be erased') && !b.includes('secret work'), 'no restored segment holds the erased text');
+    assert.ok(!b.includes('after the point'), 'nothing after the point is kept');
+  }
+  const r = await startServer(t, { dataDir: dir });
+  const verify = await r.cli('verify');
+  assert.equal(verify.code, 0, verify.stderr);
+  assert.equal(verify.json.lastSeq, cut + 2);
+  const msgs = (await ok(r.get(`/api/messages?topicId=${topic.id}`, a.token))).messages;
+  assert.deepEqual(msgs.map((x) => x.id).sort(), [m.id, kept.id].sort(), 'the messages up to the point, none after it');
+  assert.equal(msgs.find((x) => x.id === m.id).erased, true);
+  assert.ok(!JSON.stringify(msgs).includes('to be erased'));
+  assert.equal(msgs.find((x) => x.id === kept.id).content, 'stays readable');
+  assert.ok(!msgs.some((x) => x.id === later.id));
+  const work = await ok(r.get(`/api/work?limit=100`, a.token));
+  assert.ok(!JSON.stringify(work).includes('secret work'), 'the erased work item reads as erased');
+  // The restored archive can be written to and restarts from its log.
+  await ok(r.post('/api/messages', { topicId: topic.id, content: 'on the restored archive', clientId: 'e4' }, a.token), 201);
+  await r.stop();
+  const again = await startServer(t, { dataDir: dir });
+  assert.equal((await again.cli('verify')).json.lastSeq, cut + 3);
+});
+
+test('a point-in-time restore before an erase-purge keeps the agent erased: its registration, messages and work, and it stays disabled', async (t) => {
+  const target = await replicaTarget(t, { mode: 'sync' });
+  if (target === null) return;
+  const s = await startServer(t, { env: target.serverEnv });
+  const a = await s.register('writer');
+  const x = await s.register('spammer-name-to-erase');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  const topic = await ok(s.post('/api/topics', { title: 'purged later' }, a.token), 201);
+  const xm = await ok(s.post('/api/messages', { topicId: topic.id, content: 'spam text to erase', clientId: 'x1' }, x.token), 201);
+  const xw = await ok(s.post('/api/work', { clientId: 'xw', title: 'spam work to erase', description: 'd', acceptanceCriteria: 'c' }, x.token), 201);
+  const cut = (await status(s)).shippedSeq;
+  const xLater = await ok(s.post('/api/work', { clientId: 'xw2', title: 'after the point', description: 'd', acceptanceCriteria: 'c' }, x.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'purge', target: { type: 'agent', id: x.id }, reason: 'spam', mode: 'erase' }, op.token), 201);
+  await waitFor(async () => !(await bucketObjects(target)).some((o) => o.body.includes('to erase')), 10_000, 'the bucket to lose the erased text');
+  await s.stop();
+
+  const { dir, result, run } = await restoreFrom(t, target, '--to-seq', String(cut));
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(result.carriedErasures, 1);
+  for (const b of Object.values(segmentFiles(dir))) assert.ok(!b.includes('to erase'), 'no restored segment holds the erased text');
+  const r = await startServer(t, { dataDir: dir });
+  assert.equal((await r.cli('verify')).code, 0);
+  const profile = (await ok(r.get('/api/agents', a.token))).find((g) => g.id === x.id);
+  assert.equal(profile.erased, true);
+  assert.equal(profile.disabled, 1);
+  const msgs = (await ok(r.get(`/api/messages?topicId=${topic.id}`, a.token))).messages;
+  assert.equal(msgs.find((m) => m.id === xm.id).erased, true);
+  const work = await ok(r.get(`/api/work?id=${xw.id}`, a.token));
+  assert.ok(!JSON.stringify(work).includes('to erase'));
+  assert.equal((await r.get(`/api/work?id=${xLater.id}`, a.token)).body.items?.length ?? 0, 0, 'the work item written after the point is not there');
+  assert.equal((await r.post('/api/messages', { topicId: topic.id, content: 'again', clientId: 'x2' }, x.token)).status, 401, 'the purged agent stays disabled: its token is refused, as on the live archive');
 });
 
 test('replication settings are checked at start: a malformed FORUM_REPLICA_URL or mode stops the server with the rule', async (t) => {

@@ -31,7 +31,8 @@ import { fsyncDirSync } from '../fsutil.js';
 import { listSegments } from '../segment.js';
 import { LOG_FORMAT, writeMeta, writeNewMeta } from '../meta.js';
 import { RESTORE_MARKER, installStagedLog } from '../archive.js';
-import { ERASE_RECORD_TYPE, GENESIS_HASH, eraseTargetsOf } from '../record-format.js';
+import stableStringify from 'fast-json-stable-stringify';
+import { ERASE_RECORD_TYPE, GENESIS_HASH, encodeRecordLine, eraseTargetsOf, recordJson } from '../record-format.js';
 import { segmentName } from '../segment.js';
 import { BUCKET_OBJECT_ADVICE, HOLE_ADVICE, CHUNKS_DIR, MANIFEST_NAME, chunkName, checkSegment, decodeChunk, decodeManifest, firstSeqOfName, proveLines, segmentObjectName, type Manifest } from './format.js';
 import type { ReplicaKey } from './keys.js';
@@ -41,6 +42,13 @@ import type { ObjectStore } from './object-store.js';
 export interface RestorePoint {
   toSeq?: number;
   toTimeMs?: number;
+  /**
+   * For a point before the bucket's end: builds the payload of the `moderation.erase` record the
+   * restore appends after the point for a later erase record (payload, point's seq, its seq) that
+   * vouches for a tombstone at or before the point (domain/moderation/restore-erasure.ts). Absent:
+   * such a point is refused.
+   */
+  carryErasure?: (payload: unknown, cutSeq: number, eraseSeq: number) => unknown;
 }
 
 /** What `restore --from` did. */
@@ -48,8 +56,12 @@ export interface BucketRestoreResult {
   restoredFrom: string;
   records: number;
   lastSeq: number;
-  /** The bucket's last record (lastSeq < bucketLastSeq: a point-in-time restore, new lineage). */
+  /** The bucket's last record (pointSeq < bucketLastSeq: a point-in-time restore, new lineage). */
   bucketLastSeq: number;
+  /** The last record of the bucket kept (the restore point); lastSeq - pointSeq erase records were appended after it. */
+  pointSeq: number;
+  /** Erase records appended after the point, one per later erasure of a record at or before it. */
+  carriedErasures: number;
   originId: string;
   sameLineage: boolean;
   objectsRead: number;
@@ -84,6 +96,11 @@ class StagingWriter {
     while (w < lines.length) w += writeSync(this.fd!, lines, w, lines.length - w);
     this.size += lines.length;
     this.bytes += lines.length;
+  }
+
+  /** Appends `lines` where the file written last ends (records the restore adds after the point). */
+  append(lines: Buffer, where: string): void {
+    this.write(this.file, this.size, lines, where);
   }
 
   closeFile(): void {
@@ -130,56 +147,74 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging);
   const writer = new StagingWriter(staging);
+  /** The chain proven so far: its last seq and chained hash (read on past the point while seeking, below). */
   let seq = 0;
   let hash = GENESIS_HASH;
   let objectsRead = 1;
+  /** Whether a record beyond the restore point was met: from then on nothing more is kept. */
   let done = false;
-  let lastTimeSeq = 0;
-  let lastTimeHash = GENESIS_HASH;
+  /** The last record kept (the restore point once `done`) and its chained hash. */
+  let cutSeq = 0;
+  let cutHash = GENESIS_HASH;
+  /** Later erase records that vouch for tombstones at or before the point (carried after it). */
+  const carried: Array<{ seq: number; payload: unknown }> = [];
   /** The chained hash of the head watermark's record as proven (null until it is passed). */
   let hashAtHead: string | null = manifest.head.seq === 0 ? manifest.head.hash : null;
   /** Tombstones kept and not yet vouched for by a later erase record (seq → stored hash, where). */
   const unvouched = new Map<number, { hash: string; where: string; offset: number }>();
   /**
+   * Past the point, the bucket is read on (proven the same way, nothing kept) only while a kept
+   * tombstone waits for the later erase record that vouches for it; none is ever added then.
+   */
+  const seeking = (): boolean => !done || unvouched.size > 0;
+  /**
    * Proves `lines` (records seq + 1 …) strictly (canonical form; the erasure contract's
-   * vouching), keeps those up to the restore point, writes them.
+   * vouching), keeps those up to the restore point, writes them; past the point, notes the erase
+   * records that vouch for kept tombstones.
    */
   const take = (lines: Buffer, segment: number, offset: number, where: string): void => {
     if (offset === 0 && segment !== seq + 1) throw new LogCorruptError(where, 0, `its lines begin segment ${segmentName(segment)} but start with record ${seq + 1}`);
-    let keep = lines.length;
+    let keep = done ? 0 : lines.length;
     const proven = proveLines(lines, seq + 1, hash, where, (record, _json, at, _length, chained) => {
       if (record.seq === manifest.head.seq) hashAtHead = chained;
-      if (done) return;
-      const beyondSeq = point.toSeq !== undefined && record.seq > point.toSeq;
-      const beyondTime = point.toTimeMs !== undefined && Date.parse(record.time) > point.toTimeMs;
-      if (beyondSeq || beyondTime) {
-        done = true;
-        keep = at;
-        return;
+      if (!done) {
+        const beyondSeq = point.toSeq !== undefined && record.seq > point.toSeq;
+        const beyondTime = point.toTimeMs !== undefined && Date.parse(record.time) > point.toTimeMs;
+        if (beyondSeq || beyondTime) {
+          done = true;
+          keep = at;
+        }
       }
       // As the strict replay of `verify` does (store/log.ts Replay#emit).
-      if (record.erased === true) unvouched.set(record.seq, { hash: chained, where, offset: at });
-      else if (record.type === ERASE_RECORD_TYPE) {
-        for (const t of eraseTargetsOf(record.payload)) if (unvouched.get(t.seq)?.hash === t.hash) unvouched.delete(t.seq);
+      if (!done && record.erased === true) unvouched.set(record.seq, { hash: chained, where, offset: at });
+      else if (record.type === ERASE_RECORD_TYPE && record.erased !== true) {
+        let vouches = false;
+        for (const t of eraseTargetsOf(record.payload)) {
+          if (unvouched.get(t.seq)?.hash === t.hash) {
+            unvouched.delete(t.seq);
+            vouches = true;
+          }
+        }
+        if (done && vouches) carried.push({ seq: record.seq, payload: record.payload });
       }
-      lastTimeSeq = record.seq;
-      lastTimeHash = chained;
+      if (!done) {
+        cutSeq = record.seq;
+        cutHash = chained;
+      }
     }, true);
     if (keep > 0) writer.write(segment, offset, keep === lines.length ? lines : lines.subarray(0, keep), where);
-    if (done) {
-      seq = lastTimeSeq;
-      hash = lastTimeHash;
-    } else {
-      seq = proven.lastSeq;
-      hash = proven.lastHash;
-    }
+    seq = proven.lastSeq;
+    hash = proven.lastHash;
   };
   let bucketLast = 0;
+  /** The restored log's last record and its chained hash: the point, or the last erase record carried after it. */
+  let lastSeq = 0;
+  let lastHash = GENESIS_HASH;
   try {
     for (const s of manifest.segments) {
       if (s.firstSeq !== bucketLast + 1) throw new LogCorruptError(`${url}/${MANIFEST_NAME}`, 0, `segment ${s.firstSeq} does not follow record ${bucketLast}`);
       bucketLast = s.lastSeq;
-      if (done) continue;
+      if (!seeking()) continue;
       const name = segmentObjectName(s.firstSeq);
       const obj = await store.get(name);
       objectsRead++;
@@ -193,7 +228,7 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
         throw err;
       }
       take(obj.body, s.firstSeq, 0, `${url}/${name}`);
-      if (!done && (seq !== s.lastSeq || hash !== s.lastHash)) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at record ${s.lastSeq} with the hash the manifest lists`);
+      if (seq !== s.lastSeq || hash !== s.lastHash) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at record ${s.lastSeq} with the hash the manifest lists`);
     }
     const names = (await store.list(CHUNKS_DIR)).filter((n) => (firstSeqOfName(n) ?? 0) > bucketLast);
     for (const name of names) {
@@ -211,14 +246,31 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
       const { header, lines } = decodeChunk(obj.body, `${url}/${name}`, key);
       if (header.firstSeq !== first || header.originId !== manifest.originId) throw new LogCorruptError(`${url}/${name}`, 0, "its header does not match its key or the manifest's archive");
       bucketLast = header.lastSeq;
-      if (done) continue;
+      if (!seeking()) continue;
       if (header.prevHash !== hash) throw new LogCorruptError(`${url}/${name}`, 0, `it does not link to record ${seq} (prevHash differs)`);
       take(lines, header.segment, header.offset, `${url}/${name}`);
-      if (!done && seq !== header.lastSeq) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at ${header.lastSeq} as its header says`);
+      if (seq !== header.lastSeq) throw new LogCorruptError(`${url}/${name}`, 0, `it ends at record ${seq}, not at ${header.lastSeq} as its header says`);
     }
     if (bucketLast < manifest.head.seq) throw holedBucket(url, chunkName(bucketLast + 1), manifest, `the bucket's chunks end at record ${bucketLast}`);
     if (hashAtHead !== null && hashAtHead !== manifest.head.hash) {
       throw new LogCorruptError(`${url}/${MANIFEST_NAME}`, 0, `record ${manifest.head.seq} in the bucket is not the one its signed head watermark names (another chain)`, BUCKET_OBJECT_ADVICE);
+    }
+    lastSeq = cutSeq;
+    lastHash = cutHash;
+    if (carried.length > 0 && unvouched.size === 0 && cutSeq > 0) {
+      if (point.carryErasure === undefined) {
+        throw new StoreStateError(`the log cut at record ${cutSeq} does not verify: an erased record before the cut is vouched for by an erase record after it; restore to a later point; nothing was changed`);
+      }
+      // The erasures made after the point of records at or before it, appended as records of the
+      // new lineage (domain/moderation/restore-erasure.ts): erased text stays erased, and the
+      // restored log verifies and replays.
+      for (const c of carried) {
+        const payloadJson = stableStringify(point.carryErasure(c.payload, cutSeq, c.seq));
+        const encoded = encodeRecordLine(lastHash, recordJson(payloadJson, lastSeq + 1, nowIso, ERASE_RECORD_TYPE));
+        writer.append(encoded.line, `${staging} (erase record carried from record ${c.seq})`);
+        lastSeq++;
+        lastHash = encoded.hash;
+      }
     }
     writer.closeFile();
   } catch (err) {
@@ -230,7 +282,7 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
     rmSync(staging, { recursive: true, force: true });
     throw new StoreStateError(`--to-seq ${point.toSeq} is beyond the bucket's last record ${bucketLast}; nothing was changed`);
   }
-  if (seq === 0) {
+  if (cutSeq === 0) {
     rmSync(staging, { recursive: true, force: true });
     throw new StoreStateError(`no record of ${url} is at or before the restore point; nothing was changed`);
   }
@@ -240,16 +292,14 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
   if (!firstUnvouched.done) {
     rmSync(staging, { recursive: true, force: true });
     const [tSeq, t] = firstUnvouched.value;
-    const reason = `record ${tSeq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record names it with its hash: an erasure nobody vouched for is damage`;
-    if (seq < bucketLast) throw new StoreStateError(`the log cut at record ${seq} does not verify (${reason}): an erased record before the cut is vouched for by an erase record after it; restore to a later point; nothing was changed`);
-    throw new LogCorruptError(t.where, t.offset, reason);
+    throw new LogCorruptError(t.where, t.offset, `record ${tSeq} is a tombstone (an erased record) but no later ${ERASE_RECORD_TYPE} record in the bucket names it with its hash: an erasure nobody vouched for is damage`);
   }
   const staged = listSegments(staging);
   if (staged.length !== writer.files.size || staged.some((f) => writer.files.get(f.firstSeq) !== f.sizeBytes)) {
     rmSync(staging, { recursive: true, force: true });
     throw new StoreStateError(`the staged folder ${staging} does not hold exactly the segment files written (${staged.map((f) => `${f.name} ${f.sizeBytes} B`).join(', ')}); nothing was changed`);
   }
-  const verified = { lastSeq: seq, lastHash: hash, records: seq };
+  const verified = { lastSeq, lastHash, records: lastSeq };
   fsyncDirSync(staging);
   const marker = join(dataDir, RESTORE_MARKER);
   writeFileSync(marker, `restore of ${url} started ${nowIso}\n`);
@@ -259,7 +309,8 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
   removeSnapshot(dataDir);
   const replacedLog = installStagedLog(dataDir, staging, nowIso);
   const checkpoint = { seq: verified.lastSeq, hash: verified.lastHash };
-  const sameLineage = verified.lastSeq === bucketLast;
+  // A point before the bucket's last record (and so any carried erasure) makes another archive.
+  const sameLineage = !done;
   let originId = manifest.originId;
   if (sameLineage) writeMeta(dataDir, { format: LOG_FORMAT, originId, created: manifest.created, ...manifest.lineage, checkpoint });
   else originId = writeNewMeta(dataDir, nowIso, { restoredFrom: manifest.originId, checkpoint }).originId;
@@ -270,6 +321,8 @@ export async function restoreFromBucket(dataDir: string, store: ObjectStore, key
     records: verified.records,
     lastSeq: verified.lastSeq,
     bucketLastSeq: bucketLast,
+    pointSeq: cutSeq,
+    carriedErasures: carried.length,
     originId,
     sameLineage,
     objectsRead,
