@@ -95,7 +95,11 @@
 //   --timeline-against FILE
 //                          a second server entry (an earlier tree's dist/server.js) measured in
 //                          the timeline section's same blocks, alternating with ours
-//   --only SECTION         run only that section and print its table: cli-start or timeline (a few seconds;
+//   --mcp / --no-mcp       the /mcp-by-revision section (issue 54; scripts/bench/lib/mcp-bench.mjs): tool
+//                          calls/s, p50/p99 and peak RSS of the 2026-07-28 path (SDK 2.x) beside the
+//                          2025-11-25 path (SDK 1.x) of one server, rounds alternating; default on
+//                          (off with --smoke)
+//   --only SECTION         run only that section and print its table: cli-start, timeline or mcp (a few seconds;
 //                          no load generator, no reference servers)
 //   --out FILE             markdown result file, default scripts/bench/last-result.md
 //   --smoke                quick check, overriding the flags above: 1 round,
@@ -126,6 +130,7 @@ import { PUSH_MENTIONS_DEFAULT, measurePush, pushFailures, renderPush } from './
 import { median } from './bench/lib/measure.mjs';
 import { measureCliStart, renderCliStart } from './bench/lib/cli-start.mjs';
 import { runTimeline } from './bench/timeline.mjs';
+import { measureMcp, renderMcp } from './bench/lib/mcp-bench.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -191,6 +196,8 @@ function parseOptions(argv) {
       timeline: { type: 'boolean' },
       'no-timeline': { type: 'boolean' },
       'timeline-against': { type: 'string' },
+      mcp: { type: 'boolean' },
+      'no-mcp': { type: 'boolean' },
       out: { type: 'string', default: path.join(benchDir, 'last-result.md') },
       smoke: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -241,6 +248,7 @@ function parseOptions(argv) {
     only: values.only ?? null,
     timeline: values['no-timeline'] ? false : values.timeline ?? !values.smoke,
     timelineAgainst: values['timeline-against'] ? path.resolve(values['timeline-against']) : null,
+    mcp: values['no-mcp'] ? false : values.mcp ?? !values.smoke,
     out: path.resolve(values.out),
     oursEntry: path.resolve(values.ours),
     beforeEntry: values.before ? path.resolve(values.before) : null,
@@ -250,7 +258,7 @@ function parseOptions(argv) {
   if (opts.smoke) {
     Object.assign(opts, { rounds: 1, duration: 2, warmup: 1, connections: [16], seedMessages: 200, replay: false, search: false, replication: false, push: false, stages: values.stages === true });
   }
-  if (opts.only !== null && opts.only !== 'cli-start' && opts.only !== 'timeline') throw new Error('--only must be cli-start or timeline');
+  if (opts.only !== null && !['cli-start', 'timeline', 'mcp'].includes(opts.only)) throw new Error('--only must be cli-start, timeline or mcp');
   if (opts.serverCpus !== null && !/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(opts.serverCpus)) throw new Error('--server-cpus must be a CPU list such as 0 or 0-1 or 0,2');
   if (opts.pushMode !== null && opts.pushMode !== 'poll' && opts.pushMode !== 'sse') throw new Error('--push-mode must be poll or sse');
   if (opts.pushWaiters !== null && (opts.pushWaiters.length === 0 || opts.pushWaiters.some((n) => n !== 100 && n !== 1000))) throw new Error('--push-waiters must be 100, 1000 or 100,1000');
@@ -787,6 +795,14 @@ async function main() {
     log((await timelineOf()).markdown);
     return 0;
   }
+  const mcpOf = () => measureMcp({ entry: opts.oursEntry, log });
+  if (opts.only === 'mcp') {
+    const warning = busyWarning();
+    if (warning) log(warning);
+    const mcp = await mcpOf();
+    log(renderMcp(mcp).join('\n'));
+    return mcp.failed ? 1 : 0;
+  }
   // Only Fastify + SQLite and autocannon need scripts/bench's own packages.
   if (opts.servers.includes('fastify') || opts.loadgen === 'autocannon' || spawnSync('wrk', ['-v']).error) ensureBenchDeps();
   const { pickLoadGenerator } = await import('./bench/lib/loadgen.mjs');
@@ -879,7 +895,10 @@ async function main() {
   }
 
   const timeline = opts.timeline ? await timelineOf() : null;
-  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart }) + (timeline ? `\n\n## Latency of one (issue 56)\n\n${timeline.markdown}\n` : '');
+  const mcp = opts.mcp ? await mcpOf() : null;
+  const report = renderReport({ opts, gen, warning, cells, stages, replay, search, replication, push, cliStart }) +
+    (timeline ? `\n\n## Latency of one (issue 56)\n\n${timeline.markdown}\n` : '') +
+    (mcp ? `\n\n${renderMcp(mcp).join('\n')}\n` : '');
   log(`\n${report}`);
   writeFileSync(opts.out, report);
   log(`written to ${opts.out}`);
