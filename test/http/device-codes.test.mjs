@@ -9,22 +9,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEVICE_CODE_ALPHABET, DEVICE_CODE_TTL_MS, DEVICE_CODES_MAX, REGISTRATIONS_PER_IP_PER_HOUR } from '../../dist/constants.js';
 import { startServer } from '../helpers/server.mjs';
-
-/** Every file under `dir`, recursively, as one string (the data folder is small in these tests). */
-function folderText(dir) {
-  let out = '';
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const st = statSync(path);
-    if (st.isDirectory()) out += folderText(path);
-    else if (st.isFile()) out += readFileSync(path, 'latin1');
-  }
-  return out;
-}
+import { folderText } from '../helpers/files.mjs';
 
 /** Asserts the status (printing the body otherwise) and returns the body. */
 function expect(res, status) {

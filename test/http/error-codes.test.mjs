@@ -5,12 +5,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startInProcess } from '../helpers/inprocess.mjs';
 import { rawExchange } from '../helpers/raw.mjs';
 import { ROOT, cli } from '../helpers/server.mjs';
+import { keyPair, possess } from '../helpers/signing.mjs';
 import { publicRoutes } from '../../dist/api/routes.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../dist/errors.js';
 import { setLogSink } from '../../dist/logger.js';
@@ -114,10 +115,8 @@ test('every code of the catalogue is provoked through the API, and each error bo
   // Signing keys (issue 53): one active key at a time.
   const originId = (await h.get('/api/status')).body.originId;
   const keyFor = async (agent) => {
-    const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-    const x = publicKey.export({ format: 'jwk' }).x;
-    const proof = sign(null, Buffer.from(['agent-forum-key-v1', 'possess', originId, agent.id, x].join('\n'), 'utf8'), privateKey).toString('base64url');
-    return h.post('/api/me/keys', { publicKey: x, proof }, agent.token);
+    const key = keyPair();
+    return h.post('/api/me/keys', { publicKey: key.publicKey, proof: key.sign(possess(originId, agent.id, key.publicKey)) }, agent.token);
   };
   assert.equal((await keyFor(b)).status, 201);
   saw(await keyFor(b), 'KEY_STATE');

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, tempDir } from '../helpers/server.mjs';
+import { jcs } from '../helpers/signing.mjs';
 
 async function seed(s, n = 5) {
   const a = await s.register('feeder');
@@ -273,13 +274,6 @@ test('work receipts return the normalized request and the snapshot as committed 
   assert.equal((await s.get('/api/receipts?kind=work&clientId=a1', creator.token)).body.outcome, 'unknown', "another agent's clientId");
   assert.equal((await s.get('/api/receipts?kind=message&clientId=w1', creator.token)).body.outcome, 'unknown', 'kinds are separate namespaces');
 });
-
-/** RFC 8785-style serializer for the JSON values records hold: sorted keys, no whitespace, JSON.stringify strings and numbers. */
-function jcs(value) {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(jcs).join(',')}]`;
-  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${jcs(value[k])}`).join(',')}}`;
-}
 
 /** Characters of `json` outside string literals. */
 function outsideStrings(json) {

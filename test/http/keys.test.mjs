@@ -1,30 +1,16 @@
 /**
  * Agent signing keys, opt-in (issue 53; docs/api/keys.md), black-box: the built server as a real
- * process over HTTP. Keys and signatures are made here with node:crypto over the strings the
- * documentation defines, and the key history the server answers is re-verified here the same way.
+ * process over HTTP. Keys and signatures are made with node:crypto over the strings the
+ * documentation defines (test/helpers/signing.mjs), and the key history the server answers is re-verified here the same way.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../helpers/server.mjs';
+import { keyPair, possess, rotate, verifies } from '../helpers/signing.mjs';
 
 const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
-
-/** A fresh Ed25519 key pair: its public key as unpadded base64url (the JWK x) and a signer. */
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  return { publicKey: publicKey.export({ format: 'jwk' }).x, sign: (text) => sign(null, Buffer.from(text, 'utf8'), privateKey).toString('base64url') };
-}
-
-/** The documented strings (docs/api/keys.md). */
-const possess = (originId, agentId, publicKey) => ['agent-forum-key-v1', 'possess', originId, agentId, publicKey].join('\n');
-const rotate = (originId, agentId, oldKeyId, publicKey) => ['agent-forum-key-v1', 'rotate', originId, agentId, oldKeyId, publicKey].join('\n');
-
-/** Whether `signature` is `publicKey`'s signature over `text` (verified here, not by the server). */
-const verifies = (publicKey, text, signature) =>
-  verify(null, Buffer.from(text, 'utf8'), createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' }), Buffer.from(signature, 'base64url'));
 
 /** A registered agent with the forum's originId. */
 async function agentOf(s, name) {

@@ -6,24 +6,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, tempDir } from '../helpers/server.mjs';
+import { folderText } from '../helpers/files.mjs';
 
 const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
-
-/** Every file under `dir`, recursively, as one string (the data folder is small in these tests). */
-function folderText(dir) {
-  let out = '';
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const st = statSync(path);
-    if (st.isDirectory()) out += folderText(path);
-    else if (st.isFile()) out += readFileSync(path, 'latin1');
-  }
-  return out;
-}
 
 /** The JSON log lines of `text` whose event is `admin_action`. */
 function adminActions(text) {

@@ -11,12 +11,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, execFile } from 'node:child_process';
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT, startServer, tempDir } from '../helpers/server.mjs';
 import { ok } from '../helpers/reads.mjs';
+import { forgeRecord, keyPair, possess, rewriteRecord, rotate, signer } from '../helpers/signing.mjs';
 import { verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
 
 const execFileP = promisify(execFile);
@@ -71,6 +72,23 @@ async function exportPages(s, token, topicId, limit) {
   }
 }
 
+/**
+ * Named driver cases over export `pages`: `cases` starts as {good: {export: pages}}; each
+ * `edit(name, reason, f)` adds a copy of `pages` changed in place by `f` as cases[name] and the
+ * RegExp its refusal must match as reasons[name].
+ */
+function tampering(pages) {
+  const cases = { good: { export: pages } };
+  const reasons = {};
+  const edit = (name, reason, f) => {
+    const copy = structuredClone(pages);
+    f(copy);
+    cases[name] = { export: copy };
+    reasons[name] = reason;
+  };
+  return { cases, reasons, edit };
+}
+
 test('forum_client.py verify_export_offline accepts a real export and refuses every tampered field and proof hash with its reason', { skip: skipUnless(NO_CRYPTOGRAPHY) }, async (t) => {
   if (NO_CRYPTOGRAPHY) assert.fail(`${NO_CRYPTOGRAPHY}, and FORUM_REQUIRE_PYTHON=1 requires it`);
   const s = await startServer(t);
@@ -100,14 +118,8 @@ test('forum_client.py verify_export_offline accepts a real export and refuses ev
   const all = pages.flatMap((p, pi) => p.records.map((r, ri) => ({ pi, ri, r })));
   const bound = all.find(({ r }) => r.proof.prevHash !== undefined && r.seq > all[0].r.seq);
   const withPath = all.find(({ r }) => r.proof.path.length > 0);
-  const cases = { good: { export: pages }, 'work topic': { export: workPages } };
-  const reasons = {};
-  const edit = (name, reason, f) => {
-    const copy = structuredClone(pages);
-    f(copy);
-    cases[name] = { export: copy };
-    reasons[name] = reason;
-  };
+  const { cases, reasons, edit } = tampering(pages);
+  cases['work topic'] = { export: workPages };
   const rec = (x, f) => (p) => f(p[x.pi].records[x.ri]);
   edit("a record's text", /page \d+, record \d+: sha256 is not the SHA-256 of canonicalJson/, rec(bound, (r) => { r.canonicalJson = r.canonicalJson.replace('}', ',"x":1}'); }));
   edit("a record's text and its sha256 together", /the text does not hash to the proof's entry/, rec(bound, (r) => {
@@ -153,52 +165,12 @@ test('forum_client.py verify_export_offline accepts a real export and refuses ev
   assert.match(badKey.good.error, /key: expected ed25519:/);
 });
 
-/** A fresh Ed25519 key pair: its public key as unpadded base64url (the JWK x) and a signer (node:crypto). */
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  return { publicKey: publicKey.export({ format: 'jwk' }).x, privateKey, sign: (text) => sign(null, Buffer.from(text, 'utf8'), privateKey).toString('base64url') };
-}
-
-/** The documented signed strings (docs/api/keys.md), built here from the documentation. */
-const possess = (o, a, pk) => ['agent-forum-key-v1', 'possess', o, a, pk].join('\n');
-const rotate = (o, a, old, pk) => ['agent-forum-key-v1', 'rotate', o, a, old, pk].join('\n');
-/** RFC 8785 for the documented field values (strings, integers, null, lists of strings). */
-const jcs = (v) => (Array.isArray(v) ? `[${v.map(jcs).join(',')}]` : v !== null && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${jcs(v[k])}`).join(',')}}` : JSON.stringify(v));
-const writeString = (kind, o, agentId, keyId, fields) => ['agent-forum-write-v1', kind, o, agentId, keyId, jcs(fields)].join('\n');
-
-/** A C2SP signed note of (origin, size, root) by `key` (a forger's checkpoint). */
-function signNote(origin, size, root, key) {
-  const body = `${origin}\n${size}\n${root.toString('base64')}\n`;
-  const raw = Buffer.from(key.publicKey, 'base64url');
-  const keyId = createHash('sha256').update(Buffer.concat([Buffer.from(`${origin}\n`), Buffer.from([1]), raw])).digest().subarray(0, 4);
-  return `${body}\n\u2014 ${origin} ${Buffer.concat([keyId, sign(null, Buffer.from(body), key.privateKey)]).toString('base64')}\n`;
-}
-
-/** RFC 9162 §2.1.3.2: the root an audit path leads to from `leaf` at `index` in a tree of `size` (independent of the server). */
-function rootFromPath(leaf, index, size, path) {
-  const node = (l, r) => createHash('sha256').update(Buffer.concat([Buffer.from([1]), l, r])).digest();
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
-  for (const p of path) {
-    if (fn % 2 === 1 || fn === sn) {
-      r = node(p, r);
-      while (fn % 2 === 0 && fn !== 0) { fn >>= 1; sn >>= 1; }
-    } else r = node(r, p);
-    fn >>= 1;
-    sn >>= 1;
-  }
-  return r;
-}
-
 test('forum_client.py verify_export_offline checks agent signatures as the JS helper does: a signed export verifies with the same summary, and each changed record signature, key or key history is refused with its reason', { skip: skipUnless(NO_CRYPTOGRAPHY) }, async (t) => {
   if (NO_CRYPTOGRAPHY) assert.fail(`${NO_CRYPTOGRAPHY}, and FORUM_REQUIRE_PYTHON=1 requires it`);
   const s = await startServer(t);
-  const a = await s.register('signer');
-  const originId = (await ok(s.get('/api/status'))).originId;
-  const k1 = keyPair();
-  const key1 = await ok(s.post('/api/me/keys', { publicKey: k1.publicKey, proof: k1.sign(possess(originId, a.id, k1.publicKey)) }, a.token), 201);
-  const sig = (kind, fields, k = k1, keyId = key1.id) => ({ keyId, value: k.sign(writeString(kind, originId, a.id, keyId, fields)) });
+  const a = await signer(s, 'signer');
+  const { originId, key: k1, signature: sig } = a;
+  const key1 = { id: a.keyId };
 
   const topic = await ok(s.post('/api/topics', { title: 'signed, verified in Python', signature: sig('topic', { roomId: 'commons', title: 'signed, verified in Python' }) }, a.token), 201);
   // Every escape RFC 8785 has, and characters written as themselves: Python's json.dumps must give the same bytes.
@@ -231,14 +203,7 @@ test('forum_client.py verify_export_offline checks agent signatures as the JS he
   const [r1, r2] = [find(m1.id), find(m2.id)];
 
   // The key histories are not covered by the log's hashes: changed, they are refused by their own signatures.
-  const cases = { good: { export: pages } };
-  const reasons = {};
-  const edit = (name, reason, f) => {
-    const copy = structuredClone(pages);
-    f(copy);
-    cases[name] = { export: copy };
-    reasons[name] = reason;
-  };
+  const { cases, reasons, edit } = tampering(pages);
   const hist = (f) => (p) => { for (const page of p) if (page.keys?.[a.id]) f(page.keys[a.id]); };
   edit("a key's proof", new RegExp(`^page 1: keys\\.${a.id}, key ${key1.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[0].proof = keyPair().sign(possess(originId, a.id, k1.publicKey)); }));
   edit("a key's public key", new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[1].publicKey = keyPair().publicKey; }));
@@ -247,11 +212,7 @@ test('forum_client.py verify_export_offline checks agent signatures as the JS he
   edit('a signing key dropped from the history', new RegExp(`record ${r2.r.seq}: signed with key ${key2.id}, which is not in the export's key history of ${a.id}`), hist((h) => { h.pop(); }));
   edit("a key's active time", new RegExp(`record \\d+: signed at \\S+ with key ${key1.id}, which was active from 2999-01-01T00:00:00.000Z to`), hist((h) => { h[0].created = '2999-01-01T00:00:00.000Z'; }));
   edit("a signed record's signature value, not re-chained", /the text does not hash to the proof's entry/, (p) => {
-    const r = p[r1.pi].records[r1.ri];
-    const rec = JSON.parse(r.canonicalJson);
-    rec.signature.value = k1.sign('anything');
-    r.canonicalJson = jcs(rec);
-    r.sha256 = createHash('sha256').update(r.canonicalJson).digest('hex');
+    rewriteRecord(p[r1.pi].records[r1.ri], (rec) => { rec.signature.value = k1.sign('anything'); });
   });
 
   // A forger holding the disk and a checkpoint key rewrites one record, re-chains it and signs a new
@@ -261,18 +222,7 @@ test('forum_client.py verify_export_offline checks agent signatures as the JS he
   const forgedCases = {};
   const forgedReasons = {};
   const forge = (name, x, reason, f) => {
-    const page = structuredClone(pages[x.pi]);
-    const r = page.records[x.ri];
-    page.records = [r];
-    const rec = JSON.parse(r.canonicalJson);
-    f(rec);
-    r.canonicalJson = jcs(rec);
-    r.sha256 = createHash('sha256').update(r.canonicalJson).digest('hex');
-    r.proof.entry = createHash('sha256').update(`${r.proof.prevHash}{"payload":${r.canonicalJson},"seq":${r.seq},"time":"${r.proof.time}","type":"${r.proof.type}"}`).digest('hex');
-    const leaf = createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(r.proof.entry, 'hex')])).digest();
-    const root = rootFromPath(leaf, r.seq - 1, page.cursor.through, r.proof.path.map((h) => Buffer.from(h, 'base64')));
-    page.checkpoint = signNote(page.checkpoint.split('\n')[0], page.cursor.through, root, forger);
-    forgedCases[name] = { export: [page] };
+    forgedCases[name] = { export: [forgeRecord(pages[x.pi], x.ri, f, forger)] };
     forgedReasons[name] = reason;
   };
   const valueRefused = (x, keyId) => new RegExp(`^page 1, record ${x.r.seq}: signature\\.value is not key ${keyId}'s signature over the record's signed string .*: the text or the signature was changed$`, 's');

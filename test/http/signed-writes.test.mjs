@@ -1,12 +1,13 @@
 /**
  * Signed writes (issue 53; docs/api/keys.md#signed-writes), black-box: the built server as a real
  * process over REST, the official A2A client and the official MCP client. Keys and signatures are
- * made here with node:crypto over the strings the documentation defines (never the server's code);
- * exports are checked offline by the CLI and the JS helper, and forged ones are refused.
+ * made with node:crypto over the strings the documentation defines (test/helpers/signing.mjs,
+ * never the server's code); exports are checked offline by the CLI and the JS helper, and forged
+ * ones are refused.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, createPublicKey, generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Role } from '@a2a-js/sdk';
@@ -18,41 +19,8 @@ import { chromium } from 'playwright-core';
 import { verifyExportOffline } from '../../src/api/docs/client/forum-client.mjs';
 import { BROWSER_ARGS, CHROMIUM, chromiumOrSkip } from '../helpers/chromium.mjs';
 import { startServer, tempDir } from '../helpers/server.mjs';
-
-/** A fresh Ed25519 key pair: its public key as unpadded base64url (the JWK x) and a signer. */
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  return { publicKey: publicKey.export({ format: 'jwk' }).x, privateKey, sign: (text) => sign(null, Buffer.from(text, 'utf8'), privateKey).toString('base64url') };
-}
-
-/** The documented strings (docs/api/keys.md), built here from the documentation. */
-const possess = (o, a, pk) => ['agent-forum-key-v1', 'possess', o, a, pk].join('\n');
-const rotate = (o, a, old, pk) => ['agent-forum-key-v1', 'rotate', o, a, old, pk].join('\n');
-/** RFC 8785 for the documented field values (strings, integers, null, lists of strings): sorted keys, JSON escapes. */
-const jcs = (v) => (Array.isArray(v) ? `[${v.map(jcs).join(',')}]` : v !== null && typeof v === 'object' ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${jcs(v[k])}`).join(',')}}` : JSON.stringify(v));
-const writeString = (kind, o, agentId, keyId, fields) => ['agent-forum-write-v1', kind, o, agentId, keyId, jcs(fields)].join('\n');
-
-/** Whether `value` is `publicKey`'s signature over `text`, checked here with node:crypto. */
-const verifies = (publicKey, text, value) =>
-  verify(null, Buffer.from(text, 'utf8'), createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' }), Buffer.from(value, 'base64url'));
-
-/** An agent with an active key: {id, token, originId, key, keyId, signed(kind, fields)}. */
-async function signer(s, name) {
-  const a = await s.register(name);
-  const originId = (await s.get('/api/status')).body.originId;
-  const key = keyPair();
-  const r = await s.post('/api/me/keys', { publicKey: key.publicKey, proof: key.sign(possess(originId, a.id, key.publicKey)) }, a.token);
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  const agent = { ...a, originId, key, keyId: r.body.id };
-  agent.signature = (kind, fields, k = agent.key, keyId = agent.keyId) => ({ keyId, value: k.sign(writeString(kind, originId, a.id, keyId, fields)) });
-  return agent;
-}
-
-async function ok(p, status = 200) {
-  const r = await p;
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  return r.body;
-}
+import { ok } from '../helpers/reads.mjs';
+import { forgeRecord, keyPair, possess, rewriteRecord, rotate, signer, verifies, writeString } from '../helpers/signing.mjs';
 
 test('a signed topic, message and knowledge revision are stored with their signature, which verifies with node:crypto on every read; unsigned writes answer as before', async (t) => {
   const s = await startServer(t);
@@ -126,32 +94,6 @@ test('a badly signed write is refused with 400 naming the problem, before anythi
   assert.equal((await ok(s.get('/api/topics', a.token))).length, 1);
 });
 
-/** The signed-note checkpoint of (origin, size, root) signed by `key` (C2SP signed-note, built here). */
-function signNote(origin, size, root, key) {
-  const body = `${origin}\n${size}\n${root.toString('base64')}\n`;
-  const raw = Buffer.from(key.publicKey, 'base64url');
-  const keyId = createHash('sha256').update(Buffer.concat([Buffer.from(`${origin}\n`), Buffer.from([1]), raw])).digest().subarray(0, 4);
-  const sig = sign(null, Buffer.from(body), key.privateKey);
-  return `${body}\n\u2014 ${origin} ${Buffer.concat([keyId, sig]).toString('base64')}\n`;
-}
-
-/** RFC 9162 §2.1.3.2: the root an audit path leads to from `leaf` at `index` in a tree of `size` (independent of the server). */
-function rootFromPath(leaf, index, size, path) {
-  const node = (l, r) => createHash('sha256').update(Buffer.concat([Buffer.from([1]), l, r])).digest();
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
-  for (const p of path) {
-    if (fn % 2 === 1 || fn === sn) {
-      r = node(p, r);
-      while (fn % 2 === 0 && fn !== 0) { fn >>= 1; sn >>= 1; }
-    } else r = node(r, p);
-    fn >>= 1;
-    sn >>= 1;
-  }
-  return r;
-}
-
 test('rotation and revocation: old signatures still verify against the key history, a rotated or revoked key signs nothing new; exports verify offline and forgeries are refused', async (t) => {
   const s = await startServer(t);
   const a = await signer(s, 'rotator');
@@ -207,10 +149,7 @@ test('rotation and revocation: old signatures still verify against the key histo
   // A tampered signature in the record breaks the hash binding.
   const i = page.records.findIndex((r) => r.canonicalJson.includes('"by key two"'));
   const tamperedSig = structuredClone(page);
-  const rec = JSON.parse(tamperedSig.records[i].canonicalJson);
-  rec.signature.value = a.key.sign('anything');
-  tamperedSig.records[i].canonicalJson = jcs(rec);
-  tamperedSig.records[i].sha256 = createHash('sha256').update(tamperedSig.records[i].canonicalJson).digest('hex');
+  rewriteRecord(tamperedSig.records[i], (rec) => { rec.signature.value = a.key.sign('anything'); });
   const ts = await s.cli('verify-export', file('sig.json', tamperedSig), '--key', key);
   assert.equal(ts.code, 1);
   assert.match(ts.stderr, /does not hash to the proof's entry/);
@@ -218,17 +157,8 @@ test('rotation and revocation: old signatures still verify against the key histo
   // A forger who holds the checkpoint key and rewrites the record, re-chaining it and re-signing
   // the checkpoint, still cannot make the author's signature hold over the changed text.
   const forger = keyPair();
-  const forged = structuredClone(page);
-  const r = forged.records[i];
-  forged.records = [r];
-  const changed = JSON.parse(r.canonicalJson);
-  changed.content = 'by key two, changed';
-  r.canonicalJson = jcs(changed);
-  r.sha256 = createHash('sha256').update(r.canonicalJson).digest('hex');
-  r.proof.entry = createHash('sha256').update(`${r.proof.prevHash}{"payload":${r.canonicalJson},"seq":${r.seq},"time":"${r.proof.time}","type":"${r.proof.type}"}`).digest('hex');
-  const leaf = createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(r.proof.entry, 'hex')])).digest();
-  const root = rootFromPath(leaf, r.seq - 1, page.cursor.through, r.proof.path.map((p) => Buffer.from(p, 'base64')));
-  forged.checkpoint = signNote(page.checkpoint.split('\n')[0], page.cursor.through, root, forger);
+  const forged = forgeRecord(page, i, (rec) => { rec.content = 'by key two, changed'; }, forger);
+  const r = forged.records[0];
   const forgerKey = `ed25519:${forger.publicKey}`;
   const fc = await s.cli('verify-export', file('forged.json', forged), '--key', forgerKey);
   assert.equal(fc.code, 1, 'the chain and the checkpoint hold; the author\'s signature does not');

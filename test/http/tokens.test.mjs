@@ -9,28 +9,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AGENT_TOKENS_MAX } from '../../dist/constants.js';
 import { startServer } from '../helpers/server.mjs';
+import { folderText } from '../helpers/files.mjs';
 
 const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
 const A2A = { 'a2a-version': '1.0' };
-
-/** Every file under `dir`, recursively, as one string (the data folder is small in these tests). */
-function folderText(dir) {
-  let out = '';
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const st = statSync(path);
-    if (st.isDirectory()) out += folderText(path);
-    else if (st.isFile()) out += readFileSync(path, 'latin1');
-  }
-  return out;
-}
 
 /** The status of an authenticated read with `token`. */
 const readStatus = async (s, token) => (await s.get('/api/rooms', token)).status;

@@ -38,6 +38,7 @@ const WEB_ASSETS: ReadonlyArray<{ name: string; contentType: string }> = [
   { name: 'compose.mjs', contentType: JAVASCRIPT },
   { name: 'edit.mjs', contentType: JAVASCRIPT },
   { name: 'console.mjs', contentType: JAVASCRIPT },
+  { name: 'copy.mjs', contentType: JAVASCRIPT },
   { name: 'device.mjs', contentType: JAVASCRIPT },
   { name: 'dom.mjs', contentType: JAVASCRIPT },
   { name: 'icon.svg', contentType: SVG },

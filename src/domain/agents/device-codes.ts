@@ -22,11 +22,11 @@
  * is unknown (404); a known one that expired or was used is gone (410 DEVICE_CODE_GONE).
  */
 import { randomInt, scrypt } from 'node:crypto';
-import { AGENT_TOKENS_MAX, DEVICE_CODE_ALPHABET, DEVICE_CODE_LENGTH, DEVICE_CODE_SCRYPT_COST, DEVICE_CODES_MAX, DEVICE_CODE_TTL_MS } from '../../constants.js';
+import { DEVICE_CODE_ALPHABET, DEVICE_CODE_LENGTH, DEVICE_CODE_SCRYPT_COST, DEVICE_CODES_MAX, DEVICE_CODE_TTL_MS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
 import { makeId } from '../ids.js';
 import { hashToken, newToken, type AgentEntry, type AgentsState, type DeviceCode, type TokenScope } from './agents.js';
-import { addNamedToken } from './tokens.js';
+import { addNamedToken, assertNamedTokenRoom } from './tokens.js';
 
 /** Salt of every device code's scrypt hash: fixed, since a code is looked up by its hash. */
 const SCRYPT_SALT = 'agent-forum device code v1';
@@ -101,9 +101,7 @@ export function decideDeviceCodeCreate(
   code: { hash: string },
   opts: { seq: number; nowMs: number },
 ): DeviceCodeCreatePayload {
-  if (e.tokens.length >= AGENT_TOKENS_MAX) {
-    throw fail('CREDENTIAL_LIMIT', `tokens: you hold ${AGENT_TOKENS_MAX} named tokens, the most an agent may besides the registration token, so a device code could give none; revoke one first (POST /api/me/tokens/revoke)`);
-  }
+  assertNamedTokenRoom(e, (max) => `tokens: you hold ${max} named tokens, the most an agent may besides the registration token, so a device code could give none; revoke one first (POST /api/me/tokens/revoke)`);
   const live = unexpired(e, opts.nowMs);
   if (live.length >= DEVICE_CODES_MAX) {
     const freeAt = new Date(live[0]!.expiresMs).toISOString();
@@ -127,9 +125,7 @@ export function decideDeviceCodeRedeem(s: AgentsState, codeHash: string, opts: {
   if (c.redeemedTokenId !== null) throw fail('DEVICE_CODE_GONE', 'code: this device code was used already (each code adds one device); make a new one on your signed-in device');
   if (opts.nowMs >= c.expiresMs) throw fail('DEVICE_CODE_GONE', `code: this device code expired at ${new Date(c.expiresMs).toISOString()} (codes last ${DEVICE_CODE_TTL_MS / 60_000} minutes); make a new one on your signed-in device`);
   if (e.disabled === 1) throw fail('DEVICE_CODE_GONE', 'code: the account this device code belongs to is disabled');
-  if (e.tokens.length >= AGENT_TOKENS_MAX) {
-    throw fail('CREDENTIAL_LIMIT', `tokens: the account holds ${AGENT_TOKENS_MAX} named tokens, the most an agent may; revoke one on a signed-in device first (POST /api/me/tokens/revoke)`);
-  }
+  assertNamedTokenRoom(e, (max) => `tokens: the account holds ${max} named tokens, the most an agent may; revoke one on a signed-in device first (POST /api/me/tokens/revoke)`);
   const token = newToken();
   return { token, agent: e, payload: { agentId: e.profile.id, codeId: c.id, tokenId: makeId('tk', opts.seq), name: c.name, scopes: [...c.scopes], tokenHash: hashToken(token) } };
 }

@@ -113,15 +113,24 @@ function tokenOf(e: AgentEntry, tokenId: string): AgentToken {
 }
 
 /**
+ * The bound on an agent's named tokens (issue 53; docs/api/tokens.md), checked wherever one would
+ * be added: a create (below), and a device code's making and redemption (device-codes.ts).
+ * Throws 409 CREDENTIAL_LIMIT when agent `e` holds AGENT_TOKENS_MAX named tokens already (the
+ * registration token is not counted), with the message `refusal(AGENT_TOKENS_MAX)`: each caller
+ * says what was refused and what to do.
+ */
+export function assertNamedTokenRoom(e: AgentEntry, refusal: (max: number) => string): void {
+  if (e.tokens.length >= AGENT_TOKENS_MAX) throw fail('CREDENTIAL_LIMIT', refusal(AGENT_TOKENS_MAX));
+}
+
+/**
  * Decides a named token for agent `e` (POST /api/me/tokens). Input: the validated
  * TokenCreateInput (name trimmed, 1..80; scopes from `read`, `write`, containing `read`) and the
  * record's seq. Output: the record payload and the token, to show once.
  * Throws 409 CREDENTIAL_LIMIT when `e` holds AGENT_TOKENS_MAX named tokens already.
  */
 export function decideTokenCreate(e: AgentEntry, input: { name: string; scopes: TokenScope[] }, seq: number): { payload: TokenCreatePayload; token: string } {
-  if (e.tokens.length >= AGENT_TOKENS_MAX) {
-    throw fail('CREDENTIAL_LIMIT', `tokens: at most ${AGENT_TOKENS_MAX} named tokens per agent besides the registration token; revoke one first (POST /api/me/tokens/revoke)`);
-  }
+  assertNamedTokenRoom(e, (max) => `tokens: at most ${max} named tokens per agent besides the registration token; revoke one first (POST /api/me/tokens/revoke)`);
   const token = newToken();
   // One order, whatever order the request listed them in.
   const scopes = ALL_SCOPES.filter((s) => input.scopes.includes(s));

@@ -10,6 +10,7 @@
  * ticked after a copy or download, before "Continue". Nothing is sent anywhere but this server.
  */
 import { ForumClient } from '../api/client/forum-client.mjs';
+import { copyButton } from './copy.mjs';
 import { el, replaceChildren, waitText } from './dom.mjs';
 
 /** The provider a person's form starts with (a person usually runs nobody; they can change it). */
@@ -130,16 +131,7 @@ function tokenBox(token, help) {
   const box = /** @type {HTMLInputElement} */ (el('input', { id: 'new-token', type: 'text', readonly: true, value: token, spellcheck: 'false', 'aria-describedby': 'new-token-help' }));
   const copied = el('span', { class: 'meta', role: 'status' });
   const row = el('div', { class: 'token-row' }, el('label', { for: 'new-token' }, 'Your token'), box,
-    el('button', { type: 'button', id: 'copy-token', on: { click: async () => {
-      try {
-        await navigator.clipboard.writeText(token);
-        replaceChildren(copied, 'Copied.');
-      } catch {
-        box.select();
-        replaceChildren(copied, 'Selected: press Ctrl+C (or ⌘C) to copy.');
-      }
-      row.dispatchEvent(new CustomEvent('token-saved', { bubbles: true }));
-    } } }, 'Copy'), copied);
+    copyButton('copy-token', token, box, copied, () => row.dispatchEvent(new CustomEvent('token-saved', { bubbles: true }))), copied);
   return el('div', {}, el('p', { id: 'new-token-help' }, help), row);
 }
 

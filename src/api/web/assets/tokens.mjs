@@ -12,6 +12,7 @@
  * Token names are the agent's own text, still inserted as Text nodes only (dom.mjs `el`).
  * See docs/api/tokens.md for the routes and docs/api/web-reader.md#tokens-page for the page.
  */
+import { copyButton } from './copy.mjs';
 import { el, explain, replaceChildren, time } from './dom.mjs';
 
 /**
@@ -56,15 +57,7 @@ function tokenError(err, max) {
 function secretPanel(title, secret, note) {
   const box = /** @type {HTMLInputElement} */ (el('input', { id: 'token-secret', type: 'text', readonly: true, value: secret, spellcheck: 'false', autocomplete: 'off', 'aria-describedby': 'token-secret-note' }));
   const copied = el('span', { class: 'meta', role: 'status', id: 'token-copy-status' });
-  const copy = el('button', { type: 'button', id: 'token-copy', on: { click: async () => {
-    try {
-      await navigator.clipboard.writeText(secret);
-      replaceChildren(copied, 'Copied.');
-    } catch {
-      box.select();
-      replaceChildren(copied, 'Selected: press Ctrl+C (or ⌘C) to copy.');
-    }
-  } } }, 'Copy');
+  const copy = copyButton('token-copy', secret, box, copied);
   const panel = el('section', { class: 'save-token secret-once', 'aria-labelledby': 'token-secret-title' },
     el('h2', { id: 'token-secret-title', tabindex: '-1' }, title),
     el('p', { id: 'token-secret-note', class: 'once' }, el('strong', {}, 'This is shown once.'),
