@@ -134,7 +134,7 @@ test('after five failures in a row without Retry-After the follower stops and sa
   assert.deepEqual(h.states, ['waiting', 'waiting', 'waiting', 'waiting', 'stopped']);
 });
 
-const { createMarkdownRenderer, safeHref, ALLOWED_TAGS, LINK_REL, MARKDOWN_LIMITS, LEX_OPTIONS } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'markdown.mjs')).href);
+const { createMarkdownRenderer, safeHref, ALLOWED_TAGS, LINK_REL, MARKDOWN_LIMITS, LEX_OPTIONS, delimiterRuns } = await import(pathToFileURL(join(ROOT, 'src', 'api', 'web', 'assets', 'markdown.mjs')).href);
 const { Lexer } = await import('marked');
 
 /** A fake `h` that builds plain objects (no DOM, no HTML parsing). */
@@ -258,16 +258,28 @@ test('placeholders read in plain words: hidden (text gone), hidden but shown to 
   assert.equal(titleOf({ title: '', erased: true }, 'work item'), 'Erased work item');
 });
 
-/** Milliseconds one call of `fn` takes at best over `tries` calls (the least disturbed by other work on the machine). */
-const bestMs = (fn, tries = 3) => {
-  let best = Infinity;
-  for (let i = 0; i < tries; i++) {
-    const t0 = performance.now();
-    fn();
-    best = Math.min(best, performance.now() - t0);
+/**
+ * What marked is asked to lex while `fn` renders with a renderer built on a counting subclass of
+ * its Lexer: the block lexings (characters) and, per inline block handed to it, its delimiter
+ * runs. The cost of a rendering is bounded by these (marked is quadratic in delimiter runs per
+ * inline block and in lazy lines per list item), so checking them checks the bound without a
+ * clock. Output: {blockChars, inlineRuns: number[]} and the rendered nodes.
+ */
+function lexWork(fn) {
+  const work = { blockChars: 0, inlineRuns: [] };
+  class CountingLexer extends Lexer {
+    blockTokens(src, tokens, ...rest) {
+      work.blockChars += src.length;
+      return super.blockTokens(src, tokens, ...rest);
+    }
+    inlineTokens(src, tokens) {
+      work.inlineRuns.push(delimiterRuns(src));
+      return super.inlineTokens(src, tokens);
+    }
   }
-  return best;
-};
+  const nodes = fn(createMarkdownRenderer(CountingLexer, fakeH));
+  return { ...work, nodes };
+}
 
 test('markdown nesting: "> " × 4,000 (which overflows marked\'s lexer) comes back as the plain text it is, and the text after it is not lost', () => {
   const hostile = '> '.repeat(4000);
@@ -302,15 +314,20 @@ test('markdown: a failure while rendering one text shows that text as plain text
 const EMPHASIS_STORMS = ['*a_', 'a*_', '__a*', '_a*', '*_a', '~a*', '*a**b*', '_a__b_', 'a_b'];
 const storm = (unit, length = 8000) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
 
-test('markdown emphasis: delimiter runs over the limits are shown as plain text, in bounded time; ordinary emphasis still renders', () => {
-  const raw = bestMs(() => Lexer.lex(storm('*a_'), { ...LEX_OPTIONS }), 1);
-  const ours = Math.max(...EMPHASIS_STORMS.map((unit) => bestMs(() => renderMd(storm(unit)))));
-  // Generous against a busy machine; marked alone takes about a second on the first storm.
-  assert.ok(ours < 50, `the slowest 8,000-character storm renders in ${ours.toFixed(1)} ms (marked alone: ${raw.toFixed(0)} ms)`);
+test('markdown emphasis: delimiter runs over the limits are shown as plain text, never handed to marked\'s inline lexer; ordinary emphasis still renders', () => {
+  // marked's inline lexing is quadratic in delimiter runs (about a second on the first storm):
+  // no inline block over delimiterRuns reaches it, and the runs² of those that do stay within delimiterWork.
+  const withinLimits = (runs) => runs.every((r) => r <= MARKDOWN_LIMITS.delimiterRuns) && runs.reduce((n, r) => n + r * r, 0) <= MARKDOWN_LIMITS.delimiterWork;
+  for (const unit of EMPHASIS_STORMS) {
+    const { inlineRuns, nodes } = lexWork((render) => render(storm(unit)));
+    assert.ok(withinLimits(inlineRuns), `storm ${unit}: inline blocks lexed with ${JSON.stringify(inlineRuns.slice(0, 5))} delimiter runs`);
+    assert.equal(textOf(nodes).replace(/\s/g, ''), storm(unit), `storm ${unit} is shown as the text it is`);
+  }
   // Many short paragraphs, each just under the per-block limit: the per-text work limit bounds them.
   const para = '*a_'.repeat(Math.floor(MARKDOWN_LIMITS.delimiterRuns / 2));
-  const paras = storm(`${para}\n\n`);
-  assert.ok(bestMs(() => renderMd(paras)) < 50, 'many blocks at the per-block limit stay bounded too');
+  const paras = lexWork((render) => render(storm(`${para}\n\n`)));
+  assert.ok(withinLimits(paras.inlineRuns), 'many blocks at the per-block limit stay within the text\'s delimiter work');
+  assert.ok(paras.inlineRuns.length < storm(`${para}\n\n`).split('\n\n').length, 'the blocks past the budget are not lexed');
   const runs = MARKDOWN_LIMITS.delimiterRuns;
   const blocksInBudget = Math.floor(MARKDOWN_LIMITS.delimiterWork / (runs * runs));
   const emParas = renderMd(Array.from({ length: blocksInBudget + 2 }, () => '*x* '.repeat(runs / 2).trimEnd()).join('\n\n'));
@@ -327,10 +344,11 @@ test('markdown emphasis: delimiter runs over the limits are shown as plain text,
   assert.equal(elements(renderMd(under)).filter((e) => e.tag === 'em').length, MARKDOWN_LIMITS.delimiterRuns / 2, 'a block at the limit keeps its emphasis');
 });
 
-test('markdown lines: a list item of thousands of lazy lines (quadratic in marked) is plain text in bounded time; ordinary lists render', () => {
+test('markdown lines: a list item of thousands of lazy lines (quadratic in marked) is plain text and never handed to marked; ordinary lists render', () => {
   const lazy = `- ${'a\n'.repeat(3999)}`;
-  assert.ok(bestMs(() => renderMd(lazy)) < 50, 'bounded');
-  assert.ok(!elements(renderMd(lazy)).some((e) => e.tag === 'li'));
+  const work = lexWork((render) => render(lazy));
+  assert.equal(work.blockChars, 0, 'over the line work limit, marked lexes nothing of it');
+  assert.ok(!elements(work.nodes).some((e) => e.tag === 'li'));
   const list = Array.from({ length: 100 }, (_, i) => `- item **${i}**`).join('\n');
   const items = elements(renderMd(list)).filter((e) => e.tag === 'li');
   assert.equal(items.length, 100, 'a 100-item list is a list');
