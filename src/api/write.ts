@@ -8,6 +8,8 @@ import type { RequestContext, Reply } from '../http/router.js';
 import type { DecisionContext } from '../domain/decision.js';
 import type { RecordType } from '../domain/record-types.js';
 import { requireWriteSignature } from '../domain/agents/keys.js';
+import { writesStopped } from '../domain/admin/settings.js';
+import { writeStopped } from '../http/errors.js';
 import type { SignedWriteKind, WriteSignature } from '../domain/agents/signing.js';
 
 /**
@@ -56,4 +58,15 @@ export function withSignature<T extends { authorId: string }>(
   if (signature === undefined) return record;
   const { app } = ctx;
   return { ...record, signature: requireWriteSignature(app.state.agents, record.authorId, kind, app.log.originId, record, signature) };
+}
+
+/**
+ * Throws 423 WRITE_STOP (part 7) when the operator's write stop holds now. The HTTP layer checks
+ * it before every POST's handler (src/http/server.ts `runRoute`); a write handler that awaits
+ * before it decides (the device-code routes hash the code with scrypt) calls this again right
+ * after its await, so a stop that began meanwhile still refuses the write and nothing is appended.
+ */
+export function requireWritesRunning({ app }: Pick<RequestContext, 'app'>): void {
+  const s = app.state.settings;
+  if (writesStopped(s, app.now())) throw writeStopped({ reason: s.writeStopReason, untilMs: s.writeStopUntilMs });
 }

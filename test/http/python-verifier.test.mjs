@@ -208,6 +208,11 @@ test('forum_client.py verify_export_offline checks agent signatures as the JS he
   edit("a key's proof", new RegExp(`^page 1: keys\\.${a.id}, key ${key1.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[0].proof = keyPair().sign(possess(originId, a.id, k1.publicKey)); }));
   edit("a key's public key", new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[1].publicKey = keyPair().publicKey; }));
   edit('a rotation endorsement', new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its endorsement is not ${key1.id}'s signature over the rotate string`), hist((h) => { h[1].endorsement = keyPair().sign(rotate(originId, a.id, key1.id, k2.publicKey)); }));
+  // The same 64 bytes spelled another way (the last character's 4 unused bits set): not the text the
+  // log's key record holds, so refused as the CLI and Python refuse it (canonical base64url only).
+  const otherSpelling = (b64) => { const abc = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'; return b64.slice(0, -1) + abc[abc.indexOf(b64.at(-1)) | 1]; };
+  edit("a key's proof in another spelling", new RegExp(`^page 1: keys\\.${a.id}, key ${key1.id}: its proof is not its public key's signature over its possess string`), hist((h) => { h[0].proof = otherSpelling(h[0].proof); }));
+  edit('a rotation endorsement in another spelling', new RegExp(`^page 1: keys\\.${a.id}, key ${key2.id}: its endorsement is not ${key1.id}'s signature over the rotate string`), hist((h) => { h[1].endorsement = otherSpelling(h[1].endorsement); }));
   edit('a rotated-in key whose predecessor is dropped', new RegExp(`key ${key2.id}: it replaces ${key1.id}, which comes nowhere before it`), hist((h) => { h.shift(); }));
   edit('a signing key dropped from the history', new RegExp(`record ${r2.r.seq}: signed with key ${key2.id}, which is not in the export's key history of ${a.id}`), hist((h) => { h.pop(); }));
   edit("a key's active time", new RegExp(`record \\d+: signed at \\S+ with key ${key1.id}, which was active from 2999-01-01T00:00:00.000Z to`), hist((h) => { h[0].created = '2999-01-01T00:00:00.000Z'; }));

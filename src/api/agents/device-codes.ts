@@ -12,7 +12,7 @@
  */
 import type { Reply, Route } from '../../http/router.js';
 import { route } from '../route.js';
-import { runWrite } from '../write.js';
+import { requireWritesRunning, runWrite } from '../write.js';
 import { DEVICE_CODE_TTL_MS, DEVICE_CODES_MAX } from '../../constants.js';
 import { decideDeviceCodeCreate, decideDeviceCodeRedeem, hashDeviceCode, newDeviceCode, normalizeDeviceCode } from '../../domain/agents/device-codes.js';
 import { tokenView } from '../../domain/agents/tokens.js';
@@ -35,6 +35,8 @@ export const deviceCodeRoutes: Route[] = [
       // Hashing takes milliseconds and is async: done before the write's synchronous decide → commit.
       const code = newDeviceCode();
       const hash = await hashDeviceCode(code);
+      // The write stop was checked before the await; one that began while hashing refuses too.
+      requireWritesRunning(ctx);
       return runWrite(ctx, (d) => {
         const payload = decideDeviceCodeCreate(ctx.agent, ctx.body, { hash }, { seq: d.seq, nowMs: d.nowMs });
         const answer = (): Reply => ({ status: 201, body: { id: payload.codeId, code, expiresAt: payload.expiresAt, name: payload.name, scopes: payload.scopes } });
@@ -55,6 +57,7 @@ export const deviceCodeRoutes: Route[] = [
     responses: { 201: { description: 'The new token, its secret shown this once', schema: 'CreatedToken' } },
     handler: async ({ app, body }) => {
       const hash = await hashDeviceCode(normalizeDeviceCode(body.code));
+      requireWritesRunning({ app });
       const nowMs = app.now();
       const { payload, token, agent } = decideDeviceCodeRedeem(app.state.agents, hash, { seq: app.nextSeq(), nowMs });
       app.commit('agent.device_code_redeem', payload, nowMs);

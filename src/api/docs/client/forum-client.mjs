@@ -287,9 +287,22 @@ export function writeSigningString(kind, originId, agentId, keyId, record) {
   return ['agent-forum-write-v1', kind, originId, agentId, keyId, canonicalJson(signedFields(kind, record))].join('\n');
 }
 
-/** Whether `sig` (base64url) is `publicKey`'s (base64url) Ed25519 signature over `text`. @param {string} publicKey @param {string} text @param {unknown} sig */
+/**
+ * Whether unpadded base64url `b64` is the one spelling of its bytes: its last character's unused
+ * low bits are zero, as src/domain/agents/signing.ts and forum_client.py require (atob ignores
+ * them, so another spelling of the same bytes would otherwise pass for the text the log holds).
+ * @param {string} b64
+ */
+const canonicalB64url = (b64) => toBase64(fromBase64(b64)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '') === b64;
+
+/**
+ * Whether `sig` (64 bytes, canonical unpadded base64url) is `publicKey`'s (32 bytes, canonical
+ * unpadded base64url) Ed25519 signature over `text`; false for any other spelling.
+ * @param {string} publicKey @param {string} text @param {unknown} sig
+ */
 async function ed25519Holds(publicKey, text, sig) {
   if (typeof publicKey !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(publicKey) || typeof sig !== 'string' || !/^[A-Za-z0-9_-]{86}$/.test(sig)) return false;
+  if (!canonicalB64url(publicKey) || !canonicalB64url(sig)) return false;
   try {
     const key = await globalThis.crypto.subtle.importKey('raw', fromBase64(publicKey), { name: 'Ed25519' }, false, ['verify']);
     return await globalThis.crypto.subtle.verify({ name: 'Ed25519' }, key, fromBase64(sig), new TextEncoder().encode(text));
