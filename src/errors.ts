@@ -97,7 +97,7 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorKind>> = {
   WORK_STATE: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
   WORK_CLOSED: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
   CREDENTIAL_LIMIT: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
-  DEVICE_CODE_GONE: { status: 410, rpcStatus: 'FAILED_PRECONDITION' },
+  DEVICE_CODE_GONE: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
   KEY_STATE: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
   CURSOR_ORIGIN: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },
   CURSOR_AHEAD: { status: 409, rpcStatus: 'FAILED_PRECONDITION' },

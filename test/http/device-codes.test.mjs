@@ -60,7 +60,7 @@ test('an account says it is human with POST /api/me/kind: GET /api/me, the agent
   assert.equal(spec.paths['/api/me/kind'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/KindInput');
 });
 
-test('a device code gives another device a new named token once: typed in lower case with a hyphen it works, a second time it is 410, unknown 404, malformed 400; the token is the same account, listed by name', async (t) => {
+test('a device code gives another device a new named token once: typed in lower case with a hyphen it works, a second time it is 409 DEVICE_CODE_GONE (part 7 has no 410), unknown 404, malformed 400; the token is the same account, listed by name', async (t) => {
   const s = await startServer(t);
   const erin = await s.register('erin');
   const made = expect(await s.post('/api/me/device-codes', {}, erin.token), 201);
@@ -78,7 +78,7 @@ test('a device code gives another device a new named token once: typed in lower 
   const tokens = expect(await s.get('/api/me/tokens', erin.token), 200).tokens;
   assert.deepEqual(tokens.map((x) => [x.id, x.name]), [['primary', 'registration'], [redeemed.id, 'another device']]);
 
-  const again = expect(await s.post('/api/device-codes/redeem', { code: made.code }), 410);
+  const again = expect(await s.post('/api/device-codes/redeem', { code: made.code }), 409);
   assert.equal(again.code, 'DEVICE_CODE_GONE');
   assert.match(again.error, /^code: .*used already/);
   const unknown = [...made.code].map((c) => (c === '2' ? '3' : '2')).join('');
@@ -98,7 +98,7 @@ test('a device code gives another device a new named token once: typed in lower 
   assert.match(expect(await s.post('/api/me/device-codes', { name: '  ' }, erin.token), 400).error, /name/);
 });
 
-test(`device codes expire after ${DEVICE_CODE_TTL_MS / 60000} minutes (410), an agent makes at most ${DEVICE_CODES_MAX} within that time (409), they survive restarts from the snapshot and the log, and the data folder and logs never hold a code`, async (t) => {
+test(`device codes expire after ${DEVICE_CODE_TTL_MS / 60000} minutes (409 DEVICE_CODE_GONE), an agent makes at most ${DEVICE_CODES_MAX} within that time (409), they survive restarts from the snapshot and the log, and the data folder and logs never hold a code`, async (t) => {
   const s = await startServer(t, { env: { FORUM_TEST_CLOCK: '1' } });
   const erin = await s.register('erin');
   const op = (await s.cli('operator', 'create', '--name', 'Ops')).json;
@@ -119,7 +119,7 @@ test(`device codes expire after ${DEVICE_CODE_TTL_MS / 60000} minutes (410), an 
   assert.equal(phone.name, 'phone', 'a code made before two restarts still works');
 
   await advance(s, DEVICE_CODE_TTL_MS);
-  const expired = expect(await s.post('/api/device-codes/redeem', { code: codes[1].code }), 410);
+  const expired = expect(await s.post('/api/device-codes/redeem', { code: codes[1].code }), 409);
   assert.equal(expired.code, 'DEVICE_CODE_GONE');
   assert.match(expired.error, new RegExp(`^code: this device code expired at ${codes[1].expiresAt.replace(/\./g, '\\.')}`));
   const fresh = expect(await s.post('/api/me/device-codes', {}, erin.token), 201);

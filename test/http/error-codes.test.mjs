@@ -33,6 +33,15 @@ test('the code list in the source is the catalogue in schemas/ErrorCode.json, ea
   }
 });
 
+test('every error status is one of the spec\'s (part 7): no code answers a status the spec does not list', () => {
+  const SPEC_STATUSES = [400, 401, 403, 404, 409, 413, 415, 423, 429, 500, 503, 507];
+  // HTTP's own refusals of a request that is no operation yet (its method, head, target or
+  // expectation), answered before any route runs: each code has its one status, listed here.
+  const HTTP_LEVEL = { METHOD_NOT_ALLOWED: 405, REQUEST_TIMEOUT: 408, URI_TOO_LONG: 414, EXPECTATION_FAILED: 417, HEADERS_TOO_LARGE: 431 };
+  const allowed = (code, status) => SPEC_STATUSES.includes(status) || HTTP_LEVEL[code] === status;
+  for (const e of catalogue) for (const status of e['x-status']) assert.ok(allowed(e.const, status), `${e.const} answers ${status}`);
+});
+
 test('the status the source renders for each code is the one schemas/ErrorCode.json documents', () => {
   for (const e of catalogue) assert.deepEqual([ERROR_CATALOGUE[e.const].status], e['x-status'], e.const);
   assert.deepEqual(Object.keys(ERROR_CATALOGUE).sort(), [...ERROR_CODES].sort());

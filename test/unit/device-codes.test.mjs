@@ -63,8 +63,8 @@ test('a code works until DEVICE_CODE_TTL_MS after it was made and exactly once; 
   assert.match(token, /^af_/);
   assert.deepEqual(w.agent.tokens.map((t) => [t.id, t.name, t.scopes]), [[p.tokenId, 'phone', ['read', 'write']]]);
   assert.equal(w.s.byNamedTokenHash.get(p.tokenHash)?.agentId, w.agent.profile.id, 'the new token authenticates as the agent');
-  assert.match(await refusal(w.redeem(code, T0 + 1)), /^410 DEVICE_CODE_GONE: code: this device code was used already/);
-  assert.match(await refusal(w.redeem(early, T0 + DEVICE_CODE_TTL_MS)), /^410 DEVICE_CODE_GONE: code: this device code expired at 2026-12-02T08:10:00.000Z/);
+  assert.match(await refusal(w.redeem(code, T0 + 1)), /^409 DEVICE_CODE_GONE: code: this device code was used already/);
+  assert.match(await refusal(w.redeem(early, T0 + DEVICE_CODE_TTL_MS)), /^409 DEVICE_CODE_GONE: code: this device code expired at 2026-12-02T08:10:00.000Z/);
   assert.match(await refusal(w.redeem('ABCDEFGH', T0)), /^404 NOT_FOUND: code: no such device code/);
 });
 
@@ -77,7 +77,7 @@ test(`an agent makes at most DEVICE_CODES_MAX (${DEVICE_CODES_MAX}) codes within
   await w.make(T0 + DEVICE_CODE_TTL_MS);
   assert.equal(w.agent.deviceCodes.length, DEVICE_CODES_MAX, 'the first expired and was forgotten');
   assert.match(await refusal(w.redeem(codes[0], T0 + DEVICE_CODE_TTL_MS)), /^404 NOT_FOUND/);
-  assert.match(await refusal(w.redeem(codes[1], T0 + DEVICE_CODE_TTL_MS + 1)), /^410 DEVICE_CODE_GONE: code: this device code expired/, 'expired, remembered until the next code');
+  assert.match(await refusal(w.redeem(codes[1], T0 + DEVICE_CODE_TTL_MS + 1)), /^409 DEVICE_CODE_GONE: code: this device code expired/, 'expired, remembered until the next code');
 });
 
 test('a state snapshot keeps the codes a replay knows, and a snapshot from before device codes unpacks with none', async () => {

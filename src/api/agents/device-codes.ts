@@ -49,11 +49,11 @@ export const deviceCodeRoutes: Route[] = [
     path: '/api/device-codes/redeem',
     auth: 'public',
     operationId: 'redeemDeviceCode',
-    summary: `Ours (issue 55): enter a device code made on a signed-in device; the answer holds a new named token of that account, shown only now. No token needed. A code works once and for ${MINUTES} minutes: a used or expired one is 410 DEVICE_CODE_GONE, an unknown one 404. Counts toward the registration limit of your address.`,
+    summary: `Ours (issue 55): enter a device code made on a signed-in device; the answer holds a new named token of that account, shown only now. No token needed. A code works once and for ${MINUTES} minutes: a used or expired one is 409 DEVICE_CODE_GONE, an unknown one 404. Counts toward the registration limit of your address.`,
     tag: 'Tokens',
     body: 'DeviceCodeRedeemInput',
     rateLimit: 'registration',
-    errors: [404, 409, 410],
+    errors: [404, 409],
     responses: { 201: { description: 'The new token, its secret shown this once', schema: 'CreatedToken' } },
     handler: async ({ app, body }) => {
       const hash = await hashDeviceCode(normalizeDeviceCode(body.code));

@@ -69,7 +69,6 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string; heade
   403: { name: 'Forbidden', description: 'Wrong role, registration closed, the revision belongs to another author, or an operator-only endpoint (OPERATOR_ONLY).' },
   404: { name: 'NotFound', description: 'Referenced resource not found.' },
   409: { name: 'Conflict', description: 'Idempotency, revision or change-cursor conflict: reread the current state, never reset silently.' },
-  410: { name: 'Gone', description: 'Ours (issue 55): the device code named was used already or expired (DEVICE_CODE_GONE); make a new one.' },
   413: { name: 'PayloadTooLarge', description: `Request body exceeds ${BODY_BYTES_MAX / 1024} KiB.` },
   415: { name: 'UnsupportedMediaType', description: 'Content-Type is not application/json.' },
   423: { name: 'WriteStop', description: 'The operator paused writes: stop writing until GET /api/status shows writeStop false.' },

@@ -19,7 +19,7 @@
  * Forgetting: applying an agent's `agent.device_code_create` drops that agent's codes that expired
  * by the record's time, so an agent's list holds at most DEVICE_CODES_MAX codes plus those that
  * expired since its last one; a replay and a state snapshot keep the same ones. A forgotten code
- * is unknown (404); a known one that expired or was used is gone (410 DEVICE_CODE_GONE).
+ * is unknown (404); a known one that expired or was used is gone (409 DEVICE_CODE_GONE: part 7 allows POST no 410).
  */
 import { randomInt, scrypt } from 'node:crypto';
 import { DEVICE_CODE_ALPHABET, DEVICE_CODE_LENGTH, DEVICE_CODE_SCRYPT_COST, DEVICE_CODES_MAX, DEVICE_CODE_TTL_MS } from '../../constants.js';
@@ -114,7 +114,7 @@ export function decideDeviceCodeCreate(
 /**
  * Decides the redemption of the code whose hash is `codeHash` (POST /api/device-codes/redeem) at
  * `nowMs`. Output: the record payload, the new token (to show once) and the agent.
- * Throws 404 NOT_FOUND for a code nobody made (or one forgotten), 410 DEVICE_CODE_GONE for one
+ * Throws 404 NOT_FOUND for a code nobody made (or one forgotten), 409 DEVICE_CODE_GONE for one
  * used already, expired, or of a disabled agent, 409 CREDENTIAL_LIMIT when its agent holds
  * AGENT_TOKENS_MAX named tokens by now.
  */

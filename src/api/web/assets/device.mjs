@@ -101,7 +101,7 @@ export function useCodeView(deps) {
       submit.disabled = false;
       const e = /** @type {any} */ (err);
       const why = e?.status === 404 ? 'This code is not known here: check it (letters and digits, no 0, 1, I, L or O), or make a new one.'
-        : e?.status === 410 ? 'This code was used already or has expired: make a new one on your signed-in device.'
+        : e?.code === 'DEVICE_CODE_GONE' ? 'This code was used already or has expired: make a new one on your signed-in device.'
           : e?.status === 400 ? 'That is not a code: it has eight letters and digits, like ABCD-EFGH.'
             : e?.status === 429 ? `Too many tries from here: wait ${waitText(e.retryAfterSeconds)} before the next.`
               : `Could not sign in: ${e instanceof Error ? e.message : String(e)}`;
