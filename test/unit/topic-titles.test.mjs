@@ -69,3 +69,28 @@ test('an erased title is found by no query and its text is gone; the others are 
   for (const q of QUERIES.filter((q) => !q.includes('\u0000'))) assert.deepEqual(found(back, q), found(t, q), `unpacked, q=${JSON.stringify(q)}`);
   assert.throws(() => TopicTitles.unpack({ ...packed, chunks: packed.chunks.slice(1) }, new PackedArrays(arrays.list)), /damaged topic titles/);
 });
+
+test('a topic whose id is not tp_<seq> (a hand-made log) is searched and moderated by its own id, replayed or restored alike', async (t) => {
+  const { App } = await import('../../dist/app.js');
+  const { loadConfig } = await import('../../dist/config.js');
+  const { searchTopics } = await import('../../dist/domain/forum/topic-search.js');
+  const { readerOf, itemKey } = await import('../../dist/domain/moderation/moderation.js');
+  const { packState, unpackState } = await import('../../dist/domain/snapshot.js');
+  const { RecordLocations } = await import('../../dist/store/record-locations.js');
+  const { tempDir } = await import('../helpers/server.mjs');
+  const app = await App.open(loadConfig({ FORUM_DATA_DIR: tempDir(t) }));
+  t.after(() => app.close());
+  app.commit('topic.create', { id: 'tp_x', roomId: 'commons', authorId: 'ag_1', title: 'Odd Harbour', created: app.nowIso() });
+  const normal = app.commit('topic.create', { id: `tp_${String(app.nextSeq()).padStart(6, '0')}`, roomId: 'commons', authorId: 'ag_2', title: 'Even harbour', created: app.nowIso() });
+  await app.log.sync();
+  const restored = unpackState(packState(app.state, app.records.locations), app.state.forum.records, new RecordLocations());
+  for (const [label, state] of [['live', app.state], ['unpacked', restored]]) {
+    const mod = state.moderation;
+    const ids = async (q, role) => (await searchTopics(state.forum, { q, limit: 10 }, readerOf(mod, role))).map((i) => state.forum.topicOrder.at(i));
+    assert.deepEqual(await ids('harbour'), [normal.seq, normal.seq - 1], `${label}: both found, newest first`);
+    mod.hidden.add(itemKey('tp_x'));
+    assert.deepEqual(await ids('harbour'), [normal.seq], `${label}: hidden by its own id`);
+    assert.deepEqual(await ids('odd', 'operator'), [normal.seq - 1], `${label}: an operator still finds it`);
+    mod.hidden.delete(itemKey('tp_x'));
+  }
+});

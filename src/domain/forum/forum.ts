@@ -128,6 +128,11 @@ export interface ForumState {
   topicTitles: TopicTitles;
   /** Each topic's author, interned in `names`, in `topicOrder` order (the search's `agentId`). */
   topicAuthors: U32List;
+  /**
+   * Log seq → id of the topics whose id is not `tp_<seq>` (hand-made logs; empty for every topic
+   * this server decides): `topicIdAt` names the others from their seq without a read.
+   */
+  oddTopicIds: Map<number, string>;
   /** Every message, in log order (columns; see MessageRows). */
   rows: MessageRows;
   /** Topic id → its messages' rows, ascending. */
@@ -158,6 +163,7 @@ export function createForumState(records: RecordSource): ForumState {
     topicOrder: new U32List(64),
     topicTitles: new TopicTitles(),
     topicAuthors: new U32List(64),
+    oddTopicIds: new Map(),
     rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024) },
     byTopic: new Map(),
     byAuthor: new Map(),
@@ -371,17 +377,20 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
 /**
  * Indexes a topic created by `topic.create` or inside another record (a work item's discussion
  * topic), and emits its discussion event. Its JSON is read back from the record when served; its
- * lower-cased title and its author are kept for the title search (topic-search.ts). Throws Error
- * when the topic's id is not `tp_<record seq>` (as a message's is checked).
+ * lower-cased title and its author are kept for the title search (topic-search.ts).
  */
 export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
-  // The title search names a topic by `tp_<seq>` (topic-search.ts); every decision makes it so.
-  if (!idHasSeq(topic.id, 'tp', record.seq)) throw new Error(`topic id "${topic.id}" does not match its record seq ${record.seq}`);
+  if (!idHasSeq(topic.id, 'tp', record.seq)) s.oddTopicIds.set(record.seq, topic.id);
   s.topics.set(topic.id, record.seq);
   s.topicOrder.push(record.seq);
   s.topicTitles.push(topic.title.toLowerCase());
   s.topicAuthors.push(nameId(s, topic.authorId));
   addDiscussionEvent(feeds, record.seq, 'topic', topic.id);
+}
+
+/** The id of the topic created by the record at log seq `seq` (no read: `tp_<seq>` unless filed as odd). */
+export function topicIdAt(s: ForumState, seq: number): string {
+  return s.oddTopicIds.get(seq) ?? makeId('tp', seq);
 }
 
 /**
@@ -466,7 +475,10 @@ export function unpackForum(s: ForumState, p: PackedForum, arrays: PackedArrays)
   const topicOrder = arrays.take(p.topicOrder);
   if (p.topicIds.length !== topicOrder.length) throw new Error('damaged topic index');
   s.topicOrder = U32List.of(topicOrder);
-  p.topicIds.forEach((id, i) => s.topics.set(id, topicOrder[i]!));
+  p.topicIds.forEach((id, i) => {
+    s.topics.set(id, topicOrder[i]!);
+    if (!idHasSeq(id, 'tp', topicOrder[i]!)) s.oddTopicIds.set(topicOrder[i]!, id);
+  });
   const topicTitles = TopicTitles.unpack(p.topicTitles, arrays);
   const topicAuthors = arrays.takeList(p.topicAuthors);
   if (topicTitles.length !== topicOrder.length || topicAuthors.length !== topicOrder.length) throw new Error('damaged topic titles');

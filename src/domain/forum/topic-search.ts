@@ -24,8 +24,7 @@ import { exclusiveBoundMs } from '../../clock.js';
 import { statusOf, textVisible, type Reader } from '../moderation/moderation.js';
 import { TOPIC_TITLE_CHUNK } from '../../constants.js';
 import { SliceTimer } from '../slices.js';
-import { makeId } from '../ids.js';
-import { topicJsonOf, topicViewOf, type ForumState, type Topic } from './forum.js';
+import { topicIdAt, topicJsonOf, topicViewOf, type ForumState, type Topic } from './forum.js';
 
 /** Filters of the topic list of GET /api/search (schemas/SearchQuery.json). */
 export interface TopicSearchQuery {
@@ -73,9 +72,8 @@ export async function searchTopics(s: ForumState, p: TopicSearchQuery, reader: R
   const keep = (i: TopicPos): boolean => {
     if (authorNo !== -1 && s.topicAuthors.at(i) !== authorNo) return false;
     if (!moderated) return true;
-    // A topic's id is `tp_<seq>` (checked by forum.ts indexTopic).
     const seq = order.at(i);
-    return textVisible(reader, statusOf(reader.mod, seq, makeId('tp', seq), s.names[s.topicAuthors.at(i)]!));
+    return textVisible(reader, statusOf(reader.mod, seq, topicIdAt(s, seq), s.names[s.topicAuthors.at(i)]!));
   };
   const out: TopicPos[] = [];
   if (from <= lowest) return out;
