@@ -228,6 +228,13 @@ export const SEARCH_SLICE_MS = 4;
  * cheaper than the index lookups for a small set, and bounded.
  */
 export const SEARCH_SCAN_CANDIDATES_MAX = 256;
+/**
+ * The topic-title search (ours, issue 55; an extension of part 4 GET /api/search) keeps the
+ * lower-cased titles joined into one string per this many topics (domain/forum/topic-titles.ts):
+ * one native substring search per chunk instead of one call per title, and a bounded amount of
+ * work (a chunk of at most 160 characters a title) between two checks of the search's slice.
+ */
+export const TOPIC_TITLE_CHUNK = 4096;
 /** Tokens carry this many random bytes (issue 2: at least 32). */
 export const TOKEN_BYTES = 32;
 /**

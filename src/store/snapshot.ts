@@ -9,7 +9,7 @@
  * straight into a buffer of its own and the peak memory of a load is the state itself, not the
  * state plus a deserialized copy. The header says which log it belongs to and where:
  *
- *     {"format":"agent-forum-state-v9","originId":…,"seq":S,"hash":"<chained hash of record S>",
+ *     {"format":"agent-forum-state-v10","originId":…,"seq":S,"hash":"<chained hash of record S>",
  *      "lastTime":…,"byteOrder":"LE","partBytes":[…],"bodyBytes":N,"created":…,"segments":[…],
  *      "mac":"<64 hex>"}
  *
@@ -51,9 +51,10 @@ const SNAPSHOT_FILE = 'state.snapshot';
  * rebuilt once. v4: the header carries `mac` (HMAC of header and body) instead of `bodySha256`;
  * v7: the packed state holds the inbox (issue 37); v8: the inbox files knowledge corrections
  * (issue 37), so a v7 snapshot's inbox lacks them; v9: each agent carries its named tokens
- * (issue 53), so a v8 snapshot would lose them.
+ * (issue 53), so a v8 snapshot would lose them; v10: the forum keeps each topic's lower-cased
+ * title and author (issue 55, the title search), which a v9 snapshot lacks.
  */
-export const SNAPSHOT_FORMAT = 'agent-forum-state-v9';
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v10';
 /** What precedes the MAC at the end of a header line: `<fields>,"mac":"<64 hex>"}`. */
 const MAC_FIELD = ',"mac":"';
 

@@ -5,7 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { startServer } from '../helpers/server.mjs';
+
+const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 
 const ok = async (p, status = 200) => {
   const res = await p;
@@ -58,4 +62,47 @@ test('GET /api/search lists topics whose title contains q, beside messages and k
     assert.deepEqual(result.required, ['messages', 'knowledge', 'topics']);
     assert.equal(result.properties.topics.items.$ref, '#/components/schemas/Topic');
   });
+});
+
+test('titles are found right after a restart, from the state snapshot and from a whole replay; an erased title is found by nobody and is not in the snapshot', async (t) => {
+  const s = await startServer(t);
+  const a = await s.register('a');
+  const b = await s.register('b');
+  const op = (await s.cli('operator', 'create', '--name', 'op')).json;
+  assert.ok(op?.token, 'operator created');
+  const kept = await ok(s.post('/api/topics', { title: 'Lighthouse keepers compare lamps' }, a.token), 201);
+  const hidden = await ok(s.post('/api/topics', { title: 'Lighthouse rumours' }, b.token), 201);
+  const gone = await ok(s.post('/api/topics', { title: 'Lighthouse qzxwvt secret' }, a.token), 201);
+  // A work item's discussion topic is a topic too (created inside the work.create record).
+  const item = await ok(s.post('/api/work', { clientId: 'w1', title: 'Repaint the lighthouse', description: 'White and red.', acceptanceCriteria: 'Both colours.' }, a.token), 201);
+  const all = (await ok(s.get('/api/search?q=lighthouse', b.token))).topics;
+  assert.deepEqual(all.map((x) => x.id), [item.topicId, gone.id, hidden.id, kept.id], 'every title found before any moderation');
+  await ok(s.post('/api/moderation/actions', { action: 'hide', target: { type: 'topic', id: hidden.id }, reason: 'test' }, op.token), 201);
+  await ok(s.post('/api/moderation/actions', { action: 'erase', target: { type: 'topic', id: gone.id }, reason: 'test' }, op.token), 201);
+  const expected = async () => {
+    const forReader = (await ok(s.get('/api/search?q=lighthouse', b.token))).topics;
+    const forOperator = (await ok(s.get('/api/search?q=lighthouse', op.token))).topics;
+    assert.deepEqual(forReader, all.filter((x) => x.id !== gone.id && x.id !== hidden.id));
+    assert.deepEqual(forOperator, all.filter((x) => x.id !== gone.id).map((x) => (x.id === hidden.id ? { ...x, hidden: true } : x)));
+    for (const who of [b, op]) assert.deepEqual((await ok(s.get('/api/search?q=qzxwvt', who.token))).topics, [], 'the erased title is found by nobody');
+    assert.deepEqual((await ok(s.get(`/api/search?q=lighthouse&agentId=${b.id}`, op.token))).topics, [{ ...hidden, hidden: true }]);
+    assert.deepEqual((await ok(s.get(`/api/search?q=keepers&topicId=${kept.id}`, b.token))).topics, [kept]);
+    return { forReader, forOperator };
+  };
+  const before = await expected();
+
+  await s.stop();
+  assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'a stop writes the state snapshot');
+  assert.ok(!readFileSync(SNAPSHOT(s.dataDir)).includes('qzxwvt'), 'the erased title is not in the snapshot');
+  assert.ok(readFileSync(SNAPSHOT(s.dataDir)).includes('lighthouse keepers compare lamps'), 'the kept titles are (lower-cased)');
+  await s.start();
+  assert.doesNotMatch(s.stderr, /snapshot_not_used/, 'this start loaded the snapshot');
+  assert.deepEqual(await expected(), before, 'from the snapshot');
+
+  await s.stop();
+  rmSync(SNAPSHOT(s.dataDir));
+  await s.start();
+  assert.deepEqual(await expected(), before, 'from a whole replay of the log');
+  const late = await ok(s.post('/api/topics', { title: 'A lighthouse after the replay' }, a.token), 201);
+  assert.deepEqual((await ok(s.get('/api/search?q=lighthouse&limit=1', b.token))).topics, [late], 'a topic created after the start is found');
 });

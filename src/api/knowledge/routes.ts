@@ -9,7 +9,7 @@ import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { runWrite, withSignature } from '../write.js';
 import { messagesJson, queryMessages } from '../../domain/forum/forum.js';
-import { searchTopicsJson } from '../../domain/forum/topic-search.js';
+import { searchTopics, topicsJson } from '../../domain/forum/topic-search.js';
 import {
   decideKnowledge,
   entriesJson,
@@ -75,9 +75,10 @@ export const knowledgeRoutes: Route[] = [
       const reader = readerOf(app.state.moderation, agent?.profile.role);
       const messages = await queryMessages(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, app.indexer?.messages ?? null, reader);
       const knowledge = await queryKnowledge(app.state.knowledge, { q: p.q, agentId: p.agentId, id: p.id, history: p.history, limit: p.limit }, app.indexer?.knowledge ?? null, reader);
+      const topics = await searchTopics(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, reader);
       return {
         status: 200,
-        json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)},"topics":${searchTopicsJson(app.state.forum, { q: p.q, agentId: p.agentId, topicId: p.topicId, before: p.before, limit: p.limit }, reader)}}`,
+        json: `{"messages":${messagesJson(app.state.forum, messages, reader)},"knowledge":${entriesJson(app.state.knowledge, knowledge, reader)},"topics":${topicsJson(app.state.forum, topics, reader)}}`,
       };
     },
   }),

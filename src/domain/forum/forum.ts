@@ -23,6 +23,7 @@ import { contentIncludes } from './search.js';
 import { indexedScan, type CandidateIndex } from '../indexed-scan.js';
 import { packLists, packTable, unpackLists, unpackTable, type PackedArrays, type PackedLists, type PackedTable } from '../packing.js';
 import { nameId, pushTo } from '../columns.js';
+import { TopicTitles, type PackedTopicTitles } from './topic-titles.js';
 
 /** Room (part 2). */
 export interface Room {
@@ -119,6 +120,19 @@ export interface ForumState {
   topics: Map<string, number>;
   /** Log seqs of the topics' records, in creation order. */
   topicOrder: U32List;
+  /**
+   * Each topic's title lower-cased, in `topicOrder` order (topic-titles.ts), kept at apply time so
+   * the topic-title search (topic-search.ts, issue 55) never reads a record back; its text is
+   * dropped when the topic is erased (`eraseTopicTitles`: neither in memory nor in a snapshot).
+   */
+  topicTitles: TopicTitles;
+  /** Each topic's author, interned in `names`, in `topicOrder` order (the search's `agentId`). */
+  topicAuthors: U32List;
+  /**
+   * Log seq → id of the topics whose id is not `tp_<seq>` (hand-made logs; empty for every topic
+   * this server decides): `topicIdAt` names the others from their seq without a read.
+   */
+  oddTopicIds: Map<number, string>;
   /** Every message, in log order (columns; see MessageRows). */
   rows: MessageRows;
   /** Topic id → its messages' rows, ascending. */
@@ -147,6 +161,9 @@ export function createForumState(records: RecordSource): ForumState {
     roomOrder: [],
     topics: new Map(),
     topicOrder: new U32List(64),
+    topicTitles: new TopicTitles(),
+    topicAuthors: new U32List(64),
+    oddTopicIds: new Map(),
     rows: { seq: new U32List(1024), topic: new U32List(1024), author: new U32List(1024), replyTo: new U32List(1024) },
     byTopic: new Map(),
     byAuthor: new Map(),
@@ -359,12 +376,33 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
 
 /**
  * Indexes a topic created by `topic.create` or inside another record (a work item's discussion
- * topic), and emits its discussion event. Its JSON is read back from the record when served.
+ * topic), and emits its discussion event. Its JSON is read back from the record when served; its
+ * lower-cased title and its author are kept for the title search (topic-search.ts).
  */
 export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
+  if (!idHasSeq(topic.id, 'tp', record.seq)) s.oddTopicIds.set(record.seq, topic.id);
   s.topics.set(topic.id, record.seq);
   s.topicOrder.push(record.seq);
+  s.topicTitles.push(topic.title.toLowerCase());
+  s.topicAuthors.push(nameId(s, topic.authorId));
   addDiscussionEvent(feeds, record.seq, 'topic', topic.id);
+}
+
+/** The id of the topic created by the record at log seq `seq` (no read: `tp_<seq>` unless filed as odd). */
+export function topicIdAt(s: ForumState, seq: number): string {
+  return s.oddTopicIds.get(seq) ?? makeId('tp', seq);
+}
+
+/**
+ * Drops the kept titles of the topics created by the records at `seqs` (an erasure: their text
+ * must not stay in memory or reach a snapshot; moderation/erased-fields.ts). Seqs of other
+ * records are ignored. O(log topics) per seq.
+ */
+export function eraseTopicTitles(s: ForumState, seqs: readonly number[]): void {
+  for (const seq of seqs) {
+    const at = s.topicOrder.upperBound(seq) - 1;
+    if (at >= 0 && s.topicOrder.at(at) === seq) s.topicTitles.erase(at);
+  }
 }
 
 /** A topic's canonical JSON, read back from the record that created it. */
@@ -395,6 +433,10 @@ export interface PackedForum {
   roomOrder: Room[];
   topicIds: string[];
   topicOrder: number;
+  /** ForumState.topicTitles (since agent-forum-state-v10). */
+  topicTitles: PackedTopicTitles;
+  /** ForumState.topicAuthors, an array index (since agent-forum-state-v10). */
+  topicAuthors: number;
   rows: { seq: number; topic: number; author: number; replyTo: number };
   byTopic: PackedLists;
   byAuthor: PackedLists;
@@ -410,6 +452,8 @@ export function packForum(s: ForumState, arrays: PackedArrays): PackedForum {
     roomOrder: s.roomOrder,
     topicIds: [...s.topics.keys()],
     topicOrder: arrays.putList(s.topicOrder),
+    topicTitles: s.topicTitles.pack(arrays),
+    topicAuthors: arrays.putList(s.topicAuthors),
     rows: { seq: arrays.putList(s.rows.seq), topic: arrays.putList(s.rows.topic), author: arrays.putList(s.rows.author), replyTo: arrays.putList(s.rows.replyTo) },
     byTopic: packLists(s.byTopic, arrays),
     byAuthor: packLists(s.byAuthor, arrays),
@@ -431,7 +475,15 @@ export function unpackForum(s: ForumState, p: PackedForum, arrays: PackedArrays)
   const topicOrder = arrays.take(p.topicOrder);
   if (p.topicIds.length !== topicOrder.length) throw new Error('damaged topic index');
   s.topicOrder = U32List.of(topicOrder);
-  p.topicIds.forEach((id, i) => s.topics.set(id, topicOrder[i]!));
+  p.topicIds.forEach((id, i) => {
+    s.topics.set(id, topicOrder[i]!);
+    if (!idHasSeq(id, 'tp', topicOrder[i]!)) s.oddTopicIds.set(topicOrder[i]!, id);
+  });
+  const topicTitles = TopicTitles.unpack(p.topicTitles, arrays);
+  const topicAuthors = arrays.takeList(p.topicAuthors);
+  if (topicTitles.length !== topicOrder.length || topicAuthors.length !== topicOrder.length) throw new Error('damaged topic titles');
+  s.topicTitles = topicTitles;
+  s.topicAuthors = topicAuthors;
   const rows = { seq: arrays.takeList(p.rows.seq), topic: arrays.takeList(p.rows.topic), author: arrays.takeList(p.rows.author), replyTo: arrays.takeList(p.rows.replyTo) };
   const n = rows.seq.length;
   if (rows.topic.length !== n || rows.author.length !== n || rows.replyTo.length !== n) throw new Error('damaged message rows');
