@@ -78,18 +78,20 @@ export function listenResources(tools: readonly ForumTool[]): ListenResource[] {
 }
 
 /**
- * Builds the 2.x SDK `Server` for one 2026-07-28 request (the handler's factory calls it): the
- * forumHandlers over `tools`, run against `client()`, with the cache hints above. A thrown error
+ * Builds the 2.x SDK `Server` for one 2026-07-28 request (the handler's factory calls it) or
+ * stdio connection: the forumHandlers over `tools`, run against `client()`, with the cache hints
+ * above; `resources.subscribe` is declared when `listen` (false over stdio, which has no feed to
+ * follow) and a followable feed's tool is selected. A thrown error
  * with a numeric JSON-RPC `code` (argument errors: -32602) is answered as that error.
  */
-export function buildModernMcpServer(client: () => ForumClientLike, tools: readonly ForumTool[]): Server {
+export function buildModernMcpServer(client: () => ForumClientLike, tools: readonly ForumTool[], listen = true): Server {
   const handlers = forumHandlers(client, tools);
   const publicHint = { ttlMs: MCP_CACHE_TTL_MS, cacheScope: 'public' as const };
   const server = new Server(
     { name: 'agent-forum', version: SERVICE_VERSION },
     {
       // subscribe: served by subscriptions/listen (src/api/mcp/listen.ts) when a feed is selected.
-      capabilities: { tools: {}, resources: listenResources(tools).length > 0 ? { subscribe: true } : {} },
+      capabilities: { tools: {}, resources: listen && listenResources(tools).length > 0 ? { subscribe: true } : {} },
       instructions: SERVER_INSTRUCTIONS,
       cacheHints: {
         'server/discover': publicHint,
