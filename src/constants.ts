@@ -384,6 +384,15 @@ export const MCP_MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
  * lifetime, so this bounds how long a client keeps an old tool list after a deploy.
  */
 export const MCP_CACHE_TTL_MS = 5 * 60 * 1000;
+/**
+ * How long one MCP 2026-07-28 `subscriptions/listen` stream on /mcp stays open, in seconds (ours;
+ * issue 54): then it ends gracefully (the empty listen result) and the client listens again, as a
+ * feed stream ends at its wait (FEED_STREAM_WAIT_DEFAULT_SECONDS). Longer than a feed stream's
+ * minute because a listen carries no cursor to resume from: the client rereads its feeds after a
+ * new listen, so fewer reopenings mean fewer rereads; short enough that a slot held by a client
+ * that vanished without closing its connection is reclaimed within minutes.
+ */
+export const MCP_LISTEN_SECONDS = 5 * 60;
 /** Headers a host may send instead of the query parameters readOnly and toolsets (GitHub's MCP server names; issue 26). */
 export const MCP_READONLY_HEADER = 'X-MCP-Readonly';
 export const MCP_TOOLSETS_HEADER = 'X-MCP-Toolsets';

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * MCP server entry (issue 19): `node dist/mcp.js` or the `agent-forum-mcp` bin. Speaks the Model
- * Context Protocol over stdio (stdout carries only protocol messages; diagnostics go to stderr)
+ * Context Protocol over stdio — the 2025 revisions (SDK 1.32.2) or 2026-07-28 (SDK 2.x), picked by
+ * the connection's first message (src/mcp/stdio-eras.ts; issue 54) — (stdout carries only protocol messages; diagnostics go to stderr)
  * and calls the forum at FORUM_URL (required) with FORUM_TOKEN (optional: without it the
  * forum_register tool registers and keeps the token for the session). Exits 2 on a missing or
  * invalid FORUM_URL, or one holding credentials (`http://user:password@host`; the message never
@@ -17,7 +18,9 @@
  */
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createMcpServer } from './mcp/server.js';
+import { buildMcpServer, createStdioServing } from './mcp/server.js';
+import { buildModernMcpServer } from './mcp/modern.js';
+import { serveStdioEras } from './mcp/stdio-eras.js';
 import { SERVICE_VERSION } from './constants.js';
 import { TOOLSETS, parseToolsets, type Toolset } from './mcp/tools.js';
 
@@ -61,7 +64,7 @@ if (!forumUrl) {
   process.exit(2);
 }
 try {
-  const server = await createMcpServer({
+  const serving = await createStdioServing({
     forumUrl,
     token: process.env.FORUM_TOKEN || null,
     log: (line) => process.stderr.write(`agent-forum-mcp: ${line}\n`),
@@ -79,7 +82,12 @@ try {
     process.stderr.write('agent-forum-mcp: the stdio transport closed after an error; exiting with status 1\n');
     process.exit(1);
   };
-  await server.connect(transport);
+  // The first message picks the era (src/mcp/stdio-eras.ts): 2025 on SDK 1.32.2, or 2026-07-28 on SDK 2.x.
+  await serveStdioEras(
+    transport,
+    () => buildMcpServer(serving.client, serving.tools),
+    () => buildModernMcpServer(serving.client, serving.tools, false),
+  );
 } catch (err) {
   process.stderr.write(`agent-forum-mcp: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(2);

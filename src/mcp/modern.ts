@@ -27,10 +27,24 @@
  *   document are the same text for everyone until the service is redeployed).
  * `tools/call` results are not cacheable in the revision and carry no hint.
  *
- * `subscriptions/listen` is not served (answered -32601 by the route before the SDK sees it):
- * the inbox and the change feeds are read with forum_inbox, forum_changes and work_changes.
+ * `subscriptions/listen` (the revision's replacement for resources/subscribe) follows the
+ * caller's inbox and the two change feeds as resource URIs (LISTEN_RESOURCES): each listen is
+ * served by a handler of its own (`openListen`) whose event bus only that stream's owner publishes
+ * on (src/api/mcp/listen.ts, which holds the stream in the long polls' and feed streams' bounds);
+ * the SDK writes the acknowledgement, the `notifications/resources/updated` frames stamped with
+ * the subscription id, and the graceful close. The capability (`resources.subscribe`) is declared
+ * only when the tool selection includes a tool that reads one of those feeds.
  */
-import { ProtocolError, ProtocolErrorCode, Server, createMcpHandler, isLegacyRequest, type CallToolResult, type McpHttpHandler } from '@modelcontextprotocol/server';
+import {
+  InMemoryServerEventBus,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  createMcpHandler,
+  isLegacyRequest,
+  type CallToolResult,
+  type McpHttpHandler,
+} from '@modelcontextprotocol/server';
 import { MCP_CACHE_TTL_MS, SERVICE_VERSION } from '../constants.js';
 import { forumHandlers } from './server.js';
 import { SERVER_INSTRUCTIONS, type ForumClientLike, type ForumTool } from './tools.js';
@@ -42,17 +56,42 @@ export interface ModernServing {
 }
 
 /**
- * Builds the 2.x SDK `Server` for one 2026-07-28 request (the handler's factory calls it): the
- * forumHandlers over `tools`, run against `client()`, with the cache hints above. A thrown error
+ * The resources a 2026-07-28 `subscriptions/listen` can name in `resourceSubscriptions`: the
+ * caller's own inbox and the two change feeds (part 4, part 6, issue 37), each with the tool that
+ * reads it (a listen is honoured for a URI only when that tool is in the caller's selection) and
+ * the feed it follows. A `notifications/resources/updated` for one says the feed has a durable
+ * event past the last one notified on that stream; the tool reads it from the caller's cursor.
+ */
+export const LISTEN_RESOURCES = [
+  { uri: 'forum://inbox', tool: 'forum_inbox', feed: 'inbox' },
+  { uri: 'forum://changes', tool: 'forum_changes', feed: 'discussion' },
+  { uri: 'forum://work/changes', tool: 'work_changes', feed: 'work' },
+] as const;
+
+/** One entry of LISTEN_RESOURCES. */
+export type ListenResource = (typeof LISTEN_RESOURCES)[number];
+
+/** The LISTEN_RESOURCES whose reading tool is among `tools` (the caller's selection), in table order. */
+export function listenResources(tools: readonly ForumTool[]): ListenResource[] {
+  const names = new Set(tools.map((t) => t.name));
+  return LISTEN_RESOURCES.filter((r) => names.has(r.tool));
+}
+
+/**
+ * Builds the 2.x SDK `Server` for one 2026-07-28 request (the handler's factory calls it) or
+ * stdio connection: the forumHandlers over `tools`, run against `client()`, with the cache hints
+ * above; `resources.subscribe` is declared when `listen` (false over stdio, which has no feed to
+ * follow) and a followable feed's tool is selected. A thrown error
  * with a numeric JSON-RPC `code` (argument errors: -32602) is answered as that error.
  */
-export function buildModernMcpServer(client: () => ForumClientLike, tools: readonly ForumTool[]): Server {
+export function buildModernMcpServer(client: () => ForumClientLike, tools: readonly ForumTool[], listen = true): Server {
   const handlers = forumHandlers(client, tools);
   const publicHint = { ttlMs: MCP_CACHE_TTL_MS, cacheScope: 'public' as const };
   const server = new Server(
     { name: 'agent-forum', version: SERVICE_VERSION },
     {
-      capabilities: { tools: {}, resources: {} },
+      // subscribe: served by subscriptions/listen (src/api/mcp/listen.ts) when a feed is selected.
+      capabilities: { tools: {}, resources: listen && listenResources(tools).length > 0 ? { subscribe: true } : {} },
       instructions: SERVER_INSTRUCTIONS,
       cacheHints: {
         'server/discover': publicHint,
@@ -129,4 +168,55 @@ export async function serveModern(request: Request, body: unknown, s: ModernServ
   } finally {
     serving.delete(request);
   }
+}
+
+/** A 2026-07-28 `subscriptions/listen` as the SDK answered it, with what its owner drives it by. */
+export interface OpenedListen {
+  /** The SDK's answer: `text/event-stream` (the acknowledgement first) or a JSON-RPC error. */
+  response: Response;
+  /** The resources honoured (those of the filter this server serves for the caller's selection). */
+  follows: ListenResource[];
+  /** Writes `notifications/resources/updated` for `uri` on this stream (stamped with its subscription id). */
+  updated(uri: string): void;
+  /** Ends the stream gracefully: the SDK writes the empty `subscriptions/listen` result and closes it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves one 2026-07-28 `subscriptions/listen` request (`request` with its parsed `body`) with
+ * `s`: a strict handler of its own (the same header, envelope and params checks as every other
+ * request) over an event bus only this stream's owner publishes on, so no agent is told of
+ * another's inbox. The filter's `resourceSubscriptions` are narrowed first to the URIs this server
+ * serves for the selection (`listenResources`), so the acknowledgement reports exactly what will
+ * be notified; list-changed notifications are not honoured (the tool and resource lists change
+ * only when the service is redeployed). The SDK's own keep-alive timer is off: the stream's owner
+ * writes keep-alives from the held requests' one sweep.
+ */
+export async function openListen(request: Request, body: unknown, s: ModernServing): Promise<OpenedListen> {
+  const served = listenResources(s.tools);
+  let follows: ListenResource[] = [];
+  let parsedBody = body;
+  const params = (body as { params?: { notifications?: unknown } }).params;
+  const filter = params?.notifications;
+  if (filter !== null && typeof filter === 'object' && !Array.isArray(filter)) {
+    const asked = (filter as { resourceSubscriptions?: unknown }).resourceSubscriptions;
+    if (Array.isArray(asked)) {
+      follows = served.filter((r) => asked.includes(r.uri));
+      parsedBody = { ...(body as object), params: { ...params, notifications: { ...filter, resourceSubscriptions: follows.map((r) => r.uri) } } };
+    }
+  }
+  const bus = new InMemoryServerEventBus();
+  const listenHandler = createMcpHandler(() => buildModernMcpServer(s.client, s.tools), { legacy: 'reject', bus, maxSubscriptions: 1, keepAliveMs: 0 });
+  const response = await listenHandler.fetch(request, { parsedBody });
+  return {
+    response,
+    follows,
+    updated: (uri) => bus.publish({ kind: 'resource_updated', uri }),
+    close: () => listenHandler.close(),
+  };
+}
+
+/** Whether a JSON-RPC message (parsed) is a `subscriptions/listen` request. */
+export function isListenRequest(body: unknown): boolean {
+  return body !== null && typeof body === 'object' && (body as { method?: unknown }).method === 'subscriptions/listen';
 }

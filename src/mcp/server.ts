@@ -189,11 +189,14 @@ function invalidParams(message: string): Error {
 const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
 
 /**
- * Builds the MCP server for one session (connect it to a transport). Loads the client helper
- * from the package (src/api/docs/client/forum-client.mjs). Throws Error when FORUM_URL is not
- * an http(s) URL or holds credentials (the message never echoes them).
+ * What the stdio server's one session runs its tools with, on either protocol era (src/mcp.ts
+ * builds the 2025 server with `buildMcpServer` and the 2026-07-28 one with
+ * `buildModernMcpServer`): `client()`, the forum client of the session (forum_register replaces
+ * it with the registered agent's), and `tools`, the selected tools with forum_register first.
+ * Loads the client helper from the package (src/api/docs/client/forum-client.mjs). Throws Error
+ * when FORUM_URL is not an http(s) URL or holds credentials (the message never echoes them).
  */
-export async function createMcpServer(config: McpConfig): Promise<Server> {
+export async function createStdioServing(config: McpConfig): Promise<{ client: () => ForumClientLike; tools: ForumTool[] }> {
   let url: URL;
   try {
     url = new URL(config.forumUrl);
@@ -230,7 +233,7 @@ export async function createMcpServer(config: McpConfig): Promise<Server> {
     },
   };
   const tools = selectTools([register, ...forumTools()], config.selection ?? { readOnly: false, toolsets: null });
-  return buildMcpServer(() => client, tools);
+  return { client: () => client, tools };
 }
 
 /** The MCP listing of a tool (tools/list). */

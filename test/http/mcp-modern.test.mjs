@@ -60,7 +60,7 @@ test('server/discover names 2026-07-28, the server, its capabilities and the unt
   const r = res.body.result;
   assert.deepEqual(r.supportedVersions, [...MCP_MODERN_PROTOCOL_VERSIONS]);
   assert.equal(r.resultType, 'complete');
-  assert.deepEqual(r.capabilities, { tools: {}, resources: {} });
+  assert.deepEqual(r.capabilities, { tools: {}, resources: { subscribe: true } }, 'subscribe: subscriptions/listen follows the inbox and the feeds (mcp-listen.test.mjs)');
   assert.match(r.instructions, /untrusted/);
   assert.equal(r._meta['io.modelcontextprotocol/serverInfo'].name, 'agent-forum');
   assert.equal(r.ttlMs, MCP_CACHE_TTL_MS);
@@ -233,15 +233,16 @@ test('a revision /mcp does not serve is -32022 naming the served ones; a 2026-07
   assert.match(bare.body.error.message, /_meta/);
 });
 
-test('subscriptions/listen is refused with -32601 naming the feed tools, and /mcp still needs a bearer token on 2026-07-28', async (t) => {
+test('subscriptions/listen is checked like every 2026-07-28 request (Mcp-Method, the filter), and /mcp still needs a bearer token on 2026-07-28', async (t) => {
   const server = await startServer(t);
   const a = await register(server, 'modern-listen');
-  const listen = { jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: META } };
-  const res = await post(server, a.token, listen, { 'mcp-protocol-version': REVISION, 'mcp-method': 'subscriptions/listen' });
-  assert.equal(res.status, 404);
-  assert.equal(res.body.id, 3);
-  assert.equal(res.body.error.code, -32601);
-  assert.match(res.body.error.message, /forum_inbox.*forum_changes/);
+  const listen = { jsonrpc: '2.0', id: 3, method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: ['forum://inbox'] }, _meta: META } };
+  const noMethod = await post(server, a.token, listen, { 'mcp-protocol-version': REVISION });
+  assert.equal(noMethod.status, 400);
+  assert.equal(noMethod.body.error.code, -32020);
+  const noFilter = await post(server, a.token, { ...listen, params: { _meta: META } }, { 'mcp-protocol-version': REVISION, 'mcp-method': 'subscriptions/listen' });
+  assert.equal(noFilter.body.id, 3);
+  assert.equal(noFilter.body.error.code, -32602, 'notifications is required');
   const anonymous = await post(server, undefined, { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: META } }, { 'mcp-protocol-version': REVISION, 'mcp-method': 'server/discover' });
   assert.equal(anonymous.status, 401);
 });

@@ -26,6 +26,10 @@
  * `size`. They are not answered but written to, in the same delivery rounds: each stream of a
  * feed that gained an event past its cursor writes the pages its rules allow (`pump`); a stream
  * paused by them (a backlog page's pollAfterSeconds, the change-read limit) is resumed by the sweep.
+ *
+ * Watchers (MCP `subscriptions/listen` streams, src/api/mcp/listen.ts) are streams too, in the same
+ * bounds: a watcher follows several feeds at once, so it is not indexed by feed but asked at every
+ * delivery round whether anything it follows moved (`pump`, a few comparisons).
  */
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -51,6 +55,8 @@ interface Waiter {
   answer: () => void;
   /** Set for a stream: what the flush and the sweep call. */
   stream?: HeldStream;
+  /** A stream that watches every feed (an MCP `subscriptions/listen` stream): pumped at every delivery round. */
+  watch?: true;
 }
 
 /** What FeedWaiters needs of an open stream (src/api/feeds/stream.ts). */
@@ -87,6 +93,8 @@ export class FeedWaiters {
   /** Open streams, by feed and (inbox) per agent: the flush looks only at these. */
   private readonly streamsByFeed: Record<'discussion' | 'work', Set<Waiter>> = { discussion: new Set(), work: new Set() };
   private readonly inboxStreamsByAgent = new Map<string, Set<Waiter>>();
+  /** Open watchers (streams over several feeds): every round pumps each. */
+  private readonly watchers = new Set<Waiter>();
   private streams = 0;
   /** The delivery window's one timer (null: quiet, the next commit is delivered at once). */
   private roundTimer: NodeJS.Timeout | null = null;
@@ -223,8 +231,21 @@ export class FeedWaiters {
     return null;
   }
 
+  /**
+   * Opens watcher `stream` of `agentId` (a stream that follows several feeds) for up to `waitSeconds` (s), counted in the same
+   * bounds as held requests and streams. Output: `{ release }` when opened — `release()` ends it and
+   * frees its slot at once (the stream ended by itself); it is also ended at its deadline, at
+   * `releaseAll`, and when its connection closes — or which bound refused it.
+   */
+  openWatcher(waitSeconds: number, agentId: string, socket: Socket, stream: HeldStream): { release: () => void } | StreamRefusal {
+    const refused = this.refusal(agentId);
+    if (refused !== null) return refused;
+    const w = this.add('discussion', stream.after, waitSeconds, agentId, socket, () => stream.end(), stream, true);
+    return { release: w.answer };
+  }
+
   /** Holds a request or stream; `done` runs once when it is answered, ended or its connection closes. */
-  private add(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, done: () => void, stream?: HeldStream): Waiter {
+  private add(feed: FeedName, after: number, waitSeconds: number, agentId: string, socket: Socket, done: () => void, stream?: HeldStream, watch?: true): Waiter {
     const release = holdConnection(socket);
     const waiter: Waiter = {
       feed,
@@ -232,6 +253,7 @@ export class FeedWaiters {
       agentId,
       deadlineMs: this.nowMs() + waitSeconds * 1000,
       stream,
+      ...(watch === true ? { watch } : {}),
       answer: () => {
         if (!this.held.delete(waiter)) return;
         this.unindex(waiter);
@@ -351,6 +373,7 @@ export class FeedWaiters {
    */
   private flushStreams(): number {
     let wrote = 0;
+    for (const w of [...this.watchers]) if (w.stream!.pump()) wrote++;
     for (const feed of ['discussion', 'work'] as const) {
       const set = this.streamsByFeed[feed];
       if (set.size === 0) continue;
@@ -376,6 +399,10 @@ export class FeedWaiters {
 
   private index(w: Waiter): void {
     if (w.stream !== undefined) this.streams++;
+    if (w.watch === true) {
+      this.watchers.add(w);
+      return;
+    }
     if (w.feed !== 'inbox') {
       (w.stream === undefined ? this.byFeed : this.streamsByFeed)[w.feed].add(w);
       return;
@@ -390,6 +417,10 @@ export class FeedWaiters {
   private unindex(w: Waiter): void {
     this.late.delete(w);
     if (w.stream !== undefined) this.streams--;
+    if (w.watch === true) {
+      this.watchers.delete(w);
+      return;
+    }
     if (w.feed !== 'inbox') {
       (w.stream === undefined ? this.byFeed : this.streamsByFeed)[w.feed].delete(w);
       return;

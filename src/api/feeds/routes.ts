@@ -6,6 +6,7 @@
  * when it opens and once for every page after its first, as the long poll's next requests would.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { App } from '../../app.js';
 import { FEED_STREAM_BUSY_RETRY_SECONDS, FEED_STREAM_WAIT_DEFAULT_SECONDS, FEED_WAITERS_MAX, FEED_WAITERS_PER_AGENT_MAX } from '../../constants.js';
@@ -28,9 +29,9 @@ import {
 } from '../../domain/feeds/pages.js';
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
-import { FeedWaiters, type FeedName } from './long-poll.js';
+import { FeedWaiters, type FeedName, type HeldStream, type StreamRefusal } from './long-poll.js';
 import { FeedStream, eventOf, lastEventCursor, type StreamSource } from './stream.js';
-import { inboxLast } from '../../domain/inbox/inbox.js';
+import { inboxHasEntryAfter, inboxLast } from '../../domain/inbox/inbox.js';
 import { exchangeProofs } from '../proofs/routes.js';
 
 /** What a cached feed page depends on besides its window: the reader's class and the moderation version. */
@@ -119,6 +120,27 @@ export function feedSample(app: App): FeedSample {
 export function feedSlots(app: App, agentId: string | null): { total: number; byAgent: number } {
   const w = waitersByApp.get(app);
   return { total: w?.size ?? 0, byAgent: w === undefined || agentId === null ? 0 : w.heldBy(agentId) };
+}
+
+/**
+ * Holds watcher `stream` of `agentId` (an MCP `subscriptions/listen` stream, src/api/mcp/listen.ts)
+ * on `socket` for up to `waitSeconds` (s), in the same bounds as long polls and feed streams
+ * (FEED_WAITERS_PER_AGENT_MAX, FEED_WAITERS_MAX; one slot each). Output: `{ release }` (frees the
+ * slot when the stream ends by itself) or which bound refused it.
+ */
+export function holdWatcher(app: App, agentId: string, socket: Socket, waitSeconds: number, stream: HeldStream): { release: () => void } | StreamRefusal {
+  return waitersOf(app).openWatcher(waitSeconds, agentId, socket, stream);
+}
+
+/**
+ * Whether `feed` (for the inbox: `agentId`'s) has an event whose log seq lies in (`afterSeq`,
+ * `durableSeq`]: what a listen stream is notified of. Output: a boolean; a binary search per call.
+ */
+export function feedMovedBetween(app: App, feed: FeedName, agentId: string, afterSeq: number, durableSeq: number): boolean {
+  if (feed === 'inbox') return inboxHasEntryAfter(app.state.inbox, agentId, afterSeq, durableSeq);
+  const seqs = feed === 'work' ? app.state.feeds.work : app.state.feeds.discussion;
+  const i = seqs.upperBound(afterSeq);
+  return i < seqs.length && seqs.at(i) <= durableSeq;
 }
 
 /**

@@ -33,7 +33,7 @@ export function reportRateLimits(app: App, limits: RateLimits): void {
  * The held-request limits (issue 37) as LimitStates: the agent's own when `agentId` is given,
  * then everyone's.
  */
-function feedSlotStates(app: App, agentId: string | null): LimitState[] {
+export function feedSlotStates(app: App, agentId: string | null): LimitState[] {
   const held = feedSlots(app, agentId);
   const out: LimitState[] = [];
   if (agentId !== null) {
@@ -43,7 +43,7 @@ function feedSlotStates(app: App, agentId: string | null): LimitState[] {
       unit: 'concurrent-requests',
       quota: FEED_WAITERS_PER_AGENT_MAX,
       remaining: Math.max(0, FEED_WAITERS_PER_AGENT_MAX - held.byAgent),
-      rule: `${FEED_WAITERS_PER_AGENT_MAX} long polls (wait=) and streams held at once per agent, over the change feeds and the inbox together; past it a long poll is answered at once and a stream is refused with 429`,
+      rule: `${FEED_WAITERS_PER_AGENT_MAX} long polls (wait=), feed streams and MCP listen streams held at once per agent, over the change feeds and the inbox together; past it a long poll is answered at once, a stream is refused with 429 and an MCP subscriptions/listen with -32603`,
     });
   }
   out.push({
@@ -52,7 +52,7 @@ function feedSlotStates(app: App, agentId: string | null): LimitState[] {
     unit: 'concurrent-requests',
     quota: FEED_WAITERS_MAX,
     remaining: Math.max(0, FEED_WAITERS_MAX - held.total),
-    rule: `${FEED_WAITERS_MAX} long polls and streams held at once by everyone; past it a long poll is answered at once and a stream is refused with 503`,
+    rule: `${FEED_WAITERS_MAX} long polls, feed streams and MCP listen streams held at once by everyone; past it a long poll is answered at once, a stream is refused with 503 and an MCP subscriptions/listen with -32603`,
   });
   return out;
 }

@@ -66,7 +66,8 @@ import type { Reply, RequestContext, Route } from '../../http/router.js';
 import { RouteClient } from '../../mcp/route-client.js';
 import { Slots } from './slots.js';
 import { buildMcpServer } from '../../mcp/server.js';
-import { isModernRequest, serveModern } from '../../mcp/modern.js';
+import { isListenRequest, isModernRequest, serveModern } from '../../mcp/modern.js';
+import { serveListen } from './listen.js';
 import { TOOLSETS, forumTools, parseReadOnly, parseToolsets, selectTools, type ForumTool, type ToolSelection } from '../../mcp/tools.js';
 
 /** The tool table, built once (its schemas are read from schemas/ at first use). */
@@ -206,7 +207,8 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
   };
   try {
     const reply = await answer(ctx, selection, body);
-    if (ctx.onResponseClosed) ctx.onResponseClosed(release);
+    // A listen stream is held in the change feeds' bounds, not in /mcp's request slots (src/api/mcp/listen.ts).
+    if (ctx.onResponseClosed && reply.stream === undefined) ctx.onResponseClosed(release);
     else release();
     return reply;
   } catch (err) {
@@ -218,18 +220,17 @@ export async function handleMcp(ctx: RequestContext): Promise<Reply> {
 /**
  * Runs one JSON-RPC message; the answer as a Reply. A message of the 2025 revisions goes through a
  * fresh stateless SDK 1.x transport and Server; a 2026-07-28 one (src/mcp/modern.ts
- * `isModernRequest`) through the SDK 2.x handler, except `subscriptions/listen`, refused with
- * -32601 (not served: src/mcp/modern.ts).
+ * `isModernRequest`) through the SDK 2.x handler; a 2026-07-28 `subscriptions/listen` becomes a
+ * held stream (src/api/mcp/listen.ts).
  */
 async function answer(ctx: RequestContext, selection: ToolSelection, body: unknown): Promise<Reply> {
   const client = new RouteClient(ctx.runner!);
   const tools = selectTools(allTools(), selection);
   const request = webRequest(ctx);
   if (await isModernRequest(request, body)) {
-    const message = body as { id?: unknown; method?: unknown } | null;
-    if (message && typeof message === 'object' && message.method === 'subscriptions/listen') {
-      const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
-      return { status: 404, raw: JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${MCP_PATH} does not serve subscriptions/listen; read the inbox and the change feeds with forum_inbox, forum_changes and work_changes (each returns the cursor for the next call)` } }), contentType: 'application/json' };
+    if (isListenRequest(body)) {
+      const listened = await serveListen(ctx, request, body, { client: () => client, tools });
+      return listened instanceof Response ? replyOf(listened) : listened;
     }
     return replyOf(await serveModern(request, body, { client: () => client, tools }));
   }
@@ -288,7 +289,8 @@ export const mcpRoutes: Route[] = [
     summary:
       `MCP server over Streamable HTTP, stateless (protocol revisions ${[...MCP_MODERN_PROTOCOL_VERSIONS, ...MCP_PROTOCOL_VERSIONS].join(', ')}): the same tools as the stdio server agent-forum-mcp, authenticated by the bearer token. ` +
       `A request with the per-request _meta envelope (protocol version in params._meta) is served on ${MCP_MODERN_PROTOCOL_VERSIONS.join(', ')} (server/discover, no initialize; Mcp-Method and, for tools/call and resources/read, Mcp-Name required); initialize starts a 2025 exchange. ` +
-      'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. GET and DELETE answer 405 (no sessions, no SSE stream).',
+      'Send Accept: application/json, text/event-stream, and one JSON-RPC message per POST (a batch is refused with -32600). Each tools/call runs its REST endpoint with the same validation, rate limits and error codes. ' +
+      'On 2026-07-28, subscriptions/listen (resourceSubscriptions forum://inbox, forum://changes, forum://work/changes) answers a text/event-stream of notifications/resources/updated, held in the bounds of long polls and feed streams (feedSlots; past them -32603 with the limit in error.data). GET and DELETE answer 405 (no sessions, no GET stream).',
     tag: 'MCP',
     body: 'McpRequest',
     parameters: [
