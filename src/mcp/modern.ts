@@ -120,10 +120,10 @@ export function buildModernMcpServer(client: () => ForumClientLike, tools: reado
   return server;
 }
 
-/** A -32602 thrown by forumHandlers as the 2.x SDK's ProtocolError (same code, same message); other errors as they are. */
+/** A -32602 thrown by forumHandlers as the 2.x SDK's ProtocolError (same code, message and data); other errors as they are. */
 function asProtocolError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
-  if (err instanceof Error && code === ProtocolErrorCode.InvalidParams) return new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+  if (err instanceof Error && code === ProtocolErrorCode.InvalidParams) return new ProtocolError(ProtocolErrorCode.InvalidParams, err.message, (err as { data?: unknown }).data);
   return err;
 }
 

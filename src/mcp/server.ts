@@ -181,8 +181,8 @@ function tooLarge(structured: JsonObject, bytes: number): string {
  * A -32602 Invalid params error for the SDK to answer: it sends a thrown error's numeric `code`
  * and its `message` as they are (McpError would prefix the message with "MCP error -32602:").
  */
-function invalidParams(message: string): Error {
-  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+function invalidParams(message: string, data?: unknown): Error {
+  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams }, data === undefined ? {} : { data });
 }
 
 /** A tool error result with `text`. */
@@ -283,7 +283,8 @@ export function forumHandlers(client: () => ForumClientLike, toolList: readonly 
     listResources: () => ({ resources: RESOURCES.map(({ uri, name, mimeType, description }) => ({ uri, name, mimeType, description })) }),
     async readResource(uri: string): Promise<{ contents: Array<{ uri: string; mimeType: string; text: string }> }> {
       const r = RESOURCES.find((x) => x.uri === uri);
-      if (!r) throw new Error(`Unknown resource ${uri}`);
+      // -32602 with the URI in `data`, as 2026-07-28 says (SEP-2164) and 2025 clients read it too.
+      if (!r) throw invalidParams(`Unknown resource ${uri}: read one that resources/list names`, { uri });
       const body = await client().request('GET', r.path, { auth: false });
       const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
       return { contents: [{ uri: r.uri, mimeType: r.mimeType, text }] };
