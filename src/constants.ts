@@ -612,6 +612,22 @@ export const REPLICA_MODE_DEFAULT = 'async';
  * under the issue's 1 s (RPO ≤ 1 s) (ours; FORUM_REPLICA_SHIP_MS).
  */
 export const REPLICA_SHIP_INTERVAL_MS = 200;
+/**
+ * Once the bucket holds at least this many chunks after its last sealed segment, the leader seals
+ * its active segment (the next batch starts a new one) and compacts it into one segment object,
+ * instead of waiting for SEGMENT_BYTES_MAX (ours; issue 50): small records rarely fill a 64 MiB
+ * segment, and a fresh follower, a restore and a promotion's take-back read every chunk (on Ceph
+ * RGW at load ~10, about 10 ms a chunk 16 at a time, 50 ms one at a time), so the bucket must
+ * never hold thousands of them.
+ */
+export const REPLICA_SEAL_CHUNKS = 500;
+/**
+ * A leader seals a segment for REPLICA_SEAL_CHUNKS at most this often, ms (ours; issue 50): under
+ * heavy load the chunk count is reached in seconds, and each seal is a segment file on disk and
+ * an entry in the manifest; at most one a minute is about the rate at which a forum writing
+ * 1 MB/s fills SEGMENT_BYTES_MAX segments anyway.
+ */
+export const REPLICA_SEAL_MIN_INTERVAL_MS = 60_000;
 /** A chunk holds at most about this many bytes of log lines (ours): a PUT stays small, a restore reads few objects. */
 export const REPLICA_CHUNK_BYTES_MAX = 8 * 1024 * 1024;
 /**
@@ -679,6 +695,25 @@ export const FOLLOW_LOOKAHEAD_BYTES_MAX = 64 * 1024 * 1024;
  * one GET at a time made a promotion over a 400-chunk lag take 20 s).
  */
 export const FOLLOW_PREFETCH_MAX = 16;
+/**
+ * Restoring from a bucket (`restore --from`, a follower's start on an empty folder, `replication
+ * lost`; issue 50): the chunks after the last sealed segment are fetched this many at a time ahead
+ * of the one being proven and written (ours; one GET at a time, a follower's start over 5,000
+ * chunks on Ceph RGW took minutes, and a promotion sent to it waited for that).
+ */
+export const RESTORE_PREFETCH_MAX = 16;
+/**
+ * Restoring from a bucket: sealed segment objects are fetched ahead too (RESTORE_PREFETCH_MAX at
+ * a time), but at most this many of their bytes (the manifest lists each one's size) beyond the
+ * one being proven (ours; issue 50: a leader seals small segments for its chunk count).
+ */
+export const RESTORE_PREFETCH_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * A follower's start on an empty folder restores from the bucket; when a compaction or an erasure
+ * changes the bucket under it (nothing in the folder changed), it tries again, this many times in
+ * all (ours; issue 50: a leader compacts every REPLICA_SEAL_CHUNKS chunks, so a restore can meet one).
+ */
+export const FOLLOW_RESTORE_ATTEMPTS = 3;
 /**
  * After this many polls in a row that each found the next chunk, a tailing follower is behind: it
  * lists the chunks after its head once and fetches them ahead as a take-back does (ours).

@@ -21,7 +21,7 @@
  */
 import type { App } from './app.js';
 import type { Config } from './config.js';
-import { REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
+import { FOLLOW_RESTORE_ATTEMPTS, REPLICA_RETRY_AFTER_SECONDS } from './constants.js';
 import { ServiceError } from './errors.js';
 import { leaderHeader, shownText } from './header-value.js';
 import type { Guards } from './http/server.js';
@@ -34,9 +34,9 @@ import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } f
 import { ReplicaFollower } from './store/replica/follower.js';
 import { assertMayStartAlone, markReplicated } from './store/replica/marker.js';
 import { ReplicaLeader, type LeaderKeys, type ReplicaMode } from './store/replica/leader.js';
-import { loadReplicaKeys, verifyKey, type ReplicaKeySettings } from './store/replica/keys.js';
+import { loadReplicaKeys, verifyKey, type ReplicaKey, type ReplicaKeySettings } from './store/replica/keys.js';
 import type { ObjectStore } from './store/replica/object-store.js';
-import { restoreFromBucket } from './store/replica/restore.js';
+import { BucketChangedError, restoreFromBucket, type BucketRestoreResult } from './store/replica/restore.js';
 
 /** The object store behind a replica URL (the SDK is imported on first use). */
 async function openStore(url: string): Promise<ObjectStore> {
@@ -74,11 +74,28 @@ export async function prepareFollowerFolder(config: Config): Promise<void> {
   const store = await openStore(follow.url);
   const release = await lockDataDir(config.dataDir);
   try {
-    const r = await restoreFromBucket(config.dataDir, store, key, {}, new Date().toISOString());
+    const r = await restoreChangingBucket(config.dataDir, store, key);
     logger.info('follower_restored', `follower: restored ${r.records} records from ${follow.url} in ${r.ms} ms (${r.objectsRead} objects)`, { records: r.records, ms: r.ms });
   } finally {
     await release();
     store.close();
+  }
+}
+
+/**
+ * A follower's restore, tried again when the bucket changed under it (BucketChangedError: the
+ * leader compacted or erased meanwhile; nothing in the folder changed), at most
+ * FOLLOW_RESTORE_ATTEMPTS times (issue 50: a leader compacts every REPLICA_SEAL_CHUNKS chunks).
+ * Output and errors as restoreFromBucket's.
+ */
+async function restoreChangingBucket(dataDir: string, store: ObjectStore, key: ReplicaKey): Promise<BucketRestoreResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await restoreFromBucket(dataDir, store, key, {}, new Date().toISOString());
+    } catch (err) {
+      if (!(err instanceof BucketChangedError) || attempt >= FOLLOW_RESTORE_ATTEMPTS) throw err;
+      logger.info('follower_restore_retry', `follower: ${err.message} (attempt ${attempt} of ${FOLLOW_RESTORE_ATTEMPTS})`);
+    }
   }
 }
 

@@ -30,6 +30,7 @@ const SLOW_HTTP = new Set([
   'replica-auth.test.mjs',
   'followers.test.mjs',
   'follower-lag.test.mjs',
+  'follower-catchup.test.mjs',
   'takeover.test.mjs',
   'sync-recovery.test.mjs',
   'bucket-check.test.mjs',

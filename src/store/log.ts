@@ -365,6 +365,30 @@ export class Log {
     while (this.commit.flushing && this.segmentFirstSeq === segmentFirstSeq) await new Promise((r) => setImmediate(r));
   }
 
+  /**
+   * Makes the next batch roll over to a new segment, so the active one (when it holds anything)
+   * is sealed: a replication leader bounds the count of small chunks its bucket holds this way
+   * (issue 50; replica/leader.ts compact). Output: the first seq of the segment that will be
+   * sealed, or null when the active segment is empty (nothing to seal). Never throws.
+   */
+  requestSeal(): number | null {
+    if (this.segment.bytes === 0) return null;
+    this.sealRequested = true;
+    return this.segmentFirstSeq;
+  }
+
+  /**
+   * A replica's next appended record, `seq`, begins a segment on its leader (its chunk header or
+   * segment object says so): what is appended so far is made durable, and the next batch rolls
+   * over to a new segment named `seq`, so the local segment files stay the leader's (a promoted
+   * follower ships chunks naming its own segments). Resolves once that is arranged; rejects when
+   * the flush fails. Issue 50: a leader seals segments by chunk count (REPLICA_SEAL_CHUNKS).
+   */
+  async startSegmentAt(seq: number): Promise<void> {
+    await this.sync();
+    if (this.segment.bytes > 0 && this.segmentFirstSeq !== seq) this.sealRequested = true;
+  }
+
   /** The log's metadata (originId, checkpoint); replaced, never mutated, when it changes. */
   get meta(): LogMeta {
     return this.metaValue;

@@ -17,6 +17,9 @@
  *
  * Applying: the proven lines are appended to the local log as they are (Log#appendProven) and
  * applied to the state like the leader's own commits; reads see them once they are durable. A
+ * line that begins a segment on the leader (its chunk header's offset 0, or a segment object)
+ * begins one here too (Log#startSegmentAt; issue 50), so the segment files stay the leader's and
+ * a promoted follower's chunks name segments a restore can rebuild. A
  * `moderation.erase` record erases its targets in the local log too, as on the leader. A tombstone
  * (erased on the leader after it was shipped) is applied with the emptied payload that its later
  * erase record carries: the follower reads ahead until that record, then applies in order.
@@ -80,6 +83,8 @@ interface ProvenLine {
   record: LogRecord;
   payloadJson: string;
   hash: string;
+  /** The line begins a segment on the leader (its object says so): the local log rolls over there too. */
+  startsSegment: boolean;
 }
 
 /** The follower. Create it, then `start(host)`; `close()` stops tailing. */
@@ -223,20 +228,20 @@ export class ReplicaFollower {
     const { header, lines } = decodeChunk(body, where, this.key);
     if (header.originId !== this.host!.log.originId) throw new LogCorruptError(where, 0, `the chunk belongs to archive ${header.originId}`);
     if (header.firstSeq > next || header.lastSeq < next) throw new LogCorruptError(where, 0, `it holds records ${header.firstSeq}..${header.lastSeq}, not record ${next}`);
-    return this.proveFrom(lines, header.firstSeq, header.prevHash, next, where);
+    return this.proveFrom(lines, header.firstSeq, header.prevHash, next, where, header.offset === 0 ? header.segment : null);
   }
 
   /**
    * Proves `lines` (records from `firstSeq`, linked to `prevHash`) and returns the ones from
    * `next` on. The record before `next` must carry this log's head hash. Throws LogCorruptError.
    */
-  private proveFrom(lines: Buffer, firstSeq: number, prevHash: string, next: number, where: string): ProvenLine[] {
+  private proveFrom(lines: Buffer, firstSeq: number, prevHash: string, next: number, where: string, segmentStart: number | null): ProvenLine[] {
     const head = this.host!.log.headHash;
     if (firstSeq === next && prevHash !== head) throw new LogCorruptError(where, 0, `it does not link to this follower's record ${next - 1} (another chain, or a tampered object)`);
     const out: ProvenLine[] = [];
     proveLines(lines, firstSeq, prevHash, where, (record, payloadJson, offset, length, hash) => {
       if (record.seq === next - 1 && hash !== head) throw new LogCorruptError(where, offset, `its record ${next - 1} differs from this follower's (another chain, or a tampered object)`);
-      if (record.seq >= next) out.push({ line: lines.subarray(offset, offset + length), record, payloadJson, hash });
+      if (record.seq >= next) out.push({ line: lines.subarray(offset, offset + length), record, payloadJson, hash, startsSegment: record.seq === segmentStart });
     });
     return out;
   }
@@ -273,7 +278,7 @@ export class ReplicaFollower {
       // A sealed segment starts at its first record; its own link is the previous segment's last hash.
       const prev = manifest.segments.find((s) => s.lastSeq === seg.firstSeq - 1);
       const prevHash = seg.firstSeq === 1 ? '0'.repeat(64) : prev?.lastHash ?? this.host!.log.headHash;
-      return this.proveFrom(obj.body, seg.firstSeq, prevHash, next, where);
+      return this.proveFrom(obj.body, seg.firstSeq, prevHash, next, where, seg.firstSeq);
     }
     const firsts = (await this.store.list(CHUNKS_DIR)).map(firstSeqOfName).filter((n): n is number => n !== null && n <= next);
     const first = firsts.at(-1);
@@ -304,7 +309,7 @@ export class ReplicaFollower {
       const pending = lines.filter((l) => l.record.erased === true && !log.records.isErased(l.record.seq)).map((l) => l.record.seq);
       await this.seedAhead(lines, new Set(pending));
     }
-    await this.finishApply(this.appendLines(lines));
+    await this.finishApply(await this.appendLines(lines));
   }
 
   /** True when `lines` hold a tombstone whose erase record this log has not seen yet. */
@@ -313,11 +318,16 @@ export class ReplicaFollower {
     return lines.some((l) => l.record.erased === true && !records.isErased(l.record.seq));
   }
 
-  /** Appends proven lines to the local log and applies them (not yet durable). Output: the targets of the erase records among them. */
-  private appendLines(lines: ProvenLine[]): EraseTarget[][] {
+  /**
+   * Appends proven lines to the local log and applies them (not yet durable, except what comes
+   * before a line that begins a segment on the leader: the local log rolls over there too,
+   * Log#startSegmentAt). Output: the targets of the erase records among them.
+   */
+  private async appendLines(lines: ProvenLine[]): Promise<EraseTarget[][]> {
     const host = this.host!;
     const erasures: EraseTarget[][] = [];
     for (const l of lines) {
+      if (l.startsSegment) await host.log.startSegmentAt(l.record.seq);
       host.log.appendProven(l.line, l.record, l.payloadJson, l.hash);
       host.apply(l.record, l.payloadJson);
       if (l.record.type === ERASE_RECORD_TYPE && l.record.erased !== true) erasures.push(eraseTargetsOf(l.record.payload));
@@ -355,7 +365,7 @@ export class ReplicaFollower {
       read += obj.body.length;
       const { header, lines: more } = decodeChunk(obj.body, `${this.store.location.url}/${chunkName(next)}`, this.key);
       // Only read for the payloads here; the chunk is proven again when it is applied.
-      proveLines(more, header.firstSeq, header.prevHash, chunkName(next), (record) => seed({ line: Buffer.alloc(0), record, payloadJson: '', hash: '' }));
+      proveLines(more, header.firstSeq, header.prevHash, chunkName(next), (record) => seed({ line: Buffer.alloc(0), record, payloadJson: '', hash: '', startsSegment: false }));
       next = header.lastSeq + 1;
     }
   }
@@ -436,7 +446,7 @@ export class ReplicaFollower {
           await this.applyLines(lines);
           return;
         }
-        erasures.push(...this.appendLines(lines));
+        erasures.push(...(await this.appendLines(lines)));
         bytes += body.length;
         if (bytes >= FOLLOW_APPLY_BATCH_BYTES_MAX || log.headSeq >= untilSeq) break;
         const more = ahead.take(log.headSeq + 1, true);

@@ -30,6 +30,9 @@
  *
  * Compaction: once a segment is sealed on disk and all its records are shipped, the whole segment
  * is stored as one object, the manifest lists it (If-Match), and the chunks it covers are deleted.
+ * Besides size and erasure, the leader seals its active segment once the bucket holds
+ * REPLICA_SEAL_CHUNKS chunks after its last segment (at most once per
+ * REPLICA_SEAL_MIN_INTERVAL_MS; issue 50), so followers and restores never read thousands.
  * Point-in-time restore reaches every seq: the log is append-only and never dropped.
  *
  * Erasure: after the local rewrite (store/erase.ts), every chunk and segment object holding an
@@ -55,6 +58,8 @@ import {
   REPLICA_EPOCH_CHECK_MS,
   REPLICA_RETRY_MAX_MS,
   REPLICA_RETRY_MIN_MS,
+  REPLICA_SEAL_CHUNKS,
+  REPLICA_SEAL_MIN_INTERVAL_MS,
   REPLICA_SYNC_RETRY_MAX_MS,
   REPLICA_TAKEOVER_MAX_MS,
   REPLICA_WATERMARK_INTERVAL_MS,
@@ -173,6 +178,8 @@ export class ReplicaLeader {
   /** The bucket's chain head as this leader knows it. */
   private shipped = { seq: 0, hash: GENESIS_HASH };
   private chunks: ChunkRef[] = [];
+  /** When sealForChunkCount last sealed a segment (performance.now() ms; null: never). */
+  private sealedForCountAt: number | null = null;
   private host: ReplicaHost | null = null;
   /** Serialises every mutation of the bucket (chunk PUTs, compaction, erasure). */
   private chain: Promise<unknown> = Promise.resolve();
@@ -769,11 +776,32 @@ export class ReplicaLeader {
   }
 
   /**
+   * Seals the active segment on disk (Log#requestSeal) once the bucket holds REPLICA_SEAL_CHUNKS
+   * chunks after its last sealed segment, at most once per REPLICA_SEAL_MIN_INTERVAL_MS (issue 50):
+   * compaction then stores it whole and deletes its chunks, so the bucket never holds thousands of
+   * small chunks for a follower, a restore or a take-back to read one by one.
+   */
+  private sealForChunkCount(): void {
+    const log = this.host!.log;
+    const first = this.chunks[0];
+    if (first === undefined || this.chunks.length < REPLICA_SEAL_CHUNKS) return;
+    if (this.sealedForCountAt !== null && performance.now() - this.sealedForCountAt < REPLICA_SEAL_MIN_INTERVAL_MS) return;
+    // Only a segment that holds the oldest uncompacted chunk: one sealed since waits for compaction.
+    const active = log.durableSegments().at(-1);
+    if (active === undefined || active.firstSeq > first.firstSeq) return;
+    const sealing = log.requestSeal();
+    if (sealing === null) return;
+    this.sealedForCountAt = performance.now();
+    logger.info('replication_seal', `replication: the bucket holds ${this.chunks.length} chunks after its last segment; segment ${segmentName(sealing)} is sealed at the next write and then compacted`, { chunks: this.chunks.length });
+  }
+
+  /**
    * Compaction: each segment sealed on disk whose records are all shipped is stored whole, listed
    * in the manifest, and the chunks it covers are deleted.
    */
   private async compact(): Promise<void> {
     const log = this.host!.log;
+    this.sealForChunkCount();
     const segments = log.durableSegments();
     for (let i = 0; i + 1 < segments.length; i++) {
       const seg = segments[i]!;
