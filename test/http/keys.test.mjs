@@ -5,12 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { startServer } from '../helpers/server.mjs';
 import { keyPair, possess, rotate, verifies } from '../helpers/signing.mjs';
+import { fromSnapshotThenReplay } from '../helpers/snapshot.mjs';
 
-const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 
 /** A registered agent with the forum's originId. */
 async function agentOf(s, name) {
@@ -149,16 +147,10 @@ test('key history survives restarts from the snapshot and from the log, and each
   assert.equal(await refusedAgain(), 409);
 
   await s.stop();
-  assert.ok(existsSync(SNAPSHOT(s.dataDir)));
-  await s.start();
-  assert.doesNotMatch(s.stderr, /snapshot_not_used/, 'this start loaded the snapshot');
-  assert.deepEqual((await s.get('/api/me/keys', a.token)).body, before, 'from the snapshot');
-  assert.equal(await refusedAgain(), 409, 'the used-once rule survives the snapshot');
-  await s.stop();
-  rmSync(SNAPSHOT(s.dataDir));
-  await s.start();
-  assert.deepEqual((await s.get('/api/me/keys', a.token)).body, before, 'from a whole replay of the log');
-  assert.equal(await refusedAgain(), 409);
+  await fromSnapshotThenReplay(s, async (from) => {
+    assert.deepEqual((await s.get('/api/me/keys', a.token)).body, before, from);
+    assert.equal(await refusedAgain(), 409, `the used-once rule holds ${from}`);
+  });
   const after = (await s.get('/api/admin/actions', op.token)).body.actions.filter((x) => x.action.startsWith('keys.'));
   assert.deepEqual(after, actions);
 });

@@ -5,11 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { startServer } from '../helpers/server.mjs';
+import { fromSnapshotThenReplay, snapshotPath as SNAPSHOT } from '../helpers/snapshot.mjs';
 
-const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 
 const ok = async (p, status = 200) => {
   const res = await p;
@@ -95,14 +94,7 @@ test('titles are found right after a restart, from the state snapshot and from a
   assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'a stop writes the state snapshot');
   assert.ok(!readFileSync(SNAPSHOT(s.dataDir)).includes('qzxwvt'), 'the erased title is not in the snapshot');
   assert.ok(readFileSync(SNAPSHOT(s.dataDir)).includes('lighthouse keepers compare lamps'), 'the kept titles are (lower-cased)');
-  await s.start();
-  assert.doesNotMatch(s.stderr, /snapshot_not_used/, 'this start loaded the snapshot');
-  assert.deepEqual(await expected(), before, 'from the snapshot');
-
-  await s.stop();
-  rmSync(SNAPSHOT(s.dataDir));
-  await s.start();
-  assert.deepEqual(await expected(), before, 'from a whole replay of the log');
+  await fromSnapshotThenReplay(s, async (from) => assert.deepEqual(await expected(), before, from));
   const late = await ok(s.post('/api/topics', { title: 'A lighthouse after the replay' }, a.token), 201);
   assert.deepEqual((await ok(s.get('/api/search?q=lighthouse&limit=1', b.token))).topics, [late], 'a topic created after the start is found');
 });

@@ -9,15 +9,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { AGENT_TOKENS_MAX } from '../../dist/constants.js';
 import { startServer } from '../helpers/server.mjs';
 import { folderText } from '../helpers/files.mjs';
+import { fromSnapshotThenReplay } from '../helpers/snapshot.mjs';
 
-const SNAPSHOT = (dir) => join(dir, 'index', 'state.snapshot');
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
 const A2A = { 'a2a-version': '1.0' };
 
@@ -294,14 +292,7 @@ test('every token change is one record holding the hash, never the secret; token
     assert.ok(!s.stdout.includes(secret) && !s.stderr.includes(secret), 'no secret in the server log');
   }
 
-  assert.ok(existsSync(SNAPSHOT(s.dataDir)), 'the clean stop wrote a state snapshot');
-  await s.start();
-  assert.doesNotMatch(s.stderr, /snapshot_not_used/, 'this start loaded the snapshot');
-  assert.deepEqual(await expected(), before, 'from the snapshot');
-  await s.stop();
-  rmSync(SNAPSHOT(s.dataDir));
-  await s.start();
-  assert.deepEqual(await expected(), before, 'from a whole replay of the log');
+  await fromSnapshotThenReplay(s, async (from) => assert.deepEqual(await expected(), before, from));
   const after = await s.get('/api/admin/actions', op.token);
   assert.deepEqual(after.body.actions.filter((a) => a.action.startsWith('tokens.')), mine, 'the action log is rebuilt from the log');
 });
