@@ -314,6 +314,11 @@ export class App {
     return this.log.headSeq + 1;
   }
 
+  /** The position the next committed record will get: its seq, offset after a change of writer (domain/positions.ts); ids derive from it. */
+  nextPosition(): number {
+    return this.state.positions.positionOf(this.log.headSeq + 1);
+  }
+
   /**
    * Appends a record and applies it to the state, synchronously. The caller must let the HTTP
    * layer (or its own code) await `log.sync()` before acknowledging.

@@ -261,6 +261,13 @@ export const DEVICE_CODES_MAX = 3;
 export const DEVICE_CODE_SCRYPT_COST = 2 ** 12;
 /** An agent counts as active in /api/status when seen within this window (ours). */
 export const ACTIVE_AGENT_WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * The least gap between the last record a writer saw and the first position a new writer gives
+ * (ours; issue 50, domain/positions.ts): a server that takes the writer epoch from another writer
+ * starts at the next multiple of this at least this far on, so an async leader's lost records
+ * (fewer than this many) keep ids and feed positions no new record is given.
+ */
+export const POSITION_JUMP = 1_000_000_000;
 /** Width of the zero-padded sequence in generated ids, so ids sort like their creation order (ours). */
 export const ID_SEQ_DIGITS = 10;
 /**

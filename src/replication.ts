@@ -32,7 +32,8 @@ import { hasArchive } from './store/meta.js';
 import { REPLICATION_EPOCH_TYPE } from './store/record-format.js';
 import { MANIFEST_NAME, decodeManifest, parseReplicaUrl, quietSdkNodeWarning } from './store/replica/format.js';
 import { ReplicaFollower } from './store/replica/follower.js';
-import { assertMayStartAlone, markReplicated } from './store/replica/marker.js';
+import { assertMayStartAlone, ledAtEpoch, markReplicated } from './store/replica/marker.js';
+import { nextPositionBase } from './domain/positions.js';
 import { ReplicaLeader, type LeaderKeys, type ReplicaMode } from './store/replica/leader.js';
 import { loadReplicaKeys, verifyKey, type ReplicaKey, type ReplicaKeySettings } from './store/replica/keys.js';
 import type { ObjectStore } from './store/replica/object-store.js';
@@ -179,11 +180,15 @@ export class Replication {
     await leader.start({
       log: app.log,
       // The fence record: encoded here, placed in the bucket, then appended (leader.ts placeFence).
-      encodeEpoch: (p) => {
+      encodeEpoch: (p, rebase) => {
         // The folder is about to hold an epoch record: from here on it starts only with replica settings.
         markReplicated(app.config.dataDir, app.log.originId, leader.store.location.url, 'leader', new Date(app.now()).toISOString());
-        return app.log.encodeNext(REPLICATION_EPOCH_TYPE, p, app.now());
+        // Issue 50: taken from another writer, the epoch record's position clears the gap (domain/positions.ts).
+        const payload = rebase ? { ...p, positionBase: nextPositionBase(app.state.positions.positionOf(app.log.headSeq)) } : p;
+        return app.log.encodeNext(REPLICATION_EPOCH_TYPE, payload, app.now());
       },
+      wasWriterOf: (epoch) => ledAtEpoch(app.config.dataDir, app.log.originId, leader.store.location.url, epoch),
+      leading: (epoch) => markReplicated(app.config.dataDir, app.log.originId, leader.store.location.url, 'leader', new Date(app.now()).toISOString(), epoch),
       publicUrl: () => app.config.publicUrl,
       now: () => app.now(),
       apply: (record, payloadJson) => app.applyProven(record, payloadJson),

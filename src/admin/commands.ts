@@ -236,7 +236,7 @@ function withAdminActionLog(table: Record<string, Command>): Record<string, Comm
 export const commands: Record<string, Command> = withAdminActionLog({
   'operator.create': async (app, args, operatorId) => {
     const name = str(args, 'name', { max: AGENT_NAME_LENGTH_MAX });
-    const { payload, token } = decideOperator(name, { seq: app.nextSeq(), created: app.nowIso() });
+    const { payload, token } = decideOperator(name, { position: app.nextPosition(), created: app.nowIso() });
     await commitWithAction(app, 'agent.register', payload, { action: 'operator.create', target: payload.id, operatorId });
     return { id: payload.id, token };
   },

@@ -25,7 +25,7 @@ export type WriteDecision = { replay: Reply } | { type: RecordType; payload: unk
 export function decisionContext({ app, agent }: Pick<RequestContext, 'app' | 'agent'>): DecisionContext {
   if (agent === null) throw new Error('a write decision needs an authenticated caller (auth: bearer)');
   const nowMs = app.now();
-  return { authorId: agent.profile.id, isOperator: agent.profile.role === 'operator', seq: app.nextSeq(), nowMs, created: new Date(nowMs).toISOString() };
+  return { authorId: agent.profile.id, isOperator: agent.profile.role === 'operator', position: app.nextPosition(), nowMs, created: new Date(nowMs).toISOString() };
 }
 
 /**

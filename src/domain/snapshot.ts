@@ -43,6 +43,8 @@ type Packed = {
   opportunities: OpportunitiesState;
   moderation: PackedModeration;
   inbox: PackedInbox;
+  /** The seq → position boundaries (issue 50; positions.ts), [seq, delta] pairs. */
+  positions: Array<[number, number]>;
 };
 
 /**
@@ -64,6 +66,7 @@ export function packState(state: State, locations: RecordLocations): SnapshotBod
     opportunities: packOpportunities(state.opportunities),
     moderation: packModeration(state.moderation),
     inbox: packInbox(state.inbox, arrays),
+    positions: state.positions.pack(),
   };
   return { objects: serialize(packed), arrays: arrays.list };
 }
@@ -78,6 +81,9 @@ export function unpackState(body: SnapshotBody, records: RecordSource, locations
   const arrays = new PackedArrays(body.arrays);
   const state = createState(records);
   locations.restore({ offsets: arrays.take(p.locations.offsets), lengths: arrays.take(p.locations.lengths), segmentFirst: p.locations.segmentFirst, vouched: p.locations.vouched });
+  // First: the areas check their ids against positions as they unpack.
+  if (!Array.isArray(p.positions)) throw new Error('no positions in the snapshot');
+  state.positions.unpack(p.positions);
   unpackAgents(state.agents, p.agents);
   unpackSettings(state.settings, p.settings);
   unpackAdminActions(state.admin, p.admin);

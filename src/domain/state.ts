@@ -30,6 +30,7 @@ import {
 import { applyErasedFields } from './moderation/erased-fields.js';
 import { REPLICATION_EPOCH_TYPE } from '../store/record-format.js';
 import { applyInbox, createInboxState, type InboxState } from './inbox/inbox.js';
+import { Positions } from './positions.js';
 
 /** The whole in-memory index: one sub-state per area, rebuilt from the log at startup. */
 export interface State {
@@ -46,6 +47,8 @@ export interface State {
   moderation: ModerationState;
   /** Each agent's inbox (issue 37). */
   inbox: InboxState;
+  /** The log's seq → position map: ids and feed positions (issue 50; positions.ts). */
+  positions: Positions;
   /**
    * Set when the state keeps record text itself (no log on disk: unit tests and tools), so
    * `apply` stores each record there; null when records are read back from the log's segments.
@@ -63,16 +66,18 @@ export function createState(records?: RecordSource): State {
   // Every area reads through the moderation view of the records: an erased record reads as its
   // emptied payload, so no area ever needs the bytes the store removed (issue 25).
   const source = new ModeratedRecords(records ?? memory!, moderation);
+  const positions = new Positions();
   return {
+    positions,
     moderation,
     memory,
     agents: createAgentsState(),
     settings: createSettingsState(),
     admin: createAdminActionsState(),
-    forum: createForumState(source),
-    knowledge: createKnowledgeState(source),
+    forum: createForumState(source, positions),
+    knowledge: createKnowledgeState(source, positions),
     feeds: createFeedsState(source),
-    work: createWorkBoardState(source),
+    work: createWorkBoardState(source, positions),
     opportunities: createOpportunitiesState(),
     inbox: createInboxState(),
   };
@@ -96,8 +101,10 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
     payloadJson = e.payloadJson;
     record = { seq: record.seq, time: record.time, type: record.type, payload: JSON.parse(payloadJson) as unknown };
   }
+  // A writer that took the epoch from another gives its fence record a new position (positions.ts).
+  if (record.type === REPLICATION_EPOCH_TYPE) applyEpoch(state.positions, record.seq, payloadJson);
   const handled =
-    // The leader's fence in the replica bucket (store/replica/leader.ts): no state of its own.
+    // The leader's fence in the replica bucket (store/replica/leader.ts): only its positionBase above.
     record.type === REPLICATION_EPOCH_TYPE ||
     // Notes every admin record's action; handles `admin.action` only, the others go on below.
     applyAdminActions(state.admin, record) ||
@@ -135,6 +142,17 @@ export function apply(state: State, record: LogRecord, payloadJson: string): voi
       ? messageAuthorOf(state.forum, state.forum.rows.seq.length - 1)
       : (record.payload as { authorId?: unknown } | null)?.authorId;
   if (typeof authorId === 'string') touchAgentRecord(state.agents, authorId, parseTimeMs(record.time));
+}
+
+/**
+ * Notes an epoch record's `positionBase` (issue 50): present only when the writer took the epoch
+ * from another writer; the record then has that position and the records after it go on from it.
+ */
+function applyEpoch(positions: Positions, seq: number, payloadJson: string): void {
+  const base = (JSON.parse(payloadJson) as { positionBase?: unknown }).positionBase;
+  if (base === undefined) return;
+  if (typeof base !== 'number') throw new Error(`replication.epoch record ${seq}: positionBase is not a number`);
+  positions.rebase(seq, base);
 }
 
 /** Notes a result or review written on another agent's work item (what a purge of its author changes). */

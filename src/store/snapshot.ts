@@ -54,7 +54,7 @@ const SNAPSHOT_FILE = 'state.snapshot';
  * (issue 53), so a v8 snapshot would lose them; v10: the forum keeps each topic's lower-cased
  * title and author (issue 55, the title search), which a v9 snapshot lacks.
  */
-export const SNAPSHOT_FORMAT = 'agent-forum-state-v10';
+export const SNAPSHOT_FORMAT = 'agent-forum-state-v11';
 /** What precedes the MAC at the end of a header line: `<fields>,"mac":"<64 hex>"}`. */
 const MAC_FIELD = ',"mac":"';
 

@@ -50,7 +50,7 @@ async function forgeOperatorChunk(target) {
   const last = all.at(-1);
   const seq = last.header.lastSeq + 1;
   const prevHash = lastHashOf(last.lines);
-  const { payload, token } = decideOperator('intruder', { seq, created: new Date().toISOString() });
+  const { payload, token } = decideOperator('intruder', { position: seq, created: new Date().toISOString() });
   const { line } = encodeRecordLine(prevHash, recordJson(stableStringify(payload), seq, new Date().toISOString(), 'agent.register'));
   const attacker = ReplicaKey.fromPrivate(generateKeyPairSync('ed25519').privateKey);
   const header = { ...last.header, firstSeq: seq, lastSeq: seq, prevHash, offset: last.header.offset + last.lines.length };
@@ -239,7 +239,7 @@ test('a v1 (unsigned) bucket: followers and restore refuse it, saying to start t
   const last = all.at(-1);
   const seq = last.header.lastSeq + 1;
   const prevHash = lastHashOf(last.lines);
-  const { payload } = decideOperator('intruder', { seq, created: new Date().toISOString() });
+  const { payload } = decideOperator('intruder', { position: seq, created: new Date().toISOString() });
   const { line } = encodeRecordLine(prevHash, recordJson(stableStringify(payload), seq, new Date().toISOString(), 'agent.register'));
   const forgedKey = `chunks/${String(seq).padStart(16, '0')}`;
   const forgedHeader = { ...last.header, firstSeq: seq, lastSeq: seq, prevHash, offset: last.header.offset + last.lines.length };

@@ -65,7 +65,7 @@ function replayedLog(seed) {
     apply(state, { seq, time: new Date(ms).toISOString(), type, payload: JSON.parse(json) }, json);
     seq++;
   };
-  const ctx = (authorId) => ({ authorId, isOperator: authorId.startsWith('op_'), seq, nowMs: ms, created: new Date(ms).toISOString() });
+  const ctx = (authorId) => ({ authorId, isOperator: authorId.startsWith('op_'), position: seq, nowMs: ms, created: new Date(ms).toISOString() });
   const tryDecide = (f) => {
     try {
       return f();
@@ -76,11 +76,11 @@ function replayedLog(seed) {
   };
   commit('room.create', defaultRoom(new Date(ms).toISOString()));
   for (let i = 0; i < 4; i++) {
-    const { payload } = decideRegister(state.agents, { name: `agent ${i}`, provider: 'p', description: text(3), acceptsPublicArchive: true, operatorAuthorized: true }, { seq, created: new Date(ms).toISOString(), registrationOpen: true, maxAgents: null });
+    const { payload } = decideRegister(state.agents, { name: `agent ${i}`, provider: 'p', description: text(3), acceptsPublicArchive: true, operatorAuthorized: true }, { position: seq, created: new Date(ms).toISOString(), registrationOpen: true, maxAgents: null });
     made.agents.push(payload.id);
     commit('agent.register', payload);
   }
-  const op = decideOperator('root', { seq, created: new Date(ms).toISOString() }).payload;
+  const op = decideOperator('root', { position: seq, created: new Date(ms).toISOString() }).payload;
   made.operators.push(op.id);
   commit('agent.register', op);
   const ORIGIN = 'origin-of-the-generated-log';
@@ -165,10 +165,10 @@ function replayedLog(seed) {
         const p = decideKind(e, { kind: pick(['agent', 'human', 'integration']) });
         if (p) commit('agent.kind', p);
       } else if (r < 0.7) {
-        const p = tryDecide(() => decideDeviceCodeCreate(e, { name: text(2), scopes: rnd() < 0.5 ? ['read'] : ['read', 'write'] }, { hash: `code-${seq}` }, { seq, nowMs: ms }));
+        const p = tryDecide(() => decideDeviceCodeCreate(e, { name: text(2), scopes: rnd() < 0.5 ? ['read'] : ['read', 'write'] }, { hash: `code-${seq}` }, { position: seq, nowMs: ms }));
         if (p) commit('agent.device_code_create', p);
       } else if (state.agents.byDeviceCodeHash.size > 0) {
-        const d = tryDecide(() => decideDeviceCodeRedeem(state.agents, pick([...state.agents.byDeviceCodeHash.keys()]), { seq, nowMs: ms }));
+        const d = tryDecide(() => decideDeviceCodeRedeem(state.agents, pick([...state.agents.byDeviceCodeHash.keys()]), { position: seq, nowMs: ms }));
         if (d) commit('agent.device_code_redeem', d.payload);
       }
     },

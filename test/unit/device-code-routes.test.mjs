@@ -22,11 +22,11 @@ async function world() {
   const commits = [];
   const settings = { writeStop: false, writeStopReason: '', writeStopUntilMs: null, registrationOpen: true };
   const apply = (type, payload) => applyAgents(agents, { seq: ++seq, type, payload, time: new Date(T0).toISOString() });
-  const { payload } = decideRegister(agents, { name: 'erin', provider: 'independent', description: '', acceptsPublicArchive: true, operatorAuthorized: true }, { seq: 1, created: new Date(T0).toISOString(), registrationOpen: true, maxAgents: null });
+  const { payload } = decideRegister(agents, { name: 'erin', provider: 'independent', description: '', acceptsPublicArchive: true, operatorAuthorized: true }, { position: 1, created: new Date(T0).toISOString(), registrationOpen: true, maxAgents: null });
   apply('agent.register', payload);
   const agent = agents.byId.get(payload.id);
   const code = newDeviceCode();
-  apply('agent.device_code_create', decideDeviceCodeCreate(agent, { name: 'phone', scopes: ['read', 'write'] }, { hash: await hashDeviceCode(code) }, { seq: seq + 1, nowMs: T0 }));
+  apply('agent.device_code_create', decideDeviceCodeCreate(agent, { name: 'phone', scopes: ['read', 'write'] }, { hash: await hashDeviceCode(code) }, { position: seq + 1, nowMs: T0 }));
   const app = {
     now: () => T0 + 1000,
     nextSeq: () => seq + 1,

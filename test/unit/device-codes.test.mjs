@@ -18,17 +18,17 @@ function world() {
   const s = createAgentsState();
   let seq = 0;
   const apply = (type, payload, ms) => applyAgents(s, { seq: ++seq, type, payload, time: new Date(ms).toISOString() });
-  const { payload } = decideRegister(s, { name: 'erin', provider: 'independent', description: '', acceptsPublicArchive: true, operatorAuthorized: true }, { seq: 1, created: new Date(T0).toISOString(), registrationOpen: true, maxAgents: null });
+  const { payload } = decideRegister(s, { name: 'erin', provider: 'independent', description: '', acceptsPublicArchive: true, operatorAuthorized: true }, { position: 1, created: new Date(T0).toISOString(), registrationOpen: true, maxAgents: null });
   apply('agent.register', payload, T0);
   const agent = s.byId.get(payload.id);
   const make = async (ms) => {
     const code = newDeviceCode();
-    const p = decideDeviceCodeCreate(agent, { name: 'phone', scopes: ['read', 'write'] }, { hash: await hashDeviceCode(code) }, { seq: seq + 1, nowMs: ms });
+    const p = decideDeviceCodeCreate(agent, { name: 'phone', scopes: ['read', 'write'] }, { hash: await hashDeviceCode(code) }, { position: seq + 1, nowMs: ms });
     apply('agent.device_code_create', p, ms);
     return code;
   };
   const redeem = async (code, ms) => {
-    const { payload: p, token } = decideDeviceCodeRedeem(s, await hashDeviceCode(normalizeDeviceCode(code)), { seq: seq + 1, nowMs: ms });
+    const { payload: p, token } = decideDeviceCodeRedeem(s, await hashDeviceCode(normalizeDeviceCode(code)), { position: seq + 1, nowMs: ms });
     apply('agent.device_code_redeem', p, ms);
     return { p, token };
   };
@@ -87,7 +87,7 @@ test('a state snapshot keeps the codes a replay knows, and a snapshot from befor
   const restored = createAgentsState();
   unpackAgents(restored, packed);
   assert.deepEqual([...restored.byDeviceCodeHash.keys()], [...w.s.byDeviceCodeHash.keys()]);
-  const { payload } = decideDeviceCodeRedeem(restored, await hashDeviceCode(code), { seq: 9, nowMs: T0 + 1 });
+  const { payload } = decideDeviceCodeRedeem(restored, await hashDeviceCode(code), { position: 9, nowMs: T0 + 1 });
   assert.equal(payload.name, 'phone');
   const old = structuredClone(packed);
   for (const a of old.order) delete a.deviceCodes;

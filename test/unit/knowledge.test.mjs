@@ -12,7 +12,7 @@ const base = { title: 'T', content: 'C', category: 'opinion', sources: [] };
 
 function publish(app, input, authorId) {
   const now = app.now();
-  const k = decideKnowledge(app.state.knowledge, app.state.forum, input, { authorId, seq: app.nextSeq(), created: new Date(now).toISOString() });
+  const k = decideKnowledge(app.state.knowledge, app.state.forum, input, { authorId, position: app.nextPosition(), created: new Date(now).toISOString() });
   return app.commit('knowledge.publish', k, now);
 }
 

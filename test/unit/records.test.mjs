@@ -48,12 +48,12 @@ test('messages read back from the segments after a restart are byte-identical to
   const config = { ...loadConfig({ FORUM_DATA_DIR: dir, FORUM_RECORD_CACHE_MB: '0' }), dataDir: dir };
   let app = await App.open(config, { log: { segmentBytesMax: 4096 } });
   const created = () => app.nowIso();
-  const topic = decideTopic(app.state.forum, { title: 't', roomId: 'commons' }, { authorId: 'ag_1', seq: app.nextSeq(), created: created() });
+  const topic = decideTopic(app.state.forum, { title: 't', roomId: 'commons' }, { authorId: 'ag_1', position: app.nextPosition(), created: created() });
   app.commit('topic.create', topic);
   const answered = [];
   const contents = ['plain', 'Ünïcödé — 日本 😀', 'quote " backslash \\ newline \n tab \t', 'x'.repeat(3000)];
   for (let i = 0; i < 40; i++) {
-    const d = decideMessage(app.state.forum, { topicId: topic.id, content: contents[i % contents.length] + i, clientId: `c${i}` }, { authorId: `ag_${i % 3}`, seq: app.nextSeq(), created: created() });
+    const d = decideMessage(app.state.forum, { topicId: topic.id, content: contents[i % contents.length] + i, clientId: `c${i}` }, { authorId: `ag_${i % 3}`, position: app.nextPosition(), created: created() });
     app.commit('message.create', d.message);
     answered.push(messageJsonOf(app.state.forum, app.state.forum.rows.seq.length - 1));
     if (i % 7 === 0) await app.log.sync();

@@ -33,7 +33,7 @@ const config = (dir, workers) => ({
 /** A closed archive: knowledge revisions early and spread among ~1400 messages, two records erased. */
 async function seed(dir) {
   const app = await App.open(config(dir, 0), { searchIndex: false, log: LOG });
-  const ctx = () => ({ seq: app.nextSeq(), created: app.nowIso() });
+  const ctx = () => ({ position: app.nextPosition(), created: app.nowIso() });
   const { payload: agent } = decideRegister(app.state.agents, { name: 'a', provider: 'p', description: '', acceptsPublicArchive: true, operatorAuthorized: true }, { ...ctx(), registrationOpen: true, maxAgents: null });
   app.commit('agent.register', agent);
   const topic = decideTopic(app.state.forum, { title: 't', roomId: 'commons' }, { authorId: agent.id, ...ctx() });

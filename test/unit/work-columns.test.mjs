@@ -25,7 +25,7 @@ function board() {
   const state = createState();
   let seq = 1;
   let ms = START;
-  const ctx = (authorId) => ({ authorId, isOperator: false, seq, nowMs: ms, created: new Date(ms).toISOString() });
+  const ctx = (authorId) => ({ authorId, isOperator: false, position: seq, nowMs: ms, created: new Date(ms).toISOString() });
   const commit = (type, payload) => {
     const json = stableStringify(payload);
     apply(state, { seq, time: new Date(ms).toISOString(), type, payload: JSON.parse(json) }, json);

@@ -38,7 +38,7 @@ export const deviceCodeRoutes: Route[] = [
       // The write stop was checked before the await; one that began while hashing refuses too.
       requireWritesRunning(ctx);
       return runWrite(ctx, (d) => {
-        const payload = decideDeviceCodeCreate(ctx.agent, ctx.body, { hash }, { seq: d.seq, nowMs: d.nowMs });
+        const payload = decideDeviceCodeCreate(ctx.agent, ctx.body, { hash }, { position: d.position, nowMs: d.nowMs });
         const answer = (): Reply => ({ status: 201, body: { id: payload.codeId, code, expiresAt: payload.expiresAt, name: payload.name, scopes: payload.scopes } });
         return { type: 'agent.device_code_create', payload, answer };
       });
@@ -59,7 +59,7 @@ export const deviceCodeRoutes: Route[] = [
       const hash = await hashDeviceCode(normalizeDeviceCode(body.code));
       requireWritesRunning({ app });
       const nowMs = app.now();
-      const { payload, token, agent } = decideDeviceCodeRedeem(app.state.agents, hash, { seq: app.nextSeq(), nowMs });
+      const { payload, token, agent } = decideDeviceCodeRedeem(app.state.agents, hash, { position: app.nextPosition(), nowMs });
       app.commit('agent.device_code_redeem', payload, nowMs);
       const t = agent.tokens.find((x) => x.id === payload.tokenId);
       // The record was applied by commit, so the token is there.

@@ -67,7 +67,7 @@ export const keyRoutes: Route[] = [
     responses: { 201: { description: 'The registered key', schema: 'AgentKey' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const payload = decideKeyRegister(ctx.app.state.agents, ctx.agent, ctx.body, ctx.app.log.originId, d.seq);
+        const payload = decideKeyRegister(ctx.app.state.agents, ctx.agent, ctx.body, ctx.app.log.originId, d.position);
         return { type: 'agent.key_register', payload, answer: () => keyAnswer(ctx.agent, payload.keyId, 201) };
       }),
   }),
@@ -84,7 +84,7 @@ export const keyRoutes: Route[] = [
     responses: { 200: { description: 'The new active key', schema: 'AgentKey' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const payload = decideKeyRotate(ctx.app.state.agents, ctx.agent, ctx.body, ctx.app.log.originId, d.seq);
+        const payload = decideKeyRotate(ctx.app.state.agents, ctx.agent, ctx.body, ctx.app.log.originId, d.position);
         return { type: 'agent.key_rotate', payload, answer: () => keyAnswer(ctx.agent, payload.newKeyId, 200) };
       }),
   }),

@@ -114,7 +114,7 @@ export const agentRoutes: Route[] = [
     handler: ({ app, body }) => {
       const now = app.now();
       const { payload, token } = decideRegister(app.state.agents, body, {
-        seq: app.nextSeq(),
+        position: app.nextPosition(),
         created: new Date(now).toISOString(),
         registrationOpen: app.state.settings.registrationOpen,
         maxAgents: app.config.maxAgents,

@@ -46,7 +46,7 @@ export const tokenRoutes: Route[] = [
     responses: { 201: { description: 'The new token, its secret shown this once', schema: 'CreatedToken' } },
     handler: (ctx) =>
       runWrite(ctx, (d) => {
-        const { payload, token } = decideTokenCreate(ctx.agent, ctx.body, d.seq);
+        const { payload, token } = decideTokenCreate(ctx.agent, ctx.body, d.position);
         return { type: 'agent.token_create', payload, answer: () => created(201, ctx.agent, payload.tokenId, token, ctx.token) };
       }),
   }),

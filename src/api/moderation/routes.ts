@@ -67,7 +67,7 @@ export const moderationRoutes: Route[] = [
     responses: { 201: { description: 'The flag (new, or the stored one for an identical retry)', schema: 'Flag' } },
     handler: ({ app, body, agent }) => {
       const now = app.now();
-      const decision = decideFlag(app.state, body, { authorId: agent.profile.id, seq: app.nextSeq(), created: new Date(now).toISOString() });
+      const decision = decideFlag(app.state, body, { authorId: agent.profile.id, position: app.nextPosition(), created: new Date(now).toISOString() });
       if ('existing' in decision) return { status: 201, body: decision.existing.flag };
       app.commit('flag.create', decision.flag, now);
       return { status: 201, body: decision.flag };

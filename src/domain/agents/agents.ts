@@ -275,7 +275,7 @@ export interface RegisterInput {
 export function decideRegister(
   s: AgentsState,
   input: RegisterInput,
-  opts: { seq: number; created: string; registrationOpen: boolean; maxAgents: number | null },
+  opts: { position: number; created: string; registrationOpen: boolean; maxAgents: number | null },
 ): { payload: AgentRegisterPayload; token: string } {
   if (!opts.registrationOpen) throw fail('REGISTRATION_CLOSED', 'registration is closed by the operator');
   if (opts.maxAgents !== null && s.participants >= opts.maxAgents) {
@@ -285,7 +285,7 @@ export function decideRegister(
   return {
     token,
     payload: {
-      id: makeId('ag', opts.seq),
+      id: makeId('ag', opts.position),
       name: input.name,
       provider: input.provider,
       description: input.description,
@@ -299,12 +299,12 @@ export function decideRegister(
 }
 
 /** Payload for an operator identity created by the CLI (part 3: operator may review/cancel). */
-export function decideOperator(name: string, opts: { seq: number; created: string }): { payload: AgentRegisterPayload; token: string } {
+export function decideOperator(name: string, opts: { position: number; created: string }): { payload: AgentRegisterPayload; token: string } {
   const token = newToken();
   return {
     token,
     payload: {
-      id: makeId('op', opts.seq),
+      id: makeId('op', opts.position),
       name,
       provider: 'operator',
       description: 'Operator of this service',

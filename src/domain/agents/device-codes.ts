@@ -91,7 +91,7 @@ function unexpired(e: AgentEntry, nowMs: number): DeviceCode[] {
 /**
  * Decides a device code for agent `e` (POST /api/me/device-codes). Input: the validated
  * DeviceCodeInput (name trimmed 1..80, scopes containing `read`), the code and its hash (made by
- * the route, hashing is async), the record's seq and the time, ms. Output: the record payload.
+ * the route, hashing is async), the record's position (ids.ts) and the time, ms. Output: the record payload.
  * Throws 409 CREDENTIAL_LIMIT when `e` holds AGENT_TOKENS_MAX named tokens (the code could give
  * none) or made DEVICE_CODES_MAX codes within DEVICE_CODE_TTL_MS.
  */
@@ -99,7 +99,7 @@ export function decideDeviceCodeCreate(
   e: AgentEntry,
   input: { name: string; scopes: TokenScope[] },
   code: { hash: string },
-  opts: { seq: number; nowMs: number },
+  opts: { position: number; nowMs: number },
 ): DeviceCodeCreatePayload {
   assertNamedTokenRoom(e, (max) => `tokens: you hold ${max} named tokens, the most an agent may besides the registration token, so a device code could give none; revoke one first (POST /api/me/tokens/revoke)`);
   const live = unexpired(e, opts.nowMs);
@@ -108,7 +108,7 @@ export function decideDeviceCodeCreate(
     throw fail('CREDENTIAL_LIMIT', `device codes: at most ${DEVICE_CODES_MAX} per ${DEVICE_CODE_TTL_MS / 60_000} minutes; the oldest expires at ${freeAt}`);
   }
   const scopes = (['read', 'write'] as const).filter((s) => input.scopes.includes(s));
-  return { agentId: e.profile.id, codeId: makeId('dc', opts.seq), codeHash: code.hash, name: input.name, scopes, expiresAt: new Date(opts.nowMs + DEVICE_CODE_TTL_MS).toISOString() };
+  return { agentId: e.profile.id, codeId: makeId('dc', opts.position), codeHash: code.hash, name: input.name, scopes, expiresAt: new Date(opts.nowMs + DEVICE_CODE_TTL_MS).toISOString() };
 }
 
 /**
@@ -118,7 +118,7 @@ export function decideDeviceCodeCreate(
  * used already, expired, or of a disabled agent, 409 CREDENTIAL_LIMIT when its agent holds
  * AGENT_TOKENS_MAX named tokens by now.
  */
-export function decideDeviceCodeRedeem(s: AgentsState, codeHash: string, opts: { seq: number; nowMs: number }): { payload: DeviceCodeRedeemPayload; token: string; agent: AgentEntry } {
+export function decideDeviceCodeRedeem(s: AgentsState, codeHash: string, opts: { position: number; nowMs: number }): { payload: DeviceCodeRedeemPayload; token: string; agent: AgentEntry } {
   const c = s.byDeviceCodeHash.get(codeHash);
   const e = c === undefined ? undefined : s.byId.get(c.agentId);
   if (c === undefined || e === undefined) throw notFound('code: no such device code; check it, or make a new one on your signed-in device (Add a device)');
@@ -127,7 +127,7 @@ export function decideDeviceCodeRedeem(s: AgentsState, codeHash: string, opts: {
   if (e.disabled === 1) throw fail('DEVICE_CODE_GONE', 'code: the account this device code belongs to is disabled');
   assertNamedTokenRoom(e, (max) => `tokens: the account holds ${max} named tokens, the most an agent may; revoke one on a signed-in device first (POST /api/me/tokens/revoke)`);
   const token = newToken();
-  return { token, agent: e, payload: { agentId: e.profile.id, codeId: c.id, tokenId: makeId('tk', opts.seq), name: c.name, scopes: [...c.scopes], tokenHash: hashToken(token) } };
+  return { token, agent: e, payload: { agentId: e.profile.id, codeId: c.id, tokenId: makeId('tk', opts.position), name: c.name, scopes: [...c.scopes], tokenHash: hashToken(token) } };
 }
 
 /**

@@ -87,17 +87,17 @@ export function activeKey(e: AgentEntry): AgentKey | undefined {
 
 /**
  * Decides the registration of agent `e`'s first (or next, after a revocation) signing key (POST
- * /api/me/keys). Input: the validated KeyRegisterInput, this forum's originId and the record's seq.
+ * /api/me/keys). Input: the validated KeyRegisterInput, this forum's originId and the record's position (ids.ts).
  * Output: the record payload.
  * Throws 400 VALIDATION for a malformed key or a proof that does not verify, 409 KEY_STATE when
  * `e` has an active key or the key was registered before, 409 CREDENTIAL_LIMIT past AGENT_KEYS_MAX.
  */
-export function decideKeyRegister(s: AgentsState, e: AgentEntry, input: { publicKey: string; proof: string }, originId: string, seq: number): KeyRegisterPayload {
+export function decideKeyRegister(s: AgentsState, e: AgentEntry, input: { publicKey: string; proof: string }, originId: string, position: number): KeyRegisterPayload {
   const active = activeKey(e);
   if (active !== undefined) throw fail('KEY_STATE', `you have an active key (${active.id}): rotate it (POST /api/me/keys/rotate, the old key signs the new) or revoke it first`);
   requireNewKey(s, e, input, originId);
   const agentId = e.profile.id;
-  return { agentId, keyId: makeId('key', seq), publicKey: input.publicKey, proof: input.proof };
+  return { agentId, keyId: makeId('key', position), publicKey: input.publicKey, proof: input.proof };
 }
 
 /**
@@ -115,7 +115,7 @@ function requireNewKey(s: AgentsState, e: AgentEntry, input: { publicKey: string
 
 /**
  * Decides a rotation of agent `e`'s active key `keyId` to a new key (POST /api/me/keys/rotate).
- * Input: the validated KeyRotateInput, this forum's originId and the record's seq.
+ * Input: the validated KeyRotateInput, this forum's originId and the record's position (ids.ts).
  * Output: the record payload.
  * Throws 404 NOT_FOUND for a key `e` never had, 409 KEY_STATE for a key that is not active or a
  * new key registered before, 400 VALIDATION for a malformed key or a proof or endorsement that
@@ -126,7 +126,7 @@ export function decideKeyRotate(
   e: AgentEntry,
   input: { keyId: string; publicKey: string; proof: string; endorsement: string },
   originId: string,
-  seq: number,
+  position: number,
 ): KeyRotatePayload {
   const old = keyOf(e, input.keyId);
   if (old.state !== 'active') throw fail('KEY_STATE', `keyId: ${old.id} is ${old.state}, not your active key; only the active key can endorse a successor`);
@@ -136,7 +136,7 @@ export function decideKeyRotate(
   if (!verifies(old.publicKey, rotate, input.endorsement)) {
     throw invalid(`endorsement: not the Ed25519 signature of your active key ${old.id} over the UTF-8 string ${JSON.stringify(rotate)}`);
   }
-  return { agentId, keyId: old.id, newKeyId: makeId('key', seq), publicKey: input.publicKey, proof: input.proof, endorsement: input.endorsement };
+  return { agentId, keyId: old.id, newKeyId: makeId('key', position), publicKey: input.publicKey, proof: input.proof, endorsement: input.endorsement };
 }
 
 /**

@@ -126,15 +126,15 @@ export function assertNamedTokenRoom(e: AgentEntry, refusal: (max: number) => st
 /**
  * Decides a named token for agent `e` (POST /api/me/tokens). Input: the validated
  * TokenCreateInput (name trimmed, 1..80; scopes from `read`, `write`, containing `read`) and the
- * record's seq. Output: the record payload and the token, to show once.
+ * record's position (ids.ts). Output: the record payload and the token, to show once.
  * Throws 409 CREDENTIAL_LIMIT when `e` holds AGENT_TOKENS_MAX named tokens already.
  */
-export function decideTokenCreate(e: AgentEntry, input: { name: string; scopes: TokenScope[] }, seq: number): { payload: TokenCreatePayload; token: string } {
+export function decideTokenCreate(e: AgentEntry, input: { name: string; scopes: TokenScope[] }, position: number): { payload: TokenCreatePayload; token: string } {
   assertNamedTokenRoom(e, (max) => `tokens: at most ${max} named tokens per agent besides the registration token; revoke one first (POST /api/me/tokens/revoke)`);
   const token = newToken();
   // One order, whatever order the request listed them in.
   const scopes = ALL_SCOPES.filter((s) => input.scopes.includes(s));
-  return { token, payload: { agentId: e.profile.id, tokenId: makeId('tk', seq), name: input.name, scopes, tokenHash: hashToken(token) } };
+  return { token, payload: { agentId: e.profile.id, tokenId: makeId('tk', position), name: input.name, scopes, tokenHash: hashToken(token) } };
 }
 
 /**

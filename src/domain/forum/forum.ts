@@ -5,6 +5,7 @@
  * responses are string joins, plus indexes by topic, author, replyTo and (author, clientId).
  * All lists are in log order, which is creation order (record times never go backwards).
  */
+import { Positions } from '../positions.js';
 import type { DecisionContext } from '../decision.js';
 import type { WriteSignature } from '../agents/signing.js';
 import type { LogRecord } from '../../store/log.js';
@@ -73,9 +74,9 @@ export interface MessageRows {
 /** A message's row index in `MessageRows` (0-based, log order). */
 export type MessageRow = number;
 
-/** A message's id: `msg_<log seq>` (checked on apply). */
+/** A message's id: `msg_<position>` (checked on apply). */
 export function messageIdOf(s: ForumState, row: MessageRow): string {
-  return makeId('msg', s.rows.seq.at(row));
+  return makeId('msg', s.positions.positionOf(s.rows.seq.at(row)));
 }
 
 /** The canonical Message JSON of a row, as stored in the log (byte-identical to the 201 answer). */
@@ -152,10 +153,12 @@ export interface ForumState {
   nameIds: Map<string, number>;
   /** Where message JSON is read back from (the log's segment files, or memory in unit tests). */
   records: RecordSource;
+  /** The log's seq → position map (ids carry positions; domain/positions.ts), shared by every area. */
+  positions: Positions;
 }
 
 /** An empty forum index whose message text is read from `records`. */
-export function createForumState(records: RecordSource): ForumState {
+export function createForumState(records: RecordSource, positions: Positions = new Positions()): ForumState {
   return {
     rooms: new Map(),
     roomOrder: [],
@@ -172,6 +175,7 @@ export function createForumState(records: RecordSource): ForumState {
     names: [],
     nameIds: new Map(),
     records,
+    positions,
   };
 }
 
@@ -202,7 +206,7 @@ export function messageByClientId(s: ForumState, authorId: string, clientId: str
   return s.byClientId.find(clientHash(authorId, erasedClientId(authorId, clientId)), visit);
 }
 
-/** A message id's log seq: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */
+/** A message id's position: `msg_` and at least ID_SEQ_DIGITS digits (ids.ts), else undefined. */
 const MESSAGE_ID = new RegExp(`^msg_(\\d{${ID_SEQ_DIGITS},})$`);
 
 /**
@@ -212,10 +216,12 @@ const MESSAGE_ID = new RegExp(`^msg_(\\d{${ID_SEQ_DIGITS},})$`);
 export function messageById(s: ForumState, id: string): MessageRow | undefined {
   const m = MESSAGE_ID.exec(id);
   if (m === null) return undefined;
-  const seq = Number(m[1]);
+  const position = Number(m[1]);
+  const seq = s.positions.seqAt(position);
+  if (seq === 0) return undefined;
   const seqs = s.rows.seq;
   const at = seqs.upperBound(seq) - 1;
-  return at >= 0 && seqs.at(at) === seq && idHasSeq(id, 'msg', seq) ? at : undefined;
+  return at >= 0 && seqs.at(at) === seq && idHasSeq(id, 'msg', position) ? at : undefined;
 }
 
 /** The row of the message with log seq `seq`, or undefined (another record, e.g. knowledge). */
@@ -255,10 +261,10 @@ export function defaultRoom(created: string): Room {
 export function decideTopic(
   s: ForumState,
   input: { title: string; roomId: string },
-  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
+  ctx: Pick<DecisionContext, 'authorId' | 'position' | 'created'>,
 ): Topic {
   if (!s.rooms.has(input.roomId)) throw notFound(`no room with id "${input.roomId}"`);
-  return { id: makeId('tp', ctx.seq), roomId: input.roomId, authorId: ctx.authorId, title: input.title, created: ctx.created };
+  return { id: makeId('tp', ctx.position), roomId: input.roomId, authorId: ctx.authorId, title: input.title, created: ctx.created };
 }
 
 /** A validated POST /api/messages body (schemas/MessageInput.json; content trimmed). */
@@ -283,7 +289,7 @@ export interface MessageInput {
 export function decideMessage(
   s: ForumState,
   input: MessageInput,
-  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
+  ctx: Pick<DecisionContext, 'authorId' | 'position' | 'created'>,
 ): { existing: MessageRow } | { message: Message } {
   const replyTo = input.replyTo ?? null;
   const prior = messageByClientId(s, ctx.authorId, input.clientId);
@@ -305,7 +311,7 @@ export function decideMessage(
   }
   return {
     message: {
-      id: makeId('msg', ctx.seq),
+      id: makeId('msg', ctx.position),
       topicId: input.topicId,
       authorId: ctx.authorId,
       content: input.content,
@@ -348,7 +354,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
     case 'message.create': {
       // Read from the canonical JSON, not record.payload: replay never parses a message's payload.
       const m = readMessageFields(payloadJson);
-      if (!idHasSeq(m.id, 'msg', record.seq)) throw new Error(`message id "${m.id}" does not match its record seq ${record.seq}`);
+      if (!idHasSeq(m.id, 'msg', s.positions.positionOf(record.seq))) throw new Error(`message id "${m.id}" does not match its record's position ${s.positions.positionOf(record.seq)} (seq ${record.seq})`);
       const rows = s.rows;
       const row = rows.seq.length;
       let replyToSeq = 0;
@@ -380,7 +386,7 @@ export function applyForum(s: ForumState, feeds: FeedsState, record: LogRecord, 
  * lower-cased title and its author are kept for the title search (topic-search.ts).
  */
 export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, record: LogRecord): void {
-  if (!idHasSeq(topic.id, 'tp', record.seq)) s.oddTopicIds.set(record.seq, topic.id);
+  if (!idHasSeq(topic.id, 'tp', s.positions.positionOf(record.seq))) s.oddTopicIds.set(record.seq, topic.id);
   s.topics.set(topic.id, record.seq);
   s.topicOrder.push(record.seq);
   s.topicTitles.push(topic.title.toLowerCase());
@@ -388,9 +394,9 @@ export function indexTopic(s: ForumState, feeds: FeedsState, topic: Topic, recor
   addDiscussionEvent(feeds, record.seq, 'topic', topic.id);
 }
 
-/** The id of the topic created by the record at log seq `seq` (no read: `tp_<seq>` unless filed as odd). */
+/** The id of the topic created by the record at log seq `seq` (no read: `tp_<its position>` unless filed as odd). */
 export function topicIdAt(s: ForumState, seq: number): string {
-  return s.oddTopicIds.get(seq) ?? makeId('tp', seq);
+  return s.oddTopicIds.get(seq) ?? makeId('tp', s.positions.positionOf(seq));
 }
 
 /**
@@ -477,7 +483,7 @@ export function unpackForum(s: ForumState, p: PackedForum, arrays: PackedArrays)
   s.topicOrder = U32List.of(topicOrder);
   p.topicIds.forEach((id, i) => {
     s.topics.set(id, topicOrder[i]!);
-    if (!idHasSeq(id, 'tp', topicOrder[i]!)) s.oddTopicIds.set(topicOrder[i]!, id);
+    if (!idHasSeq(id, 'tp', s.positions.positionOf(topicOrder[i]!))) s.oddTopicIds.set(topicOrder[i]!, id);
   });
   const topicTitles = TopicTitles.unpack(p.topicTitles, arrays);
   const topicAuthors = arrays.takeList(p.topicAuthors);

@@ -13,6 +13,7 @@
  * its lower-cased title and content, newest first, through the one indexed scan
  * (domain/indexed-scan.ts).
  */
+import { Positions } from '../positions.js';
 import type { WriteSignature } from '../agents/signing.js';
 import type { DecisionContext } from '../decision.js';
 import type { LogRecord } from '../../store/log.js';
@@ -95,10 +96,12 @@ export interface KnowledgeState {
   otherIdOf: Map<number, string>;
   /** Where revisions' JSON is read back from. */
   records: RecordSource;
+  /** The log's seq → position map (ids carry positions; domain/positions.ts), shared by every area. */
+  positions: Positions;
 }
 
 /** An empty knowledge index whose revisions' JSON is read from `records`. */
-export function createKnowledgeState(records: RecordSource): KnowledgeState {
+export function createKnowledgeState(records: RecordSource, positions: Positions = new Positions()): KnowledgeState {
   return {
     rows: { seq: new U32List(256), item: new U32List(256), revision: new U32List(256), author: new U32List(256), topic: new U32List(256), prev: new U32List(256) },
     itemFirst: new U32List(256),
@@ -110,11 +113,12 @@ export function createKnowledgeState(records: RecordSource): KnowledgeState {
     otherIds: new Map(),
     otherIdOf: new Map(),
     records,
+    positions,
   };
 }
 
 
-/** A knowledge id's seq: `kn_` and at least ID_SEQ_DIGITS digits (ids.ts). */
+/** A knowledge id's position: `kn_` and at least ID_SEQ_DIGITS digits (ids.ts). */
 const KNOWLEDGE_ID = new RegExp(`^kn_(\\d{${ID_SEQ_DIGITS},})$`);
 
 /** The row with log seq `seq`, or undefined (another record). */
@@ -132,15 +136,17 @@ function itemOf(s: KnowledgeState, id: string): number | undefined {
   if (other !== undefined) return other;
   const m = KNOWLEDGE_ID.exec(id);
   if (m === null) return undefined;
-  const row = rowOfSeq(s, Number(m[1]));
+  const seq = s.positions.seqAt(Number(m[1]));
+  if (seq === 0) return undefined;
+  const row = rowOfSeq(s, seq);
   if (row === undefined || s.rows.revision.at(row) !== 1) return undefined;
   const item = s.rows.item.at(row);
-  return s.otherIdOf.has(item) || !idHasSeq(id, 'kn', s.rows.seq.at(row)) ? undefined : item;
+  return s.otherIdOf.has(item) || !idHasSeq(id, 'kn', s.positions.positionOf(s.rows.seq.at(row))) ? undefined : item;
 }
 
 /** The id of item number `item`. */
 function itemIdOf(s: KnowledgeState, item: number): string {
-  return s.otherIdOf.get(item) ?? makeId('kn', s.rows.seq.at(s.itemFirst.at(item)));
+  return s.otherIdOf.get(item) ?? makeId('kn', s.positions.positionOf(s.rows.seq.at(s.itemFirst.at(item))));
 }
 
 /** The rows of every revision of item `id`, ascending (index i holds revision i + 1), or undefined for an unknown id. */
@@ -233,7 +239,7 @@ export interface KnowledgeInput {
 
 /**
  * Decides `knowledge.publish` (POST /api/knowledge, part 4).
- * Input: the validated body; ctx.authorId (caller), ctx.seq (seq the record will get, for new
+ * Input: the validated body; ctx.authorId (caller), ctx.position (position the record will get, for new
  * ids `kn_<seq>`), ctx.created (ISO time). Output: the complete Knowledge record to append —
  * revision 1 with a new id, or, with previousId, revision n + 1 of that item with its id.
  * A revision replaces every field: it is a full KnowledgeInput, so an omitted topicId gives
@@ -246,7 +252,7 @@ export function decideKnowledge(
   s: KnowledgeState,
   forum: ForumState,
   input: KnowledgeInput,
-  ctx: Pick<DecisionContext, 'authorId' | 'seq' | 'created'>,
+  ctx: Pick<DecisionContext, 'authorId' | 'position' | 'created'>,
 ): Knowledge {
   // The schema already enforces both rules; they are repeated here because decideKnowledge is
   // also the entry point for other bindings, and a half-specified revision must never publish.
@@ -272,7 +278,7 @@ export function decideKnowledge(
     id = input.previousId;
     revision = current + 1;
   } else {
-    id = makeId('kn', ctx.seq);
+    id = makeId('kn', ctx.position);
     revision = 1;
   }
   if (input.topicId !== undefined && !forum.topics.has(input.topicId)) {
@@ -316,7 +322,7 @@ export function applyKnowledge(s: KnowledgeState, feeds: FeedsState, record: Log
     item = s.itemFirst.length;
     s.itemFirst.push(row);
     s.itemLast.push(row);
-    if (!idHasSeq(knowledge.id, 'kn', record.seq)) {
+    if (!idHasSeq(knowledge.id, 'kn', s.positions.positionOf(record.seq))) {
       s.otherIds.set(knowledge.id, item);
       s.otherIdOf.set(item, knowledge.id);
     }

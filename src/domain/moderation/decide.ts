@@ -22,6 +22,7 @@
  */
 import { fail, invalid, notFound } from '../../errors.js';
 import { idHasSeq, makeId } from '../ids.js';
+import type { Positions } from '../positions.js';
 import type { State } from '../state.js';
 import type { RecordType } from '../record-types.js';
 import { messageById } from '../forum/forum.js';
@@ -192,7 +193,7 @@ function itemsCreatedBy(state: State, agentId: string): string[] {
   const { forum, knowledge, work } = state;
   const ids = new Set<string>();
   for (const seq of state.moderation.topicsByAuthor.get(agentId) ?? []) {
-    const id = makeId('tp', seq);
+    const id = makeId('tp', state.positions.positionOf(seq));
     if (forum.topics.get(id) === seq) ids.add(id);
   }
   for (const row of knowledgeRowsByAuthor(knowledge, agentId)) ids.add(knowledgeIdOf(knowledge, row));
@@ -303,10 +304,12 @@ export function refuseErasedContainer(state: State, what: 'topic' | 'knowledge i
   throw fail('ERASED_CONTAINER', `${what} "${id}" was erased by an operator; nothing new can be added to it`);
 }
 
-/** The log seq in id `id` made by `makeId(prefix, seq)`, or null for an id of another form. */
-function seqOfId(id: string, prefix: string): number | null {
-  const seq = Number(id.slice(prefix.length + 1));
-  return Number.isSafeInteger(seq) && seq > 0 && idHasSeq(id, prefix, seq) ? seq : null;
+/** The log seq of the record that made id `id` (`makeId(prefix, its position)`), or null for an id of another form or a position no record has. */
+function seqOfId(positions: Positions, id: string, prefix: string): number | null {
+  const position = Number(id.slice(prefix.length + 1));
+  if (!Number.isSafeInteger(position) || position <= 0 || !idHasSeq(id, prefix, position)) return null;
+  const seq = positions.seqAt(position);
+  return seq > 0 ? seq : null;
 }
 
 /**
@@ -330,11 +333,11 @@ function participantRecordsOf(state: State, target: ModerationTarget, records: r
   const erasing = new Set(records);
   const out = new Set<number>();
   if (target.type === 'agent') {
-    const seq = seqOfId(target.id, 'ag');
+    const seq = seqOfId(state.positions, target.id, 'ag');
     if (seq !== null && state.forum.records.read(seq).type === 'agent.register') out.add(seq);
   }
   for (const { flag } of state.moderation.flagOrder) {
-    const seq = seqOfId(flag.id, 'flg');
+    const seq = seqOfId(state.positions, flag.id, 'flg');
     if (seq === null || state.moderation.erased.has(seq)) continue;
     if ((target.type === 'agent' && flag.authorId === target.id) || flaggedRecords(state, flag.target).some((r) => erasing.has(r))) out.add(seq);
   }
@@ -356,7 +359,7 @@ export interface FlagInput {
  * IDEMPOTENCY_CONFLICT (clientId reused for a different flag), 404 (unknown target), 400 (an
  * agent as target: flag what it wrote instead).
  */
-export function decideFlag(state: State, input: FlagInput, ctx: { authorId: string; seq: number; created: string }): { existing: FlagEntry } | { flag: Flag } {
+export function decideFlag(state: State, input: FlagInput, ctx: { authorId: string; position: number; created: string }): { existing: FlagEntry } | { flag: Flag } {
   const mod = state.moderation;
   const priorId = flagIdByClientId(mod, ctx.authorId, input.clientId);
   if (priorId !== undefined) {
@@ -386,7 +389,7 @@ export function decideFlag(state: State, input: FlagInput, ctx: { authorId: stri
   coverageOf(state, input.target);
   const target: ModerationTarget = { type: input.target.type, id: input.target.id };
   if (input.target.revision !== undefined) target.revision = input.target.revision;
-  return { flag: { id: makeId('flg', ctx.seq), target, reason: input.reason, note: input.note, authorId: ctx.authorId, clientId: input.clientId, created: ctx.created } };
+  return { flag: { id: makeId('flg', ctx.position), target, reason: input.reason, note: input.note, authorId: ctx.authorId, clientId: input.clientId, created: ctx.created } };
 }
 
 /**

@@ -64,7 +64,7 @@ export function applyWork(s: WorkBoardState, forum: ForumState, feeds: FeedsStat
       r.lastRev.push(s.revs.seq.length);
       s.revs.seq.push(record.seq);
       s.revs.prev.push(0);
-      if (!idHasSeq(item.id, 'wk', record.seq)) {
+      if (!idHasSeq(item.id, 'wk', s.positions.positionOf(record.seq))) {
         s.otherIds.set(item.id, row);
         s.otherIdOf.set(row, item.id);
       }

@@ -99,10 +99,10 @@ export function decideWorkCreate(
   const created = new Date(ctx.nowMs).toISOString();
   const topic: Topic | null =
     input.topicId === undefined
-      ? { id: makeId('tp', ctx.seq), roomId: DEFAULT_ROOM_ID, authorId: ctx.authorId, title: input.title, created }
+      ? { id: makeId('tp', ctx.position), roomId: DEFAULT_ROOM_ID, authorId: ctx.authorId, title: input.title, created }
       : null;
   const item: WorkItem = {
-    id: makeId('wk', ctx.seq),
+    id: makeId('wk', ctx.position),
     sequence: s.rows.seq.length + 1,
     authorId: ctx.authorId,
     title: input.title,

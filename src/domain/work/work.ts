@@ -24,6 +24,7 @@
  * and `views.ts` (what a reader sees: a revision's JSON through moderation, receipts, lists and
  * history).
  */
+import { Positions } from '../positions.js';
 import { ID_SEQ_DIGITS } from '../../constants.js';
 import { clientHash, type Topic } from '../forum/forum.js';
 import { RowHashTable } from '../../containers/row-hash-table.js';
@@ -177,6 +178,8 @@ export interface WorkBoardState {
   erasedClientRows: number;
   /** Where revisions are read back from. */
   records: RecordSource;
+  /** The log's seq → position map (ids carry positions; domain/positions.ts), shared by every area. */
+  positions: Positions;
   /** Interned author, topic and assignee ids: `names[n]` is the id numbered n in the columns. */
   names: string[];
   nameIds: Map<string, number>;
@@ -189,7 +192,7 @@ export interface WorkBoardState {
 }
 
 /** An empty work board whose revisions are read from `records`. */
-export function createWorkBoardState(records: RecordSource): WorkBoardState {
+export function createWorkBoardState(records: RecordSource, positions: Positions = new Positions()): WorkBoardState {
   const u = () => new U32List(256);
   return {
     rows: { seq: u(), author: u(), topic: u(), tags: u(), state: u(), assignee: u(), revision: u(), leaseUntilMs: new F64List(256), lastRev: u() },
@@ -197,6 +200,7 @@ export function createWorkBoardState(records: RecordSource): WorkBoardState {
     byClientId: new RowHashTable(),
     erasedClientRows: 0,
     records,
+    positions,
     names: [],
     nameIds: new Map(),
     tagLists: [],
@@ -218,15 +222,17 @@ export function workRowOf(s: WorkBoardState, id: string): WorkRow | undefined {
   if (other !== undefined) return other;
   const m = WORK_ID.exec(id);
   if (m === null) return undefined;
-  const seq = Number(m[1]);
+  const position = Number(m[1]);
+  const seq = s.positions.seqAt(position);
+  if (seq === 0) return undefined;
   const at = s.rows.seq.upperBound(seq) - 1;
-  if (at < 0 || s.rows.seq.at(at) !== seq || s.otherIdOf.has(at) || !idHasSeq(id, 'wk', seq)) return undefined;
+  if (at < 0 || s.rows.seq.at(at) !== seq || s.otherIdOf.has(at) || !idHasSeq(id, 'wk', position)) return undefined;
   return at;
 }
 
 /** The id of the work item in row `row`. */
 export function workIdOf(s: WorkBoardState, row: WorkRow): string {
-  return s.otherIdOf.get(row) ?? makeId('wk', s.rows.seq.at(row));
+  return s.otherIdOf.get(row) ?? makeId('wk', s.positions.positionOf(s.rows.seq.at(row)));
 }
 
 /** The number of work items (the last one's sequence). */

@@ -102,6 +102,11 @@ export interface EpochPayload {
   epoch: number;
   writer: string;
   leaderUrl: string;
+  /**
+   * Present when this writer took the epoch from another writer (issue 50; domain/positions.ts):
+   * the epoch record's position, past every position the previous writer may have given.
+   */
+  positionBase?: number;
 }
 
 /**
@@ -115,7 +120,15 @@ export interface ReplicaHost extends FollowerHost {
    * (Log#encodeNext with the service's clock): the start places it in the bucket first, then
    * appends and applies the same bytes (`log.appendProven`, `apply`).
    */
-  encodeEpoch(payload: EpochPayload): { record: LogRecord; payloadJson: string; line: Buffer; hash: string };
+  encodeEpoch(payload: EpochPayload, rebase: boolean): { record: LogRecord; payloadJson: string; line: Buffer; hash: string };
+  /**
+   * Whether this data folder was the writer of `epoch` (it placed that epoch's fence and nobody
+   * wrote since): then its log holds everything that writer acknowledged, and its epoch record
+   * keeps positions as they are; otherwise `encodeEpoch` is asked to rebase them.
+   */
+  wasWriterOf(epoch: number): boolean;
+  /** Called once this folder leads at `epoch` (its fence record appended), so a later start knows it was the last writer. */
+  leading(epoch: number): void;
   /** The server's public URL (FORUM_PUBLIC_URL or the bound address), written in the manifest. */
   publicUrl(): string;
   /** Current time, ms. */
@@ -175,6 +188,8 @@ export class ReplicaLeader {
   private manifest: Manifest | null = null;
   private manifestEtag = '';
   private epoch: number | null = null;
+  /** Whether the epoch being taken came from another writer (its fence record then rebases positions). */
+  private rebase = false;
   /** The bucket's chain head as this leader knows it. */
   private shipped = { seq: 0, hash: GENESIS_HASH };
   private chunks: ChunkRef[] = [];
@@ -409,6 +424,7 @@ export class ReplicaLeader {
     await this.placeFence(epoch);
     // Only now does this server lead: the shipping paths and the epoch watch key on it.
     this.epoch = epoch;
+    host.leading(epoch);
   }
 
   /**
@@ -420,6 +436,9 @@ export class ReplicaLeader {
    */
   private async takeOrResumeEpoch(manifest: Manifest, etag: string, head: ChainHead, key: ReplicaKey): Promise<{ manifest: Manifest; etag: string }> {
     if (this.tookEpoch !== null && manifest.epoch === this.tookEpoch && manifest.writer === this.writer) return { manifest, etag };
+    // Issue 50: positions go on as they are only after this folder's own epoch (a restart);
+    // taken from anyone else (a promotion, a takeover), the new writer's records start past the gap.
+    this.rebase = manifest.epoch > 0 && !this.host!.wasWriterOf(manifest.epoch);
     if (this.expectEpoch !== null && manifest.epoch !== this.expectEpoch) {
       throw new ReplicaStartError(`another server took the leadership of ${this.store.location.url} (epoch ${manifest.epoch}, ${manifest.leaderUrl || 'address unknown'}) while this one was being promoted`);
     }
@@ -453,7 +472,7 @@ export class ReplicaLeader {
     for (let round = 0; ; round++) {
       await this.catchUp(log.durableSeq);
       await log.quiesce();
-      const entry = host.encodeEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() });
+      const entry = host.encodeEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() }, this.rebase);
       const pos = log.nextPosition(entry.line.length);
       const run: LineRun = {
         firstSeq: entry.record.seq,

@@ -5,7 +5,7 @@
  * an old leader's folder would otherwise serve and take writes beside the new leader.
  *
  *     {"format":"agent-forum-replication-v1","originId":…,"url":"s3://bucket/prefix",
- *      "role":"leader"|"follower","since":ISO,"detached"?:ISO}
+ *      "role":"leader"|"follower","since":ISO,"epoch"?:N,"detached"?:ISO}
  *
  * Written (temp file → fsync → rename → fsync directory) when this folder takes a writer epoch
  * (the moment its log gets a `replication.epoch` record) and when it starts as a follower. A
@@ -45,6 +45,11 @@ export interface ReplicationMarker {
   role: MarkerRole;
   /** When the marker was written (ISO). */
   since: string;
+  /**
+   * The writer epoch this folder last led at (role leader, once its fence record is appended):
+   * a start that finds the bucket still at that epoch was the last writer (issue 50, positions).
+   */
+  epoch?: number;
   /** When `replication detach --yes` detached the folder (ISO); absent while it replicates. */
   detached?: string;
 }
@@ -69,11 +74,20 @@ export function readMarker(dataDir: string): ReplicationMarker | null {
  * Records that the folder (log `originId`) replicates with `url` in `role`, unless the marker
  * already says exactly that (no write on an ordinary restart). Durable before it returns.
  */
-export function markReplicated(dataDir: string, originId: string, url: string, role: MarkerRole, nowIso: string): void {
+export function markReplicated(dataDir: string, originId: string, url: string, role: MarkerRole, nowIso: string, epoch?: number): void {
   const old = readMarkerQuietly(dataDir);
-  if (old !== null && old.originId === originId && old.url === url && old.role === role && old.detached === undefined) return;
-  const m: ReplicationMarker = { format: MARKER_FORMAT, originId, url, role, since: nowIso };
+  if (old !== null && old.originId === originId && old.url === url && old.role === role && old.detached === undefined && old.epoch === epoch) return;
+  const m: ReplicationMarker = { format: MARKER_FORMAT, originId, url, role, since: nowIso, ...(epoch === undefined ? {} : { epoch }) };
   writeFileAtomicSync(markerPath(dataDir), `${JSON.stringify(m, null, 1)}\n`);
+}
+
+/**
+ * Whether the folder (log `originId`) last led `url` at writer epoch `epoch` (issue 50): its
+ * marker says so. A copy of the folder carries the marker too; see docs/operate/replication.md#positions.
+ */
+export function ledAtEpoch(dataDir: string, originId: string, url: string, epoch: number): boolean {
+  const m = readMarkerQuietly(dataDir);
+  return m !== null && m.originId === originId && m.url === url && m.role === 'leader' && m.detached === undefined && m.epoch === epoch;
 }
 
 /** readMarker, where an unreadable marker reads as none (it is about to be rewritten). */
