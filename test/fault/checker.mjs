@@ -33,12 +33,10 @@
  *    it, or after a paused leader resumes); judged by when the write was sent; every missing write
  *    is reported in `asyncLosses` either way, with its answer's time relative to that fault;
  *  - `id-conflict`: no object id (msg_, wk_, tp_ …) and no feed position `(originId, seq)` names
- *    two different records in anything any client received — except where one of the two is an
- *    acknowledged async write the failover lost (within the bound above): ids and positions
- *    derive from the log seq, and the new leader's log goes on from the bucket's head, so it
- *    gives the lost records' ids to new records. That is a documented limitation of async mode
- *    (docs/operate/replication.md#failover, `replication lost`); each such case is reported in `asyncReuse`, and
- *    counted, not hidden;
+ *    two different records in anything any client received — not even where one of the two is an
+ *    acknowledged async write a failover lost: a writer that takes the epoch from another gives
+ *    its records positions past a gap (src/domain/positions.ts), so the lost records' ids and
+ *    positions are never given again (issue 50);
  *  - `epoch-two-writers`: the acknowledged writes committed in one writer epoch (its
  *    `replication.epoch` record up to the next) were acknowledged by one server only, the one
  *    that took the epoch (its `leaderUrl`, mapped to a server name by `serverOf`); replays of an
@@ -348,9 +346,6 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
   const firstAck = new Map([...acksOf].map(([k, list]) => [k, list[0]]));
   const losers = events.filter((e) => e.kind === 'fault' && e.losesLeader);
   const asyncLosses = [];
-  /** Identities of acknowledged async writes lost within the bound (their ids may be reused). */
-  const lostIdentities = new Set();
-  const asyncReuse = [];
   const epochServers = new Map();
   for (const [k, a] of firstAck) {
     const found = inBucket.get(k) ?? [];
@@ -375,7 +370,6 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       // the start of the store faults and pauses that ran into the failover back to back.
       const firstMs = near === undefined ? 0 : -b.asyncLossBeforeMs - outageBefore(events, near.fault, b.asyncLossBeforeMs);
       if (sentMs === null || sentMs < firstMs || sentMs > lastMs) violate('async-loss-unbounded', { ...loss, sentRelativeMs: sentMs, boundMs: lastMs, fromMs: firstMs });
-      else lostIdentities.add(identityOf(a.body.id, a.body));
       continue;
     }
     const rec = found[0];
@@ -405,10 +399,7 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
     if (prior === undefined) names.set(key, { identity, e });
     else if (prior.identity !== identity && !prior.reported) {
       prior.reported = true;
-      const evidence = { name: key, first: { identity: prior.identity, seenBy: brief(prior.e) }, then: { identity, seenBy: brief(e) } };
-      const lost = [...lostIdentities].some((l) => prior.identity.endsWith(l) || identity.endsWith(l));
-      if (lost) asyncReuse.push(evidence);
-      else violate('id-conflict', evidence);
+      violate('id-conflict', { name: key, first: { identity: prior.identity, seenBy: brief(prior.e) }, then: { identity, seenBy: brief(e) } });
     }
   };
   for (const e of [...entries].sort((x, y) => x.end - y.end)) {
@@ -487,7 +478,6 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
   return {
     violations,
     asyncLosses,
-    asyncReuse,
     counts: {
       writes: perOp,
       distinctAcked: firstAck.size,
@@ -499,7 +489,6 @@ export function checkHistory({ mode, entries, events, bucket, bounds = {}, serve
       bucketRecords: bucket.records.length,
       epochs: bucket.epochs.length,
       asyncLosses: asyncLosses.length,
-      asyncReuse: asyncReuse.length,
       recoveryChecked,
       violations: violations.length,
     },

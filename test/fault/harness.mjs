@@ -157,7 +157,7 @@ async function call(url, method, path, token, body) {
  * @param {Partial<typeof BOUNDS>} [opts.bounds] the checker's bounds (default BOUNDS)
  * @param {boolean} [opts.keepLogs] keep the client logs' folder (its path is in the result)
  * @param {(line: string) => void} [opts.log] progress lines
- * @returns {Promise<null | { seed, mode, schedule, violations, asyncLosses, asyncReuse, counts, logDir }>} null without an object store
+ * @returns {Promise<null | { seed, mode, schedule, violations, asyncLosses, counts, logDir }>} null without an object store
  */
 export async function runFaults({ mode, seed, durationMs, writers = 3, bounds = BOUNDS, keepLogs = false, log = () => {} }) {
   const cleanups = [];
@@ -490,7 +490,6 @@ export function formatReport(r) {
   const lines = [`fault suite ${r.mode}: seed ${r.seed} (FORUM_FAULT_SEED=${r.seed} replays the schedule), ${r.schedule.length} steps, ${(r.elapsedMs / 1000).toFixed(0)} s`];
   lines.push(`  counts: ${JSON.stringify(r.counts)}`);
   for (const l of r.asyncLosses) lines.push(`  async loss: ${JSON.stringify(l)}`);
-  for (const u of r.asyncReuse ?? []) lines.push(`  async id reuse (documented limitation): ${JSON.stringify(u).slice(0, 600)}`);
   for (const h of r.harnessEvents) lines.push(`  harness: ${JSON.stringify(h).slice(0, 600)}`);
   for (const v of r.violations) lines.push(`  VIOLATION ${v.rule}: ${JSON.stringify(v.evidence).slice(0, 1500)}`);
   if (r.violations.length === 0) lines.push('  no violations');

@@ -30,6 +30,7 @@ async function world() {
   const app = {
     now: () => T0 + 1000,
     nextSeq: () => seq + 1,
+    nextPosition: () => seq + 1,
     state: { agents, settings },
     commit: (type, p) => {
       commits.push(type);

@@ -171,20 +171,27 @@ test('an async loss after a store outage that ran into the failover is within th
   assert.deepEqual(rules(checkHistory({ ...run, bucket, events: [...elsewhere, ...run.events] })), ['async-loss-unbounded']);
 });
 
-test('an id the new leader gives again after an async failover lost its first record is reported as async reuse, not hidden and not a violation', () => {
+test('an id the new leader gives again after an async failover lost its first record is a violation (issue 50: positions jump instead)', () => {
   const run = goodRun('async');
-  // s1 acknowledged msg_…5 just before the failover and lost it; the new leader (its epoch record
-  // at seq 4) gives msg_…5 to another writer's message.
+  // s1 acknowledged msg_…5 just before the failover and lost it (within the bound); a new leader
+  // (its epoch record at seq 4) that gave msg_…5 to another writer's message names two records.
   const lost = message(5, 'c7', 'lost with s1', T0 + 3980);
   const other = { ...message(5, 'c8', 'another writer', T0 + 8500), authorId: 'ag_9' };
   const bucket = parseBucket(bucketOf([run.records[0], run.records[1], run.records[2], epochRecord(2, 's2', T0 + 8000), messageRecord(other)]));
   const entries = [run.entries[0], ack(lost, 's1', T0 + 3950, T0 + 3990), ack(other, 's2', T0 + 8400, T0 + 8510, 'writer-2')];
   const r = checkHistory({ ...run, entries, bucket });
   assert.equal(r.asyncLosses.length, 1);
-  assert.deepEqual(rules(r), []);
-  assert.equal(r.asyncReuse.length, 1);
-  assert.equal(r.asyncReuse[0].name, 'id msg_0000000005');
-  assert.equal(r.counts.asyncReuse, 1);
+  assert.deepEqual(rules(r), ['id-conflict']);
+  assert.equal(r.violations[0].evidence.name, 'id msg_0000000005');
+  // The same failover where the new leader's epoch record jumped positions (positionBase): its
+  // message is msg_2000000001, and the lost msg_…5 names one record only.
+  const jumped = { ...other, id: 'msg_2000000001' };
+  const rebased = { ...epochRecord(2, 's2', T0 + 8000) };
+  rebased.payload = { ...rebased.payload, positionBase: 2000000000 };
+  const bucket2 = parseBucket(bucketOf([run.records[0], run.records[1], run.records[2], rebased, messageRecord(jumped)]));
+  const r2 = checkHistory({ ...run, entries: [run.entries[0], ack(lost, 's1', T0 + 3950, T0 + 3990), ack(jumped, 's2', T0 + 8400, T0 + 8510, 'writer-2')], bucket: bucket2 });
+  assert.equal(r2.asyncLosses.length, 1, 'the loss itself is still reported');
+  assert.deepEqual(rules(r2), []);
 });
 
 test('ack-duplicated and ack-mismatch: an acknowledged write is in the bucket once, as the record its answer named', () => {

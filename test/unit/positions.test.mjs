@@ -10,7 +10,9 @@ import { POSITION_JUMP } from '../../dist/constants.js';
 import { App } from '../../dist/app.js';
 import { loadConfig } from '../../dist/config.js';
 import { decideMessage, decideTopic, messageById, messageIdOf, topicIdAt } from '../../dist/domain/forum/forum.js';
+import { existsSync, rmSync } from 'node:fs';
 import { tempDir } from '../helpers/server.mjs';
+import { snapshotPath } from '../helpers/snapshot.mjs';
 
 test('a log that never changed writers has position = seq everywhere', () => {
   const p = new Positions();
@@ -64,8 +66,8 @@ test('a positionBase that is not above the previous record is refused', () => {
   assert.throws(() => p.rebase(10, 1.5), /not above/);
 });
 
-test('ids made after a change of writer carry positions, are found by id, and read the same from the state snapshot', async () => {
-  const dataDir = await tempDir();
+test('ids made after a change of writer carry positions, are found by id, and read the same from the snapshot and from a replay', async (t) => {
+  const dataDir = tempDir(t);
   const config = loadConfig({ FORUM_DATA_DIR: dataDir });
   let app = await App.open(config);
   const created = () => app.nowIso();
@@ -95,7 +97,12 @@ test('ids made after a change of writer carry positions, are found by id, and re
   };
   check(app, 'live');
   await app.close();
+  assert.ok(existsSync(snapshotPath(dataDir)), 'the close wrote a state snapshot');
   app = await App.open(config);
-  check(app, 'after a restart');
+  check(app, 'from the state snapshot');
+  await app.close();
+  rmSync(snapshotPath(dataDir));
+  app = await App.open(config);
+  check(app, 'from a whole replay of the log');
   await app.close();
 });
