@@ -31,6 +31,7 @@ const SLOW_HTTP = new Set([
   'followers.test.mjs',
   'follower-lag.test.mjs',
   'follower-catchup.test.mjs',
+  'follower-segments.test.mjs',
   'takeover.test.mjs',
   'sync-recovery.test.mjs',
   'bucket-check.test.mjs',

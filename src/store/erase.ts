@@ -7,7 +7,10 @@
  * Precondition: the `moderation.erase` record naming the targets is durable, and the log has
  * vouched for them (Log.append/replay fed `records.vouch`). Per segment holding a target:
  *   1. the segment is sealed (the log rolls over first when it is the active one, and no write
- *      to it is in progress), so the writer never appends to a file being rewritten;
+ *      to it is in progress), so the writer never appends to a file being rewritten; a log that
+ *      follows a replica bucket, or one still opening, does not roll over (its segments must stay
+ *      the leader's; issue 50): it closes the append handle and holds the next write until the
+ *      rewrite is renamed in place (Log#sealSegment);
  *   2. the segment is read, each target line is proven (records.storedHashOf equals the
  *      target's hash) and replaced by its tombstone in memory;
  *   3. the result is written by writeFileAtomic (`<segment>.tmp-<pid>` in the log folder,
@@ -32,7 +35,7 @@ export interface EraseHost {
   readonly records: SegmentRecords;
   /** Highest durable seq: a target must be at or below it. */
   readonly durableSeq: number;
-  /** Resolves once the segment starting at `segmentFirstSeq` takes no more writes (rolls over if active). */
+  /** Resolves once the segment starting at `segmentFirstSeq` takes no more writes until the erasure ends (rolls over if active, or holds writes; Log#sealSegment). */
   sealSegment(segmentFirstSeq: number): Promise<void>;
   /** Called with the targets' seqs before any segment is rewritten (drop derived copies). */
   beforeRewrite?: ((seqs: readonly number[]) => void) | null;

@@ -21,6 +21,8 @@
  *
  * Segments (segment.ts) are named by the zero-padded `seq` of their first record
  * (`0000000000000001.jsonl`) and roll over at SEGMENT_BYTES_MAX; a record never spans two segments.
+ * A log that follows a replica bucket (`followsSegments`; issue 50) rolls over only where the
+ * leader's segments begin (`startSegmentAt`), never by its own size or for an erasure.
  *
  * Writes use group commit (group-commit.ts): `append` assigns the next `seq` synchronously and
  * queues the line; one flush writes every queued line and calls fdatasync once; appends that
@@ -297,7 +299,7 @@ export class Log {
     for (const [seq, hash] of this.records.locations.vouched) if (seq <= this.durableSeqValue && !this.records.isTombstone(seq)) pending.push({ seq, hash });
     for (const t of pending) {
       try {
-        this.erasedAtOpenValue.push(...(await eraseRecords(this.eraseHost(), [t])));
+        this.erasedAtOpenValue.push(...(await this.eraseNow([t])));
       } catch (err) {
         logger.error('erase_not_completed', `an interrupted erasure of record ${t.seq} could not be completed: ${(err as Error).message}`, { seq: t.seq });
       }
@@ -320,6 +322,13 @@ export class Log {
   /** The next batch rolls over to a new segment (set while erasure seals the active one). */
   private sealRequested = false;
   private erasing: Promise<unknown> = Promise.resolve();
+  /** The log follows a replica bucket's segments (`followsSegments`): no roll-over by size or for an erasure. */
+  private following = false;
+  /**
+   * While an erasure rewrites the active segment in place (its append handle closed; `sealSegment`):
+   * resolves when the rewrite is over, and the next batch waits for it before reopening the file.
+   */
+  private rewritingInPlace: { done: Promise<void>; end: () => void } | null = null;
 
   /**
    * Erases records (issue 25; the erasure contract, store/erase.ts): replaces each target's line
@@ -332,10 +341,21 @@ export class Log {
   erase(targets: ReadonlyArray<EraseTarget>): Promise<void> {
     const run = this.erasing.then(async () => {
       await this.sync();
-      await eraseRecords(this.eraseHost(), targets);
+      await this.eraseNow(targets);
     });
     this.erasing = run.catch(() => undefined);
     return run;
+  }
+
+  /** eraseRecords on this log; an in-place rewrite of the active segment (`sealSegment`) ends with it. */
+  private async eraseNow(targets: ReadonlyArray<EraseTarget>): Promise<number[]> {
+    try {
+      return await eraseRecords(this.eraseHost(), targets);
+    } finally {
+      const rewrite = this.rewritingInPlace;
+      this.rewritingInPlace = null;
+      rewrite?.end();
+    }
   }
 
   private eraseHost(): EraseHost {
@@ -357,10 +377,23 @@ export class Log {
   /**
    * Resolves once the segment starting at `segmentFirstSeq` takes no more writes: a sealed
    * segment at once; the active one after the next batch is made to roll over to a new segment
-   * and any write to it in progress has finished.
+   * and any write to it in progress has finished. A log that follows a replica bucket, or one
+   * still opening (no append handle yet: an interrupted erasure completed at open), does not roll
+   * over (issue 50: its segments must stay the leader's): once no write is in progress the append
+   * handle is closed, and the next batch waits until the erasure has renamed the rewritten file
+   * over the segment (`eraseNow`), then reopens it and appends there.
    */
   private async sealSegment(segmentFirstSeq: number): Promise<void> {
     if (segmentFirstSeq !== this.segmentFirstSeq) return;
+    if (this.following || this.segment.handle === null) {
+      while (this.commit.flushing) await new Promise((r) => setImmediate(r));
+      if (segmentFirstSeq !== this.segmentFirstSeq) return; // rolled over meanwhile (startSegmentAt)
+      let end!: () => void;
+      const done = new Promise<void>((resolve) => (end = resolve));
+      this.rewritingInPlace = { done, end };
+      await this.segment.close();
+      return;
+    }
     this.sealRequested = true;
     while (this.commit.flushing && this.segmentFirstSeq === segmentFirstSeq) await new Promise((r) => setImmediate(r));
   }
@@ -387,6 +420,22 @@ export class Log {
   async startSegmentAt(seq: number): Promise<void> {
     await this.sync();
     if (this.segment.bytes > 0 && this.segmentFirstSeq !== seq) this.sealRequested = true;
+  }
+
+  /**
+   * Issue 50: whether this log follows a replica bucket's segment layout. While on, it never rolls
+   * over on its own — not at the size limit (a leader's segment larger than this log's own limit is
+   * taken as it is) and not for an erasure (`sealSegment` rewrites the active segment in place) —
+   * only where the leader's objects begin a segment (`startSegmentAt`), so its segment files stay
+   * the leader's and, once promoted, the chunks it ships name segments the bucket's earlier
+   * objects share (a follower that rolled over at its own size, at another record, made every
+   * later restore refuse the bucket). A follower turns it on when it starts tailing or takes back
+   * records (replica/follower.ts); a leader turns it off once it has taken back what the bucket
+   * held, before its first own record (replica/leader.ts placeFence), and rolls over by size
+   * again from there. Off by default. Never throws.
+   */
+  followsSegments(on: boolean): void {
+    this.following = on;
   }
 
   /** The log's metadata (originId, checkpoint); replaced, never mutated, when it changes. */
@@ -494,7 +543,7 @@ export class Log {
   nextPosition(bytes: number): { segmentFirstSeq: number; offset: number } {
     const seq = this.headSeqValue + 1;
     if (this.commit.hasPending) throw new Error('nextPosition: records are pending');
-    if (this.segment.bytes === 0 || this.segment.isFull(bytes, this.sealRequested)) return { segmentFirstSeq: seq, offset: 0 };
+    if (this.segment.bytes === 0 || this.segment.isFull(bytes, this.sealRequested, !this.following)) return { segmentFirstSeq: seq, offset: 0 };
     return { segmentFirstSeq: this.segment.firstSeq, offset: this.segment.bytes };
   }
 
@@ -636,9 +685,14 @@ export class Log {
     if (!this.metaValue.checkpoint) await this.writeCheckpoint();
   }
 
-  /** Opens the current segment, or rolls over to a new one named by `firstSeq` when full. */
+  /**
+   * Opens the current segment, or rolls over to a new one named by `firstSeq` when full (by size
+   * only while the log does not follow a bucket). Waits first for an erasure rewriting the active
+   * segment in place (`sealSegment`).
+   */
   private async ensureSegment(firstSeq: number, batchBytes: number): Promise<void> {
-    const full = this.segment.isFull(batchBytes, this.sealRequested);
+    if (this.rewritingInPlace !== null) await this.rewritingInPlace.done;
+    const full = this.segment.isFull(batchBytes, this.sealRequested, !this.following);
     if (this.segment.handle && !full) return;
     this.sealRequested = false;
     // Closing a full segment: record that the log reaches its last record, so a later loss of

@@ -72,9 +72,13 @@ export class ActiveSegment {
     this.bytes = last ? last.sizeBytes : 0;
   }
 
-  /** Whether a batch of `batchBytes` must start a new segment: this one has records and is sealed or would pass the limit. */
-  isFull(batchBytes: number, sealed: boolean): boolean {
-    return this.bytes > 0 && (sealed || this.bytes + batchBytes > this.bytesMax);
+  /**
+   * Whether a batch of `batchBytes` must start a new segment: this one has records and is sealed
+   * or, with `bySize`, would pass the limit (a log that follows a replica bucket rolls over only
+   * where the leader's segments begin, never by its own size; issue 50, Log#followsSegments).
+   */
+  isFull(batchBytes: number, sealed: boolean, bySize: boolean): boolean {
+    return this.bytes > 0 && (sealed || (bySize && this.bytes + batchBytes > this.bytesMax));
   }
 
   /**

@@ -123,6 +123,48 @@ test('erasing a record in the active segment rolls the log over: later appends g
   await again.close();
 });
 
+test('a log that follows a bucket erases a record of its active segment in place: no roll-over, and appends before and after stay in that segment', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 3);
+  log.followsSegments(true);
+  const targets = await appendErase(log, [3]);
+  // An append that arrives as the erasure begins is written before the segment is rewritten.
+  log.onErase = () => log.append('message.create', { content: 'during' }, Date.UTC(2026, 0, 3));
+  await log.erase(targets);
+  log.append('message.create', { content: 'after' }, Date.UTC(2026, 0, 4));
+  await log.sync();
+  assert.deepEqual(listSegments(join(dir, 'log')).map((s) => s.firstSeq), [1], 'one segment: the leader began no other');
+  assert.equal(log.records.read(3).erased, true);
+  assert.equal(log.records.read(5).payloadJson, '{"content":"during"}');
+  assert.equal(log.records.read(6).payloadJson, '{"content":"after"}');
+  assert.deepEqual(filesContaining(dir, secret(3)), []);
+  await log.close();
+  const seqs = [];
+  const again = await Log.open(dir, (r) => seqs.push(r.seq));
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6]);
+  assert.equal(again.records.read(6).payloadJson, '{"content":"after"}');
+  await again.close();
+  assert.equal(replaySegments(join(dir, 'log'), () => undefined, { strict: true }).lastSeq, 6);
+});
+
+test('an erasure completed at the next start rewrites the active segment in place: the next append stays in it', async (t) => {
+  const dir = tempDir(t);
+  const log = await writeLog(dir, 4);
+  await appendErase(log, [4]);
+  await log.close(); // the crash: erase() never ran
+  const again = await Log.open(dir, () => undefined);
+  assert.deepEqual([...again.erasedAtOpen], [4]);
+  again.append('message.create', { content: 'after' }, Date.UTC(2026, 0, 3));
+  await again.sync();
+  assert.deepEqual(listSegments(join(dir, 'log')).map((s) => s.firstSeq), [1], 'a restarted follower keeps the leader\'s segments');
+  await again.close();
+  const seqs = [];
+  const third = await Log.open(dir, (r) => seqs.push(r.seq));
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(filesContaining(dir, secret(4)), []);
+  await third.close();
+});
+
 test('a temp file left by an interrupted rewrite is removed at the next start and the log is intact', async (t) => {
   const dir = tempDir(t);
   const log = await writeLog(dir, 3);

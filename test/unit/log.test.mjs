@@ -141,6 +141,36 @@ test('segments roll over at the size limit and replay across them', async (t) =>
   await l2.close();
 });
 
+test("a log that follows a bucket rolls over only where the leader's segments begin, never at its own size; turned off, by size again", async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentBytesMax: 300 });
+  const starts = () => listSegments(join(dir, 'log')).map((s) => s.firstSeq);
+  log.followsSegments(true);
+  for (let i = 0; i < 12; i++) {
+    log.append('test.record', { i }, Date.now());
+    await log.sync();
+  }
+  assert.deepEqual(starts(), [1], 'no roll-over at its own size: the segment grows past it');
+  const grown = log.durableSegments()[0].sizeBytes;
+  assert.ok(grown > 300, `segment 1 holds ${grown} bytes`);
+  assert.deepEqual(log.nextPosition(50), { segmentFirstSeq: 1, offset: grown }, 'nextPosition says the same');
+  await log.startSegmentAt(13);
+  for (let i = 12; i < 16; i++) {
+    log.append('test.record', { i }, Date.now());
+    await log.sync();
+  }
+  assert.deepEqual(starts(), [1, 13], 'a segment begins where the leader began one');
+  log.followsSegments(false);
+  assert.deepEqual(log.nextPosition(50), { segmentFirstSeq: 17, offset: 0 }, 'a leader again: the full segment rolls over');
+  log.append('test.record', { i: 16 }, Date.now());
+  await log.sync();
+  assert.deepEqual(starts(), [1, 13, 17]);
+  await log.close();
+  const { records, log: again } = await openLog(dir, { segmentBytesMax: 300 });
+  assert.deepEqual(records.map((r) => r.seq), Array.from({ length: 17 }, (_, i) => i + 1));
+  await again.close();
+});
+
 test('a missing segment stops opening with the missing seq range', async (t) => {
   const dir = tempDir(t);
   await writeSegmented(dir, 12, 300);

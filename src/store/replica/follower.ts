@@ -18,8 +18,9 @@
  * Applying: the proven lines are appended to the local log as they are (Log#appendProven) and
  * applied to the state like the leader's own commits; reads see them once they are durable. A
  * line that begins a segment on the leader (its chunk header's offset 0, or a segment object)
- * begins one here too (Log#startSegmentAt; issue 50), so the segment files stay the leader's and
- * a promoted follower's chunks name segments a restore can rebuild. A
+ * begins one here too (Log#startSegmentAt; issue 50), and the local log never rolls over anywhere
+ * else — not at its own size limit, not for an erasure (Log#followsSegments) — so the segment files
+ * stay the leader's and a promoted follower's chunks name segments a restore can rebuild. A
  * `moderation.erase` record erases its targets in the local log too, as on the leader. A tombstone
  * (erased on the leader after it was shipped) is applied with the emptied payload that its later
  * erase record carries: the follower reads ahead until that record, then applies in order.
@@ -141,6 +142,8 @@ export class ReplicaFollower {
     if (this.manifest.originId !== host.log.originId) {
       throw new Error(`${this.store.location.url} replicates archive ${this.manifest.originId}, but this data folder holds archive ${host.log.originId}: start the follower on an empty folder (it restores from the bucket)`);
     }
+    // Issue 50: its log rolls over only where the leader's segments begin, never by its own size.
+    host.log.followsSegments(true);
     this.setState('following', `from record ${host.log.durableSeq + 1}`);
     await this.step().catch((err) => this.fail(err));
     this.loop = this.tail();
@@ -471,12 +474,16 @@ export class ReplicaFollower {
   async pullOnce(host: FollowerHost, untilSeq = Number.MAX_SAFE_INTEGER): Promise<number> {
     this.host = host;
     const from = host.log.headSeq;
+    // The records taken back lie in the bucket's segments: the log follows them (issue 50) until
+    // the leader appends its own fence record (leader.ts placeFence turns it off).
+    host.log.followsSegments(true);
     await this.drain(untilSeq);
     return host.log.headSeq - from;
   }
 
   /** Goes back to tailing after a promotion that lost the epoch race. */
   resume(why: string): void {
+    this.host?.log.followsSegments(true);
     this.setState('following', why);
     this.loop = this.tail();
   }

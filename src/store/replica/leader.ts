@@ -472,6 +472,9 @@ export class ReplicaLeader {
     for (let round = 0; ; round++) {
       await this.catchUp(log.durableSeq);
       await log.quiesce();
+      // Everything taken back from the bucket is written: from the fence record on, the log's
+      // segments are this leader's own, rolled over by size again (issue 50, Log#followsSegments).
+      log.followsSegments(false);
       const entry = host.encodeEpoch({ epoch, writer: this.writer, leaderUrl: host.publicUrl() }, this.rebase);
       const pos = log.nextPosition(entry.line.length);
       const run: LineRun = {
