@@ -227,9 +227,20 @@ export class MerkleTree implements SubtreeSource {
         if (this.closed) break;
         const from = this.read() + 1;
         // A record whose own line failed its check (`pending`) is confirmed only by the next line.
-        if (this.pending === null && !oneByOne && this.takeLive(from)) {
-          this.release();
-          continue;
+        if (this.pending === null && !oneByOne) {
+          let took: boolean;
+          try {
+            took = this.takeLive(from);
+          } catch (err) {
+            // The leaf file could not be written (a full disk): the tree stops at its size.
+            logger.error('merkle_stopped', `the Merkle tree stops before record ${this.leaves + 1}: ${(err as Error).message}; proofs past it answer 503 until a restart`, { seq: this.leaves + 1 });
+            this.failure = err as Error;
+            break;
+          }
+          if (took) {
+            this.release();
+            continue;
+          }
         }
         try {
           const run = await this.log.readLines(from, this.log.durableSeq, oneByOne ? 1 : TREE_READ_BYTES);
