@@ -406,7 +406,8 @@ export class App {
 
   /**
    * Loads or creates the checkpoint key (FORUM_CHECKPOINT_KEY, default `<data>/checkpoint-key.pem`) and starts the Merkle tree,
-   * which catches up with the log in the background and follows every group commit. Called by the
+   * which catches up with the log in the background and follows every group commit (fed its
+   * records' chained hashes by Log#onDurableHashes). Called by the
    * service; offline tools never start it. Throws Error when the key file cannot be read or made.
    */
   startCheckpoints(): void {
@@ -415,7 +416,8 @@ export class App {
     const indexDir = join(this.config.dataDir, INDEX_DIR);
     mkdirSync(indexDir, { recursive: true });
     const checkpoints = Checkpoints.open(indexDir, this.log, key, this.log.originId, () => this.now());
-    this.afterGroupCommit.add(() => void checkpoints.tree.catchUp());
+    // Each group commit's chained hashes go to the tree from memory (no read-back of what was just written).
+    this.log.onDurableHashes = (firstSeq, hashes) => checkpoints.tree.feed(firstSeq, hashes);
     this.checkpoints = checkpoints;
   }
 

@@ -754,6 +754,10 @@ export const TREE_CHUNK_LEAVES = 256;
 export const SUBTREE_CACHE_MAX = 16_384;
 /** The tree reads at most this many bytes of log per step while it catches up, then yields (ours). */
 export const TREE_READ_BYTES = 1024 * 1024;
+/** Records the tree takes per step from the hashes the log hands it after a group commit (ours; store/merkle-tree.ts `feed`): about 2 SHA-256 each, a few ms a step. */
+export const TREE_LIVE_STEP = 4096;
+/** Fed hashes the tree queues while it reads the log back (the rebuild at start), ours: past it the queue is dropped and those records are read from the log (about 100 bytes each, 6.5 MiB at most). */
+export const TREE_LIVE_MAX = 65_536;
 /** A new checkpoint is signed once the tree has grown by this many records since the latest (ours; docs/api/checkpoints.md "Cadence"). */
 export const CHECKPOINT_INTERVAL_RECORDS = 1000;
 /** ... or once the latest is this old and the tree has grown since, ms (ours; docs/api/checkpoints.md "Cadence"). */

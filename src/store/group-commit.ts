@@ -3,7 +3,8 @@
  * written, the callers waiting for durability, and the flush loop that writes every queued line
  * as one batch with one fdatasync.
  *
- * `enqueue` takes one line (its seq assigned by the log, synchronously) and, when no flush runs,
+ * `enqueue` takes one line (its seq assigned by the log, synchronously; its chained hash rides
+ * along to the batch, for the Merkle tree) and, when no flush runs,
  * starts one in a microtask, so every append of the current turn joins that batch; appends that
  * arrive while a flush runs go into the next one. `waitFor(seq)` resolves once a batch reaching
  * `seq` was made durable by the log's `writeBatch` (which calls `release`). Callers acknowledge a
@@ -17,10 +18,11 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceError } from '../errors.js';
 
-/** The lines of one batch, in seq order, the seq of the first and each line's byte length. */
+/** The lines of one batch, in seq order, the seq of the first, each line's byte length and chained hash (64 hex). */
 export interface Batch {
   lines: Buffer[];
   lineBytes: number[];
+  hashes: string[];
   firstSeq: number;
 }
 
@@ -42,6 +44,8 @@ export class GroupCommit {
   private pending: Buffer[] = [];
   /** Byte length of each pending line (same order), so a flush can locate every record it writes. */
   private pendingBytes: number[] = [];
+  /** Chained hash of each pending line (same order), handed on once durable (the Merkle tree's leaves). */
+  private pendingHashes: string[] = [];
   private pendingFirstSeq = 0;
   private flushingValue = false;
   private waiters: Waiter[] = [];
@@ -74,11 +78,12 @@ export class GroupCommit {
     return this.flushingValue;
   }
 
-  /** Queues line `seq` (the log assigns seqs in order) and starts a flush when none runs. */
-  enqueue(seq: number, line: Buffer): void {
+  /** Queues line `seq` (the log assigns seqs in order) with its chained hash and starts a flush when none runs. */
+  enqueue(seq: number, line: Buffer, hash: string): void {
     if (this.pending.length === 0) this.pendingFirstSeq = seq;
     this.pending.push(line);
     this.pendingBytes.push(line.length);
+    this.pendingHashes.push(hash);
     if (!this.flushingValue) {
       this.flushingValue = true;
       // Let every append of the current turn join this batch before writing.
@@ -136,9 +141,10 @@ export class GroupCommit {
   private async flushLoop(): Promise<void> {
     try {
       while (this.pending.length > 0) {
-        const batch: Batch = { lines: this.pending, lineBytes: this.pendingBytes, firstSeq: this.pendingFirstSeq };
+        const batch: Batch = { lines: this.pending, lineBytes: this.pendingBytes, hashes: this.pendingHashes, firstSeq: this.pendingFirstSeq };
         this.pending = [];
         this.pendingBytes = [];
+        this.pendingHashes = [];
         await this.writeBatch(batch);
       }
     } catch (err) {

@@ -168,6 +168,15 @@ export class Log {
   onDurable: ((seq: number, hash: string) => void) | null = null;
 
   /**
+   * Called after every group commit, before `onDurable`, with the seq of the batch's first record
+   * and the chained hash (64 hex) of each of its records, in seq order: the hashes the appends
+   * computed over the very bytes written (or, for `appendProven`, the hashes the caller proved),
+   * so the Merkle tree (merkle-tree.ts `feed`) takes its leaves without reading the lines back.
+   * The array is the log's own and is not changed afterwards. Must not throw (logged if it does).
+   */
+  onDurableHashes: ((firstSeq: number, hashes: readonly string[]) => void) | null = null;
+
+  /**
    * Replication's gate (issue 35, `sync` mode): called for each batch right after it is written,
    * while its fdatasync runs, and before it is marked durable; when it returns a promise, the
    * batch becomes durable (readable, acknowledged) only once both it and the fdatasync resolved,
@@ -509,7 +518,7 @@ export class Log {
     if (type === ERASE_RECORD_TYPE) for (const t of eraseTargetsOf(payload)) this.records.vouch(t.seq, t.hash);
     this.lastHash = hash;
     this.headSeqValue = seq;
-    this.commit.enqueue(seq, line);
+    this.commit.enqueue(seq, line, hash);
     if (TIMELINE_ON) timelineMark('appended');
     return { record, payloadJson };
   }
@@ -567,7 +576,7 @@ export class Log {
     if (record.type === ERASE_RECORD_TYPE && record.erased !== true) for (const t of eraseTargetsOf(record.payload)) this.records.vouch(t.seq, t.hash);
     this.lastHash = hash;
     this.headSeqValue = record.seq;
-    this.commit.enqueue(record.seq, line);
+    this.commit.enqueue(record.seq, line, hash);
   }
 
   /** Resolves once every record appended so far is durable; rejects if a flush failed. */
@@ -639,7 +648,7 @@ export class Log {
    * durable head, releases the waiters and notifies `onDurable`. Rejects on a failed write or
    * fdatasync, or with replication's ServiceError.
    */
-  private async writeBatch({ lines, lineBytes, firstSeq }: Batch): Promise<void> {
+  private async writeBatch({ lines, lineBytes, hashes, firstSeq }: Batch): Promise<void> {
     const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
     const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
     await this.ensureSegment(firstSeq, data.length);
@@ -675,6 +684,11 @@ export class Log {
     this.stats.records += lines.length;
     this.opts.onFsync?.(lines.length, data.length, fsyncMs);
     this.commit.release(this.durableSeqValue);
+    try {
+      this.onDurableHashes?.(firstSeq, hashes);
+    } catch (err) {
+      logger.error('after_group_commit', `after a group commit: ${(err as Error).message}`);
+    }
     try {
       this.onDurable?.(this.durableSeqValue, this.durableHash);
     } catch (err) {

@@ -12,9 +12,15 @@
  * TREE_CHUNK_LEAVES - 1 nodes. So a root or a proof costs O(log n) lookups and at most two chunk
  * reads.
  *
- * The tree follows the durable head (`catchUp`): it reads back the new lines with Log#readLines
- * (asynchronous reads, at most TREE_READ_BYTES a step) and yields to the event loop between steps,
- * so neither the rebuild at start nor a burst of writes holds the loop for long.
+ * The tree follows the durable head (`catchUp`) in steps, each after a yield to the event loop, so
+ * neither the rebuild at start nor a burst of writes holds the loop for long, and no step runs on
+ * a write's answer path (the answers of a group commit go out before the tree takes its records).
+ * Live records come from memory: after each group commit the log hands over the chained hashes
+ * it computed over the bytes it wrote (Log#onDurableHashes → `feed`), and a step takes up to
+ * TREE_LIVE_STEP of them. Whatever memory does not hold — the rebuild at start, records
+ * before the first fed batch, a queue dropped past TREE_LIVE_MAX, and every line after one
+ * whose check failed — is read back with Log#readLines (asynchronous reads, at most
+ * TREE_READ_BYTES a step) and checked line by line as `appendRun` says.
  */
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +30,7 @@ import { RecordDamagedError } from './errors.js';
 import { ServiceError } from '../errors.js';
 import { segmentName } from './segment.js';
 import { logger } from '../logger.js';
-import { SUBTREE_CACHE_MAX, TREE_CHUNK_LEAVES, TREE_READ_BYTES } from '../constants.js';
+import { SUBTREE_CACHE_MAX, TREE_CHUNK_LEAVES, TREE_LIVE_MAX, TREE_LIVE_STEP, TREE_READ_BYTES } from '../constants.js';
 import type { LineRun } from './log.js';
 
 /** The derived leaf file's name under the index folder. */
@@ -60,6 +66,12 @@ export class MerkleTree implements SubtreeSource {
   private cached: { chunk: number; leaves: Buffer } | null = null;
   /** Hashed nodes of complete subtrees smaller than a chunk (`smallSubtree`), by start and size. */
   private readonly nodes = new Map<number, Buffer>();
+  /**
+   * Chained hashes of durable records fed from memory (`feed`), contiguous batches in seq order,
+   * and how many hashes they hold in all (at most TREE_LIVE_MAX).
+   */
+  private live: Array<{ first: number; hashes: readonly string[] }> = [];
+  private liveCount = 0;
   private pumping: Promise<void> | null = null;
   private again = false;
   private waiters: Array<{ size: number; resolve: () => void }> = [];
@@ -146,6 +158,48 @@ export class MerkleTree implements SubtreeSource {
   }
 
   /**
+   * Hands the tree the chained hashes (64 hex) of durable records `firstSeq`.. in seq order, as
+   * the log computed them over the bytes it wrote (Log#onDurableHashes), and starts a catch-up,
+   * which takes them without reading the log back. A batch that does not follow the last one fed,
+   * or one past TREE_LIVE_MAX hashes queued, drops the queue: the catch-up reads those records
+   * from the log instead. `hashes` is kept, not copied: the caller must not change it. Never throws.
+   */
+  feed(firstSeq: number, hashes: readonly string[]): void {
+    if (this.closed || this.failure !== null || hashes.length === 0) return;
+    const last = this.live[this.live.length - 1];
+    if ((last !== undefined && last.first + last.hashes.length !== firstSeq) || this.liveCount + hashes.length > TREE_LIVE_MAX) this.dropLive();
+    if (hashes.length <= TREE_LIVE_MAX) {
+      this.live.push({ first: firstSeq, hashes });
+      this.liveCount += hashes.length;
+    }
+    void this.catchUp();
+  }
+
+  private dropLive(): void {
+    this.live = [];
+    this.liveCount = 0;
+  }
+
+  /**
+   * Takes up to TREE_LIVE_STEP fed hashes from record `from` on, across fed batches (each one confirmed: the log
+   * computed it over the line it wrote, or the caller of Log#appendProven proved it). Drops the
+   * fed hashes of records the tree already holds. Output: false when no fed hash is record
+   * `from`'s (the log must be read).
+   */
+  private takeLive(from: number): boolean {
+    let next = from;
+    while (next - from < TREE_LIVE_STEP) {
+      while (this.live.length > 0 && this.live[0]!.first + this.live[0]!.hashes.length <= next) this.liveCount -= this.live.shift()!.hashes.length;
+      const batch = this.live[0];
+      if (batch === undefined || batch.first > next) break;
+      const end = Math.min(batch.hashes.length, next - batch.first + TREE_LIVE_STEP - (next - from));
+      for (let i = next - batch.first; i < end; i++) this.take(batch.hashes[i]!);
+      next = batch.first + end;
+    }
+    return next > from;
+  }
+
+  /**
    * Brings the tree up to the log's durable head, in steps of at most TREE_READ_BYTES of log with
    * a yield between them; a call while one runs makes it go round once more. Output: resolves when
    * caught up (or stopped by a failure, kept in `failure` and not thrown).
@@ -168,7 +222,26 @@ export class MerkleTree implements SubtreeSource {
       // until the one at fault is found.
       let oneByOne = false;
       while (!this.closed && this.failure === null && this.read() < this.log.durableSeq) {
+        // Each step after a yield: a group commit's answers go out before the tree takes its records.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.closed) break;
         const from = this.read() + 1;
+        // A record whose own line failed its check (`pending`) is confirmed only by the next line.
+        if (this.pending === null && !oneByOne) {
+          let took: boolean;
+          try {
+            took = this.takeLive(from);
+          } catch (err) {
+            // The leaf file could not be written (a full disk): the tree stops at its size.
+            logger.error('merkle_stopped', `the Merkle tree stops before record ${this.leaves + 1}: ${(err as Error).message}; proofs past it answer 503 until a restart`, { seq: this.leaves + 1 });
+            this.failure = err as Error;
+            break;
+          }
+          if (took) {
+            this.release();
+            continue;
+          }
+        }
         try {
           const run = await this.log.readLines(from, this.log.durableSeq, oneByOne ? 1 : TREE_READ_BYTES);
           if (run === null || this.closed) break;
@@ -185,7 +258,6 @@ export class MerkleTree implements SubtreeSource {
           }
         }
         this.release();
-        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } while (this.again && !this.closed && this.failure === null);
     this.release();
@@ -283,6 +355,7 @@ export class MerkleTree implements SubtreeSource {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.dropLive();
     closeSync(this.fd);
   }
 }

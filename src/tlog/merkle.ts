@@ -10,23 +10,35 @@
  * - Inclusion proofs: PATH (§2.1.3.1) and its verification (§2.1.3.2); consistency proofs:
  *   SUBPROOF (§2.1.4.1) and its verification (§2.1.4.2).
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 /** Bytes of one hash (SHA-256). */
 export const HASH_BYTES = 32;
 
-/** SHA-256(0x00 || entry): the hash of a leaf whose entry is `entry` (RFC 9162 §2.1.1). */
+/**
+ * SHA-256(0x00 || entry): the hash of a leaf whose entry is `entry` (RFC 9162 §2.1.1). A 32-byte
+ * entry (every entry of ours) is hashed in one call over a reused buffer, without a Hash object
+ * (the tree hashes one leaf and about one node per record).
+ */
 export function leafHash(entry: Uint8Array): Buffer {
-  return createHash('sha256').update(LEAF_PREFIX).update(entry).digest();
+  if (entry.length !== HASH_BYTES) return createHash('sha256').update(LEAF_PREFIX).update(entry).digest();
+  LEAF_INPUT.set(entry, 1);
+  return hash('sha256', LEAF_INPUT, 'buffer');
 }
 
-/** SHA-256(0x01 || left || right): an interior node (RFC 9162 §2.1.1). */
+/** SHA-256(0x01 || left || right): an interior node (RFC 9162 §2.1.1); one call over a reused buffer for 32-byte children. */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+  if (left.length !== HASH_BYTES || right.length !== HASH_BYTES) return createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+  NODE_INPUT.set(left, 1);
+  NODE_INPUT.set(right, 1 + HASH_BYTES);
+  return hash('sha256', NODE_INPUT, 'buffer');
 }
 
 const LEAF_PREFIX = Buffer.from([0x00]);
 const NODE_PREFIX = Buffer.from([0x01]);
+/** 0x00 || entry and 0x01 || left || right, refilled by each call (single-threaded, not reentrant). */
+const LEAF_INPUT = Buffer.concat([LEAF_PREFIX, Buffer.alloc(HASH_BYTES)]);
+const NODE_INPUT = Buffer.concat([NODE_PREFIX, Buffer.alloc(2 * HASH_BYTES)]);
 
 /** The hash of the empty tree: SHA-256 of nothing (RFC 9162 §2.1.1). */
 export const EMPTY_ROOT: Buffer = createHash('sha256').digest();

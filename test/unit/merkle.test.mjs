@@ -6,11 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consistencyProof, inclusionProof, leafHash, rootHash, verifyConsistency, verifyInclusion, EMPTY_ROOT } from '../../dist/tlog/merkle.js';
 import { MerkleTree } from '../../dist/store/merkle-tree.js';
+import { Log } from '../../dist/store/log.js';
 import { checkpointBody, noteKeyId, signCheckpoint, verifyCheckpoint } from '../../dist/tlog/note.js';
 
 // ---- The independent implementation (RFC 9162 §2.1, recursive over the leaf list) ----
@@ -130,4 +131,98 @@ test('a checkpoint note is the C2SP text, its key id SHA-256(name || 0x0A || 0x0
   assert.throws(() => verifyCheckpoint(note.replace('\n42\n', '\n43\n'), key), /does not verify/);
   const other = Buffer.from(generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x, 'base64url');
   assert.throws(() => verifyCheckpoint(note, { raw: other, name: null }), /no signature by key/);
+});
+
+test('the tree fed the hashes of live appends (and proven appends) equals the tree rebuilt from the log at the next start, across segment roll-overs', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'merkle-live-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const opts = { segmentBytesMax: 4096, replayWorkers: 0 };
+  const log = await Log.open(dir, () => undefined, opts);
+  let time = Date.parse('2026-01-01T00:00:00Z');
+  // Every fifth record goes the way a replica's lines do: encoded, then appended as proven (Log#appendProven).
+  const write = async (count) => {
+    for (let i = 0; i < count; i++) {
+      const payload = { text: `note ${log.headSeq + 1} ${'x'.repeat((log.headSeq * 7) % 90)}` };
+      if (log.headSeq % 5 === 4) {
+        const { record, payloadJson, line, hash } = log.encodeNext('test.note', payload, time++);
+        log.appendProven(line, record, payloadJson, hash);
+      } else log.append('test.note', payload, time++);
+    }
+    await log.sync();
+  };
+  await write(40); // before the tree starts: it reads these back from the log
+  // The tree sees the log through a source that records every read-back.
+  const reads = [];
+  const source = { get durableSeq() { return log.durableSeq; }, readLines: (from, to, max) => { reads.push(from); return log.readLines(from, to, max); } };
+  mkdirSync(join(dir, 'live'));
+  const live = new MerkleTree(join(dir, 'live'), source);
+  t.after(() => live.close());
+  void live.catchUp();
+  const firstFed = log.durableSeq + 1;
+  log.onDurableHashes = (first, hashes) => live.feed(first, hashes);
+  // Group commits of 1 to 37 records (several per turn), 700 records, chunks of 256 leaves completed on the way.
+  for (let b = 0; log.headSeq < 740; b++) await write(1 + ((b * 13) % 37));
+  const n = log.durableSeq;
+  await live.waitFor(n, 10_000);
+  assert.equal(live.size, n);
+  assert.ok(reads.every((from) => from < firstFed), `the live records were taken from memory, not read back (reads from ${reads.join(', ')})`);
+  assert.ok(readdirSync(join(dir, 'log')).filter((f) => f.endsWith('.jsonl')).length >= 10, 'the records span many segments');
+  const entriesOf = Array.from({ length: n }, (_, i) => Buffer.from(log.records.storedHashOf(i + 1), 'hex'));
+  await log.close();
+
+  // The next start: a new log instance and a tree rebuilt from the segments alone.
+  const reopened = await Log.open(dir, () => undefined, opts);
+  t.after(() => reopened.close());
+  mkdirSync(join(dir, 'rebuilt'));
+  const rebuilt = new MerkleTree(join(dir, 'rebuilt'), reopened);
+  t.after(() => rebuilt.close());
+  await rebuilt.waitFor(n, 10_000);
+  assert.equal(rebuilt.size, n);
+  for (let size = 1; size <= n; size++) assert.deepEqual(rootHash(live, size), rootHash(rebuilt, size), `root of ${size}`);
+  assert.deepEqual(rootHash(live, n), mth(entriesOf), 'the root of the whole log is the RFC 9162 root of its chained hashes');
+  for (const m of [0, 39, 40, 41, 255, 256, 511, 600, n - 1]) assert.deepEqual(inclusionProof(live, m, n), inclusionProof(rebuilt, m, n), `PATH(${m}, ${n})`);
+  for (const m of [1, 40, 41, 256, 257, 700]) assert.deepEqual(consistencyProof(live, m, n), consistencyProof(rebuilt, m, n), `SUBPROOF(${m}, ${n})`);
+});
+
+test('the rebuild from the log still stops at a record whose hash field the chain refutes, and keeps a record whose text alone is damaged', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'merkle-damage-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const log = await Log.open(dir, () => undefined, { segmentBytesMax: 4096, replayWorkers: 0 });
+  t.after(() => log.close());
+  for (let i = 0; i < 60; i++) log.append('test.note', { text: `note ${i}` }, Date.parse('2026-01-01T00:00:00Z') + i);
+  await log.sync();
+  const n = log.durableSeq;
+  // A source that hands the tree record `seq`'s line with one byte changed at `at` (counted from the line's end when negative).
+  const damaged = (seq, at) => ({
+    get durableSeq() { return log.durableSeq; },
+    readLines: async (from, to, max) => {
+      const run = await log.readLines(from, to, max);
+      if (run === null || seq < run.firstSeq || seq > run.lastSeq) return run;
+      const bytes = Buffer.from(run.bytes);
+      let start = 0;
+      for (let s = run.firstSeq; s < seq; s++) start = bytes.indexOf(0x0a, start) + 1;
+      const end = bytes.indexOf(0x0a, start);
+      const i = at < 0 ? end + at : start + at;
+      bytes[i] = bytes[i] === 0x30 ? 0x31 : 0x30;
+      return { ...run, bytes };
+    },
+  });
+  const treeOver = (name, source) => {
+    mkdirSync(join(dir, name));
+    const tree = new MerkleTree(join(dir, name), source);
+    t.after(() => tree.close());
+    return tree;
+  };
+  const good = treeOver('good', log);
+  await good.waitFor(n, 10_000);
+
+  // A changed hex digit of record 30's hash field: the next line does not link to it.
+  const refuted = treeOver('refuted', damaged(30, -3));
+  await assert.rejects(refuted.waitFor(n, 10_000), (err) => err.name === 'RecordDamagedError' && err.seq === 30);
+  assert.equal(refuted.size, 29, 'the tree stops before the record');
+
+  // A changed byte of record 30's text: its own check fails, the next line confirms its hash field.
+  const text = treeOver('text', damaged(30, 15));
+  await text.waitFor(n, 10_000);
+  assert.deepEqual(rootHash(text, n), rootHash(good, n));
 });
