@@ -42,6 +42,7 @@ const SLOW_HTTP = new Set([
   'web-reader-hostile.test.mjs',
   'web-reader-people.test.mjs',
   'web-reader-recovery.test.mjs',
+  'web-reader-positions.test.mjs',
   'web-reader-tokens.test.mjs',
   'mcp-modern.test.mjs',
   'web-reader.test.mjs',

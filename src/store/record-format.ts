@@ -43,7 +43,10 @@ export const REPLICATION_EPOCH_TYPE = 'replication.epoch';
 
 /** One record of the log, as replayed and as appended. */
 export interface LogRecord<P = unknown> {
-  /** Log position, from 1, without gaps. Feed cursors, exchange positions and receipts use it. */
+  /**
+   * Log seq, from 1, without gaps. The topic export, proofs and receipts use it; feed cursors and
+   * ids use the record's position, which equals it until a change of writer (domain/positions.ts).
+   */
   seq: number;
   /** ISO 8601 UTC time the record was appended. */
   time: string;

@@ -16,6 +16,7 @@ import { publicRoutes } from '../../dist/api/routes.js';
 import { ERROR_CATALOGUE, ERROR_CODES } from '../../dist/errors.js';
 import { setLogSink } from '../../dist/logger.js';
 import { ManualClock } from '../../dist/clock.js';
+import { nextPositionBase } from '../../dist/domain/positions.js';
 import { AGENT_TOKENS_MAX, DISK_CHECK_INTERVAL_MS } from '../../dist/constants.js';
 import { adminSocketPath } from '../../dist/admin/socket-path.js';
 import { Agent, request } from 'undici';
@@ -146,6 +147,11 @@ test('every code of the catalogue is provoked through the API, and each error bo
   const origin = randomUUID();
   saw(await h.get(`/api/changes?after=1&originId=${origin}`, a.token), 'CURSOR_ORIGIN');
   saw(await h.get(`/api/exchange?topicId=${topic.id}&through=999999&originId=${h.app.log.originId}`, a.token), 'CURSOR_AHEAD');
+  // Issue 50: a change of writer (the epoch record a promoted follower writes) makes positions jump;
+  // a cursor just past the last position before the jump names records a failover lost.
+  const fork = h.app.state.positions.positionOf(h.app.log.headSeq);
+  h.app.commit('replication.epoch', { epoch: 2, writer: 'w', leaderUrl: 'http://127.0.0.1:1', positionBase: nextPositionBase(fork) });
+  saw(await h.get(`/api/changes?after=${fork + 1}&originId=${h.app.log.originId}`, a.token), 'CURSOR_LOST');
   saw(await h.request('POST', '/api/messages', { token: a.token, raw: 'x'.repeat(40000), headers: { 'content-type': 'application/json' } }), 'BODY_TOO_LARGE');
   saw(await h.get(`/api/topics?${'q'.repeat(9000)}`, a.token), 'URI_TOO_LONG');
   saw(await h.request('POST', '/api/topics', { token: a.token, raw: '{"title":"x"}', headers: { 'content-type': 'text/plain' } }), 'UNSUPPORTED_MEDIA_TYPE');

@@ -46,7 +46,10 @@ export type FeedName = 'discussion' | 'work' | 'inbox';
 /** One held request. */
 interface Waiter {
   feed: FeedName;
-  /** The request's cursor position: it is answered once the feed's last event is past it. */
+  /**
+   * The request's cursor as a seq of the feed's own (the log's; the work feed's sequence), not the
+   * client's position (issue 50): it is answered once the feed's last event is past it.
+   */
   after: number;
   /** When the wait ends, in the clock's ms. */
   deadlineMs: number;
@@ -61,7 +64,7 @@ interface Waiter {
 
 /** What FeedWaiters needs of an open stream (src/api/feeds/stream.ts). */
 export interface HeldStream {
-  /** The stream's cursor position now (it advances as pages are written). */
+  /** The stream's cursor now, as a seq of the feed's own like Waiter.after (it advances as pages are written). */
   readonly after: number;
   /** Writes the pages past the cursor that the client can take now; whether it wrote any. */
   pump(): boolean;

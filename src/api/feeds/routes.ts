@@ -25,8 +25,10 @@ import {
   discussionPageJson,
   workPageJson,
   workFeedOriginId,
+  type CheckedCursor,
   type CursorQuery,
 } from '../../domain/feeds/pages.js';
+import { workFeedPositions, type FeedPositions } from '../../domain/feeds/feeds.js';
 import { receiptJson } from '../../domain/receipts/receipts.js';
 import { readerOf, type Reader } from '../../domain/moderation/moderation.js';
 import { FeedWaiters, type FeedName, type HeldStream, type StreamRefusal } from './long-poll.js';
@@ -144,8 +146,10 @@ export function feedMovedBetween(app: App, feed: FeedName, agentId: string, afte
 }
 
 /**
- * A feed request with `wait` (issue 37): the cursor is checked first (400/409 at once). When its
- * page would be caught up (`caughtUp`: no event past the cursor and nothing more to scan), the
+ * A feed request with `wait` (issue 37); its cursor was checked and mapped first (`checkCursor`:
+ * 400/409 at once), and `at` is where it landed. When its page would be caught up (`caughtUp`: no
+ * event past the cursor and nothing more to scan; always for a cursor ahead of a follower's head,
+ * `at.notYet`, issue 50), the
  * request is held until the feed has an event past the cursor or the wait ends; when it is not
  * caught up but a delivery window is open (the feed is moving and followers were just answered),
  * it is held until the round at the window's end, so a follower that keeps asking is answered
@@ -153,15 +157,18 @@ export function feedMovedBetween(app: App, feed: FeedName, agentId: string, afte
  * one (so followers that are never caught up are paced too), as it is when the bounds on held
  * requests are reached. What a not-caught-up request cost the main thread so far (from
  * `ctx.startedMs`) is charged to the delivery rounds' share, and so is the writing of a held
- * request's answer (`ctx.onSent`, timed by src/http/server.ts). `render` builds the page. A held
- * request whose agent was disabled, or whose token was rotated, while it was held is answered
- * 401 UNAUTHORIZED, as the same request sent then would be (issue 51).
+ * request's answer (`ctx.onSent`, timed by src/http/server.ts). `render` builds the page (and
+ * checks the cursor again: a held request is answered with what the same request would get then).
+ * A held request whose agent was disabled, or whose token was rotated, while it was held is
+ * answered 401 UNAUTHORIZED, as the same request sent then would be (issue 51).
  */
-export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, originId: string, head: number, render: () => Reply): Reply | Promise<Reply> {
-  const { wait, after } = ctx.query;
+export function pageOrWait(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, caughtUp: boolean, at: CheckedCursor, render: () => Reply): Reply | Promise<Reply> {
+  const { wait } = ctx.query;
   if (wait === undefined) return render();
   // On a follower a cursor ahead of its head is held as caught up, until the feed passes it (issue 50).
-  if (checkCursor(ctx.query, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following)) caughtUp = true;
+  if (at.notYet) caughtUp = true;
+  // Held requests are compared with the feed's last event in the feed's own seqs.
+  const after = at.seq;
   const waiters = waitersOf(ctx.app);
   const agent = ctx.agent!;
   const agentId = agent.profile.id;
@@ -195,7 +202,7 @@ export const LAST_EVENT_ID_PARAMETER: ParameterDoc = {
   name: 'Last-Event-ID',
   in: 'header',
   required: false,
-  description: 'Stream form only (Accept: text/event-stream): the id of the last event processed, `<originId>:<after>`; resumes after it and replaces the query cursor. Malformed: 400; another feed or lineage, or ahead of the archive: 409.',
+  description: 'Stream form only (Accept: text/event-stream): the id of the last event processed, `<originId>:<after>` (`after` the page cursor\'s position); resumes after it and replaces the query cursor. Malformed: 400; another feed or lineage, ahead of the archive, or a position a failover lost: 409.',
   schema: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:(0|[1-9][0-9]{0,15})$' },
 };
 
@@ -215,9 +222,10 @@ export function wantsStream(req: IncomingMessage): boolean {
 /**
  * Opens a stream of `feed` for the caller (issue 37): the cursor is the query's, or the
  * `Last-Event-ID` header's when it is sent (an EventSource reconnecting); it is checked against
- * `originId` and `head` first, so a bad cursor is the JSON form's 400/409 before the stream starts.
- * `page(q)` renders the page at cursor `q` from durable records only, or returns null when there
- * is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
+ * `originId` and `head` and mapped with `positions()` (the feed's, read at each use: issue 50)
+ * first, so a bad cursor is the JSON form's 400/409 before the stream starts. `page(q)` renders
+ * the page at `q`, whose `after` is a seq of the feed's own, from durable records only, or returns
+ * null when there is nothing past `q.after`. The stream lasts `wait` seconds (FEED_STREAM_WAIT_DEFAULT_SECONDS
  * when absent); once the caller is disabled or its token rotated it sends nothing more. Its pages
  * follow the feed's rules (src/api/feeds/stream.ts): after a backlog page its pollAfterSeconds,
  * and with rate limits on every page after the first counts as a change read. Past the bounds on held
@@ -225,10 +233,17 @@ export function wantsStream(req: IncomingMessage): boolean {
  * FEED_WAITERS_PER_AGENT_MAX) or 503 UNAVAILABLE (FEED_WAITERS_MAX), with Retry-After
  * FEED_STREAM_BUSY_RETRY_SECONDS.
  */
-export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?: number } }, feed: FeedName, originId: string, head: number, page: (q: CursorQuery) => Buffer | null): Reply {
+export function openStream(
+  ctx: RequestContext & { query: CursorQuery & { wait?: number } },
+  feed: FeedName,
+  originId: string,
+  head: number,
+  positions: () => FeedPositions,
+  page: (q: CursorQuery) => Buffer | null,
+): Reply {
   const resumed = lastEventCursor(ctx.req.headers['last-event-id']);
   const q: CursorQuery = resumed === undefined ? { ...ctx.query } : { after: resumed.after, originId: resumed.originId, limit: ctx.query.limit };
-  checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following);
+  const at = checkCursor(q, originId, head, feed === 'inbox' ? 'inbox' : `${feed} feed`, ctx.app.following, positions());
   const { app } = ctx;
   const agent = ctx.agent!;
   const tokenHash = agent.profile.tokenHash;
@@ -241,11 +256,13 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
       // that token is 401).
       if (agent.disabled || agent.profile.tokenHash !== tokenHash) return null;
       const p = page({ after, limit: q.limit, originId });
-      return p === null ? null : eventOf(p);
+      return p === null ? null : eventOf(p, (position) => positions().cursorSeq(position).seq);
     },
     take: take === undefined ? undefined : () => take(agentId),
   };
-  const stream = new FeedStream(source, q.after, () => app.now());
+  // The stream keeps its cursor in the feed's own seqs (held streams are compared with the
+  // feed's last event); its events' ids carry the page cursors' positions.
+  const stream = new FeedStream(source, at.seq, () => app.now());
   const refused = waitersOf(app).openStream(feed, ctx.query.wait ?? FEED_STREAM_WAIT_DEFAULT_SECONDS, agentId, ctx.req.socket, stream);
   if (refused === 'agent') {
     throw tooManyRequests(`you hold ${FEED_WAITERS_PER_AGENT_MAX} long-polled requests and streams already (the most per agent); close one, or retry after Retry-After seconds`, FEED_STREAM_BUSY_RETRY_SECONDS);
@@ -259,18 +276,32 @@ export function openStream(ctx: RequestContext & { query: CursorQuery & { wait?:
 }
 
 /**
- * One page of the discussion or work feed for the caller at cursor `q` (default: the query's):
- * checks the cursor against the feed's `originId` and `head` (409 CURSOR_* when it does not
- * belong, part 4), and answers the page from
- * the page cache, rendering it with `render` for the caller's reader class on a miss.
+ * One page of the discussion or work feed for the caller at `q`, whose `after` is a seq of the
+ * feed's own (a checked cursor: `checkCursor`), up to `head`: from the page cache, rendered with
+ * `render` for the caller's reader class on a miss. Output: the page's bytes.
  */
-function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, render: (q: CursorQuery, reader: Reader) => string, q: CursorQuery = ctx.query): Reply {
-  if (checkCursor(q, originId, head, `${feed} feed`, ctx.app.following)) {
-    return { status: 200, json: notYetPageJson(feed === 'discussion' ? DISCUSSION_FORMAT : WORK_FORMAT, originId, q.after) };
-  }
+function feedPage(ctx: Pick<RequestContext, 'app' | 'agent'>, feed: 'discussion' | 'work', q: CursorQuery, head: number, render: (q: CursorQuery, reader: Reader) => string): Buffer {
   const reader = readerOf(ctx.app.state.moderation, ctx.agent?.profile.role);
-  const raw = cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
+  return cacheOf(ctx.app).page(feed, q, head, () => render(q, reader), pageVariant(reader));
+}
+
+/**
+ * The answer to a GET of the discussion or work feed for the caller: checks the query's cursor
+ * against the feed's `originId` and `head` and maps it with `positions` (409 CURSOR_* when it
+ * does not belong or names lost records, part 4, issue 50), then answers "not yet" at the
+ * client's own cursor for one ahead of a follower's head, else the page at the mapped cursor.
+ */
+function feedReply(ctx: Pick<RequestContext, 'app' | 'agent'> & { query: CursorQuery }, feed: 'discussion' | 'work', originId: string, head: number, positions: FeedPositions, render: (q: CursorQuery, reader: Reader) => string): Reply {
+  const q = ctx.query;
+  const at = checkCursor(q, originId, head, `${feed} feed`, ctx.app.following, positions);
+  if (at.notYet) return { status: 200, json: notYetPageJson(feed === 'discussion' ? DISCUSSION_FORMAT : WORK_FORMAT, originId, q.after) };
+  const raw = feedPage(ctx, feed, { after: at.seq, limit: q.limit }, head, render);
   return { status: 200, raw, contentType: JSON_CONTENT_TYPE };
+}
+
+/** The work feed's positions now (issue 50): derived from the log's at each use, so a change of writer is seen at once. */
+function workPositionsOf(app: App): FeedPositions {
+  return workFeedPositions(app.state.feeds.work, app.state.positions);
 }
 
 export const feedRoutes: Route[] = [
@@ -289,21 +320,24 @@ export const feedRoutes: Route[] = [
     handler: (ctx) => {
       const { app, query } = ctx;
       const { discussion } = app.state.feeds;
+      const originId = app.log.originId;
       const head = app.log.headSeq;
       if (wantsStream(ctx.req)) {
-        return openStream(ctx, 'discussion', app.log.originId, head, (q) => {
+        return openStream(ctx, 'discussion', originId, head, () => app.state.positions, (q) => {
           const durable = app.log.durableSeq;
           if (q.after >= durable) return null;
           const i = discussion.upperBound(q.after);
           if ((i >= discussion.length || discussion.at(i) > durable) && durable <= q.after + q.limit) return null;
-          return feedPage(ctx, 'discussion', app.log.originId, durable, (qq, reader) => discussionPageJson(app.state.feeds, qq, app.log.originId, durable, reader), q).raw as Buffer;
+          return feedPage(ctx, 'discussion', q, durable, (qq, reader) => discussionPageJson(app.state.feeds, qq, originId, durable, reader, app.state.positions));
         });
       }
+      const at = checkCursor(query, originId, head, 'discussion feed', app.following, app.state.positions);
       const lastEvent = discussion.length === 0 ? 0 : discussion.at(discussion.length - 1);
-      const caughtUp = head <= query.after + query.limit && lastEvent <= query.after;
-      return pageOrWait(ctx, 'discussion', caughtUp, app.log.originId, head, () => {
+      const caughtUp = head <= at.seq + query.limit && lastEvent <= at.seq;
+      return pageOrWait(ctx, 'discussion', caughtUp, at, () => {
         const now = app.log.headSeq;
-        return feedPage(ctx, 'discussion', app.log.originId, now, (q, reader) => discussionPageJson(app.state.feeds, q, app.log.originId, now, reader));
+        const positions = app.state.positions;
+        return feedReply(ctx, 'discussion', originId, now, positions, (q, reader) => discussionPageJson(app.state.feeds, q, originId, now, reader, positions));
       });
     },
   }),
@@ -324,15 +358,19 @@ export const feedRoutes: Route[] = [
       const originId = workFeedOriginId(app.log.originId);
       const head = app.state.feeds.work.length;
       if (wantsStream(ctx.req)) {
-        return openStream(ctx, 'work', originId, head, (q) => {
+        return openStream(ctx, 'work', originId, head, () => workPositionsOf(app), (q) => {
           const durable = app.state.feeds.work.upperBound(app.log.durableSeq);
           if (q.after >= durable) return null;
-          return feedPage(ctx, 'work', originId, durable, (qq, reader) => workPageJson(app.state.feeds, app.state.work, qq, originId, reader, durable), q).raw as Buffer;
+          const positions = workPositionsOf(app);
+          return feedPage(ctx, 'work', q, durable, (qq, reader) => workPageJson(app.state.feeds, app.state.work, qq, originId, reader, durable, positions));
         });
       }
-      return pageOrWait(ctx, 'work', head <= ctx.query.after, originId, head, () =>
-        feedPage(ctx, 'work', originId, app.state.feeds.work.length, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader)),
-      );
+      const at = checkCursor(ctx.query, originId, head, 'work feed', app.following, workPositionsOf(app));
+      return pageOrWait(ctx, 'work', head <= at.seq, at, () => {
+        const now = app.state.feeds.work.length;
+        const positions = workPositionsOf(app);
+        return feedReply(ctx, 'work', originId, now, positions, (q, reader) => workPageJson(app.state.feeds, app.state.work, q, originId, reader, now, positions));
+      });
     },
   }),
   route({

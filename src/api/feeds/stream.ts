@@ -35,9 +35,9 @@ import type { HeldStream } from './long-poll.js';
 /** What a stream reads its pages from: one feed, for one caller. */
 export interface StreamSource {
   /**
-   * The event of the page at cursor position `after` as GET with that cursor would answer it now
-   * (only durable records; see `eventOf`), with its cursor's `after`; null when the feed has
-   * nothing past `after` to send.
+   * The event of the page at cursor `after` (a seq of the feed's own) as GET with that cursor
+   * would answer it now (only durable records; see `eventOf`), with its cursor's `after`; null
+   * when the feed has nothing past `after` to send.
    */
   next(after: number): StreamEvent | null;
   /**
@@ -48,9 +48,13 @@ export interface StreamSource {
   take?(): number;
 }
 
-/** One page as a whole stream event: its bytes, its cursor position and its pacing. */
+/** One page as a whole stream event: its bytes, its cursor and its pacing. */
 export interface StreamEvent {
   readonly bytes: Buffer;
+  /**
+   * The page cursor's `after` in the feed's own seqs (the stream's cursor): the id carries the
+   * position (issue 50), which equals it until a change of writer.
+   */
   readonly after: number;
   /** The page's `hasMore`: a backlog, so the next page waits `pollAfterMs`. */
   readonly hasMore: boolean;
@@ -69,20 +73,22 @@ const events = new WeakMap<Buffer, StreamEvent>();
 
 /**
  * The stream event of page `page` (a feed or inbox page as its GET answers it): `id:
- * <originId>:<after>` from the page's own cursor, then `data: ` and the page, then the blank
- * line that ends an event. Built once per page Buffer and shared by every stream that sends it
- * (the page cache hands the same Buffer to every stream at one cursor). Pages are one line of
- * JSON (no raw line break), so one `data:` line carries it whole.
+ * <originId>:<after>` from the page's own cursor (a position, issue 50), then `data: ` and the
+ * page, then the blank line that ends an event; its `after` is the cursor's seq, `seqOf(position)`
+ * (the feed's map; the position itself by default). Built once per page Buffer and shared by every
+ * stream that sends it (the page cache hands the same Buffer to every stream at one cursor, and a
+ * page's position maps to the same seq for good). Pages are one line of JSON (no raw line break),
+ * so one `data:` line carries it whole.
  */
-export function eventOf(page: Buffer): StreamEvent {
+export function eventOf(page: Buffer, seqOf: (position: number) => number = (position) => position): StreamEvent {
   let ev = events.get(page);
   if (ev === undefined) {
     const m = PAGE_HEAD.exec(page.toString('latin1', 0, Math.min(page.length, 256)));
     if (m === null) throw new Error('a feed page without its cursor, hasMore and pollAfterSeconds');
-    const after = Number(m[2]);
+    const position = Number(m[2]);
     ev = {
-      bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${after}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]),
-      after,
+      bytes: Buffer.concat([Buffer.from(`id: ${m[1]}:${position}\ndata: `, 'latin1'), page, Buffer.from('\n\n')]),
+      after: seqOf(position),
       hasMore: m[3] === 'true',
       pollAfterMs: Number(m[4]) * 1000,
     };
@@ -120,7 +126,7 @@ export class FeedStream implements HeldStream {
   private pages = 0;
 
   /**
-   * Input: the page source, the cursor position to start after, and the clock (ms). The stream
+   * Input: the page source, the cursor to start after (a seq of the feed's own, issue 50), and the clock (ms). The stream
    * writes nothing until `start` hands it the response.
    */
   constructor(

@@ -7,7 +7,7 @@
 import type { Route } from '../../http/router.js';
 import { route } from '../route.js';
 import { checkCursor } from '../../domain/feeds/pages.js';
-import { inboxHasEntryAfter, inboxOriginId, inboxPageJson } from '../../domain/inbox/inbox.js';
+import { inboxHasEntryAfter, inboxNotYetPageJson, inboxOriginId, inboxPageJson } from '../../domain/inbox/inbox.js';
 import { readerOf } from '../../domain/moderation/moderation.js';
 import { LAST_EVENT_ID_PARAMETER, STREAM_DOC, openStream, pageOrWait, wantsStream } from '../feeds/routes.js';
 
@@ -28,22 +28,25 @@ export const inboxRoutes: Route[] = [
       const { app, query, agent } = ctx;
       const originId = inboxOriginId(app.log.originId);
       const me = agent.profile.id;
+      // Entries and cursors are log positions (issue 50): the cursor is mapped to a log seq first.
       if (wantsStream(ctx.req)) {
-        return openStream(ctx, 'inbox', originId, app.log.headSeq, (q) => {
+        return openStream(ctx, 'inbox', originId, app.log.headSeq, () => app.state.positions, (q) => {
           const durable = app.log.durableSeq;
           if (!inboxHasEntryAfter(app.state.inbox, me, q.after, durable)) return null;
           const src = { records: app.state.feeds.records, forum: app.state.forum, work: app.state.work, reader: readerOf(app.state.moderation, agent.profile.role) };
-          return Buffer.from(inboxPageJson(app.state.inbox, src, me, q, originId, durable), 'utf8');
+          return Buffer.from(inboxPageJson(app.state.inbox, src, me, q, originId, durable, app.state.positions), 'utf8');
         });
       }
-      const caughtUp = !inboxHasEntryAfter(app.state.inbox, me, query.after, app.log.headSeq);
-      return pageOrWait(ctx, 'inbox', caughtUp, originId, app.log.headSeq, () => {
+      const at = checkCursor(query, originId, app.log.headSeq, 'inbox', app.following, app.state.positions);
+      const caughtUp = !inboxHasEntryAfter(app.state.inbox, me, at.seq, app.log.headSeq);
+      return pageOrWait(ctx, 'inbox', caughtUp, at, () => {
         const head = app.log.headSeq;
         // A follower answers a cursor ahead of its head with an empty page at that cursor (issue 50).
-        checkCursor(query, originId, head, 'inbox', app.following);
+        const now = checkCursor(query, originId, head, 'inbox', app.following, app.state.positions);
+        if (now.notYet) return { status: 200, json: inboxNotYetPageJson(originId, query.after) };
         const reader = readerOf(app.state.moderation, agent.profile.role);
         const src = { records: app.state.feeds.records, forum: app.state.forum, work: app.state.work, reader };
-        return { status: 200, json: inboxPageJson(app.state.inbox, src, me, query, originId, head) };
+        return { status: 200, json: inboxPageJson(app.state.inbox, src, me, { after: now.seq, limit: query.limit }, originId, head, app.state.positions) };
       });
     },
   }),

@@ -12,18 +12,24 @@
  *
  * Event shape (ours, part 6 rule 9): `{"seq", "kind", "time", "<kind>": <record>}` where the
  * record key is `room`, `topic`, `message`, `knowledge` or `workItem`.
+ *
+ * Positions (issue 50): the indexes here hold seqs — the log's, and the work feed's own sequence —
+ * and what clients see at the edges (an event's `seq`, a cursor's `after`) are positions: the
+ * log's (domain/positions.ts) for the discussion feed and the inbox, and the work feed's
+ * (`workFeedPositions`) for the work feed. Both equal the seqs until a change of writer.
  */
 import stableStringify from 'fast-json-stable-stringify';
 import { U32List } from '../../containers/u32-list.js';
 import type { RecordSource, StoredRecord } from '../../store/records.js';
 import { packLists, unpackLists, type PackedArrays, type PackedLists } from '../packing.js';
 import { RECORD_TYPE_ENTRIES, type DiscussionKind } from '../record-types.js';
+import { nextPositionBase, Positions, type CursorSeq } from '../positions.js';
 
 export type { DiscussionKind };
 
 /** One event of either feed (part 6). */
 export interface FeedEvent {
-  /** Feed position: log seq (discussion) or work-feed sequence (work). */
+  /** What the event's `seq` says: its position (issue 50; the page functions map the seq to it). */
   seq: number;
   /** Log seq of the record (equals `seq` on the discussion feed). */
   logSeq: number;
@@ -164,4 +170,58 @@ export function unpackFeeds(feeds: FeedsState, p: PackedFeeds, arrays: PackedArr
   feeds.discussion = arrays.takeList(p.discussion);
   feeds.byTopic = unpackLists(p.byTopic, arrays);
   feeds.work = arrays.takeList(p.work);
+}
+
+/**
+ * How a feed's seqs and its client-visible positions map (issue 50): `positionOf(seq)` for the
+ * events and cursors a page hands out, `cursorSeq(after)` for a cursor a client sends. The class
+ * Positions (domain/positions.ts) is one.
+ */
+export interface FeedPositions {
+  positionOf(seq: number): number;
+  cursorSeq(position: number): CursorSeq;
+}
+
+/** Positions that are the seqs themselves (a log whose writer never changed; the topic export). */
+export const SEQ_POSITIONS: FeedPositions = {
+  positionOf: (seq) => seq,
+  cursorSeq: (position) => ({ seq: position, lostAfter: null }),
+};
+
+/**
+ * The work feed's positions (issue 50), derived from the log's `positions` and the work feed's
+ * log seqs `work` (FeedsState.work). The work feed numbers its events 1, 2, … (one per revision,
+ * not one per record), so the log's offsets cannot be used as they are; it gets jumps of its own
+ * at the same changes of writer: at each epoch record with a `positionBase` (log seq `s`), the
+ * work events before it keep their positions and the first one after it gets
+ * `nextPositionBase(last) + 1`, where `last` is the position of the last work event before `s`,
+ * or the previous jump's base when that is higher (a writer that wrote no work event may still
+ * have lost some). So a work position a lost branch gave out (the old writer went on from `last`)
+ * lies in the gap, and a cursor holding one is 409 CURSOR_LOST naming `last`, as on the
+ * discussion feed. A jump with no work event before the next one is merged into that one (an
+ * empty stretch holds no event a cursor could stop at). Deterministic from the log: every replica
+ * derives the same map, and no position at or below the feed's head ever changes (a jump is noted
+ * at a new record, so it only moves work events still to come).
+ * Output: the map over work-feed sequences; on a log whose writer never changed SEQ_POSITIONS
+ * (nothing allocated). Cost: one binary search per change of writer (a few).
+ */
+export function workFeedPositions(work: U32List, positions: Positions): FeedPositions {
+  if (!positions.rebased) return SEQ_POSITIONS;
+  const out = new Positions();
+  // [first work seq after the jump, position of that work event], merged when equal first seqs.
+  const jumps: Array<[number, number]> = [];
+  // Position − sequence of the newest stretch so far (its first event is at `base + 1`).
+  let delta = 0;
+  for (const [seq] of positions.pack()) {
+    // Work events before the epoch record; the last one's position — or, when the newest stretch
+    // has none, that stretch's base (the events before it are older, and before + delta = base).
+    const before = work.upperBound(seq - 1);
+    const base = nextPositionBase(before + delta);
+    const first = before + 1;
+    if (jumps.length > 0 && jumps[jumps.length - 1]![0] === first) jumps.pop();
+    jumps.push([first, base + 1]);
+    delta = base + 1 - first;
+  }
+  for (const [first, position] of jumps) out.rebase(first, position);
+  return out;
 }

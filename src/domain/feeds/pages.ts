@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { FEED_PAGE_CACHE_BYTES_DEFAULT, FEED_PAGE_CACHE_MAX, FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import { fail, invalid, notFound } from '../../errors.js';
-import { discussionEvent, discussionRecordOf, eventJson, type FeedsState } from './feeds.js';
+import { discussionEvent, discussionRecordOf, eventJson, SEQ_POSITIONS, type FeedPositions, type FeedsState } from './feeds.js';
 import { workRowOf, type WorkBoardState } from '../work/work.js';
 import { workJsonOf, workRecordJson } from '../work/views.js';
 import { discussionRecordStatus, discussionView, ERASED, MODERATION_EVENT_TYPE, VISIBLE, type ModerationEventPayload, type Reader } from '../moderation/moderation.js';
@@ -63,17 +63,40 @@ export interface CursorQuery {
 }
 
 /**
- * Checks a cursor against a feed: originId required when after > 0 (400), must equal the feed's
- * (409), and after must not be beyond the feed's head (409: restored older data — reread) —
- * except on a read-only follower (`lagging`, issue 50): there a cursor ahead of the head is one
- * the leader (or a follower further along) gave out, and the answer is "not yet". Output: true
- * when the cursor is ahead and `lagging` (the caller answers an empty page at that cursor,
- * `notYetPageJson`, or holds a long poll until the feed passes it).
+ * Where a checked cursor lands (`checkCursor`): `seq`, the seq in the feed's own numbering (the
+ * log's for the discussion feed and the inbox, the work feed's for the work feed) after which the
+ * page's scan starts; `notYet`, true when the cursor is ahead of a lagging follower's head (the
+ * caller answers "not yet" at the client's own cursor, or holds a long poll until the feed passes it).
+ */
+export interface CheckedCursor {
+  seq: number;
+  notYet: boolean;
+}
+
+/**
+ * Checks a cursor against a feed and maps its `after` — a *position* (issue 50,
+ * domain/positions.ts; equal to the seq until a change of writer) — to the seq its scan continues
+ * after, with `positions` (default: positions are seqs, as for the topic export):
+ * - originId required when after > 0 (400 VALIDATION), and it must equal the feed's (409
+ *   CURSOR_ORIGIN);
+ * - a position a failover lost (one of the gap's, handed out by a leader that was replaced) is
+ *   409 CURSOR_LOST naming where this archive's history parts from the cursor's: never a silent
+ *   skip of the new records at the same seqs;
+ * - a cursor beyond the feed's `head` (a seq) is 409 CURSOR_AHEAD (restored older data: reread) —
+ *   except on a read-only follower (`lagging`, issue 50): there a cursor ahead of the head is one
+ *   the leader (or a follower further along) gave out, and the answer is "not yet" (`notYet`).
  * The query schema admits only the canonical hyphenated UUID form, so the one remaining
  * spelling difference is the case of the hex digits: both sides are compared lower-cased
  * (RFC 4122 §3: UUIDs are case-insensitive on input).
  */
-export function checkCursor(q: { after: number; originId?: string }, originId: string, head: number, feed: string, lagging = false): boolean {
+export function checkCursor(
+  q: { after: number; originId?: string },
+  originId: string,
+  head: number,
+  feed: string,
+  lagging = false,
+  positions: FeedPositions = SEQ_POSITIONS,
+): CheckedCursor {
   if (q.after > 0 && q.originId === undefined) {
     throw invalid(`query parameter "originId" is required when after > 0; copy it from the previous page's cursor`);
   }
@@ -81,39 +104,50 @@ export function checkCursor(q: { after: number; originId?: string }, originId: s
     throw fail('CURSOR_ORIGIN', `cursor originId ${q.originId} does not belong to the ${feed} of this archive (originId ${originId}): ` +
         'a cursor from another feed or another archive lineage (e.g. after a restore); do not reset silently — reread from after=0 and deduplicate');
   }
-  if (q.after > head) {
-    if (lagging) return true;
-    throw fail('CURSOR_AHEAD', `cursor after=${q.after} is ahead of this archive, which ends at ${head}: the data was restored from an older backup; ` +
+  const at = positions.cursorSeq(q.after);
+  if (at.lostAfter !== null) {
+    throw fail('CURSOR_LOST', `cursor after=${q.after} names records this archive does not have: a failover lost them (the cursor came from a leader ` +
+        `that was replaced before they were replicated); this archive's history parts from it after position ${at.lostAfter}. ` +
+        `Reread from after=${at.lostAfter} (same originId) and deduplicate by originId + seq; never reset silently`);
+  }
+  if (at.seq > head) {
+    if (lagging) return { seq: at.seq, notYet: true };
+    throw fail('CURSOR_AHEAD', `cursor after=${q.after} is ahead of this archive, which ends at ${positions.positionOf(head)}: the data was restored from an older backup; ` +
         'reread from after=0 and reconcile, never continue silently');
   }
-  return false;
+  return { seq: at.seq, notYet: false };
 }
 
 /**
  * A follower's answer to a cursor ahead of its head (issue 50; see `checkCursor`): a caught-up
- * page with no events that gives the same cursor back, so the client keeps it and asks again
- * after pollAfterSeconds.
+ * page with no events that gives the client's own cursor (`after`, a position) back, so the
+ * client keeps it and asks again after pollAfterSeconds.
  */
 export function notYetPageJson(format: string, originId: string, after: number): string {
-  return pageJson(format, originId, after, after, []);
+  return pageJson(format, originId, after, after, [], SEQ_POSITIONS);
 }
 
-/** The page envelope around events already encoded; rows (after, end] were scanned. */
-function pageJson(format: string, originId: string, end: number, head: number, events: string[]): string {
+/**
+ * The page envelope around events already encoded; rows (after, end] were scanned (seqs); the
+ * cursor's `after` is `end`'s position.
+ */
+function pageJson(format: string, originId: string, end: number, head: number, events: string[], positions: FeedPositions): string {
   const hasMore = end < head;
   const poll = hasMore ? FEED_POLL_BACKLOG_SECONDS : FEED_POLL_CAUGHT_UP_SECONDS;
   return (
-    `{"format":"${format}","cursor":{"originId":"${originId}","after":${end}},"hasMore":${hasMore},` +
+    `{"format":"${format}","cursor":{"originId":"${originId}","after":${positions.positionOf(end)}},"hasMore":${hasMore},` +
     `"pollAfterSeconds":${poll},"events":[${events.join(',')}]}`
   );
 }
 
 /**
- * One page of the discussion feed as JSON. `head` is the log head: hidden rows count toward
- * `limit`, so rows (after, min(after+limit, head)] are scanned. Message events are read back from
- * the log: at most `limit` reads.
+ * One page of the discussion feed as JSON. `q.after` is a log seq (`checkCursor` mapped the
+ * client's position to it) and `head` the log head: hidden rows count toward `limit`, so rows
+ * (after, min(after+limit, head)] are scanned. Each event's `seq` and the cursor's `after` are
+ * positions (`positions`, the log's: issue 50; equal to the seqs on a log whose writer never
+ * changed). Message events are read back from the log: at most `limit` reads.
  */
-export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number, reader: Reader): string {
+export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: string, head: number, reader: Reader, positions: FeedPositions = SEQ_POSITIONS): string {
   let end = Math.min(q.after + q.limit, head);
   const seqs = feeds.discussion;
   const out: string[] = [];
@@ -130,34 +164,45 @@ export function discussionPageJson(feeds: FeedsState, q: CursorQuery, originId: 
       }
       const e = discussionEvent(feeds, p.target);
       const recordJson = discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, p.target, e.recordJson));
-      out.push(eventJson({ seq, logSeq: seq, kind: e.kind, time: stored.time, recordJson }));
+      out.push(eventJson({ seq: positions.positionOf(seq), logSeq: seq, kind: e.kind, time: stored.time, recordJson }));
       continue;
     }
     const changed = reader.mod.events.get(seq);
     if (changed === undefined) {
       const { kind, json } = discussionRecordOf(stored, seq);
-      out.push(eventJson({ seq, logSeq: seq, kind, time: stored.time, recordJson: discussionView(reader, kind, json, discussionRecordStatus(reader, kind, seq, json)) }));
+      out.push(eventJson({ seq: positions.positionOf(seq), logSeq: seq, kind, time: stored.time, recordJson: discussionView(reader, kind, json, discussionRecordStatus(reader, kind, seq, json)) }));
       continue;
     }
     // A moderation record: one event per record it hid, unhid or erased, at its own seq and
     // time, carrying that record as the reader sees it now (issue 25), so a mirror that applies
     // events in order ends with the API's view.
     const time = stored.time;
+    const position = positions.positionOf(seq);
     for (const target of changed) {
       const e = discussionEvent(feeds, target);
       const recordJson = discussionView(reader, e.kind, e.recordJson, discussionRecordStatus(reader, e.kind, target, e.recordJson));
-      out.push(eventJson({ seq, logSeq: seq, kind: e.kind, time, recordJson }));
+      out.push(eventJson({ seq: position, logSeq: seq, kind: e.kind, time, recordJson }));
     }
   }
-  return pageJson(DISCUSSION_FORMAT, originId, end, head, out);
+  return pageJson(DISCUSSION_FORMAT, originId, end, head, out, positions);
 }
 
 /**
- * One page of the work feed as JSON: events (after, min(after+limit, head)], each a complete
- * WorkItem snapshot. `head`: the feed's length to page up to (default: all of it; a stream passes
- * the count of durable work events, issue 37).
+ * One page of the work feed as JSON: events (after, min(after+limit, head)] of the work feed's
+ * own sequence (`q.after` as `checkCursor` mapped it), each a complete WorkItem snapshot. `head`:
+ * the feed's length to page up to (default: all of it; a stream passes the count of durable work
+ * events, issue 37). Each event's `seq` and the cursor's `after` are work-feed positions
+ * (`positions`: `workFeedPositions`, issue 50; equal to the sequence until a change of writer).
  */
-export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQuery, originId: string, reader: Reader, head: number = feeds.work.length): string {
+export function workPageJson(
+  feeds: FeedsState,
+  work: WorkBoardState,
+  q: CursorQuery,
+  originId: string,
+  reader: Reader,
+  head: number = feeds.work.length,
+  positions: FeedPositions = SEQ_POSITIONS,
+): string {
   const end = Math.min(q.after + q.limit, head);
   const out: string[] = [];
   for (let seq = q.after + 1; seq <= end; seq++) {
@@ -177,9 +222,9 @@ export function workPageJson(feeds: FeedsState, work: WorkBoardState, q: CursorQ
       const first = feeds.work.upperBound(logSeq - 1);
       recordJson = workJsonOf(work, workRowOf(work, changed[seq - 1 - first]!)!, reader);
     }
-    out.push(eventJson({ seq, logSeq, kind: 'work_item', time, recordJson }));
+    out.push(eventJson({ seq: positions.positionOf(seq), logSeq, kind: 'work_item', time, recordJson }));
   }
-  return pageJson(WORK_FORMAT, originId, end, head, out);
+  return pageJson(WORK_FORMAT, originId, end, head, out, positions);
 }
 
 /** Bytes counted per cached page beyond its body: key, entry and Buffer bookkeeping (an estimate). */
@@ -192,6 +237,13 @@ const PAGE_ENTRY_OVERHEAD_BYTES = 200;
  * part of the key). Bounded by bytes (`maxBytes`, FORUM_FEED_CACHE_MB; issue 28 item 4) and by
  * count (`maxPages`); least recently used pages are dropped first, and a page larger than
  * `maxBytes` is served without being kept. lru-cache keeps the recency order in typed arrays.
+ *
+ * Keys are in the feeds' own seqs (`q.after` as `checkCursor` mapped it), the pages hold positions
+ * (issue 50). That is safe: the position of a seq at or below the head never changes (a change of
+ * writer adds a boundary only at a new record, past the head, domain/positions.ts; the work feed's
+ * map likewise, `workFeedPositions`), and `checkCursor` maps each position the feed has to a seq
+ * of its own and no other (a position of the gap is 409, never mapped), so a cached page is only
+ * ever served to the one cursor it was rendered for.
  *
  * Besides, the last page rendered at the head (window past it) is kept until the head moves: the
  * held long-poll requests one group commit wakes (issue 37) ask for the same page at once — the
@@ -286,6 +338,8 @@ export function exchangePageJson(
   if ((q.after > 0 || q.through !== undefined) && q.originId === undefined) {
     throw invalid('query parameter "originId" is required when after > 0 or through is given; keep the whole cursor across pages');
   }
+  // The export's after and through are log seqs, not positions (issue 50): its rows' seqs are the
+  // Merkle tree's leaf numbers and `through` its size, which verifiers check (docs/api/feeds.md).
   checkCursor(q, originId, head, 'topic export');
   const through = q.through ?? head;
   if (q.after > through) {

@@ -35,6 +35,7 @@ import type { RecordSource } from '../../store/records.js';
 import { FEED_POLL_BACKLOG_SECONDS, FEED_POLL_CAUGHT_UP_SECONDS } from '../../constants.js';
 import type { AgentRegisterPayload } from '../agents/agents.js';
 import { lastOnly, uuidV5, type CursorQuery } from '../feeds/pages.js';
+import { SEQ_POSITIONS, type FeedPositions } from '../feeds/feeds.js';
 import { messageAuthorOf, type ForumState } from '../forum/forum.js';
 import { discussionRecordStatus, flagJson, statusOf, VISIBLE, type ModerationPayload, type ModerationState, type Reader } from '../moderation/moderation.js';
 import type { WorkActionPayload, WorkBoardState } from '../work/work.js';
@@ -228,13 +229,13 @@ export interface InboxPageSources {
 /**
  * The JSON of the entry at log seq `seq` of `agentId`'s inbox, or null when its content is hidden
  * or erased now (the entry is dropped, not shown as a placeholder): `{"seq","reason","time",
- * "<kind>": <record>}` with `message` (reason `reply` or `mention`), `knowledge` (`correction`: the
+ * "<kind>": <record>}` (`seq`: the record's position, `positions`, issue 50) with `message` (reason `reply` or `mention`), `knowledge` (`correction`: the
  * revision as the discussion feed carries it), `workItem` (`work`) or `flag` (`flag`), each as the
  * reader would see it on the feeds and the flag list.
  */
-function entryJson(src: InboxPageSources, agentId: string, seq: number): string | null {
+function entryJson(src: InboxPageSources, agentId: string, seq: number, positions: FeedPositions): string | null {
   const r = src.records.read(seq);
-  const head = `{"seq":${seq},"time":"${r.time}",`;
+  const head = `{"seq":${positions.positionOf(seq)},"time":"${r.time}",`;
   switch (r.type) {
     case 'message.create': {
       if (discussionRecordStatus(src.reader, 'message', seq, r.payloadJson) !== VISIBLE) return null;
@@ -265,11 +266,13 @@ function entryJson(src: InboxPageSources, agentId: string, seq: number): string 
 
 /**
  * One page of `agentId`'s inbox as JSON (`forum-inbox-v1`, docs/api/feeds.md): its entries in
- * (after, head] in log order, at most `q.limit` of them read back (hidden and erased ones count
- * toward the limit and are left out, so a page can be short with hasMore true). The cursor's
- * `after` is the last entry read, or `head` once nothing is left. The caller checks the cursor.
+ * (after, head] in log order (log seqs: `q.after` as `checkCursor` mapped the client's position),
+ * at most `q.limit` of them read back (hidden and erased ones count toward the limit and are left
+ * out, so a page can be short with hasMore true). The cursor's `after` is the last entry read, or
+ * `head` once nothing is left, as a position (`positions`, the log's: issue 50), and so is each
+ * entry's `seq`. The caller checks the cursor.
  */
-export function inboxPageJson(s: InboxState, src: InboxPageSources, agentId: string, q: CursorQuery, originId: string, head: number): string {
+export function inboxPageJson(s: InboxState, src: InboxPageSources, agentId: string, q: CursorQuery, originId: string, head: number, positions: FeedPositions = SEQ_POSITIONS): string {
   const list = s.byAgent.get(agentId);
   const out: string[] = [];
   let i = list === undefined ? 0 : list.upperBound(q.after);
@@ -277,13 +280,26 @@ export function inboxPageJson(s: InboxState, src: InboxPageSources, agentId: str
   const n = list?.length ?? 0;
   for (let read = 0; read < q.limit && i < n && list!.at(i) <= head; read++, i++) {
     after = list!.at(i);
-    const e = entryJson(src, agentId, after);
+    const e = entryJson(src, agentId, after, positions);
     if (e !== null) out.push(e);
   }
   const hasMore = i < n && list!.at(i) <= head;
   if (!hasMore) after = Math.max(after, head);
+  return inboxPage(originId, positions.positionOf(after), hasMore, out);
+}
+
+/** The inbox page envelope: cursor `after` (a position), `hasMore` and the entries already encoded. */
+function inboxPage(originId: string, after: number, hasMore: boolean, entries: string[]): string {
   const poll = hasMore ? FEED_POLL_BACKLOG_SECONDS : FEED_POLL_CAUGHT_UP_SECONDS;
-  return `{"format":"${INBOX_FORMAT}","cursor":{"originId":"${originId}","after":${after}},"hasMore":${hasMore},"pollAfterSeconds":${poll},"entries":[${out.join(',')}]}`;
+  return `{"format":"${INBOX_FORMAT}","cursor":{"originId":"${originId}","after":${after}},"hasMore":${hasMore},"pollAfterSeconds":${poll},"entries":[${entries.join(',')}]}`;
+}
+
+/**
+ * A follower's inbox answer to a cursor ahead of its head (issue 50; feeds/pages.ts `checkCursor`):
+ * no entries, caught up, and the client's own cursor `after` (a position) back.
+ */
+export function inboxNotYetPageJson(originId: string, after: number): string {
+  return inboxPage(originId, after, false, []);
 }
 
 /** The inbox as a state snapshot keeps it. */

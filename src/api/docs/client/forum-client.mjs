@@ -938,7 +938,8 @@ export class ForumClient {
    * processing), THEN `saveCursor(page.cursor)` stores the cursor, then the follower waits
    * pollAfterSeconds plus up to 20 % jitter. Events already seen in this run (originId + seq) are
    * filtered out; delivery is at least once across restarts, so keep your processing idempotent.
-   * A 409 (wrong origin, or a cursor ahead of a restored archive) is thrown: never reset silently.
+   * A 409 (wrong origin, a cursor ahead of a restored archive, or CURSOR_LOST: one naming records
+   * a failover lost, whose message says which position to reread from) is thrown: never reset silently.
    *
    * @param {object} options
    * @param {'changes'|'work'} [options.feed] discussion (default) or work feed; never mix their cursors

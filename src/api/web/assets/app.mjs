@@ -29,7 +29,7 @@
 import { ForumClient } from '../api/client/forum-client.mjs';
 import { Lexer } from './marked.esm.js';
 import { el, fetchNotingServerClock, replaceChildren, route, waitText } from './dom.mjs';
-import { FeedFollower } from './live.mjs';
+import { FeedFollower, exportHead } from './live.mjs';
 import { newTopicView } from './compose.mjs';
 import { InboxCounter, inboxView } from './inbox.mjs';
 import { createMarkdownRenderer } from './markdown.mjs';
@@ -283,7 +283,7 @@ async function discussionHead(s) {
   for (const t of topics) s.cache.rememberTopic(t);
   if (topics.length === 0) return null;
   const page = await s.client.exchange({ topicId: topics[0].id, limit: 1 });
-  return { originId: page.cursor.originId, after: page.cursor.through };
+  return exportHead(page);
 }
 
 /** Ends the session (and forgets the token, on this device too, and the feed cursors). @param {string} [message] */
@@ -502,11 +502,12 @@ async function render(navigated) {
     if (view.discussionHead && !s.discussion.hasCursor()) s.discussion.seed(view.discussionHead);
     if (view.onWork && view.workHead !== undefined && !s.work.hasCursor()) {
       // The work feed numbers its events 1, 2, … (one per revision), so the board's revision total is its
-      // position; only the feed's originId is missing, and a one-event page carries it.
+      // position — until a change of writer makes positions jump (issue 50); then the first event's
+      // cursor is the fallback (live.mjs seed). The feed's originId comes from a one-event page.
       try {
         const page = await s.client.workChanges({ after: 0, limit: 1 });
         if (generation !== renderGeneration || session !== s) return;
-        if (!s.work.hasCursor()) s.work.seed({ originId: page.cursor.originId, after: page.hasMore ? view.workHead : page.cursor.after });
+        if (!s.work.hasCursor()) s.work.seed(page.hasMore ? { originId: page.cursor.originId, after: view.workHead, fallback: page.cursor.after } : { originId: page.cursor.originId, after: page.cursor.after });
       } catch {
         // following then starts at 0, as without a head
       }

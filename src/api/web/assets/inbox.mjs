@@ -70,7 +70,8 @@ export class InboxCounter {
 
   /**
    * After a 409 on the count's read (CURSOR_AHEAD: the saved position is ahead of an archive
-   * restored from an older backup; CURSOR_ORIGIN: it belongs to another archive lineage) the
+   * restored from an older backup; CURSOR_ORIGIN: it belongs to another archive lineage;
+   * CURSOR_LOST: it names records a failover lost, docs/api/feeds.md) the
    * saved positions are reset as the answer says ("reread from after=0"): the seen cursor is
    * forgotten, so the count starts again from the start of the inbox as on a browser where the
    * inbox was never opened (nothing new is lost; opening the inbox marks it all seen), and

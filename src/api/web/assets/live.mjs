@@ -113,17 +113,23 @@ export class FeedFollower {
   /**
    * Sets where following starts when no cursor is stored yet: the feed's head (the reader shows
    * current records itself, so it needs only what happens from now on, never the whole archive).
-   * @param {{originId: string, after: number}} cursor
+   * A head the reader worked out itself (`exportHead`, the work board's revision total) may name
+   * no event after a change of writer (feed positions jump then, issue 50: 409 CURSOR_LOST):
+   * `fallback`, a position the feed surely has at or before the head (learnt with it, so nothing
+   * after the head is passed over), is where following starts then: the events since are read
+   * again, none is skipped. It is dropped once a page is read.
+   * @param {{originId: string, after: number, fallback?: number}} cursor
    */
   seed(cursor) {
     if (this.hasCursor()) return;
-    sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after }));
+    const fallback = cursor.fallback !== undefined && cursor.fallback !== cursor.after ? { fallback: cursor.fallback } : {};
+    sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.after, ...fallback }));
     // The head was just read: nothing is new yet. The first read (held by the server until
     // something new comes) starts a little later, so a short visit reads no feed at all.
     this.nextAt = Date.now() + SEEDED_FIRST_READ_MS;
   }
 
-  /** @returns {{originId: string|null, after: number}} */
+  /** @returns {{originId: string|null, after: number, fallback?: number}} */
   cursor() {
     try {
       const saved = JSON.parse(sessionStorage.getItem(this.storageKey) ?? 'null');
@@ -161,6 +167,12 @@ export class FeedFollower {
     } catch (err) {
       if (generation !== this.generation) return;
       this.inFlight = null;
+      if (err?.status === 409 && Number.isSafeInteger(cursor.fallback) && cursor.originId) {
+        // A seeded head that names no event (see seed): start at its fallback instead, once.
+        sessionStorage.setItem(this.storageKey, JSON.stringify({ originId: cursor.originId, after: cursor.fallback }));
+        void this.poll(generation);
+        return;
+      }
       this.failed(generation, err);
       return;
     }
@@ -198,4 +210,39 @@ export class FeedFollower {
     const after = status === 0 || status >= 500 ? ` (${MAX_FAILURES} failures in a row)` : '';
     this.onState('stopped', `New posts no longer appear by themselves: ${message}${after}. Reload the page to see the latest.`, err);
   }
+}
+
+/**
+ * The discussion feed's head as a cursor to seed a follower with, from a topic export page
+ * (`/api/exchange`, its first page: the topic's own row first) — no request of its own. The
+ * export's `through` is the archive's head as a log seq; feed cursors are positions (issue 50):
+ * equal to the seqs until a change of writer, past a gap after one. The topic's id carries its
+ * position (`tp_<position>`) and its row its seq, so the head's position is the topic's plus the
+ * records since: exact unless the writer changed after the topic was made, and then `fallback`,
+ * the topic's own position, is where following starts (see FeedFollower.seed). On a log whose
+ * writer never changed the head is `through`.
+ * @param {any} page an export page @returns {{originId: string, after: number, fallback?: number}}
+ */
+export function exportHead(page) {
+  const head = { originId: page.cursor.originId, after: page.cursor.through };
+  const row = page.records?.find((/** @type {any} */ r) => r.kind === 'topic');
+  let id;
+  try {
+    id = row ? JSON.parse(row.canonicalJson).id : undefined;
+  } catch {
+    id = undefined;
+  }
+  const position = idPosition(id);
+  if (position === null || !Number.isSafeInteger(row.seq)) return head;
+  return { ...head, after: position + (head.after - row.seq), fallback: position };
+}
+
+/**
+ * The position an id carries (`msg_2000000003` → 2000000003; issue 50), or null for anything else.
+ * @param {unknown} id @returns {number|null}
+ */
+function idPosition(id) {
+  const m = typeof id === 'string' ? /^[a-z]+_(\d+)$/.exec(id) : null;
+  const n = m ? Number(m[1]) : NaN;
+  return Number.isSafeInteger(n) ? n : null;
 }

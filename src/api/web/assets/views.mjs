@@ -11,7 +11,7 @@
  * @property {HTMLElement} node the view's content
  * @property {(events: any[]) => void} [onDiscussion] applies /api/changes events
  * @property {(events: any[]) => void} [onWork] applies /api/work/changes events
- * @property {{originId: string, after: number}} [discussionHead] the discussion feed's head when the view learnt it (saves a request)
+ * @property {{originId: string, after: number, fallback?: number}} [discussionHead] the discussion feed's head when the view learnt it (saves a request; live.mjs exportHead)
  * @property {number} [workHead] the work feed's position matching what the view shows (the sum of the items' revisions)
  * @property {() => void} [afterShow] runs once the node is in the document (scroll to a permalink)
  * @property {boolean} [wide] the view wants the full page width (the work board)
@@ -43,6 +43,7 @@ import { el, highlighted, route, sourceLink, time } from './dom.mjs';
 import { knowledgeReviseForm, workActionsPanel } from './edit.mjs';
 import { actionBar, placeholderNotice, stateBadge, titleOf } from './moderation.mjs';
 import { isAfter, markSeen, seenMark, topicBadge } from './unread.mjs';
+import { exportHead } from './live.mjs';
 
 // ---- Limits, in one place ----
 /** Messages per API request and per page of a thread: the API's maximum `limit` (spec part 8), so one page costs one request. */
@@ -398,7 +399,7 @@ export async function topicView(ctx, topicId, target) {
     : ctx.cache.topic(topicId);
   if (!topic) return notFoundView('Topic not found', `There is no topic with the id "${topicId}".`);
   ctx.cache.rememberTopic(topic);
-  const discussionHead = { originId: exchange.cursor.originId, after: exchange.cursor.through };
+  const discussionHead = exportHead(exchange);
 
   const extras = Promise.all([
     ctx.cache.rooms(),
