@@ -1,11 +1,13 @@
 /**
- * Generated ids: `<prefix>_<log seq, zero-padded>` (ours). The seq is unique in the log, so ids
- * are unique without randomness, and padding makes string order equal creation order, which is
- * the tie-break of "newest first by creation time and id" (part 4).
+ * Generated ids: `<prefix>_<record position, zero-padded>` (ours). A position is the record's log
+ * seq, offset past a gap after a change of writer (positions.ts, issue 50), so ids are unique
+ * without randomness and never given to two records; padding makes string order equal creation
+ * order among ids of ID_SEQ_DIGITS digits, which is the tie-break of "newest first by creation
+ * time and id" (part 4). The functions below take the position (named `seq` where it is one).
  */
 import { ID_SEQ_DIGITS } from '../constants.js';
 
-/** Builds an id such as `msg_0000000042` from a prefix and a log seq. */
+/** Builds an id such as `msg_0000000042` from a prefix and a record position (positions.ts). */
 export function makeId(prefix: string, seq: number): string {
   return `${prefix}_${String(seq).padStart(ID_SEQ_DIGITS, '0')}`;
 }
