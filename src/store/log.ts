@@ -30,30 +30,29 @@
  * far is durable, and callers acknowledge a write only after it resolves.
  */
 import { existsSync, mkdirSync, writeSync } from 'node:fs';
-import { promises as fsp } from 'node:fs';
+import type { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
 import { SEGMENT_BYTES_MAX } from '../constants.js';
 import { StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
-import { ActiveSegment, listSegments, segmentName, type SegmentInfo } from './segment.js';
+import { ActiveSegment, listSegments, type SegmentInfo } from './segment.js';
 import type { ServiceError } from '../errors.js';
 import { eraseRecords, type EraseHost } from './erase.js';
 import { logger } from '../logger.js';
 import { readMeta, writeMetaAsync, writeNewMeta, type LogMeta } from './meta.js';
 import { SegmentRecords } from './records.js';
 import { GroupCommit, type Batch } from './group-commit.js';
+import { readLineRun, type LineRun, type WrittenBatch } from './line-runs.js';
 import { TIMELINE_ON, timelineMark } from '../timeline.js';
 import { LOG_DIR, recoverLog, type RecordVisitor, type ReplayResult } from './replay.js';
 import {
   ERASE_RECORD_TYPE,
-  GENESIS_HASH,
   HASH_SUFFIX_LENGTH,
   encodeRecordLine,
   eraseTargetsOf,
   recordJson,
-  storedHashOfTail,
   type EraseTarget,
   type LogRecord,
 } from './record-format.js';
@@ -111,38 +110,10 @@ export interface LogOptions {
 }
 
 export type { LogRecord };
+export type { LineRun, WrittenBatch } from './line-runs.js';
 
 /** Record types are lower-case tokens such as `message.create` (checked on append). */
 const RECORD_TYPE = /^[a-z0-9_.-]{1,60}$/;
-
-/**
- * One group commit's batch, written (its fdatasync under way) but not yet marked durable: what
- * `Log#replicate` is handed (issue 35). `data` is exactly the bytes written, starting at byte
- * `offset` of the segment whose first record is `segmentFirstSeq`.
- */
-export interface WrittenBatch {
-  firstSeq: number;
-  lastSeq: number;
-  /** Chained hash of record lastSeq, and of record firstSeq - 1. */
-  lastHash: string;
-  prevHash: string;
-  segmentFirstSeq: number;
-  offset: number;
-  data: Buffer;
-}
-
-/** A run of whole log lines read back from one segment file (`Log#readLines`). */
-export interface LineRun {
-  firstSeq: number;
-  lastSeq: number;
-  /** Chained hash of record firstSeq - 1 and of record lastSeq. */
-  prevHash: string;
-  lastHash: string;
-  segmentFirstSeq: number;
-  /** Byte offset of the first line in its segment. */
-  offset: number;
-  bytes: Buffer;
-}
 
 /**
  * An open, writable log. Create with `Log.open`; one instance per data folder (hold the lock).
@@ -591,38 +562,10 @@ export class Log {
    * Reads back the lines of records `fromSeq`..`toSeq` (durable ones) that lie in the segment of
    * `fromSeq`, at most about `maxBytes` (always at least one line): what replication ships
    * (issue 35). Output: the run, or null when `fromSeq` is not durable. Throws Error when a
-   * segment file cannot be read.
+   * segment file cannot be read. (line-runs.ts readLineRun.)
    */
-  async readLines(fromSeq: number, toSeq: number, maxBytes: number): Promise<LineRun | null> {
-    const last = Math.min(toSeq, this.durableSeqValue);
-    const locations = this.records.locations;
-    const first = locations.locate(fromSeq);
-    if (first === undefined || fromSeq > last) return null;
-    let end = fromSeq;
-    let endLoc = first;
-    for (let s = fromSeq + 1; s <= last; s++) {
-      const loc = locations.locate(s)!;
-      if (loc.segmentFirstSeq !== first.segmentFirstSeq || loc.offset + loc.length + HASH_SUFFIX_LENGTH + 1 - first.offset > maxBytes) break;
-      end = s;
-      endLoc = loc;
-    }
-    const size = endLoc.offset + endLoc.length + HASH_SUFFIX_LENGTH + 1 - first.offset;
-    const bytes = Buffer.allocUnsafe(size);
-    const h = await fsp.open(join(this.logDir, segmentName(first.segmentFirstSeq)), 'r');
-    try {
-      let got = 0;
-      while (got < size) {
-        const { bytesRead } = await h.read(bytes, got, size - got, first.offset + got);
-        if (bytesRead === 0) throw new Error(`${segmentName(first.segmentFirstSeq)} ends before record ${end}`);
-        got += bytesRead;
-      }
-    } finally {
-      await h.close();
-    }
-    const prevHash = fromSeq === 1 ? GENESIS_HASH : this.records.storedHashOf(fromSeq - 1)!;
-    const lastHash = storedHashOfTail(bytes, size - 1);
-    if (lastHash === null) throw new Error(`record ${end} does not end where it was located`);
-    return { firstSeq: fromSeq, lastSeq: end, prevHash, lastHash, segmentFirstSeq: first.segmentFirstSeq, offset: first.offset, bytes };
+  readLines(fromSeq: number, toSeq: number, maxBytes: number): Promise<LineRun | null> {
+    return readLineRun(this.logDir, this.records, Math.min(toSeq, this.durableSeqValue), fromSeq, maxBytes);
   }
 
   /**
