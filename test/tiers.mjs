@@ -32,6 +32,7 @@ const SLOW_HTTP = new Set([
   'follower-lag.test.mjs',
   'follower-catchup.test.mjs',
   'follower-segments.test.mjs',
+  'failover-positions.test.mjs',
   'takeover.test.mjs',
   'sync-recovery.test.mjs',
   'bucket-check.test.mjs',
