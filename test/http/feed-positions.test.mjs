@@ -9,11 +9,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startRebasedServer } from '../helpers/rebased-log.mjs';
+import { openStream, pageOf } from '../helpers/sse-stream.mjs';
 import { POSITION_JUMP } from '../../dist/constants.js';
 
 let clientIds = 0;
@@ -43,57 +43,6 @@ async function readAll(s, path, token, { after = 0, limit = 100, originId } = {}
     cursor = res.body.cursor;
     if (!res.body.hasMore) return { events, cursors, cursor };
   }
-}
-
-/**
- * Opens `path` as Server-Sent Events; resolves once the head arrived to { status, body (JSON when
- * refused), events: [{id, page}], next(i) (the i-th event; rejects when the stream ends first),
- * ended }.
- */
-function openStream(s, path, token, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const req = http.get(s.url + path, { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers } }, (res) => {
-      const st = { status: res.statusCode, events: [], body: '', done: false };
-      const wake = new Set();
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => {
-        st.body += chunk;
-        buf += chunk;
-        for (let i = buf.indexOf('\n\n'); i !== -1; i = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const id = block.split('\n').find((l) => l.startsWith('id: '))?.slice(4);
-          const data = block.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
-          if (data !== undefined) st.events.push({ id, page: JSON.parse(data) });
-        }
-        for (const w of wake) w();
-      });
-      st.ended = new Promise((r) => res.on('end', () => {
-        st.done = true;
-        if (st.status !== 200) st.body = JSON.parse(st.body);
-        for (const w of wake) w();
-        r();
-      }));
-      st.next = (i) =>
-        new Promise((done, fail) => {
-          const check = () => {
-            if (st.events.length > i) {
-              wake.delete(check);
-              done(st.events[i]);
-            } else if (st.done) {
-              wake.delete(check);
-              fail(new Error(`the stream ended with ${st.events.length} events, waiting for event ${i}`));
-            }
-          };
-          wake.add(check);
-          check();
-        });
-      st.close = () => req.destroy();
-      resolve(st);
-    });
-    req.on('error', reject);
-  });
 }
 
 /** Resolves once the server holds at least `n` long polls or streams (GET /api/limits, feedSlotsTotal). */
@@ -275,26 +224,26 @@ test('feeds, inbox, long polls and streams speak positions across a change of wr
     const stream = await openStream(s, `/api/changes?after=${fork}&originId=${originId}&wait=20`, alice.token);
     t.after(() => stream.close());
     assert.equal(stream.status, 200);
-    const first = await stream.next(0);
-    assert.equal(first.id, `${originId}:${first.page.cursor.after}`);
-    assert.deepEqual(first.page.events, now.events, 'the stream from the fork point carries every event after it');
+    const first = await stream.event(0);
+    assert.equal(first.id, `${originId}:${pageOf(first).cursor.after}`);
+    assert.deepEqual(pageOf(first).events, now.events, 'the stream from the fork point carries every event after it');
     // The stream's cursor is past the jump now: a new event is written to it when committed.
     const posted = await ok(s, '/api/messages', { topicId: topic.id, content: 'while streaming' }, bob.token);
-    const second = await stream.next(1);
-    assert.deepEqual(second.page.events.map((e) => e.seq), [idPosition(posted.id)]);
-    assert.equal(second.id, `${originId}:${second.page.cursor.after}`);
+    const second = await stream.event(1);
+    assert.deepEqual(pageOf(second).events.map((e) => e.seq), [idPosition(posted.id)]);
+    assert.equal(second.id, `${originId}:${pageOf(second).cursor.after}`);
     stream.close();
     // Resuming from an event id past the jump goes on from there.
     const resumed = await openStream(s, `/api/changes?wait=1`, alice.token, { 'last-event-id': first.id });
     await resumed.ended;
-    assert.deepEqual(resumed.events.flatMap((e) => e.page.events.map((x) => x.seq)), [idPosition(posted.id)]);
+    assert.deepEqual(resumed.events.flatMap((e) => pageOf(e).events.map((x) => x.seq)), [idPosition(posted.id)]);
     const lost = await openStream(s, `/api/changes?wait=1`, alice.token, { 'last-event-id': `${originId}:${fork + 1}` });
     await lost.ended;
     assert.equal(lost.status, 409);
-    assert.equal(lost.body.code, 'CURSOR_LOST');
+    assert.equal(JSON.parse(await lost.text()).code, 'CURSOR_LOST');
     const workLost = await openStream(s, `/api/work/changes?wait=1`, alice.token, { 'last-event-id': `${(await s.get('/api/work/changes', alice.token)).body.cursor.originId}:5` });
     await workLost.ended;
     assert.equal(workLost.status, 409);
-    assert.equal(workLost.body.code, 'CURSOR_LOST');
+    assert.equal(JSON.parse(await workLost.text()).code, 'CURSOR_LOST');
   });
 });
