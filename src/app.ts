@@ -185,6 +185,12 @@ export class App {
     private readonly derivedKey: Buffer,
   ) {}
 
+  /**
+   * HTTP requests begun since start (the request listener counts them, src/http/server.ts): the
+   * log's lone-write rule reads it (Log#requestsBegun, issue 56).
+   */
+  requestsBegun = 0;
+
   /** Damage found in the archive (scrub, proven reads); `/api/status` reports it (src/integrity.ts). */
   readonly integrity = new Integrity();
 
@@ -257,6 +263,7 @@ export class App {
       }
       const logOptions: LogOptions = {
         segmentBytesMax: config.segmentBytes,
+        loneWriteSyncMaxMs: config.loneWriteSyncMaxUs / 1000,
         replayWorkersBytesMin: config.replayWorkersBytesMin,
         onCheckpointNoSpace: (err) =>
           logger.warn('checkpoint_not_written', `the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),
@@ -279,6 +286,7 @@ export class App {
       if (log.replayWorkers > 0) logger.info('replay_workers', `whole replay: segments checked on ${log.replayWorkers} worker thread(s)`, { workers: log.replayWorkers });
       const clock = opts.clock ?? (config.testClock ? new OffsetClock() : systemClock);
       const app = new App(config, log, state, clock, release, records, key);
+      log.requestsBegun = () => app.requestsBegun;
       log.onDurable = (seq, hash) => {
         app.indexer?.durable(seq, hash);
         for (const listener of app.afterGroupCommit) listener();

@@ -189,6 +189,20 @@ export const CLIENT_SHARE_PERCENT_DEFAULT = 25;
 // ---- Store (ours) ----
 /** A segment is closed and a new one started once it reaches this size. */
 export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * A lone write (issue 56: one record, nothing else for the server to do; Log#isLoneWrite) calls
+ * fdatasync on the main thread, saving the thread pool's two thread wake-ups (about 0.1 ms here),
+ * only when the event loop waited at least this long (ms) for work since the last batch became
+ * durable: longer than an epoll_wait that returns at once because requests are already waiting,
+ * so a server under load never blocks its loop for a sync (ours).
+ */
+export const LONE_WRITE_IDLE_MS = 0.01;
+/**
+ * A lone write syncs on the main thread only while the last fdatasync took at most this long (µs;
+ * FORUM_LONE_WRITE_SYNC_MAX_US, 0 turns lone writes off): on a slow or busy disk the event loop is
+ * never blocked for a whole sync (ours).
+ */
+export const LONE_WRITE_SYNC_MAX_US_DEFAULT = 1_000;
 
 // ---- Parallel whole replay (ours, issue 30; store/replay-worker.ts) ----
 /** At most this many worker threads check segments during a whole replay (the main thread applies). */

@@ -10,6 +10,8 @@
  *   `changeRead`) — and `forum_rate_limiter_evictions_total{limit}`;
  * - `forum_group_commit_fsync_seconds`, `forum_group_commit_records` and
  *   `forum_group_commit_bytes` — one observation per group commit (fdatasync);
+ *   `forum_group_commit_lone_total` — those whose fdatasync ran on the main thread (a lone write,
+ *   issue 56; read when scraped);
  * - `forum_log_head_seq`, `forum_log_durable_seq`, `forum_log_bytes`, `forum_disk_free_bytes`
  *   (read when scraped);
  * - `forum_scrub_bytes_total`, `forum_scrub_passes_total` and `forum_archive_damage_found_total`
@@ -36,6 +38,8 @@ export interface MetricsSources {
   logBytes(): number;
   /** Free bytes under the data folder as last measured, or null when unknown. */
   diskFreeBytes(): number | null;
+  /** Group commits whose fdatasync ran on the main thread (lone writes, issue 56) since start; absent = not reported. */
+  loneFsyncs?(): number;
   /** Rate-limiter evictions so far, by limit name. */
   evictions(): Record<string, number>;
   /** The background scrub's counters (store/scrub.ts); absent = not reported. */
@@ -99,6 +103,10 @@ export class Metrics {
     });
     this.batchRecords = new Histogram({ name: 'forum_group_commit_records', help: 'Records made durable by one group commit.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers });
     this.batchBytes = new Histogram({ name: 'forum_group_commit_bytes', help: 'Bytes written by one group commit.', buckets: [512, 2048, 8192, 32768, 131072, 524288, 2097152], registers });
+    if (sources.loneFsyncs !== undefined) {
+      const loneFsyncs = sources.loneFsyncs;
+      new Gauge({ name: 'forum_group_commit_lone_total', help: 'Group commits of one lone write whose fdatasync ran on the main thread (issue 56).', registers, collect() { this.set(loneFsyncs()); } });
+    }
     new Gauge({ name: 'forum_log_head_seq', help: 'Seq of the last record appended to the log.', registers, collect() { this.set(sources.headSeq()); } });
     new Gauge({ name: 'forum_log_durable_seq', help: 'Seq of the last record known to be on disk.', registers, collect() { this.set(sources.durableSeq()); } });
     new Gauge({ name: 'forum_log_bytes', help: 'Size of the log segment files (bytes).', registers, collect() { this.set(sources.logBytes()); } });

@@ -153,6 +153,7 @@ export async function startService(
     metrics = new Metrics({
       headSeq: () => app.log.headSeq,
       durableSeq: () => app.log.durableSeq,
+      loneFsyncs: () => app.log.stats.loneFsyncs,
       logBytes: () => listSegments(join(config.dataDir, LOG_DIR)).reduce((n, seg) => n + seg.sizeBytes, 0),
       diskFreeBytes: () => protections.disk.freeBytes(now()),
       evictions: () => protections.rateLimits?.evictions() ?? {},

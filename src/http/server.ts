@@ -219,6 +219,7 @@ export function createRequestListener(
       // committed the write while only the 413 reached the client).
       if (res.socket === null && !(await turnOf(res, req.socket))) return;
       if (TIMELINE_ON) timelineBegin();
+      app.requestsBegun++;
       const started = performance.now();
       const method = req.method ?? 'GET';
       const head = scanHead(req.rawHeaders);

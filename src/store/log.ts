@@ -29,11 +29,11 @@
  * arrive while a flush runs go into the next one. `sync()` resolves when everything appended so
  * far is durable, and callers acknowledge a write only after it resolves.
  */
-import { existsSync, mkdirSync, writeSync } from 'node:fs';
+import { existsSync, fdatasyncSync, mkdirSync, writeSync } from 'node:fs';
 import type { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
-import { SEGMENT_BYTES_MAX } from '../constants.js';
+import { LONE_WRITE_SYNC_MAX_US_DEFAULT, SEGMENT_BYTES_MAX } from '../constants.js';
 import { StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
@@ -64,6 +64,8 @@ export { LOG_DIR, assertReachesCheckpoint, replaySegments, type RecordVisitor, t
 export interface LogOptions {
   /** Segment roll-over size in bytes (default SEGMENT_BYTES_MAX). */
   segmentBytesMax?: number;
+  /** A lone write syncs on the main thread only after a last fdatasync of at most this many ms (default LONE_WRITE_SYNC_MAX_US_DEFAULT; 0: never; group-commit.ts `isLoneWrite`). */
+  loneWriteSyncMaxMs?: number;
   /**
    * Called once per group commit, after its fdatasync: the batch's records and bytes and how long
    * the fdatasync took (ms). Instrumentation for metrics, tests and benchmarks.
@@ -131,7 +133,7 @@ export class Log {
   private readonly segment: ActiveSegment;
   private readonly logDir: string;
   /** Counters for tests and benchmarks. */
-  readonly stats = { fsyncs: 0, batches: 0, records: 0 };
+  readonly stats = { fsyncs: 0, batches: 0, records: 0, loneFsyncs: 0 };
   /**
    * Called after every group commit with the durable head's seq and chained hash: derived
    * indexes that may only persist what is on disk (the search index's shards) follow it.
@@ -159,6 +161,11 @@ export class Log {
    * what is durable. Any other rejection is a failed write (onFatal).
    */
   replicate: ((batch: WrittenBatch) => Promise<void> | undefined) | null = null;
+
+  /** Requests the server has begun so far (a growing count, App#requestsBegun), or null without a server: the lone-write rule's input (group-commit.ts `isLoneWrite`). */
+  set requestsBegun(count: (() => number) | null) {
+    this.commit.requestsBegun = count;
+  }
 
   /**
    * Bounded waiting (issue 35, `sync` mode): a `sync()` still waiting after `ms` rejects with
@@ -192,6 +199,7 @@ export class Log {
     this.commit = new GroupCommit(
       (batch) => this.writeBatch(batch),
       (err) => this.opts.onFatal?.(err),
+      { syncMaxMs: opts.loneWriteSyncMaxMs ?? LONE_WRITE_SYNC_MAX_US_DEFAULT / 1000, replicating: () => this.replicate !== null },
     );
   }
 
@@ -591,7 +599,7 @@ export class Log {
    * durable head, releases the waiters and notifies `onDurable`. Rejects on a failed write or
    * fdatasync, or with replication's ServiceError.
    */
-  private async writeBatch({ lines, lineBytes, hashes, firstSeq }: Batch): Promise<void> {
+  private async writeBatch({ lines, lineBytes, hashes, firstSeq, lone }: Batch): Promise<void> {
     const batchHash = this.lastHash; // appends are synchronous: the hash of the batch's last line
     const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
     await this.ensureSegment(firstSeq, data.length);
@@ -599,14 +607,14 @@ export class Log {
     const prevHash = this.durableHash;
     const segmentFirstSeq = this.segmentFirstSeq;
     const segmentOffset = this.segmentBytes;
-    // The write only copies into the page cache (microseconds), so it is done synchronously;
-    // only fdatasync, which waits for the disk, goes to the thread pool. This saves a
-    // thread-pool round trip per batch, which is most of the latency at low disk load.
+    // The write only copies into the page cache (microseconds): done synchronously. fdatasync waits
+    // for the disk: on the thread pool, or here for a lone write (issue 56, group-commit.ts `isLoneWrite`).
     let written = 0;
     while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
     const syncStarted = performance.now();
     if (TIMELINE_ON) timelineMark('syncIssued');
-    const synced = handle.datasync().then(() => {
+    if (lone) this.stats.loneFsyncs++;
+    const synced = (lone ? Promise.resolve(fdatasyncSync(handle.fd)) : handle.datasync()).then(() => {
       if (TIMELINE_ON) timelineMark('syncDone');
       return performance.now() - syncStarted;
     });
@@ -626,7 +634,7 @@ export class Log {
     this.stats.batches++;
     this.stats.records += lines.length;
     this.opts.onFsync?.(lines.length, data.length, fsyncMs);
-    this.commit.release(this.durableSeqValue);
+    this.commit.release(this.durableSeqValue, fsyncMs);
     try {
       this.onDurableHashes?.(firstSeq, hashes);
     } catch (err) {

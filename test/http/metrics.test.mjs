@@ -69,3 +69,23 @@ test('without FORUM_METRICS_PORT there is no metrics listener', async (t) => {
   assert.equal(listening.metricsUrl, null);
   assert.equal((await s.get('/metrics')).status, 404);
 });
+
+test('a lone write (one client writing now and then) syncs on the main thread: forum_group_commit_lone_total counts it', async (t) => {
+  // Any fdatasync time qualifies here, so the count does not depend on this disk's speed.
+  const s = await startServer(t, { env: { FORUM_METRICS_PORT: '0', FORUM_RATE_LIMITS: 'off', FORUM_LONE_WRITE_SYNC_MAX_US: '60000000' } });
+  const metricsUrl = JSON.parse(s.stdout.split('\n').find((l) => l.includes('"listening"'))).metricsUrl;
+  const a = await s.register('lone-writer');
+  const topic = (await s.post('/api/topics', { title: 'lone writes' }, a.token)).body;
+  const before = (await scrape(metricsUrl)).value('forum_group_commit_lone_total');
+  assert.equal(typeof before, 'number', 'forum_group_commit_lone_total is exported');
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 20)); // the server has nothing else to do meanwhile
+    const res = await s.post('/api/messages', { topicId: topic.id, content: `lone ${i}`, clientId: `lone-${i}` }, a.token);
+    assert.equal(res.status, 201);
+  }
+  const after = await scrape(metricsUrl);
+  assert.ok(after.value('forum_group_commit_lone_total') >= before + 5, `each of the 5 writes was lone (${before} -> ${after.value('forum_group_commit_lone_total')})`);
+  // Each write was acknowledged after its fdatasync: every one is readable at once.
+  const page = await s.get(`/api/messages?topicId=${topic.id}&limit=10`, a.token);
+  assert.equal(page.body.messages.length, 5);
+});
