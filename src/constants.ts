@@ -190,7 +190,7 @@ export const CLIENT_SHARE_PERCENT_DEFAULT = 25;
 /** A segment is closed and a new one started once it reaches this size. */
 export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
 /**
- * A lone write (issue 56: one record, nothing else for the server to do; Log#isLoneWrite) calls
+ * A lone write (issue 56: one record, nothing else for the server to do; group-commit.ts isLoneWrite) calls
  * fdatasync on the main thread, saving the thread pool's two thread wake-ups (about 0.1 ms here),
  * only when the event loop waited at least this long (ms) for work since the last batch became
  * durable: longer than an epoll_wait that returns at once because requests are already waiting,

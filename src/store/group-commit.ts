@@ -6,10 +6,10 @@
  * `enqueue` takes one line (its seq assigned by the log, synchronously; its chained hash rides
  * along to the batch, for the Merkle tree) and, when no flush runs,
  * starts one in a microtask, so every append of the current turn joins that batch; appends that
- * arrive while a flush runs go into the next one. A batch the lone-write rule picks (`isLoneWrite`,
- * issue 56) is marked `lone`: the log syncs it on the main thread. `waitFor(seq)` resolves once a batch reaching
- * `seq` was made durable by the log's `writeBatch` (which calls `release`). Callers acknowledge a
- * write only after that (durability: ack after fsync).
+ * arrive while a flush runs go into the next one. A batch the lone-write rule picks
+ * (`isLoneWrite`, issue 56) is marked `lone`: the log syncs it on the main thread. `waitFor(seq)`
+ * resolves once a batch reaching `seq` was made durable by the log's `writeBatch` (which calls
+ * `release`). Callers acknowledge a write only after that (durability: ack after fsync).
  *
  * A failed batch fails the log: `fail` rejects every waiter (the one `rejectWaiters`) and every
  * later append. A ServiceError (replication lost the leadership, 503 REPLICA_FENCED) only refuses;
@@ -34,7 +34,7 @@ export interface Batch {
 export interface LoneWriteFacts {
   /** Lines in the batch. */
   lineCount: number;
-  /** The batch begins its flush (Batch.fresh). */
+  /** The batch begins its flush (no batch was being written when its lines were queued). */
   fresh: boolean;
   /** A replication gate waits for the bucket beside the fdatasync (Log#replicate). */
   replicating: boolean;
@@ -53,8 +53,9 @@ export interface LoneWriteFacts {
  * the thread pool. The event loop then waits for the disk, but the thread pool's hand-off and its
  * two thread wake-ups (about 0.1 ms here) are saved. Only when the server had nothing else to do:
  * one line that begins its flush, no replication gate, a quick last fdatasync (at most
- * `syncMaxMs`, default LONE_WRITE_SYNC_MAX_US_DEFAULT: a slow disk never blocks the loop), no request but its own since the last
- * batch became durable, and the loop waited at least LONE_WRITE_IDLE_MS for work meanwhile. Under
+ * `syncMaxMs`, default LONE_WRITE_SYNC_MAX_US_DEFAULT: a slow disk never blocks the loop), no
+ * request but its own since the last batch became durable, and the loop waited at least
+ * LONE_WRITE_IDLE_MS for work meanwhile. Under
  * load or beside reads, batches go to the thread pool: the loop goes on serving requests during
  * the disk's wait, and concurrent writers share one fdatasync. Pure.
  */
