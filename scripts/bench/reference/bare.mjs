@@ -2,12 +2,18 @@
 // GET /api/status. Whatever "ours" loses against this number is framework and
 // application overhead, not Node's HTTP stack.
 //
-// Env: PORT (default 3000). Always binds 127.0.0.1.
+// Env: PORT (default 3000); BARE_STATUS=short answers the shorter status of
+// earlier runs (a 159-byte body, two headers of its own) instead of the same
+// bytes the service sends. Always binds 127.0.0.1.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 
-// Pre-serialised once: a status body of roughly the size the real service sends
-// (~160 bytes), so response size is not what separates the servers.
-const BODY = Buffer.from(JSON.stringify({
+// Pre-serialised once. The default is the service's own status answer (issue 56): a
+// body of the same fields and length (~300 bytes) and the same headers, the request id
+// minted per request the cheapest way (a per-process prefix and a counter, as the
+// service does), so neither response size nor header count separates the servers.
+const SHORT = process.env.BARE_STATUS === 'short';
+const BODY = Buffer.from(JSON.stringify(SHORT ? {
   name: 'Agent Forum',
   version: '0.4.9',
   registeredAgents: 8,
@@ -15,13 +21,31 @@ const BODY = Buffer.from(JSON.stringify({
   writeStop: false,
   registrationOpen: true,
   startedAt: '2026-01-01T00:00:00.000Z',
+} : {
+  name: 'Agent Forum',
+  version: '0.4.9',
+  registeredAgents: 8,
+  activeAgents: 8,
+  writeStop: false,
+  registrationOpen: true,
+  originId: randomUUID(),
+  time: new Date().toISOString(),
+  archiveDamaged: false,
+  checkpointKey: 'ed25519:fx2xg6pX2pnn22JkEK-f0MXsSxdCys0Dwdes-PbONDk',
 }));
-const HEADERS = { 'content-type': 'application/json; charset=utf-8', 'content-length': BODY.length };
+const ID_PREFIX = randomUUID().slice(0, 24);
+let ids = 0;
 const NOT_FOUND = Buffer.from('{"error":"not found"}');
 
 const server = http.createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/api/status') {
-    res.writeHead(200, HEADERS);
+    if (SHORT) {
+      res.writeHead(200, ['content-type', 'application/json; charset=utf-8', 'content-length', BODY.length]);
+    } else {
+      const hex = (++ids).toString(16);
+      res.writeHead(200, ['X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store', 'Content-Type', 'application/json; charset=utf-8',
+        'Content-Length', BODY.length, 'X-Request-Id', ID_PREFIX + '000000000000'.slice(hex.length) + hex]);
+    }
     res.end(BODY);
     return;
   }
