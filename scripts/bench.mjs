@@ -132,6 +132,16 @@ import { measureCliStart, renderCliStart } from './bench/lib/cli-start.mjs';
 import { runTimeline } from './bench/timeline.mjs';
 import { measureMcp, renderMcp } from './bench/lib/mcp-bench.mjs';
 
+/**
+ * How the headings name a server entry given on the command line: its file and, when it lies in
+ * a git checkout, that checkout's commit ("commit 98d13d7, /tmp/x/dist/server.js").
+ */
+function entryLabel(entry) {
+  const r = spawnSync('git', ['-C', path.dirname(entry), 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
+  const commit = r.status === 0 ? r.stdout.trim() : '';
+  return commit ? `commit ${commit}, ${entry}` : entry;
+}
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 // `npm run bench -- --scale N`: the scale benchmark of issue 17 (scripts/bench/scale-bench.mjs).
@@ -735,7 +745,8 @@ function renderReport({ opts, gen, warning, cells, stages, replay, search, repli
     ratioRows.push(`| ${c.scenario} | ${c.connections} | ${cell(c.summary)} | ${cell(before)} | ${cell(prior)} | ${ref ? `${refKind} ${cell(ref)}` : '—'} | ${ref ? fmtRatio(row.vsRef) : '—'} | ${ref && before ? fmtRatio(before.rps / ref.rps) : '—'} | ${ref && prior ? fmtRatio(prior.rps / ref.rps) : '—'} | ${before ? fmtRatio(c.summary.rps / before.rps) : '—'} | ${prior ? fmtRatio(c.summary.rps / prior.rps) : '—'} | ${verdict} |`);
   }
   if (ratioRows.length) {
-    out.push('', `## Ours beside before (commit ${BEFORE_COMMIT}), prior (commit ${PRIOR_COMMIT}) and the reference (req/s, median across rounds; p99 in ms)`, '');
+    const named = (entry, commit) => (opts.givenEntries?.has(entry) ? entryLabel(entry) : `commit ${commit}`);
+    out.push('', `## Ours beside before (${named(opts.beforeEntry, BEFORE_COMMIT)}), prior (${named(opts.priorEntry, PRIOR_COMMIT)}) and the reference (req/s, median across rounds; p99 in ms)`, '');
     out.push('| scenario | conns | ours | before | prior | reference | ours/ref | before/ref | prior/ref | ours/before | ours/prior | target (issue 30) |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|', ...ratioRows);
   }
   if (stages) out.push(...renderStages(stages, { connections: opts.stagesConnections, seconds: opts.duration, targetUs: STAGES_TARGET_US }));
@@ -813,6 +824,9 @@ async function main() {
 
   // Work items: two per connection, so no connection ever waits for a free item.
   const workItems = opts.scenarios.includes('work') ? 2 * Math.max(...opts.connections) : 0;
+  // The headings name what ran: a server given with --before/--prior by its file (and the commit
+  // of the checkout it is in), a default one by its commit.
+  opts.givenEntries = new Set([opts.beforeEntry, opts.priorEntry].filter(Boolean));
   for (const [kind, commit, entryKey, optionalKey] of [['before', BEFORE_COMMIT, 'beforeEntry', 'beforeOptional'], ['prior', PRIOR_COMMIT, 'priorEntry', 'priorOptional']]) {
     if (!opts.servers.includes(kind) || opts[entryKey]) continue;
     try {
