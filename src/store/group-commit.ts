@@ -55,9 +55,9 @@ export interface LoneWriteFacts {
  * one line that begins its flush, no replication gate, a quick last fdatasync (at most
  * `syncMaxMs`, default LONE_WRITE_SYNC_MAX_US_DEFAULT: a slow disk never blocks the loop), no
  * request but its own since the last batch became durable, and the loop waited at least
- * LONE_WRITE_IDLE_MS for work meanwhile. Under
- * load or beside reads, batches go to the thread pool: the loop goes on serving requests during
- * the disk's wait, and concurrent writers share one fdatasync. Pure.
+ * LONE_WRITE_IDLE_MS for work meanwhile. Under load or beside reads, batches go to the thread
+ * pool: the loop goes on serving requests during the disk's wait, and concurrent writers share
+ * one fdatasync. Pure.
  */
 export function isLoneWrite(f: LoneWriteFacts): boolean {
   if (f.lineCount !== 1 || !f.fresh || f.replicating || f.syncMaxMs <= 0 || f.lastFsyncMs > f.syncMaxMs) return false;
@@ -193,7 +193,8 @@ export class GroupCommit {
     try {
       let fresh = true;
       while (this.pending.length > 0) {
-        const lone = isLoneWrite({
+        // Only a first batch of one line can be lone: no facts are gathered for the others.
+        const lone = fresh && this.pending.length === 1 && isLoneWrite({
           lineCount: this.pending.length,
           fresh,
           replicating: this.lone.replicating(),

@@ -13,21 +13,9 @@ import http from 'node:http';
 // minted per request the cheapest way (a per-process prefix and a counter, as the
 // service does), so neither response size nor header count separates the servers.
 const SHORT = process.env.BARE_STATUS === 'short';
-const BODY = Buffer.from(JSON.stringify(SHORT ? {
-  name: 'Agent Forum',
-  version: '0.4.9',
-  registeredAgents: 8,
-  activeAgents: 8,
-  writeStop: false,
-  registrationOpen: true,
-  startedAt: '2026-01-01T00:00:00.000Z',
-} : {
-  name: 'Agent Forum',
-  version: '0.4.9',
-  registeredAgents: 8,
-  activeAgents: 8,
-  writeStop: false,
-  registrationOpen: true,
+const COMMON = { name: 'Agent Forum', version: '0.4.9', registeredAgents: 8, activeAgents: 8, writeStop: false, registrationOpen: true };
+const BODY = Buffer.from(JSON.stringify(SHORT ? { ...COMMON, startedAt: '2026-01-01T00:00:00.000Z' } : {
+  ...COMMON,
   originId: randomUUID(),
   time: new Date().toISOString(),
   archiveDamaged: false,
