@@ -264,6 +264,8 @@ export class App {
       const logOptions: LogOptions = {
         segmentBytesMax: config.segmentBytes,
         loneWriteSyncMaxMs: config.loneWriteSyncMaxUs / 1000,
+        segmentZeroAheadBytes: config.segmentZeroAheadBytes,
+        minFreeBytes: config.minFreeBytes,
         replayWorkersBytesMin: config.replayWorkersBytesMin,
         onCheckpointNoSpace: (err) =>
           logger.warn('checkpoint_not_written', `the disk is full: the checkpoint in meta.json was not updated (${err.message}); it is written again once space is free`),

@@ -190,6 +190,16 @@ export const CLIENT_SHARE_PERCENT_DEFAULT = 25;
 /** A segment is closed and a new one started once it reaches this size. */
 export const SEGMENT_BYTES_MAX = 64 * 1024 * 1024;
 /**
+ * A write past the active segment's end first extends the file by this many bytes of written
+ * zeros (FORUM_SEGMENT_ZERO_AHEAD_KB; 0: the file grows with each write), so the fdatasyncs of
+ * the appends after it need not commit a new file size (issue 56; segment.ts ActiveSegment).
+ * One extension costs one slower fdatasync (its zeros reach the disk) per this many bytes
+ * appended; the segment is cut back to its last record when it is closed (ours).
+ */
+export const SEGMENT_ZERO_AHEAD_BYTES = 4 * 1024 * 1024;
+/** The zeros of an extension are written this many bytes at a time, from one shared buffer (ours). */
+export const SEGMENT_ZERO_WRITE_BYTES = 1024 * 1024;
+/**
  * A lone write (issue 56: one record, nothing else for the server to do; group-commit.ts isLoneWrite) calls
  * fdatasync on the main thread, saving the thread pool's two thread wake-ups (about 0.1 ms here),
  * only when the event loop waited at least this long (ms) for work since the last batch became

@@ -4,7 +4,7 @@
  */
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { LOG_DIR, assertReachesCheckpoint, replaySegments } from '../store/log.js';
+import { LOG_DIR, assertReachesCheckpoint, replaySegments, segmentDataBytes } from '../store/log.js';
 import { listSegments, type SegmentInfo } from '../store/segment.js';
 import { hasArchive, readMeta, type LogMeta } from '../store/meta.js';
 import { LogCorruptError, StoreStateError } from '../store/errors.js';
@@ -89,9 +89,7 @@ async function backup(dataDir: string, words: string[], _o: Record<string, strin
     const logDir = join(dataDir, LOG_DIR);
     const replay = replaySegments(logDir, () => undefined, { hashAtSeq: meta.checkpoint?.seq });
     assertReachesCheckpoint(dataDir, meta, replay);
-    const segments = listSegments(logDir).map((s) =>
-      replay.torn && !replay.torn.complete && replay.torn.file.endsWith(s.name) ? { ...s, sizeBytes: replay.torn.offset } : s,
-    );
+    const segments = listSegments(logDir).map((s) => ({ ...s, sizeBytes: segmentDataBytes(replay, logDir, s) }));
     return backupArchive(dataDir, resolve(target), segments, meta, replay.lastSeq, now);
   });
 }

@@ -21,7 +21,7 @@ import {
 import { basename, join } from 'node:path';
 import { LogCorruptError, StoreStateError } from './errors.js';
 import { fsyncDirSync, writeFileAtomicSync } from './fsutil.js';
-import { LOG_DIR, assertReachesCheckpoint, replaySegments } from './log.js';
+import { LOG_DIR, assertReachesCheckpoint, replaySegments, segmentDataBytes } from './log.js';
 import { listSegments, segmentName, type SegmentInfo } from './segment.js';
 import { HASH_SUFFIX_LENGTH, tombstoneLine } from './record-format.js';
 import { META_FILE, readMeta, writeMeta, writeNewMeta, type LogMeta } from './meta.js';
@@ -192,10 +192,9 @@ export function restoreArchive(dataDir: string, backupDir: string, nowIso: strin
   mkdirSync(staging);
   // A torn final line in the backup is left out: it was never acknowledged. A whole final record
   // that only lacks its newline is kept; the server writes the newline when it starts.
-  const torn = verified.torn && !verified.torn.complete ? verified.torn : null;
-  for (const seg of listSegments(join(backupDir, LOG_DIR))) {
-    const keep = torn && torn.file.endsWith(seg.name) ? torn.offset : seg.sizeBytes;
-    copyRange(join(backupDir, LOG_DIR, seg.name), join(staging, seg.name), 0, keep);
+  const backupLogDir = join(backupDir, LOG_DIR);
+  for (const seg of listSegments(backupLogDir)) {
+    copyRange(join(backupLogDir, seg.name), join(staging, seg.name), 0, segmentDataBytes(verified, backupLogDir, seg));
   }
   fsyncDirSync(staging);
   const replacedLog = installStagedLog(dataDir, staging, nowIso);

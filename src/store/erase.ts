@@ -68,7 +68,12 @@ export async function eraseRecords(host: EraseHost, targets: ReadonlyArray<Erase
   for (const [segmentFirstSeq, list] of bySegment) {
     await host.sealSegment(segmentFirstSeq);
     const path = join(host.logDir, segmentName(segmentFirstSeq));
-    const buf = await fsp.readFile(path);
+    const read = await fsp.readFile(path);
+    // The active segment, sealed for this erasure, may still end in the zeros written ahead of its
+    // appends (segment.ts ActiveSegment; cut off only when the log rolls over): never rewritten.
+    let end = read.length;
+    while (end > 0 && read[end - 1] === 0) end--;
+    const buf = end < read.length ? read.subarray(0, end) : read;
     const changed: number[] = [];
     for (const t of list) {
       const loc = records.locations.locate(t.seq)!;

@@ -29,11 +29,11 @@
  * arrive while a flush runs go into the next one. `sync()` resolves when everything appended so
  * far is durable, and callers acknowledge a write only after it resolves.
  */
-import { existsSync, fdatasyncSync, mkdirSync, writeSync } from 'node:fs';
+import { existsSync, fdatasyncSync, mkdirSync } from 'node:fs';
 import type { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import stableStringify from 'fast-json-stable-stringify';
-import { LONE_WRITE_SYNC_MAX_US_DEFAULT, SEGMENT_BYTES_MAX } from '../constants.js';
+import { LONE_WRITE_SYNC_MAX_US_DEFAULT, SEGMENT_BYTES_MAX, SEGMENT_ZERO_AHEAD_BYTES } from '../constants.js';
 import { StoreStateError } from './errors.js';
 import { performance } from 'node:perf_hooks';
 import { fsyncDirSync, isNoSpaceError, removeStaleTempFiles } from './fsutil.js';
@@ -57,13 +57,17 @@ import {
   type LogRecord,
 } from './record-format.js';
 
-export { LOG_DIR, assertReachesCheckpoint, replaySegments, type RecordVisitor, type ReplayResult } from './replay.js';
+export { LOG_DIR, assertReachesCheckpoint, replaySegments, segmentDataBytes, type RecordVisitor, type ReplayResult } from './replay.js';
 
 
 /** Options of `Log.open`. */
 export interface LogOptions {
   /** Segment roll-over size in bytes (default SEGMENT_BYTES_MAX). */
   segmentBytesMax?: number;
+  /** Bytes of zeros a write past the active segment's end extends it by (default SEGMENT_ZERO_AHEAD_BYTES; 0: the file grows with each write; segment.ts ActiveSegment). */
+  segmentZeroAheadBytes?: number;
+  /** Free bytes the zeros written ahead must leave under the data folder (FORUM_MIN_FREE_BYTES; default 0). */
+  minFreeBytes?: number;
   /** A lone write syncs on the main thread only after a last fdatasync of at most this many ms (default LONE_WRITE_SYNC_MAX_US_DEFAULT; 0: never; group-commit.ts `isLoneWrite`). */
   loneWriteSyncMaxMs?: number;
   /**
@@ -189,7 +193,9 @@ export class Log {
     readonly records: SegmentRecords,
   ) {
     this.logDir = join(dataDir, LOG_DIR);
-    this.segment = new ActiveSegment(this.logDir, opts.segmentBytesMax ?? SEGMENT_BYTES_MAX);
+    this.segment = new ActiveSegment(this.logDir, opts.segmentBytesMax ?? SEGMENT_BYTES_MAX, opts.segmentZeroAheadBytes ?? SEGMENT_ZERO_AHEAD_BYTES, opts.minFreeBytes);
+    // A read-only log leaves the zeroed space past its last record in place (replay.ts zeroTail).
+    if (replay.zeroTail && opts.readOnly) this.segment.bytes = replay.zeroTail.offset;
     this.metaValue = meta;
     this.headSeqValue = replay.lastSeq;
     this.durableSeqValue = replay.lastSeq;
@@ -609,8 +615,7 @@ export class Log {
     const segmentOffset = this.segmentBytes;
     // The write only copies into the page cache (microseconds): done synchronously. fdatasync waits
     // for the disk: on the thread pool, or here for a lone write (issue 56, group-commit.ts `isLoneWrite`).
-    let written = 0;
-    while (written < data.length) written += writeSync(handle.fd, data, written, data.length - written);
+    this.segment.write(data);
     const syncStarted = performance.now();
     if (TIMELINE_ON) timelineMark('syncIssued');
     if (lone) this.stats.loneFsyncs++;
@@ -677,7 +682,8 @@ export class Log {
     try {
       if (!this.commit.failed && !this.opts.readOnly && existsSync(this.dataDir)) await this.writeCheckpointUnlessNoSpace();
     } finally {
-      await this.segment.close();
+      // A segment not cut back to its last record (a failed disk) is cut at the next start.
+      await this.segment.close().catch((err: Error) => logger.warn('segment_close', `closing the active segment: ${err.message}`));
       // The record store the log made for itself (no caller's) has read descriptors to close.
       if (this.opts.records === undefined) this.records.close();
     }

@@ -57,6 +57,12 @@ export interface ReplayResult {
    * in lastSeq; open() adds the newline); otherwise they are a torn write that open() truncates.
    */
   torn: { file: string; offset: number; bytes: number; complete: boolean } | null;
+  /**
+   * NUL bytes that end the last segment after its last record (or after `torn`'s bytes): space
+   * the log zeroed ahead of its appends (issue 56, segment.ts `ActiveSegment`), never a record.
+   * open() truncates it; read-only readers stop before it (`segmentDataBytes`).
+   */
+  zeroTail: { file: string; offset: number; bytes: number } | null;
   /** The chained hash of record `hashAtSeq` (a replay option), or null when the log ends before it. */
   hashAt: string | null;
   /**
@@ -176,6 +182,7 @@ class Replay {
   private expectedSeq: number;
   private prevHash: string;
   private torn: ReplayResult['torn'] = null;
+  private zeroTail: ReplayResult['zeroTail'] = null;
   private hashAt: string | null = null;
   private readonly vouched = new Map<number, string>();
   /** Tombstones seen and not yet vouched for (seq → stored hash and where the line is). */
@@ -222,19 +229,51 @@ class Replay {
     const buf = readSegment(this.logDir, seg);
     let pos = this.resumes(seg) ? this.start!.offset : 0;
     while (pos < buf.length) {
+      // No record line starts with a NUL byte: in the last segment, one is where the zeroed space
+      // begins (or a torn write into it: see zeroedSpaceTail).
+      if (isLast && buf[pos] === 0) {
+        this.zeroedSpaceTail(file, buf, pos);
+        break;
+      }
       const nl = buf.indexOf(10, pos);
       if (nl === -1) {
         if (!isLast) throw new LogCorruptError(file, pos, 'incomplete line in a segment that is not the last one');
-        const tail = unterminatedTail(buf, pos, this.prevHash, this.expectedSeq, file, this.strict);
-        this.torn = { file, offset: pos, bytes: buf.length - pos, complete: tail !== null };
+        let end = buf.length;
+        while (buf[end - 1] === 0) end--;
+        if (end < buf.length) this.zeroTail = { file, offset: end, bytes: buf.length - end };
+        const tail = unterminatedTail(end < buf.length ? buf.subarray(0, end) : buf, pos, this.prevHash, this.expectedSeq, file, this.strict);
+        this.torn = { file, offset: pos, bytes: end - pos, complete: tail !== null };
         if (tail === null) break;
-        this.emit(tail.record, tail.payloadJson, tail.hash, tail.erased, seg.firstSeq, file, pos, buf.length - HASH_SUFFIX_LENGTH - pos);
+        this.emit(tail.record, tail.payloadJson, tail.hash, tail.erased, seg.firstSeq, file, pos, end - HASH_SUFFIX_LENGTH - pos);
         break;
       }
-      const parsed = parseLine(buf, pos, nl, this.prevHash, this.expectedSeq, file, this.strict, stableStringify);
+      let parsed: ParsedLine;
+      try {
+        parsed = parseLine(buf, pos, nl, this.prevHash, this.expectedSeq, file, this.strict, stableStringify);
+      } catch (err) {
+        // A line of the last segment with a NUL byte inside: a torn write into the zeroed space.
+        const nul = isLast ? buf.indexOf(0, pos) : -1;
+        if (nul === -1 || nul > nl) throw err;
+        this.torn = { file, offset: pos, bytes: buf.length - pos, complete: false };
+        break;
+      }
       this.emit(parsed.record, parsed.payloadJson, parsed.hash, parsed.erased, seg.firstSeq, file, pos, nl - HASH_SUFFIX_LENGTH - pos);
       pos = nl + 1;
     }
+  }
+
+  /**
+   * The last segment's bytes from `pos`, a line start holding a NUL byte, to its end. The log
+   * writes into space it zeroed ahead (issue 56), and every acknowledged byte was fdatasync'd
+   * before the answer, so the records end here: all NUL is that space (`zeroTail`, kept quietly);
+   * anything else after it is a later page of an unacknowledged write that reached the disk
+   * before an earlier one (a power loss), a torn write (`torn`, truncated and reported at open).
+   */
+  private zeroedSpaceTail(file: string, buf: Buffer, pos: number): void {
+    let end = buf.length;
+    while (end > pos && buf[end - 1] === 0) end--;
+    if (end === pos) this.zeroTail = { file, offset: pos, bytes: buf.length - pos };
+    else this.torn = { file, offset: pos, bytes: buf.length - pos, complete: false };
   }
 
   /**
@@ -298,7 +337,7 @@ class Replay {
       );
     }
     const last = this.expectedSeq - 1;
-    return { lastSeq: last, lastHash: this.prevHash, records: last, torn: this.torn, hashAt: this.hashAt, vouched: this.vouched, workers: this.workers };
+    return { lastSeq: last, lastHash: this.prevHash, records: last, torn: this.torn, zeroTail: this.zeroTail, hashAt: this.hashAt, vouched: this.vouched, workers: this.workers };
   }
 }
 
@@ -459,14 +498,39 @@ export async function recoverLog(dataDir: string, meta: LogMeta, records: Segmen
     }
     const h = await fsp.open(replay.torn.file, 'r+');
     try {
-      if (replay.torn.complete) await h.write('\n', replay.torn.offset + replay.torn.bytes);
-      else await h.truncate(replay.torn.offset);
+      const end = replay.torn.offset + replay.torn.bytes;
+      if (replay.torn.complete) {
+        await h.write('\n', end);
+        if (replay.zeroTail) await h.truncate(end + 1);
+      } else await h.truncate(replay.torn.offset);
       await h.sync();
     } finally {
       await h.close();
     }
     if (replay.torn.complete) opts.onComplete?.(replay.torn.file, replay.torn.offset + replay.torn.bytes);
     else opts.onTruncate?.(replay.torn.file, replay.torn.offset, replay.torn.bytes);
+  } else if (replay.zeroTail && !opts.readOnly) {
+    // Space zeroed ahead of the appends (issue 56): the active segment starts at its last record again.
+    const h = await fsp.open(replay.zeroTail.file, 'r+');
+    try {
+      await h.truncate(replay.zeroTail.offset);
+      await h.sync();
+    } finally {
+      await h.close();
+    }
   }
   return replay;
+}
+
+/**
+ * The bytes of segment `seg` that a replay of its log (`replay`) found to hold records: all of
+ * them, except in the last segment, which ends before a torn write (left out: never
+ * acknowledged; a whole record lacking only its newline stays) and before the space zeroed
+ * ahead of the appends (issue 56). What backup and restore copy of a stopped server's log.
+ */
+export function segmentDataBytes(replay: Pick<ReplayResult, 'torn' | 'zeroTail'>, logDir: string, seg: SegmentInfo): number {
+  const file = join(logDir, seg.name);
+  if (replay.torn && !replay.torn.complete && replay.torn.file === file) return replay.torn.offset;
+  if (replay.zeroTail && replay.zeroTail.file === file) return replay.zeroTail.offset;
+  return seg.sizeBytes;
 }

@@ -87,10 +87,17 @@ export async function restoreFrom(t, target, ...args) {
   return { dir, result: run.json, run };
 }
 
-/** The segment files of a data folder: { name → bytes }. */
+/** The segment files of a data folder: { name → their records' bytes }. */
 export function segmentFiles(dataDir) {
   const dir = join(dataDir, 'log');
-  return Object.fromEntries(readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort().map((n) => [n, readFileSync(join(dir, n))]));
+  return Object.fromEntries(readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort().map((n) => [n, recordBytes(readFileSync(join(dir, n)))]));
+}
+
+/** A segment file's bytes without the zeros a running server writes ahead of its appends (issue 56): its records. */
+function recordBytes(buf) {
+  let end = buf.length;
+  while (end > 0 && buf[end - 1] === 0) end--;
+  return end === buf.length ? buf : buf.subarray(0, end);
 }
 
 /** Polls `fn` every 50 ms until it returns a truthy value; rejects after `ms` with `what`. */

@@ -43,7 +43,8 @@ test('an erased record becomes a tombstone of the same length with the same hash
   const log = await writeLog(dir, 5);
   const seg = join(dir, 'log', listSegments(join(dir, 'log'))[0].name);
   const targets = await appendErase(log, [2, 4]);
-  const before = readFileSync(seg);
+  // The records' bytes (the open segment's zeros written ahead are not records, and are not rewritten).
+  const before = readFileSync(seg).subarray(0, log.durableSegments()[0].sizeBytes);
   await log.erase(targets);
   const after = readFileSync(seg);
   assert.equal(after.length, before.length, 'the segment keeps its length');

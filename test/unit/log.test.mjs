@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, writeFileSync, readdirSync, unlinkSync, truncateSync, statSync } from 'node:fs';
+import { appendFileSync, cpSync, readFileSync, writeFileSync, readdirSync, unlinkSync, truncateSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Log, replaySegments } from '../../dist/store/log.js';
 import { listSegments } from '../../dist/store/segment.js';
@@ -252,6 +252,24 @@ test('a whole final record that lacks only its newline is kept and given its new
   assert.deepEqual((await openLog(dir)).records.map((r) => r.seq), [1, 2, 3, 4]);
 });
 
+test('a whole final record that lacks only its newline, followed by zeroed space, is kept and given its newline', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const size = statSync(seg).size;
+  truncateSync(seg, size - 1);
+  appendFileSync(seg, Buffer.alloc(8192));
+  let completed = null;
+  const { log, records } = await openLog(dir, { onComplete: (file, offset) => (completed = { file, offset }), onTruncate: () => assert.fail('nothing may be dropped') });
+  assert.equal(records.length, 3, 'the third record is kept');
+  assert.deepEqual(completed, { file: seg, offset: size - 1 });
+  assert.equal(statSync(seg).size, size, 'the newline is written and the zeros cut off');
+  log.append('test.record', { after: true }, Date.now());
+  await log.sync();
+  await log.close();
+  assert.deepEqual((await openLog(dir)).records.map((r) => r.seq), [1, 2, 3, 4]);
+});
+
 test('a whole final record followed by a stray byte instead of its newline is damage, not a torn write', async (t) => {
   const dir = tempDir(t);
   await writeRecords(dir, 3);
@@ -267,7 +285,7 @@ test('a whole final record followed by a stray byte instead of its newline is da
 });
 
 test('bytes after the last newline that do not start like a record line are damage, not a torn write', async (t) => {
-  for (const garbage of ['garbage', 'x', '{"seq":4,"payload":{}', ' {"payload":', '\u0000\u0000{"pay', '{"payloaX']) {
+  for (const garbage of ['garbage', 'x', '{"seq":4,"payload":{}', ' {"payload":', '{"payloaX']) {
     const dir = tempDir(t);
     await writeRecords(dir, 3);
     const [seg] = segmentFiles(dir);
@@ -300,18 +318,129 @@ test('a torn write is any prefix of a record line, down to its first byte, and i
   }
 });
 
-test('a tail of only NUL bytes (zero-fill after power loss) is a torn write and is truncated', async (t) => {
+test('a tail of only NUL bytes (space zeroed ahead, or zero-fill after power loss) is cut off at open, not reported as a torn write', async (t) => {
   const dir = tempDir(t);
   await writeRecords(dir, 3);
   const [seg] = segmentFiles(dir);
   const good = statSync(seg).size;
   appendFileSync(seg, Buffer.alloc(4096));
+  const { log, records } = await openLog(dir, { onTruncate: () => assert.fail('zeroed space is not a torn write') });
+  assert.equal(records.length, 3);
+  assert.equal(statSync(seg).size, good);
+  log.append('test.record', { after: true }, Date.now());
+  await log.sync();
+  await log.close();
+  assert.deepEqual((await openLog(dir)).records.map((r) => r.seq), [1, 2, 3, 4]);
+});
+
+test('NUL bytes at a line start followed by other bytes are a torn write into zeroed space (a later page reached the disk first) and are truncated', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const good = statSync(seg).size;
+  const whole = readFileSync(seg);
+  const tail = Buffer.concat([Buffer.alloc(100), whole.subarray(10, whole.indexOf(10) + 1), whole.subarray(0, whole.indexOf(10) + 1), Buffer.alloc(50)]);
+  appendFileSync(seg, tail);
   let truncated = null;
   const { log, records } = await openLog(dir, { onTruncate: (file, offset, bytes) => (truncated = { file, offset, bytes }) });
   await log.close();
   assert.equal(records.length, 3);
-  assert.deepEqual(truncated, { file: seg, offset: good, bytes: 4096 });
+  assert.deepEqual(truncated, { file: seg, offset: good, bytes: tail.length });
   assert.equal(statSync(seg).size, good);
+});
+
+test('a line of the last segment with NUL bytes inside is a torn write into zeroed space and is truncated; in an earlier segment it is damage', async (t) => {
+  const dir = tempDir(t);
+  await writeRecords(dir, 3);
+  const [seg] = segmentFiles(dir);
+  const good = statSync(seg).size;
+  const whole = readFileSync(seg);
+  const line = Buffer.from(whole.subarray(0, whole.indexOf(10) + 1));
+  line.fill(0, 20, 60); // the middle of the line never reached the disk
+  appendFileSync(seg, Buffer.concat([line, Buffer.alloc(30)]));
+  let truncated = null;
+  const { log, records } = await openLog(dir, { onTruncate: (file, offset, bytes) => (truncated = { file, offset, bytes }) });
+  await log.close();
+  assert.equal(records.length, 3);
+  assert.deepEqual(truncated, { file: seg, offset: good, bytes: line.length + 30 });
+
+  const dir2 = tempDir(t);
+  await writeSegmented(dir2, 12, 300);
+  const files = segmentFiles(dir2);
+  const first = readFileSync(files[0]);
+  first.fill(0, 20, 30);
+  writeFileSync(files[0], first);
+  await assert.rejects(openLog(dir2), (err) => err instanceof LogCorruptError && err.file === files[0] && err.offset === 0);
+});
+
+test('the active segment is zeroed ahead of its appends, and closing cuts it back to its last record', async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentZeroAheadBytes: 64 * 1024 });
+  log.append('test.record', { i: 0 }, Date.now());
+  await log.sync();
+  const [seg] = segmentFiles(dir);
+  const bytes = readFileSync(seg);
+  const end = bytes.indexOf(10) + 1;
+  assert.equal(bytes.length, end + 64 * 1024, 'the file holds the record and the zeros written ahead');
+  assert.ok(bytes.subarray(end).every((b) => b === 0));
+  assert.equal(log.durableSegments()[0].sizeBytes, end, 'backups copy only the records');
+  for (let i = 1; i < 10; i++) log.append('test.record', { i }, Date.now());
+  await log.sync();
+  const data = log.durableSegments()[0].sizeBytes;
+  assert.equal(statSync(seg).size, end + 64 * 1024, 'appends overwrite the zeros; the file did not grow');
+  await log.close();
+  assert.equal(statSync(seg).size, data);
+  assert.equal(readFileSync(seg).at(-1), 10);
+});
+
+test('a log that stopped without closing (zeros past its last record) reopens with every record, read-only too', async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentZeroAheadBytes: 64 * 1024 });
+  for (let i = 0; i < 5; i++) log.append('test.record', { i }, Date.now());
+  await log.sync();
+  const data = log.durableSegments()[0].sizeBytes;
+  const crashed = tempDir(t);
+  cpSync(dir, crashed, { recursive: true }); // the folder as a kill -9 leaves it
+  await log.close();
+  const [seg] = segmentFiles(crashed);
+  assert.equal(statSync(seg).size, data + 64 * 1024);
+  const readOnly = await openLog(crashed, { readOnly: true });
+  assert.equal(readOnly.records.length, 5);
+  assert.equal(readOnly.log.durableSegments()[0].sizeBytes, data);
+  await readOnly.log.close();
+  assert.equal(statSync(seg).size, data + 64 * 1024, 'a read-only open changes nothing');
+  const again = await openLog(crashed, { onTruncate: () => assert.fail('zeroed space is not a torn write') });
+  assert.equal(again.records.length, 5);
+  assert.equal(statSync(seg).size, data, 'opened for writing, the segment ends at its last record');
+  again.log.append('test.record', { i: 5 }, Date.now());
+  await again.log.sync();
+  await again.log.close();
+  assert.deepEqual((await openLog(crashed)).records.map((r) => r.seq), [1, 2, 3, 4, 5, 6]);
+});
+
+test('a roll-over cuts the sealed segment back to its last record before the next segment exists', async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentBytesMax: 1024, segmentZeroAheadBytes: 64 * 1024 });
+  for (let i = 0; i < 40; i++) {
+    log.append('test.record', { i }, Date.now());
+    await log.sync();
+  }
+  const files = segmentFiles(dir);
+  assert.ok(files.length >= 3, `${files.length} segments`);
+  for (const f of files.slice(0, -1)) assert.equal(readFileSync(f).at(-1), 10, `${f} ends with its last record's newline`);
+  assert.ok(statSync(files.at(-1)).size <= 1024 + 200, 'zeroing ahead never passes the roll-over size by more than a batch');
+  await log.close();
+  assert.equal(replaySegments(join(dir, 'log'), () => undefined).lastSeq, 40);
+});
+
+test('with zeroing ahead off, the segment grows with each write', async (t) => {
+  const dir = tempDir(t);
+  const { log } = await openLog(dir, { segmentZeroAheadBytes: 0 });
+  log.append('test.record', { i: 0 }, Date.now());
+  await log.sync();
+  const [seg] = segmentFiles(dir);
+  assert.equal(statSync(seg).size, log.durableSegments()[0].sizeBytes);
+  await log.close();
 });
 
 test('an incomplete line in a segment that is not the last one is damage, not a torn tail', async (t) => {

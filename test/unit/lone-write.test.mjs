@@ -34,10 +34,16 @@ test('a write is not lone when anything else shares the moment or the disk is sl
   }
 });
 
-/** A log whose lone writes do not depend on this disk's speed (any last fdatasync qualifies). */
+/**
+ * A log whose lone writes do not depend on this disk's speed (any last fdatasync qualifies), past
+ * its first batch: that one also writes the log's first checkpoint, and an append made while it
+ * does so joins the running flush instead of starting a fresh one.
+ */
 async function openLog(t, opts = {}) {
   const log = await Log.open(tempDir(t), () => {}, { loneWriteSyncMaxMs: 60_000, ...opts });
   t.after(() => log.close());
+  log.append('test.first', {}, Date.now());
+  await log.sync();
   return log;
 }
 
@@ -87,11 +93,12 @@ test('a write while other requests began since the last batch keeps the thread p
 
 test('with lone writes off (loneWriteSyncMaxMs 0) every fdatasync runs on the thread pool', async (t) => {
   const log = await openLog(t, { loneWriteSyncMaxMs: 0 });
+  const before = log.stats.fsyncs;
   for (let i = 0; i < 3; i++) {
     await sleep(5);
     log.append('test.record', { i }, Date.now());
     await log.sync();
   }
-  assert.equal(log.stats.fsyncs, 3);
+  assert.equal(log.stats.fsyncs, before + 3);
   assert.equal(log.stats.loneFsyncs, 0);
 });
