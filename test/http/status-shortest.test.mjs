@@ -303,7 +303,7 @@ test('the built server answers GET and HEAD /api/status with a new request id ea
   assert.equal(counted('HEAD'), HEADS);
   // One access-log line per request, with its id.
   const logged = () => s.stdout.split('\n').filter((l) => l.includes('"event":"request"')).map((l) => JSON.parse(l));
-  for (let i = 0; i < 100 && logged().length < GETS + HEADS + 2; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 500 && logged().length < GETS + HEADS + 2; i++) await new Promise((r) => setTimeout(r, 20));
   const lines = logged();
   assert.equal(lines.length, GETS + HEADS + 2);
   for (const id of ids) {
