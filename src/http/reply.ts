@@ -54,6 +54,34 @@ function newRequestId(): string {
   return REQUEST_ID_PREFIX + (hex.length >= 12 ? hex.slice(-12) : '000000000000'.slice(hex.length) + hex);
 }
 
+// What the last `scanFields` found (one request at a time: the listener reads them at once).
+let seenOrigin = false;
+let seenAuthorization = false;
+let seenHosts = 0;
+let seenId: string | undefined;
+
+/**
+ * Reads the request head's raw header list in one pass into the `seen*` fields above: whether
+ * `Origin` and `Authorization` are present, how many `Host` fields there are, and the first
+ * well-formed `X-Request-Id` (undefined when none is). Allocates nothing.
+ */
+function scanFields(raw: string[]): void {
+  seenOrigin = false;
+  seenAuthorization = false;
+  seenHosts = 0;
+  seenId = undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 6 && name.toLowerCase() === 'origin') seenOrigin = true;
+    else if (name.length === 4 && name.toLowerCase() === 'host') seenHosts++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') seenAuthorization = true;
+    else if (name.length === 12 && seenId === undefined && name.toLowerCase() === 'x-request-id') {
+      const v = raw[i + 1]!;
+      if (REQUEST_ID_PATTERN.test(v)) seenId = v;
+    }
+  }
+}
+
 /**
  * What the listener needs from the request head, read from the raw header list in one pass:
  * `req.headers` is built lazily on first access, and requests that need no header
@@ -61,19 +89,21 @@ function newRequestId(): string {
  * fields there are, and the request id (the client's `X-Request-Id` when well-formed, else `newRequestId()`).
  */
 export function scanHead(raw: string[]): { origin: boolean; hosts: number; requestId: string } {
-  let origin = false;
-  let hosts = 0;
-  let requestId: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length === 6 && name.toLowerCase() === 'origin') origin = true;
-    else if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
-    else if (name.length === 12 && requestId === undefined && name.toLowerCase() === 'x-request-id') {
-      const v = raw[i + 1]!;
-      if (REQUEST_ID_PATTERN.test(v)) requestId = v;
-    }
-  }
-  return { origin, hosts, requestId: requestId ?? newRequestId() };
+  scanFields(raw);
+  return { origin: seenOrigin, hosts: seenHosts, requestId: seenId ?? newRequestId() };
+}
+
+/**
+ * The request id of a head that the shortest path may answer (issue 56; src/http/server.ts), as
+ * `scanHead` gives it, or null — no id minted — for any head that may change the answer or a
+ * guard's effect: no `Host` or more than one (400, or HTTP/1.0 without Host), an `Origin` (the
+ * answer carries CORS_HEADERS), an `Authorization` (an operator's request gives back its public
+ * rate-limit slots in guards.afterAuth, src/http/rate-limit.ts). Allocates nothing but a minted id.
+ */
+export function plainHeadId(raw: string[]): string | null {
+  scanFields(raw);
+  if (seenHosts !== 1 || seenOrigin || seenAuthorization) return null;
+  return seenId ?? newRequestId();
 }
 
 /**
@@ -140,21 +170,41 @@ export function toServiceError(err: unknown, context: LogFields = {}): ServiceEr
   return new ServiceError('INTERNAL', 'internal error; the request may or may not have been applied — check /api/receipts before retrying a write');
 }
 
+/** What `sendReply` sends as a reply's body: raw bytes, pre-serialised JSON, `body` as JSON, or nothing (''). */
+function payloadOf(reply: Reply): string | Buffer {
+  if (reply.raw !== undefined) return reply.raw;
+  if (reply.json !== undefined) return reply.json;
+  if (reply.body !== undefined) return JSON.stringify(reply.body);
+  return '';
+}
+
+/** The Content-Type `sendReply` sends with `payloadOf(reply)`: the reply's own, else JSON, else (no payload) plain text. */
+function contentTypeOf(reply: Reply): string {
+  if (reply.contentType !== undefined) return reply.contentType;
+  return reply.raw === undefined && reply.json === undefined && reply.body === undefined ? 'text/plain; charset=utf-8' : JSON_CONTENT_TYPE;
+}
+
+/**
+ * The flat header list of a reply without headers of its own (status, lists, writes), which
+ * node:http stores without building and walking a merged header object — measured 15-20 % more
+ * GET /api/status requests per second at 64 connections (issue 10's status target): the security
+ * headers, Content-Type, Content-Length and, when `requestId` is given, X-Request-Id.
+ */
+function flatHead(contentType: string, payload: string | Buffer, requestId: string | undefined): string[] {
+  const contentLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+  const list = [...BASE_HEADER_LIST, 'Content-Type', contentType, 'Content-Length', String(contentLength)];
+  if (requestId !== undefined) list.push('X-Request-Id', requestId);
+  return list;
+}
+
 /**
  * Sends a handler's reply (a 304 is sent without body, Content-Type or Content-Length), with
  * `requestId` as X-Request-Id when given.
  */
 export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requestId?: string): void {
   if (reply.stream !== undefined) return sendStream(res, reply, reply.stream, head, requestId);
-  let payload: string | Buffer;
-  let contentType = reply.contentType ?? JSON_CONTENT_TYPE;
-  if (reply.raw !== undefined) payload = reply.raw;
-  else if (reply.json !== undefined) payload = reply.json;
-  else if (reply.body !== undefined) payload = JSON.stringify(reply.body);
-  else {
-    payload = '';
-    contentType = reply.contentType ?? 'text/plain; charset=utf-8';
-  }
+  const payload = payloadOf(reply);
+  const contentType = contentTypeOf(reply);
   // 304 (conditional GET of guidance documents) carries no body, so no Content-Type/-Length: a
   // Content-Length of 0 would contradict the representation the client already has (RFC 9110 8.6).
   const idHeader = requestId === undefined ? {} : { 'X-Request-Id': requestId };
@@ -163,19 +213,45 @@ export function sendReply(res: ServerResponse, reply: Reply, head: boolean, requ
     res.end();
     return;
   }
-  const contentLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-  if (reply.headers === undefined) {
-    // The common case (status, lists, writes): a flat header list, which node:http stores without
-    // building and walking a merged header object — measured 15-20 % more GET /api/status
-    // requests per second at 64 connections (issue 10's status target).
-    const list = [...BASE_HEADER_LIST, 'Content-Type', contentType, 'Content-Length', String(contentLength)];
-    if (requestId !== undefined) list.push('X-Request-Id', requestId);
-    res.writeHead(reply.status, list);
-  } else {
+  if (reply.headers === undefined) res.writeHead(reply.status, flatHead(contentType, payload, requestId));
+  else {
     // The reply's own headers override the base ones (e.g. a document's Cache-Control).
+    const contentLength = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
     writeHeadSafely(res, reply.status, { ...BASE_HEADERS, ...idHeader, ...reply.headers, 'Content-Type': contentType, 'Content-Length': contentLength });
   }
   res.end(head ? undefined : payload);
+}
+
+/**
+ * A reply prepared once and sent many times by the shortest path (issue 56, a route's `memo`):
+ * the status, the head exactly as `sendReply` writes it with X-Request-Id's value last (set per
+ * request by `sendPrepared`), and the payload.
+ */
+export interface PreparedReply {
+  readonly status: number;
+  readonly head: string[];
+  readonly payload: string | Buffer;
+}
+
+/**
+ * Prepares `reply` for `sendPrepared`, or null when it is one `sendReply` must build per request
+ * (a stream, a 304, or a reply with headers of its own).
+ */
+export function prepareReply(reply: Reply): PreparedReply | null {
+  if (reply.stream !== undefined || reply.status === 304 || reply.headers !== undefined) return null;
+  const payload = payloadOf(reply);
+  return { status: reply.status, head: flatHead(contentTypeOf(reply), payload, ''), payload };
+}
+
+/**
+ * Sends a prepared reply with `requestId` as X-Request-Id: the same bytes as `sendReply` of the
+ * reply it was prepared from, with no allocation of its own (the head's last value is
+ * overwritten; node:http reads the list only while `writeHead` runs). HEAD gets the head only.
+ */
+export function sendPrepared(res: ServerResponse, prepared: PreparedReply, head: boolean, requestId: string): void {
+  prepared.head[prepared.head.length - 1] = requestId;
+  res.writeHead(prepared.status, prepared.head);
+  res.end(head ? undefined : prepared.payload);
 }
 
 /**

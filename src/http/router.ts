@@ -320,6 +320,17 @@ export interface Route {
    * and its own error for malformed JSON, e.g. JSON-RPC -32700 on /mcp); the pipeline reads none.
    */
   readsBody?: boolean;
+  /**
+   * The shortest path (issue 56), for a public GET whose answer depends on nothing in the request
+   * (no header, query, body or caller): the reply `handler` would return, from a memo — the same
+   * Reply object while its bytes stand, a new one when they change. The listener answers
+   * `GET`/`HEAD` of exactly `path` (no query string) from it with a head prepared once per memoised
+   * reply, skipping the target parse, route lookup, request context and `runRoute`
+   * (src/http/server.ts `createRequestListener`); every other request to the route runs `handler`.
+   * Only an exact-path GET route with `auth: 'public'` and no query schema, rate-limit class,
+   * checkHead or dispatch may have one (checked when the listener is built).
+   */
+  memo?: (app: App) => Reply;
   handler: (ctx: RequestContext) => Reply | Promise<Reply>;
 }
 

@@ -11,6 +11,12 @@
  * 429 or 507) and a 423 takes no rate-limit slot. The guards live in src/http/guards.ts and
  * src/http/rate-limit.ts and are wired by src/service.ts.
  *
+ * The shortest path (issue 56): `GET`/`HEAD` of the exact path of a route with a `memo`
+ * (GET /api/status), without Origin or Authorization, is answered from the memo with a head
+ * prepared once per memoised reply — guards.onRequest, metrics and the access log as for any
+ * request, but no target parse, route lookup, request context or `runRoute` — and the same bytes
+ * as the pipeline would send (test/http/status-shortest.test.mjs).
+ *
  * `runRoute` is the per-route part; a dispatching route (the A2A binding, `route.dispatch`) runs
  * other routes of the table through it via `ctx.runner`, so both bindings share one code path.
  *
@@ -36,7 +42,7 @@ import { logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { Router, parseTarget, rawPathOf, type Reply, type RequestTarget, type RequestContext, type Route, type RouteInput, type RouteRunner } from './router.js';
 import { bodyValidator, queryValidator } from './validate.js';
-import { CORS_HEADER_ENTRIES, scanHead, sendError, sendPreflight, sendReply, toServiceError } from './reply.js';
+import { CORS_HEADER_ENTRIES, plainHeadId, prepareReply, scanHead, sendError, sendPreflight, sendPrepared, sendReply, toServiceError, type PreparedReply } from './reply.js';
 import { bodyLimitOf } from './connections.js';
 import { TIMELINE_ON, timelineBegin, timelineEnd, timelineMark } from '../timeline.js';
 
@@ -47,7 +53,10 @@ import { TIMELINE_ON, timelineBegin, timelineEnd, timelineMark } from '../timeli
  *   and route's errors (400/414, 404/405) are raised only after it, so it also covers unknown
  *   paths, wrong methods and bad targets.
  * - `afterAuth` runs per route (also for each route a dispatching route runs) once the caller is
- *   known (null on public routes) and after the write stop, before the body is read.
+ *   known (null on public routes) and after the write stop, before the body is read. It does not
+ *   run for a request the shortest path answers (issue 56: a memo route, a public GET with no
+ *   rate-limit class, asked without Authorization), where the guards here have nothing to do:
+ *   the rate limits act on a rate-limit class or an operator's token, the others on POST only.
  */
 export interface Guards {
   onRequest?(req: IncomingMessage, clientIp: string, res: ServerResponse): void;
@@ -157,6 +166,27 @@ function finish(app: App, reply: Reply | Promise<Reply>): Reply | Promise<Reply>
   return reply;
 }
 
+/** A memo route (issue 56) as the shortest path serves it: its last reply and that reply prepared. */
+interface Shortest {
+  route: Route;
+  memo: (app: App) => Reply;
+  /** The memo's last reply, and it prepared (null: `sendReply` sends it). */
+  reply: Reply | null;
+  prepared: PreparedReply | null;
+}
+
+/**
+ * Checks that a route with a memo is one the shortest path may answer without the steps it skips
+ * (an exact-path public GET with no query schema, body, rate-limit class, checkHead or dispatch);
+ * throws an Error naming the route otherwise. Output: its shortest-path state.
+ */
+function shortestOf(route: Route, memo: (app: App) => Reply): Shortest {
+  if (route.method !== 'GET' || route.auth !== 'public' || route.path.endsWith('/*') || /[?%]/.test(route.path) || route.query !== undefined || route.body !== undefined || route.rateLimit !== undefined || route.checkHead !== undefined || route.dispatch === true) {
+    throw new Error(`route ${route.method} ${route.path}: a memo is for exact-path public GET routes without query schema, body, rate-limit class, checkHead or dispatch`);
+  }
+  return { route, memo, reply: null, prepared: null };
+}
+
 /**
  * Builds the request listener for a route table.
  * Input: the app, the routes, optional guards and a client-IP resolver.
@@ -190,6 +220,9 @@ export function createRequestListener(
   }
   const guards = opts.guards ?? {};
   const clientIpOf = opts.clientIp ?? socketIp;
+  // The shortest path (issue 56): routes with a memo, by their exact path.
+  const shortest = new Map<string, Shortest>();
+  for (const r of routes) if (r.memo !== undefined) shortest.set(r.path, shortestOf(r, r.memo));
 
   /** A runner for the routes a dispatching route hands one request to (same caller, same response). */
   const runnerFor = (outer: RequestContext, res: ServerResponse): RouteRunner => ({
@@ -211,7 +244,99 @@ export function createRequestListener(
     },
   });
 
+  /**
+   * Answers a request's error: renders it (the route's error format, else `{error, code}`), after
+   * reading a refused body to its end for a 413. Output: a promise while that body drains, else
+   * undefined (answered at once).
+   */
+  const answerError = (req: IncomingMessage, res: ServerResponse, err: unknown, method: string, route: Route | undefined, agentId: string | undefined, requestId: string): Promise<void> | undefined => {
+    const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId });
+    const format = route?.errorFormat;
+    const answer = (drained: boolean): void => {
+      sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId, format?.contentType?.(req));
+      if (!drained) req.socket.destroySoon?.();
+    };
+    // A refused body may still be arriving: read it to its end (within bounds) before the 413,
+    // so the client, done sending, reads the answer instead of a reset. Past the bounds the
+    // connection is closed after the answer.
+    // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
+    // not waited for.
+    if (httpErr.status === 413 && !continueWithheld(req, bodyLimitOf(req))) return drainBody(req).then(answer);
+    answer(true);
+    return undefined;
+  };
+
+  /** What every answered request ends with: its timeline, its metrics and its access-log line. */
+  const settle = (res: ServerResponse, method: string, route: Route | undefined, agentId: string | null, clientAddress: string | undefined, requestId: string, started: number): void => {
+    if (TIMELINE_ON) timelineEnd();
+    if (!timed) return;
+    const ms = performance.now() - started;
+    metrics?.request(method, route?.path ?? null, res.statusCode, ms);
+    if (accessLog) {
+      logger.info('request', `${method} ${route?.path ?? '-'} ${res.statusCode}`, {
+        requestId,
+        method,
+        route: route?.path ?? null,
+        status: res.statusCode,
+        ms: Math.round(ms * 1000) / 1000,
+        agentId,
+        clientAddress: logClientAddress ? (clientAddress ?? null) : undefined,
+      });
+    }
+  };
+
+  /**
+   * The shortest path (issue 56): answers `GET`/`HEAD` of a memo route's exact path, whose head
+   * `plainHeadId` accepted, on a connection whose earlier answers are done, while the log is
+   * durable. The steps kept, in the pipeline's order: the timeline, the request count, the client
+   * address, guards.onRequest (503 while shutting down, 429), the memo, the answer (its head
+   * prepared once per memoised reply), metrics and the access log. The steps skipped cannot change
+   * the answer: see the listener below.
+   */
+  const serveShortest = (s: Shortest, req: IncomingMessage, res: ServerResponse, method: string, requestId: string): void => {
+    if (TIMELINE_ON) timelineBegin();
+    app.requestsBegun++;
+    const started = timed ? performance.now() : 0;
+    let clientAddress: string | undefined;
+    try {
+      const clientIp = clientIpOf(req);
+      clientAddress = clientIp;
+      guards.onRequest?.(req, clientIp, res);
+      const reply = s.memo(app);
+      if (reply !== s.reply) {
+        s.reply = reply;
+        s.prepared = prepareReply(reply);
+      }
+      if (TIMELINE_ON) timelineMark('sending');
+      if (s.prepared === null) sendReply(res, reply, method === 'HEAD', requestId);
+      else sendPrepared(res, s.prepared, method === 'HEAD', requestId);
+    } catch (err) {
+      const draining = answerError(req, res, err, method, s.route, undefined, requestId);
+      if (draining !== undefined) {
+        void draining.then(() => settle(res, method, s.route, null, clientAddress, requestId, started));
+        return;
+      }
+    }
+    settle(res, method, s.route, null, clientAddress, requestId, started);
+  };
+
   return (req, res) => {
+    // The shortest path (issue 56) takes a request only where the pipeline's skipped steps cannot
+    // change its answer: an exact target (no query string: nothing to parse or validate, no 414 or
+    // 400, and the route is the one router.match returns for GET and HEAD; no preflight); a head
+    // with one Host, no Origin and no Authorization (`plainHeadId`: no 400, no CORS headers, no
+    // caller whose slots guards.afterAuth would give back; the route is public with no rate-limit
+    // class, checkHead, query schema or body, so runRoute would do nothing but call the handler);
+    // a response that has its socket (else it waits its turn below); and a durable log (else
+    // `finish` would wait for the sync before answering).
+    if (shortest.size !== 0 && res.socket !== null) {
+      const s = shortest.get(req.url ?? '');
+      const method = req.method;
+      if (s !== undefined && (method === 'GET' || method === 'HEAD') && app.log.headSeq <= app.log.durableSeq) {
+        const requestId = plainHeadId(req.rawHeaders);
+        if (requestId !== null) return serveShortest(s, req, res, method, requestId);
+      }
+    }
     void (async () => {
       // A pipelined request (an earlier response on this connection is unfinished) runs only once
       // that response is done; if the connection closes first — as it does after a 413 — it is
@@ -293,33 +418,10 @@ export function createRequestListener(
           ctx.onSent(performance.now() - sending);
         }
       } catch (err) {
-        const httpErr = toServiceError(err, { requestId, method, route: route?.path, agentId: ctx?.agent?.profile.id });
-        const format = route?.errorFormat;
-        // A refused body may still be arriving: read it to its end (within bounds) before the 413,
-        // so the client, done sending, reads the answer instead of a reset. Past the bounds the
-        // connection is closed after the answer.
-        // A body withheld by the client (Expect: 100-continue refused, see checkContinue below) is
-        // not waited for.
-        const drained = httpErr.status === 413 && !continueWithheld(req, bodyLimitOf(req)) ? await drainBody(req) : true;
-        sendError(res, httpErr, format ? (e) => format.render(e, app) : undefined, requestId, format?.contentType?.(req));
-        if (!drained) req.socket.destroySoon?.();
+        const draining = answerError(req, res, err, method, route, ctx?.agent?.profile.id, requestId);
+        if (draining !== undefined) await draining;
       }
-      if (TIMELINE_ON) timelineEnd();
-      if (timed) {
-        const ms = performance.now() - started;
-        metrics?.request(method, route?.path ?? null, res.statusCode, ms);
-        if (accessLog) {
-          logger.info('request', `${method} ${route?.path ?? '-'} ${res.statusCode}`, {
-            requestId,
-            method,
-            route: route?.path ?? null,
-            status: res.statusCode,
-            ms: Math.round(ms * 1000) / 1000,
-            agentId: ctx?.agent?.profile.id ?? null,
-            clientAddress: logClientAddress ? (clientAddress ?? null) : undefined,
-          });
-        }
-      }
+      settle(res, method, route, ctx?.agent?.profile.id ?? null, clientAddress, requestId, started);
     })();
   };
 }

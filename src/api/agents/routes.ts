@@ -99,6 +99,8 @@ export const agentRoutes: Route[] = [
     summary: 'Service status: name, version, agent counts, write stop and registration flags.',
     tag: 'Public',
     responses: { 200: { description: 'Status', schema: 'Status' } },
+    // The shortest path (issue 56): the exact target is answered from the memo without a context.
+    memo: statusReply,
     handler: ({ app }) => statusReply(app),
   },
   route({

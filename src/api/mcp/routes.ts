@@ -58,7 +58,7 @@ import {
 import { ServiceError, fail, invalid } from '../../errors.js';
 import { payloadTooLarge } from '../../http/errors.js';
 import { oversizeToolError, readMcpBody, type McpBody } from './oversize.js';
-import { parseTarget } from '../../http/router.js';
+import { parseTarget, rawPathOf } from '../../http/router.js';
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../../app.js';
 import type { Guards } from '../../http/server.js';
@@ -105,9 +105,15 @@ export function checkOrigin(req: IncomingMessage, publicUrl: string): void {
 export function mcpOriginGuard(app: App): Guards {
   return {
     onRequest(req) {
+      const target = req.url ?? '/';
+      // An origin-form target's path is its text up to `?`: any other path passes untouched
+      // without the parse (and its URLSearchParams) on every request, GET /api/status included
+      // (issue 56); whether its escapes are well formed does not matter then either.
+      const raw = rawPathOf(target);
+      if (raw !== undefined && raw !== MCP_PATH) return;
       let path: string;
       try {
-        path = parseTarget(req.url ?? '/').pathname;
+        path = parseTarget(target).pathname;
       } catch {
         return; // A malformed target is answered 400 by the pipeline, with or without Origin.
       }
